@@ -1,0 +1,203 @@
+"""Input lines and correlation: what goes on the wire, and how echoes find their key."""
+
+import json
+import random
+from typing import Any
+
+import pytest
+from google.genai import types
+
+from vertexbatch import ClaudeRequest, GeminiRequest, InvalidRequestError
+from vertexbatch._lines import (
+    ANTHROPIC_VERSION,
+    KeyMap,
+    canonical_digest,
+    claude_line,
+    gemini_line,
+    key_digest,
+)
+
+
+def _claude(key: str = "k1", **params: Any) -> ClaudeRequest:
+    base = {"max_tokens": 64, "messages": [{"role": "user", "content": "Hi"}]}
+    return ClaudeRequest(key, {**base, **params})
+
+
+def test_claude_line_shape() -> None:
+    """A Claude line carries the digest as custom_id, drops model and sets anthropic_version."""
+    line = claude_line(_claude(model="claude-x"))
+    data = json.loads(line.data)
+    assert data["custom_id"] == key_digest("k1")
+    assert "model" not in data["request"]
+    assert data["request"]["anthropic_version"] == ANTHROPIC_VERSION
+    assert line.data.endswith(b"\n") and line.data.count(b"\n") == 1
+
+
+def test_claude_keeps_caller_anthropic_version() -> None:
+    """A caller-set anthropic_version is kept."""
+    data = json.loads(claude_line(_claude(anthropic_version="vertex-2025-08-04")).data)
+    assert data["request"]["anthropic_version"] == "vertex-2025-08-04"
+
+
+def test_key_digest_fits_custom_id_and_labels() -> None:
+    """Digests are 33 chars of [a-z0-9], starting with a letter, and differ per key."""
+    digests = {key_digest(k) for k in ["a", "b", "ü" * 500, "0000"]}
+    assert len(digests) == 4
+    for d in digests:
+        assert len(d) == 33 and d[0] == "k" and d.isalnum() and d == d.lower()
+
+
+def test_claude_missing_required_params() -> None:
+    """Claude params without max_tokens or messages are refused with the key named."""
+    with pytest.raises(InvalidRequestError, match="'x' lack 'max_tokens'"):
+        claude_line(ClaudeRequest("x", {"messages": []}))
+
+
+def test_unserialisable_params() -> None:
+    """Params JSON cannot hold are refused without their content in the message."""
+    with pytest.raises(InvalidRequestError, match="cannot be serialised") as info:
+        claude_line(_claude(metadata={"secret-value": object()}))
+    assert "secret-value" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"tools": [{"name": "t", "input_schema": {}}]}, "empty object"),
+        ({"metadata": {"$defs": 1}}, "not a valid column name"),
+        ({"metadata": json.loads("[" * 20 + "1" + "]" * 20)}, "deeper than 15"),
+    ],
+)
+def test_importer_rules_are_checked_before_upload(extra: dict[str, Any], message: str) -> None:
+    """Lines Vertex's importer would fail the whole job on are refused up front."""
+    with pytest.raises(InvalidRequestError, match=message):
+        claude_line(_claude(**extra))
+
+
+def test_gemini_line_from_types_and_dicts_agree() -> None:
+    """google-genai types and their dict forms give one line; client-side fields are dropped."""
+    typed = GeminiRequest(
+        "t1",
+        [types.Content(role="user", parts=[types.Part(text="Hello")])],
+        types.GenerateContentConfig(
+            system_instruction="Be brief",
+            temperature=0.2,
+            max_output_tokens=256,
+            labels={"team": "a"},
+            http_options=types.HttpOptions(timeout=5),
+            safety_settings=[
+                types.SafetySetting(
+                    category=types.HarmCategory.HARM_CATEGORY_HATE_SPEECH,
+                    threshold=types.HarmBlockThreshold.BLOCK_ONLY_HIGH,
+                )
+            ],
+        ),
+    )
+    as_dicts = GeminiRequest(
+        "t1",
+        [{"role": "user", "parts": [{"text": "Hello"}]}],
+        {
+            "system_instruction": "Be brief",
+            "temperature": 0.2,
+            "max_output_tokens": 256,
+            "labels": {"team": "a"},
+            "http_options": {"timeout": 5},
+            "safety_settings": [
+                {"category": "HARM_CATEGORY_HATE_SPEECH", "threshold": "BLOCK_ONLY_HIGH"}
+            ],
+        },
+    )
+    line = json.loads(gemini_line(typed).data)
+    assert line == json.loads(gemini_line(as_dicts).data)
+    request = line["request"]
+    assert line["vb_key"] == key_digest("t1")
+    assert request["labels"] == {"team": "a", "vb_key": key_digest("t1")}
+    assert request["systemInstruction"] == {"role": "user", "parts": [{"text": "Be brief"}]}
+    assert request["generationConfig"] == {"temperature": 0.2, "maxOutputTokens": 256}
+    assert request["safetySettings"][0]["threshold"] == "BLOCK_ONLY_HIGH"
+    assert "httpOptions" not in json.dumps(line)
+
+
+def test_gemini_string_contents_is_one_user_turn() -> None:
+    """A plain string is one user turn, as in google-genai."""
+    request = json.loads(gemini_line(GeminiRequest("a", "Hi")).data)["request"]
+    assert request["contents"] == [{"role": "user", "parts": [{"text": "Hi"}]}]
+
+
+def test_gemini_bad_config_names_field() -> None:
+    """A config with an unknown field is refused, naming the field."""
+    with pytest.raises(InvalidRequestError, match="temprature"):
+        gemini_line(GeminiRequest("a", "Hi", {"temprature": 1}))
+
+
+def test_gemini_reserved_label() -> None:
+    """The correlation label cannot be set by the caller."""
+    with pytest.raises(InvalidRequestError, match="reserves"):
+        gemini_line(GeminiRequest("a", "Hi", {"labels": {"vb_key": "x"}}))
+
+
+def test_gemini_empty_tool_object_is_refused() -> None:
+    """GoogleSearch() serialises to {}, which fails Vertex's importer: refused up front."""
+    config = types.GenerateContentConfig(tools=[types.Tool(google_search=types.GoogleSearch())])
+    with pytest.raises(InvalidRequestError, match="empty object"):
+        gemini_line(GeminiRequest("a", "Hi", config))
+
+
+def _normalise_like_vertex(request: dict[str, Any], rng: random.Random) -> Any:
+    """Inject nulls, turn ints to floats and shuffle key order, as the importer does."""
+    if isinstance(request, dict):
+        items = [(k, _normalise_like_vertex(v, rng)) for k, v in request.items()]
+        items += [("injectedField", None), ("fileData", None)]
+        rng.shuffle(items)
+        return dict(items)
+    if isinstance(request, list):
+        return [_normalise_like_vertex(v, rng) for v in request]
+    if isinstance(request, int) and not isinstance(request, bool):
+        return float(request)
+    return request
+
+
+def test_canonical_digest_survives_importer_normalisation() -> None:
+    """An echoed request with nulls, floats and reordered keys has the staged digest."""
+    line = json.loads(
+        gemini_line(
+            GeminiRequest(
+                "a", "Hi", {"temperature": 1, "max_output_tokens": 5, "labels": {"x": "y"}}
+            )
+        ).data
+    )
+    request = line["request"]
+    echo = _normalise_like_vertex(request, random.Random(3))
+    del echo["labels"]  # labels not echoed
+    assert canonical_digest(echo) == canonical_digest(request)
+    changed = {**request, "contents": [{"role": "user", "parts": [{"text": "Ho"}]}]}
+    assert canonical_digest(changed) != canonical_digest(request)
+
+
+def test_key_map_matches_by_id_label_sibling_and_canonical() -> None:
+    """Rows find their key by custom_id, label, sibling field, or the echoed request alone."""
+    lines = [gemini_line(GeminiRequest(k, f"prompt {k}")) for k in ["a", "b", "c", "d"]]
+    km = KeyMap()
+    for line in lines:
+        km.add(line.key, line.digest, line.canonical)
+    requests = [json.loads(line.data)["request"] for line in lines]
+    assert km.match({"custom_id": key_digest("a")}) == 0
+    assert km.match({"request": requests[1]}) == 1  # label echoed
+    assert km.match({"vb_key": key_digest("c"), "request": {}}) == 2
+    bare = {k: v for k, v in requests[3].items() if k != "labels"}
+    assert km.match({"request": bare}) == 3
+    assert km.match({"request": {"contents": []}}) is None
+    assert km.find_digest(b'garbage {"vb_key": "' + key_digest("b").encode() + b'"') == 1
+
+
+def test_identical_requests_each_take_one_row() -> None:
+    """Two keys with identical requests each get one echoed row, not both the same."""
+    lines = [gemini_line(GeminiRequest(k, "same")) for k in ["a", "b"]]
+    km = KeyMap()
+    for line in lines:
+        km.add(line.key, line.digest, line.canonical)
+    bare = {k: v for k, v in json.loads(lines[0].data)["request"].items() if k != "labels"}
+    first = km.match({"request": bare})
+    assert first is not None
+    second = km.match({"request": bare}, {first})
+    assert {first, second} == {0, 1}

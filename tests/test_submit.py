@@ -1,0 +1,241 @@
+"""Submission identity against the local stack: one id, one set of rows, one live job."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from google.cloud import aiplatform_v1
+
+import vertexbatch as vb
+from vertexbatch.emulator import LocalStack
+
+from .conftest import claude_requests, gemini_requests
+
+MODEL = "claude-opus-5-5@default"
+
+
+def _jobs_of(stack: LocalStack, submission_id: str) -> list[dict]:
+    return [j for j in stack.jobs() if j["displayName"] == submission_id]
+
+
+def _live(jobs: list[dict]) -> list[dict]:
+    return [j for j in jobs if j["state"] not in ("JOB_STATE_CANCELLED", "JOB_STATE_CANCELLING")]
+
+
+def test_submit_twice_returns_the_same_job(client: vb.Client, stack: LocalStack) -> None:
+    """The same id and rows submitted twice give one job, and Vertex holds one job."""
+    first = client.submit_claude("same-twice", MODEL, claude_requests(3))
+    second = client.submit_claude("same-twice", MODEL, claude_requests(3))
+    assert first == second
+    assert first.keys == 3 and first.provider == "anthropic" and first.model == MODEL
+    assert [j["name"] for j in _jobs_of(stack, "same-twice")] == [first.name]
+
+
+def test_staging_layout(client: vb.Client, stack: LocalStack, bucket: str) -> None:
+    """Input, key map, manifest and record sit under PREFIX/ID/, and the job reads that input."""
+    job = client.submit_gemini("layout", "gemini-3.8-flash", gemini_requests(2))
+    names = sorted(b.name for b in stack.storage_client().list_blobs(bucket, prefix="jobs/layout/"))
+    assert names == [
+        "jobs/layout/input.jsonl",
+        "jobs/layout/job.json",
+        "jobs/layout/keys.jsonl",
+        "jobs/layout/manifest.json",
+    ] or all(n.startswith("jobs/layout/output/") for n in names[4:])
+    assert job.input_uri == f"gs://{bucket}/jobs/layout/input.jsonl"
+    assert job.output_prefix == f"gs://{bucket}/jobs/layout/output"
+    record = json.loads(
+        stack.storage_client().bucket(bucket).blob("jobs/layout/job.json").download_as_bytes()
+    )
+    assert record["name"] == job.name
+    vertex_job = stack.jobs_client().get_batch_prediction_job(name=job.name)
+    assert vertex_job.model.endswith("publishers/google/models/gemini-3.8-flash")
+    assert vertex_job.labels["vertexbatch_id"] == "layout"
+    assert list(vertex_job.input_config.gcs_source.uris) == [job.input_uri]
+
+
+def test_job_round_trips_through_json(client: vb.Client) -> None:
+    """A Job persisted as JSON rebuilds to the same value, usable for status."""
+    job = client.submit_claude("persist", MODEL, claude_requests(1))
+    again = vb.Job.from_dict(json.loads(json.dumps(job.to_dict())))
+    assert again == job
+    assert client.status(again).state.startswith("JOB_STATE_")
+
+
+def test_job_from_dict_names_bad_field() -> None:
+    """A damaged job dict is refused, naming the field."""
+    with pytest.raises(vb.InvalidRequestError, match="'keys' must be int"):
+        vb.Job.from_dict(
+            {
+                "id": "a",
+                "name": "n",
+                "provider": "google",
+                "model": "m",
+                "input_uri": "gs://b/i",
+                "output_prefix": "gs://b/o",
+                "keys": "3",
+            }
+        )
+
+
+def test_find(client: vb.Client) -> None:
+    """find returns the submitted job, and None for an id never submitted."""
+    assert client.find("never-submitted") is None
+    job = client.submit_claude("findable", MODEL, claude_requests(2))
+    assert client.find("findable") == job
+
+
+def test_generator_input(client: vb.Client) -> None:
+    """Requests may come from a generator."""
+    job = client.submit_claude("from-gen", MODEL, (r for r in claude_requests(5)))
+    assert job.keys == 5
+
+
+def test_different_rows_under_claimed_id(client: vb.Client, stack: LocalStack, bucket: str) -> None:
+    """Other rows under an id already claimed are refused; staged objects stay byte-identical."""
+    client.submit_claude("claimed", MODEL, claude_requests(3))
+    blobs = {
+        b.name: b.download_as_bytes()
+        for b in stack.storage_client().list_blobs(bucket, prefix="jobs/claimed/")
+        if "/output/" not in b.name
+    }
+    with pytest.raises(vb.InvalidRequestError, match="already claimed for other rows"):
+        client.submit_claude("claimed", MODEL, claude_requests(3, text="Other {i}"))
+    with pytest.raises(vb.InvalidRequestError, match="already claimed"):
+        client.submit_claude("claimed", "claude-sonnet-5", claude_requests(3))
+    after = {
+        b.name: b.download_as_bytes()
+        for b in stack.storage_client().list_blobs(bucket, prefix="jobs/claimed/")
+        if "/output/" not in b.name
+    }
+    assert after == blobs
+    assert len(_jobs_of(stack, "claimed")) == 1
+
+
+@pytest.mark.parametrize(
+    ("requests", "message"),
+    [
+        ([], "no requests"),
+        (claude_requests(1) + claude_requests(1), "'key-0' appears twice"),
+        ([vb.ClaudeRequest("", {"max_tokens": 1, "messages": []})], "must not be empty"),
+        ([vb.GeminiRequest("a", "x")], "expected ClaudeRequest items, got GeminiRequest"),
+    ],
+)
+def test_bad_input_makes_no_cloud_call(
+    client: vb.Client, stack: LocalStack, bucket: str, requests: list, message: str
+) -> None:
+    """Bad request sets fail with a clear error, and nothing is staged or created."""
+    with pytest.raises(vb.InvalidRequestError, match=message):
+        client.submit_claude("bad-input", MODEL, requests)
+    assert list(stack.storage_client().list_blobs(bucket)) == []
+    assert stack.calls()["create"] == 0
+
+
+def test_bad_line_midway_leaves_nothing(client: vb.Client, stack: LocalStack, bucket: str) -> None:
+    """A bad request after good ones aborts staging: no object exists, so a retry can proceed."""
+    requests = [*claude_requests(3), vb.ClaudeRequest("key-0", {"max_tokens": 1, "messages": []})]
+    with pytest.raises(vb.InvalidRequestError, match="appears twice"):
+        client.submit_claude("midway", MODEL, iter(requests))
+    assert list(stack.storage_client().list_blobs(bucket)) == []
+    job = client.submit_claude("midway", MODEL, claude_requests(3))
+    assert job.keys == 3
+
+
+def test_too_many_rows(client: vb.Client, bucket: str, stack: LocalStack) -> None:
+    """More than 200,000 rows are refused, pointing at splitting; nothing is left staged."""
+    many = (
+        {"max_tokens": 1, "messages": [{"role": "user", "content": "x"}]} for _ in range(200_001)
+    )
+    requests = (vb.ClaudeRequest(f"k{i}", p) for i, p in enumerate(many))
+    with pytest.raises(vb.InvalidRequestError, match="more than 200,000 requests"):
+        client.submit_claude("too-many", MODEL, requests)
+    assert list(stack.storage_client().list_blobs(bucket)) == []
+
+
+def test_bad_id_and_model(client: vb.Client, stack: LocalStack) -> None:
+    """Bad ids and prefixed models fail before any cloud call."""
+    with pytest.raises(vb.InvalidRequestError, match="'Bad Id'"):
+        client.submit_claude("Bad Id", MODEL, claude_requests(1))
+    with pytest.raises(vb.InvalidRequestError, match="bare Vertex model id"):
+        client.submit_gemini(
+            "ok-id", "publishers/google/models/gemini-3.8-flash", gemini_requests(1)
+        )
+    assert sum(stack.calls().values()) == 0
+
+
+def test_foreign_output_job_is_refused(client: vb.Client, stack: LocalStack, bucket: str) -> None:
+    """A job with the id's name and input but another output is an error, not adopted."""
+    job = client.submit_claude("foreign", MODEL, claude_requests(1))
+    stack.jobs_client().create_batch_prediction_job(
+        parent=f"projects/{stack.project}/locations/{stack.location}",
+        batch_prediction_job=aiplatform_v1.BatchPredictionJob(
+            display_name="foreign",
+            model=f"publishers/anthropic/models/{MODEL}",
+            input_config={"instances_format": "jsonl", "gcs_source": {"uris": [job.input_uri]}},
+            output_config={
+                "predictions_format": "jsonl",
+                "gcs_destination": {"output_uri_prefix": f"gs://{bucket}/elsewhere"},
+            },
+            labels={"vertexbatch_id": "foreign"},
+        ),
+    )
+    stack.storage_client().bucket(bucket).blob("jobs/foreign/job.json").delete()
+    with pytest.raises(vb.InvalidRequestError, match=r"writes to 'gs://.*/elsewhere'"):
+        client.submit_claude("foreign", MODEL, claude_requests(1))
+
+
+def test_record_naming_missing_job(client: vb.Client, stack: LocalStack, bucket: str) -> None:
+    """A record naming a job that does not exist is an error naming the record and job."""
+    client.submit_claude("bad-record", MODEL, claude_requests(1))
+    blob = stack.storage_client().bucket(bucket).blob("jobs/bad-record/job.json")
+    blob.delete()
+    ghost = f"projects/{stack.project}/locations/{stack.location}/batchPredictionJobs/1234567890123456789"
+    blob.upload_from_string(json.dumps({"name": ghost}), content_type="application/json")
+    with pytest.raises(vb.InvalidRequestError, match="1234567890123456789, which does not exist"):
+        client.submit_claude("bad-record", MODEL, claude_requests(1))
+    with pytest.raises(vb.InvalidRequestError, match="does not exist"):
+        client.find("bad-record")
+
+
+def test_lost_create_response_is_adopted(client: vb.Client, stack: LocalStack) -> None:
+    """A create that took effect but answered 503 is found by the next attempt's list: one job."""
+    stack.faults.lose_response("create", times=1)
+    job = client.submit_claude("lost-create", MODEL, claude_requests(2))
+    jobs = _jobs_of(stack, "lost-create")
+    assert [j["name"] for j in jobs] == [job.name]
+    assert stack.calls()["create"] == 1
+
+
+def test_storms_and_list_lag_leave_one_live_job(client: vb.Client, stack: LocalStack) -> None:
+    """503/429 storms on list and create, list lag: the call returns, no duplicate survives."""
+    stack.faults.hold(display_name="storm", state="PENDING")  # twins stay live, as real ones do
+    stack.faults.list_lag(lists=2)
+    stack.faults.fail("list", status=503, times=3)
+    stack.faults.lose_response("create", times=1)
+    stack.faults.fail("create", status=429, times=2)
+    job = client.submit_claude("storm", MODEL, claude_requests(2))
+    live = _live(_jobs_of(stack, "storm"))
+    assert [j["name"] for j in live] == [job.name]
+    assert client.find("storm") == job
+
+
+def test_crash_between_create_and_record(client: vb.Client, stack: LocalStack, bucket: str) -> None:
+    """Jobs with no record: find returns the earliest; submit records it and cancels the rest."""
+    from vertexbatch._identity import MANIFEST, Manifest
+
+    stack.faults.hold(display_name="crashy", state="PENDING")
+    requests = claude_requests(2)
+    first = client.submit_claude("crashy", MODEL, requests)
+    # Forget the record, then create a twin as a submitter that died before recording would.
+    stack.storage_client().bucket(bucket).blob("jobs/crashy/job.json").delete()
+    folder = client._staging.folder("crashy")
+    spec = Manifest.from_json(client._staging.read_json(folder.name(MANIFEST)), "m").spec(
+        "crashy", folder
+    )
+    twin = client._vertex.create(spec)
+    assert client.find("crashy") == first
+    assert client.submit_claude("crashy", MODEL, requests) == first
+    states = {j["name"]: j["state"] for j in _jobs_of(stack, "crashy")}
+    assert states[twin.name] in ("JOB_STATE_CANCELLED", "JOB_STATE_CANCELLING")
+    assert states[first.name] == "JOB_STATE_PENDING"
+    assert client.find("crashy") == first

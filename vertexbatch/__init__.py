@@ -1,0 +1,52 @@
+"""vertexbatch: Vertex AI batch prediction for Claude and Gemini.
+
+Submission is idempotent by a caller-chosen id; results come back keyed by the caller's keys,
+each as exactly one outcome. See ``Client``.
+"""
+
+from ._client import Client
+from ._errors import (
+    InvalidRequestError,
+    JobError,
+    LineError,
+    MissingError,
+    RefusedError,
+    ResultError,
+    TruncatedError,
+    VertexBatchError,
+)
+from ._models import (
+    ClaudeRequest,
+    GeminiRequest,
+    Job,
+    Outcome,
+    Provider,
+    Refusal,
+    Result,
+    Status,
+    Usage,
+)
+from ._retry import RetryPolicy, is_retryable
+
+__all__ = [
+    "ClaudeRequest",
+    "Client",
+    "GeminiRequest",
+    "InvalidRequestError",
+    "Job",
+    "JobError",
+    "LineError",
+    "MissingError",
+    "Outcome",
+    "Provider",
+    "Refusal",
+    "RefusedError",
+    "Result",
+    "ResultError",
+    "RetryPolicy",
+    "Status",
+    "TruncatedError",
+    "Usage",
+    "VertexBatchError",
+    "is_retryable",
+]

@@ -1,0 +1,159 @@
+"""``Client``: submit, find, status, results and cancel, by submission id."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from google.api_core import exceptions as api_exceptions
+
+from ._errors import InvalidRequestError, JobError
+from ._identity import find, stage, submit
+from ._lines import StagedLine, claude_line, gemini_line
+from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Result, Status
+from ._results import iter_results
+from ._retry import RetryPolicy
+from ._rules import check_id, check_key, check_model
+from ._staging import Staging
+from ._telemetry import Telemetry
+from ._vertex import Vertex, status_of
+
+if TYPE_CHECKING:
+    from google.cloud import aiplatform_v1, storage
+    from opentelemetry.metrics import MeterProvider
+
+__all__ = ["Client"]
+
+
+def _regional_endpoint(location: str) -> str:
+    return (
+        "aiplatform.googleapis.com"
+        if location == "global"
+        else f"{location}-aiplatform.googleapis.com"
+    )
+
+
+class Client:
+    """Vertex AI batch prediction for Claude and Gemini, keyed by caller-chosen ids.
+
+    Args:
+        project: the Google Cloud project that runs the jobs.
+        location: the Vertex region, e.g. ``us-central1`` (Claude batch needs a regional one).
+        bucket: the GCS bucket where inputs, records and outputs live.
+        prefix: the folder in the bucket; each id gets ``PREFIX/ID/``.
+        jobs: an ``aiplatform_v1.JobServiceClient``; by default a REST client on the location's
+            regional endpoint with application default credentials.
+        storage: a ``google.cloud.storage.Client``; by default one for ``project``.
+        meter_provider: where metrics go; by default OpenTelemetry's global provider.
+        retry: how Vertex and GCS calls are retried.
+    """
+
+    def __init__(
+        self,
+        project: str,
+        location: str,
+        bucket: str,
+        prefix: str = "vertexbatch",
+        *,
+        jobs: aiplatform_v1.JobServiceClient | None = None,
+        storage: storage.Client | None = None,
+        meter_provider: MeterProvider | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        if jobs is None:
+            from google.cloud import aiplatform_v1
+
+            jobs = aiplatform_v1.JobServiceClient(
+                transport="rest", client_options={"api_endpoint": _regional_endpoint(location)}
+            )
+        if storage is None:
+            from google.cloud import storage as gcs
+
+            storage = gcs.Client(project=project)
+        self.project = project
+        self.location = location
+        self.bucket = bucket
+        self.prefix = prefix
+        self.retry = retry or RetryPolicy()
+        self._vertex = Vertex(jobs, project, location, self.retry)
+        self._staging = Staging(storage, bucket, prefix, self.retry)
+        self._telemetry = Telemetry(meter_provider)
+
+    def __repr__(self) -> str:
+        return (
+            f"Client(project={self.project!r}, location={self.location!r}, "
+            f"bucket={self.bucket!r}, prefix={self.prefix!r})"
+        )
+
+    def submit_claude(self, id: str, model: str, requests: Iterable[ClaudeRequest]) -> Job:
+        """Submit Claude requests under ``id``; the same id and rows always give the same job.
+
+        ``requests`` may be any iterable, a generator included: it is streamed to GCS.
+
+        Raises:
+            InvalidRequestError: a bad id, model, key or request, over Vertex's limits, or the
+                id is already claimed for other rows.
+        """
+        return self._submit(id, model, "anthropic", requests, claude_line)
+
+    def submit_gemini(self, id: str, model: str, requests: Iterable[GeminiRequest]) -> Job:
+        """Submit Gemini requests under ``id``; see ``submit_claude``."""
+        return self._submit(id, model, "google", requests, gemini_line)
+
+    def _submit(
+        self,
+        id: str,
+        model: str,
+        provider: Provider,
+        requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+        build: Callable[[Any], StagedLine],
+    ) -> Job:
+        check_id(id)
+        check_model(model, provider)
+        expected = ClaudeRequest if provider == "anthropic" else GeminiRequest
+        lines = _staged_lines(requests, expected, build)
+        manifest = stage(self._staging, id, provider, model, lines)
+        spec = manifest.spec(id, self._staging.folder(id))
+        return submit(self._vertex, self._staging, spec, self.retry)
+
+    def find(self, id: str) -> Job | None:
+        """The job of a submission id, or ``None``; read-only, never cancels anything."""
+        return find(self._vertex, self._staging, check_id(id))
+
+    def status(self, job: Job) -> Status:
+        """Where the job stands (one Vertex GET).
+
+        Raises:
+            JobError: the job does not exist.
+        """
+        try:
+            return status_of(self._vertex.get(job.name))
+        except api_exceptions.NotFound as exc:
+            raise JobError(f"job {job.name} does not exist", job=job.name) from exc
+
+    def results(self, job: Job) -> Iterator[Result]:
+        """Stream one ``Result`` per key written so far; once terminal, the missing keys too.
+
+        Raises:
+            JobError: the job does not exist, or its output cannot be read.
+        """
+        return iter_results(self._vertex, self._staging, job, self._telemetry)
+
+    def cancel(self, job: Job) -> None:
+        """Ask Vertex to cancel the job; asynchronous, and a finished job is not an error."""
+        self._vertex.cancel(job.name)
+
+
+def _staged_lines(
+    requests: Iterable[Any], expected: type, build: Callable[[Any], StagedLine]
+) -> Iterator[StagedLine]:
+    """Validate each request's type and key, then build its line; one request at a time."""
+    seen: set[str] = set()
+    for request in requests:
+        if not isinstance(request, expected):
+            raise InvalidRequestError(
+                f"expected {expected.__name__} items, got {type(request).__name__}",
+                field="requests",
+            )
+        check_key(request.key, seen)
+        yield build(request)

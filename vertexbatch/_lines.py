@@ -1,0 +1,315 @@
+"""Input lines and correlation: what each request becomes on the wire, and how output finds its key.
+
+Pure functions only. Claude lines carry a digest of the key as ``custom_id``; Gemini lines carry it
+as a request label and as a sibling field. Every line also gets a *canonical digest* of its
+request, which survives Vertex's importer normalisation (nulls injected, key order changed), so an
+echoed request can be matched when no id came back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic
+from google.genai import types as genai_types
+
+from ._errors import InvalidRequestError
+from ._importer import import_problem
+from ._models import ClaudeRequest, GeminiRequest
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "KEY_FIELD",
+    "KeyMap",
+    "StagedLine",
+    "canonical_digest",
+    "claude_line",
+    "gemini_line",
+    "key_digest",
+]
+
+# The version Vertex documents for Claude batch input lines.
+ANTHROPIC_VERSION = "vertex-2023-10-16"
+# The label (Gemini ``request.labels``) and sibling field that carry a key's digest.
+KEY_FIELD = "vb_key"
+
+# GenerateContentConfig fields (by JSON alias) that go on the request itself, not in
+# generationConfig; the rest of the config is generation settings, except what only the client uses.
+_REQUEST_LEVEL = {
+    "systemInstruction": "systemInstruction",
+    "safetySettings": "safetySettings",
+    "tools": "tools",
+    "toolConfig": "toolConfig",
+    "labels": "labels",
+    "cachedContent": "cachedContent",
+    "modelArmorConfig": "modelArmorConfig",
+    "serviceTier": "serviceTier",
+    "continuationToken": "continuationToken",
+    "generationOutputConfig": "outputConfig",
+}
+_CLIENT_SIDE = {
+    "httpOptions",
+    "shouldReturnHttpResponse",
+    "automaticFunctionCalling",
+    "automaticContinuation",
+}
+_NOT_ON_VERTEX = {"enableEnhancedCivicAnswers", "store"}
+_DIGEST = re.compile(rb"k[0-9a-f]{32}")
+
+
+def key_digest(key: str) -> str:
+    """The id a key travels under: ``k`` + 32 hex digits of its SHA-256.
+
+    It fits Claude's ``custom_id`` (``[A-Za-z0-9_-]{1,64}``) and Gemini label values
+    (lowercase, 63 characters), and starts with a letter so the importer never reads it as a number.
+    """
+    return "k" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+def _canonical(value: Any) -> Any:
+    """Drop nulls and what becomes empty without them; integral floats become ints."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            c = _canonical(v)
+            if c is not None and c != {} and c != []:
+                out[k] = c
+        return out
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def canonical_digest(request: Mapping[str, Any]) -> str:
+    """A digest of a request that is the same for the staged request and Vertex's echo of it.
+
+    Labels are left out: Vertex may or may not echo them.
+    """
+    body = {k: v for k, v in request.items() if k != "labels"}
+    text = json.dumps(_canonical(body), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class StagedLine:
+    """One request as staged: its key, digests and the JSONL bytes (newline included)."""
+
+    key: str
+    digest: str
+    canonical: str
+    data: bytes
+
+    def key_record(self) -> bytes:
+        """This line's entry in the staged key map."""
+        return _dumps([self.key, self.digest, self.canonical]) + b"\n"
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _finish(key: str, digest: str, line: dict[str, Any], request: dict[str, Any]) -> StagedLine:
+    problem = import_problem(line)
+    if problem:
+        raise InvalidRequestError(f"request {key!r} cannot be imported by Vertex: {problem}")
+    try:
+        data = _dumps(line) + b"\n"
+    except (TypeError, ValueError) as exc:
+        raise InvalidRequestError(
+            f"request {key!r} cannot be serialised to JSON: {type(exc).__name__}", field="params"
+        ) from exc
+    return StagedLine(key=key, digest=digest, canonical=canonical_digest(request), data=data)
+
+
+def claude_line(request: ClaudeRequest) -> StagedLine:
+    """The Vertex batch line of a Claude request: ``{"custom_id": digest, "request": params}``."""
+    if not isinstance(request.params, Mapping):
+        raise InvalidRequestError(
+            f"params of request {request.key!r} must be a mapping of Anthropic Messages "
+            f"parameters, got {type(request.params).__name__}",
+            field="params",
+        )
+    body = {k: v for k, v in request.params.items() if k != "model"}
+    for required in ("max_tokens", "messages"):
+        if required not in body:
+            raise InvalidRequestError(
+                f"params of request {request.key!r} lack {required!r}, which Claude requires",
+                field="params",
+            )
+    body.setdefault("anthropic_version", ANTHROPIC_VERSION)
+    digest = key_digest(request.key)
+    return _finish(request.key, digest, {"custom_id": digest, "request": body}, body)
+
+
+def _dump(value: Any) -> Any:
+    """Plain JSON data of a google-genai value (pydantic models by their wire aliases)."""
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json", exclude_none=True, by_alias=True)
+    if isinstance(value, Mapping):
+        return {k: _dump(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_dump(v) for v in value]
+    return value
+
+
+def _contents(key: str, contents: Any) -> list[Any]:
+    # Fast path for the common forms; google-genai's own transformer handles the rest.
+    if isinstance(contents, str):
+        return [{"role": "user", "parts": [{"text": contents}]}]
+    if isinstance(contents, list) and all(
+        isinstance(c, genai_types.Content | Mapping) for c in contents
+    ):
+        return [_dump(c) for c in contents]
+    from google.genai import _transformers
+
+    try:
+        return [_dump(c) for c in _transformers.t_contents(contents)]
+    except (TypeError, ValueError, pydantic.ValidationError) as exc:
+        raise InvalidRequestError(
+            f"contents of request {key!r} are not google-genai contents: {type(exc).__name__}",
+            field="contents",
+        ) from exc
+
+
+def _config(key: str, config: Any) -> dict[str, Any]:
+    if config is None:
+        return {}
+    if isinstance(config, Mapping):
+        try:
+            config = genai_types.GenerateContentConfig.model_validate(config)
+        except pydantic.ValidationError as exc:
+            fields = sorted({".".join(str(p) for p in e["loc"]) for e in exc.errors()})
+            raise InvalidRequestError(
+                f"config of request {key!r} is not a GenerateContentConfig: bad fields {fields}",
+                field="config",
+            ) from exc
+    if not isinstance(config, genai_types.GenerateContentConfig):
+        raise InvalidRequestError(
+            f"config of request {key!r} must be a GenerateContentConfig or its dict form, "
+            f"got {type(config).__name__}",
+            field="config",
+        )
+    dumped: dict[str, Any] = config.model_dump(mode="json", exclude_none=True, by_alias=True)
+    refused = sorted(_NOT_ON_VERTEX & dumped.keys())
+    if refused:
+        raise InvalidRequestError(
+            f"config of request {key!r} sets {refused}, which Vertex does not support",
+            field="config",
+        )
+    return dumped
+
+
+def gemini_request_body(key: str, contents: Any, config: Any) -> dict[str, Any]:
+    """The ``GenerateContentRequest`` JSON of one Gemini request (pure)."""
+    request: dict[str, Any] = {"contents": _contents(key, contents)}
+    generation: dict[str, Any] = {}
+    for name, value in _config(key, config).items():
+        if name in _CLIENT_SIDE:
+            continue
+        if name in _REQUEST_LEVEL:
+            request[_REQUEST_LEVEL[name]] = value
+        else:
+            generation[name] = value
+    system = request.get("systemInstruction")
+    if isinstance(system, str):
+        request["systemInstruction"] = {"role": "user", "parts": [{"text": system}]}
+    if generation:
+        request["generationConfig"] = generation
+    return request
+
+
+def gemini_line(request: GeminiRequest) -> StagedLine:
+    """The Vertex batch line of a Gemini request, its key digest in a label and a sibling field."""
+    body = gemini_request_body(request.key, request.contents, request.config)
+    digest = key_digest(request.key)
+    labels = dict(body.get("labels") or {})
+    if KEY_FIELD in labels:
+        raise InvalidRequestError(
+            f"config.labels of request {request.key!r} uses {KEY_FIELD!r}, which vertexbatch "
+            "reserves for correlation",
+            field="config",
+        )
+    labels[KEY_FIELD] = digest
+    body["labels"] = labels
+    return _finish(request.key, digest, {KEY_FIELD: digest, "request": body}, body)
+
+
+class KeyMap:
+    """The keys of one job in submission order, and the digests that lead back to them."""
+
+    __slots__ = ("_by_canonical", "_by_digest", "keys")
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self._by_digest: dict[str, int] = {}
+        self._by_canonical: dict[str, list[int]] = {}
+
+    def add(self, key: str, digest: str, canonical: str) -> None:
+        """Add one key (in submission order)."""
+        index = len(self.keys)
+        self.keys.append(key)
+        self._by_digest[digest] = index
+        if canonical:
+            self._by_canonical.setdefault(canonical, []).append(index)
+
+    @classmethod
+    def from_records(cls, lines: Any) -> KeyMap:
+        """Build a key map from the staged key-map lines (``[key, digest, canonical]``)."""
+        km = cls()
+        for raw in lines:
+            if raw.strip():
+                key, digest, canonical = json.loads(raw)
+                km.add(key, digest, canonical)
+        return km
+
+    def find_digest(self, raw: bytes) -> int | None:
+        """The index of the first known key digest found in a raw (unparseable) line."""
+        for match in _DIGEST.finditer(raw):
+            index = self._by_digest.get(match.group().decode("ascii"))
+            if index is not None:
+                return index
+        return None
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def match(self, row: Mapping[str, Any], taken: set[int] | Any = ()) -> int | None:
+        """The index of the key an output row answers, or ``None``.
+
+        Tried in order: the digest in ``custom_id`` or the ``vb_key`` sibling field, the digest in
+        the echoed request's labels, then the canonical digest of the echoed request (the first
+        key with that request not yet ``taken``, so identical requests each get one row).
+        """
+        for candidate in _id_candidates(row):
+            index = self._by_digest.get(candidate)
+            if index is not None:
+                return index
+        request = row.get("request")
+        if isinstance(request, Mapping) and self._by_canonical:
+            for index in self._by_canonical.get(canonical_digest(request), ()):
+                if index not in taken:
+                    return index
+        return None
+
+
+def _id_candidates(row: Mapping[str, Any]) -> list[str]:
+    found = []
+    for name in ("custom_id", KEY_FIELD):
+        value = row.get(name)
+        if isinstance(value, str):
+            found.append(value)
+    request = row.get("request")
+    if isinstance(request, Mapping):
+        labels = request.get("labels")
+        if isinstance(labels, Mapping):
+            value = labels.get(KEY_FIELD)
+            if isinstance(value, str):
+                found.append(value)
+    return found

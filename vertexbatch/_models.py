@@ -1,0 +1,200 @@
+"""Value types: requests in, jobs and results out. All frozen; none does I/O."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from google.genai import types as genai_types
+
+from ._errors import (
+    InvalidRequestError,
+    LineError,
+    MissingError,
+    RefusedError,
+    ResultError,
+    TruncatedError,
+)
+
+__all__ = [
+    "ClaudeRequest",
+    "GeminiRequest",
+    "Job",
+    "Outcome",
+    "Provider",
+    "Refusal",
+    "Result",
+    "Status",
+    "Usage",
+]
+
+Provider = Literal["anthropic", "google"]
+Outcome = Literal["ok", "refused", "truncated", "retryable", "failed", "missing"]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeRequest:
+    """One Claude request: the caller's key and Anthropic Messages parameters.
+
+    ``params`` is what ``anthropic.Anthropic().messages.create`` takes (``max_tokens``, ``messages``,
+    ``system``, ``tools``, ...). ``model`` in it is ignored: the job carries the model.
+    ``anthropic_version`` is set for Vertex batch unless given.
+    """
+
+    key: str
+    params: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class GeminiRequest:
+    """One Gemini request: the caller's key, contents and an optional config.
+
+    ``contents`` and ``config`` take google-genai types or the dict forms google-genai accepts
+    (``ContentDict``, ``GenerateContentConfigDict``); a plain string is one user turn.
+    """
+
+    key: str
+    contents: genai_types.ContentListUnion | genai_types.ContentListUnionDict
+    config: genai_types.GenerateContentConfig | genai_types.GenerateContentConfigDict | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """Everything ``status``, ``results`` and ``cancel`` need; safe to persist as JSON.
+
+    Attributes:
+        id: the caller's submission id.
+        name: the Vertex resource name, ``projects/P/locations/L/batchPredictionJobs/N``.
+        provider: ``"anthropic"`` or ``"google"``.
+        model: the bare Vertex model id (``claude-opus-5-5@default``, ``gemini-3.8-flash``).
+        input_uri: ``gs://`` URI of the staged input JSONL.
+        output_prefix: ``gs://`` prefix Vertex writes under.
+        keys: how many keys the job holds.
+    """
+
+    id: str
+    name: str
+    provider: Provider
+    model: str
+    input_uri: str
+    output_prefix: str
+    keys: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict; ``Job.from_dict`` rebuilds the same value."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Job:
+        """Rebuild a job from ``to_dict`` output.
+
+        Raises:
+            InvalidRequestError: a field is missing or of the wrong type.
+        """
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            if f.name not in data:
+                raise InvalidRequestError(f"Job dict lacks field {f.name!r}", field=f.name)
+            value = data[f.name]
+            expected = int if f.name == "keys" else str
+            if not isinstance(value, expected) or isinstance(value, bool):
+                raise InvalidRequestError(
+                    f"Job field {f.name!r} must be {expected.__name__}, got {type(value).__name__}",
+                    field=f.name,
+                )
+            values[f.name] = value
+        if values["provider"] not in ("anthropic", "google"):
+            raise InvalidRequestError(
+                f"Job field 'provider' must be 'anthropic' or 'google', got {values['provider']!r}",
+                field="provider",
+            )
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """Where a job stands.
+
+    Attributes:
+        state: the Vertex state name, e.g. ``JOB_STATE_RUNNING``.
+        terminal: the job will make no further progress on its own (SUCCEEDED, PARTIALLY_SUCCEEDED,
+            FAILED, CANCELLED, EXPIRED, PAUSED).
+        succeeded / failed / incomplete: Vertex's row counts; -1 when Vertex does not say yet.
+        error_code / error_message: the job's error when it failed, was cancelled or expired.
+    """
+
+    state: str
+    terminal: bool
+    succeeded: int = -1
+    failed: int = -1
+    incomplete: int = -1
+    error_code: int = 0
+    error_message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts of one answer, with the meaning the online clients record.
+
+    ``input`` includes cached tokens for Gemini (Claude reports cache reads and writes apart);
+    ``output`` includes thinking tokens.
+    """
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a request was refused: the provider's category (or block/finish reason) and detail."""
+
+    category: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """The outcome of one key.
+
+    Attributes:
+        key: the caller's key.
+        text: the answer text; the partial text on a truncation; ``""`` otherwise.
+        usage: token counts, zero when the line had none.
+        stop: the provider's stop or finish reason, verbatim (``end_turn``, ``STOP``, ...).
+        refusal: set when ``error`` is a ``RefusedError``.
+        error: ``None`` for a usable answer, else the outcome (see ``vertexbatch.ResultError``).
+        response: the provider's raw response dict, for tool calls, citations and the like.
+    """
+
+    key: str
+    text: str = ""
+    usage: Usage = field(default_factory=Usage)
+    stop: str = ""
+    refusal: Refusal | None = None
+    error: ResultError | None = None
+    response: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the key got a usable answer."""
+        return self.error is None
+
+    @property
+    def outcome(self) -> Outcome:
+        """One word for what happened: what a caller sorts results by."""
+        error = self.error
+        if error is None:
+            return "ok"
+        if isinstance(error, RefusedError):
+            return "refused"
+        if isinstance(error, TruncatedError):
+            return "truncated"
+        if isinstance(error, MissingError):
+            return "missing"
+        if isinstance(error, LineError) and error.transient:
+            return "retryable"
+        return "failed"

@@ -1,0 +1,134 @@
+"""What counts as transient, and the one retry policy every Vertex and GCS call goes through."""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import requests
+import tenacity
+from google.api_core import exceptions as api_exceptions
+from google.auth import exceptions as auth_exceptions
+
+from ._errors import LineError
+
+__all__ = ["RetryPolicy", "is_retryable", "is_transient_call_error"]
+
+logger = logging.getLogger("vertexbatch")
+
+T = TypeVar("T")
+
+# The statuses google-genai retries (408, 429, 500, 502, 503, 504); 529 is Anthropic's overload.
+TRANSIENT_HTTP = frozenset({408, 429, 500, 502, 503, 504, 529})
+
+_TRANSIENT_API_ERRORS: tuple[type[BaseException], ...] = (
+    api_exceptions.TooManyRequests,
+    api_exceptions.ResourceExhausted,
+    api_exceptions.InternalServerError,
+    api_exceptions.BadGateway,
+    api_exceptions.ServiceUnavailable,
+    api_exceptions.GatewayTimeout,
+    api_exceptions.DeadlineExceeded,
+)
+_NETWORK_ERRORS: tuple[type[BaseException], ...] = (
+    requests.ConnectionError,
+    requests.Timeout,
+    auth_exceptions.TransportError,
+    ConnectionError,
+    TimeoutError,
+)
+
+
+def is_transient_call_error(exc: BaseException) -> bool:
+    """Whether a failed Vertex or GCS call may succeed if made again."""
+    if isinstance(exc, _TRANSIENT_API_ERRORS + _NETWORK_ERRORS):
+        return True
+    if isinstance(exc, api_exceptions.GoogleAPICallError):
+        return exc.code in TRANSIENT_HTTP
+    return False
+
+
+def is_retryable(error: BaseException | None) -> bool:
+    """Whether sending the same request again may succeed.
+
+    True for per-line provider errors with a rate-limit, overload, timeout or server status, for
+    API errors with such a status, and for network failures. False for ``None``, refusals,
+    truncations, ``MissingError`` (resubmit those if you want, but they are not *retryable*) and
+    ``InvalidRequestError``.
+    """
+    if error is None:
+        return False
+    if isinstance(error, LineError):
+        return error.transient
+    return is_transient_call_error(error)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How Vertex and GCS calls are retried: jittered exponential backoff, bounded.
+
+    Attributes:
+        attempts: most calls made for one operation, the first included.
+        initial: first wait in seconds; each wait doubles up to ``maximum``.
+        maximum: longest single wait in seconds.
+        jitter: up to this many seconds are added at random to each wait.
+        deadline: no new attempt starts after this many seconds.
+        wait: ``False`` retries without waiting at all (for tests).
+    """
+
+    attempts: int = 8
+    initial: float = 0.5
+    maximum: float = 30.0
+    jitter: float = 1.0
+    deadline: float = 300.0
+    wait: bool = True
+
+    @classmethod
+    def no_wait(cls, attempts: int = 8) -> RetryPolicy:
+        """A policy for tests: same retries, zero waiting."""
+        return cls(attempts=attempts, wait=False)
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (0-based), jitter included."""
+        if not self.wait:
+            return 0.0
+        return min(self.initial * 2**attempt, self.maximum) + random.uniform(0, self.jitter)
+
+    def tenacity_kwargs(self, what: str) -> dict[str, Any]:
+        """Keyword arguments for ``tenacity.Retrying``; ``what`` names the operation in logs."""
+        wait: tenacity.wait.wait_base = (
+            tenacity.wait_exponential_jitter(
+                initial=self.initial, max=self.maximum, jitter=self.jitter
+            )
+            if self.wait
+            else tenacity.wait_none()
+        )
+
+        def log_retry(state: tenacity.RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            logger.warning(
+                "retrying %s after %s (attempt %d of %d)",
+                what,
+                type(exc).__name__,
+                state.attempt_number,
+                self.attempts,
+            )
+
+        return {
+            "stop": tenacity.stop_after_attempt(self.attempts)
+            | tenacity.stop_after_delay(self.deadline),
+            "wait": wait,
+            "retry": tenacity.retry_if_exception(is_transient_call_error),
+            "reraise": True,
+            "before_sleep": log_retry,
+        }
+
+    def call(self, what: str, fn: Callable[[], T]) -> T:
+        """Run ``fn`` under this policy; the last exception propagates as itself."""
+        for attempt in tenacity.Retrying(**self.tenacity_kwargs(what)):
+            with attempt:
+                return fn()
+        raise AssertionError("unreachable: tenacity either returns or reraises")  # pragma: no cover

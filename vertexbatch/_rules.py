@@ -1,0 +1,101 @@
+"""Validation rules for submission ids, keys, models and job limits (pure; no I/O)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ._errors import InvalidRequestError
+from ._models import Provider
+
+__all__ = [
+    "MAX_INPUT_BYTES",
+    "MAX_ROWS",
+    "check_id",
+    "check_key",
+    "check_model",
+    "id_label",
+]
+
+# Vertex refuses more than 200,000 rows or 1 GB of input for one batch job.
+MAX_ROWS = 200_000
+MAX_INPUT_BYTES = 1_000_000_000
+
+# One id names a GCS folder, a job display name and (with "." spelled "_") a label value; label
+# values allow only [a-z0-9_-] and 63 characters, so the id is held to that plus ".".
+_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
+ID_RULE = "1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit"
+
+_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")
+_PUBLISHERS: dict[Provider, str] = {"anthropic": "claude", "google": "gemini"}
+
+
+def check_id(submission_id: object) -> str:
+    """Return the id if it is a valid submission id, else raise ``InvalidRequestError``."""
+    if not isinstance(submission_id, str) or not _ID.fullmatch(submission_id):
+        raise InvalidRequestError(
+            f"submission id {submission_id!r} is invalid: it must be {ID_RULE}", field="id"
+        )
+    return submission_id
+
+
+def id_label(submission_id: str) -> str:
+    """The job label value that carries an id (labels do not allow '.')."""
+    return submission_id.replace(".", "_")
+
+
+def check_key(key: Any, seen: set[str]) -> str:
+    """Return the key if it is a non-empty string not in ``seen``; add it to ``seen``."""
+    if not isinstance(key, str):
+        raise InvalidRequestError(
+            f"request key must be a string, got {type(key).__name__}", field="key"
+        )
+    if not key:
+        raise InvalidRequestError("request key must not be empty", field="key")
+    if key in seen:
+        raise InvalidRequestError(
+            f"request key {key!r} appears twice: keys must be unique within a job", field="key"
+        )
+    seen.add(key)
+    return key
+
+
+def check_model(model: object, provider: Provider) -> str:
+    """Return the bare model id; raise if it has a path, a publisher prefix or the wrong family."""
+    if not isinstance(model, str) or not model:
+        raise InvalidRequestError(f"model must be a non-empty string, got {model!r}", field="model")
+    if "/" in model:
+        raise InvalidRequestError(
+            f"model {model!r} must be a bare Vertex model id such as 'claude-opus-5-5@default' or "
+            "'gemini-3.8-flash', without 'publishers/...' or a resource path: vertexbatch adds "
+            "the publisher itself",
+            field="model",
+        )
+    if not _MODEL.fullmatch(model):
+        raise InvalidRequestError(
+            f"model {model!r} is not a Vertex model id (letters, digits, '.', '_', '-', '@')",
+            field="model",
+        )
+    family = _PUBLISHERS[provider]
+    other = next(p for p in _PUBLISHERS if p != provider)
+    if model.lower().startswith(_PUBLISHERS[other]):
+        raise InvalidRequestError(
+            f"model {model!r} is a {_PUBLISHERS[other].title()} model: submit it with "
+            f"submit_{_PUBLISHERS[other]}, not submit_{family}",
+            field="model",
+        )
+    if provider == "anthropic" and not model.startswith("claude"):
+        raise InvalidRequestError(
+            f"model {model!r} is not a Claude model id (they start with 'claude-')", field="model"
+        )
+    return model
+
+
+def publisher_path(model: str, provider: Provider) -> str:
+    """The Vertex publisher path of a bare model id."""
+    return f"publishers/{provider}/models/{model}"
+
+
+def bare_model(vertex_model: str) -> str:
+    """The bare model id of a Vertex model field (``…/publishers/P/models/M`` → ``M``)."""
+    return vertex_model.rsplit("/models/", 1)[-1]

@@ -1,0 +1,261 @@
+"""Staging I/O on GCS: the id's folder, create-only writes, streamed uploads and reads.
+
+Layout under ``gs://BUCKET/PREFIX/ID/``::
+
+    input.jsonl     the request lines Vertex reads
+    keys.jsonl      the key map: [key, digest, canonical digest] per line, in submission order
+    manifest.json   claims the id for one set of rows: provider, model, rows, bytes, MD5 of input
+    job.json        the record: the resource name of the job the id resolved to
+    output/         Vertex's output prefix (it writes prediction-model-<time>/predictions.jsonl)
+
+Every object is written create-only (``if_generation_match=0``), so nothing staged is ever
+overwritten, and a partial stream is never finalised (the resumable session is abandoned).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from google.api_core import exceptions as api_exceptions
+from google.api_core import retry as api_retry
+from google.cloud import storage
+
+from ._errors import InvalidRequestError
+from ._retry import RetryPolicy, is_transient_call_error
+
+__all__ = ["CreateOnlyUpload", "Folder", "Staging", "parse_gs_uri"]
+
+JSONL = "application/jsonl"
+JSON = "application/json"
+# The fake GCS server and real GCS both enforce create-only on multipart uploads; the client uses
+# multipart up to 8 MiB, so smaller objects go in one request and larger ones stream in chunks.
+_SINGLE_REQUEST_LIMIT = 8 * 1024 * 1024
+_CHUNK = 8 * 1024 * 1024
+_READ_CHUNK = 4 * 1024 * 1024
+
+
+def parse_gs_uri(uri: str) -> tuple[str, str]:
+    """Split ``gs://bucket/path`` into bucket and path."""
+    if not uri.startswith("gs://"):
+        raise InvalidRequestError(f"{uri!r} is not a gs:// URI", field="uri")
+    bucket, _, path = uri[len("gs://") :].partition("/")
+    return bucket, path
+
+
+@dataclass(frozen=True, slots=True)
+class Folder:
+    """The names of one submission id's objects."""
+
+    bucket: str
+    path: str  # "PREFIX/ID" without slashes at either end
+
+    def name(self, leaf: str) -> str:
+        return f"{self.path}/{leaf}"
+
+    def uri(self, leaf: str) -> str:
+        return f"gs://{self.bucket}/{self.path}/{leaf}"
+
+    @property
+    def input_uri(self) -> str:
+        return self.uri("input.jsonl")
+
+    @property
+    def output_prefix(self) -> str:
+        return self.uri("output")
+
+
+class CreateOnlyUpload:
+    """Streams bytes into a new object; finalises it only on ``finish``, and never overwrites.
+
+    If the object already exists the bytes are dropped and ``finish`` returns ``False``.
+    """
+
+    def __init__(self, blob: storage.Blob, content_type: str, policy: RetryPolicy) -> None:
+        self._blob = blob
+        self._content_type = content_type
+        self._policy = policy
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self._writer: Any = None
+        self.exists = False
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self.size += len(data)
+        if self.exists:
+            return
+        self._pending.append(data)
+        self._pending_size += len(data)
+        limit = _CHUNK if self._writer is not None else _SINGLE_REQUEST_LIMIT
+        if self._pending_size > limit:
+            self._flush_to_writer()
+
+    def _flush_to_writer(self) -> None:
+        try:
+            if self._writer is None:
+                self._writer = self._blob.open(
+                    "wb",
+                    chunk_size=_CHUNK,
+                    content_type=self._content_type,
+                    if_generation_match=0,
+                    retry=_api_retry(self._policy),
+                )
+            self._writer.write(b"".join(self._pending))
+        except api_exceptions.PreconditionFailed:
+            self._drop()
+        self._pending.clear()
+        self._pending_size = 0
+
+    def _drop(self) -> None:
+        self.exists = True
+        if self._writer is not None:
+            self._writer.terminate()
+            self._writer = None
+
+    def finish(self) -> bool:
+        """Finalise the object; ``True`` if this call created it, ``False`` if it existed."""
+        if self.exists:
+            return False
+        try:
+            if self._writer is not None:
+                if self._pending:
+                    self._writer.write(b"".join(self._pending))
+                self._writer.close()
+                return True
+            data = b"".join(self._pending)
+            self._policy.call(
+                f"upload {self._blob.name}",
+                lambda: self._blob.upload_from_string(
+                    data, content_type=self._content_type, if_generation_match=0, retry=None
+                ),
+            )
+            return True
+        except api_exceptions.PreconditionFailed:
+            self._drop()
+            return False
+        finally:
+            self._pending.clear()
+
+    def abort(self) -> None:
+        """Abandon the upload; nothing is created."""
+        if self._writer is not None:
+            self._writer.terminate()
+            self._writer = None
+        self._pending.clear()
+
+
+def _read_range(blob: storage.Blob, start: int) -> bytes:
+    data: bytes = blob.download_as_bytes(
+        start=start, end=start + _READ_CHUNK - 1, retry=None, checksum=None
+    )
+    return data
+
+
+def _api_retry(policy: RetryPolicy) -> api_retry.Retry:
+    """google-api-core's retry for resumable chunks, bounded like our policy."""
+    if not policy.wait:
+        return api_retry.Retry(
+            predicate=is_transient_call_error, initial=0.0, maximum=0.0, timeout=policy.deadline
+        )
+    return api_retry.Retry(
+        predicate=is_transient_call_error,
+        initial=policy.initial,
+        maximum=policy.maximum,
+        timeout=policy.deadline,
+    )
+
+
+class Staging:
+    """GCS operations of vertexbatch, each under the client's retry policy."""
+
+    def __init__(
+        self, client: storage.Client, bucket: str, prefix: str, policy: RetryPolicy
+    ) -> None:
+        self._client = client
+        self._bucket = client.bucket(bucket)
+        self._prefix = prefix.strip("/")
+        self._policy = policy
+
+    def folder(self, submission_id: str) -> Folder:
+        path = f"{self._prefix}/{submission_id}" if self._prefix else submission_id
+        return Folder(self._bucket.name, path)
+
+    def _blob(self, uri_or_name: str) -> storage.Blob:
+        if uri_or_name.startswith("gs://"):
+            bucket, name = parse_gs_uri(uri_or_name)
+            return self._client.bucket(bucket).blob(name)
+        return self._bucket.blob(uri_or_name)
+
+    def upload(self, name: str, content_type: str) -> CreateOnlyUpload:
+        """A create-only streamed upload to ``name``."""
+        return CreateOnlyUpload(self._blob(name), content_type, self._policy)
+
+    def create_json(self, name: str, value: Any) -> bool:
+        """Write a small JSON object create-only; ``False`` if it already existed."""
+        upload = self.upload(name, JSON)
+        upload.write(json.dumps(value, sort_keys=True, indent=1).encode("utf-8"))
+        return upload.finish()
+
+    def read_json(self, name: str) -> Any | None:
+        """Read a small JSON object, ``None`` if it does not exist."""
+        blob = self._blob(name)
+        try:
+            data = self._policy.call(f"read {name}", lambda: blob.download_as_bytes(retry=None))
+        except api_exceptions.NotFound:
+            return None
+        try:
+            return json.loads(data)
+        except ValueError as exc:
+            raise InvalidRequestError(
+                f"gs://{blob.bucket.name}/{name} is not valid JSON: it was not written by "
+                "vertexbatch",
+                field="staging",
+            ) from exc
+
+    def md5(self, name: str) -> str | None:
+        """The hex MD5 of an object, ``None`` if it does not exist."""
+        blob = self._blob(name)
+        try:
+            self._policy.call(f"stat {name}", lambda: blob.reload(retry=None))
+        except api_exceptions.NotFound:
+            return None
+        return base64.b64decode(blob.md5_hash).hex() if blob.md5_hash else None
+
+    def list_names(self, uri_prefix: str) -> list[tuple[str, int]]:
+        """Names and sizes of the objects under a ``gs://`` prefix (every page)."""
+        bucket, path = parse_gs_uri(uri_prefix)
+        prefix = path.rstrip("/") + "/"
+
+        def listing() -> list[tuple[str, int]]:
+            blobs = self._client.list_blobs(bucket, prefix=prefix, retry=None)
+            return [(f"gs://{bucket}/{b.name}", int(b.size or 0)) for b in blobs]
+
+        return self._policy.call(f"list {uri_prefix}", listing)
+
+    def read_lines(self, uri_or_name: str) -> Iterator[bytes]:
+        """Stream an object's lines; a transient failure resumes at the byte it stopped at."""
+        blob = self._blob(uri_or_name)
+        offset = 0
+        tail = b""
+        while True:
+            try:
+                data = self._policy.call(
+                    f"read {blob.name}", functools.partial(_read_range, blob, offset)
+                )
+            except api_exceptions.RequestRangeNotSatisfiable:
+                data = b""
+            offset += len(data)
+            if not data:
+                break
+            lines = (tail + data).split(b"\n")
+            tail = lines.pop()
+            yield from lines
+            if len(data) < _READ_CHUNK:
+                break
+        if tail:
+            yield tail

@@ -1,0 +1,174 @@
+"""Vertex job control: create, get, list, cancel through ``aiplatform_v1.JobServiceClient``.
+
+Every call but create goes under the retry policy; create is never retried here, because a
+lost create response would make a second job: the identity protocol lists before each attempt.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from google.api_core import exceptions as api_exceptions
+from google.cloud import aiplatform_v1
+
+from ._models import Job, Provider, Status
+from ._retry import RetryPolicy
+from ._rules import bare_model, id_label, publisher_path
+
+__all__ = ["ID_LABEL", "TERMINAL_STATES", "JobSpec", "Vertex", "status_of"]
+
+logger = logging.getLogger("vertexbatch")
+
+# Labels on every job vertexbatch creates: one marks it as ours, one carries the submission id.
+MARK_LABEL = "vertexbatch"
+ID_LABEL = "vertexbatch_id"
+
+TERMINAL_STATES = frozenset(
+    {
+        "JOB_STATE_SUCCEEDED",
+        "JOB_STATE_PARTIALLY_SUCCEEDED",
+        "JOB_STATE_FAILED",
+        "JOB_STATE_CANCELLED",
+        "JOB_STATE_EXPIRED",
+        "JOB_STATE_PAUSED",
+    }
+)
+_LIVE_STATES = frozenset(
+    {
+        "JOB_STATE_QUEUED",
+        "JOB_STATE_PENDING",
+        "JOB_STATE_RUNNING",
+        "JOB_STATE_UPDATING",
+        "JOB_STATE_UNSPECIFIED",
+    }
+)
+
+BatchJob = aiplatform_v1.BatchPredictionJob
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What a job of a submission id must look like."""
+
+    id: str
+    provider: Provider
+    model: str
+    input_uri: str
+    output_prefix: str
+    keys: int
+
+    def matches(self, job: BatchJob) -> bool:
+        """Whether a listed job was created for this spec (display name, input and output)."""
+        return (
+            job.display_name == self.id
+            and reads_input(job, self.input_uri)
+            and job.output_config.gcs_destination.output_uri_prefix.rstrip("/")
+            == self.output_prefix.rstrip("/")
+        )
+
+    def to_job(self, job: BatchJob) -> Job:
+        return Job(
+            id=self.id,
+            name=job.name,
+            provider=self.provider,
+            model=bare_model(job.model) or self.model,
+            input_uri=self.input_uri,
+            output_prefix=self.output_prefix,
+            keys=self.keys,
+        )
+
+
+def reads_input(job: BatchJob, input_uri: str) -> bool:
+    return list(job.input_config.gcs_source.uris) == [input_uri]
+
+
+def state_name(job: BatchJob) -> str:
+    return aiplatform_v1.JobState(job.state).name
+
+
+def is_live(job: BatchJob) -> bool:
+    """Whether a job may still run (and so must be cancelled if it is a twin)."""
+    return state_name(job) in _LIVE_STATES
+
+
+def status_of(job: BatchJob) -> Status:
+    """The ``Status`` of a Vertex job."""
+    state = state_name(job)
+    stats = job.completion_stats
+    has_stats = "completion_stats" in job
+    return Status(
+        state=state,
+        terminal=state in TERMINAL_STATES,
+        succeeded=int(stats.successful_count) if has_stats else -1,
+        failed=int(stats.failed_count) if has_stats else -1,
+        incomplete=int(stats.incomplete_count) if has_stats else -1,
+        error_code=int(job.error.code) if "error" in job else 0,
+        error_message=str(job.error.message) if "error" in job else "",
+    )
+
+
+class Vertex:
+    """The job-control calls vertexbatch makes, on one project and location."""
+
+    def __init__(
+        self,
+        client: aiplatform_v1.JobServiceClient,
+        project: str,
+        location: str,
+        policy: RetryPolicy,
+    ) -> None:
+        self._client = client
+        self.parent = f"projects/{project}/locations/{location}"
+        self._policy = policy
+
+    def create(self, spec: JobSpec, labels: Mapping[str, str] | None = None) -> BatchJob:
+        """Create the job once; no retry (see the module docstring)."""
+        job = BatchJob(
+            display_name=spec.id,
+            model=publisher_path(spec.model, spec.provider),
+            input_config=BatchJob.InputConfig(
+                instances_format="jsonl",
+                gcs_source=aiplatform_v1.GcsSource(uris=[spec.input_uri]),
+            ),
+            output_config=BatchJob.OutputConfig(
+                predictions_format="jsonl",
+                gcs_destination=aiplatform_v1.GcsDestination(output_uri_prefix=spec.output_prefix),
+            ),
+            labels={MARK_LABEL: "1", ID_LABEL: id_label(spec.id), **(labels or {})},
+        )
+        created: BatchJob = self._client.create_batch_prediction_job(
+            parent=self.parent, batch_prediction_job=job, retry=None
+        )
+        return created
+
+    def get(self, name: str) -> BatchJob:
+        """Read a job; ``NotFound`` propagates."""
+        job: BatchJob = self._policy.call(
+            f"get {name}", lambda: self._client.get_batch_prediction_job(name=name, retry=None)
+        )
+        return job
+
+    def list_for_id(self, submission_id: str) -> list[BatchJob]:
+        """Every job with the id's display name and label, all pages, in listed order."""
+        query = f'display_name="{submission_id}" AND labels.{ID_LABEL}="{id_label(submission_id)}"'
+
+        def listing() -> list[BatchJob]:
+            pager = self._client.list_batch_prediction_jobs(
+                request={"parent": self.parent, "filter": query, "page_size": 100}, retry=None
+            )
+            return [j for j in pager if j.display_name == submission_id]
+
+        return self._policy.call(f"list jobs of {submission_id}", listing)
+
+    def cancel(self, name: str) -> None:
+        """Ask Vertex to cancel; a job already terminal is not an error."""
+
+        def cancel() -> None:
+            self._client.cancel_batch_prediction_job(name=name, retry=None)
+
+        try:
+            self._policy.call(f"cancel {name}", cancel)
+        except api_exceptions.FailedPrecondition:
+            logger.info("job %s was already finished; nothing to cancel", name)

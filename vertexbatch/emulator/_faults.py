@@ -1,0 +1,168 @@
+"""Scriptable faults of the local Vertex REST service (thread-safe).
+
+Call faults: the next N calls of an operation fail before taking effect (`fail`) or after it
+(`lose_response`). Job faults apply to jobs created from now on whose display name matches (None
+matches every job): `list_lag`, `hold`, `fail_job`. `reset` clears everything and releases
+held jobs.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["OPS", "Faults", "Hold", "JobFault", "JobPlan"]
+
+OPS = frozenset({"create", "get", "list", "cancel", "delete", "generateContent", "rawPredict"})
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """Keep a job PENDING, or RUNNING after `after_rows` rows, until released or cancelled."""
+
+    state: Literal["PENDING", "RUNNING"]
+    after_rows: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class JobFault:
+    """End a job FAILED with this error."""
+
+    code: int
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobPlan:
+    """The job faults a new job gets at creation."""
+
+    list_lag: int = 0
+    hold: Hold | None = None
+    fail: JobFault | None = None
+
+
+@dataclass(slots=True)
+class _CallFault:
+    status: int
+    remaining: int
+
+
+def _check_op(op: str) -> None:
+    if op not in OPS:
+        raise ValueError(f"op must be one of {sorted(OPS)}")
+
+
+class Faults:
+    """Faults of one LocalStack's REST service; every method is safe to call from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._before: dict[str, list[_CallFault]] = {}
+        self._after: dict[str, list[_CallFault]] = {}
+        self._list_lag = 0
+        self._holds: list[tuple[str | None, Hold]] = []
+        self._failures: list[tuple[str | None, JobFault]] = []
+        self._release_listeners: list[Callable[[str | None], None]] = []
+
+    def fail(self, op: str, status: int = 503, times: int = 1) -> None:
+        """The next `times` calls of op get HTTP `status` in the Google envelope, with no effect."""
+        _check_op(op)
+        with self._lock:
+            self._before.setdefault(op, []).append(_CallFault(status, times))
+
+    def lose_response(self, op: str, times: int = 1, status: int = 503) -> None:
+        """The next `times` calls of op take effect, then the caller gets HTTP `status`."""
+        _check_op(op)
+        with self._lock:
+            self._after.setdefault(op, []).append(_CallFault(status, times))
+
+    def list_lag(self, lists: int = 2) -> None:
+        """Jobs created from now on appear in list results only after `lists` more list calls."""
+        if lists < 0:
+            raise ValueError("lists must be >= 0")
+        with self._lock:
+            self._list_lag = lists
+
+    def hold(
+        self,
+        display_name: str | None = None,
+        state: Literal["PENDING", "RUNNING"] = "PENDING",
+        after_rows: int = 0,
+    ) -> None:
+        """Matching jobs created from now on stay in `state` until released or cancelled.
+
+        With state="RUNNING" a job first runs `after_rows` rows, writes them as an incremental
+        file and shows them in its counts.
+        """
+        if state not in ("PENDING", "RUNNING"):
+            raise ValueError('state must be "PENDING" or "RUNNING"')
+        if after_rows < 0 or (state == "PENDING" and after_rows):
+            raise ValueError("after_rows must be >= 0, and 0 when holding PENDING")
+        with self._lock:
+            self._holds.append((display_name, Hold(state, after_rows)))
+
+    def release(self, display_name: str | None = None) -> None:
+        """Stop holding jobs (matching display_name; None: all), including those held now."""
+        with self._lock:
+            if display_name is None:
+                self._holds.clear()
+            else:
+                self._holds = [(n, h) for n, h in self._holds if n != display_name]
+            listeners = list(self._release_listeners)
+        for listener in listeners:
+            listener(display_name)
+
+    def fail_job(
+        self, display_name: str | None = None, code: int = 13, message: str = "Internal error"
+    ) -> None:
+        """Matching jobs created from now on end JOB_STATE_FAILED with this error."""
+        with self._lock:
+            self._failures.append((display_name, JobFault(code, message)))
+
+    def reset(self) -> None:
+        """Clear every fault and release every held job."""
+        with self._lock:
+            self._before.clear()
+            self._after.clear()
+            self._list_lag = 0
+            self._failures.clear()
+        self.release(None)
+
+    # Used by the service.
+
+    def on_release(self, listener: Callable[[str | None], None]) -> None:
+        """Call listener(display_name) whenever jobs are released."""
+        with self._lock:
+            self._release_listeners.append(listener)
+
+    def _take(self, table: dict[str, list[_CallFault]], op: str) -> int | None:
+        with self._lock:
+            queue = table.get(op)
+            if not queue:
+                return None
+            fault = queue[0]
+            fault.remaining -= 1
+            if fault.remaining <= 0:
+                queue.pop(0)
+            return fault.status
+
+    def take_before(self, op: str) -> int | None:
+        """The status to fail this call of op with before it takes effect, if any."""
+        return self._take(self._before, op)
+
+    def take_after(self, op: str) -> int | None:
+        """The status to answer this call of op with after it took effect, if any."""
+        return self._take(self._after, op)
+
+    def plan_job(self, display_name: str) -> JobPlan:
+        """The job faults for a job created now (the latest matching rule wins)."""
+        with self._lock:
+            hold = next(
+                (h for n, h in reversed(self._holds) if n is None or n == display_name), None
+            )
+            fail = next(
+                (f for n, f in reversed(self._failures) if n is None or n == display_name), None
+            )
+            return JobPlan(list_lag=self._list_lag, hold=hold, fail=fail)

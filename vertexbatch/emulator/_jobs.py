@@ -1,0 +1,505 @@
+"""The job store: BatchPredictionJob resources, their JSON form, and the REST operations on them.
+
+Every job lives in memory under one Condition; its lifecycle runs on a daemon thread per job
+(`_runner.py`). Operations answer with the JSON the real service sends (string enums, int64
+strings, RFC3339 µs timestamps, zero values omitted) and raise ApiError as Vertex would.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from vertexbatch.emulator._errors import ApiError
+from vertexbatch.emulator._faults import Faults, Hold, JobFault
+from vertexbatch.emulator._filter import FilterError, JobView, compile_filter
+from vertexbatch.emulator._model import rfc3339
+from vertexbatch.emulator._options import JobOptions, Timing
+from vertexbatch.emulator._rows import Provider
+
+__all__ = ["TERMINAL", "JobRecord", "JobSpec", "JobStore", "parse_create_body"]
+
+PENDING = "JOB_STATE_PENDING"
+RUNNING = "JOB_STATE_RUNNING"
+CANCELLING = "JOB_STATE_CANCELLING"
+TERMINAL = frozenset(
+    {
+        "JOB_STATE_SUCCEEDED",
+        "JOB_STATE_FAILED",
+        "JOB_STATE_CANCELLED",
+        "JOB_STATE_EXPIRED",
+        "JOB_STATE_PARTIALLY_SUCCEEDED",
+    }
+)
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 1000
+
+_MODEL = re.compile(r"^(?:projects/[^/]+/locations/[^/]+/)?publishers/([^/]+)/models/([^/]+)$")
+_KNOWN_MODELS = {"anthropic": "claude-", "google": "gemini-"}
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """A validated create request."""
+
+    display_name: str
+    model: str
+    publisher: Provider
+    model_id: str
+    input_uris: tuple[str, ...]
+    instances_format: str
+    output_prefix: str
+    predictions_format: str
+    labels: dict[str, str]
+
+
+def _bad_request(message: str) -> ApiError:
+    return ApiError(400, message, "INVALID_ARGUMENT")
+
+
+def _label_ok(text: str, *, key: bool) -> bool:
+    if len(text) > 63 or (key and not text):
+        return False
+    if key and not (text[0].isalpha() and text[0].islower()):
+        return False
+    return all(c.isdigit() or c in "_-" or (c.isalpha() and c == c.lower()) for c in text)
+
+
+def parse_create_body(body: Any, *, project: str, project_number: str, location: str) -> JobSpec:
+    """Validate a create body as Vertex does.
+
+    Raises:
+        ApiError: 400 for a missing or malformed field, 404 for an unknown publisher model.
+    """
+    if not isinstance(body, dict):
+        raise _bad_request("Invalid JSON payload: the body must be a BatchPredictionJob object.")
+    display_name = body.get("displayName", body.get("display_name"))
+    if not isinstance(display_name, str) or not display_name:
+        raise _bad_request("BatchPredictionJob.display_name is required.")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise _bad_request("BatchPredictionJob.model is required.")
+    input_config = body.get("inputConfig")
+    source = input_config.get("gcsSource") if isinstance(input_config, dict) else None
+    uris = source.get("uris") if isinstance(source, dict) else None
+    if isinstance(uris, str):
+        uris = [uris]
+    if not isinstance(uris, list) or not uris:
+        raise _bad_request("BatchPredictionJob.input_config.gcs_source.uris is required.")
+    if not all(isinstance(u, str) and u.startswith("gs://") and len(u) > 5 for u in uris):
+        raise _bad_request("Every input URI must be a gs:// URI.")
+    assert isinstance(input_config, dict)
+    instances_format = input_config.get("instancesFormat", "jsonl")
+    if instances_format != "jsonl":
+        raise _bad_request("Only the jsonl instances format is supported for this model.")
+    output_config = body.get("outputConfig")
+    destination = output_config.get("gcsDestination") if isinstance(output_config, dict) else None
+    prefix = destination.get("outputUriPrefix") if isinstance(destination, dict) else None
+    if not isinstance(prefix, str) or not prefix.startswith("gs://") or len(prefix) <= 5:
+        raise _bad_request(
+            "BatchPredictionJob.output_config.gcs_destination.output_uri_prefix is required."
+        )
+    assert isinstance(output_config, dict)
+    predictions_format = output_config.get("predictionsFormat", "jsonl")
+    if predictions_format != "jsonl":
+        raise _bad_request("Only the jsonl predictions format is supported for this model.")
+    labels = body.get("labels", {})
+    if not isinstance(labels, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        raise _bad_request("BatchPredictionJob.labels must map strings to strings.")
+    if len(labels) > 64 or not all(
+        _label_ok(k, key=True) and _label_ok(v, key=False) for k, v in labels.items()
+    ):
+        raise _bad_request(
+            "Label keys and values can be no longer than 63 characters, can only contain "
+            "lowercase letters, numeric characters, underscores and dashes; keys must start "
+            "with a letter."
+        )
+    match = _MODEL.match(model)
+    if match is None:
+        raise _bad_request("BatchPredictionJob.model must name a publisher model.")
+    publisher, model_id = match.group(1), match.group(2)
+    if publisher not in _KNOWN_MODELS or not model_id.startswith(_KNOWN_MODELS[publisher]):
+        raise ApiError(
+            404,
+            f"The PublisherModel projects/{project_number}/locations/{location}/publishers/"
+            f"{publisher}/models/{model_id} does not exist.",
+            "NOT_FOUND",
+        )
+    if publisher == "anthropic" and location == "global":
+        raise _bad_request(
+            "Batch prediction for Anthropic models is not supported in the global location; "
+            "use a regional location."
+        )
+    return JobSpec(
+        display_name=display_name,
+        model=model,
+        publisher="anthropic" if publisher == "anthropic" else "google",
+        model_id=model_id,
+        input_uris=tuple(uris),
+        instances_format=instances_format,
+        output_prefix=prefix,
+        predictions_format=predictions_format,
+        labels=dict(labels),
+    )
+
+
+@dataclass(slots=True)
+class JobRecord:
+    """One job; mutable fields change only under the store's Condition."""
+
+    seq: int
+    job_id: str
+    name: str
+    location: str
+    spec: JobSpec
+    create_time: datetime
+    created_at: float  # time.monotonic() at creation, for the expiry timer
+    options: JobOptions
+    hold: Hold | None
+    fault: JobFault | None
+    list_hidden: int
+    state: str = PENDING
+    update_time: datetime = field(default_factory=lambda: datetime.now(UTC))
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    error: tuple[int, str] | None = None
+    show_output_info: bool = False
+    show_stats: bool = False
+    successful: int = 0
+    failed: int = 0
+    incomplete: int = 0
+    cancel_requested: bool = False
+    released: bool = False
+
+    @property
+    def output_dir(self) -> str:
+        """`<outputUriPrefix>/prediction-model-<createTime>`."""
+        prefix = self.spec.output_prefix.rstrip("/")
+        return f"{prefix}/prediction-model-{rfc3339(self.create_time)}"
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the job reached a terminal state."""
+        return self.state in TERMINAL
+
+    def view(self) -> JobView:
+        """The fields a list filter reads."""
+        return JobView(
+            display_name=self.spec.display_name,
+            state=self.state,
+            labels=self.spec.labels,
+            create_time=self.create_time,
+            update_time=self.update_time,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The BatchPredictionJob as the REST service returns it."""
+        spec = self.spec
+        out: dict[str, Any] = {
+            "name": self.name,
+            "displayName": spec.display_name,
+            "model": spec.model,
+            "inputConfig": {
+                "instancesFormat": spec.instances_format,
+                "gcsSource": {"uris": list(spec.input_uris)},
+            },
+            "outputConfig": {
+                "predictionsFormat": spec.predictions_format,
+                "gcsDestination": {"outputUriPrefix": spec.output_prefix},
+            },
+        }
+        if self.show_output_info:
+            out["outputInfo"] = {"gcsOutputDirectory": self.output_dir}
+        out["state"] = self.state
+        if self.error is not None:
+            out["error"] = {"code": self.error[0], "message": self.error[1]}
+        if self.show_stats:
+            counts = (
+                ("successfulCount", self.successful),
+                ("failedCount", self.failed),
+                ("incompleteCount", self.incomplete),
+            )
+            out["completionStats"] = {k: str(v) for k, v in counts if v}
+        out["createTime"] = rfc3339(self.create_time)
+        if self.start_time is not None:
+            out["startTime"] = rfc3339(self.start_time)
+        if self.end_time is not None:
+            out["endTime"] = rfc3339(self.end_time)
+        out["updateTime"] = rfc3339(self.update_time)
+        if spec.labels:
+            out["labels"] = dict(spec.labels)
+        out["modelVersionId"] = "1"
+        return out
+
+
+class JobStore:
+    """All jobs of one LocalStack, and the REST operations on them."""
+
+    def __init__(
+        self,
+        *,
+        project: str,
+        project_number: str,
+        timing: Timing,
+        seed: int,
+        claude_concurrency: int,
+        faults: Faults,
+        runner: Callable[[JobStore, JobRecord], None],
+    ) -> None:
+        self.project = project
+        self.project_number = project_number
+        self.timing = timing
+        self.seed = seed
+        self.claude_concurrency = claude_concurrency
+        self.faults = faults
+        self.cond = threading.Condition()
+        self.closing = False
+        self._runner = runner
+        self._jobs: dict[str, JobRecord] = {}
+        self._threads: list[threading.Thread] = []
+        self._seq = 0
+        self._last_create = datetime.fromtimestamp(0, UTC)
+        self._default_options = JobOptions()
+        self._options: dict[str, JobOptions] = {}
+        faults.on_release(self._release)
+
+    # Configuration.
+
+    def set_job_options(self, options: JobOptions, display_name: str | None = None) -> None:
+        """Options for jobs created from now on (None: the default for every job)."""
+        with self.cond:
+            if display_name is None:
+                self._default_options = options
+                self._options.clear()
+            else:
+                self._options[display_name] = options
+
+    def _release(self, display_name: str | None) -> None:
+        with self.cond:
+            for job in self._jobs.values():
+                if display_name is None or job.spec.display_name == display_name:
+                    job.released = True
+            self.cond.notify_all()
+
+    # Helpers for the runner.
+
+    def touch(self, job: JobRecord, **changes: Any) -> None:
+        """Change job fields, bump updateTime and wake every waiter."""
+        with self.cond:
+            for key, value in changes.items():
+                setattr(job, key, value)
+            job.update_time = max(datetime.now(UTC), job.update_time)
+            if job.state in TERMINAL and job.end_time is None:
+                job.end_time = job.update_time
+            if job.state == RUNNING and job.start_time is None:
+                job.start_time = job.update_time
+            self.cond.notify_all()
+
+    # Operations.
+
+    def _name(self, location: str, job_id: str) -> str:
+        return f"projects/{self.project_number}/locations/{location}/batchPredictionJobs/{job_id}"
+
+    def _new_id(self) -> str:
+        while True:
+            job_id = str(secrets.randbelow(9 * 10**18 - 10**18) + 10**18)
+            if job_id not in self._jobs:
+                return job_id
+
+    def create(self, location: str, spec: JobSpec) -> dict[str, Any]:
+        """Create a job (PENDING) and start its lifecycle; returns its JSON."""
+        plan = self.faults.plan_job(spec.display_name)
+        with self.cond:
+            if self.closing:
+                raise ApiError(503, "The service is shutting down.")
+            if spec.publisher == "anthropic":
+                active = sum(
+                    1
+                    for j in self._jobs.values()
+                    if j.spec.publisher == "anthropic" and not j.terminal
+                )
+                if active >= self.claude_concurrency:
+                    raise ApiError(
+                        429,
+                        "Quota exceeded: at most "
+                        f"{self.claude_concurrency} concurrent batch prediction jobs for "
+                        "Anthropic models per project. Retry after running jobs finish.",
+                        "RESOURCE_EXHAUSTED",
+                    )
+            now = datetime.now(UTC)
+            if now <= self._last_create:
+                now = self._last_create + timedelta(microseconds=1)
+            self._last_create = now
+            self._seq += 1
+            job_id = self._new_id()
+            job = JobRecord(
+                seq=self._seq,
+                job_id=job_id,
+                name=self._name(location, job_id),
+                location=location,
+                spec=spec,
+                create_time=now,
+                created_at=time.monotonic(),
+                options=self._options.get(spec.display_name, self._default_options),
+                hold=plan.hold,
+                fault=plan.fail,
+                list_hidden=plan.list_lag,
+                update_time=now,
+            )
+            self._jobs[job_id] = job
+            snapshot = job.to_json()
+            thread = threading.Thread(
+                target=self._runner, args=(self, job), name=f"vb-job-{job_id}", daemon=True
+            )
+            self._threads = [t for t in self._threads if t.is_alive()]
+            self._threads.append(thread)
+            thread.start()
+        return snapshot
+
+    def _find(self, location: str, job_id: str) -> JobRecord:
+        job = self._jobs.get(job_id)
+        if job is None or job.location != location:
+            raise ApiError(
+                404,
+                f"The BatchPredictionJob {self._name(location, job_id)} does not exist.",
+                "NOT_FOUND",
+            )
+        return job
+
+    def get(self, location: str, job_id: str) -> dict[str, Any]:
+        """The job's JSON."""
+        with self.cond:
+            return self._find(location, job_id).to_json()
+
+    def cancel(self, location: str, job_id: str) -> dict[str, Any]:
+        """Ask a job to stop; finished rows keep their output. Returns `{}`."""
+        with self.cond:
+            job = self._find(location, job_id)
+            if job.terminal:
+                raise ApiError(
+                    400,
+                    f"The BatchPredictionJob {job.name} is in state {job.state} and cannot be "
+                    "cancelled.",
+                    "FAILED_PRECONDITION",
+                )
+            if not job.cancel_requested:
+                self.touch(job, cancel_requested=True, state=CANCELLING)
+        return {}
+
+    def delete(self, location: str, job_id: str, api_version: str) -> dict[str, Any]:
+        """Delete a finished job; returns a done Operation."""
+        with self.cond:
+            job = self._find(location, job_id)
+            if not job.terminal:
+                raise ApiError(
+                    400,
+                    f"The BatchPredictionJob {job.name} is in state {job.state}; only a finished "
+                    "job can be deleted.",
+                    "FAILED_PRECONDITION",
+                )
+            del self._jobs[job_id]
+            self.cond.notify_all()
+        now = rfc3339(datetime.now(UTC))
+        operation_id = str(secrets.randbelow(9 * 10**18) + 10**18)
+        return {
+            "name": f"projects/{self.project_number}/locations/{location}/operations/"
+            f"{operation_id}",
+            "metadata": {
+                "@type": f"type.googleapis.com/google.cloud.aiplatform.{api_version}."
+                "DeleteOperationMetadata",
+                "genericMetadata": {"createTime": now, "updateTime": now},
+            },
+            "done": True,
+            "response": {"@type": "type.googleapis.com/google.protobuf.Empty"},
+        }
+
+    def list_jobs(
+        self, location: str, filter_text: str, page_size: int, page_token: str
+    ) -> dict[str, Any]:
+        """One page of the location's jobs matching filter, in creation order."""
+        try:
+            predicate = compile_filter(filter_text)
+        except FilterError as exc:
+            raise _bad_request(f"Invalid filter: {exc}") from None
+        if page_size < 0:
+            raise _bad_request("page_size must not be negative.")
+        size = min(page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
+        fingerprint = hashlib.sha256(f"{location}\0{filter_text}".encode()).hexdigest()[:12]
+        after = _decode_token(page_token, fingerprint)
+        with self.cond:
+            matches: list[JobRecord] = []
+            for job in self._jobs.values():
+                if job.list_hidden > 0:
+                    job.list_hidden -= 1
+                    continue
+                if job.location == location and job.seq > after and predicate(job.view()):
+                    matches.append(job)
+            page = [job.to_json() for job in matches[:size]]
+            last_seq = matches[size - 1].seq if len(matches) > size else None
+        out: dict[str, Any] = {}
+        if page:
+            out["batchPredictionJobs"] = page
+        if last_seq is not None:
+            token = f"{last_seq}:{fingerprint}".encode()
+            out["nextPageToken"] = base64.urlsafe_b64encode(token).decode().rstrip("=")
+        return out
+
+    # For tests and LocalStack.
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """Every job's JSON, in creation order."""
+        with self.cond:
+            return [job.to_json() for job in self._jobs.values()]
+
+    def wait_job(self, name: str, timeout: float) -> dict[str, Any]:
+        """Block until the job (full name or id) is terminal; returns its JSON.
+
+        Raises:
+            KeyError: no such job.
+            TimeoutError: not terminal within timeout seconds.
+        """
+        job_id = name.rsplit("/", 1)[-1]
+        with self.cond:
+            if job_id not in self._jobs:
+                raise KeyError(name)
+            done = self.cond.wait_for(
+                lambda: job_id not in self._jobs or self._jobs[job_id].terminal, timeout
+            )
+            if job_id not in self._jobs:
+                raise KeyError(name)
+            if not done:
+                raise TimeoutError(f"job {job_id} is not terminal after {timeout} s")
+            return self._jobs[job_id].to_json()
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Stop every runner (they exit at their next check) and wait for them briefly."""
+        with self.cond:
+            self.closing = True
+            self.cond.notify_all()
+            threads = list(self._threads)
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _decode_token(token: str, fingerprint: str) -> int:
+    if not token:
+        return 0
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+        seq, mark = raw.split(":", 1)
+        if mark != fingerprint:
+            raise ValueError
+        return int(seq)
+    except ValueError:
+        raise _bad_request("Invalid page token.") from None

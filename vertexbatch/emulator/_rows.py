@@ -1,0 +1,81 @@
+"""Output rows of `predictions.jsonl` in Vertex's format (pure).
+
+`{"status": "", "processed_time": "...+00:00", <echoed sibling keys>, "request": {echo},
+"response": {...}}`; a failed row has a non-empty `status` and no `response` (or, in the Claude
+`error_envelope` shape, an Anthropic error object in `response`).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from vertexbatch.emulator._errors import reason_phrase
+from vertexbatch.emulator._model import Answer, LineError
+from vertexbatch.emulator._options import JobOptions
+
+__all__ = ["Provider", "format_row", "processed_time"]
+
+Provider = Literal["anthropic", "google"]
+
+
+def processed_time(moment: datetime) -> str:
+    """Millisecond precision, trailing zeros trimmed, `+00:00` (as Vertex writes it)."""
+    base = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    millis = f"{moment.microsecond // 1000:03d}".rstrip("0")
+    return f"{base}.{millis}+00:00" if millis else f"{base}+00:00"
+
+
+def _status_string(error: LineError) -> str:
+    body = {"error": {"code": error.code, "message": error.message, "status": error.status}}
+    return f"{reason_phrase(error.code)}: {json.dumps(body)}"
+
+
+def format_row(
+    *,
+    provider: Provider,
+    line: dict[str, Any],
+    answer: Answer,
+    moment: datetime,
+    options: JobOptions,
+) -> dict[str, Any] | None:
+    """The output row for one normalised input line, or None when the row is dropped.
+
+    Args:
+        provider: the job's publisher.
+        line: the normalised input line (`request` plus any sibling keys).
+        answer: what the local model said.
+        moment: when the row was processed (UTC).
+        options: the job's output shape options.
+    """
+    if answer.dropped:
+        return None
+    request = line.get("request")
+    if provider == "google" and not options.echo_labels and isinstance(request, dict):
+        request = {k: v for k, v in request.items() if k != "labels"}
+    row: dict[str, Any] = {"status": "", "processed_time": processed_time(moment)}
+    row.update((k, v) for k, v in line.items() if k not in ("request", "status", "response"))
+    row["request"] = request
+    if answer.error is not None:
+        error = answer.error
+        shape = error.shape or options.claude_error_shape if provider == "anthropic" else None
+        if shape == "status_object":
+            row["status"] = {"code": error.code, "message": error.message}
+        elif shape == "error_envelope":
+            row["status"] = reason_phrase(error.code)
+            row["response"] = {
+                "type": "error",
+                "error": {"type": error.anthropic_type, "message": error.message},
+            }
+        else:
+            row["status"] = _status_string(error)
+        return row
+    response = answer.response
+    if provider == "anthropic" and options.claude_success_shape == "string":
+        row["response"] = json.dumps(response)
+    elif provider == "anthropic" and options.claude_success_shape == "body":
+        row["response"] = {"body": response}
+    else:
+        row["response"] = response
+    return row

@@ -1,0 +1,283 @@
+"""The Vertex AI REST surface on loopback: routing, faults, call counts and the HTTP plumbing.
+
+Routes (under `/v1/` and `/v1beta1/`, `$alt` ignored, enums always strings):
+
+    POST   projects/{p}/locations/{l}/batchPredictionJobs             create
+    GET    projects/{p}/locations/{l}/batchPredictionJobs             list (filter, paging)
+    GET    projects/{p}/locations/{l}/batchPredictionJobs/{id}        get
+    DELETE projects/{p}/locations/{l}/batchPredictionJobs/{id}        delete
+    POST   projects/{p}/locations/{l}/batchPredictionJobs/{id}:cancel cancel
+    GET    projects/{p}/locations/{l}/operations/{id}                 getOperation (of a delete)
+    POST   projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent  (online Gemini)
+    POST   projects/{p}/locations/{l}/publishers/anthropic/models/{m}:rawPredict    (online Claude)
+
+`{p}` is the stack's project id or any project number. Errors use the Google envelope with no
+`details`. Request and response content never reaches a log line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import socket
+import threading
+from collections import Counter
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from vertexbatch.emulator._errors import ApiError, envelope
+from vertexbatch.emulator._jobs import JobStore, parse_create_body
+from vertexbatch.emulator._model import answer_claude, answer_gemini
+
+__all__ = ["RestServer", "Service"]
+
+logger = logging.getLogger("vertexbatch.emulator")
+
+_PREFIX = r"^/(?P<version>v1|v1beta1)/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/"
+_MODEL = r"publishers/(?P<pub>[^/]+)/models/(?P<model>[^/:]+)"
+_ROUTES: list[tuple[str, re.Pattern[str], str]] = [
+    ("POST", re.compile(_PREFIX + r"batchPredictionJobs$"), "create"),
+    ("GET", re.compile(_PREFIX + r"batchPredictionJobs$"), "list"),
+    ("GET", re.compile(_PREFIX + r"batchPredictionJobs/(?P<id>[^/:]+)$"), "get"),
+    ("DELETE", re.compile(_PREFIX + r"batchPredictionJobs/(?P<id>[^/:]+)$"), "delete"),
+    ("POST", re.compile(_PREFIX + r"batchPredictionJobs/(?P<id>[^/:]+):cancel$"), "cancel"),
+    ("GET", re.compile(_PREFIX + r"operations/(?P<id>[^/:]+)$"), "getOperation"),
+    (
+        "POST",
+        re.compile(
+            _PREFIX + r"publishers/(?P<pub>[^/]+)/models/(?P<model>[^/:]+):generateContent$"
+        ),
+        "generateContent",
+    ),
+    (
+        "POST",
+        re.compile(_PREFIX + _MODEL + r":rawPredict$"),
+        "rawPredict",
+    ),
+]
+_PERMISSIONS = {
+    "create": "create",
+    "list": "list",
+    "get": "get",
+    "delete": "delete",
+    "cancel": "cancel",
+    "getOperation": "get",
+    "generateContent": "predict",
+    "rawPredict": "predict",
+}
+
+
+def _json_body(body: bytes, *, required: bool) -> Any:
+    if not body.strip():
+        if required:
+            raise ApiError(400, "Invalid JSON payload received. Empty body.", "INVALID_ARGUMENT")
+        return {}
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise ApiError(
+            400, "Invalid JSON payload received. Unexpected token.", "INVALID_ARGUMENT"
+        ) from None
+
+
+class Service:
+    """Routes one REST call to the job store, applying faults and counting calls."""
+
+    def __init__(self, store: JobStore) -> None:
+        self.store = store
+        self._lock = threading.Lock()
+        self._calls: Counter[str] = Counter()
+        self._operations: dict[str, dict[str, Any]] = {}
+
+    def calls(self) -> Counter[str]:
+        """A copy of the call counts by operation."""
+        with self._lock:
+            return Counter(self._calls)
+
+    def reset_calls(self) -> None:
+        """Forget the call counts."""
+        with self._lock:
+            self._calls.clear()
+
+    def handle(self, method: str, target: str, body: bytes) -> tuple[int, dict[str, Any], str]:
+        """Answer one call: (HTTP status, JSON body, operation name or "" when unrouted)."""
+        parts = urlsplit(target)
+        path = unquote(parts.path)
+        found = next(
+            (
+                (op, m)
+                for verb, pattern, op in _ROUTES
+                if verb == method and (m := pattern.match(path))
+            ),
+            None,
+        )
+        if found is None:
+            return 404, envelope(404, "The requested URL was not found on this server."), ""
+        op, match = found
+        with self._lock:
+            self._calls[op] += 1
+        try:
+            status = self.store.faults.take_before(op)
+            if status is not None:
+                raise ApiError(status, f"Injected fault: {op} failed with HTTP {status}.")
+            payload = self._dispatch(op, match.groupdict(), parse_qs(parts.query), body)
+        except ApiError as exc:
+            return exc.code, exc.body(), op
+        status = self.store.faults.take_after(op)
+        if status is not None:
+            error = ApiError(status, f"Injected fault: the {op} response was lost (HTTP {status}).")
+            return error.code, error.body(), op
+        return 200, payload, op
+
+    def _dispatch(
+        self, op: str, params: dict[str, str], query: dict[str, list[str]], body: bytes
+    ) -> dict[str, Any]:
+        store = self.store
+        project, location = params["project"], params["location"]
+        if project != store.project and not project.isdigit():
+            raise ApiError(
+                403,
+                f"Permission 'aiplatform.batchPredictionJobs.{_PERMISSIONS[op]}' denied on "
+                f"resource '//aiplatform.googleapis.com/projects/{project}/locations/{location}' "
+                "(or it may not exist).",
+                "PERMISSION_DENIED",
+            )
+        job_id = params.get("id", "")
+        if op in ("get", "delete", "cancel") and not job_id.isdigit():
+            raise ApiError(400, "The batch prediction job id must be a number.", "INVALID_ARGUMENT")
+        if op == "create":
+            spec = parse_create_body(
+                _json_body(body, required=True),
+                project=store.project,
+                project_number=store.project_number,
+                location=location,
+            )
+            return store.create(location, spec)
+        if op == "list":
+            size_text = (query.get("pageSize") or query.get("page_size") or ["0"])[0]
+            if not size_text.lstrip("-").isdigit():
+                raise ApiError(400, "page_size must be an integer.", "INVALID_ARGUMENT")
+            return store.list_jobs(
+                location,
+                (query.get("filter") or [""])[0],
+                int(size_text),
+                (query.get("pageToken") or query.get("page_token") or [""])[0],
+            )
+        if op == "get":
+            return store.get(location, job_id)
+        if op == "cancel":
+            _json_body(body, required=False)
+            return store.cancel(location, job_id)
+        if op == "delete":
+            operation = store.delete(location, job_id, params["version"])
+            with self._lock:
+                self._operations[operation["name"].rsplit("/", 1)[-1]] = operation
+            return operation
+        if op == "getOperation":
+            with self._lock:
+                found = self._operations.get(job_id)
+            if found is None:
+                raise ApiError(404, "Operation not found.", "NOT_FOUND")
+            return found
+        return self._online(op, params, _json_body(body, required=True))
+
+    def _online(self, op: str, params: dict[str, str], request: Any) -> dict[str, Any]:
+        publisher, model = params["pub"], params["model"]
+        if (op, publisher) not in (("generateContent", "google"), ("rawPredict", "anthropic")) or (
+            not model.startswith("gemini-" if publisher == "google" else "claude-")
+        ):
+            raise ApiError(
+                404,
+                f"The PublisherModel projects/{self.store.project_number}/locations/"
+                f"{params['location']}/publishers/{publisher}/models/{model} does not exist.",
+                "NOT_FOUND",
+            )
+        if op == "generateContent":
+            answer = answer_gemini(request, model, datetime.now(UTC))
+        else:
+            answer = answer_claude(request, model)
+        if answer.dropped:
+            raise ApiError(504, "Deadline exceeded.", "DEADLINE_EXCEEDED")
+        if answer.error is not None:
+            raise ApiError(answer.error.code, answer.error.message)
+        assert answer.response is not None
+        return answer.response
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: RestServer
+
+    def _handle(self) -> None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length > 0 else b""
+            status, payload, op = self.server.service.handle(self.command, self.path, body)
+        except Exception as exc:
+            logger.error("internal error (%s)", type(exc).__name__)
+            status, payload, op = 500, envelope(500, "Internal error encountered."), ""
+        data = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=UTF-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        logger.debug("%s %s -> %d", self.command, op or "unrouted", status)
+
+    do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = _handle
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence http.server's access log: it would carry paths and queries."""
+
+
+class RestServer(ThreadingHTTPServer):
+    """The REST service on 127.0.0.1 and a free port; `close` also drops open connections."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    @property
+    def url(self) -> str:
+        """`http://127.0.0.1:PORT`."""
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def start(self) -> None:
+        """Serve on a daemon thread."""
+        self._thread = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": 0.05}, name="vb-rest", daemon=True
+        )
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop serving, close the listening socket and every open connection."""
+        if self._thread is not None:
+            self.shutdown()
+            self._thread.join()
+            self._thread = None
+        self.server_close()
+        with self._open_lock:
+            sockets = list(self._open)
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)

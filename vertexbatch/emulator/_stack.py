@@ -1,0 +1,222 @@
+"""LocalStack: fake-gcs-server plus the local Vertex REST service, started and stopped together."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections import Counter
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from google.api_core import exceptions as api_exceptions
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
+
+from vertexbatch.emulator._faults import Faults
+from vertexbatch.emulator._gcs import GcsServer, start_gcs
+from vertexbatch.emulator._jobs import JobStore
+from vertexbatch.emulator._options import JobOptions, Timing
+from vertexbatch.emulator._runner import make_runner
+from vertexbatch.emulator._server import RestServer, Service
+
+if TYPE_CHECKING:
+    from google.cloud.aiplatform_v1 import JobServiceClient
+
+__all__ = ["PROJECT_NUMBER", "LocalStack"]
+
+# Job names carry a project number, as Vertex's do; any number is taken as the stack's project.
+PROJECT_NUMBER = "123456789012"
+
+
+class LocalStack:
+    """A local Vertex AI batch-prediction service backed by a real fake-gcs-server.
+
+    Use it as a context manager; both servers stop on exit, also when the body raises::
+
+        with LocalStack() as stack:
+            jobs = stack.jobs_client()        # aiplatform_v1.JobServiceClient (REST)
+            gcs = stack.storage_client()      # google.cloud.storage.Client
+
+    Args:
+        project: the project id the service accepts (besides any project number).
+        location: the default location of `client()`.
+        timing: how fast jobs move (zero by default: as fast as they can).
+        seed: seeds the shuffled output order.
+        claude_concurrency: non-terminal Claude jobs allowed per project (429 beyond).
+        log_dir: where fake-gcs-server's log goes (default: a temporary directory removed on
+            stop).
+    """
+
+    def __init__(
+        self,
+        project: str = "local-project",
+        location: str = "us-central1",
+        timing: Timing | None = None,
+        seed: int = 0,
+        claude_concurrency: int = 4,
+        log_dir: str | Path | None = None,
+    ) -> None:
+        self.project = project
+        self.location = location
+        self.project_number = PROJECT_NUMBER
+        self.timing = timing or Timing()
+        self.seed = seed
+        self.claude_concurrency = claude_concurrency
+        self.faults = Faults()
+        self._log_dir = Path(log_dir) if log_dir is not None else None
+        self._temp_dir: Path | None = None
+        self._gcs: GcsServer | None = None
+        self._rest: RestServer | None = None
+        self._store: JobStore | None = None
+        self._service: Service | None = None
+
+    # Lifecycle.
+
+    def start(self) -> LocalStack:
+        """Start both servers (the context manager calls this)."""
+        if self._rest is not None:
+            raise RuntimeError("LocalStack is already started")
+        try:
+            if self._log_dir is None:
+                self._temp_dir = Path(tempfile.mkdtemp(prefix="vertexbatch-stack-"))
+                log_dir = self._temp_dir
+            else:
+                log_dir = self._log_dir
+                log_dir.mkdir(parents=True, exist_ok=True)
+            self._gcs = start_gcs(log_dir / "fake-gcs-server.log")
+            self._store = JobStore(
+                project=self.project,
+                project_number=self.project_number,
+                timing=self.timing,
+                seed=self.seed,
+                claude_concurrency=self.claude_concurrency,
+                faults=self.faults,
+                runner=make_runner(self.storage_client),
+            )
+            self._service = Service(self._store)
+            self._rest = RestServer(self._service)
+            self._rest.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop the REST service, the job runners and fake-gcs-server; safe to call twice."""
+        try:
+            if self._rest is not None:
+                self._rest.close()
+            if self._store is not None:
+                self._store.close()
+        finally:
+            self._rest = None
+            if self._gcs is not None:
+                self._gcs.stop()
+                self._gcs = None
+            if self._temp_dir is not None:
+                shutil.rmtree(self._temp_dir, ignore_errors=True)
+                self._temp_dir = None
+
+    def __enter__(self) -> LocalStack:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def _running(self) -> tuple[GcsServer, RestServer, JobStore, Service]:
+        if self._gcs is None or self._rest is None or self._store is None or not self._service:
+            raise RuntimeError("LocalStack is not started")
+        return self._gcs, self._rest, self._store, self._service
+
+    # Endpoints and clients.
+
+    @property
+    def vertex_endpoint(self) -> str:
+        """The Vertex REST service, `http://127.0.0.1:PORT`."""
+        return self._running()[1].url
+
+    @property
+    def storage_endpoint(self) -> str:
+        """fake-gcs-server, `http://127.0.0.1:PORT` (the value for STORAGE_EMULATOR_HOST)."""
+        return self._running()[0].url
+
+    @property
+    def gcs_pid(self) -> int:
+        """The fake-gcs-server process id (tests check it is gone after stop)."""
+        return self._running()[0].process.pid
+
+    def jobs_client(self) -> JobServiceClient:
+        """An aiplatform_v1.JobServiceClient on the REST transport, anonymous, at the stack."""
+        from google.cloud import aiplatform_v1
+
+        client: JobServiceClient = aiplatform_v1.JobServiceClient(
+            transport="rest",
+            credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+            client_options={"api_endpoint": self.vertex_endpoint},
+        )
+        return client
+
+    def storage_client(self) -> storage.Client:
+        """A google.cloud.storage.Client on fake-gcs-server, anonymous."""
+        return storage.Client(
+            project=self.project,
+            credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+            client_options={"api_endpoint": self.storage_endpoint},
+        )
+
+    def create_bucket(self, name: str) -> None:
+        """Create a bucket on fake-gcs-server unless it exists."""
+        client = self.storage_client()
+        if client.lookup_bucket(name) is not None:
+            return
+        with contextlib.suppress(api_exceptions.Conflict):
+            client.create_bucket(name)
+
+    def client(self, bucket: str = "vertexbatch-local", prefix: str = "jobs", **kwargs: Any) -> Any:
+        """A vertexbatch.Client bound to the stack (the bucket is created if missing)."""
+        from vertexbatch import Client  # type: ignore[attr-defined,unused-ignore]
+
+        self.create_bucket(bucket)
+        return Client(
+            project=self.project,
+            location=self.location,
+            bucket=bucket,
+            prefix=prefix,
+            jobs=self.jobs_client(),
+            storage=self.storage_client(),
+            **kwargs,
+        )
+
+    # Scripting and inspection.
+
+    def set_job_options(self, options: JobOptions, display_name: str | None = None) -> None:
+        """Output options for jobs created from now on (display_name None: every job)."""
+        self._running()[2].set_job_options(options, display_name)
+
+    def wait_job(self, name: str, timeout: float = 30.0) -> dict[str, Any]:
+        """Block until the job (name or id) is terminal and return its JSON.
+
+        Raises:
+            KeyError: no such job.
+            TimeoutError: not terminal within timeout.
+        """
+        return self._running()[2].wait_job(name, timeout)
+
+    def calls(self) -> Counter[str]:
+        """Vertex REST calls served, by operation ("create", "get", "list", "cancel", ...)."""
+        return self._running()[3].calls()
+
+    def reset_calls(self) -> None:
+        """Forget the call counts."""
+        self._running()[3].reset_calls()
+
+    def jobs(self) -> list[dict[str, Any]]:
+        """A snapshot of every job's JSON, in creation order."""
+        return self._running()[2].snapshot()
