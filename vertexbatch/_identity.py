@@ -37,6 +37,9 @@ __all__ = ["Manifest", "find", "read_key_map", "stage", "submit"]
 
 logger = logging.getLogger("vertexbatch")
 
+# Create failures that say the job was not made (quota); others may hide a job made anyway.
+_REJECTED = (api_exceptions.TooManyRequests, api_exceptions.ResourceExhausted)
+
 INPUT = "input.jsonl"
 KEYS = "keys.jsonl"
 MANIFEST = "manifest.json"
@@ -280,7 +283,7 @@ def submit(vertex: Vertex, staging: Staging, spec: JobSpec, policy: RetryPolicy)
         try:
             created = vertex.create(spec)
         except Exception as exc:
-            if is_transient_call_error(exc):
+            if is_transient_call_error(exc) and not isinstance(exc, _REJECTED):
                 # The job may exist all the same: the next attempt lists before creating.
                 lost_creates += 1
             raise

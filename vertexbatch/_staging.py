@@ -89,15 +89,17 @@ class CreateOnlyUpload:
         self.size += len(data)
         if self.exists:
             return
+        if self._writer is not None:
+            self._write_through(data)
+            return
         self._pending.append(data)
         self._pending_size += len(data)
-        limit = _CHUNK if self._writer is not None else _SINGLE_REQUEST_LIMIT
-        if self._pending_size > limit:
-            self._flush_to_writer()
-
-    def _flush_to_writer(self) -> None:
-        try:
-            if self._writer is None:
+        if self._pending_size > _SINGLE_REQUEST_LIMIT:
+            # Too big for one request: switch to a resumable upload, chunk by chunk.
+            pending = b"".join(self._pending)
+            self._pending.clear()
+            self._pending_size = 0
+            try:
                 self._writer = self._blob.open(
                     "wb",
                     chunk_size=_CHUNK,
@@ -105,14 +107,20 @@ class CreateOnlyUpload:
                     if_generation_match=0,
                     retry=_api_retry(self._policy),
                 )
-            self._writer.write(b"".join(self._pending))
+            except api_exceptions.PreconditionFailed:
+                self._drop()
+                return
+            self._write_through(pending)
+
+    def _write_through(self, data: bytes) -> None:
+        try:
+            self._writer.write(data)
         except api_exceptions.PreconditionFailed:
             self._drop()
-        self._pending.clear()
-        self._pending_size = 0
 
     def _drop(self) -> None:
         self.exists = True
+        self._pending.clear()
         if self._writer is not None:
             self._writer.terminate()
             self._writer = None
@@ -123,11 +131,10 @@ class CreateOnlyUpload:
             return False
         try:
             if self._writer is not None:
-                if self._pending:
-                    self._writer.write(b"".join(self._pending))
                 self._writer.close()
                 return True
             data = b"".join(self._pending)
+            self._pending.clear()
             self._policy.call(
                 f"upload {self._blob.name}",
                 lambda: self._blob.upload_from_string(
@@ -138,8 +145,6 @@ class CreateOnlyUpload:
         except api_exceptions.PreconditionFailed:
             self._drop()
             return False
-        finally:
-            self._pending.clear()
 
     def abort(self) -> None:
         """Abandon the upload; nothing is created."""

@@ -170,5 +170,9 @@ class Vertex:
 
         try:
             self._policy.call(f"cancel {name}", cancel)
-        except api_exceptions.FailedPrecondition:
+        except (api_exceptions.FailedPrecondition, api_exceptions.BadRequest):
+            # Vertex answers 400 FAILED_PRECONDITION for a finished job; over REST only the HTTP
+            # code survives, so ask the job itself whether that is why.
+            if state_name(self.get(name)) not in TERMINAL_STATES:
+                raise
             logger.info("job %s was already finished; nothing to cancel", name)

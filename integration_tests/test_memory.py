@@ -1,0 +1,96 @@
+"""Memory stays flat with job size: staging streams, results stream (beyond the key map)."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from collections.abc import Callable, Iterator
+
+import vertexbatch as vb
+from vertexbatch._identity import read_key_map
+from vertexbatch._lines import claude_line
+from vertexbatch.emulator import LocalStack
+
+MODEL = "claude-opus-5-5@default"
+FILLER = "lorem ipsum dolor sit amet " * 36  # ~1 KB per request line
+
+
+def _requests(n: int) -> Iterator[vb.ClaudeRequest]:
+    for i in range(n):
+        yield vb.ClaudeRequest(
+            f"key-{i:06d}",
+            {"max_tokens": 512, "messages": [{"role": "user", "content": f"{i} {FILLER}"}]},
+        )
+
+
+def _peak(fn: Callable[[], object]) -> int:
+    """Peak bytes allocated by Python while ``fn`` runs."""
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_staging_50k_generator_is_streamed(stack: LocalStack, bucket: str) -> None:
+    """Staging 50,000 requests from a generator peaks far below the input size."""
+    stack.faults.hold(state="PENDING")  # measure staging, not the local model
+    client = stack.client(bucket=bucket, prefix="mem", retry=vb.RetryPolicy.no_wait())
+    small = _peak(lambda: client.submit_claude("mem-5k", MODEL, _requests(5_000)))
+    large = _peak(lambda: client.submit_claude("mem-50k", MODEL, _requests(50_000)))
+    blob = stack.storage_client().bucket(bucket).get_blob("mem/mem-50k/input.jsonl")
+    assert blob is not None and blob.size is not None
+    input_bytes = blob.size
+    assert input_bytes > 50_000_000
+    # Two 8 MiB upload chunks in flight plus the key set; never the whole input.
+    print(f"staging peak: 5k {small:,} B, 50k {large:,} B, input {input_bytes:,} B")
+    assert large < 40_000_000, (small, large, input_bytes)
+    assert large < input_bytes / 1.5
+
+
+def test_results_100k_lines_stream_beyond_key_map(stack: LocalStack, bucket: str) -> None:
+    """Iterating a 100,000-line output peaks at the key map plus a bounded read buffer."""
+    n = 100_000
+    stack.faults.hold(display_name="mem-results", state="PENDING")
+    client = stack.client(bucket=bucket, prefix="mem", retry=vb.RetryPolicy.no_wait())
+    job = client.submit_claude("mem-results", MODEL, _requests(n))
+    client.cancel(job)
+    stack.wait_job(job.name)
+    # Write a Vertex-format output for every line, as a finished job would have.
+    message = {
+        "type": "message",
+        "role": "assistant",
+        "stop_reason": "end_turn",
+        "content": [{"type": "text", "text": "An answer of a realistic length. " * 8}],
+        "usage": {"input_tokens": 300, "output_tokens": 80},
+    }
+    rows = (
+        json.dumps(
+            {
+                "custom_id": json.loads(line.data)["custom_id"],
+                "status": "",
+                "processed_time": "2026-11-29T10:00:00.1+00:00",
+                "request": json.loads(line.data)["request"],
+                "response": message,
+            }
+        )
+        for line in map(claude_line, _requests(n))
+    )
+    out = (
+        stack.storage_client()
+        .bucket(bucket)
+        .blob("mem/mem-results/output/prediction-model-x/predictions.jsonl")
+    )
+    with out.open("w", content_type="application/jsonl") as f:
+        for row in rows:
+            f.write(row + "\n")
+    out.reload()
+    assert out.size is not None and out.size > 100_000_000
+
+    key_map = _peak(lambda: read_key_map(client._staging, job))
+    counted: list[int] = []
+    full = _peak(lambda: counted.append(sum(1 for r in client.results(job) if r.ok)))
+    assert counted == [n]
+    print(f"results peak: key map {key_map:,} B, full pass {full:,} B, output {out.size:,} B")
+    assert full - key_map < 32_000_000, (key_map, full, out.size)
