@@ -79,6 +79,49 @@ class Client:
         self._staging = Staging(storage, bucket, prefix, self.retry)
         self._telemetry = Telemetry(meter_provider)
 
+    @classmethod
+    def for_endpoints(
+        cls,
+        *,
+        vertex_endpoint: str,
+        storage_endpoint: str,
+        project: str,
+        location: str,
+        bucket: str,
+        prefix: str = "vertexbatch",
+        meter_provider: MeterProvider | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> Client:
+        """A client for explicit endpoints with anonymous credentials: the local stack's way in.
+
+        ``vertex_endpoint`` and ``storage_endpoint`` are ``http://host:port`` URLs, such as
+        those ``vertexbatch emulator`` prints.
+        """
+        from google.auth.credentials import AnonymousCredentials
+        from google.cloud import aiplatform_v1
+        from google.cloud import storage as gcs
+
+        jobs = aiplatform_v1.JobServiceClient(
+            transport="rest",
+            credentials=AnonymousCredentials(),
+            client_options={"api_endpoint": vertex_endpoint},
+        )
+        store = gcs.Client(
+            project=project,
+            credentials=AnonymousCredentials(),
+            client_options={"api_endpoint": storage_endpoint},
+        )
+        return cls(
+            project,
+            location,
+            bucket,
+            prefix,
+            jobs=jobs,
+            storage=store,
+            meter_provider=meter_provider,
+            retry=retry,
+        )
+
     def __repr__(self) -> str:
         return (
             f"Client(project={self.project!r}, location={self.location!r}, "
