@@ -37,6 +37,7 @@ from typing import Any, Final, Literal
 
 from ._errors import InvalidRequestError, LineError, RefusedError, TruncatedError
 from ._models import Provider, Refusal, Result, Usage
+from ._retry import TRANSIENT_HTTP
 
 __all__ = [
     "MessageKind",
@@ -48,7 +49,7 @@ __all__ = [
     "line_error_for",
 ]
 
-TRANSIENT_CODES: Final[frozenset[int]] = frozenset({408, 429, 500, 502, 503, 504, 529})
+TRANSIENT_CODES: Final[frozenset[int]] = TRANSIENT_HTTP
 """HTTP-style codes after which the same request may succeed (529 is Anthropic's overload)."""
 
 _TRANSIENT_GRPC: Final = frozenset(

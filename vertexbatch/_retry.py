@@ -95,7 +95,7 @@ class RetryPolicy:
         """Seconds to wait after failed attempt number ``attempt`` (0-based), jitter included."""
         if not self.wait:
             return 0.0
-        return min(self.initial * 2**attempt, self.maximum) + random.uniform(0, self.jitter)
+        return min(self.initial * 2.0**attempt, self.maximum) + random.uniform(0, self.jitter)
 
     def tenacity_kwargs(self, what: str) -> dict[str, Any]:
         """Keyword arguments for ``tenacity.Retrying``; ``what`` names the operation in logs."""

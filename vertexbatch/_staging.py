@@ -21,9 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import google.cloud.storage as storage
 from google.api_core import exceptions as api_exceptions
 from google.api_core import retry as api_retry
-from google.cloud import storage
 
 from ._errors import InvalidRequestError
 from ._retry import RetryPolicy, is_transient_call_error

@@ -85,7 +85,7 @@ def reads_input(job: BatchJob, input_uri: str) -> bool:
 
 
 def state_name(job: BatchJob) -> str:
-    return aiplatform_v1.JobState(job.state).name
+    return str(aiplatform_v1.JobState(job.state).name)
 
 
 def is_live(job: BatchJob) -> bool:
