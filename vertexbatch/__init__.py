@@ -27,6 +27,7 @@ from ._models import (
     Usage,
 )
 from ._retry import RetryPolicy, is_retryable
+from ._wait import WaitTimeout, wait
 
 __all__ = [
     "ClaudeRequest",
@@ -48,5 +49,7 @@ __all__ = [
     "TruncatedError",
     "Usage",
     "VertexBatchError",
+    "WaitTimeout",
     "is_retryable",
+    "wait",
 ]

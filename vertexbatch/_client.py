@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 from google.api_core import exceptions as api_exceptions
 
 from ._errors import InvalidRequestError, JobError
-from ._identity import find, stage, submit
+from ._identity import find, read_key_map, read_staged_lines, stage, submit
 from ._lines import StagedLine, claude_line, gemini_line
 from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Result, Status
 from ._results import iter_results
 from ._retry import RetryPolicy
-from ._rules import check_id, check_key, check_model
+from ._rules import check_id, check_key, check_model, next_attempt_id
 from ._staging import Staging
 from ._telemetry import Telemetry
 from ._vertex import Vertex, status_of
@@ -101,14 +101,15 @@ class Client:
         from google.cloud import aiplatform_v1
         from google.cloud import storage as gcs
 
+        anonymous = AnonymousCredentials()  # type: ignore[no-untyped-call]
         jobs = aiplatform_v1.JobServiceClient(
             transport="rest",
-            credentials=AnonymousCredentials(),
+            credentials=anonymous,
             client_options={"api_endpoint": vertex_endpoint},
         )
         store = gcs.Client(
             project=project,
-            credentials=AnonymousCredentials(),
+            credentials=anonymous,
             client_options={"api_endpoint": storage_endpoint},
         )
         return cls(
@@ -182,13 +183,58 @@ class Client:
         """
         return iter_results(self._vertex, self._staging, job, self._telemetry)
 
+    def resubmit(
+        self, job: Job, *, keys: Iterable[str] | None = None, id: str | None = None
+    ) -> Job:
+        """Submit some of a job's keys again, read back from its staged input.
+
+        Args:
+            job: a job submitted through vertexbatch (its staged input is reused: no payload
+                needed).
+            keys: the keys to resubmit; by default every retryable and missing key, which
+                needs the job to be terminal.
+            id: the new submission id; by default derived as ``ID.r1``, ``ID.r2``, ...
+
+        Returns the new job, with the same identity guarantees as ``submit_*``: calling this
+        twice with the same arguments returns the same job.
+
+        Raises:
+            InvalidRequestError: the job is not terminal (with default keys), a key is not in
+                the job, or there is nothing to resubmit.
+        """
+        new_id = check_id(id) if id is not None else next_attempt_id(job.id)
+        if keys is None:
+            status = self.status(job)
+            if not status.terminal:
+                raise InvalidRequestError(
+                    f"job {job.name} is {status.state}: its missing keys are not known until "
+                    "it is terminal; wait for it or pass keys=",
+                    field="job",
+                )
+            wanted = {r.key for r in self.results(job) if r.outcome in ("retryable", "missing")}
+        else:
+            wanted = set(keys)
+        if not wanted:
+            raise InvalidRequestError(f"job {job.name} has no keys to resubmit", field="keys")
+        unknown = wanted.difference(read_key_map(self._staging, job).keys)
+        if unknown:
+            raise InvalidRequestError(
+                f"keys {sorted(unknown)[:5]} are not in job {job.name}", field="keys"
+            )
+        lines = read_staged_lines(self._staging, job, wanted)
+        manifest = stage(self._staging, new_id, job.provider, job.model, lines)
+        spec = manifest.spec(new_id, self._staging.folder(new_id))
+        return submit(self._vertex, self._staging, spec, self.retry)
+
     def cancel(self, job: Job) -> None:
         """Ask Vertex to cancel the job; asynchronous, and a finished job is not an error."""
         self._vertex.cancel(job.name)
 
 
 def _staged_lines(
-    requests: Iterable[Any], expected: type, build: Callable[[Any], StagedLine]
+    requests: Iterable[Any],
+    expected: type[ClaudeRequest] | type[GeminiRequest],
+    build: Callable[[Any], StagedLine],
 ) -> Iterator[StagedLine]:
     """Validate each request's type and key, then build its line; one request at a time."""
     seen: set[str] = set()

@@ -17,6 +17,7 @@ The protocol (DESIGN.md, "Submission identity"):
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import time
 from collections.abc import Iterable, Iterator
@@ -320,7 +321,23 @@ def find(vertex: Vertex, staging: Staging, submission_id: str) -> Job | None:
     return spec.to_job(_earliest(ours)) if ours else None
 
 
+def _beside_input(job: Job, leaf: str) -> str:
+    return job.input_uri.rsplit("/", 1)[0] + "/" + leaf
+
+
 def read_key_map(staging: Staging, job: Job) -> KeyMap:
     """The job's staged key map."""
-    keys_uri = job.input_uri.rsplit("/", 1)[0] + "/" + KEYS
-    return KeyMap.from_records(staging.read_lines(keys_uri))
+    return KeyMap.from_records(staging.read_lines(_beside_input(job, KEYS)))
+
+
+def read_staged_lines(staging: Staging, job: Job, keys: set[str]) -> Iterator[StagedLine]:
+    """The job's staged lines for ``keys``, in submission order, read back from GCS.
+
+    The input and the key map were written from one stream, so their lines pair up in order.
+    """
+    records = staging.read_lines(_beside_input(job, KEYS))
+    inputs = (line for line in staging.read_lines(job.input_uri) if line.strip())
+    for record, data in zip(records, inputs, strict=False):
+        key, digest, canonical = json.loads(record)
+        if key in keys:
+            yield StagedLine(key=key, digest=digest, canonical=canonical, data=data + b"\n")

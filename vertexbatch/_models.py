@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -123,6 +124,7 @@ class Status:
             FAILED, CANCELLED, EXPIRED, PAUSED).
         succeeded / failed / incomplete: Vertex's row counts; -1 when Vertex does not say yet.
         error_code / error_message: the job's error when it failed, was cancelled or expired.
+        created: when Vertex created the job (timezone-aware), if it said.
     """
 
     state: str
@@ -132,6 +134,7 @@ class Status:
     incomplete: int = -1
     error_code: int = 0
     error_message: str = ""
+    created: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,23 @@ def check_id(submission_id: object) -> str:
     return submission_id
 
 
+_ATTEMPT = re.compile(r"(.+)\.r(\d+)")
+
+
+def next_attempt_id(submission_id: str) -> str:
+    """The derived id of a resubmission: ``ID.r1``, then ``ID.r2``, ..."""
+    match = _ATTEMPT.fullmatch(submission_id)
+    base, n = (match.group(1), int(match.group(2))) if match else (submission_id, 0)
+    derived = f"{base}.r{n + 1}"
+    if len(derived) > 63:
+        raise InvalidRequestError(
+            f"the resubmission id of {submission_id!r} would be {derived!r}, over 63 characters: "
+            "pass id= explicitly",
+            field="id",
+        )
+    return derived
+
+
 def id_label(submission_id: str) -> str:
     """The job label value that carries an id (labels do not allow '.')."""
     return submission_id.replace(".", "_")

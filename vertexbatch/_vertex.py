@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from google.api_core import exceptions as api_exceptions
 from google.cloud import aiplatform_v1
@@ -106,7 +107,13 @@ def status_of(job: BatchJob) -> Status:
         incomplete=int(stats.incomplete_count) if has_stats else -1,
         error_code=int(job.error.code) if "error" in job else 0,
         error_message=str(job.error.message) if "error" in job else "",
+        created=_plain(job.create_time) if "create_time" in job else None,
     )
+
+
+def _plain(moment: datetime) -> datetime:
+    """A plain aware datetime from proto-plus's nanosecond subclass."""
+    return datetime.fromtimestamp(moment.timestamp(), tz=UTC)
 
 
 class Vertex:

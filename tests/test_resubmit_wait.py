@@ -1,0 +1,133 @@
+"""Resubmitting a subset from the staged input, and waiting with a floor and a deadline."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+import vertexbatch as vb
+from vertexbatch._rules import next_attempt_id
+from vertexbatch._wait import poll_delays
+from vertexbatch.emulator import LocalStack
+
+MODEL = "claude-opus-5-5@default"
+
+
+def _req(key: str, text: str) -> vb.ClaudeRequest:
+    return vb.ClaudeRequest(
+        key, {"max_tokens": 64, "messages": [{"role": "user", "content": text}]}
+    )
+
+
+def test_next_attempt_id() -> None:
+    """Derived ids count attempts: ID.r1, ID.r2, ...; too long is a clear error."""
+    assert next_attempt_id("batch") == "batch.r1"
+    assert next_attempt_id("batch.r1") == "batch.r2"
+    assert next_attempt_id("a.r9") == "a.r10"
+    with pytest.raises(vb.InvalidRequestError, match="over 63 characters"):
+        next_attempt_id("x" * 62)
+
+
+def test_resubmit_default_takes_retryable_and_missing(client: vb.Client, stack: LocalStack) -> None:
+    """By default only retryable and missing keys go again, with their original requests."""
+    requests = [
+        _req("ok", "fine"),
+        _req("busy", "busy [[vb:error 429]]"),
+        _req("gone", "gone [[vb:drop]]"),
+        _req("no", "no [[vb:refuse]]"),
+        _req("bad", "bad [[vb:error 400]]"),
+    ]
+    job = client.submit_claude("resub", MODEL, requests)
+    stack.wait_job(job.name)
+    retry = client.resubmit(job)
+    assert retry.id == "resub.r1" and retry.keys == 2
+    assert client.resubmit(job) == retry  # idempotent, like submit
+    stack.wait_job(retry.name)
+    outcomes = {r.key: r.outcome for r in client.results(retry)}
+    # The directives travel with the staged request: the same outcomes come back.
+    assert outcomes == {"busy": "retryable", "gone": "missing"}
+    again = client.resubmit(retry)
+    assert again.id == "resub.r2"
+
+
+def test_resubmit_chosen_keys_and_errors(client: vb.Client, stack: LocalStack, bucket: str) -> None:
+    """Chosen keys are resubmitted under a chosen id; unknown keys and running jobs are refused."""
+    stack.faults.hold(display_name="resub2", state="PENDING")
+    job = client.submit_claude("resub2", MODEL, [_req(f"k{i}", f"q{i}") for i in range(4)])
+    with pytest.raises(vb.InvalidRequestError, match="JOB_STATE_PENDING"):
+        client.resubmit(job)
+    with pytest.raises(vb.InvalidRequestError, match=r"\['nope'\] are not in job"):
+        client.resubmit(job, keys=["k1", "nope"], id="resub2-custom")
+    assert not list(stack.storage_client().list_blobs(bucket, prefix="jobs/resub2-custom/"))
+    again = client.resubmit(job, keys=["k3", "k1"], id="resub2-custom")
+    assert again.id == "resub2-custom" and again.keys == 2
+    stack.wait_job(again.name)
+    assert sorted(r.key for r in client.results(again)) == ["k1", "k3"]
+
+
+def test_poll_delays_respect_floor_and_ceiling() -> None:
+    """Delays never go below the floor nor above the ceiling, and grow."""
+    delays = poll_delays(5.0, 60.0, rng=random.Random(1))
+    taken = [next(delays) for _ in range(30)]
+    assert taken[0] == 5.0
+    assert all(5.0 <= d <= 60.0 for d in taken)
+    assert max(taken[-5:]) > 30.0
+    with pytest.raises(ValueError, match="floor"):
+        next(poll_delays(0, 1))
+
+
+def test_wait_returns_terminal_status(client: vb.Client, stack: LocalStack) -> None:
+    """wait returns the final status, reporting progress on the way."""
+    job = client.submit_claude("waited", MODEL, [_req("a", "x")])
+    seen: list[vb.Status] = []
+    status = vb.wait(client, job, floor=0.01, ceiling=0.05, on_progress=seen.append)
+    assert status.terminal and status.state == "JOB_STATE_SUCCEEDED"
+    assert seen[-1] == status
+
+
+class FakeTime:
+    """A clock that moves only when slept on: waiting without waiting."""
+
+    def __init__(self) -> None:
+        self.moment = datetime(2026, 11, 29, tzinfo=UTC)
+        self.slept: list[float] = []
+
+    def now(self) -> datetime:
+        return self.moment
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.moment += timedelta(seconds=seconds)
+
+
+def test_wait_on_a_job_that_never_finishes(client: vb.Client, stack: LocalStack) -> None:
+    """A job stuck PENDING: wait raises at the deadline, carrying the last status, within the floor's budget."""
+    stack.faults.hold(display_name="stuck", state="PENDING")
+    job = client.submit_claude("stuck", MODEL, [_req("a", "x")])
+    clock = FakeTime()
+    stack.reset_calls()
+    with pytest.raises(vb.WaitTimeout) as info:
+        vb.wait(
+            client, job, timeout=3600, floor=5.0, ceiling=120.0, sleep=clock.sleep, now=clock.now
+        )
+    assert info.value.status.state == "JOB_STATE_PENDING"
+    assert sum(clock.slept) == pytest.approx(3600)
+    polls = stack.calls()["get"]
+    assert polls == len(clock.slept) + 1
+    assert polls <= 3600 / 5.0 + 1
+    assert polls < 60  # backoff, not a poll every floor
+
+
+def test_wait_is_bounded_by_the_job_lifetime(client: vb.Client, stack: LocalStack) -> None:
+    """With no deadline, wait still ends: no Vertex job lives past 96 hours."""
+    stack.faults.hold(display_name="forever", state="PENDING")
+    job = client.submit_claude("forever", MODEL, [_req("a", "x")])
+    clock = FakeTime()
+    created = client.status(job).created
+    assert created is not None
+    clock.moment = created
+    with pytest.raises(vb.WaitTimeout):
+        vb.wait(client, job, floor=60.0, ceiling=3600.0, sleep=clock.sleep, now=clock.now)
+    assert clock.moment - created == timedelta(hours=96)

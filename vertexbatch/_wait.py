@@ -1,0 +1,103 @@
+"""Waiting for a job: poll ``status`` with backoff between a floor and a ceiling, bounded.
+
+The core client never waits; this is the layer that does, for callers that can block (a Cloud
+Run job, a notebook). A scheduler should call ``status`` once per tick instead.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from ._errors import VertexBatchError
+from ._models import Job, Status
+
+if TYPE_CHECKING:
+    from ._client import Client
+
+__all__ = ["MAX_JOB_LIFETIME", "WaitTimeout", "poll_delays", "wait"]
+
+# Vertex lets a batch job queue up to 72 h and run up to 24 h; past that it cannot be running.
+MAX_JOB_LIFETIME = timedelta(hours=96)
+
+
+class WaitTimeout(VertexBatchError):
+    """``wait`` reached its deadline (or the job's longest possible life) first.
+
+    Attributes:
+        status: the last status seen.
+    """
+
+    def __init__(self, message: str, *, status: Status) -> None:
+        super().__init__(message)
+        self.status = status
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_timeout, (self.args[0], self.status))
+
+
+def _rebuild_timeout(message: str, status: Status) -> WaitTimeout:
+    return WaitTimeout(message, status=status)
+
+
+def poll_delays(
+    floor: float, ceiling: float, *, rng: random.Random | None = None
+) -> Iterator[float]:
+    """Seconds between polls: doubling from ``floor`` to ``ceiling``, jittered, never below the floor.
+
+    Jitter spreads schedulers that started together; the floor keeps a naive loop against a
+    24-hour job from making tens of thousands of calls.
+    """
+    if floor <= 0 or ceiling < floor:
+        raise ValueError(f"need 0 < floor <= ceiling, got floor={floor}, ceiling={ceiling}")
+    rng = rng or random.Random()
+    step = floor
+    while True:
+        yield min(ceiling, rng.uniform(floor, step * 1.5) if step > floor else floor)
+        step = min(ceiling, step * 2)
+
+
+def wait(
+    client: Client,
+    job: Job,
+    *,
+    deadline: datetime | None = None,
+    timeout: float | None = None,
+    floor: float = 5.0,
+    ceiling: float = 300.0,
+    on_progress: Callable[[Status], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> Status:
+    """Poll until the job is terminal and return its final ``Status``.
+
+    Args:
+        deadline: give up at this moment (timezone-aware).
+        timeout: give up after this many seconds (the earlier of the two wins).
+        floor / ceiling: the shortest and longest pause between polls, in seconds.
+        on_progress: called with every status polled.
+        sleep / now: injectable for tests and event loops.
+
+    Raises:
+        WaitTimeout: the deadline passed, or the job outlived any Vertex job (96 h); it carries
+            the last status.
+    """
+    start = now()
+    limits = [d for d in (deadline, start + timedelta(seconds=timeout) if timeout else None) if d]
+    delays = poll_delays(floor, ceiling)
+    while True:
+        status = client.status(job)
+        if on_progress is not None:
+            on_progress(status)
+        if status.terminal:
+            return status
+        bound = min([*limits, (status.created or start) + MAX_JOB_LIFETIME])
+        left = (bound - now()).total_seconds()
+        if left <= 0:
+            raise WaitTimeout(
+                f"job {job.name} is still {status.state} at the deadline", status=status
+            )
+        sleep(min(next(delays), left))
