@@ -27,6 +27,7 @@ from ._models import (
     Usage,
 )
 from ._retry import RetryPolicy, is_retryable
+from ._runs import Run, RunSummary
 from ._wait import WaitTimeout, wait
 
 __all__ = [
@@ -45,6 +46,8 @@ __all__ = [
     "Result",
     "ResultError",
     "RetryPolicy",
+    "Run",
+    "RunSummary",
     "Status",
     "TruncatedError",
     "Usage",

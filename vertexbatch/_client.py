@@ -14,6 +14,8 @@ from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Result, Status
 from ._results import iter_results
 from ._retry import RetryPolicy
 from ._rules import check_id, check_key, check_model, next_attempt_id
+from ._runs import DEFAULT_SHARD_SIZE, Run, create_run
+from ._runs import open_run as load_run
 from ._staging import Staging
 from ._telemetry import Telemetry
 from ._vertex import Vertex, status_of
@@ -225,6 +227,47 @@ class Client:
         manifest = stage(self._staging, new_id, job.provider, job.model, lines)
         spec = manifest.spec(new_id, self._staging.folder(new_id))
         return submit(self._vertex, self._staging, spec, self.retry)
+
+    def run_claude(
+        self,
+        id: str,
+        model: str,
+        requests: Iterable[ClaudeRequest],
+        *,
+        shard_size: int = DEFAULT_SHARD_SIZE,
+        max_attempts: int = 3,
+    ) -> Run:
+        """Start (or rejoin) a run: shard the requests, stage them, write the ledger, take a step.
+
+        Shards hold at most ``shard_size`` rows and 1 GB each (Vertex allows 200,000 rows);
+        ``run.advance()`` then creates jobs, resubmits retryable and missing keys up to
+        ``max_attempts`` attempts per key, and finishes shards.
+        """
+        check_model(model, "anthropic")
+        lines = _staged_lines(requests, ClaudeRequest, claude_line)
+        return create_run(
+            self, id, "anthropic", model, lines, shard_size=shard_size, max_attempts=max_attempts
+        )
+
+    def run_gemini(
+        self,
+        id: str,
+        model: str,
+        requests: Iterable[GeminiRequest],
+        *,
+        shard_size: int = DEFAULT_SHARD_SIZE,
+        max_attempts: int = 3,
+    ) -> Run:
+        """Start (or rejoin) a run of Gemini requests; see ``run_claude``."""
+        check_model(model, "google")
+        lines = _staged_lines(requests, GeminiRequest, gemini_line)
+        return create_run(
+            self, id, "google", model, lines, shard_size=shard_size, max_attempts=max_attempts
+        )
+
+    def open_run(self, id: str) -> Run:
+        """Rebuild a run from GCS alone (its ledger), e.g. in a Cloud Scheduler function."""
+        return load_run(self, id)
 
     def cancel(self, job: Job) -> None:
         """Ask Vertex to cancel the job; asynchronous, and a finished job is not an error."""

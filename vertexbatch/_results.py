@@ -17,7 +17,7 @@ from ._staging import Staging
 from ._telemetry import Telemetry
 from ._vertex import Vertex, status_of
 
-__all__ = ["iter_results", "output_files"]
+__all__ = ["iter_results", "output_files", "read_output_file"]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -56,7 +56,7 @@ def iter_results(
         ) from exc
     taken: set[int] = set()
     for uri in files:
-        for result in _read_file(staging, uri, keys, taken, job):
+        for result in read_output_file(staging, uri, keys, taken, job):
             telemetry.record(result, job)
             yield result
     if status.terminal:
@@ -67,7 +67,7 @@ def iter_results(
                 yield result
 
 
-def _read_file(
+def read_output_file(
     staging: Staging, uri: str, keys: KeyMap, taken: set[int], job: Job
 ) -> Iterator[Result]:
     skipped = 0

@@ -8,10 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import anthropic
 import requests
 import tenacity
 from google.api_core import exceptions as api_exceptions
 from google.auth import exceptions as auth_exceptions
+from google.genai import errors as genai_errors
 
 from ._errors import LineError
 
@@ -47,6 +49,12 @@ def is_transient_call_error(exc: BaseException) -> bool:
     if isinstance(exc, _TRANSIENT_API_ERRORS + _NETWORK_ERRORS):
         return True
     if isinstance(exc, api_exceptions.GoogleAPICallError):
+        return exc.code in TRANSIENT_HTTP
+    if isinstance(exc, anthropic.APIConnectionError):  # includes its timeouts
+        return True
+    if isinstance(exc, anthropic.APIStatusError):
+        return exc.status_code in TRANSIENT_HTTP
+    if isinstance(exc, genai_errors.APIError):
         return exc.code in TRANSIENT_HTTP
     return False
 

@@ -222,6 +222,11 @@ class Staging:
                 field="staging",
             ) from exc
 
+    def exists(self, uri_or_name: str) -> bool:
+        """Whether an object exists."""
+        blob = self._blob(uri_or_name)
+        return bool(self._policy.call(f"stat {blob.name}", lambda: blob.exists(retry=None)))
+
     def md5(self, name: str) -> str | None:
         """The hex MD5 of an object, ``None`` if it does not exist."""
         blob = self._blob(name)

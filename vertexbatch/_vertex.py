@@ -127,6 +127,7 @@ class Vertex:
         policy: RetryPolicy,
     ) -> None:
         self._client = client
+        self.endpoint: str = str(client.api_endpoint)
         self.parent = f"projects/{project}/locations/{location}"
         self._policy = policy
 

@@ -1,0 +1,117 @@
+"""Runs: shards, attempts and the ledger, advanced one idempotent step at a time."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+import vertexbatch as vb
+from vertexbatch.emulator import LocalStack
+
+MODEL = "claude-opus-5-5@default"
+
+
+def _req(i: int, directive: str = "") -> vb.ClaudeRequest:
+    return vb.ClaudeRequest(
+        f"key-{i}",
+        {"max_tokens": 32, "messages": [{"role": "user", "content": f"Task {i} {directive}"}]},
+    )
+
+
+def _settle(stack: LocalStack) -> None:
+    """Wait (on the stack's condition, not a clock) until no job is running."""
+    for job in stack.jobs():
+        if job["state"] in (
+            "JOB_STATE_PENDING",
+            "JOB_STATE_QUEUED",
+            "JOB_STATE_RUNNING",
+            "JOB_STATE_CANCELLING",
+        ):
+            stack.wait_job(job["name"])
+
+
+def _advance_until_done(stack: LocalStack, run: vb.Run, steps: int = 10) -> vb.RunSummary:
+    for _ in range(steps):
+        _settle(stack)
+        summary = run.advance()
+        if summary.done:
+            return summary
+    raise AssertionError(f"run not done after {steps} steps: {summary}")
+
+
+def test_run_shards_and_finishes(client: vb.Client, stack: LocalStack) -> None:
+    """25 requests with shard size 10 make three jobs; every key ends with one result."""
+    run = client.run_claude("shards", MODEL, [_req(i) for i in range(25)], shard_size=10)
+    assert [s.keys for s in run.shards] == [10, 10, 5]
+    assert len([j for j in stack.jobs() if j["displayName"].startswith("shards.s")]) == 3
+    summary = _advance_until_done(stack, run)
+    assert summary.outcomes == {"ok": 25} and summary.keys == 25
+    results = list(run.results())
+    assert sorted(r.key for r in results) == sorted(f"key-{i}" for i in range(25))
+
+
+def test_retryable_and_dropped_keys_are_resubmitted(client: vb.Client, stack: LocalStack) -> None:
+    """Only retryable and missing keys go again; keys failing every attempt end exhausted."""
+    requests = [_req(i) for i in range(6)] + [
+        _req(6, "[[vb:error 503]]"),
+        _req(7, "[[vb:drop]]"),
+        _req(8, "[[vb:error 400]]"),
+    ]
+    run = client.run_claude("retries", MODEL, requests, max_attempts=3)
+    summary = _advance_until_done(stack, run)
+    assert summary.outcomes == {"ok": 6, "failed": 1, "exhausted": 2}
+    attempts = sorted(
+        j["displayName"] for j in stack.jobs() if j["displayName"].startswith("retries.")
+    )
+    assert attempts == ["retries.s0", "retries.s0.r1", "retries.s0.r2"]
+    retry_job = client.find("retries.s0.r1")
+    assert retry_job is not None and retry_job.keys == 2  # only key-6 and key-7
+    outcomes = {r.key: r.outcome for r in run.results()}
+    assert outcomes["key-6"] == "retryable" and outcomes["key-7"] == "missing"
+    assert outcomes["key-8"] == "failed"
+    assert Counter(outcomes.values()) == {"ok": 6, "failed": 1, "retryable": 1, "missing": 1}
+
+
+def test_latest_attempt_wins(client: vb.Client, stack: LocalStack) -> None:
+    """A key that failed once and succeeded on retry reads as its retry's answer."""
+    stack.faults.hold(display_name="flaky.s0", state="RUNNING", after_rows=2)
+    run = client.run_claude("flaky", MODEL, [_req(i) for i in range(4)])
+    job = client.find("flaky.s0")
+    assert job is not None
+    client.cancel(job)  # two rows done, two never run: they are missing
+    stack.wait_job(job.name)
+    summary = _advance_until_done(stack, run)
+    assert summary.outcomes == {"ok": 4}
+    retry = client.find("flaky.s0.r1")
+    assert retry is not None and retry.keys == 2
+    assert Counter(r.outcome for r in run.results()) == {"ok": 4}
+
+
+def test_open_run_rebuilds_from_gcs(client: vb.Client, stack: LocalStack) -> None:
+    """open_run rebuilds the run from its ledger; status changes nothing."""
+    client.run_claude("reopen", MODEL, [_req(i) for i in range(3)])
+    _settle(stack)
+    run = client.open_run("reopen")
+    before = len(stack.jobs())
+    status = run.status()
+    assert status.created == 0 and len(stack.jobs()) == before
+    assert run.advance().done
+    with pytest.raises(vb.InvalidRequestError, match="no run under id 'never'"):
+        client.open_run("never")
+
+
+def test_same_run_again_rejoins_other_rows_refused(client: vb.Client, stack: LocalStack) -> None:
+    """Starting the same run again rejoins it; other rows under the id are refused."""
+    first = client.run_claude("again", MODEL, [_req(i) for i in range(3)])
+    second = client.run_claude("again", MODEL, [_req(i) for i in range(3)])
+    assert second.shards == first.shards
+    assert len([j for j in stack.jobs() if j["displayName"].startswith("again.")]) == 1
+    with pytest.raises(vb.InvalidRequestError, match="already claimed"):
+        client.run_claude("again", MODEL, [_req(i, "other") for i in range(3)])
+
+
+def test_run_id_leaves_room_for_suffixes(client: vb.Client) -> None:
+    """A run id too long for shard and attempt suffixes is refused up front."""
+    with pytest.raises(vb.InvalidRequestError, match="over 52 characters"):
+        client.run_claude("r" * 60, MODEL, [_req(0)])
