@@ -59,3 +59,30 @@ def submit_and_die_before_record(endpoints: dict[str, str], submission_id: str) 
 
     _staging.Staging.create_json = create_json  # type: ignore[method-assign]
     client(endpoints).submit_claude(submission_id, MODEL, requests(5))
+
+
+def advance_many(endpoints: dict[str, str], run_id: str, barrier: Any, out: Any) -> None:
+    """Advance the same run in a loop alongside a sibling, then report its results."""
+    run = client(endpoints).open_run(run_id)
+    barrier.wait(timeout=60)
+    try:
+        for _ in range(400):
+            if run.advance().done:
+                break
+        out.put(("ok", {r.key: r.outcome for r in run.results()}))
+    except Exception as exc:  # reported to the parent, which fails the test with it
+        out.put(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def advance_and_die_in_resubmit(endpoints: dict[str, str], run_id: str) -> None:
+    """Advance, but die right after staging a resubmission, before its job is created."""
+    from vertexbatch import _identity
+
+    def submit(*args: Any, **kwargs: Any) -> Any:
+        os._exit(9)
+
+    _identity.submit = submit  # type: ignore[assignment]
+    import vertexbatch._client as client_module
+
+    client_module.submit = submit  # type: ignore[attr-defined]
+    client(endpoints).open_run(run_id).advance()
