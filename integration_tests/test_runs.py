@@ -89,3 +89,28 @@ def test_advance_killed_midway_is_finished_by_the_next(stack: LocalStack, bucket
         if summary.done:
             break
     assert summary.done and summary.outcomes == {"ok": 1, "exhausted": 1}
+
+
+def test_250k_rows_in_three_shards(stack: LocalStack, bucket: str) -> None:
+    """A 250,000-row run with shard size 100,000 makes three jobs and ends with 250,000 results."""
+    client = _workers.client(_endpoints(stack, bucket))
+    requests = (
+        vb.ClaudeRequest(
+            f"row-{i}",
+            {"max_tokens": 16, "messages": [{"role": "user", "content": f"Label row {i}"}]},
+        )
+        for i in range(250_000)
+    )
+    run = client.run_claude("big-run", MODEL, requests, shard_size=100_000)
+    assert [s.keys for s in run.shards] == [100_000, 100_000, 50_000]
+    jobs = [j for j in stack.jobs() if j["displayName"].startswith("big-run.")]
+    assert len(jobs) == 3
+    for job in jobs:
+        stack.wait_job(job["name"], timeout=600)
+    summary = run.advance()
+    assert summary.done and summary.outcomes == {"ok": 250_000}
+    seen: set[str] = set()
+    for result in run.results():
+        assert result.key not in seen
+        seen.add(result.key)
+    assert len(seen) == 250_000
