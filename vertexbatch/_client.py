@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from google.api_core import exceptions as api_exceptions
@@ -24,7 +25,10 @@ if TYPE_CHECKING:
     from google.cloud import aiplatform_v1, storage
     from opentelemetry.metrics import MeterProvider
 
-__all__ = ["Client"]
+__all__ = ["ENV_REQUIRED", "Client"]
+
+# What ``Client.from_env`` and the command line tool need from the environment.
+ENV_REQUIRED = ("GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "VERTEXBATCH_BUCKET")
 
 
 def _regional_endpoint(location: str) -> str:
@@ -80,6 +84,57 @@ class Client:
         self._vertex = Vertex(jobs, project, location, self.retry)
         self._staging = Staging(storage, bucket, prefix, self.retry)
         self._telemetry = Telemetry(meter_provider)
+
+    @classmethod
+    def from_env(
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        meter_provider: MeterProvider | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> Client:
+        """A client configured from environment variables, as the command line tool is.
+
+        Reads ``GOOGLE_CLOUD_PROJECT``, ``GOOGLE_CLOUD_LOCATION``, ``VERTEXBATCH_BUCKET`` and
+        ``VERTEXBATCH_PREFIX`` (default ``vertexbatch``); when ``VERTEXBATCH_VERTEX_ENDPOINT`` and
+        ``STORAGE_EMULATOR_HOST`` are both set (as ``vertexbatch emulator`` prints), the client
+        talks to those endpoints with anonymous credentials.
+
+        Raises:
+            InvalidRequestError: a required variable is missing, named in the message.
+        """
+        env = os.environ if env is None else env
+        values = {}
+        for name in ENV_REQUIRED:
+            if not env.get(name):
+                raise InvalidRequestError(
+                    f"environment variable {name} is not set: vertexbatch needs "
+                    f"{', '.join(ENV_REQUIRED)}",
+                    field=name,
+                )
+            values[name] = env[name]
+        project, location, bucket = (values[n] for n in ENV_REQUIRED)
+        prefix = env.get("VERTEXBATCH_PREFIX") or "vertexbatch"
+        vertex_endpoint = env.get("VERTEXBATCH_VERTEX_ENDPOINT")
+        storage_endpoint = env.get("STORAGE_EMULATOR_HOST")
+        if vertex_endpoint or storage_endpoint:
+            if not (vertex_endpoint and storage_endpoint):
+                raise InvalidRequestError(
+                    "VERTEXBATCH_VERTEX_ENDPOINT and STORAGE_EMULATOR_HOST must be set together "
+                    "(both point at the local stack)",
+                    field="VERTEXBATCH_VERTEX_ENDPOINT",
+                )
+            return cls.for_endpoints(
+                vertex_endpoint=vertex_endpoint,
+                storage_endpoint=storage_endpoint,
+                project=project,
+                location=location,
+                bucket=bucket,
+                prefix=prefix,
+                meter_provider=meter_provider,
+                retry=retry,
+            )
+        return cls(project, location, bucket, prefix, meter_provider=meter_provider, retry=retry)
 
     @classmethod
     def for_endpoints(

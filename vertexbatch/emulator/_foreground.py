@@ -19,15 +19,16 @@ def run_foreground(
     bucket: str = "vertexbatch-local",
     timing: Timing | None = None,
     out: TextIO | None = None,
+    stop: threading.Event | None = None,
 ) -> None:
     """Start a stack, create `bucket`, print the shell environment that points code at it, block.
 
     Prints `export` lines for STORAGE_EMULATOR_HOST, VERTEXBATCH_VERTEX_ENDPOINT,
     GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION and VERTEXBATCH_BUCKET, then waits for SIGINT or
-    SIGTERM (when called from the main thread) and stops both servers cleanly.
+    SIGTERM (when called from the main thread) or until `stop` is set, then stops both servers.
     """
     out = sys.stdout if out is None else out
-    stop = threading.Event()
+    stop = threading.Event() if stop is None else stop
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
@@ -48,8 +49,7 @@ def run_foreground(
                 f"export VERTEXBATCH_BUCKET={bucket}\n"
             )
             out.flush()
-            while not stop.wait(0.5):
-                pass
+            stop.wait()
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

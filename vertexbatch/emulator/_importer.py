@@ -84,10 +84,12 @@ def _scan(value: Any, path: Path, depth: int, schema: Schema, line: int) -> None
                 _scan(item, item_path, depth, schema, line)
 
 
-def parse_lines(data: bytes, schema: Schema | None = None) -> tuple[list[dict[str, Any]], Schema]:
+def parse_lines(
+    data: bytes, schema: Schema | None = None, rows_before: int = 0
+) -> tuple[list[dict[str, Any]], Schema]:
     """Parse and validate one JSONL input; blank lines are ignored.
 
-    Pass the schema of earlier inputs of the same job to share it across files.
+    For a job with several inputs, pass the schema and row count of the earlier ones.
 
     Returns:
         The rows and the schema (keys per path) that `normalise` needs.
@@ -97,12 +99,16 @@ def parse_lines(data: bytes, schema: Schema | None = None) -> tuple[list[dict[st
             deeper than MAX_DEPTH, a key that is not a valid column name, more than MAX_ROWS rows.
     """
     schema = {} if schema is None else schema
+    lines = data.splitlines()
+    # Counting first refuses an oversized input without parsing it.
+    if rows_before + len(lines) > MAX_ROWS and (
+        rows_before + sum(1 for raw in lines if raw.strip()) > MAX_ROWS
+    ):
+        raise ImportFailure(f"The input has more than {MAX_ROWS} rows.")
     rows: list[dict[str, Any]] = []
-    for number, raw in enumerate(data.splitlines(), start=1):
+    for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
-        if len(rows) >= MAX_ROWS:
-            raise ImportFailure(f"The input has more than {MAX_ROWS} rows.")
         try:
             row = json.loads(raw)
         except ValueError:

@@ -461,24 +461,34 @@ class JobStore:
         with self.cond:
             return [job.to_json() for job in self._jobs.values()]
 
-    def wait_job(self, name: str, timeout: float) -> dict[str, Any]:
-        """Block until the job (full name or id) is terminal; returns its JSON.
+    def wait_job(
+        self,
+        name: str,
+        timeout: float,
+        until: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> dict[str, Any]:
+        """Block until the job (full name or id) is terminal, or `until(job JSON)` holds.
 
         Raises:
-            KeyError: no such job.
-            TimeoutError: not terminal within timeout seconds.
+            KeyError: no such job (or it was deleted meanwhile).
+            TimeoutError: the condition does not hold within timeout seconds.
         """
         job_id = name.rsplit("/", 1)[-1]
+
+        def ready() -> bool:
+            job = self._jobs.get(job_id)
+            if job is None:
+                return True
+            return until(job.to_json()) if until is not None else job.terminal
+
         with self.cond:
             if job_id not in self._jobs:
                 raise KeyError(name)
-            done = self.cond.wait_for(
-                lambda: job_id not in self._jobs or self._jobs[job_id].terminal, timeout
-            )
+            done = self.cond.wait_for(ready, timeout)
             if job_id not in self._jobs:
                 raise KeyError(name)
             if not done:
-                raise TimeoutError(f"job {job_id} is not terminal after {timeout} s")
+                raise TimeoutError(f"job {job_id}: condition not met after {timeout} s")
             return self._jobs[job_id].to_json()
 
     def close(self, timeout: float = 2.0) -> None:

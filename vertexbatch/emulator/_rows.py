@@ -59,7 +59,7 @@ def format_row(
     row["request"] = request
     if answer.error is not None:
         error = answer.error
-        shape = error.shape or options.claude_error_shape if provider == "anthropic" else None
+        shape = (error.shape or options.claude_error_shape) if provider == "anthropic" else None
         if shape == "status_object":
             row["status"] = {"code": error.code, "message": error.message}
         elif shape == "error_envelope":

@@ -46,8 +46,9 @@ def make_runner(
     """The function a JobStore runs on each job's thread."""
 
     def run(store: JobStore, job: JobRecord) -> None:
+        lifecycle = _Run(store, job, storage_factory)
         try:
-            _Run(store, job, storage_factory).run()
+            lifecycle.run()
         except _Closing:
             return
         except Exception as exc:
@@ -55,6 +56,8 @@ def make_runner(
                 return
             logger.error("job %s: internal error (%s)", job.job_id, type(exc).__name__)
             store.touch(job, state="JOB_STATE_FAILED", error=(13, "Internal error encountered."))
+        finally:
+            lifecycle.close()
 
     return run
 
@@ -83,6 +86,11 @@ class _Run:
         if self._client is None:
             self._client = self.storage_factory()
         return self._client
+
+    def close(self) -> None:
+        """Close the storage client's connections."""
+        if self._client is not None:
+            self._client.close()
 
     # Waiting and stopping.
 
@@ -142,7 +150,7 @@ class _Run:
                 data = blob.download_as_bytes()
             except api_exceptions.GoogleAPIError:
                 raise ImportFailure("An input object cannot be read.") from None
-            more, schema = parse_lines(data, schema)
+            more, schema = parse_lines(data, schema, len(rows))
             rows.extend(more)
         return list(zip(rows, normalise(rows, schema), strict=True))
 
@@ -240,7 +248,6 @@ class _Run:
         every = timing.incremental_every
         for index in self._order(len(pairs)):
             if self._hold_here():
-                self._write_shard()
                 self._wait(None, until=lambda: job.released)
             if self._stopped():
                 return
@@ -259,19 +266,17 @@ class _Run:
                 provider=spec.publisher, line=echoed, answer=answer, moment=now, options=job.options
             )
             self.processed += 1
-            changes: dict[str, Any] = {}
             if row is not None:
                 self.lines.append(json.dumps(row, ensure_ascii=False))
-                if answer.error is not None:
-                    changes["failed"] = job.failed + 1
-                else:
-                    changes["successful"] = job.successful + 1
-            if changes:
-                self.store.touch(job, **changes)
-            if every and self.processed % every == 0 and self.processed < self.total:
+            # Files first, then counts: a client that sees a count finds its rows written.
+            shard_due = every and self.processed % every == 0 and self.processed < self.total
+            if shard_due or self._hold_here():
                 self._write_shard()
+            if row is not None and answer.error is not None:
+                self.store.touch(job, failed=job.failed + 1)
+            elif row is not None:
+                self.store.touch(job, successful=job.successful + 1)
         if self._hold_here():
-            self._write_shard()
             self._wait(None, until=lambda: job.released)
         if self._stopped():
             return

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import shutil
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -98,6 +100,8 @@ class LocalStack:
             self._service = Service(self._store)
             self._rest = RestServer(self._service)
             self._rest.start()
+            # A stack someone forgot to stop still takes fake-gcs-server down at exit.
+            atexit.register(self.stop)
         except BaseException:
             self.stop()
             raise
@@ -105,6 +109,7 @@ class LocalStack:
 
     def stop(self) -> None:
         """Stop the REST service, the job runners and fake-gcs-server; safe to call twice."""
+        atexit.unregister(self.stop)
         try:
             if self._rest is not None:
                 self._rest.close()
@@ -200,14 +205,26 @@ class LocalStack:
         """Output options for jobs created from now on (display_name None: every job)."""
         self._running()[2].set_job_options(options, display_name)
 
-    def wait_job(self, name: str, timeout: float = 30.0) -> dict[str, Any]:
-        """Block until the job (name or id) is terminal and return its JSON.
+    def wait_job(
+        self,
+        name: str,
+        timeout: float = 30.0,
+        *,
+        until: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> dict[str, Any]:
+        """Block until the job (name or id) is terminal and return its JSON (no polling).
+
+        Args:
+            name: the job's resource name or bare id.
+            timeout: seconds to wait.
+            until: wait for this predicate on the job's JSON instead of a terminal state, e.g.
+                `lambda j: j.get("completionStats", {}).get("successfulCount") == "3"`.
 
         Raises:
             KeyError: no such job.
-            TimeoutError: not terminal within timeout.
+            TimeoutError: not there within timeout.
         """
-        return self._running()[2].wait_job(name, timeout)
+        return self._running()[2].wait_job(name, timeout, until)
 
     def calls(self) -> Counter[str]:
         """Vertex REST calls served, by operation ("create", "get", "list", "cancel", ...)."""

@@ -1,0 +1,94 @@
+"""Output row formatting (pure)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from vertexbatch.emulator import JobOptions
+from vertexbatch.emulator._model import Answer, LineError
+from vertexbatch.emulator._rows import format_row, processed_time
+
+
+@pytest.mark.parametrize(
+    ("micros", "expected"),
+    [
+        (123456, "2026-08-14T16:29:54.123+00:00"),
+        (110000, "2026-08-14T16:29:54.11+00:00"),
+        (100999, "2026-08-14T16:29:54.1+00:00"),
+        (999, "2026-08-14T16:29:54+00:00"),
+    ],
+)
+def test_processed_time(micros: int, expected: str) -> None:
+    """Milliseconds with trailing zeros trimmed and a +00:00 offset, parseable by fromisoformat."""
+    moment = datetime(2026, 8, 14, 16, 29, 54, micros, tzinfo=UTC)
+    assert processed_time(moment) == expected
+    assert datetime.fromisoformat(expected).tzinfo is not None
+
+
+MOMENT = datetime(2026, 1, 1, tzinfo=UTC)
+LINE = {"custom_id": "c1", "request": {"labels": {"k": "v"}, "contents": []}, "extra": None}
+
+
+def test_success_row_keeps_siblings_and_orders_keys() -> None:
+    """status, processed_time, siblings, request, response — in that order."""
+    row = format_row(
+        provider="google",
+        line=LINE,
+        answer=Answer(response={"candidates": []}),
+        moment=MOMENT,
+        options=JobOptions(),
+    )
+    assert row is not None
+    assert list(row) == ["status", "processed_time", "custom_id", "extra", "request", "response"]
+    assert row["request"] == LINE["request"] and row["status"] == ""
+
+
+def test_gemini_errors_are_always_status_strings() -> None:
+    """A Gemini per-line error is a status string whatever the Claude shape options say."""
+    row = format_row(
+        provider="google",
+        line=LINE,
+        answer=Answer(error=LineError(400, "bad", shape="status_object")),
+        moment=MOMENT,
+        options=JobOptions(claude_error_shape="error_envelope"),
+    )
+    assert row is not None and "response" not in row
+    prefix, _, body = row["status"].partition(": ")
+    assert prefix == "Bad Request"
+    assert json.loads(body) == {
+        "error": {"code": 400, "message": "bad", "status": "INVALID_ARGUMENT"}
+    }
+
+
+def test_dropped_rows_and_echo_labels() -> None:
+    """A dropped answer has no row; echo_labels=False strips only Gemini request labels."""
+    assert (
+        format_row(
+            provider="google",
+            line=LINE,
+            answer=Answer(dropped=True),
+            moment=MOMENT,
+            options=JobOptions(),
+        )
+        is None
+    )
+    options = JobOptions(echo_labels=False)
+    gemini = format_row(
+        provider="google", line=LINE, answer=Answer(response={}), moment=MOMENT, options=options
+    )
+    claude = format_row(
+        provider="anthropic", line=LINE, answer=Answer(response={}), moment=MOMENT, options=options
+    )
+    assert gemini is not None and "labels" not in gemini["request"]
+    assert claude is not None and "labels" in claude["request"]
+
+
+def test_options_are_validated() -> None:
+    """Unknown shapes are refused when the options are built."""
+    with pytest.raises(ValueError):
+        JobOptions(claude_success_shape="xml")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        JobOptions(claude_error_shape="xml")  # type: ignore[arg-type]

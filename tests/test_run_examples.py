@@ -1,0 +1,63 @@
+"""examples/run_advancer.py drives a run to the end, one scheduler call at a time."""
+
+from __future__ import annotations
+
+import pytest
+
+import vertexbatch as vb
+from vertexbatch.emulator import LocalStack
+
+from .test_examples import load, stack_env  # noqa: F401  (stack_env is a fixture)
+
+
+def test_run_advancer_drives_a_run(stack: LocalStack, stack_env: str) -> None:  # noqa: F811
+    """Repeated scheduler calls advance the run until every key has its final outcome."""
+    import functions_framework
+
+    module = load("run_advancer")
+    client = vb.Client.from_env()
+    requests = [
+        vb.ClaudeRequest(
+            f"t{i}", {"max_tokens": 16, "messages": [{"role": "user", "content": f"Task {i}"}]}
+        )
+        for i in range(5)
+    ] + [
+        vb.ClaudeRequest(
+            "flaky",
+            {"max_tokens": 16, "messages": [{"role": "user", "content": "x [[vb:error 503]]"}]},
+        )
+    ]
+    client.run_claude("nightly", "claude-opus-5-5@default", requests, max_attempts=2)
+    app = functions_framework.create_app("advance", str(module.__file__))
+    http = app.test_client()
+    body: dict = {}
+    for _ in range(6):
+        for job in stack.jobs():
+            if job["displayName"].startswith("nightly.") and job["state"] in (
+                "JOB_STATE_PENDING",
+                "JOB_STATE_RUNNING",
+            ):
+                stack.wait_job(job["name"])
+        answer = http.post("/", json={"run": "nightly"})
+        assert answer.status_code == 200
+        body = answer.get_json()
+        if body["done"]:
+            break
+    assert body["done"] and body["outcomes"] == {"ok": 5, "exhausted": 1}
+    assert http.post("/", json={"run": "missing-run"}).status_code == 404
+    assert http.post("/", json={}).status_code == 400
+
+
+def test_from_env_names_missing_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A missing variable is named, with the full list of what is needed."""
+    with pytest.raises(vb.InvalidRequestError, match="VERTEXBATCH_BUCKET is not set"):
+        vb.Client.from_env({"GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "l"})
+    with pytest.raises(vb.InvalidRequestError, match="must be set together"):
+        vb.Client.from_env(
+            {
+                "GOOGLE_CLOUD_PROJECT": "p",
+                "GOOGLE_CLOUD_LOCATION": "l",
+                "VERTEXBATCH_BUCKET": "b",
+                "VERTEXBATCH_VERTEX_ENDPOINT": "http://127.0.0.1:1",
+            }
+        )
