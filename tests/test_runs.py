@@ -115,3 +115,41 @@ def test_run_id_leaves_room_for_suffixes(client: vb.Client) -> None:
     """A run id too long for shard and attempt suffixes is refused up front."""
     with pytest.raises(vb.InvalidRequestError, match="over 52 characters"):
         client.run_claude("r" * 60, MODEL, [_req(0)])
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "google"])
+def test_deadline_fallback_answers_online(
+    client: vb.Client, stack: LocalStack, provider: str
+) -> None:
+    """Past the deadline with jobs still PENDING: jobs cancelled, keys answered online, one result each."""
+    from datetime import UTC, datetime, timedelta
+
+    run_id = f"late-{provider}"
+    stack.faults.hold(display_name=f"{run_id}.s0", state="PENDING")
+    stack.reset_calls()
+    if provider == "anthropic":
+        run = client.run_claude(
+            run_id, MODEL, [_req(i) for i in range(5)] + [_req(5, "[[vb:refuse]]")]
+        )
+    else:
+        run = client.run_gemini(
+            run_id,
+            "gemini-3.8-flash",
+            [vb.GeminiRequest(f"key-{i}", f"Task {i}", {"temperature": 0.2}) for i in range(5)]
+            + [vb.GeminiRequest("key-5", "x [[vb:refuse]]")],
+        )
+    before = run.advance(deadline=datetime.now(UTC) + timedelta(hours=1), fallback="online")
+    assert not before.done and before.outcomes == {"pending": 6}
+    summary = run.advance(deadline=datetime.now(UTC) - timedelta(seconds=1), fallback="online")
+    assert summary.done and summary.outcomes == {"ok": 5, "refused": 1}
+    job = client.find(f"{run_id}.s0")
+    assert job is not None
+    assert client.status(job).state in ("JOB_STATE_CANCELLED", "JOB_STATE_CANCELLING")
+    online_calls = stack.calls()["rawPredict" if provider == "anthropic" else "generateContent"]
+    assert online_calls == 6
+    results = {r.key: r for r in run.results()}
+    assert sorted(results) == [f"key-{i}" for i in range(6)]
+    assert all(results[f"key-{i}"].ok and results[f"key-{i}"].text for i in range(5))
+    assert isinstance(results["key-5"].error, vb.RefusedError)
+    assert run.advance(deadline=datetime.now(UTC), fallback="online").created == 0
+    assert stack.calls()["rawPredict" if provider == "anthropic" else "generateContent"] == 6
