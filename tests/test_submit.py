@@ -239,3 +239,18 @@ def test_crash_between_create_and_record(client: vb.Client, stack: LocalStack, b
     assert states[twin.name] in ("JOB_STATE_CANCELLED", "JOB_STATE_CANCELLING")
     assert states[first.name] == "JOB_STATE_PENDING"
     assert client.find("crashy") == first
+
+
+def test_crash_after_input_before_key_map(
+    client: vb.Client, stack: LocalStack, bucket: str
+) -> None:
+    """A submitter that died after writing the input but before the key map: the retry completes it."""
+    requests = claude_requests(3)
+    client.submit_claude("half-staged", MODEL, requests)
+    store = stack.storage_client().bucket(bucket)
+    for leaf in ("keys.jsonl", "manifest.json", "job.json"):
+        store.blob(f"jobs/half-staged/{leaf}").delete()
+    job = client.submit_claude("half-staged", MODEL, requests)
+    assert store.blob("jobs/half-staged/keys.jsonl").exists()
+    stack.wait_job(job.name)
+    assert sorted(r.key for r in client.results(job)) == sorted(r.key for r in requests)

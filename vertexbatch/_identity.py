@@ -165,9 +165,9 @@ def stage(
     assert input_upload is not None and keys_upload is not None
     if not input_upload.finish():
         # Staged by an earlier attempt or a concurrent submitter: same bytes or a conflict.
-        keys_upload.abort()
         existing = staging.md5(folder.name(INPUT))
         if existing != given.md5:
+            keys_upload.abort()
             raw = staging.read_json(folder.name(MANIFEST))
             staged = Manifest.from_json(raw, where) if raw is not None else None
             raise _claim_conflict(
@@ -175,8 +175,8 @@ def stage(
                 staged or Manifest(provider, model, -1, -1, existing or "unknown"),
                 given,
             )
-    else:
-        keys_upload.finish()
+    # The same rows give the same key map, so a key map already there is this one.
+    keys_upload.finish()
     if staging.create_json(folder.name(MANIFEST), given.to_json()):
         logger.info("staged %d requests under %s", count, folder.uri(""))
         return given
