@@ -15,7 +15,6 @@ Deploy::
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from typing import Any
 
@@ -23,11 +22,6 @@ import flask
 import functions_framework
 
 import vertexbatch as vb
-
-
-def client_from_env() -> vb.Client:
-    """A client from the environment (the local stack when its endpoints are set)."""
-    return vb.Client.from_env(os.environ)
 
 
 @functions_framework.http
@@ -39,7 +33,7 @@ def advance(request: flask.Request) -> tuple[dict[str, Any], int]:
         return {"error": 'expected a JSON body {"run": "<run id>"}'}, 400
     deadline = datetime.fromisoformat(body["deadline"]) if body.get("deadline") else None
     try:
-        run = client_from_env().open_run(run_id)
+        run = vb.Client.from_env().open_run(run_id)
         summary = run.advance(deadline=deadline, fallback="online" if deadline else None)
     except vb.InvalidRequestError as exc:
         return {"error": str(exc)}, 404

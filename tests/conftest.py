@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
+import sys
 from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -60,3 +64,32 @@ def claude_requests(
 def gemini_requests(n: int, *, text: str = "Classify ticket {i}.") -> list[vb.GeminiRequest]:
     """``n`` small Gemini requests with keys ``key-<i>``."""
     return [vb.GeminiRequest(f"key-{i}", text.format(i=i)) for i in range(n)]
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def load(name: str) -> ModuleType:
+    """Import examples/NAME.py as a module."""
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def stack_env(stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Point the environment at the stack and this test's bucket; returns the bucket."""
+    values = {
+        "GOOGLE_CLOUD_PROJECT": stack.project,
+        "GOOGLE_CLOUD_LOCATION": stack.location,
+        "VERTEXBATCH_BUCKET": bucket,
+        "VERTEXBATCH_PREFIX": "jobs",
+        "VERTEXBATCH_VERTEX_ENDPOINT": stack.vertex_endpoint,
+        "STORAGE_EMULATOR_HOST": stack.storage_endpoint,
+    }
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    return bucket

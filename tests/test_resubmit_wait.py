@@ -103,7 +103,7 @@ class FakeTime:
 
 
 def test_wait_on_a_job_that_never_finishes(client: vb.Client, stack: LocalStack) -> None:
-    """A job stuck PENDING: wait raises at the deadline, carrying the last status, within the floor's budget."""
+    """A job stuck PENDING: wait raises at the deadline with the last status, within the floor."""
     stack.faults.hold(display_name="stuck", state="PENDING")
     job = client.submit_claude("stuck", MODEL, [_req("a", "x")])
     clock = FakeTime()

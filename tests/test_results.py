@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -196,13 +194,14 @@ def test_status_through_states(client: vb.Client, stack: LocalStack) -> None:
 
 
 def test_results_of_running_then_cancelled_job(client: vb.Client, stack: LocalStack) -> None:
-    """While running only written lines come back; after cancel, finished rows stay, the rest are missing."""
+    """While running, written lines come back; after cancel finished rows stay, the rest missing."""
     stack.faults.hold(display_name="to-cancel", state="RUNNING", after_rows=3)
     job = client.submit_claude("to-cancel", CLAUDE, [_claude(f"k{i}", f"q{i}") for i in range(8)])
-    # Wait, through the public status, until the held job has written its rows.
-    running = _wait_for(
-        lambda: client.status(job), lambda s: s.state == "JOB_STATE_RUNNING" and s.succeeded == 3
+    stack.wait_job(
+        job.name, until=lambda j: j.get("completionStats", {}).get("successfulCount") == "3"
     )
+    running = client.status(job)
+    assert running.state == "JOB_STATE_RUNNING" and running.succeeded == 3
     assert not running.terminal
     partial = list(client.results(job))
     assert len(partial) == 3 and all(r.ok for r in partial)
@@ -218,15 +217,6 @@ def test_results_of_running_then_cancelled_job(client: vb.Client, stack: LocalSt
         k for k in (f"k{i}" for i in range(8)) if k not in {r.key for r in partial}
     ]
     client.cancel(job)  # already terminal: not an error
-
-
-def _wait_for(read: Any, done: Any, attempts: int = 2000) -> Any:
-    """Poll ``read`` until ``done``; bounded by a count, each poll a real call to the stack."""
-    for _ in range(attempts):
-        value = read()
-        if done(value):
-            return value
-    raise AssertionError(f"condition not reached; last value {value!r}")
 
 
 def test_unknown_job_raises(client: vb.Client, stack: LocalStack) -> None:

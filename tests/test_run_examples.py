@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 import vertexbatch as vb
 from vertexbatch.emulator import LocalStack
 
-from .test_examples import load, stack_env  # noqa: F401  (stack_env is a fixture)
+from .conftest import load
 
 
-def test_run_advancer_drives_a_run(stack: LocalStack, stack_env: str) -> None:  # noqa: F811
+def test_run_advancer_drives_a_run(stack: LocalStack, stack_env: str) -> None:
     """Repeated scheduler calls advance the run until every key has its final outcome."""
     import functions_framework
 
@@ -61,3 +64,37 @@ def test_from_env_names_missing_variable(monkeypatch: pytest.MonkeyPatch) -> Non
                 "VERTEXBATCH_VERTEX_ENDPOINT": "http://127.0.0.1:1",
             }
         )
+
+
+def test_nightly_run_starts_and_rejoins(
+    stack: LocalStack,
+    stack_env: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The Cloud Run example shards the file into jobs; running it again rejoins the same run."""
+    module = load("nightly_run")
+    path = tmp_path / "requests.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "key": f"k{i}",
+                    "params": {"max_tokens": 8, "messages": [{"role": "user", "content": f"q{i}"}]},
+                }
+            )
+            + "\n"
+            for i in range(7)
+        )
+    )
+    argv = ["--model", "claude-opus-5-5@default", "--shard-size", "3", "nightly-cli", str(path)]
+    assert module.main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["shards"] == 3
+    assert module.main(argv) == 0
+    assert len([j for j in stack.jobs() if j["displayName"].startswith("nightly-cli.")]) == 3
+    run = vb.Client.from_env().open_run("nightly-cli")
+    for job in stack.jobs():
+        if job["displayName"].startswith("nightly-cli."):
+            stack.wait_job(job["name"])
+    assert run.advance().done
+    assert sorted(r.key for r in run.results()) == [f"k{i}" for i in range(7)]

@@ -79,6 +79,9 @@ def test_latest_attempt_wins(client: vb.Client, stack: LocalStack) -> None:
     run = client.run_claude("flaky", MODEL, [_req(i) for i in range(4)])
     job = client.find("flaky.s0")
     assert job is not None
+    stack.wait_job(
+        job.name, until=lambda j: j.get("completionStats", {}).get("successfulCount") == "2"
+    )
     client.cancel(job)  # two rows done, two never run: they are missing
     stack.wait_job(job.name)
     summary = _advance_until_done(stack, run)
@@ -121,7 +124,7 @@ def test_run_id_leaves_room_for_suffixes(client: vb.Client) -> None:
 def test_deadline_fallback_answers_online(
     client: vb.Client, stack: LocalStack, provider: str
 ) -> None:
-    """Past the deadline with jobs still PENDING: jobs cancelled, keys answered online, one result each."""
+    """Past the deadline, jobs PENDING: jobs cancelled, keys answered online, one result each."""
     from datetime import UTC, datetime, timedelta
 
     run_id = f"late-{provider}"

@@ -189,7 +189,8 @@ def test_record_naming_missing_job(client: vb.Client, stack: LocalStack, bucket:
     client.submit_claude("bad-record", MODEL, claude_requests(1))
     blob = stack.storage_client().bucket(bucket).blob("jobs/bad-record/job.json")
     blob.delete()
-    ghost = f"projects/{stack.project}/locations/{stack.location}/batchPredictionJobs/1234567890123456789"
+    parent = f"projects/{stack.project}/locations/{stack.location}"
+    ghost = f"{parent}/batchPredictionJobs/1234567890123456789"
     blob.upload_from_string(json.dumps({"name": ghost}), content_type="application/json")
     with pytest.raises(vb.InvalidRequestError, match="1234567890123456789, which does not exist"):
         client.submit_claude("bad-record", MODEL, claude_requests(1))
@@ -244,7 +245,7 @@ def test_crash_between_create_and_record(client: vb.Client, stack: LocalStack, b
 def test_crash_after_input_before_key_map(
     client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
-    """A submitter that died after writing the input but before the key map: the retry completes it."""
+    """A submitter died after the input, before the key map: the retry completes the staging."""
     requests = claude_requests(3)
     client.submit_claude("half-staged", MODEL, requests)
     store = stack.storage_client().bucket(bucket)

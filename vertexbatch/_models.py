@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from google.genai import types as genai_types
@@ -39,8 +39,8 @@ Outcome = Literal["ok", "refused", "truncated", "retryable", "failed", "missing"
 class ClaudeRequest:
     """One Claude request: the caller's key and Anthropic Messages parameters.
 
-    ``params`` is what ``anthropic.Anthropic().messages.create`` takes (``max_tokens``, ``messages``,
-    ``system``, ``tools``, ...). ``model`` in it is ignored: the job carries the model.
+    ``params`` is what ``anthropic.Anthropic().messages.create`` takes (``max_tokens``,
+    ``messages``, ``system``, ``tools``, ...). ``model`` in it is ignored: the job carries it.
     ``anthropic_version`` is set for Vertex batch unless given.
     """
 

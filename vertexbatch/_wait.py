@@ -46,7 +46,7 @@ def _rebuild_timeout(message: str, status: Status) -> WaitTimeout:
 def poll_delays(
     floor: float, ceiling: float, *, rng: random.Random | None = None
 ) -> Iterator[float]:
-    """Seconds between polls: doubling from ``floor`` to ``ceiling``, jittered, never below the floor.
+    """Pauses between polls: doubling from ``floor`` to ``ceiling``, jittered, never under floor.
 
     Jitter spreads schedulers that started together; the floor keeps a naive loop against a
     24-hour job from making tens of thousands of calls.

@@ -1,0 +1,632 @@
+"""The ``vertexbatch`` command, through click's runner and as the installed script."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from click.testing import CliRunner, Result
+from google.api_core import exceptions as api_exceptions
+
+import vertexbatch as vb
+from vertexbatch import _cli
+from vertexbatch._cli import ExitCode, Progress, main, result_record
+from vertexbatch.emulator import LocalStack
+
+from .conftest import claude_requests
+
+CLAUDE = "claude-opus-5-5@default"
+GEMINI = "gemini-3.8-flash"
+SECRET = "zebra-secret-prompt-words"  # request content that must never reach an error line
+
+
+@pytest.fixture
+def env(stack: LocalStack, bucket: str) -> dict[str, str | None]:
+    """The environment that points the command at the stack and this test's bucket."""
+    return {
+        "GOOGLE_CLOUD_PROJECT": stack.project,
+        "GOOGLE_CLOUD_LOCATION": stack.location,
+        "VERTEXBATCH_BUCKET": bucket,
+        "VERTEXBATCH_PREFIX": "jobs",
+        "VERTEXBATCH_VERTEX_ENDPOINT": stack.vertex_endpoint,
+        "STORAGE_EMULATOR_HOST": stack.storage_endpoint,
+    }
+
+
+def run(args: list[str], env: Mapping[str, str | None], stdin: str | None = None) -> Result:
+    return CliRunner().invoke(main, args, env=env, input=stdin, catch_exceptions=False)
+
+
+def claude_line(key: str, text: str = "Review this diff.") -> str:
+    return json.dumps(
+        {"key": key, "params": {"max_tokens": 64, "messages": [{"role": "user", "content": text}]}}
+    )
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def one_error_line(result: Result) -> str:
+    """The command wrote exactly one line to stderr, without a traceback."""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.output
+    assert lines[0].startswith("vertexbatch: ")
+    return lines[0]
+
+
+def jobs_of(stack: LocalStack, submission_id: str, bucket: str) -> list[dict[str, Any]]:
+    prefix = f"gs://{bucket}/"
+    return [
+        j
+        for j in stack.jobs()
+        if j["displayName"] == submission_id
+        and j["inputConfig"]["gcsSource"]["uris"][0].startswith(prefix)
+    ]
+
+
+# -- submit -------------------------------------------------------------------------------------
+
+
+def test_submit_claude_file_prints_job_and_resubmit_adopts(
+    stack: LocalStack, bucket: str, env: dict[str, str | None], client: vb.Client, tmp_path: Path
+) -> None:
+    """submit prints the job; the same id and file again gives the same job, not a second one."""
+    path = write_lines(tmp_path / "in.jsonl", [claude_line("a"), "", claude_line("b")])
+    args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "cli-1", str(path)]
+    first = run(args, env)
+    assert first.exit_code == 0, first.output
+    job = client.find("cli-1")
+    assert job is not None and job.keys == 2
+    assert f"name     {job.name}" in first.stdout
+    second = run([*args, "--json"], env)
+    assert second.exit_code == 0, second.output
+    assert vb.Job.from_dict(json.loads(second.stdout)) == job
+    assert len(jobs_of(stack, "cli-1", bucket)) == 1
+
+
+def test_submit_gemini_from_stdin_json(env: dict[str, str | None], client: vb.Client) -> None:
+    """'-' reads Gemini lines from stdin; --json prints Job.to_dict()."""
+    lines = [
+        json.dumps({"key": "t1", "contents": "Classify: refund please.", "config": None}),
+        json.dumps(
+            {
+                "key": "t2",
+                "contents": [{"role": "user", "parts": [{"text": "Classify: app crashes."}]}],
+                "config": {"temperature": 0, "max_output_tokens": 50},
+            }
+        ),
+    ]
+    args = ["submit", "--provider", "gemini", "--model", GEMINI, "--id", "gem-1", "--json", "-"]
+    result = run(args, env, stdin="\n".join(lines))
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["provider"] == "google" and data["keys"] == 2
+    assert client.find("gem-1") == vb.Job.from_dict(data)
+
+
+@pytest.mark.parametrize(
+    ("bad", "expected"),
+    [
+        ('{"key": "x", "params": ', "line 3: not valid JSON"),
+        ('["x"]', "line 3: expected a JSON object, got list"),
+        ('{"key": "x", "params": {}, "prompt": 1}', "line 3: unknown field(s) ['prompt']"),
+        ('{"params": {"max_tokens": 5, "messages": []}}', "line 3: 'key' must be"),
+        ('{"key": "x", "params": [1]}', "line 3: 'params' must be an object"),
+        # Rejected by the library itself: the command adds the line number.
+        (claude_line("a"), "line 3: request key 'a' appears twice"),
+        (
+            json.dumps({"key": "x", "params": {"messages": [{"role": "user", "content": SECRET}]}}),
+            "line 3: params of request 'x' lack 'max_tokens'",
+        ),
+    ],
+)
+def test_submit_bad_line_is_invalid_request_naming_the_line(
+    env: dict[str, str | None], tmp_path: Path, bad: str, expected: str, client: vb.Client
+) -> None:
+    """A bad request line exits 3 with one stderr line naming the line, never its content."""
+    path = write_lines(
+        tmp_path / "in.jsonl", [claude_line("a", SECRET), claude_line("b", SECRET), bad]
+    )
+    args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "bad-1", str(path)]
+    result = run(args, env)
+    assert result.exit_code == 3
+    line = one_error_line(result)
+    assert expected in line and str(path) in line
+    assert SECRET not in result.output
+    assert client.find("bad-1") is None
+
+
+def test_submit_gemini_line_without_contents(env: dict[str, str | None]) -> None:
+    """A Gemini line needs contents; config must be an object."""
+    args = ["submit", "--provider", "gemini", "--model", GEMINI, "--id", "g-bad", "-"]
+    result = run(args, env, stdin='{"key": "a"}\n')
+    assert result.exit_code == 3
+    assert "<stdin> line 1: lacks 'contents'" in one_error_line(result)
+    result = run(args, env, stdin='{"key": "a", "contents": "hi", "config": 3}\n')
+    assert "line 1: 'config' must be an object or null" in one_error_line(result)
+
+
+def test_submit_bad_model_and_id_exit_3(env: dict[str, str | None], tmp_path: Path) -> None:
+    """Errors from the library's own rules are exit 3 with the library's message."""
+    path = write_lines(tmp_path / "in.jsonl", [claude_line("a")])
+    result = run(["submit", "--provider", "claude", "--model", GEMINI, "--id", "m", str(path)], env)
+    assert result.exit_code == 3
+    assert "is a Gemini model" in one_error_line(result)
+    result = run(
+        ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "A!", str(path)], env
+    )
+    assert result.exit_code == 3
+    assert "submission id 'A!' is invalid" in one_error_line(result)
+
+
+def test_submit_missing_file_is_usage_error(env: dict[str, str | None], tmp_path: Path) -> None:
+    """A file that does not exist is a usage error (exit 2)."""
+    missing = str(tmp_path / "nope.jsonl")
+    result = run(["submit", "--provider", "claude", "--model", CLAUDE, "--id", "x", missing], env)
+    assert result.exit_code == 2
+
+
+# -- configuration ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("unset", "flag"),
+    [
+        ("GOOGLE_CLOUD_PROJECT", "--project"),
+        ("GOOGLE_CLOUD_LOCATION", "--location"),
+        ("VERTEXBATCH_BUCKET", "--bucket"),
+        ("VERTEXBATCH_VERTEX_ENDPOINT", "--vertex-endpoint"),
+        ("STORAGE_EMULATOR_HOST", "--storage-endpoint"),
+    ],
+)
+def test_missing_config_names_flag_and_variable(
+    env: dict[str, str | None], unset: str, flag: str
+) -> None:
+    """Missing configuration is one line naming the flag and the variable, exit 2."""
+    result = run(["find", "some-id"], {**env, unset: None})
+    assert result.exit_code == 2
+    line = one_error_line(result)
+    assert f"missing {flag} (or set {unset})" in line
+
+
+def test_flags_override_environment(
+    stack: LocalStack, bucket: str, env: dict[str, str | None], client: vb.Client
+) -> None:
+    """Flags take the same names as the variables and win over them."""
+    job = client.submit_claude("flags-1", CLAUDE, claude_requests(1))
+    flags = [
+        "--project",
+        stack.project,
+        "--location",
+        stack.location,
+        "--bucket",
+        bucket,
+        "--prefix",
+        "jobs",
+        "--vertex-endpoint",
+        stack.vertex_endpoint,
+        "--storage-endpoint",
+        stack.storage_endpoint,
+    ]
+    blank = {name: None for name in env}
+    result = run(["find", "flags-1", "--json", *flags], blank)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == job.to_dict()
+    wrong = {**env, "VERTEXBATCH_PREFIX": "elsewhere"}
+    assert run(["find", "flags-1"], wrong).exit_code == 4
+    assert run(["find", "flags-1", "--prefix", "jobs"], wrong).exit_code == 0
+
+
+def test_endpoint_without_scheme_is_usage_error(env: dict[str, str | None]) -> None:
+    """An endpoint without http:// is refused before any call (it would fail with a TLS error)."""
+    endpoint = str(env["VERTEXBATCH_VERTEX_ENDPOINT"]).removeprefix("http://")
+    result = run(["find", "x"], {**env, "VERTEXBATCH_VERTEX_ENDPOINT": endpoint})
+    assert result.exit_code == 2
+    assert "must be a URL such as http://127.0.0.1:PORT" in one_error_line(result)
+
+
+def test_real_client_without_credentials_is_cloud_error(
+    env: dict[str, str | None], tmp_path: Path
+) -> None:
+    """Without endpoints the real client is built; no credentials is one line, exit 6."""
+    no_endpoints = {
+        **env,
+        "VERTEXBATCH_VERTEX_ENDPOINT": None,
+        "STORAGE_EMULATOR_HOST": None,
+        "GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "missing.json"),
+    }
+    result = run(["find", "x"], no_endpoints)
+    assert result.exit_code == 6
+    assert "DefaultCredentialsError" in one_error_line(result)
+
+
+# -- find, status, cancel -----------------------------------------------------------------------
+
+
+def test_find(env: dict[str, str | None], client: vb.Client) -> None:
+    """find prints the job of an id, exits 4 without one and 3 for an invalid id."""
+    job = client.submit_claude("find-1", CLAUDE, claude_requests(2))
+    result = run(["find", "find-1"], env)
+    assert result.exit_code == 0
+    assert f"id       find-1\nname     {job.name}\n" in result.stdout
+    assert json.loads(run(["find", "find-1", "--json"], env).stdout) == job.to_dict()
+    missing = run(["find", "find-2"], env)
+    assert missing.exit_code == 4
+    assert "no job for id 'find-2'" in one_error_line(missing)
+    assert run(["find", "Find_2"], env).exit_code == 3
+
+
+def test_status_exit_codes(
+    stack: LocalStack, env: dict[str, str | None], client: vb.Client
+) -> None:
+    """status exits 0 succeeded, 10 not terminal, 11 failed, 12 cancelled; 4 for no job."""
+    done = client.submit_claude("st-done", CLAUDE, claude_requests(2))
+    stack.wait_job(done.name)
+    result = run(["status", "st-done"], env)
+    assert result.exit_code == 0
+    assert result.stdout.startswith("st-done  JOB_STATE_SUCCEEDED  succeeded 2  failed 0")
+    as_json = run(["status", "st-done", "--json"], env)
+    assert as_json.exit_code == 0, as_json.output
+    data = json.loads(as_json.stdout)
+    assert data["state"] == "JOB_STATE_SUCCEEDED" and data["exit_code"] == 0
+    assert data["name"] == done.name and data["keys"] == 2
+    assert data["created"] is None or data["created"].startswith("20")
+
+    stack.faults.hold("st-held")
+    held = client.submit_claude("st-held", CLAUDE, claude_requests(1))
+    result = run(["status", "st-held", "--json"], env)
+    assert result.exit_code == 10
+    assert json.loads(result.stdout)["terminal"] is False
+    client.cancel(held)
+    stack.wait_job(held.name)
+    assert run(["status", "st-held"], env).exit_code == 12
+
+    stack.faults.fail_job("st-failed", code=3, message="Failed to import data")
+    failed = client.submit_claude("st-failed", CLAUDE, claude_requests(1))
+    stack.wait_job(failed.name)
+    result = run(["status", "st-failed"], env)
+    assert result.exit_code == 11
+    assert "error 3: Failed to import data" in result.stdout
+
+    assert run(["status", "st-none"], env).exit_code == 4
+
+
+def test_cancel(stack: LocalStack, env: dict[str, str | None], client: vb.Client) -> None:
+    """cancel asks Vertex to cancel the id's job; no job is exit 4."""
+    stack.faults.hold("cancel-1")
+    job = client.submit_claude("cancel-1", CLAUDE, claude_requests(1))
+    result = run(["cancel", "cancel-1"], env)
+    assert result.exit_code == 0
+    assert result.stdout == f"cancel requested for job {job.name} (id cancel-1)\n"
+    assert stack.wait_job(job.name)["state"] == "JOB_STATE_CANCELLED"
+    assert run(["cancel", "cancel-2"], env).exit_code == 4
+
+
+def test_cloud_error_is_one_line_exit_6(
+    stack: LocalStack, env: dict[str, str | None], client: vb.Client
+) -> None:
+    """A Vertex error that is not retried (403) is one stderr line, exit 6."""
+    client.submit_claude("denied-1", CLAUDE, claude_requests(1))
+    stack.faults.fail("get", status=403)
+    result = run(["status", "denied-1"], env)
+    assert result.exit_code == ExitCode.CLOUD_ERROR
+    assert "Google Cloud error 403 Forbidden" in one_error_line(result)
+
+
+# -- results ------------------------------------------------------------------------------------
+
+
+def outcome_requests() -> list[vb.ClaudeRequest]:
+    texts = {
+        "ok": "fine",
+        "refused": "x [[vb:refuse category=cyber detail=bad_thing]]",
+        "truncated": "x [[vb:truncate]]",
+        "retryable": "x [[vb:error 429]]",
+        "failed": "x [[vb:error 400]]",
+        "missing": "x [[vb:drop]]",
+    }
+    return [
+        vb.ClaudeRequest(k, {"max_tokens": 64, "messages": [{"role": "user", "content": t}]})
+        for k, t in texts.items()
+    ]
+
+
+def test_results_jsonl_fields_and_summary(
+    stack: LocalStack, env: dict[str, str | None], client: vb.Client
+) -> None:
+    """results prints one JSON line per key with stable fields; a summary line goes to stderr."""
+    job = client.submit_claude("res-1", CLAUDE, outcome_requests())
+    stack.wait_job(job.name)
+    result = run(["results", "res-1"], env)
+    assert result.exit_code == 0, result.output
+    records = {r["key"]: r for r in map(json.loads, result.stdout.splitlines())}
+    assert set(records) == {"ok", "refused", "truncated", "retryable", "failed", "missing"}
+    for key, record in records.items():
+        assert record["outcome"] == key
+        assert list(record) == [
+            "key",
+            "outcome",
+            "text",
+            "stop",
+            "usage",
+            "refusal",
+            "error",
+        ]
+        assert list(record["usage"]) == ["input", "output", "cache_read", "cache_write"]
+    assert records["ok"]["error"] is None and records["ok"]["text"]
+    assert records["refused"]["refusal"] == {"category": "cyber", "detail": "bad thing"}
+    assert records["refused"]["error"] == {"type": "RefusedError", "code": 0, "status": ""}
+    assert records["retryable"]["error"] == {
+        "type": "LineError",
+        "code": 429,
+        "status": "RESOURCE_EXHAUSTED",
+    }
+    assert records["missing"]["error"]["type"] == "MissingError"
+    assert records["truncated"]["stop"] == "max_tokens" and records["truncated"]["text"]
+    assert result.stderr == (
+        "vertexbatch: 6 of 6 keys, job JOB_STATE_SUCCEEDED: ok 1, refused 1, truncated 1, "
+        "retryable 1, failed 1, missing 1\n"
+    )
+
+
+def test_results_only(stack: LocalStack, env: dict[str, str | None], client: vb.Client) -> None:
+    """--only keeps the named outcomes (repeatable); the summary still counts every key."""
+    job = client.submit_claude("res-2", CLAUDE, outcome_requests())
+    stack.wait_job(job.name)
+    result = run(["results", "res-2", "--only", "retryable", "--only", "missing"], env)
+    keys = sorted(json.loads(line)["key"] for line in result.stdout.splitlines())
+    assert keys == ["missing", "retryable"]
+    assert "6 of 6 keys" in result.stderr
+    assert run(["results", "res-2", "--only", "bogus"], env).exit_code == 2
+    assert run(["results", "res-none"], env).exit_code == 4
+
+
+def test_results_before_terminal_says_so(
+    stack: LocalStack, env: dict[str, str | None], client: vb.Client
+) -> None:
+    """Before the job is terminal, results prints the rows so far and says it is not terminal."""
+    stack.faults.hold("res-3", state="RUNNING", after_rows=1)
+    client.submit_claude("res-3", CLAUDE, claude_requests(3))
+    result = run(["results", "res-3"], env)
+    assert result.exit_code == 0
+    assert len(result.stdout.splitlines()) == 1
+    assert "1 of 3 keys, job JOB_STATE_RUNNING (not terminal" in result.stderr
+
+
+def test_result_record_is_pure_and_stable() -> None:
+    """result_record maps a Result to the documented JSON shape."""
+    record = result_record(vb.Result("k", text="t", stop="end_turn", usage=vb.Usage(3, 4, 1, 2)))
+    assert record == {
+        "key": "k",
+        "outcome": "ok",
+        "text": "t",
+        "stop": "end_turn",
+        "usage": {"input": 3, "output": 4, "cache_read": 1, "cache_write": 2},
+        "refusal": None,
+        "error": None,
+    }
+
+
+# -- watch --------------------------------------------------------------------------------------
+
+
+def test_watch_until_terminal(
+    stack: LocalStack, env: dict[str, str | None], client: vb.Client
+) -> None:
+    """watch polls until terminal, prints plain progress lines off a terminal, exits 0."""
+    job = client.submit_claude("watch-1", CLAUDE, claude_requests(3))
+    result = run(["watch", "watch-1", "--floor", "0.01", "--ceiling", "0.05"], env)
+    assert result.exit_code == 0, result.output
+    assert "watch-1 JOB_STATE_SUCCEEDED 3/3 rows" in result.stderr
+    assert "\r" not in result.stderr
+    assert result.stdout.startswith("watch-1  JOB_STATE_SUCCEEDED  succeeded 3")
+    assert stack.wait_job(job.name)["state"] == "JOB_STATE_SUCCEEDED"
+
+
+def test_watch_exit_codes(stack: LocalStack, env: dict[str, str | None], client: vb.Client) -> None:
+    """watch exits 10 when --timeout passes, 11 on a failed job, 2 on a bad floor, 4 without job."""
+    stack.faults.hold("watch-2")
+    client.submit_claude("watch-2", CLAUDE, claude_requests(1))
+    fast = ["--floor", "0.01", "--ceiling", "0.02"]
+    result = run(["watch", "watch-2", *fast, "--timeout", "0.1"], env)
+    assert result.exit_code == ExitCode.NOT_TERMINAL
+    assert "still JOB_STATE_PENDING" in result.stderr.splitlines()[-1]
+    assert result.stdout.startswith("watch-2  JOB_STATE_PENDING")
+
+    stack.faults.fail_job("watch-3", code=3, message="Failed to import data")
+    client.submit_claude("watch-3", CLAUDE, claude_requests(1))
+    assert run(["watch", "watch-3", *fast], env).exit_code == ExitCode.JOB_FAILED
+
+    assert run(["watch", "watch-2", "--floor", "0"], env).exit_code == 2
+    assert run(["watch", "watch-2", "--floor", "2", "--ceiling", "1"], env).exit_code == 2
+    assert run(["watch", "watch-none", *fast], env).exit_code == 4
+
+
+def test_progress_redraws_one_line_on_a_terminal() -> None:
+    """On a terminal the bar is redrawn with \\r and ended with a newline."""
+    stream = io.StringIO()
+    progress = Progress(stream, tty=True, width=10)
+    job = vb.Job("p", "n", "anthropic", CLAUDE, "gs://b/i", "gs://b/o", 10)
+    progress.update(job, vb.Status("JOB_STATE_RUNNING", False, 4, 1, 5), 3.0)
+    progress.update(job, vb.Status("JOB_STATE_SUCCEEDED", True, 9, 1, 0), 4.0)
+    progress.close()
+    assert stream.getvalue() == (
+        "\r[#####.....] p JOB_STATE_RUNNING 5/10 rows 3s"
+        "\r[##########] p JOB_STATE_SUCCEEDED 10/10 rows 4s\n"
+    )
+
+
+def test_progress_plain_lines_only_on_change() -> None:
+    """Off a terminal a line is written only when the state or counts change."""
+    stream = io.StringIO()
+    progress = Progress(stream, tty=False)
+    job = vb.Job("p", "n", "google", GEMINI, "gs://b/i", "gs://b/o", 2)
+    for elapsed in (1.0, 2.0):
+        progress.update(job, vb.Status("JOB_STATE_PENDING", False), elapsed)
+    progress.update(job, vb.Status("JOB_STATE_SUCCEEDED", True, 2, 0, 0), 3.0)
+    progress.close()
+    assert stream.getvalue() == (
+        "p JOB_STATE_PENDING 0/2 rows (1s)\np JOB_STATE_SUCCEEDED 2/2 rows (3s)\n"
+    )
+
+
+# -- logging, errors ----------------------------------------------------------------------------
+
+
+def test_verbose_shows_library_logs(env: dict[str, str | None], tmp_path: Path) -> None:
+    """-v shows the library's INFO logs (created, recorded) on stderr; without it they are quiet."""
+    path = write_lines(tmp_path / "in.jsonl", [claude_line("a")])
+    args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "log-1", str(path)]
+    quiet = run(args, env)
+    assert quiet.exit_code == 0 and quiet.stderr == ""
+    loud = run(["-v", *args], env)  # the group's -v, on a second submit: the job is adopted
+    assert "vertexbatch: id log-1 is recorded as job" in loud.stderr
+    path2 = write_lines(tmp_path / "in2.jsonl", [claude_line("b")])
+    loud = run(["submit", "-v", *args[1:-3], "--id", "log-2", str(path2)], env)
+    assert "vertexbatch: created job" in loud.stderr
+    assert "vertexbatch: recorded job" in loud.stderr
+
+
+def test_exit_codes_are_the_documented_ones() -> None:
+    """The exit codes are pinned: scripts depend on them."""
+    assert {c.name: int(c) for c in ExitCode} == {
+        "OK": 0,
+        "UNEXPECTED": 1,
+        "USAGE": 2,
+        "INVALID_REQUEST": 3,
+        "NOT_FOUND": 4,
+        "JOB_ERROR": 5,
+        "CLOUD_ERROR": 6,
+        "NOT_TERMINAL": 10,
+        "JOB_FAILED": 11,
+        "JOB_ENDED": 12,
+    }
+    for code in ExitCode:
+        assert f"    {int(code):<4}" in (_cli.__doc__ or "")
+
+
+@pytest.mark.parametrize(
+    ("exc", "code", "text"),
+    [
+        (vb.InvalidRequestError("bad id"), 3, "invalid request: bad id"),
+        (vb.JobError("job j does not exist"), 5, "job error: job j does not exist"),
+        (api_exceptions.TooManyRequests("Quota exceeded"), 6, "429 TooManyRequests"),  # type: ignore[no-untyped-call]
+        (requests.exceptions.SSLError("[SSL: WRONG_VERSION_NUMBER]"), 6, "http://host:port"),
+        (requests.ConnectionError("refused"), 6, "cannot reach Google Cloud"),
+        (KeyError("x"), 1, "unexpected KeyError"),
+    ],
+)
+def test_errors_map_to_exit_codes(exc: Exception, code: int, text: str) -> None:
+    """Each kind of exception has its documented exit code and one line."""
+    got_code, line = _cli._describe(exc)
+    assert got_code == code
+    assert text in line and "\n" not in line
+
+
+# -- emulator, demo, the installed script -------------------------------------------------------
+
+
+def test_emulator_command_runs_the_stack_in_the_foreground(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`vertexbatch emulator` hands its options to run_foreground."""
+    import vertexbatch.emulator
+
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(vertexbatch.emulator, "run_foreground", lambda **kw: calls.append(kw))
+    result = CliRunner().invoke(
+        main, ["emulator", "--bucket", "mine", "--row-seconds", "0.5"], env={}
+    )
+    assert result.exit_code == 0, result.output
+    assert calls[0]["bucket"] == "mine"
+    assert calls[0]["timing"].row_seconds == 0.5
+
+
+def test_demo_fast() -> None:
+    """The demo runs both batches, shows outcomes and resubmits, then adoption on the rerun."""
+    result = CliRunner().invoke(main, ["demo", "--fast"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert (
+        "demo-code-review     SUCCEEDED         24         2         2         2         1" in out
+    )
+    assert (
+        "demo-ticket-triage   SUCCEEDED         22         2         1         2         1" in out
+    )
+    assert "demo-code-review: resubmit 3 under a new id such as demo-code-review.r1:" in out
+    assert out.count("the same job as the first run") == 2
+    assert "create calls to Vertex: 2 in the first run, 0 in the second" in out
+    assert "jobs Vertex holds per id: demo-code-review 1, demo-ticket-triage 1" in out
+
+
+def _script() -> str:
+    found = Path(sys.executable).with_name("vertexbatch")
+    return str(found) if found.exists() else str(shutil.which("vertexbatch"))
+
+
+@pytest.fixture
+def emulator_process(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """`vertexbatch emulator` in a subprocess; yields the environment it printed."""
+    with (
+        open(tmp_path / "emulator.err", "w") as errors,
+        subprocess.Popen(
+            [_script(), "emulator", "--bucket", "e2e-bucket", "--row-seconds", "0"],
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+        ) as process,
+    ):
+        try:
+            assert process.stdout is not None
+            exported = {}
+            for _ in range(5):
+                line = process.stdout.readline()
+                name, _, value = line.strip().removeprefix("export ").partition("=")
+                exported[name] = value
+            yield exported
+        finally:
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=20) == 0, (tmp_path / "emulator.err").read_text()
+
+
+@pytest.mark.timeout(90)
+def test_installed_script_end_to_end(emulator_process: dict[str, str], tmp_path: Path) -> None:
+    """The installed script: emulator, then submit, watch and results, each a new process."""
+    env = {**os.environ, **emulator_process}
+    assert set(emulator_process) >= {"STORAGE_EMULATOR_HOST", "VERTEXBATCH_VERTEX_ENDPOINT"}
+    path = write_lines(tmp_path / "in.jsonl", [claude_line("a"), claude_line("b", "[[vb:drop]]")])
+
+    def script(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [_script(), *args], env=env, capture_output=True, text=True, timeout=60
+        )
+
+    submitted = script(
+        "submit", "--provider", "claude", "--model", CLAUDE, "--id", "e2e-1", "--json", str(path)
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    assert (
+        json.loads(submitted.stdout)["input_uri"] == "gs://e2e-bucket/vertexbatch/e2e-1/input.jsonl"
+    )
+    watched = script("watch", "e2e-1", "--floor", "0.05")
+    assert watched.returncode == 0, watched.stderr
+    results = script("results", "e2e-1")
+    assert results.returncode == 0, results.stderr
+    outcomes = {
+        json.loads(line)["key"]: json.loads(line)["outcome"] for line in results.stdout.splitlines()
+    }
+    assert outcomes == {"a": "ok", "b": "missing"}
+    assert "ok 1, refused 0, truncated 0, retryable 0, failed 0, missing 1" in results.stderr

@@ -1,0 +1,212 @@
+"""The examples run against the local stack."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import vertexbatch as vb
+from vertexbatch.emulator import LocalStack
+
+from .conftest import EXAMPLES, claude_requests, load
+
+CLAUDE = "claude-opus-5-5@default"
+
+
+def ids_on_vertex(stack: LocalStack, bucket: str) -> list[str]:
+    return [
+        j["displayName"]
+        for j in stack.jobs()
+        if j["inputConfig"]["gcsSource"]["uris"][0].startswith(f"gs://{bucket}/")
+    ]
+
+
+# -- cloud_run_job.py ---------------------------------------------------------------------------
+
+
+def test_cloud_run_job_retried_task_adopts_the_job(
+    stack: LocalStack,
+    stack_env: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A retried task (same CLOUD_RUN_EXECUTION) returns the same job; Vertex holds one."""
+    cloud_run_job = load("cloud_run_job")
+    path = tmp_path / "requests.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"key": r.key, "params": dict(r.params)}) + "\n" for r in claude_requests(4)
+        )
+    )
+    monkeypatch.setenv("CLOUD_RUN_EXECUTION", "review-batch-x7k2p")
+    argv = ["--provider", "claude", "--model", CLAUDE, str(path)]
+    assert cloud_run_job.main(argv) == 0
+    first = json.loads(capsys.readouterr().out)["job"]
+    assert cloud_run_job.main(argv) == 0  # the retry
+    second = json.loads(capsys.readouterr().out)["job"]
+    assert first == second and first["id"] == "review-batch-x7k2p" and first["keys"] == 4
+    assert ids_on_vertex(stack, stack_env) == ["review-batch-x7k2p"]
+
+
+def test_cloud_run_job_tasks_split_the_file(
+    stack: LocalStack,
+    stack_env: str,
+    client: vb.Client,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """With several tasks each submits every N-th Gemini line under EXECUTION-tINDEX."""
+    cloud_run_job = load("cloud_run_job")
+    path = tmp_path / "requests.jsonl"
+    path.write_text(
+        "".join(json.dumps({"key": f"t{i}", "contents": f"Ticket {i}"}) + "\n" for i in range(5))
+    )
+    monkeypatch.setenv("CLOUD_RUN_EXECUTION", "triage-abc12")
+    monkeypatch.setenv("CLOUD_RUN_TASK_COUNT", "2")
+    for index in ("0", "1"):
+        monkeypatch.setenv("CLOUD_RUN_TASK_INDEX", index)
+        argv = ["--provider", "gemini", "--model", "gemini-3.8-flash", str(path)]
+        assert cloud_run_job.main(argv, client=client) == 0
+    capsys.readouterr()
+    jobs = [client.find("triage-abc12-t0"), client.find("triage-abc12-t1")]
+    assert [j.keys for j in jobs if j is not None] == [3, 2]
+
+
+# -- scheduler_poller.py ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def poller(stack_env: str) -> Any:
+    """The poller's Flask test client, as functions-framework serves it."""
+    from functions_framework import create_app
+
+    app = create_app(target="poll", source=str(EXAMPLES / "scheduler_poller.py"))  # type: ignore[no-untyped-call]
+    return app.test_client()
+
+
+def test_scheduler_poller_reports_and_writes_summary_once(
+    stack: LocalStack, stack_env: str, client: vb.Client, poller: Any
+) -> None:
+    """Status while running; once terminal the summary is written once, create-only."""
+    stack.faults.hold("poll-1")
+    requests = [
+        *claude_requests(3),
+        vb.ClaudeRequest(
+            "slow-down",
+            {"max_tokens": 9, "messages": [{"role": "user", "content": "x [[vb:error 429]]"}]},
+        ),
+    ]
+    job = client.submit_claude("poll-1", CLAUDE, requests)
+    running = poller.post("/", json={"id": "poll-1"})
+    assert running.status_code == 200
+    assert running.get_json() == {
+        "id": "poll-1",
+        "job": job.name,
+        "state": "JOB_STATE_PENDING",
+        "terminal": False,
+        "succeeded": -1,
+        "failed": -1,
+    }
+    stack.faults.release("poll-1")
+    stack.wait_job(job.name)
+
+    first = poller.post("/", json={"id": "poll-1"}).get_json()
+    assert first["terminal"] is True and first["written"] is True
+    assert first["summary"] == f"gs://{stack_env}/summaries/poll-1.json"
+    blob = stack.storage_client().bucket(stack_env).get_blob("summaries/poll-1.json")
+    assert blob is not None
+    summary = json.loads(blob.download_as_bytes())
+    assert summary["outcomes"] == {
+        "ok": 3,
+        "refused": 0,
+        "truncated": 0,
+        "retryable": 1,
+        "failed": 0,
+        "missing": 0,
+    }
+    assert summary["resubmit"] == ["slow-down"]
+
+    again = poller.post("/", json={"id": "poll-1"}).get_json()  # at-least-once redelivery
+    assert again["written"] is False
+    after = stack.storage_client().bucket(stack_env).get_blob("summaries/poll-1.json")
+    assert after is not None and after.generation == blob.generation
+
+
+def test_scheduler_poller_write_once_is_create_only(stack: LocalStack, stack_env: str) -> None:
+    """Two overlapping calls that both reach the write: the second one does not overwrite."""
+    poller_module = load("scheduler_poller")
+    bucket = stack.storage_client().bucket(stack_env)
+    assert poller_module.write_once(bucket, "summaries/x.json", {"n": 1}) is True
+    assert poller_module.write_once(bucket, "summaries/x.json", {"n": 2}) is False
+    blob = bucket.get_blob("summaries/x.json")
+    assert blob is not None and json.loads(blob.download_as_bytes()) == {"n": 1}
+
+
+def test_scheduler_poller_bad_and_unknown_ids(poller: Any) -> None:
+    """No id is 400; an invalid id is 400 naming the rule; an unknown id is 404."""
+    assert poller.post("/", data="nope").status_code == 400
+    assert poller.post("/", json={"id": "Bad Id"}).status_code == 400
+    missing = poller.post("/", json={"id": "poll-none"})
+    assert missing.status_code == 404
+    assert missing.get_json() == {"id": "poll-none", "error": "no job for this id"}
+
+
+# -- agent_executor.py --------------------------------------------------------------------------
+
+
+def test_agent_executor_maps_outcomes_and_resubmits(stack: LocalStack, client: vb.Client) -> None:
+    """Tasks come back by id; retryable and missing ones are resubmitted under ID.r1."""
+    agent = load("agent_executor")
+    tasks = [
+        agent.Task("t-ok", "Summarise the incident."),
+        agent.Task("t-refused", "Do it. [[vb:refuse]]"),
+        agent.Task("t-429", "Classify. [[vb:error 429]]"),
+        agent.Task("t-dropped", "Translate. [[vb:drop]]"),
+    ]
+    sleeps: list[float] = []
+    executor = agent.BatchExecutor(client, floor=0.01, ceiling=0.02, sleep=sleeps.append)
+    done = executor.run("agent-1", tasks)
+    assert {k: (r.outcome, r.attempts, r.submission_id) for k, r in done.items()} == {
+        "t-ok": ("ok", 1, "agent-1"),
+        "t-refused": ("refused", 1, "agent-1"),
+        # The local model answers the same request the same way: still failing on the resubmit.
+        "t-429": ("retryable", 2, "agent-1.r1"),
+        "t-dropped": ("missing", 2, "agent-1.r1"),
+    }
+    assert done["t-ok"].text
+    resubmitted = client.find("agent-1.r1")
+    assert resubmitted is not None and resubmitted.keys == 2
+    assert all(s >= 0.01 for s in sleeps)
+
+
+def test_agent_executor_rerun_adopts_every_job(stack: LocalStack, client: vb.Client) -> None:
+    """An executor that runs again with the same batch id creates no job."""
+    agent = load("agent_executor")
+    tasks = [agent.Task("a", "One."), agent.Task("b", "Two. [[vb:error 503]]")]
+    agent.BatchExecutor(client, floor=0.01, sleep=lambda s: None).run("agent-2", tasks)
+    creates = stack.calls()["create"]
+    agent.BatchExecutor(client, floor=0.01, sleep=lambda s: None).run("agent-2", tasks)
+    assert stack.calls()["create"] == creates
+
+
+def test_agent_executor_wait_times_out(stack: LocalStack, client: vb.Client) -> None:
+    """The executor gives up with WaitTimeout when the job stays live past the timeout."""
+    agent = load("agent_executor")
+    stack.faults.hold("agent-3")
+    executor = agent.BatchExecutor(client, floor=0.01, timeout=0.05)
+    with pytest.raises(vb.WaitTimeout, match="still JOB_STATE_PENDING"):
+        executor.run("agent-3", [agent.Task("key-0", "Summarise item 0.")])
+    assert client.find("agent-3") is not None
+
+
+def test_agent_executor_main(capsys: pytest.CaptureFixture[str]) -> None:
+    """`python examples/agent_executor.py` runs on its own local stack."""
+    load("agent_executor").main()
+    out = capsys.readouterr().out
+    assert "summarise-incident-311       ok         after 1 attempt(s) (agent-run-1)" in out
+    assert "classify-email-9001          retryable  after 2 attempt(s) (agent-run-1.r1)" in out
