@@ -83,10 +83,8 @@ class CreateOnlyUpload:
         self._pending_size = 0
         self._writer: Any = None
         self.exists = False
-        self.size = 0
 
     def write(self, data: bytes) -> None:
-        self.size += len(data)
         if self.exists:
             return
         if self._writer is not None:
