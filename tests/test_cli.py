@@ -570,6 +570,7 @@ def test_demo_fast() -> None:
     assert out.count("the same job as the first run") == 2
     assert "create calls to Vertex: 2 in the first run, 0 in the second" in out
     assert "jobs Vertex holds per id: demo-code-review 1, demo-ticket-triage 1" in out
+    assert "4 keys ended exhausted" in out
 
 
 def _script() -> str:

@@ -1,4 +1,5 @@
-"""The ``vertexbatch`` command: submit, find, status, cancel, results, watch, emulator, demo.
+"""The ``vertexbatch`` command: submit, find, status, cancel, results, watch, emulator, demo,
+and ``run submit|advance|status|results`` for runs.
 
 Every command takes the same configuration, from flags or the environment::
 
@@ -15,16 +16,18 @@ Exit codes (an error is one line on stderr, never a traceback, never request con
     1   an unexpected error (a bug in vertexbatch)
     2   usage or configuration: a bad flag, a missing --project / GOOGLE_CLOUD_PROJECT, ...
     3   InvalidRequestError: a bad id, model or request line (named by its line number)
-    4   not found: no job for the id
+    4   not found: no job for the id; run commands: no run under the id
     5   JobError: the job cannot be read
     6   another cloud error: credentials, permissions, quota, network
-    10  status / watch: the job is not terminal yet (watch: --timeout passed)
+    10  status / watch: the job is not terminal yet (watch: --timeout passed);
+        run advance / run status: the run is not done yet
     11  status / watch: the job failed
     12  status / watch: the job was cancelled, expired or paused
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import json
@@ -32,7 +35,7 @@ import logging
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import IO, Any, TextIO, TypeVar
@@ -45,6 +48,7 @@ from google.auth import exceptions as auth_exceptions
 from ._client import Client
 from ._errors import InvalidRequestError, JobError, LineError, VertexBatchError
 from ._models import ClaudeRequest, GeminiRequest, Job, Outcome, Result, Status
+from ._runs import DEFAULT_SHARD_SIZE, Run, RunSummary, summary_line
 from ._wait import WaitTimeout, wait
 
 __all__ = [
@@ -54,6 +58,7 @@ __all__ = [
     "main",
     "read_requests",
     "result_record",
+    "run_exit_code",
     "status_exit_code",
 ]
 
@@ -92,6 +97,11 @@ def status_exit_code(status: Status) -> ExitCode:
     if status.state == "JOB_STATE_FAILED":
         return ExitCode.JOB_FAILED
     return ExitCode.JOB_ENDED
+
+
+def run_exit_code(summary: RunSummary) -> ExitCode:
+    """The exit code of ``run advance`` and ``run status``: 0 once the run is done, else 10."""
+    return ExitCode.OK if summary.done else ExitCode.NOT_TERMINAL
 
 
 class _Fail(Exception):
@@ -328,6 +338,17 @@ def _find(client: Client, submission_id: str) -> Job:
     return job
 
 
+def _open_run(client: Client, run_id: str) -> Run:
+    try:
+        return client.open_run(run_id)
+    except InvalidRequestError as exc:
+        # open_run says "no run under id ..." only when the ledger is absent; an invalid id or
+        # a ledger that cannot be read stay invalid requests (exit 3).
+        if str(exc).startswith(f"no run under id {run_id!r}"):
+            raise _Fail(ExitCode.NOT_FOUND, str(exc)) from exc
+        raise
+
+
 # -- request files ------------------------------------------------------------------------------
 
 
@@ -385,6 +406,34 @@ class _RequestLines:
         if data.get("config") is not None and not isinstance(data["config"], dict):
             raise self._bad("'config' must be an object or null", field="config")
         return GeminiRequest(key, data["contents"], data.get("config"))
+
+
+# Library errors with these fields are about the call, not about the line just read.
+_NOT_ABOUT_A_LINE = frozenset({"id", "model", "shard_size", "max_attempts", "staging"})
+
+
+def _request_lines(file: IO[bytes], provider: str) -> _RequestLines:
+    given = getattr(file, "name", "-")
+    name = "<stdin>" if given in ("-", "<stdin>") or not isinstance(given, str) else given
+    return _RequestLines(file, name, provider)
+
+
+@contextlib.contextmanager
+def _naming_the_line(lines: _RequestLines) -> Iterator[None]:
+    """Add the file and line number to a library error about the request just handed over."""
+    try:
+        yield
+    except InvalidRequestError as exc:
+        if (
+            isinstance(exc, _BadLine)
+            or lines.done
+            or not lines.line
+            or exc.field in _NOT_ABOUT_A_LINE
+        ):
+            raise
+        raise InvalidRequestError(
+            f"{lines.name} line {lines.line}: {exc}", field=exc.field
+        ) from exc
 
 
 def read_requests(
@@ -501,6 +550,52 @@ class Progress:
             self._last = ""
 
 
+def _echo_results(
+    results: Iterable[Result], only: tuple[str, ...], *, keys: int, where: str
+) -> None:
+    """One JSON line per result (those in ``only``, if given), then the summary on stderr."""
+    counts: Counter[str] = Counter()
+    for result in results:
+        counts[result.outcome] += 1
+        if not only or result.outcome in only:
+            click.echo(json.dumps(result_record(result), ensure_ascii=False))
+    summary = ", ".join(f"{name} {counts[name]}" for name in OUTCOMES)
+    click.echo(f"vertexbatch: {sum(counts.values())} of {keys} keys, {where}: {summary}", err=True)
+
+
+def _run_dict(run: Run, summary: RunSummary) -> dict[str, Any]:
+    return {
+        **dataclasses.asdict(summary),
+        "outcomes": dict(summary.outcomes),
+        "shards": len(run.shards),
+        "exit_code": int(run_exit_code(summary)),
+    }
+
+
+def _echo_run(run: Run, summary: RunSummary, as_json: bool, *, created: bool = False) -> None:
+    if as_json:
+        click.echo(json.dumps(_run_dict(run, summary)))
+        return
+    line = summary_line(summary)
+    click.echo(f"{line}; created {summary.created} job(s)" if created else line)
+
+
+def _deadline(value: str | None) -> datetime | None:
+    """The ``--deadline`` as an aware datetime; a usage error if it is not one."""
+    if value is None:
+        return None
+    example = "e.g. 2026-11-30T06:00:00+00:00 or 2026-11-30T06:00:00Z"
+    try:
+        deadline = datetime.fromisoformat(value)
+    except ValueError:
+        raise _Fail(
+            ExitCode.USAGE, f"--deadline {value!r} is not an ISO 8601 date and time, {example}"
+        ) from None
+    if deadline.utcoffset() is None:
+        raise _Fail(ExitCode.USAGE, f"--deadline {value!r} has no timezone: add one, {example}")
+    return deadline
+
+
 # -- the commands -------------------------------------------------------------------------------
 
 
@@ -511,8 +606,8 @@ def main() -> None:
     """Vertex AI batch prediction for Claude and Gemini, by submission id.
 
     Exit codes: 0 done (status/watch: succeeded), 2 usage or configuration, 3 invalid request,
-    4 no job for the id, 5 job error, 6 other cloud error, 10 job not terminal,
-    11 job failed, 12 job cancelled/expired/paused, 1 unexpected.
+    4 no job (or run) for the id, 5 job error, 6 other cloud error, 10 job not terminal (run
+    not done), 11 job failed, 12 job cancelled/expired/paused, 1 unexpected.
     """
 
 
@@ -532,19 +627,12 @@ def submit(provider: str, model: str, submission_id: str, as_json: bool, file: I
     Gemini lines: {"key": ..., "contents": [...], "config": {...}}.
     """
     client = _client()
-    given = getattr(file, "name", "-")
-    name = "<stdin>" if given in ("-", "<stdin>") or not isinstance(given, str) else given
-    lines = _RequestLines(file, name, provider)
-    try:
+    lines = _request_lines(file, provider)
+    with _naming_the_line(lines):
         if provider == "claude":
             job = client.submit_claude(submission_id, model, iter(lines))  # type: ignore[arg-type]
         else:
             job = client.submit_gemini(submission_id, model, iter(lines))  # type: ignore[arg-type]
-    except InvalidRequestError as exc:
-        if isinstance(exc, _BadLine) or lines.done or not lines.line:
-            raise
-        # The library rejected the request the reader had just handed over.
-        raise InvalidRequestError(f"{name} line {lines.line}: {exc}", field=exc.field) from exc
     _echo_job(job, as_json)
 
 
@@ -602,17 +690,8 @@ def results(submission_id: str, only: tuple[str, ...]) -> None:
     client = _client()
     job = _find(client, submission_id)
     st = client.status(job)
-    counts: Counter[str] = Counter()
-    for result in client.results(job):
-        counts[result.outcome] += 1
-        if not only or result.outcome in only:
-            click.echo(json.dumps(result_record(result), ensure_ascii=False))
-    summary = ", ".join(f"{name} {counts[name]}" for name in OUTCOMES)
     note = "" if st.terminal else " (not terminal: rows written so far; missing keys come later)"
-    click.echo(
-        f"vertexbatch: {sum(counts.values())} of {job.keys} keys, job {st.state}{note}: {summary}",
-        err=True,
-    )
+    _echo_results(client.results(job), only, keys=job.keys, where=f"job {st.state}{note}")
 
 
 @main.command()
@@ -649,6 +728,144 @@ def watch(submission_id: str, floor: float, ceiling: float, timeout: float | Non
     progress.close()
     click.echo(_status_line(job, st))
     click.get_current_context().exit(int(status_exit_code(st)))
+
+
+@main.group("run")
+def run_group() -> None:
+    """Runs: many requests over shards and attempts until every key is answered.
+
+    Submit once, then advance (by hand, in a loop or from a scheduler) until done; all state
+    is in GCS under the run id. run advance / run status exit 0 once the run is done, 10 before.
+    """
+
+
+@run_group.command("submit")
+@click.option(
+    "--provider", type=click.Choice(["claude", "gemini"]), required=True, help="Whose model."
+)
+@click.option("--model", required=True, help="Bare Vertex model id, e.g. claude-opus-5-5@default.")
+@click.option("--id", "run_id", required=True, help="Run id (shards are RUN_ID.s0, .s1, ...).")
+@click.option(
+    "--shard-size",
+    type=click.IntRange(min=1),
+    default=DEFAULT_SHARD_SIZE,
+    show_default=True,
+    help="Most rows per shard (one job each; Vertex allows 200,000).",
+)
+@click.option(
+    "--attempts",
+    type=click.IntRange(1, 99),
+    default=3,
+    show_default=True,
+    help="Most attempts per key.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@click.argument("file", type=click.File("rb"))
+@_cloud_command
+def run_submit(
+    provider: str,
+    model: str,
+    run_id: str,
+    shard_size: int,
+    attempts: int,
+    as_json: bool,
+    file: IO[bytes],
+) -> None:
+    """Start a run of the requests of FILE (JSONL, - for stdin).
+
+    The lines are those of `vertexbatch submit`. Stages every shard, creates the first jobs and
+    prints the run's summary; the same id and file again rejoin the run.
+    """
+    client = _client()
+    lines = _request_lines(file, provider)
+    with _naming_the_line(lines):
+        if provider == "claude":
+            run = client.run_claude(
+                run_id,
+                model,
+                iter(lines),  # type: ignore[arg-type]
+                shard_size=shard_size,
+                max_attempts=attempts,
+            )
+        else:
+            run = client.run_gemini(
+                run_id,
+                model,
+                iter(lines),  # type: ignore[arg-type]
+                shard_size=shard_size,
+                max_attempts=attempts,
+            )
+    _echo_run(run, run.status(), as_json)
+
+
+@run_group.command("advance")
+@click.argument("run_id", metavar="RUN_ID")
+@click.option(
+    "--deadline",
+    metavar="ISO8601",
+    help="Past this moment (with a timezone) make no new attempt.",
+)
+@click.option(
+    "--fallback",
+    type=click.Choice(["online"]),
+    help="Past --deadline, cancel the jobs and answer unsettled keys through the online APIs.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@_cloud_command
+def run_advance(run_id: str, deadline: str | None, fallback: str | None, as_json: bool) -> None:
+    """Take one step of the run; exit 0 once it is done, 10 before.
+
+    A step creates jobs, resubmits retryable and missing keys while attempts remain, and
+    finishes shards. It is safe to call from any number of processes at once.
+    """
+    when = _deadline(deadline)
+    if fallback and when is None:
+        raise _Fail(ExitCode.USAGE, "--fallback online needs --deadline")
+    client = _client()
+    run = _open_run(client, run_id)
+    summary = run.advance(deadline=when, fallback="online" if fallback else None)
+    _echo_run(run, summary, as_json, created=True)
+    click.get_current_context().exit(int(run_exit_code(summary)))
+
+
+@run_group.command("status")
+@click.argument("run_id", metavar="RUN_ID")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@_cloud_command
+def run_status(run_id: str, as_json: bool) -> None:
+    """Print where the run stands; exit 0 once it is done, 10 before. Changes nothing."""
+    client = _client()
+    run = _open_run(client, run_id)
+    summary = run.status()
+    _echo_run(run, summary, as_json)
+    click.get_current_context().exit(int(run_exit_code(summary)))
+
+
+@run_group.command("results")
+@click.argument("run_id", metavar="RUN_ID")
+@click.option(
+    "--only",
+    type=click.Choice(list(OUTCOMES)),
+    multiple=True,
+    help="Print only results with this outcome (repeatable).",
+)
+@_cloud_command
+def run_results(run_id: str, only: tuple[str, ...]) -> None:
+    """Print one JSON line per key of the run; a summary goes to stderr.
+
+    Each key's latest attempt wins; the fields are those of `vertexbatch results`. Keys still
+    retryable or missing once the run is done have exhausted their attempts.
+    """
+    client = _client()
+    run = _open_run(client, run_id)
+    summary = run.status()
+    if summary.done:
+        exhausted = summary.outcomes.get("exhausted", 0)
+        where = f"run done ({exhausted} exhausted)" if exhausted else "run done"
+    else:
+        pending = summary.outcomes.get("pending", 0)
+        where = f"run not done ({pending} keys pending: results written so far)"
+    _echo_results(run.results(), only, keys=run.keys, where=where)
 
 
 @main.command()

@@ -3,6 +3,8 @@
 The first run submits a code-review batch to Claude and a ticket-triage batch to Gemini, shows
 their progress, then what happened to every request. The second run submits the same rows under
 the same ids, as a retried Cloud Run task would, and shows the jobs being adopted, not created.
+Last, a *run* of Claude requests over three shards is advanced step by step, as a scheduler
+would, until every key has its final outcome.
 
 Some prompts carry ``[[vb:...]]`` directives: they script the local model's outcome (a refusal,
 a truncation, a per-line error, a dropped line), as docs/local-stack.md describes.
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -20,6 +22,7 @@ from google.genai import types as genai_types
 
 from ._client import Client
 from ._models import ClaudeRequest, GeminiRequest, Job, Result, Status, Usage
+from ._runs import Run, RunSummary
 
 __all__ = ["DemoSummary", "JobReport", "claude_requests", "gemini_requests", "run_demo"]
 
@@ -27,6 +30,10 @@ CLAUDE_MODEL = "claude-opus-5-5@default"
 GEMINI_MODEL = "gemini-3.8-flash"
 REVIEW_ID = "demo-code-review"
 TRIAGE_ID = "demo-ticket-triage"
+RUN_ID = "demo-nightly-review"
+RUN_REQUESTS = 20
+RUN_SHARD_SIZE = 8
+RUN_ATTEMPTS = 2
 BUCKET = "vertexbatch-demo"
 PREFIX = "demo"
 OUTCOMES = ("ok", "refused", "truncated", "retryable", "failed", "missing")
@@ -135,6 +142,17 @@ _REVIEW_SCRIPT = {
     26: "[[vb:drop]]",
 }
 
+# The run's scripted outcomes: one retryable error or dropped line in each shard of 8. The
+# local model is deterministic, so these fail on every attempt and end exhausted.
+_RUN_SCRIPT = {
+    2: "[[vb:error 503]]",
+    6: "[[vb:drop]]",
+    13: "[[vb:error 503]]",
+    18: "[[vb:drop]]",
+}
+# The run's outcome columns, in the order the demo reports them.
+_RUN_OUTCOMES = ("ok", "refused", "truncated", "failed", "exhausted")
+
 _TICKETS = (
     "I was charged twice for my March invoice, please refund one of them.",
     "The export to CSV button does nothing on Safari 18.",
@@ -175,14 +193,19 @@ _TRIAGE_CONFIG = genai_types.GenerateContentConfig(
 )
 
 
-def claude_requests(count: int = 32) -> list[ClaudeRequest]:
-    """The demo's code-review requests: the same rows on every call."""
+def claude_requests(
+    count: int = 32, *, first_pr: int = 1400, script: Mapping[int, str] = _REVIEW_SCRIPT
+) -> list[ClaudeRequest]:
+    """The demo's code-review requests: the same rows on every call.
+
+    ``script`` maps a request's index to the directive that scripts its outcome.
+    """
     requests = []
     for i in range(count):
         path, diff = _CHANGES[i % len(_CHANGES)]
-        pr = 1400 + i
+        pr = first_pr + i
         body = "\n".join(diff)
-        prompt = f"PR #{pr} changes {path}:\n```diff\n{body}\n```\n{_REVIEW_SCRIPT.get(i, '')}"
+        prompt = f"PR #{pr} changes {path}:\n```diff\n{body}\n```\n{script.get(i, '')}"
         requests.append(
             ClaudeRequest(
                 f"pr-{pr}/{path}",
@@ -225,13 +248,15 @@ class JobReport:
 
 @dataclass
 class DemoSummary:
-    """What the demo did, for tests: the reports of the first run and the second run's jobs."""
+    """What the demo did, for tests: the reports of the first run and the second run's jobs,
+    and the run's final summary."""
 
     reports: list[JobReport]
     second_run: list[Job]
     creates_first: int
     creates_second: int
     jobs_per_id: dict[str, int]
+    run: RunSummary | None = None
 
 
 def run_demo(*, out: TextIO, fast: bool = False, tty: bool = False) -> DemoSummary:
@@ -287,14 +312,26 @@ def run_demo(*, out: TextIO, fast: bool = False, tty: bool = False) -> DemoSumma
         )
         say("   jobs Vertex holds per id: " + ", ".join(f"{k} {v}" for k, v in jobs_per_id.items()))
 
+        say()
+        say(
+            f"5. A run: {RUN_REQUESTS} more reviews in shards of {RUN_SHARD_SIZE}, each key tried "
+            f"at most {RUN_ATTEMPTS} times,"
+        )
+        say("   advanced one step at a time as a scheduler would (`vertexbatch run advance ID`)")
+        run_summary = _run_section(stack, client, say, interval=0.05 if fast else 1.0)
+
     say()
     say(f"Done in {time.monotonic() - started:.0f}s. Next:")
     say("  vertexbatch emulator                 run this local stack and print its environment")
     say("  vertexbatch submit --provider claude --model claude-opus-5-5@default --id my-batch-1 \\")
     say('      requests.jsonl                   one {"key": ..., "params": {...}} per line')
     say("  vertexbatch watch my-batch-1 && vertexbatch results my-batch-1 --only retryable")
-    say("  docs/quickstart.md, docs/concepts.md and docs/operations.md for real Google Cloud")
-    return DemoSummary(reports, second, creates_first, creates_second, jobs_per_id)
+    say("  vertexbatch run submit --provider claude --model claude-opus-5-5@default \\")
+    say("      --id my-run-1 requests.jsonl     the same lines, sharded and retried as a run")
+    say("  vertexbatch run advance my-run-1     every few minutes until it exits 0, then")
+    say("  vertexbatch run results my-run-1     one line per key across shards and attempts")
+    say("  docs/quickstart.md, concepts.md, runs.md and operations.md for real Google Cloud")
+    return DemoSummary(reports, second, creates_first, creates_second, jobs_per_id, run=run_summary)
 
 
 def _submit_all(
@@ -318,6 +355,81 @@ def _submit_all(
             say(f"   {'':<20} {same}")
         jobs.append(job)
     return jobs, creates_total
+
+
+def _run_section(
+    stack: Any, client: Client, say: Callable[[str], None], *, interval: float
+) -> RunSummary:
+    """Start the demo's run, advance it until done, and show its steps and final outcomes."""
+    before = stack.calls()["create"]
+    requests = claude_requests(RUN_REQUESTS, first_pr=1500, script=_RUN_SCRIPT)
+    run = client.run_claude(
+        RUN_ID, CLAUDE_MODEL, requests, shard_size=RUN_SHARD_SIZE, max_attempts=RUN_ATTEMPTS
+    )
+    sizes = ", ".join(str(shard.keys) for shard in run.shards)
+    say(f"   {RUN_ID:<20} {run.keys} requests in {len(run.shards)} shards ({sizes})")
+    say(f"   {'':<20} {stack.calls()['create'] - before} jobs created by the first step")
+    start = time.monotonic()
+    last = ""
+    step = 0
+    while True:
+        time.sleep(interval)
+        step += 1
+        summary = run.advance()
+        state = "done        " if summary.done else f"live jobs {summary.live_jobs:<2}"
+        counts = ", ".join(
+            f"{name} {summary.outcomes[name]}"
+            for name in (*_RUN_OUTCOMES, "pending")
+            if summary.outcomes.get(name)
+        )
+        line = f"{state}  created {summary.created}  {counts}"
+        # One line per step that changed something: waiting steps repeat the line before.
+        if line != last:
+            say(f"   step {step:>2} {time.monotonic() - start:>3.0f}s  {line}")
+            last = line
+        if summary.done:
+            break
+    say("")
+    say(
+        f"   {'run':<20} {'shards':>6}"
+        + "".join(f"{o:>10}" for o in _RUN_OUTCOMES)
+        + f"{'total':>8}"
+    )
+    cells = "".join(f"{summary.outcomes.get(o, 0):>10}" for o in _RUN_OUTCOMES)
+    say(f"   {RUN_ID:<20} {len(run.shards):>6}{cells}{summary.keys:>8}")
+    say("")
+    say("   Jobs per shard (an attempt resubmits only the retryable and missing keys):")
+    for shard, attempts in _attempt_jobs(client, run):
+        tried = ", then ".join(
+            f"{job.id.removeprefix(shard) or 'first'} {job.keys} key{'s' * (job.keys != 1)}"
+            for job in attempts
+        )
+        say(f"     {shard:<24} {tried}")
+    exhausted = [
+        _describe(result) for result in run.results() if result.outcome in ("retryable", "missing")
+    ]
+    say(
+        f"   {len(exhausted)} keys ended exhausted (still retryable or missing after "
+        f"{RUN_ATTEMPTS} attempts);"
+    )
+    say("   not lost: `vertexbatch run results` gives each its last result:")
+    for key in exhausted:
+        say(f"     {key}")
+    return summary
+
+
+def _attempt_jobs(client: Client, run: Run) -> list[tuple[str, list[Job]]]:
+    """Each shard's id and the jobs of its attempts, in order."""
+    found = []
+    for shard in run.shards:
+        jobs = []
+        for attempt in range(run.max_attempts):
+            job = client.find(shard.id if attempt == 0 else f"{shard.id}.r{attempt}")
+            if job is None:
+                break
+            jobs.append(job)
+        found.append((shard.id, jobs))
+    return found
 
 
 def _bar(done: int, total: int, width: int = 10) -> str:
