@@ -1,0 +1,463 @@
+"""Benchmark vertexbatch against raw baselines on the local stack and print the tables.
+
+    python -m benchmarks.run --sizes 10000,100000,200000 --repeats 3 --providers claude,gemini
+
+For each provider and N, this process starts a LocalStack (fake-gcs-server and the local Vertex
+service; one at a time) and runs every measurement in a fresh child process
+(``benchmarks.measure``) that only talks to the stack's endpoints:
+
+1. Staging, ``repeats`` pairs: the raw baseline (the same requests serialised with ``json`` and
+   streamed as one object with google-cloud-storage) and ``submit_*`` from a generator up to job
+   creation (jobs are held PENDING, so the emulator does no work meanwhile). The pair's order
+   alternates between repeats.
+2. Results, ``repeats`` pairs over the output the local Vertex service wrote for the last staged
+   job (Vertex's ``predictions.jsonl`` format): the raw baseline downloads the file and
+   ``json.loads`` every line; vertexbatch iterates ``results()``.
+3. Calls: Vertex calls (counted by the stack) and GCS requests (counted in the child's HTTP
+   session) of one submit, one status and one results pass, also at N=1.
+
+Figures are medians; ratios are taken pair by pair, then the median. Every object is deleted after
+use and each (provider, N) gets a fresh stack and bucket, so fake-gcs-server's memory stays bounded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+ROOT = Path(__file__).resolve().parents[1]
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(ROOT))
+
+__all__ = ["main", "render"]
+
+MB = 1024 * 1024
+TARGET_STAGING_RATIO = 1.3
+TARGET_RESULTS_RATIO = 2.0
+TARGET_RSS_MB = 150.0
+TARGET_AT = 200_000
+CALL_SIZES = (1,)
+
+
+@dataclass
+class Case:
+    """Every figure measured for one provider and N."""
+
+    provider: str
+    n: int
+    stage_raw: list[dict[str, Any]] = field(default_factory=list)
+    stage_vb: list[dict[str, Any]] = field(default_factory=list)
+    results_raw: list[dict[str, Any]] = field(default_factory=list)
+    results_vb: list[dict[str, Any]] = field(default_factory=list)
+    key_map: dict[str, Any] | None = None
+    calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # op -> {vertex, gcs, ...}
+    gcs_server_rss: int = 0
+    timed: bool = True
+
+
+def _log(message: str, out: TextIO) -> None:
+    out.write(f"[bench {time.strftime('%H:%M:%S')}] {message}\n")
+    out.flush()
+
+
+def _child(spec: dict[str, Any]) -> dict[str, Any]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.measure", json.dumps(spec)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    result_lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode != 0 or not result_lines:
+        raise RuntimeError(
+            f"measurement {spec['op']} (N={spec.get('n')}) failed with exit code "
+            f"{proc.returncode}:\n{proc.stderr[-4000:]}"
+        )
+    result: dict[str, Any] = json.loads(result_lines[-1][len("RESULT ") :])
+    return result
+
+
+class Bench:
+    """One provider and N on one LocalStack."""
+
+    def __init__(self, stack: Any, provider: str, n: int, repeats: int, log: TextIO) -> None:
+        self.stack = stack
+        self.provider = provider
+        self.n = n
+        self.repeats = repeats
+        self.log = log
+        self.bucket = f"bench-{provider}-{n}-{os.getpid()}"
+        self.prefix = "bench"
+        self.gcs = stack.storage_client()
+        self.jobs = stack.jobs_client()
+
+    def spec(self, op: str, **extra: Any) -> dict[str, Any]:
+        return {
+            "op": op,
+            "provider": self.provider,
+            "n": self.n,
+            "project": self.stack.project,
+            "location": self.stack.location,
+            "vertex_endpoint": self.stack.vertex_endpoint,
+            "storage_endpoint": self.stack.storage_endpoint,
+            "bucket": self.bucket,
+            "prefix": self.prefix,
+            **extra,
+        }
+
+    def counted(self, op: str, **extra: Any) -> dict[str, Any]:
+        """Run one child, with the Vertex calls it made."""
+        self.stack.reset_calls()
+        result = _child(self.spec(op, **extra))
+        result["vertex"] = dict(self.stack.calls())
+        return result
+
+    def delete(self, prefix: str) -> None:
+        for blob in list(self.gcs.list_blobs(self.bucket, prefix=prefix)):
+            blob.delete()
+
+    def cancel(self, name: str) -> None:
+        self.jobs.cancel_batch_prediction_job(name=name)
+
+    def run(self, case: Case) -> None:
+        self.stack.create_bucket(self.bucket)
+        try:
+            job = self._staging(case)
+            self._results(case, job)
+        finally:
+            self.delete("")
+            self.gcs.bucket(self.bucket).delete()
+        case.gcs_server_rss = _process_rss(self.stack.gcs_pid)
+
+    def _staging(self, case: Case) -> dict[str, Any]:
+        job: dict[str, Any] = {}
+        for rep in range(self.repeats):
+            last = rep == self.repeats - 1
+            sub_id = f"bench-{self.provider}-{self.n}-r{rep}"
+            raw_object = f"raw/{sub_id}.jsonl"
+            self.stack.faults.hold(display_name=sub_id, state="PENDING")
+            order = ("stage_raw", "stage_vb") if rep % 2 == 0 else ("stage_vb", "stage_raw")
+            pair: dict[str, dict[str, Any]] = {}
+            for op in order:
+                pair[op] = self.counted(op, id=sub_id, object=raw_object)
+            raw, lib = pair["stage_raw"], pair["stage_vb"]
+            case.stage_raw.append(raw)
+            case.stage_vb.append(lib)
+            _log(
+                f"{self.provider} N={self.n} staging #{rep + 1}: raw {raw['seconds']:.2f}s "
+                f"vb {lib['seconds']:.2f}s ({lib['seconds'] / raw['seconds']:.2f}x), "
+                f"RSS +{lib['peak_growth'] / MB:.0f} MB",
+                self.log,
+            )
+            self.delete(raw_object)
+            if last:
+                job = lib["job"]
+                case.calls["submit"] = {"vertex": lib["vertex"], **_gcs(lib)}
+                self.stack.faults.release(sub_id)
+            else:
+                self.cancel(lib["job"]["name"])
+                self.stack.wait_job(lib["job"]["name"], timeout=60)
+                self.delete(f"{self.prefix}/{sub_id}/")
+        start = time.perf_counter()
+        self.stack.wait_job(job["name"], timeout=1800)
+        _log(
+            f"{self.provider} N={self.n}: the local Vertex service ran the job in "
+            f"{time.perf_counter() - start:.1f}s",
+            self.log,
+        )
+        return job
+
+    def _results(self, case: Case, job: dict[str, Any]) -> None:
+        status = self.counted("status", job=job)
+        case.calls["status"] = {"vertex": status["vertex"], **_gcs(status)}
+        case.key_map = _child(self.spec("key_map", job=job))
+        for rep in range(self.repeats):
+            order = ("results_raw", "results_vb") if rep % 2 == 0 else ("results_vb", "results_raw")
+            pair = {op: self.counted(op, job=job) for op in order}
+            raw, lib = pair["results_raw"], pair["results_vb"]
+            case.results_raw.append(raw)
+            case.results_vb.append(lib)
+            if lib["lines"] != self.n:
+                raise RuntimeError(f"results yielded {lib['lines']} results for {self.n} keys")
+            _log(
+                f"{self.provider} N={self.n} results #{rep + 1}: raw {raw['seconds']:.2f}s "
+                f"vb {lib['seconds']:.2f}s ({lib['seconds'] / raw['seconds']:.2f}x), "
+                f"RSS +{lib['peak_growth'] / MB:.0f} MB",
+                self.log,
+            )
+        last = case.results_vb[-1]
+        case.calls["results"] = {"vertex": last["vertex"], **_gcs(last)}
+
+
+def _gcs(result: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "gcs": result["gcs"],
+        "read_bytes": result.get("read_bytes", {}),
+        "read_requests": result.get("read_requests", {}),
+        "object_sizes": result.get("object_sizes", {}),
+    }
+
+
+def _process_rss(pid: int) -> int:
+    try:
+        import psutil  # type: ignore[import-untyped,unused-ignore]
+
+        return int(psutil.Process(pid).memory_info().rss)
+    except Exception:
+        return 0
+
+
+# Rendering.
+
+
+def _median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def _ratio(lib: list[dict[str, Any]], raw: list[dict[str, Any]], what: str = "seconds") -> float:
+    return _median([a[what] / b[what] for a, b in zip(lib, raw, strict=True) if b[what] > 0])
+
+
+def _cpu(lib: list[dict[str, Any]], raw: list[dict[str, Any]]) -> list[str]:
+    """Client CPU seconds (the child's own threads) and their pairwise ratio."""
+    return [
+        f"{_median([r['cpu'] for r in raw]):.2f}",
+        f"{_median([r['cpu'] for r in lib]):.2f}",
+        f"{_ratio(lib, raw, 'cpu'):.2f}",
+    ]
+
+
+def _mb(value: float) -> str:
+    return f"{value / MB:.0f}"
+
+
+def _verdict(ok: bool) -> str:
+    return "ok" if ok else "MISS"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(headers), sep, *(line(r) for r in rows)])
+
+
+STAGING_HEADERS = [
+    "provider", "N", "input MB", "raw s", "vb s", "vb/raw", "raw CPU s", "vb CPU s", "CPU vb/raw",
+    "raw RSS+ MB", "vb RSS+ MB", "target (<=1.3x, <=150 MB)",
+]  # fmt: skip
+RESULTS_HEADERS = [
+    "provider", "N", "output MB", "raw s", "vb s", "raw lines/s", "vb lines/s", "vb/raw",
+    "raw CPU s", "vb CPU s", "CPU vb/raw", "raw RSS+ MB", "vb RSS+ MB", "key map MB",
+    "vb RSS+ beyond map MB", "target (<=2x, <=150 MB)",
+]  # fmt: skip
+CALLS_HEADERS = ["provider", "N", "call", "Vertex", "GCS", "GCS by kind", "output read once"]
+
+
+def _staging_rows(cases: list[Case]) -> list[list[str]]:
+    rows = []
+    for c in cases:
+        ratio = _ratio(c.stage_vb, c.stage_raw)
+        growth = _median([r["peak_growth"] for r in c.stage_vb])
+        ok = ratio <= TARGET_STAGING_RATIO and growth / MB <= TARGET_RSS_MB
+        rows.append([
+            c.provider,
+            f"{c.n:,}",
+            _mb(_median([r["bytes"] for r in c.stage_raw])),
+            f"{_median([r['seconds'] for r in c.stage_raw]):.2f}",
+            f"{_median([r['seconds'] for r in c.stage_vb]):.2f}",
+            f"{ratio:.2f}",
+            *_cpu(c.stage_vb, c.stage_raw),
+            _mb(_median([r["peak_growth"] for r in c.stage_raw])),
+            _mb(growth),
+            _verdict(ok),
+        ])  # fmt: skip
+    return rows
+
+
+def _results_rows(cases: list[Case]) -> list[list[str]]:
+    rows = []
+    for c in cases:
+        raw_s = _median([r["seconds"] for r in c.results_raw])
+        vb_s = _median([r["seconds"] for r in c.results_vb])
+        ratio = _ratio(c.results_vb, c.results_raw)
+        growth = _median([r["peak_growth"] for r in c.results_vb])
+        key_map = float(c.key_map["retained"]) if c.key_map else 0.0
+        beyond = max(growth - key_map, 0.0)
+        out_bytes = sum(
+            size
+            for name, size in c.results_raw[-1].get("object_sizes", {}).items()
+            if name.endswith(".jsonl")
+        )
+        ok = ratio <= TARGET_RESULTS_RATIO and beyond / MB <= TARGET_RSS_MB
+        rows.append([
+            c.provider,
+            f"{c.n:,}",
+            _mb(out_bytes),
+            f"{raw_s:.2f}",
+            f"{vb_s:.2f}",
+            f"{c.n / raw_s:,.0f}",
+            f"{c.n / vb_s:,.0f}",
+            f"{ratio:.2f}",
+            *_cpu(c.results_vb, c.results_raw),
+            _mb(_median([r["peak_growth"] for r in c.results_raw])),
+            _mb(growth),
+            _mb(key_map),
+            _mb(beyond),
+            _verdict(ok),
+        ])  # fmt: skip
+    return rows
+
+
+def _read_once(call: dict[str, Any]) -> str:
+    sizes = call.get("object_sizes", {})
+    read = call.get("read_bytes", {})
+    if not read:
+        return "-"
+    outputs = [name for name in read if "/output/" in name]
+    parts = []
+    for name in sorted(read):
+        leaf = name.rsplit("/", 1)[-1]
+        times = read[name] / sizes[name] if sizes.get(name) else float("nan")
+        parts.append(f"{leaf} {times:.2f}x in {call['read_requests'].get(name, 0)}")
+    once = all(abs(read[n] - sizes.get(n, -1)) == 0 for n in outputs) if outputs else False
+    return ("yes: " if once else "NO: ") + ", ".join(parts)
+
+
+def _by_kind(counts: Counter[str]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+
+
+def _calls_rows(cases: list[Case]) -> list[list[str]]:
+    rows = []
+    for c in sorted(cases, key=lambda c: (c.provider, c.n)):
+        for op in ("submit", "status", "results"):
+            call = c.calls.get(op)
+            if call is None:
+                continue
+            vertex = Counter(call["vertex"])
+            gcs = Counter(call["gcs"])
+            rows.append([
+                c.provider,
+                f"{c.n:,}",
+                op,
+                f"{sum(vertex.values())} ({_by_kind(vertex)})",
+                str(sum(gcs.values())),
+                _by_kind(gcs) or "-",
+                _read_once(call) if op == "results" else "-",
+            ])  # fmt: skip
+    return rows
+
+
+def render(cases: list[Case]) -> str:
+    """The three tables, as Markdown."""
+    timed = [c for c in cases if c.timed]
+    parts = [
+        "Staging: submit_* from a generator up to job creation, vs json + one streamed upload",
+        "",
+        _table(STAGING_HEADERS, _staging_rows(timed)),
+        "",
+        "Results: iterating results() over Vertex-format output, vs download + json.loads per line",
+        "",
+        _table(RESULTS_HEADERS, _results_rows(timed)),
+        "",
+        "Calls: one submit, one status, one full results pass",
+        "",
+        _table(CALLS_HEADERS, _calls_rows(cases)),
+    ]
+    return "\n".join(parts)
+
+
+def _sizes(text: str, *, allow_none: bool = False) -> list[int]:
+    try:
+        sizes = [int(s.strip().replace("_", "")) for s in text.split(",") if s.strip()]
+    except ValueError:
+        sizes = [0]
+    if (not sizes and not allow_none) or any(s < 1 for s in sizes):
+        raise argparse.ArgumentTypeError("sizes are positive integers, comma-separated")
+    return sizes
+
+
+def _call_sizes(text: str) -> list[int]:
+    return _sizes(text, allow_none=True)
+
+
+def _providers(text: str) -> list[str]:
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    if not names or any(p not in ("claude", "gemini") for p in names):
+        raise argparse.ArgumentTypeError("providers are claude and/or gemini")
+    return names
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.run", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--sizes", type=_sizes, default=[10_000, 100_000, 200_000])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--providers", type=_providers, default=["claude", "gemini"])
+    parser.add_argument(
+        "--call-sizes", type=_call_sizes, default=list(CALL_SIZES),
+        help='extra N counted for calls only (default 1; "" for none)',
+    )  # fmt: skip
+    parser.add_argument("--json", type=Path, help="also write every raw figure here")
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be >= 1")
+
+    from vertexbatch.emulator import LocalStack
+
+    cases: list[Case] = []
+    started = time.perf_counter()
+    plan = [(n, False) for n in args.call_sizes if n not in args.sizes]
+    plan += [(n, True) for n in args.sizes]
+    for provider in args.providers:
+        for n, timed in plan:
+            # One stack per case, one at a time: fake-gcs-server's memory backend keeps the memory
+            # of deleted objects (3.5 GB RSS after two 200k cases, every object deleted).
+            with LocalStack(claude_concurrency=1000) as stack:
+                case = Case(provider, n, timed=timed)
+                Bench(stack, provider, n, args.repeats if timed else 1, sys.stderr).run(case)
+            cases.append(case)
+            _log(
+                f"{provider} N={n} done; fake-gcs-server RSS at the end "
+                f"{case.gcs_server_rss / MB:.0f} MB",
+                sys.stderr,
+            )
+    elapsed = time.perf_counter() - started
+    command = "python -m benchmarks.run " + " ".join(
+        [
+            f"--sizes {','.join(str(n) for n in args.sizes)}",
+            f"--repeats {args.repeats}",
+            f"--providers {','.join(args.providers)}",
+        ]
+    )
+    print(f"# {command}  ({elapsed:.0f}s, {os.cpu_count()} CPUs, Python {sys.version.split()[0]})")
+    print()
+    print(render(cases))
+    if args.json:
+        args.json.write_text(json.dumps([c.__dict__ for c in cases], indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,68 @@
+"""Smoke run of the benchmark command, so it keeps working (not timed: no figure asserted)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def _table(output: str, headers: list[str]) -> list[list[str]]:
+    """The rows of the Markdown table whose header row is exactly ``headers``."""
+    lines = output.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("|") and _cells(line) == headers:
+            rows = []
+            for row in lines[i + 2 :]:
+                if not row.startswith("|"):
+                    break
+                rows.append(_cells(row))
+            return rows
+    raise AssertionError(f"no table with columns {headers} in:\n{output}")
+
+
+@pytest.mark.timeout(600)
+def test_benchmark_command_prints_every_table_and_column() -> None:
+    """`python -m benchmarks.run` at N=200, one repeat, prints three tables, all cells filled."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "benchmarks.run",
+            "--sizes", "200", "--repeats", "1", "--providers", "claude,gemini", "--call-sizes", "",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert out.startswith("# python -m benchmarks.run --sizes 200 --repeats 1")
+    staging = _table(out, run.STAGING_HEADERS)
+    results = _table(out, run.RESULTS_HEADERS)
+    calls = _table(out, run.CALLS_HEADERS)
+    assert [r[:2] for r in staging] == [["claude", "200"], ["gemini", "200"]]
+    assert [r[:2] for r in results] == [["claude", "200"], ["gemini", "200"]]
+    for row, headers in [(r, run.STAGING_HEADERS) for r in staging] + [
+        (r, run.RESULTS_HEADERS) for r in results
+    ]:
+        assert len(row) == len(headers) and all(row), row
+        assert row[-1] in ("ok", "MISS")
+    assert {(r[0], r[2]) for r in calls} == {
+        (p, op) for p in ("claude", "gemini") for op in ("submit", "status", "results")
+    }
+    status = [r for r in calls if r[2] == "status"]
+    assert all(r[3].startswith("1 (get 1)") and r[4] == "0" for r in status)
+    assert all(r[6].startswith("yes") for r in calls if r[2] == "results")
