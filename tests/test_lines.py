@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 from google.genai import types
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vertexbatch import ClaudeRequest, GeminiRequest, InvalidRequestError
 from vertexbatch._lines import (
@@ -201,3 +203,41 @@ def test_identical_requests_each_take_one_row() -> None:
     assert first is not None
     second = km.match({"request": bare}, {first})
     assert {first, second} == {0, 1}
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.floats(-3, 3, allow_nan=False)
+    | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "b", "labels", "C"]), inner, min_size=1, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    extra=st.dictionaries(
+        st.sampled_from(["metadata", "system", "labels", "stop"]), _json, max_size=3
+    )
+)
+def test_staged_canonical_digest_matches_the_line(extra: dict[str, Any]) -> None:
+    """The digest taken while serialising equals the canonical digest of the staged request."""
+    try:
+        line = claude_line(_claude(**extra))
+    except InvalidRequestError:
+        return  # an empty object somewhere: refused, as the importer would
+    staged = json.loads(line.data)
+    assert line.canonical == canonical_digest(staged["request"])
+    assert staged["request"] == {**_claude(**extra).params, "anthropic_version": ANTHROPIC_VERSION}
+
+
+def test_non_json_values_in_contents_are_converted() -> None:
+    """google-genai objects nested in dict contents are dumped, not refused."""
+    request = GeminiRequest("a", [{"role": "user", "parts": [types.Part(text="Hi")]}])
+    staged = json.loads(gemini_line(request).data)["request"]
+    assert staged["contents"] == [{"role": "user", "parts": [{"text": "Hi"}]}]

@@ -8,6 +8,7 @@ echoed request can be matched when no id came back.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -20,7 +21,7 @@ import pydantic
 from google.genai import types as genai_types
 
 from ._errors import InvalidRequestError
-from ._importer import import_problem
+from ._importer import scan
 from ._models import ClaudeRequest, GeminiRequest
 
 __all__ = [
@@ -88,14 +89,22 @@ def _canonical(value: Any) -> Any:
     return value
 
 
+# Compact JSON as staged; the sorted encoder also gives the canonical text.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_SORTED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
 def canonical_digest(request: Mapping[str, Any]) -> str:
     """A digest of a request that is the same for the staged request and Vertex's echo of it.
 
     Labels are left out: Vertex may or may not echo them.
     """
     body = {k: v for k, v in request.items() if k != "labels"}
-    text = json.dumps(_canonical(body), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+    return _digest(_SORTED.encode(_canonical(body)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,24 +118,42 @@ class StagedLine:
 
     def key_record(self) -> bytes:
         """This line's entry in the staged key map."""
-        return _dumps([self.key, self.digest, self.canonical]) + b"\n"
+        return _COMPACT.encode([self.key, self.digest, self.canonical]).encode("utf-8") + b"\n"
 
 
-def _dumps(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+def _line(key: str, id_field: str, request: dict[str, Any]) -> StagedLine:
+    """Check and serialise one request into its line, with the canonical digest on the way.
 
-
-def _finish(key: str, digest: str, line: dict[str, Any], request: dict[str, Any]) -> StagedLine:
-    problem = import_problem(line)
+    The request is serialised once, keys sorted: when it is already canonical (the usual case)
+    that text is also the one its canonical digest is taken of. Labels are left out of the
+    digest and appended to the line's request.
+    """
+    problem, canonical, plain = scan(request)
+    if not plain:
+        request = _dump(request)
+        problem, canonical, _ = scan(request)
     if problem:
         raise InvalidRequestError(f"request {key!r} cannot be imported by Vertex: {problem}")
+    labels = request.get("labels")
+    body = {k: v for k, v in request.items() if k != "labels"} if labels is not None else request
     try:
-        data = _dumps(line) + b"\n"
+        sorted_body = _SORTED.encode(body)
+        if labels is None:
+            text = sorted_body
+        else:
+            rest = sorted_body[1:-1]
+            text = f'{{{rest}{"," if rest else ""}"labels":{_COMPACT.encode(labels)}}}'
     except (TypeError, ValueError) as exc:
         raise InvalidRequestError(
             f"request {key!r} cannot be serialised to JSON: {type(exc).__name__}", field="params"
         ) from exc
-    return StagedLine(key=key, digest=digest, canonical=canonical_digest(request), data=data)
+    digest = key_digest(key)
+    return StagedLine(
+        key=key,
+        digest=digest,
+        canonical=_digest(sorted_body) if canonical else canonical_digest(request),
+        data=f'{{"{id_field}":"{digest}","request":{text}}}\n'.encode(),
+    )
 
 
 def claude_line(request: ClaudeRequest) -> StagedLine:
@@ -145,8 +172,7 @@ def claude_line(request: ClaudeRequest) -> StagedLine:
                 field="params",
             )
     body.setdefault("anthropic_version", ANTHROPIC_VERSION)
-    digest = key_digest(request.key)
-    return _finish(request.key, digest, {"custom_id": digest, "request": body}, body)
+    return _line(request.key, "custom_id", body)
 
 
 def _dump(value: Any) -> Any:
@@ -167,7 +193,9 @@ def _contents(key: str, contents: Any) -> list[Any]:
     if isinstance(contents, list) and all(
         isinstance(c, genai_types.Content | Mapping) for c in contents
     ):
-        return [_dump(c) for c in contents]
+        # Plain dicts go as they are (never modified); anything else in them is converted
+        # when the line is scanned.
+        return [c if type(c) is dict else _dump(c) for c in contents]
     from google.genai import _transformers
 
     try:
@@ -180,31 +208,52 @@ def _contents(key: str, contents: Any) -> list[Any]:
 
 
 def _config(key: str, config: Any) -> dict[str, Any]:
+    """The config's fields by their wire names (shared between calls: never modify it)."""
     if config is None:
         return {}
-    if isinstance(config, Mapping):
-        try:
-            config = genai_types.GenerateContentConfig.model_validate(config)
-        except pydantic.ValidationError as exc:
-            fields = sorted({".".join(str(p) for p in e["loc"]) for e in exc.errors()})
-            raise InvalidRequestError(
-                f"config of request {key!r} is not a GenerateContentConfig: bad fields {fields}",
-                field="config",
-            ) from exc
-    if not isinstance(config, genai_types.GenerateContentConfig):
+    try:
+        if isinstance(config, Mapping):
+            try:
+                text = _SORTED.encode(config)
+            except (TypeError, ValueError):  # not JSON data: validate it the slow way
+                return _dump_config(genai_types.GenerateContentConfig.model_validate(config))
+            return _config_of_json(text)
+        if isinstance(config, genai_types.GenerateContentConfig):
+            return _dump_config(config)
+    except pydantic.ValidationError as exc:
+        fields = sorted({".".join(str(p) for p in e["loc"]) for e in exc.errors()})
         raise InvalidRequestError(
-            f"config of request {key!r} must be a GenerateContentConfig or its dict form, "
-            f"got {type(config).__name__}",
+            f"config of request {key!r} is not a GenerateContentConfig: bad fields {fields}",
             field="config",
-        )
+        ) from exc
+    except _UnsupportedField as exc:
+        raise InvalidRequestError(
+            f"config of request {key!r} sets {exc.args[0]}, which Vertex does not support",
+            field="config",
+        ) from exc
+    raise InvalidRequestError(
+        f"config of request {key!r} must be a GenerateContentConfig or its dict form, "
+        f"got {type(config).__name__}",
+        field="config",
+    )
+
+
+class _UnsupportedField(Exception):
+    pass
+
+
+def _dump_config(config: genai_types.GenerateContentConfig) -> dict[str, Any]:
     dumped: dict[str, Any] = config.model_dump(mode="json", exclude_none=True, by_alias=True)
     refused = sorted(_NOT_ON_VERTEX & dumped.keys())
     if refused:
-        raise InvalidRequestError(
-            f"config of request {key!r} sets {refused}, which Vertex does not support",
-            field="config",
-        )
+        raise _UnsupportedField(refused)
     return dumped
+
+
+@functools.lru_cache(maxsize=64)
+def _config_of_json(text: str) -> dict[str, Any]:
+    """Validate a dict config once per distinct config: a job's requests usually share one."""
+    return _dump_config(genai_types.GenerateContentConfig.model_validate_json(text))
 
 
 def gemini_request_body(key: str, contents: Any, config: Any) -> dict[str, Any]:
@@ -239,7 +288,7 @@ def gemini_line(request: GeminiRequest) -> StagedLine:
         )
     labels[KEY_FIELD] = digest
     body["labels"] = labels
-    return _finish(request.key, digest, {KEY_FIELD: digest, "request": body}, body)
+    return _line(request.key, KEY_FIELD, body)
 
 
 class KeyMap:

@@ -15,9 +15,11 @@ overwritten, and a partial stream is never finalised (the resumable session is a
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import json
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,7 +74,9 @@ class Folder:
 class CreateOnlyUpload:
     """Streams bytes into a new object; finalises it only on ``finish``, and never overwrites.
 
-    If the object already exists the bytes are dropped and ``finish`` returns ``False``.
+    If the object already exists the bytes are dropped and ``finish`` returns ``False``. Past
+    one request's size, chunks are sent by one background thread while the caller builds the
+    next (at most one in flight), so serialising lines and uploading overlap.
     """
 
     def __init__(self, blob: storage.Blob, content_type: str, policy: RetryPolicy) -> None:
@@ -82,55 +86,75 @@ class CreateOnlyUpload:
         self._pending: list[bytes] = []
         self._pending_size = 0
         self._writer: Any = None
+        self._sender: ThreadPoolExecutor | None = None
+        self._in_flight: Future[object] | None = None
         self.exists = False
 
     def write(self, data: bytes) -> None:
         if self.exists:
             return
-        if self._writer is not None:
-            self._write_through(data)
-            return
         self._pending.append(data)
         self._pending_size += len(data)
-        if self._pending_size > _SINGLE_REQUEST_LIMIT:
+        if self._writer is None and self._pending_size > _SINGLE_REQUEST_LIMIT:
             # Too big for one request: switch to a resumable upload, chunk by chunk.
-            pending = b"".join(self._pending)
-            self._pending.clear()
-            self._pending_size = 0
-            try:
-                self._writer = self._blob.open(
-                    "wb",
-                    chunk_size=_CHUNK,
-                    content_type=self._content_type,
-                    if_generation_match=0,
-                    retry=_api_retry(self._policy),
-                )
-            except api_exceptions.PreconditionFailed:
-                self._drop()
-                return
-            self._write_through(pending)
+            self._writer = self._blob.open(
+                "wb",
+                chunk_size=_CHUNK,
+                content_type=self._content_type,
+                if_generation_match=0,
+                retry=_api_retry(self._policy),
+            )
+            self._sender = ThreadPoolExecutor(1, thread_name_prefix="vertexbatch-upload")
+            self._send()
+        elif self._writer is not None and self._pending_size >= _CHUNK:
+            self._send()
 
-    def _write_through(self, data: bytes) -> None:
+    def _send(self) -> None:
+        chunk = b"".join(self._pending)
+        self._pending.clear()
+        self._pending_size = 0
+        self._settle()
+        if not self.exists and self._sender is not None:
+            self._in_flight = self._sender.submit(self._writer.write, chunk)
+
+    def _settle(self) -> None:
+        """Wait for the chunk in flight; a 412 means the object exists."""
+        if self._in_flight is None:
+            return
         try:
-            self._writer.write(data)
+            self._in_flight.result()
         except api_exceptions.PreconditionFailed:
             self._drop()
+        finally:
+            self._in_flight = None
 
     def _drop(self) -> None:
         self.exists = True
         self._pending.clear()
+        self._close_writer()
+
+    def _close_writer(self) -> None:
         if self._writer is not None:
-            self._writer.terminate()
-            self._writer = None
+            writer, self._writer = self._writer, None
+            writer.terminate()
+        if self._sender is not None:
+            self._sender.shutdown()
+            self._sender = None
 
     def finish(self) -> bool:
         """Finalise the object; ``True`` if this call created it, ``False`` if it existed."""
-        if self.exists:
-            return False
         try:
             if self._writer is not None:
+                if self._pending:
+                    self._send()
+                self._settle()
+                if self.exists:
+                    return False
                 self._writer.close()
+                self._writer = None
                 return True
+            if self.exists:
+                return False
             data = b"".join(self._pending)
             self._pending.clear()
             self._policy.call(
@@ -143,13 +167,20 @@ class CreateOnlyUpload:
         except api_exceptions.PreconditionFailed:
             self._drop()
             return False
+        finally:
+            if self._sender is not None:
+                self._sender.shutdown()
+                self._sender = None
 
     def abort(self) -> None:
         """Abandon the upload; nothing is created."""
-        if self._writer is not None:
-            self._writer.terminate()
-            self._writer = None
         self._pending.clear()
+        if self._in_flight is not None:
+            self._in_flight.cancel()
+            with contextlib.suppress(Exception):  # the caller is already handling an error
+                self._in_flight.result()
+            self._in_flight = None
+        self._close_writer()
 
 
 def _read_range(blob: storage.Blob, start: int) -> bytes:
