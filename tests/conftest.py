@@ -82,14 +82,6 @@ def load(name: str) -> ModuleType:
 @pytest.fixture
 def stack_env(stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """Point the environment at the stack and this test's bucket; returns the bucket."""
-    values = {
-        "GOOGLE_CLOUD_PROJECT": stack.project,
-        "GOOGLE_CLOUD_LOCATION": stack.location,
-        "VERTEXBATCH_BUCKET": bucket,
-        "VERTEXBATCH_PREFIX": "jobs",
-        "VERTEXBATCH_VERTEX_ENDPOINT": stack.vertex_endpoint,
-        "STORAGE_EMULATOR_HOST": stack.storage_endpoint,
-    }
-    for name, value in values.items():
+    for name, value in stack.environment(bucket, prefix="jobs").items():
         monkeypatch.setenv(name, value)
     return bucket

@@ -33,14 +33,7 @@ SECRET = "zebra-secret-prompt-words"  # request content that must never reach an
 @pytest.fixture
 def env(stack: LocalStack, bucket: str) -> dict[str, str | None]:
     """The environment that points the command at the stack and this test's bucket."""
-    return {
-        "GOOGLE_CLOUD_PROJECT": stack.project,
-        "GOOGLE_CLOUD_LOCATION": stack.location,
-        "VERTEXBATCH_BUCKET": bucket,
-        "VERTEXBATCH_PREFIX": "jobs",
-        "VERTEXBATCH_VERTEX_ENDPOINT": stack.vertex_endpoint,
-        "STORAGE_EMULATOR_HOST": stack.storage_endpoint,
-    }
+    return {**stack.environment(bucket, prefix="jobs")}
 
 
 def run(args: list[str], env: Mapping[str, str | None], stdin: str | None = None) -> Result:

@@ -672,14 +672,17 @@ def cancel(submission_id: str) -> None:
     click.echo(f"cancel requested for job {job.name} (id {job.id})")
 
 
-@main.command()
-@click.argument("submission_id", metavar="ID")
-@click.option(
+_only_option = click.option(
     "--only",
     type=click.Choice(list(OUTCOMES)),
     multiple=True,
     help="Print only results with this outcome (repeatable).",
 )
+
+
+@main.command()
+@click.argument("submission_id", metavar="ID")
+@_only_option
 @_cloud_command
 def results(submission_id: str, only: tuple[str, ...]) -> None:
     """Print one JSON line per key; a summary of the outcomes goes to stderr.
@@ -843,12 +846,7 @@ def run_status(run_id: str, as_json: bool) -> None:
 
 @run_group.command("results")
 @click.argument("run_id", metavar="RUN_ID")
-@click.option(
-    "--only",
-    type=click.Choice(list(OUTCOMES)),
-    multiple=True,
-    help="Print only results with this outcome (repeatable).",
-)
+@_only_option
 @_cloud_command
 def run_results(run_id: str, only: tuple[str, ...]) -> None:
     """Print one JSON line per key of the run; a summary goes to stderr.

@@ -41,13 +41,7 @@ def run_foreground(
     try:
         with LocalStack(timing=timing or Timing(row_seconds=0.05)) as stack:
             stack.create_bucket(bucket)
-            out.write(
-                f"export STORAGE_EMULATOR_HOST={stack.storage_endpoint}\n"
-                f"export VERTEXBATCH_VERTEX_ENDPOINT={stack.vertex_endpoint}\n"
-                f"export GOOGLE_CLOUD_PROJECT={stack.project}\n"
-                f"export GOOGLE_CLOUD_LOCATION={stack.location}\n"
-                f"export VERTEXBATCH_BUCKET={bucket}\n"
-            )
+            out.write("".join(f"export {k}={v}\n" for k, v in stack.environment(bucket).items()))
             out.flush()
             stop.wait()
     finally:

@@ -176,6 +176,19 @@ class LocalStack:
             client_options={"api_endpoint": self.storage_endpoint},
         )
 
+    def environment(self, bucket: str, prefix: str | None = None) -> dict[str, str]:
+        """The variables that point `vertexbatch.Client.from_env` and the command at this stack."""
+        env = {
+            "STORAGE_EMULATOR_HOST": self.storage_endpoint,
+            "VERTEXBATCH_VERTEX_ENDPOINT": self.vertex_endpoint,
+            "GOOGLE_CLOUD_PROJECT": self.project,
+            "GOOGLE_CLOUD_LOCATION": self.location,
+            "VERTEXBATCH_BUCKET": bucket,
+        }
+        if prefix is not None:
+            env["VERTEXBATCH_PREFIX"] = prefix
+        return env
+
     def create_bucket(self, name: str) -> None:
         """Create a bucket on fake-gcs-server unless it exists."""
         client = self.storage_client()
