@@ -349,13 +349,22 @@ class KeyMap:
         the echoed request's labels, then the canonical digest of the echoed request (the first
         key with that request not yet ``taken``, so identical requests each get one row).
         """
-        for candidate in _id_candidates(row):
-            index = self._digest_index(candidate)
-            if index is not None:
-                return index
+        for name in ("custom_id", KEY_FIELD):  # checked first: nearly every row has one
+            value = row.get(name)
+            if type(value) is str:
+                index = self._digest_index(value)
+                if index is not None:
+                    return index
         request = row.get("request")
         if not isinstance(request, Mapping):
             return None
+        labels = request.get("labels")
+        if isinstance(labels, Mapping):
+            value = labels.get(KEY_FIELD)
+            if isinstance(value, str):
+                index = self._digest_index(value)
+                if index is not None:
+                    return index
         if self._by_canonical is None:
             self._by_canonical = {}
             for index, canonical in enumerate(self._canonical):
@@ -370,19 +379,3 @@ class KeyMap:
 def _short(digest: str) -> int:
     """64 bits of a key digest: plenty to tell 200,000 keys apart, a third of the memory."""
     return int(digest[1:17], 16)
-
-
-def _id_candidates(row: Mapping[str, Any]) -> list[str]:
-    found = []
-    for name in ("custom_id", KEY_FIELD):
-        value = row.get(name)
-        if isinstance(value, str):
-            found.append(value)
-    request = row.get("request")
-    if isinstance(request, Mapping):
-        labels = request.get("labels")
-        if isinstance(labels, Mapping):
-            value = labels.get(KEY_FIELD)
-            if isinstance(value, str):
-                found.append(value)
-    return found

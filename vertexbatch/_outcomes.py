@@ -176,7 +176,7 @@ def classify_row(row: Mapping[str, Any], *, key: str, provider: Provider) -> Res
     status = row.get("status")
     response, unreadable = _decode_response(row.get("response"))
 
-    if _blank(status) and response is None and not unreadable and _blank(row.get("processed_time")):
+    if response is None and not unreadable and _blank(status) and _blank(row.get("processed_time")):
         return Result(
             key=key,
             error=line_error_for(
@@ -500,7 +500,8 @@ def _is_error_body(body: Mapping[str, Any]) -> bool:
     """Whether a response object is an error (Anthropic envelope or ``{"error": {...}}``)."""
     if body.get("type") == "error":
         return True
-    if not isinstance(body.get("error"), Mapping):
+    error = body.get("error")
+    if error is None or not isinstance(error, Mapping):
         return False
     answer_keys = ("content", "candidates", "promptFeedback", "prompt_feedback", "stop_reason")
     return not any(k in body for k in answer_keys)
@@ -523,6 +524,8 @@ def _decode_response(value: object) -> tuple[Mapping[str, Any] | None, bool]:
     for _ in range(_MAX_UNWRAP):
         if value is None:
             return None, False
+        if type(value) is dict and value and "body" not in value:  # the usual case, first
+            return value, False
         if isinstance(value, str):
             if not value.strip():
                 return None, False
@@ -564,7 +567,7 @@ def _claude_content(content: object) -> tuple[str, bool]:
     texts: list[str] = []
     tool_use = False
     for block in content:
-        if not isinstance(block, Mapping):
+        if type(block) is not dict and not isinstance(block, Mapping):
             continue
         kind = block.get("type")
         if kind == "text":
@@ -577,7 +580,7 @@ def _claude_content(content: object) -> tuple[str, bool]:
 
 
 def _claude_usage(usage: object) -> Usage:
-    if not isinstance(usage, Mapping):
+    if type(usage) is not dict and not isinstance(usage, Mapping):
         return Usage()
     return Usage(
         input=_count(usage.get("input_tokens")),
@@ -641,6 +644,8 @@ def _get(mapping: Mapping[str, Any], camel: str, snake: str) -> Any:
 
 def _enum_text(value: object) -> str:
     """An enum field as text, verbatim; ``""`` when absent. Enum members give their value."""
+    if type(value) is str:  # the usual case, first
+        return value
     if value is None:
         return ""
     if isinstance(value, enum.Enum):
@@ -654,6 +659,8 @@ def _text_or(value: object, default: str) -> str:
 
 def _count(value: object) -> int:
     """A token count; anything missing, null or not a count is 0."""
+    if type(value) is int:  # the usual case, first: every row has several counts
+        return value if value > 0 else 0
     if isinstance(value, bool):
         return 0
     if isinstance(value, int):
@@ -672,6 +679,8 @@ def _safe_name(value: str) -> str:
 
 def _blank(value: object) -> bool:
     """Whether a ``status``/``processed_time`` field says nothing (None, "", {}, {code: 0})."""
+    if type(value) is str:  # the usual case, first
+        return not value.strip()
     if value is None or (isinstance(value, int) and value == 0):
         return True
     if isinstance(value, str):
