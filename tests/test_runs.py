@@ -156,3 +156,39 @@ def test_deadline_fallback_answers_online(
     assert isinstance(results["key-5"].error, vb.RefusedError)
     assert run.advance(deadline=datetime.now(UTC), fallback="online").created == 0
     assert stack.calls()["rawPredict" if provider == "anthropic" else "generateContent"] == 6
+
+
+def test_run_results_record_each_key_once(stack: LocalStack, bucket: str) -> None:
+    """Metrics count one result per key, not one per attempt read."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    client = stack.client(
+        bucket=bucket,
+        prefix="t",
+        retry=vb.RetryPolicy.no_wait(),
+        meter_provider=MeterProvider(metric_readers=[reader]),
+    )
+    run = client.run_claude("metered", MODEL, [_req(0), _req(1, "[[vb:error 503]]")])
+    _advance_until_done(stack, run)
+    assert reader.get_metrics_data() is None or not any(
+        m.name == "vertexbatch.results"
+        for rm in reader.get_metrics_data().resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+    )
+    assert len(list(run.results())) == 2
+    data = reader.get_metrics_data()
+    points = [
+        p
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "vertexbatch.results"
+        for p in m.data.data_points
+    ]
+    assert sorted((p.attributes["vertexbatch.outcome"], p.value) for p in points) == [
+        ("ok", 1),
+        ("retryable", 1),
+    ]

@@ -24,12 +24,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
+from opentelemetry.metrics import NoOpMeterProvider
+
 from ._errors import InvalidRequestError
 from ._identity import MANIFEST, Manifest, read_key_map, stage, submit
 from ._lines import StagedLine
 from ._models import Job, Provider, Result
-from ._results import read_output_file
+from ._results import iter_results, read_output_file
 from ._rules import MAX_INPUT_BYTES, check_id
+from ._telemetry import Telemetry
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -49,6 +52,9 @@ DEFAULT_SHARD_SIZE = 100_000
 DEFAULT_LIVE_JOBS: dict[Provider, int] = {"anthropic": 4, "google": 16}
 
 Fallback = Literal["online"]
+
+# Steps read results to decide and to count; only ``Run.results`` records what it yields.
+_SILENT = Telemetry(NoOpMeterProvider())
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,7 +321,9 @@ class Run:
                 totals["pending"] += shard.keys
                 continue
             unsettled = [
-                r.key for r in client.results(job) if r.outcome in ("retryable", "missing")
+                r.key
+                for r in iter_results(client._vertex, staging, job, _SILENT)
+                if r.outcome in ("retryable", "missing")
             ]
             if unsettled and online:
                 totals.update(self._answer_online(shard, attempts))
@@ -355,7 +363,10 @@ class Run:
         return dict(counts)
 
     def _shard_results(self, shard: Shard) -> Iterator[Result]:
-        """One result per key of the shard: the online answer, else the latest attempt's."""
+        """One result per key of the shard: the online answer, else the latest attempt's.
+
+        Records no telemetry: superseded attempts are read too, and steps read results to count.
+        """
         client = self._client
         staging = client._staging
         first = self._shard_job(shard)
@@ -363,20 +374,24 @@ class Run:
         taken: set[int] = set()
         online = staging.folder(shard.id).uri(ONLINE)
         if staging.exists(online):
-            for result in read_output_file(staging, online, keys, taken, first):
-                client._telemetry.record(result, first)
-                yield result
+            yield from read_output_file(staging, online, keys, taken, first)
         seen = {keys.keys[i] for i in taken}
         for job in reversed([j for j in self._attempts(shard) if j is not None]):
-            for result in client.results(job):
+            for result in iter_results(client._vertex, staging, job, _SILENT):
                 if result.key not in seen:
                     seen.add(result.key)
                     yield result
 
     def results(self) -> Iterator[Result]:
-        """One result per key across shards and attempts, the latest attempt winning."""
+        """One result per key across shards and attempts, the latest attempt winning.
+
+        Each yielded result is recorded in the client's metrics once, as ``Client.results`` does.
+        """
         for shard in self.shards:
-            yield from self._shard_results(shard)
+            job = self._shard_job(shard)
+            for result in self._shard_results(shard):
+                self._client._telemetry.record(result, job)
+                yield result
 
     def _answer_online(self, shard: Shard, attempts: list[Job | None]) -> dict[str, int]:
         """Past the deadline: cancel the shard's jobs and answer its unsettled keys online."""
