@@ -307,8 +307,16 @@ def submit(vertex: Vertex, staging: Staging, spec: JobSpec, policy: RetryPolicy)
     return spec.to_job(chosen)
 
 
-def find(vertex: Vertex, staging: Staging, submission_id: str) -> Job | None:
-    """The id's job: the recorded one, else the earliest listed; read-only."""
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """An id that has staged rows, and its job as Vertex last said (``None``: not created)."""
+
+    spec: JobSpec
+    job: BatchJob | None
+
+
+def look_up(vertex: Vertex, staging: Staging, submission_id: str) -> Staged | None:
+    """What an id holds: ``None`` if nothing is staged; read-only."""
     folder = staging.folder(submission_id)
     raw = staging.read_json(folder.name(MANIFEST))
     if raw is None:
@@ -316,9 +324,17 @@ def find(vertex: Vertex, staging: Staging, submission_id: str) -> Job | None:
     spec = Manifest.from_json(raw, folder.uri(MANIFEST)).spec(submission_id, folder)
     record = staging.read_json(folder.name(RECORD))
     if record is not None:
-        return spec.to_job(_follow_record(vertex, record, spec, folder.uri(RECORD)))
+        return Staged(spec, _follow_record(vertex, record, spec, folder.uri(RECORD)))
     ours = _ours(vertex.list_for_id(submission_id), spec)
-    return spec.to_job(_earliest(ours)) if ours else None
+    return Staged(spec, _earliest(ours) if ours else None)
+
+
+def find(vertex: Vertex, staging: Staging, submission_id: str) -> Job | None:
+    """The id's job: the recorded one, else the earliest listed; read-only."""
+    staged = look_up(vertex, staging, submission_id)
+    if staged is None or staged.job is None:
+        return None
+    return staged.spec.to_job(staged.job)
 
 
 def _beside_input(job: Job, leaf: str) -> str:

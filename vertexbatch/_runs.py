@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, Literal
 from opentelemetry.metrics import NoOpMeterProvider
 
 from ._errors import InvalidRequestError
-from ._identity import MANIFEST, Manifest, read_key_map, stage, submit
+from ._identity import MANIFEST, Manifest, look_up, read_key_map, stage, submit
 from ._lines import StagedLine
-from ._models import Job, Provider, Result
+from ._models import Job, Provider, Result, Status
 from ._results import iter_results, read_output_file
 from ._rules import MAX_INPUT_BYTES, check_id
 from ._telemetry import Telemetry
+from ._vertex import status_of
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -77,6 +78,18 @@ class RunSummary:
     outcomes: Mapping[str, int] = field(default_factory=dict)
     live_jobs: int = 0
     created: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """One attempt of a shard: its job and status, both ``None`` while staged but not created."""
+
+    job: Job | None
+    status: Status | None
+
+    @property
+    def terminal(self) -> bool:
+        return self.status is not None and self.status.terminal
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,15 +237,18 @@ class Run:
     def keys(self) -> int:
         return sum(s.keys for s in self.shards)
 
-    def _attempts(self, shard: Shard) -> list[Job | None]:
-        """The shard's staged attempts in order; ``None`` where no job exists yet."""
-        staging = self._client._staging
-        found: list[Job | None] = []
+    def _attempts(self, shard: Shard) -> list[_Attempt]:
+        """The shard's staged attempts in order, each with its job and status if it has one."""
+        client = self._client
+        found: list[_Attempt] = []
         for attempt in range(self.max_attempts):
-            attempt_id = _attempt_id(shard, attempt)
-            if staging.read_json(staging.folder(attempt_id).name(MANIFEST)) is None:
+            staged = look_up(client._vertex, client._staging, _attempt_id(shard, attempt))
+            if staged is None:
                 break
-            found.append(self._client.find(attempt_id))
+            if staged.job is None:
+                found.append(_Attempt(None, None))
+            else:
+                found.append(_Attempt(staged.spec.to_job(staged.job), status_of(staged.job)))
         return found
 
     def _shard_job(self, shard: Shard) -> Job:
@@ -290,7 +306,7 @@ class Run:
         totals: Counter[str] = Counter()
         created = 0
         # First look at every shard, then act: the live-job budget counts the whole run.
-        open_shards: list[tuple[Shard, list[Job | None], bool]] = []
+        open_shards: list[tuple[Shard, list[_Attempt]]] = []
         live = 0
         for shard in self.shards:
             done = staging.read_json(staging.folder(shard.id).name(DONE))
@@ -298,14 +314,12 @@ class Run:
                 totals.update(done["outcomes"])
                 continue
             attempts = self._attempts(shard)
-            job = attempts[-1]
-            terminal = job is not None and client.status(job).terminal
-            live += job is not None and not terminal
-            open_shards.append((shard, attempts, terminal))
+            live += attempts[-1].job is not None and not attempts[-1].terminal
+            open_shards.append((shard, attempts))
         budget = DEFAULT_LIVE_JOBS[self.provider]
-        for shard, attempts, terminal in open_shards:
+        for shard, attempts in open_shards:
             latest = len(attempts) - 1
-            job = attempts[latest]
+            job, terminal = attempts[latest].job, attempts[latest].terminal
             if online and (job is None or not terminal):
                 totals.update(self._answer_online(shard, attempts))
                 live -= job is not None
@@ -376,7 +390,7 @@ class Run:
         if staging.exists(online):
             yield from read_output_file(staging, online, keys, taken, first)
         seen = {keys.keys[i] for i in taken}
-        for job in reversed([j for j in self._attempts(shard) if j is not None]):
+        for job in reversed([a.job for a in self._attempts(shard) if a.job is not None]):
             for result in iter_results(client._vertex, staging, job, _SILENT):
                 if result.key not in seen:
                     seen.add(result.key)
@@ -393,14 +407,14 @@ class Run:
                 self._client._telemetry.record(result, job)
                 yield result
 
-    def _answer_online(self, shard: Shard, attempts: list[Job | None]) -> dict[str, int]:
+    def _answer_online(self, shard: Shard, attempts: list[_Attempt]) -> dict[str, int]:
         """Past the deadline: cancel the shard's jobs and answer its unsettled keys online."""
         from ._online import answer_online
 
         client = self._client
-        for job in attempts:
-            if job is not None and not client.status(job).terminal:
-                client.cancel(job)
+        for attempt in attempts:
+            if attempt.job is not None and not attempt.terminal:
+                client.cancel(attempt.job)
         settled = {
             r.key for r in self._shard_results(shard) if r.outcome not in ("retryable", "missing")
         }
