@@ -408,6 +408,21 @@ def _providers(text: str) -> list[str]:
     return names
 
 
+def stack_lifetime(repeats: int) -> tuple[float, float]:
+    """Median seconds to start a LocalStack (both servers ready) and to stop it."""
+    from vertexbatch.emulator import LocalStack
+
+    starts: list[float] = []
+    stops: list[float] = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        with LocalStack():
+            ready = time.perf_counter()
+        starts.append(ready - began)
+        stops.append(time.perf_counter() - ready)
+    return _median(starts), _median(stops)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.run", description=__doc__.split("\n")[0]
@@ -454,6 +469,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# {command}  ({elapsed:.0f}s, {os.cpu_count()} CPUs, Python {sys.version.split()[0]})")
     print()
     print(render(cases))
+    start, stop = stack_lifetime(max(args.repeats, 3))
+    print()
+    print(
+        f"Local stack: start {start:.2f} s, stop {stop:.2f} s "
+        f"(median of {max(args.repeats, 3)}; target well under 1 s)"
+    )
     if args.json:
         args.json.write_text(json.dumps([c.__dict__ for c in cases], indent=1, default=str))
     return 0

