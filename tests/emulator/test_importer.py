@@ -118,7 +118,7 @@ def test_normalise_injects_nulls_and_sorts_keys_without_mutating() -> None:
 
 
 def test_normalise_handles_200k_rows() -> None:
-    """MAX_ROWS typical lines validate and normalise, each to the same echo (speed: the benchmarks)."""
+    """MAX_ROWS typical lines validate and normalise, each to the same echo."""
     line = {
         "custom_id": "k",
         "request": {
