@@ -29,37 +29,55 @@ def scan(value: Any) -> tuple[str | None, bool, bool]:
     One walk does all three because every one of up to 200,000 lines goes through here.
     """
     canonical = plain = True
-    stack: list[tuple[Any, str, int]] = [(value, "", 1)]
+    # The fast walk carries no paths; a line with a problem is walked again to name the place.
+    stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
-        node, path, depth = stack.pop()
+        node, depth = stack.pop()
         kind = type(node)
         if kind is dict:
-            if depth > MAX_DEPTH:
-                return f"{path or 'the line'} nests deeper than {MAX_DEPTH} levels", False, plain
-            if not node:
-                problem = (
-                    f"{path or 'the line'} is an empty object, which Vertex's importer rejects "
-                    "(it fails the whole job): drop it or give it a field"
-                )
-                return problem, False, plain
+            if depth > MAX_DEPTH or not node:
+                return _problem(value), False, plain
             for k, v in node.items():
                 if not k or k[0] == "$" or " " in k:
-                    where = path or "top level"
-                    return f"key {k!r} at {where} is not a valid column name", False, plain
+                    return _problem(value), False, plain
                 if type(v) not in _LEAVES:
-                    stack.append((v, f"{path}.{k}" if path else k, depth + 1))
+                    stack.append((v, depth + 1))
         elif kind is list:
             if depth > MAX_DEPTH:
-                return f"{path} nests deeper than {MAX_DEPTH} levels", False, plain
+                return _problem(value), False, plain
             canonical = canonical and bool(node)
-            for i, v in enumerate(node):
+            for v in node:
                 if type(v) not in _LEAVES:
-                    stack.append((v, f"{path}[{i}]", depth + 1))
+                    stack.append((v, depth + 1))
         elif node is None or (kind is float and node.is_integer()):
             canonical = False
         elif kind is not float:
             plain = False
     return None, canonical, plain
+
+
+def _problem(value: Any) -> str:
+    """Name the first place in ``value`` the importer rejects (the slow walk, with paths)."""
+    stack: list[tuple[Any, str, int]] = [(value, "", 1)]
+    while stack:
+        node, path, depth = stack.pop()
+        if type(node) is dict:
+            if depth > MAX_DEPTH:
+                return f"{path or 'the line'} nests deeper than {MAX_DEPTH} levels"
+            if not node:
+                return (
+                    f"{path or 'the line'} is an empty object, which Vertex's importer rejects "
+                    "(it fails the whole job): drop it or give it a field"
+                )
+            for k, v in node.items():
+                if not k or k[0] == "$" or " " in k:
+                    return f"key {k!r} at {path or 'top level'} is not a valid column name"
+                stack.append((v, f"{path}.{k}" if path else k, depth + 1))
+        elif type(node) is list:
+            if depth > MAX_DEPTH:
+                return f"{path} nests deeper than {MAX_DEPTH} levels"
+            stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(node))
+    return "it breaks the importer's rules"  # pragma: no cover - scan found a problem
 
 
 # Leaves that are always importable and canonical: skipped without a stack entry.

@@ -121,7 +121,7 @@ class StagedLine:
         return _COMPACT.encode([self.key, self.digest, self.canonical]).encode("utf-8") + b"\n"
 
 
-def _line(key: str, id_field: str, request: dict[str, Any]) -> StagedLine:
+def _line(key: str, digest: str, id_field: str, request: dict[str, Any]) -> StagedLine:
     """Check and serialise one request into its line, with the canonical digest on the way.
 
     The request is serialised once, keys sorted: when it is already canonical (the usual case)
@@ -147,7 +147,6 @@ def _line(key: str, id_field: str, request: dict[str, Any]) -> StagedLine:
         raise InvalidRequestError(
             f"request {key!r} cannot be serialised to JSON: {type(exc).__name__}", field="params"
         ) from exc
-    digest = key_digest(key)
     return StagedLine(
         key=key,
         digest=digest,
@@ -172,7 +171,7 @@ def claude_line(request: ClaudeRequest) -> StagedLine:
                 field="params",
             )
     body.setdefault("anthropic_version", ANTHROPIC_VERSION)
-    return _line(request.key, "custom_id", body)
+    return _line(request.key, key_digest(request.key), "custom_id", body)
 
 
 def _dump(value: Any) -> Any:
@@ -288,7 +287,7 @@ def gemini_line(request: GeminiRequest) -> StagedLine:
         )
     labels[KEY_FIELD] = digest
     body["labels"] = labels
-    return _line(request.key, KEY_FIELD, body)
+    return _line(request.key, digest, KEY_FIELD, body)
 
 
 class KeyMap:
