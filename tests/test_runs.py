@@ -100,8 +100,9 @@ def test_open_run_rebuilds_from_gcs(client: vb.Client, stack: LocalStack) -> Non
     status = run.status()
     assert status.created == 0 and len(stack.jobs()) == before
     assert run.advance().done
-    with pytest.raises(vb.InvalidRequestError, match="no run under id 'never'"):
+    with pytest.raises(vb.InvalidRequestError, match="no run under id 'never'") as info:
         client.open_run("never")
+    assert info.value.field == "run"
 
 
 def test_same_run_again_rejoins_other_rows_refused(client: vb.Client, stack: LocalStack) -> None:

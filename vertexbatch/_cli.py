@@ -342,9 +342,9 @@ def _open_run(client: Client, run_id: str) -> Run:
     try:
         return client.open_run(run_id)
     except InvalidRequestError as exc:
-        # open_run says "no run under id ..." only when the ledger is absent; an invalid id or
-        # a ledger that cannot be read stay invalid requests (exit 3).
-        if str(exc).startswith(f"no run under id {run_id!r}"):
+        # field "run" marks an absent ledger; an invalid id or a ledger that cannot be read stay
+        # invalid requests (exit 3).
+        if exc.field == "run":
             raise _Fail(ExitCode.NOT_FOUND, str(exc)) from exc
         raise
 

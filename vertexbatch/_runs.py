@@ -191,14 +191,15 @@ def open_run(client: Client, run_id: str) -> Run:
     """Rebuild a run from its ledger in GCS.
 
     Raises:
-        InvalidRequestError: there is no run under this id.
+        InvalidRequestError: there is no run under this id (``field == "run"``), or the id is
+            invalid or its ledger unreadable (``field == "id"``).
     """
     _check_run_id(run_id)
     folder = client._staging.folder(run_id)
     ledger = client._staging.read_json(folder.name(LEDGER))
     if ledger is None:
         raise InvalidRequestError(
-            f"no run under id {run_id!r} (no {folder.uri(LEDGER)})", field="id"
+            f"no run under id {run_id!r} (no {folder.uri(LEDGER)})", field="run"
         )
     try:
         shards = [Shard(str(s["id"]), int(s["keys"])) for s in ledger["shards"]]
