@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -85,3 +87,9 @@ def stack_env(stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch) -
     for name, value in stack.environment(bucket, prefix="jobs").items():
         monkeypatch.setenv(name, value)
     return bucket
+
+
+def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> Path:
+    """Write one JSON object per line, as the command and the examples read requests."""
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path

@@ -11,7 +11,7 @@ import pytest
 import vertexbatch as vb
 from vertexbatch.emulator import LocalStack
 
-from .conftest import EXAMPLES, claude_requests, load
+from .conftest import EXAMPLES, claude_requests, load, write_jsonl
 
 CLAUDE = "claude-opus-5-5@default"
 
@@ -36,11 +36,9 @@ def test_cloud_run_job_retried_task_adopts_the_job(
 ) -> None:
     """A retried task (same CLOUD_RUN_EXECUTION) returns the same job; Vertex holds one."""
     cloud_run_job = load("cloud_run_job")
-    path = tmp_path / "requests.jsonl"
-    path.write_text(
-        "".join(
-            json.dumps({"key": r.key, "params": dict(r.params)}) + "\n" for r in claude_requests(4)
-        )
+    path = write_jsonl(
+        tmp_path / "requests.jsonl",
+        ({"key": r.key, "params": dict(r.params)} for r in claude_requests(4)),
     )
     monkeypatch.setenv("CLOUD_RUN_EXECUTION", "review-batch-x7k2p")
     argv = ["--provider", "claude", "--model", CLAUDE, str(path)]
@@ -62,9 +60,8 @@ def test_cloud_run_job_tasks_split_the_file(
 ) -> None:
     """With several tasks each submits every N-th Gemini line under EXECUTION-tINDEX."""
     cloud_run_job = load("cloud_run_job")
-    path = tmp_path / "requests.jsonl"
-    path.write_text(
-        "".join(json.dumps({"key": f"t{i}", "contents": f"Ticket {i}"}) + "\n" for i in range(5))
+    path = write_jsonl(
+        tmp_path / "requests.jsonl", ({"key": f"t{i}", "contents": f"Ticket {i}"} for i in range(5))
     )
     monkeypatch.setenv("CLOUD_RUN_EXECUTION", "triage-abc12")
     monkeypatch.setenv("CLOUD_RUN_TASK_COUNT", "2")

@@ -10,7 +10,7 @@ import pytest
 import vertexbatch as vb
 from vertexbatch.emulator import LocalStack
 
-from .conftest import load
+from .conftest import load, write_jsonl
 
 
 def test_run_advancer_drives_a_run(stack: LocalStack, stack_env: str) -> None:
@@ -74,18 +74,9 @@ def test_nightly_run_starts_and_rejoins(
 ) -> None:
     """The Cloud Run example shards the file into jobs; running it again rejoins the same run."""
     module = load("nightly_run")
-    path = tmp_path / "requests.jsonl"
-    path.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "key": f"k{i}",
-                    "params": {"max_tokens": 8, "messages": [{"role": "user", "content": f"q{i}"}]},
-                }
-            )
-            + "\n"
-            for i in range(7)
-        )
+    message = {"max_tokens": 8, "messages": [{"role": "user", "content": "a question"}]}
+    path = write_jsonl(
+        tmp_path / "requests.jsonl", ({"key": f"k{i}", "params": message} for i in range(7))
     )
     argv = ["--model", "claude-opus-5-5@default", "--shard-size", "3", "nightly-cli", str(path)]
     assert module.main(argv) == 0

@@ -782,22 +782,14 @@ def run_submit(
     client = _client()
     lines = _request_lines(file, provider)
     with _naming_the_line(lines):
-        if provider == "claude":
-            run = client.run_claude(
-                run_id,
-                model,
-                iter(lines),  # type: ignore[arg-type]
-                shard_size=shard_size,
-                max_attempts=attempts,
-            )
-        else:
-            run = client.run_gemini(
-                run_id,
-                model,
-                iter(lines),  # type: ignore[arg-type]
-                shard_size=shard_size,
-                max_attempts=attempts,
-            )
+        start = client.run_claude if provider == "claude" else client.run_gemini
+        run = start(
+            run_id,
+            model,
+            iter(lines),  # type: ignore[arg-type]
+            shard_size=shard_size,
+            max_attempts=attempts,
+        )
     _echo_run(run, run.status(), as_json)
 
 
