@@ -378,13 +378,23 @@ class _RequestLines:
         return _BadLine(f"{self.name} line {self.line}: {problem}", field=field)
 
     def _parse(self, raw: bytes) -> ClaudeRequest | GeminiRequest:
+        problem = ""
         try:
-            data = json.loads(raw.decode("utf-8").rstrip("\r\n"))
+            data = json.loads(raw.decode("utf-8").rstrip("\r\n"), parse_constant=_not_json)
         except UnicodeDecodeError:
-            raise self._bad("not UTF-8 text") from None
+            problem = "not UTF-8 text"
         except json.JSONDecodeError as exc:
             # exc.msg and the column say what is wrong without echoing the line.
-            raise self._bad(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+            problem = f"not valid JSON ({exc.msg} at column {exc.colno})"
+        except _NotJSON:
+            problem = "not JSON: NaN/Infinity are not JSON numbers"
+        except ValueError:  # an integer of more digits than Python converts
+            problem = "not valid JSON (an integer too long to read)"
+        except RecursionError:
+            problem = "not valid JSON (nested too deeply to read)"
+        if problem:
+            # Raised outside the except block: the decoder's error holds the line's text.
+            raise self._bad(problem)
         if not isinstance(data, dict):
             raise self._bad(f"expected a JSON object, got {type(data).__name__}")
         allowed = {"key", "params"} if self.provider == "claude" else {"key", "contents", "config"}
@@ -406,6 +416,14 @@ class _RequestLines:
         if data.get("config") is not None and not isinstance(data["config"], dict):
             raise self._bad("'config' must be an object or null", field="config")
         return GeminiRequest(key, data["contents"], data.get("config"))
+
+
+class _NotJSON(Exception):
+    """A NaN or Infinity token: Python's json reads it, JSON does not have it."""
+
+
+def _not_json(token: str) -> Any:
+    raise _NotJSON
 
 
 # Library errors with these fields are about the call, not about the line just read.

@@ -40,12 +40,14 @@ class ClaudeRequest:
     """One Claude request: the caller's key and Anthropic Messages parameters.
 
     ``params`` is what ``anthropic.Anthropic().messages.create`` takes (``max_tokens``,
-    ``messages``, ``system``, ``tools``, ...). ``model`` in it is ignored: the job carries it.
-    ``anthropic_version`` is set for Vertex batch unless given.
+    ``messages``, ``system``, ``tools``, ...), as JSON data. ``model`` and ``stream`` are
+    refused: the job carries the model, and batch prediction does not stream.
+    ``anthropic_version`` is set for Vertex batch unless given. The repr shows the key only:
+    request content stays out of logs and tracebacks.
     """
 
     key: str
-    params: Mapping[str, Any]
+    params: Mapping[str, Any] = field(repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +55,16 @@ class GeminiRequest:
     """One Gemini request: the caller's key, contents and an optional config.
 
     ``contents`` and ``config`` take google-genai types or the dict forms google-genai accepts
-    (``ContentDict``, ``GenerateContentConfigDict``); a plain string is one user turn.
+    (``ContentDict``, ``GenerateContentConfigDict``); a plain string is one user turn. Config
+    fields only the google-genai client uses (``http_options``, ``automatic_function_calling``,
+    ...) are refused: they have no effect in batch. The repr shows the key only.
     """
 
     key: str
-    contents: genai_types.ContentListUnion | genai_types.ContentListUnionDict
-    config: genai_types.GenerateContentConfig | genai_types.GenerateContentConfigDict | None = None
+    contents: genai_types.ContentListUnion | genai_types.ContentListUnionDict = field(repr=False)
+    config: genai_types.GenerateContentConfig | genai_types.GenerateContentConfigDict | None = (
+        field(default=None, repr=False)
+    )
 
 
 @dataclass(frozen=True, slots=True)
