@@ -20,7 +20,8 @@ KEYS = 12
 REQUESTS = claude_requests(KEYS)
 LINES = [json.loads(claude_line(r).data) for r in REQUESTS]
 
-ROW_KINDS = ["answer", "refusal", "truncated", "error", "not-run", "echo-only", "drop"]
+ROW_KINDS = ["answer", "refusal", "truncated", "error", "not-run", "echo-only", "drop", "deep"]
+DEEP = 3000  # past the interpreter's recursion limit
 
 
 def _row(kind: str, line: dict) -> dict:
@@ -48,7 +49,15 @@ def _row(kind: str, line: dict) -> dict:
     if kind == "error":
         status = {"error": {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED"}}
         return {**base, "status": "Too Many Requests: " + json.dumps(status)}
+    if kind == "deep":  # nested too deeply to read: its key is a malformed line
+        return {**base, "status": "", "response": {"content": []}, "deep": None}
     return {"custom_id": line["custom_id"], "request": line["request"]}  # not-run
+
+
+def _line(row: dict) -> bytes:
+    """A row as one JSONL line; a "deep" row gets its nesting as raw text."""
+    text = json.dumps(row).encode()
+    return text.replace(b'"deep": null', b'"deep": ' + b"[" * DEEP + b"]" * DEEP)
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +79,18 @@ def finished_job(local_stack: LocalStack) -> Iterator[tuple[vb.Client, vb.Job, s
     kinds=st.lists(st.sampled_from(ROW_KINDS), min_size=KEYS, max_size=KEYS),
     duplicated=st.sets(st.integers(0, KEYS - 1)),
     garbage=st.lists(
-        st.sampled_from([b"not json", b"[1, 2]", b'{"custom_id": "nobody"}', b"{}", b'"x"']),
+        st.sampled_from(
+            [
+                b"not json",
+                b"[1, 2]",
+                b'{"custom_id": "nobody"}',
+                b"{}",
+                b'"x"',
+                b"[" * DEEP,
+                b'{"a": ' * DEEP + b"1" + b"}" * DEEP,
+                b'{"request": ' + b"[" * DEEP + b"]" * DEEP + b"}",
+            ]
+        ),
         max_size=4,
     ),
     seed=st.integers(0, 2**32 - 1),
@@ -86,12 +106,10 @@ def test_every_key_exactly_once(
     """Random outcomes, drops, duplicates across files, garbage and order: one result per key."""
     client, job, directory = finished_job
     rng = random.Random(seed)
-    rows = [json.dumps(_row(k, LINES[i])).encode() for i, k in enumerate(kinds) if k != "drop"]
+    rows = [_line(_row(k, LINES[i])) for i, k in enumerate(kinds) if k != "drop"]
     lines = rows + garbage
     rng.shuffle(lines)
-    dupes = [
-        json.dumps(_row(kinds[i], LINES[i])).encode() for i in duplicated if kinds[i] != "drop"
-    ]
+    dupes = [_line(_row(kinds[i], LINES[i])) for i in duplicated if kinds[i] != "drop"]
     bucket = local_stack.storage_client().bucket("property-bucket")
     prefix = directory.removeprefix("gs://property-bucket/")
     for blob in bucket.list_blobs(prefix=prefix + "/"):
@@ -115,6 +133,7 @@ def test_every_key_exactly_once(
         "error": "retryable",
         "not-run": "retryable",
         "drop": "missing",
+        "deep": "failed",
     }
     for i, kind in enumerate(kinds):
         assert by_key[REQUESTS[i].key].outcome == expected[kind], (i, kind)

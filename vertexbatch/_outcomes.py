@@ -23,6 +23,10 @@ A line of Vertex's ``predictions.jsonl`` is a failure when its ``status`` is non
 Errors never carry provider text: messages are built from codes and status names only, and a
 status name is kept only when it looks like an identifier.
 
+JSON in a line is read with ``load_json``, which refuses nesting deeper than ``MAX_DEPTH``, and
+every walk over row data here is bounded, so one damaged line costs time in proportion to its
+length and never exhausts the stack.
+
 Every function here is pure: no I/O, no logging, and inputs are never modified (``Result.response``
 may be the caller's own dict, or a dict decoded from a JSON string in the line).
 """
@@ -33,6 +37,7 @@ import enum
 import json
 import re
 from collections.abc import Mapping
+from itertools import accumulate, takewhile
 from typing import Any, Final, Literal
 
 from ._errors import InvalidRequestError, LineError, RefusedError, TruncatedError
@@ -40,6 +45,7 @@ from ._models import Provider, Refusal, Result, Usage
 from ._retry import TRANSIENT_HTTP
 
 __all__ = [
+    "MAX_DEPTH",
     "MessageKind",
     "TRANSIENT_CODES",
     "TRANSIENT_STATUSES",
@@ -47,7 +53,15 @@ __all__ = [
     "classify_gemini_response",
     "classify_row",
     "line_error_for",
+    "load_json",
 ]
+
+MAX_DEPTH: Final = 128
+"""The deepest nesting of arrays and objects read from an output line or a JSON string in it.
+
+Vertex's importer refuses requests nested deeper than 15 levels; responses may nest deeper (tool
+input is the model's own JSON), but nothing legitimate comes near this.
+"""
 
 TRANSIENT_CODES: Final[frozenset[int]] = TRANSIENT_HTTP
 """HTTP-style codes after which the same request may succeed (529 is Anthropic's overload)."""
@@ -146,6 +160,17 @@ _CLAUDE_TRUNCATED: Final = frozenset({"max_tokens", "model_context_window_exceed
 # The largest nesting of wrappers looked through: response → JSON string → body → JSON string.
 _MAX_UNWRAP: Final = 6
 _MAX_JSON_TAIL_TRIES: Final = 8
+
+# A token count above int64 is not a count (and would overflow a metrics exporter).
+_MAX_COUNT: Final = 2**63 - 1
+# A string read as a number has at most this many digits (int() refuses past 4,300).
+_MAX_DIGITS: Final = 19
+
+# For measuring nesting: a JSON string (to its closing quote, or to the end of an unterminated
+# one) once escaped backslashes and quotes are gone, then +1 per opening and -1 per closing bracket.
+_JSON_STRING: Final = re.compile(rb'"[^"]*"?')
+_BRACKET_STEPS: Final = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+_NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
 
 _REFUSED: Final = "request refused by the provider"
 _TRUNCATED: Final = "answer stopped at the token limit"
@@ -381,6 +406,49 @@ def line_error_for(
     return LineError(message, key=key, code=code, status=status, transient=transient)
 
 
+def load_json(text: str | bytes) -> Any:
+    """``json.loads``, refusing text nested deeper than ``MAX_DEPTH`` before parsing it.
+
+    Bytes must be UTF-8 (a leading byte-order mark is allowed). Counting brackets is the only
+    extra cost for usual text; the nesting is measured only when there are more opening brackets
+    than ``MAX_DEPTH``, in time linear in the text's length.
+
+    Raises:
+        ValueError: the text is not UTF-8, is not JSON, or nests too deeply.
+    """
+    if isinstance(text, str):
+        too_deep = _too_deep(text)
+    else:
+        # One pass that drops the opening brackets: a little cheaper than counting each kind.
+        too_deep = len(text) - len(text.translate(None, b"[{")) > MAX_DEPTH
+        too_deep = too_deep and _nesting(text) > MAX_DEPTH
+        text = text.decode("utf-8", "surrogatepass")  # as json.loads does, but UTF-8 only
+        if text[:1] == "\ufeff":
+            text = text[1:]
+    if too_deep:
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    return json.loads(text)
+
+
+def _too_deep(text: str, start: int = 0) -> bool:
+    """Whether the JSON value at ``start`` could nest deeper than ``MAX_DEPTH`` (cheap when not)."""
+    if text.count("{", start) + text.count("[", start) <= MAX_DEPTH:
+        return False
+    return _nesting(text[start:].encode("utf-8", "surrogatepass")) > MAX_DEPTH
+
+
+def _nesting(data: bytes) -> int:
+    """How deep the first JSON value in ``data`` nests, as a JSON parser would count it.
+
+    Escaped backslashes and quotes go first, so what is left of a string runs from one quote to
+    the next. Past the first error a parser stops, so measuring what follows only overcounts.
+    """
+    plain = _JSON_STRING.sub(b"", data.replace(b"\\\\", b"").replace(b'\\"', b""))
+    steps = memoryview(plain.translate(_BRACKET_STEPS, _NOT_BRACKETS)).cast("b")
+    # Up to the value's last closing bracket, when the depth first comes back to zero.
+    return max(takewhile(bool, accumulate(steps)), default=0)
+
+
 # --- reading failures ------------------------------------------------------------------------
 
 
@@ -393,11 +461,11 @@ def _parse_status(status: object) -> tuple[int, str]:
     return _code_and_name(status)
 
 
-def _parse_status_text(text: str) -> tuple[int, str]:
+def _parse_status_text(text: str, depth: int = 0) -> tuple[int, str]:
     """Read ``"Bad Request: {json}"``-like text: the JSON tail first, then the words before it."""
     text = text.strip()
-    obj, start = _json_tail(text)
-    code, name = _parse_error_object(obj) if obj is not None else (0, "")
+    obj, start = _json_tail(text) if depth < _MAX_UNWRAP else (None, len(text))
+    code, name = _parse_error_object(obj, depth + 1) if obj is not None else (0, "")
     prefix_code, prefix_name = _parse_prefix(text[:start])
     return code or prefix_code, name or prefix_name
 
@@ -410,7 +478,7 @@ def _json_tail(text: str) -> tuple[Mapping[str, Any] | None, int]:
         if start < 0:
             break
         try:
-            value, _end = decoder.raw_decode(text, start)
+            value = None if _too_deep(text, start) else decoder.raw_decode(text, start)[0]
         except ValueError:
             pass
         else:
@@ -474,7 +542,7 @@ def _parse_error_object(obj: Mapping[str, Any], depth: int = 0) -> tuple[int, st
         message = obj.get("message")
         if isinstance(message, str):
             # A status object may wrap the status string itself; only codes and names are kept.
-            code, name = _parse_status_text(message)
+            code, name = _parse_status_text(message, depth + 1)
     return code, name
 
 
@@ -486,7 +554,7 @@ def _code_and_name(value: object) -> tuple[int, str]:
         return 0, ""
     if isinstance(value, str):
         value = value.strip()
-        if not value.isdigit():
+        if not _is_number(value):
             return 0, _safe_name(value)
         value = int(value)
     if isinstance(value, int):
@@ -530,7 +598,7 @@ def _decode_response(value: object) -> tuple[Mapping[str, Any] | None, bool]:
             if not value.strip():
                 return None, False
             try:
-                value = json.loads(value)
+                value = load_json(value)
             except ValueError:
                 return None, True
             continue
@@ -660,16 +728,19 @@ def _text_or(value: object, default: str) -> str:
 def _count(value: object) -> int:
     """A token count; anything missing, null or not a count is 0."""
     if type(value) is int:  # the usual case, first: every row has several counts
-        return value if value > 0 else 0
+        return value if 0 < value <= _MAX_COUNT else 0
     if isinstance(value, bool):
         return 0
-    if isinstance(value, int):
-        return max(value, 0)
-    if isinstance(value, float) and value.is_integer():
-        return max(int(value), 0)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+    if isinstance(value, int | float) and value == value and 0 < value <= _MAX_COUNT:
+        return int(value) if float(value).is_integer() else 0
+    if isinstance(value, str) and _is_number(value.strip()):
+        return _count(int(value.strip()))
     return 0
+
+
+def _is_number(text: str) -> bool:
+    """Whether ``text`` is a plain decimal number that ``int()`` reads (ASCII digits only)."""
+    return 0 < len(text) <= _MAX_DIGITS and text.isascii() and text.isdigit()
 
 
 def _safe_name(value: str) -> str:
@@ -677,8 +748,11 @@ def _safe_name(value: str) -> str:
     return value if _SAFE_NAME.fullmatch(value) else ""
 
 
-def _blank(value: object) -> bool:
-    """Whether a ``status``/``processed_time`` field says nothing (None, "", {}, {code: 0})."""
+def _blank(value: object, depth: int = 0) -> bool:
+    """Whether a ``status``/``processed_time`` field says nothing (None, "", {}, {code: 0}).
+
+    Objects nested past ``_MAX_UNWRAP`` levels are taken to say something.
+    """
     if type(value) is str:  # the usual case, first
         return not value.strip()
     if value is None or (isinstance(value, int) and value == 0):
@@ -686,7 +760,7 @@ def _blank(value: object) -> bool:
     if isinstance(value, str):
         return not value.strip()
     if isinstance(value, Mapping):
-        return all(_blank(v) for v in value.values())
+        return depth < _MAX_UNWRAP and all(_blank(v, depth + 1) for v in value.values())
     if isinstance(value, list):
         return not value
     return False

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import logging
+from collections import Counter
 from collections.abc import Iterator
 
 from google.api_core import exceptions as api_exceptions
 
 from ._errors import JobError, LineError, MissingError
 from ._identity import read_key_map
-from ._lines import KeyMap
+from ._lines import KeyMap, canonical_digest
 from ._models import Job, Result
-from ._outcomes import classify_row
+from ._outcomes import classify_row, load_json
 from ._staging import Staging
 from ._telemetry import Telemetry
 from ._vertex import Vertex, status_of
@@ -20,6 +20,10 @@ from ._vertex import Vertex, status_of
 __all__ = ["iter_results", "output_files", "read_output_file"]
 
 logger = logging.getLogger("vertexbatch")
+
+# A line longer than this is damaged: only its first bytes are kept, to find its key by.
+# Far above one request and its answer (Anthropic caps a request at 32 MB), far below memory.
+_MAX_LINE = 128 * 1024 * 1024
 
 
 def output_files(directory: str, names: list[str]) -> list[str]:
@@ -55,8 +59,9 @@ def iter_results(
             job=job.name,
         ) from exc
     taken: set[int] = set()
+    echoed: dict[str, int] = {}
     for uri in files:
-        for result in read_output_file(staging, uri, keys, taken, job):
+        for result in read_output_file(staging, uri, keys, taken, job, echoed=echoed):
             telemetry.record(result, job)
             yield result
     if status.terminal:
@@ -68,19 +73,34 @@ def iter_results(
 
 
 def read_output_file(
-    staging: Staging, uri: str, keys: KeyMap, taken: set[int], job: Job
+    staging: Staging,
+    uri: str,
+    keys: KeyMap,
+    taken: set[int],
+    job: Job,
+    *,
+    echoed: dict[str, int] | None = None,
 ) -> Iterator[Result]:
+    """Yield a result for each line of ``uri`` that answers a key not yet in ``taken``.
+
+    A line that is not a JSON object (not UTF-8, nested too deeply, longer than ``_MAX_LINE``)
+    is a ``MALFORMED_LINE`` for the key its id fields name, if they name one. A row with no id is
+    matched by its echoed request; ``echoed`` counts such rows by content across the files of a
+    job, so that a row also present in an earlier file is not credited to a second key.
+    """
     skipped = 0
+    earlier = echoed if echoed is not None else {}
+    here: Counter[str] = Counter()
     try:
-        lines = staging.read_lines(uri)
+        lines = staging.read_lines(uri, max_line=_MAX_LINE)
         for raw in lines:
             if not raw.strip():
                 continue
             try:
-                row = json.loads(raw)
-            except ValueError:
+                row = load_json(raw)
+            except ValueError:  # not UTF-8, not JSON, too deep, or cut at _MAX_LINE
                 row = None
-            if not isinstance(row, dict):
+            if type(row) is not dict:
                 index = keys.find_digest(raw)
                 if index is None or index in taken:
                     skipped += 1
@@ -90,30 +110,54 @@ def read_output_file(
                 yield Result(
                     key=key,
                     error=LineError(
-                        "output line is not a JSON object", key=key, status="MALFORMED_LINE"
+                        "output line is not a readable JSON object",
+                        key=key,
+                        status="MALFORMED_LINE",
                     ),
                 )
                 continue
-            index = keys.match(row, taken)
+            index = keys.match_id(row)
             if index is None:
-                skipped += 1
-                continue
-            if index in taken:
+                # Only the echoed request tells whose row this is. Identical rows in one file are
+                # rows of identical requests; a row already counted in an earlier file is the same
+                # row written twice (incremental and final), never a second key's.
+                try:
+                    content = canonical_digest(row)
+                except ValueError:
+                    skipped += 1
+                    continue
+                here[content] += 1
+                if here[content] <= earlier.get(content, 0):
+                    continue
+                index = keys.match_echo(row, taken)
+                if index is None:
+                    skipped += 1
+                    continue
+            elif index in taken:
                 continue  # the same row in an incremental and a final file
             taken.add(index)
             key = keys.keys[index]
             try:
-                yield classify_row(row, key=key, provider=job.provider)
-            except Exception:  # a row of a shape nobody foresaw: the key still gets an outcome
-                logger.exception("output row for a key of job %s has an unexpected shape", job.name)
-                yield Result(
+                result = classify_row(row, key=key, provider=job.provider)
+            except Exception as exc:  # a row of a shape nobody foresaw: the key still gets one
+                # The exception's text and traceback may quote the response: only its type.
+                logger.warning(
+                    "output row for a key of job %s has an unexpected shape (%s)",
+                    job.name,
+                    type(exc).__name__,
+                )
+                result = Result(
                     key=key,
                     error=LineError(
                         "output row has an unexpected shape", key=key, status="MALFORMED_ROW"
                     ),
                 )
+            yield result
     except api_exceptions.GoogleAPICallError as exc:
         raise JobError(f"cannot read {uri}: {type(exc).__name__}", job=job.name) from exc
+    for content, count in here.items():
+        if count > earlier.get(content, 0):
+            earlier[content] = count
     if skipped:
         logger.warning(
             "skipped %d line(s) of %s that are not JSON or match no key; their keys surface as "

@@ -39,6 +39,8 @@ JSON = "application/json"
 _SINGLE_REQUEST_LIMIT = 8 * 1024 * 1024
 _CHUNK = 8 * 1024 * 1024
 _READ_CHUNK = 4 * 1024 * 1024
+# Manifests, records and ledgers are KBs (a ledger lists at most a few thousand shards).
+_SMALL_OBJECT_MAX = 4 * 1024 * 1024
 
 
 def parse_gs_uri(uri: str) -> tuple[str, str]:
@@ -236,20 +238,67 @@ class Staging:
         return upload.finish()
 
     def read_json(self, name: str) -> Any | None:
-        """Read a small JSON object, ``None`` if it does not exist."""
+        """Read a small JSON object, ``None`` if it does not exist.
+
+        Raises:
+            InvalidRequestError: the object is not JSON, or is a JSON ``null`` (vertexbatch never
+                writes one, so it is damaged, not absent).
+        """
+        value, _ = self._read_json_generation(name)
+        return value
+
+    def _read_json_generation(self, name: str) -> tuple[Any | None, int]:
         blob = self._blob(name)
+        uri = f"gs://{blob.bucket.name}/{blob.name}"
         try:
-            data = self._policy.call(f"read {name}", lambda: blob.download_as_bytes(retry=None))
+            data = self._policy.call(
+                f"read {name}",
+                # At most one byte past the limit: a huge object is refused, never held.
+                lambda: blob.download_as_bytes(start=0, end=_SMALL_OBJECT_MAX, retry=None),
+            )
         except api_exceptions.NotFound:
-            return None
-        try:
-            return json.loads(data)
-        except ValueError as exc:
+            return None, 0
+        except api_exceptions.RequestRangeNotSatisfiable:  # an empty object
+            data = b""
+        if len(data) > _SMALL_OBJECT_MAX:
             raise InvalidRequestError(
-                f"gs://{blob.bucket.name}/{name} is not valid JSON: it was not written by "
-                "vertexbatch",
+                f"{uri} is over {_SMALL_OBJECT_MAX:,} bytes, which no vertexbatch record is: it "
+                "was not written by vertexbatch",
                 field="staging",
-            ) from exc
+            )
+        try:
+            value = json.loads(data)
+        except (ValueError, RecursionError):
+            value = None
+        if value is None:
+            raise InvalidRequestError(
+                f"{uri} is not a vertexbatch object (not JSON, or null): it was damaged or not "
+                "written by vertexbatch",
+                field="staging",
+            )
+        return value, int(blob.generation or 0)
+
+    def replace_json(self, name: str, value: Any, expected: Any) -> bool:
+        """Overwrite a small JSON object only if it still holds ``expected``; atomic.
+
+        The write is conditional on the generation that was read, so of two callers replacing
+        the same object at once, one wins and the other gets ``False``.
+        """
+        current, generation = self._read_json_generation(name)
+        if current != expected or not generation:
+            return False
+        blob = self._blob(name)
+        data = json.dumps(value, sort_keys=True, indent=1).encode("utf-8")
+        try:
+            self._policy.call(
+                f"replace {name}",
+                lambda: blob.upload_from_string(
+                    data, content_type=JSON, if_generation_match=generation, retry=None
+                ),
+            )
+        except api_exceptions.PreconditionFailed:
+            return False
+        return True
 
     def exists(self, uri_or_name: str) -> bool:
         """Whether an object exists."""
@@ -276,11 +325,18 @@ class Staging:
 
         return self._policy.call(f"list {uri_prefix}", listing)
 
-    def read_lines(self, uri_or_name: str) -> Iterator[bytes]:
-        """Stream an object's lines; a transient failure resumes at the byte it stopped at."""
+    def read_lines(self, uri_or_name: str, *, max_line: int | None = None) -> Iterator[bytes]:
+        """Stream an object's lines; a transient failure resumes at the byte it stopped at.
+
+        With ``max_line``, a longer line is yielded as its first ``max_line`` bytes and a NUL
+        byte (which no JSON text holds, so it reads as a damaged line) and the rest of it is
+        passed over as it streams by: no more than ``max_line`` bytes of one line are held.
+        """
         blob = self._blob(uri_or_name)
         offset = 0
-        tail = b""
+        tail: list[bytes] = []  # the line being read, in pieces while it spans reads
+        held = 0
+        skipping = False  # passing over the rest of a line cut at max_line
         while True:
             try:
                 data = self._policy.call(
@@ -291,10 +347,28 @@ class Staging:
             offset += len(data)
             if not data:
                 break
-            lines = (tail + data).split(b"\n")
-            tail = lines.pop()
-            yield from lines
+            lines = data.split(b"\n")
+            last = lines.pop()
+            if lines:
+                if skipping:
+                    del lines[0]
+                    skipping = False
+                elif tail:
+                    tail.append(lines[0])
+                    lines[0] = b"".join(tail)
+                tail, held = [], 0
+                if max_line is None or max(map(len, lines), default=0) <= max_line:
+                    yield from lines
+                else:
+                    for line in lines:
+                        yield line if len(line) <= max_line else line[:max_line] + b"\0"
+            if last and not skipping:
+                tail.append(last)
+                held += len(last)
+                if max_line is not None and held > max_line:
+                    yield b"".join(tail)[:max_line] + b"\0"
+                    tail, held, skipping = [], 0, True
             if len(data) < _READ_CHUNK:
                 break
         if tail:
-            yield tail
+            yield b"".join(tail)
