@@ -226,7 +226,7 @@ def test_submit_other_rows_under_the_id_is_not_blamed_on_a_line(tmp_path: Path) 
     result = cli(*args, "--shard-size", "2", str(other))
     assert result.exit_code == ExitCode.INVALID_REQUEST
     line = one_error_line(result)
-    assert "'taken.s0' is already claimed" in line and " line " not in line
+    assert "run id 'taken' already holds another run" in line and " line " not in line
 
 
 @pytest.mark.parametrize(

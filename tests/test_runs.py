@@ -111,7 +111,7 @@ def test_same_run_again_rejoins_other_rows_refused(client: vb.Client, stack: Loc
     second = client.run_claude("again", MODEL, [_req(i) for i in range(3)])
     assert second.shards == first.shards
     assert len([j for j in stack.jobs() if j["displayName"].startswith("again.")]) == 1
-    with pytest.raises(vb.InvalidRequestError, match="already claimed"):
+    with pytest.raises(vb.InvalidRequestError, match="already holds another run"):
         client.run_claude("again", MODEL, [_req(i, "other") for i in range(3)])
 
 

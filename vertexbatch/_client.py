@@ -9,12 +9,18 @@ from typing import TYPE_CHECKING, Any
 from google.api_core import exceptions as api_exceptions
 
 from ._errors import InvalidRequestError, JobError
-from ._identity import find, read_key_map, read_staged_lines, stage, submit
+from ._identity import (
+    find,
+    read_key_map,
+    read_staged_lines,
+    resubmit_origin,
+    stage_and_submit,
+)
 from ._lines import StagedLine, claude_line, gemini_line
 from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Result, Status
 from ._results import iter_results
 from ._retry import RetryPolicy
-from ._rules import check_id, check_key, check_model, next_attempt_id
+from ._rules import check_id, check_job, check_key, check_model, next_attempt_id
 from ._runs import DEFAULT_SHARD_SIZE, Run, create_run
 from ._runs import open_run as load_run
 from ._staging import Staging
@@ -213,9 +219,7 @@ class Client:
         check_model(model, provider)
         expected = ClaudeRequest if provider == "anthropic" else GeminiRequest
         lines = _staged_lines(requests, expected, build)
-        manifest = stage(self._staging, id, provider, model, lines)
-        spec = manifest.spec(id, self._staging.folder(id))
-        return submit(self._vertex, self._staging, spec, self.retry)
+        return stage_and_submit(self._staging, self._vertex, self.retry, id, provider, model, lines)
 
     def find(self, id: str) -> Job | None:
         """The job of a submission id, or ``None``; read-only, never cancels anything."""
@@ -225,8 +229,10 @@ class Client:
         """Where the job stands (one Vertex GET).
 
         Raises:
+            InvalidRequestError: ``job`` is not a ``Job`` naming a Vertex batch job.
             JobError: the job does not exist.
         """
+        check_job(job)
         try:
             return status_of(self._vertex.get(job.name))
         except api_exceptions.NotFound as exc:
@@ -236,8 +242,10 @@ class Client:
         """Stream one ``Result`` per key written so far; once terminal, the missing keys too.
 
         Raises:
-            JobError: the job does not exist, or its output cannot be read.
+            InvalidRequestError: ``job`` is not a ``Job`` naming a Vertex batch job.
+            JobError: the job does not exist, or its key map or output cannot be read.
         """
+        check_job(job)
         return iter_results(self._vertex, self._staging, job, self._telemetry)
 
     def resubmit(
@@ -257,8 +265,11 @@ class Client:
 
         Raises:
             InvalidRequestError: the job is not terminal (with default keys), a key is not in
-                the job, or there is nothing to resubmit.
+                the job, there is nothing to resubmit, or the new id is held by another
+                submission (a derived id is only ever used for a resubmission of ``job``).
+            JobError: the job's staged input or key map is gone or damaged.
         """
+        check_job(job)
         new_id = check_id(id) if id is not None else next_attempt_id(job.id)
         if keys is None:
             status = self.status(job)
@@ -270,7 +281,14 @@ class Client:
                 )
             wanted = {r.key for r in self.results(job) if r.outcome in ("retryable", "missing")}
         else:
-            wanted = set(keys)
+            if isinstance(keys, str) or not isinstance(keys, Iterable):
+                raise InvalidRequestError(
+                    "keys must be an iterable of request keys, not one string", field="keys"
+                )
+            listed = list(keys)
+            if not all(isinstance(key, str) for key in listed):
+                raise InvalidRequestError("keys must be strings (request keys)", field="keys")
+            wanted = set(listed)
         if not wanted:
             raise InvalidRequestError(f"job {job.name} has no keys to resubmit", field="keys")
         unknown = wanted.difference(read_key_map(self._staging, job).keys)
@@ -279,9 +297,16 @@ class Client:
                 f"keys {sorted(unknown)[:5]} are not in job {job.name}", field="keys"
             )
         lines = read_staged_lines(self._staging, job, wanted)
-        manifest = stage(self._staging, new_id, job.provider, job.model, lines)
-        spec = manifest.spec(new_id, self._staging.folder(new_id))
-        return submit(self._vertex, self._staging, spec, self.retry)
+        return stage_and_submit(
+            self._staging,
+            self._vertex,
+            self.retry,
+            new_id,
+            job.provider,
+            job.model,
+            lines,
+            resubmit_origin(job.id),
+        )
 
     def run_claude(
         self,
@@ -325,8 +350,17 @@ class Client:
         return load_run(self, id)
 
     def cancel(self, job: Job) -> None:
-        """Ask Vertex to cancel the job; asynchronous, and a finished job is not an error."""
-        self._vertex.cancel(job.name)
+        """Ask Vertex to cancel the job; asynchronous, and a finished job is not an error.
+
+        Raises:
+            InvalidRequestError: ``job`` is not a ``Job`` naming a Vertex batch job.
+            JobError: the job does not exist.
+        """
+        check_job(job)
+        try:
+            self._vertex.cancel(job.name)
+        except api_exceptions.NotFound as exc:
+            raise JobError(f"job {job.name} does not exist", job=job.name) from exc
 
 
 def _staged_lines(
@@ -334,7 +368,23 @@ def _staged_lines(
     expected: type[ClaudeRequest] | type[GeminiRequest],
     build: Callable[[Any], StagedLine],
 ) -> Iterator[StagedLine]:
-    """Validate each request's type and key, then build its line; one request at a time."""
+    """Validate each request's type and key, then build its line; one request at a time.
+
+    ``requests`` itself is checked now, before any cloud call; its items as they are taken.
+    """
+    if isinstance(requests, str | bytes | Mapping) or not isinstance(requests, Iterable):
+        raise InvalidRequestError(
+            f"requests must be an iterable of {expected.__name__}, got {type(requests).__name__}",
+            field="requests",
+        )
+    return _built_lines(requests, expected, build)
+
+
+def _built_lines(
+    requests: Iterable[Any],
+    expected: type[ClaudeRequest] | type[GeminiRequest],
+    build: Callable[[Any], StagedLine],
+) -> Iterator[StagedLine]:
     seen: set[str] = set()
     for request in requests:
         if not isinstance(request, expected):

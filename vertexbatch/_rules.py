@@ -6,15 +6,17 @@ import re
 from typing import Any
 
 from ._errors import InvalidRequestError
-from ._models import Provider
+from ._models import Job, Provider
 
 __all__ = [
     "MAX_INPUT_BYTES",
     "MAX_ROWS",
     "check_id",
+    "check_job",
     "check_key",
     "check_model",
     "id_label",
+    "is_job_name",
 ]
 
 # Vertex refuses more than 200,000 rows or 1 GB of input for one batch job.
@@ -56,6 +58,30 @@ def next_attempt_id(submission_id: str) -> str:
     return derived
 
 
+_JOB_NAME = re.compile(r"projects/[^/\s]+/locations/[^/\s]+/batchPredictionJobs/[0-9]+")
+
+
+def is_job_name(name: object) -> bool:
+    """Whether ``name`` is a Vertex batch prediction job resource name."""
+    return isinstance(name, str) and _JOB_NAME.fullmatch(name) is not None
+
+
+def check_job(job: object) -> None:
+    """Raise ``InvalidRequestError`` unless ``job`` is a ``Job`` that names a Vertex batch job."""
+    if not isinstance(job, Job):
+        raise InvalidRequestError(
+            f"expected a vertexbatch Job, got {type(job).__name__} (Job.from_dict rebuilds one "
+            "from JSON)",
+            field="job",
+        )
+    if not is_job_name(job.name):
+        raise InvalidRequestError(
+            f"job name {job.name!r} is not a Vertex batch job resource name "
+            "(projects/P/locations/L/batchPredictionJobs/N)",
+            field="job",
+        )
+
+
 def id_label(submission_id: str) -> str:
     """The job label value that carries an id (labels do not allow '.')."""
     return submission_id.replace(".", "_")
@@ -69,6 +95,14 @@ def check_key(key: Any, seen: set[str]) -> str:
         )
     if not key:
         raise InvalidRequestError("request key must not be empty", field="key")
+    if not key.isascii():
+        try:
+            key.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidRequestError(
+                "request key must be text UTF-8 can carry: it holds a lone surrogate",
+                field="key",
+            ) from None
     if key in seen:
         raise InvalidRequestError(
             f"request key {key!r} appears twice: keys must be unique within a job", field="key"
@@ -101,9 +135,13 @@ def check_model(model: object, provider: Provider) -> str:
             f"submit_{_PUBLISHERS[other]}, not submit_{family}",
             field="model",
         )
-    if provider == "anthropic" and not model.startswith("claude"):
+    if not model.startswith(family):
+        # Batch lines are Messages requests (Claude) or GenerateContent requests (Gemini): any
+        # other model would make Vertex refuse the job, hours later for some failures.
         raise InvalidRequestError(
-            f"model {model!r} is not a Claude model id (they start with 'claude-')", field="model"
+            f"model {model!r} is not a {family.title()} model id (they start with "
+            f"'{family}-'): submit_{family} takes {family.title()} models only",
+            field="model",
         )
     return model
 

@@ -9,6 +9,7 @@ GCS, under the run's own folder and the shards' folders::
     PREFIX/RUN.s0.r1/...           shard 0, attempt 1: its retryable and missing keys
     PREFIX/RUN.s0/done.json        shard 0's final outcome counts, once it is finished
     PREFIX/RUN.s0/online.jsonl     shard 0's answers from the online fallback, if it ran
+    PREFIX/RUN.s0/online.claim.json  who is answering shard 0 online, and until when
 
 ``advance`` is one short, idempotent step: any number of schedulers may call it at once, and a
 step killed half-way is finished by the next. Two callers creating the same attempt get the same
@@ -27,13 +28,25 @@ from typing import TYPE_CHECKING, Literal
 from opentelemetry.metrics import NoOpMeterProvider
 
 from ._errors import InvalidRequestError
-from ._identity import MANIFEST, Manifest, look_up, read_key_map, stage, submit
+from ._identity import (
+    look_up,
+    measure,
+    read_key_map,
+    read_manifest,
+    read_staged_lines,
+    run_origin,
+    stage,
+    stage_and_submit,
+    submit,
+)
 from ._lines import StagedLine
 from ._models import Job, Provider, Result, Status
 from ._results import iter_results, read_output_file
-from ._rules import MAX_INPUT_BYTES, check_id
+from ._rules import MAX_INPUT_BYTES, MAX_ROWS, check_id
+from ._staging import Staging
 from ._telemetry import Telemetry
 from ._vertex import status_of
+from ._wait import check_deadline
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -49,6 +62,7 @@ FORMAT = "vertexbatch-run/1"
 # Room a run id must leave for shard and attempt suffixes (".s9999.r99") within 63 characters.
 _RUN_ID_MAX = 52
 DEFAULT_SHARD_SIZE = 100_000
+_MAX_ATTEMPTS = 99
 # Vertex runs at most 4 Claude batch jobs per project at once by default.
 DEFAULT_LIVE_JOBS: dict[Provider, int] = {"anthropic": 4, "google": 16}
 
@@ -148,24 +162,43 @@ def create_run(
 ) -> Run:
     """Stage every shard, write the ledger, and take the first ``advance`` step."""
     _check_run_id(run_id)
-    if shard_size < 1:
+    if type(shard_size) is not int or shard_size < 1:
         raise InvalidRequestError(
             f"shard_size must be at least 1, got {shard_size}", field="shard_size"
         )
-    if not 1 <= max_attempts <= 99:
+    if type(max_attempts) is not int or not 1 <= max_attempts <= _MAX_ATTEMPTS:
         raise InvalidRequestError(
-            f"max_attempts must be between 1 and 99, got {max_attempts}", field="max_attempts"
+            f"max_attempts must be a whole number from 1 to {_MAX_ATTEMPTS}, got {max_attempts!r}",
+            field="max_attempts",
         )
-    staging = client._staging
-    shards: list[Shard] = []
-    cutter = _Shards(lines, shard_size)
+    cutter = _Shards(lines, shard_size)  # the first request is checked before any cloud call
     if not cutter.more():
         raise InvalidRequestError(f"no requests for run {run_id!r}", field="requests")
-    while cutter.more():
-        shard_id = f"{run_id}.s{len(shards)}"
-        manifest = stage(staging, shard_id, provider, model, cutter.take())
-        shards.append(Shard(shard_id, manifest.rows))
-    ledger = {
+    staging = client._staging
+    folder = staging.folder(run_id)
+    existing = staging.read_json(folder.name(LEDGER))
+    if existing is not None:
+        # Rejoining: check the whole run against what is staged before touching anything.
+        shards = _check_rejoin(staging, run_id, provider, model, max_attempts, existing, cutter)
+    else:
+        shards = []
+        while cutter.more():
+            shard_id = f"{run_id}.s{len(shards)}"
+            manifest = stage(staging, shard_id, provider, model, cutter.take(), run_origin(run_id))
+            shards.append(Shard(shard_id, manifest.rows))
+        ledger = _ledger(run_id, provider, model, max_attempts, shards)
+        created = staging.create_json(folder.name(LEDGER), ledger)
+        if not created and staging.read_json(folder.name(LEDGER)) != ledger:
+            raise _other_run(run_id)
+    run = Run(client, run_id, provider, model, max_attempts, shards)
+    run.advance()
+    return run
+
+
+def _ledger(
+    run_id: str, provider: Provider, model: str, max_attempts: int, shards: list[Shard]
+) -> dict[str, object]:
+    return {
         "format": FORMAT,
         "id": run_id,
         "provider": provider,
@@ -173,18 +206,111 @@ def create_run(
         "max_attempts": max_attempts,
         "shards": [{"id": s.id, "keys": s.keys} for s in shards],
     }
-    folder = staging.folder(run_id)
-    if not staging.create_json(folder.name(LEDGER), ledger):
-        existing = staging.read_json(folder.name(LEDGER))
-        if existing != ledger:
-            raise InvalidRequestError(
-                f"run id {run_id!r} already holds another run (other rows, model or "
-                "max_attempts): use a new id; nothing staged was changed",
-                field="id",
-            )
-    run = Run(client, run_id, provider, model, max_attempts, shards)
-    run.advance()
-    return run
+
+
+def _other_run(run_id: str) -> InvalidRequestError:
+    return InvalidRequestError(
+        f"run id {run_id!r} already holds another run (other rows, model or max_attempts): use "
+        "a new id; nothing staged was changed",
+        field="id",
+    )
+
+
+def _check_rejoin(
+    staging: Staging,
+    run_id: str,
+    provider: Provider,
+    model: str,
+    max_attempts: int,
+    existing: object,
+    cutter: _Shards,
+) -> list[Shard]:
+    """The run's shards if these rows are the staged run's rows; reads only, stages nothing."""
+    recorded = _parse_ledger(existing, run_id, staging.folder(run_id).uri(LEDGER))
+    if (recorded.provider, recorded.model, recorded.max_attempts) != (
+        provider,
+        model,
+        max_attempts,
+    ):
+        raise _other_run(run_id)
+    for shard in recorded.shards:
+        if not cutter.more():
+            raise _other_run(run_id)
+        given = measure(shard.id, provider, model, cutter.take(), run_origin(run_id))
+        staged = read_manifest(staging, shard.id)
+        if staged is None or not staged.claims_same(given):
+            raise _other_run(run_id)
+    if cutter.more():
+        raise _other_run(run_id)
+    return recorded.shards
+
+
+_FINAL_OUTCOMES = frozenset({"ok", "refused", "truncated", "failed", "exhausted"})
+
+
+def _done_outcomes(done: object, shard: Shard, where: str) -> dict[str, int]:
+    """A finished shard's outcome counts, checked: the record may have been edited."""
+    outcomes = done.get("outcomes") if isinstance(done, dict) else None
+    if (
+        not isinstance(done, dict)
+        or done.get("shard") != shard.id
+        or not isinstance(outcomes, dict)
+        or not set(outcomes) <= _FINAL_OUTCOMES
+        or not all(type(n) is int and n >= 0 for n in outcomes.values())
+        or sum(outcomes.values()) != shard.keys
+    ):
+        raise InvalidRequestError(
+            f"{where} is not a vertexbatch shard record (outcome counts of its {shard.keys} "
+            "keys): it was damaged or edited",
+            field="staging",
+        )
+    return outcomes
+
+
+@dataclass(frozen=True, slots=True)
+class _Ledger:
+    provider: Provider
+    model: str
+    max_attempts: int
+    shards: list[Shard]
+
+
+def _parse_ledger(ledger: object, run_id: str, where: str) -> _Ledger:
+    """A run ledger read from GCS, every field checked: it may have been edited."""
+
+    def bad(why: str) -> InvalidRequestError:
+        return InvalidRequestError(
+            f"{where} is not a vertexbatch run ledger ({why}): it was damaged or edited",
+            field="id",
+        )
+
+    if not isinstance(ledger, dict):
+        raise bad(f"a JSON {type(ledger).__name__}, not an object")
+    if ledger.get("id") != run_id:
+        raise bad("its 'id' is not this run's id")
+    provider = ledger.get("provider")
+    if provider not in ("anthropic", "google"):
+        raise bad("'provider' is neither 'anthropic' nor 'google'")
+    model = ledger.get("model")
+    if not isinstance(model, str) or not model:
+        raise bad("'model' is not a model id")
+    attempts = ledger.get("max_attempts")
+    if type(attempts) is not int or not 1 <= attempts <= _MAX_ATTEMPTS:
+        raise bad(f"'max_attempts' is not a whole number from 1 to {_MAX_ATTEMPTS}")
+    listed = ledger.get("shards")
+    if not isinstance(listed, list) or not listed:
+        raise bad("'shards' is not a list of shards")
+    shards = []
+    for index, entry in enumerate(listed):
+        if (
+            not isinstance(entry, dict)
+            or entry.get("id") != f"{run_id}.s{index}"
+            or type(entry.get("keys")) is not int
+            or not 1 <= entry["keys"] <= MAX_ROWS
+        ):
+            raise bad(f"shard {index} is not {{'id': '{run_id}.s{index}', 'keys': 1-{MAX_ROWS}}}")
+        shards.append(Shard(entry["id"], entry["keys"]))
+    return _Ledger(provider, model, attempts, shards)
 
 
 def open_run(client: Client, run_id: str) -> Run:
@@ -201,15 +327,10 @@ def open_run(client: Client, run_id: str) -> Run:
         raise InvalidRequestError(
             f"no run under id {run_id!r} (no {folder.uri(LEDGER)})", field="run"
         )
-    try:
-        shards = [Shard(str(s["id"]), int(s["keys"])) for s in ledger["shards"]]
-        return Run(
-            client, run_id, ledger["provider"], ledger["model"], int(ledger["max_attempts"]), shards
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InvalidRequestError(
-            f"{folder.uri(LEDGER)} is not a vertexbatch run ledger", field="id"
-        ) from exc
+    recorded = _parse_ledger(ledger, run_id, folder.uri(LEDGER))
+    return Run(
+        client, run_id, recorded.provider, recorded.model, recorded.max_attempts, recorded.shards
+    )
 
 
 class Run:
@@ -239,13 +360,26 @@ class Run:
         return sum(s.keys for s in self.shards)
 
     def _attempts(self, shard: Shard) -> list[_Attempt]:
-        """The shard's staged attempts in order, each with its job and status if it has one."""
+        """The shard's staged attempts in order, each with its job and status if it has one.
+
+        Raises:
+            InvalidRequestError: an attempt's id holds rows this run did not stage (a plain
+                submission under ``RUN.s0.r1``, say): never adopted, whatever its rows.
+        """
         client = self._client
         found: list[_Attempt] = []
         for attempt in range(self.max_attempts):
-            staged = look_up(client._vertex, client._staging, _attempt_id(shard, attempt))
+            attempt_id = _attempt_id(shard, attempt)
+            staged = look_up(client._vertex, client._staging, attempt_id)
             if staged is None:
                 break
+            if staged.manifest.origin != run_origin(self.id):
+                raise InvalidRequestError(
+                    f"id {attempt_id!r}, which run {self.id!r} uses for attempt {attempt} of "
+                    f"shard {shard.id!r}, holds a submission this run did not stage: the run "
+                    "cannot go on until that id's folder is removed; nothing was adopted",
+                    field="id",
+                )
             if staged.job is None:
                 found.append(_Attempt(None, None))
             else:
@@ -268,13 +402,25 @@ class Run:
 
     def _create(self, attempt_id: str) -> Job:
         """Create the job of an attempt that was staged but has none (identity protocol)."""
-        staging = self._client._staging
-        folder = staging.folder(attempt_id)
-        manifest = Manifest.from_json(
-            staging.read_json(folder.name(MANIFEST)), folder.uri(MANIFEST)
-        )
-        return submit(
-            self._client._vertex, staging, manifest.spec(attempt_id, folder), self._client.retry
+        client = self._client
+        manifest = read_manifest(client._staging, attempt_id)
+        if manifest is None:
+            raise InvalidRequestError(f"attempt {attempt_id!r} is not staged", field="id")
+        return submit(client._staging, client._vertex, client.retry, attempt_id, manifest)
+
+    def _resubmit(self, job: Job, keys: list[str], attempt_id: str) -> Job:
+        """Stage and submit an attempt of ``keys``, read back from ``job``'s staged input."""
+        client = self._client
+        lines = read_staged_lines(client._staging, job, set(keys))
+        return stage_and_submit(
+            client._staging,
+            client._vertex,
+            client.retry,
+            attempt_id,
+            job.provider,
+            job.model,
+            lines,
+            run_origin(self.id),
         )
 
     def advance(
@@ -285,10 +431,22 @@ class Run:
         Safe to call from any number of processes at once, and as often as you like.
 
         Args:
-            deadline: past this moment no new attempt is made; with ``fallback="online"`` the
-                shard's outstanding jobs are cancelled and its unsettled keys answered online.
+            deadline: past this moment (a timezone-aware ``datetime``) no new attempt is made;
+                with ``fallback="online"`` the shard's outstanding jobs are cancelled and its
+                unsettled keys answered online, each at most once across processes (see
+                ``vertexbatch._online``).
             fallback: ``"online"`` to answer past the deadline through the online APIs.
+
+        Raises:
+            InvalidRequestError: the deadline is not a timezone-aware ``datetime``
+                (``field == "deadline"``), or the fallback is not ``"online"`` or ``None``
+                (``field == "fallback"``).
         """
+        check_deadline(deadline)
+        if fallback not in (None, "online"):
+            raise InvalidRequestError(
+                f"fallback must be 'online' or None, got {fallback!r}", field="fallback"
+            )
         return self._step(act=True, deadline=deadline, fallback=fallback)
 
     def status(self) -> RunSummary:
@@ -312,7 +470,7 @@ class Run:
         for shard in self.shards:
             done = staging.read_json(staging.folder(shard.id).name(DONE))
             if done is not None:
-                totals.update(done["outcomes"])
+                totals.update(_done_outcomes(done, shard, staging.folder(shard.id).uri(DONE)))
                 continue
             attempts = self._attempts(shard)
             live += attempts[-1].job is not None and not attempts[-1].terminal
@@ -345,7 +503,7 @@ class Run:
                 continue
             if unsettled and latest + 1 < self.max_attempts and not late:
                 if act and live < budget:
-                    client.resubmit(job, keys=unsettled, id=_attempt_id(shard, latest + 1))
+                    self._resubmit(job, unsettled, _attempt_id(shard, latest + 1))
                     created += 1
                     live += 1
                 totals["pending"] += shard.keys
@@ -409,18 +567,27 @@ class Run:
                 yield result
 
     def _answer_online(self, shard: Shard, attempts: list[_Attempt]) -> dict[str, int]:
-        """Past the deadline: cancel the shard's jobs and answer its unsettled keys online."""
+        """Past the deadline: cancel the shard's jobs and answer its unsettled keys online.
+
+        Each key is answered online at most once across processes: the shard is claimed in GCS
+        first (``vertexbatch._online``); while another process holds the claim, the shard is
+        reported pending and nothing is called.
+        """
         from ._online import answer_online
 
         client = self._client
         for attempt in attempts:
             if attempt.job is not None and not attempt.terminal:
                 client.cancel(attempt.job)
-        settled = {
-            r.key for r in self._shard_results(shard) if r.outcome not in ("retryable", "missing")
-        }
-        online = client._staging.folder(shard.id).name(ONLINE)
-        answer_online(client, self._shard_job(shard), settled, online)
+
+        def settled() -> set[str]:
+            results = self._shard_results(shard)
+            return {r.key for r in results if r.outcome not in ("retryable", "missing")}
+
+        folder = client._staging.folder(shard.id)
+        if not answer_online(client, self._shard_job(shard), settled, folder, ONLINE):
+            # Another process holds the shard's claim and is answering it; a later step finishes.
+            return {"pending": shard.keys}
         outcomes = self._final_outcomes(shard)
         self._finish(shard, outcomes)
         return outcomes
