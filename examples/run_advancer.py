@@ -3,7 +3,8 @@
 Each call takes one ``advance`` step of the run named in the request (``{"run": "nightly"}``)
 and reports the summary. It keeps nothing between calls: the run's ledger in GCS is the state,
 and concurrent or repeated calls (at-least-once delivery) take the same step without duplicates.
-An optional ``"deadline"`` (ISO 8601) switches unfinished shards to the online APIs once passed.
+An optional ``"deadline"`` (ISO 8601 with a timezone, ``"2026-11-30T06:00:00Z"``) switches
+unfinished shards to the online APIs once passed; a deadline without a timezone is answered 400.
 
 Deploy::
 
@@ -27,16 +28,19 @@ import vertexbatch as vb
 @functions_framework.http
 def advance(request: flask.Request) -> tuple[dict[str, Any], int]:
     """Take one step of the run and report where it stands."""
-    body = request.get_json(silent=True) or {}
-    run_id = body.get("run")
-    if not isinstance(run_id, str):
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict) or not isinstance(body.get("run"), str):
         return {"error": 'expected a JSON body {"run": "<run id>"}'}, 400
-    deadline = datetime.fromisoformat(body["deadline"]) if body.get("deadline") else None
+    run_id: str = body["run"]
+    try:
+        deadline = datetime.fromisoformat(body["deadline"]) if body.get("deadline") else None
+    except (TypeError, ValueError):
+        return {"error": '"deadline" must be an ISO 8601 time, e.g. "2026-11-30T06:00:00Z"'}, 400
     try:
         run = vb.Client.from_env().open_run(run_id)
         summary = run.advance(deadline=deadline, fallback="online" if deadline else None)
     except vb.InvalidRequestError as exc:
-        return {"error": str(exc)}, 404
+        return {"error": str(exc)}, 404 if exc.field == "run" else 400
     return {
         "run": summary.id,
         "done": summary.done,

@@ -12,13 +12,13 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ._errors import VertexBatchError
+from ._errors import InvalidRequestError, VertexBatchError
 from ._models import Job, Status
 
 if TYPE_CHECKING:
     from ._client import Client
 
-__all__ = ["MAX_JOB_LIFETIME", "WaitTimeout", "poll_delays", "wait"]
+__all__ = ["MAX_JOB_LIFETIME", "WaitTimeout", "check_deadline", "poll_delays", "wait"]
 
 # Vertex lets a batch job queue up to 72 h and run up to 24 h; past that it cannot be running.
 MAX_JOB_LIFETIME = timedelta(hours=96)
@@ -41,6 +41,24 @@ class WaitTimeout(VertexBatchError):
 
 def _rebuild_timeout(message: str, status: Status) -> WaitTimeout:
     return WaitTimeout(message, status=status)
+
+
+def check_deadline(deadline: object) -> datetime | None:
+    """``deadline`` itself if it is ``None`` or a timezone-aware ``datetime``.
+
+    A naive ``datetime`` cannot be compared with the current time, which is always aware here.
+
+    Raises:
+        InvalidRequestError: anything else (``field == "deadline"``).
+    """
+    if deadline is None or (isinstance(deadline, datetime) and deadline.utcoffset() is not None):
+        return deadline
+    what = "has no timezone" if isinstance(deadline, datetime) else "is not a datetime"
+    raise InvalidRequestError(
+        f"the deadline {what}: it must be a datetime with a timezone, such as "
+        "datetime.now(UTC) + timedelta(hours=2)",
+        field="deadline",
+    )
 
 
 def poll_delays(
@@ -82,9 +100,11 @@ def wait(
         sleep / now: injectable for tests and event loops.
 
     Raises:
+        InvalidRequestError: the deadline is not a timezone-aware ``datetime``.
         WaitTimeout: the deadline passed, or the job outlived any Vertex job (96 h); it carries
             the last status.
     """
+    check_deadline(deadline)
     start = now()
     limits = [d for d in (deadline, start + timedelta(seconds=timeout) if timeout else None) if d]
     delays = poll_delays(floor, ceiling)

@@ -1,9 +1,10 @@
 """Scriptable faults of the local Vertex REST service (thread-safe).
 
 Call faults: the next N calls of an operation fail before taking effect (`fail`) or after it
-(`lose_response`). Job faults apply to jobs created from now on whose display name matches (None
-matches every job): `list_lag`, `hold`, `fail_job`. `reset` clears everything and releases
-held jobs.
+(`lose_response`); every call of an operation is served only after a pause (`delay`, e.g. slow
+online `rawPredict`/`generateContent` calls, so that concurrent callers overlap). Job faults
+apply to jobs created from now on whose display name matches (None matches every job):
+`list_lag`, `hold`, `fail_job`. `reset` clears everything and releases held jobs.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Faults:
         self._lock = threading.Lock()
         self._before: dict[str, list[_CallFault]] = {}
         self._after: dict[str, list[_CallFault]] = {}
+        self._delays: dict[str, float] = {}
         self._list_lag = 0
         self._holds: list[tuple[str | None, Hold]] = []
         self._failures: list[tuple[str | None, JobFault]] = []
@@ -77,6 +79,14 @@ class Faults:
         _check_op(op)
         with self._lock:
             self._after.setdefault(op, []).append(_CallFault(status, times))
+
+    def delay(self, op: str, seconds: float) -> None:
+        """Every call of op from now on waits `seconds` before it is served (0: no pause)."""
+        _check_op(op)
+        if seconds < 0:
+            raise ValueError("seconds must be >= 0")
+        with self._lock:
+            self._delays[op] = seconds
 
     def list_lag(self, lists: int = 2) -> None:
         """Jobs created from now on appear in list results only after `lists` more list calls."""
@@ -126,6 +136,7 @@ class Faults:
         with self._lock:
             self._before.clear()
             self._after.clear()
+            self._delays.clear()
             self._list_lag = 0
             self._failures.clear()
         self.release(None)
@@ -151,6 +162,11 @@ class Faults:
     def take_before(self, op: str) -> int | None:
         """The status to fail this call of op with before it takes effect, if any."""
         return self._take(self._before, op)
+
+    def delay_of(self, op: str) -> float:
+        """The seconds to pause this call of op before serving it."""
+        with self._lock:
+            return self._delays.get(op, 0.0)
 
     def take_after(self, op: str) -> int | None:
         """The status to answer this call of op with after it took effect, if any."""

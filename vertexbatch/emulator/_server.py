@@ -24,6 +24,7 @@ import re
 import socket
 import sys
 import threading
+import time
 from collections import Counter
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -121,6 +122,9 @@ class Service:
         op, match = found
         with self._lock:
             self._calls[op] += 1
+        pause = self.store.faults.delay_of(op)
+        if pause:
+            time.sleep(pause)
         try:
             status = self.store.faults.take_before(op)
             if status is not None:
