@@ -21,7 +21,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, TypeVar
 
 from google.api_core import exceptions as api_exceptions
@@ -347,17 +347,7 @@ def _carry_on(staging: Staging, submission_id: str, staged: Manifest, given: Man
 
 
 def _only_model_differs(staged: Manifest, given: Manifest) -> bool:
-    return staged.claims_same(
-        Manifest(
-            provider=given.provider,
-            model=staged.model,
-            rows=given.rows,
-            bytes=given.bytes,
-            md5=given.md5,
-            keys_md5=given.keys_md5,
-            origin=given.origin,
-        )
-    )
+    return staged.claims_same(replace(given, model=staged.model))
 
 
 def _chain(first: StagedLine, rest: Iterator[StagedLine]) -> Iterator[StagedLine]:
@@ -540,7 +530,7 @@ def _refused(
     """Vertex refused the create: mark the manifest so the id can take a corrected model."""
     if not _ours(vertex.list_for_id(spec.id), spec):  # no job after all: the id is free
         name = staging.folder(submission_id).name(MANIFEST)
-        marked = Manifest(**{**asdict(manifest), "rejected": f"{exc.code} {type(exc).__name__}"})
+        marked = replace(manifest, rejected=f"{exc.code} {type(exc).__name__}")
         staging.replace_json(name, marked.to_json(), manifest.to_json())
     return InvalidRequestError(
         f"Vertex refused to create the job of id {submission_id!r} with {manifest.provider} "
