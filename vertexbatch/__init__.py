@@ -14,6 +14,7 @@ from ._errors import (
     ResultError,
     TruncatedError,
     VertexBatchError,
+    WaitTimeout,
 )
 from ._models import (
     ClaudeRequest,
@@ -27,8 +28,8 @@ from ._models import (
     Usage,
 )
 from ._retry import RetryPolicy, is_retryable
-from ._runs import Run, RunSummary
-from ._wait import WaitTimeout, wait
+from ._runs import Run, RunSummary, Shard
+from ._wait import wait
 
 __all__ = [
     "ClaudeRequest",
@@ -48,6 +49,7 @@ __all__ = [
     "RetryPolicy",
     "Run",
     "RunSummary",
+    "Shard",
     "Status",
     "TruncatedError",
     "Usage",

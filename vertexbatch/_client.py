@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
-from google.api_core import exceptions as api_exceptions
-
-from ._errors import InvalidRequestError, JobError
-from ._identity import (
-    find,
-    read_key_map,
-    read_staged_lines,
-    resubmit_origin,
-    stage_and_submit,
-)
+from ._cloud import Cloud
+from ._config import DEFAULT_PREFIX, build_client
+from ._errors import InvalidRequestError, job_errors
+from ._identity import find, resubmit, stage_and_submit
 from ._lines import StagedLine, claude_line, gemini_line
+from ._manifest import resubmit_origin
 from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Result, Status
 from ._results import iter_results
 from ._retry import RetryPolicy
@@ -31,10 +25,7 @@ if TYPE_CHECKING:
     from google.cloud import aiplatform_v1, storage
     from opentelemetry.metrics import MeterProvider
 
-__all__ = ["ENV_REQUIRED", "Client"]
-
-# What ``Client.from_env`` and the command line tool need from the environment.
-ENV_REQUIRED = ("GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "VERTEXBATCH_BUCKET")
+__all__ = ["Client"]
 
 
 def _regional_endpoint(location: str) -> str:
@@ -65,8 +56,8 @@ class Client:
         project: str,
         location: str,
         bucket: str,
-        prefix: str = "vertexbatch",
         *,
+        prefix: str = DEFAULT_PREFIX,
         jobs: aiplatform_v1.JobServiceClient | None = None,
         storage: storage.Client | None = None,
         meter_provider: MeterProvider | None = None,
@@ -87,9 +78,14 @@ class Client:
         self.bucket = bucket
         self.prefix = prefix
         self.retry = retry or RetryPolicy()
-        self._vertex = Vertex(jobs, project, location, self.retry)
-        self._staging = Staging(storage, bucket, prefix, self.retry)
-        self._telemetry = Telemetry(meter_provider)
+        self._cloud = Cloud(
+            vertex=Vertex(jobs, project, location, self.retry),
+            staging=Staging(storage, bucket, prefix, self.retry),
+            retry=self.retry,
+            telemetry=Telemetry(meter_provider),
+            project=project,
+            location=location,
+        )
 
     @classmethod
     def from_env(
@@ -98,49 +94,20 @@ class Client:
         *,
         meter_provider: MeterProvider | None = None,
         retry: RetryPolicy | None = None,
-    ) -> Client:
+    ) -> Self:
         """A client configured from environment variables, as the command line tool is.
 
         Reads ``GOOGLE_CLOUD_PROJECT``, ``GOOGLE_CLOUD_LOCATION``, ``VERTEXBATCH_BUCKET`` and
-        ``VERTEXBATCH_PREFIX`` (default ``vertexbatch``); when ``VERTEXBATCH_VERTEX_ENDPOINT`` and
-        ``STORAGE_EMULATOR_HOST`` are both set (as ``vertexbatch emulator`` prints), the client
-        talks to those endpoints with anonymous credentials.
+        ``VERTEXBATCH_PREFIX`` (default ``vertexbatch``) from ``env`` (default ``os.environ``);
+        when ``VERTEXBATCH_VERTEX_ENDPOINT`` and ``STORAGE_EMULATOR_HOST`` are both set (as
+        ``vertexbatch emulator`` prints), the client talks to those endpoints with anonymous
+        credentials.
 
         Raises:
-            InvalidRequestError: a required variable is missing, named in the message.
+            InvalidRequestError: a required variable is missing, named in the message; only one
+                endpoint is set; or an endpoint is not an ``http(s)://`` URL.
         """
-        env = os.environ if env is None else env
-        values = {}
-        for name in ENV_REQUIRED:
-            if not env.get(name):
-                raise InvalidRequestError(
-                    f"environment variable {name} is not set: vertexbatch needs "
-                    f"{', '.join(ENV_REQUIRED)}",
-                    field=name,
-                )
-            values[name] = env[name]
-        project, location, bucket = (values[n] for n in ENV_REQUIRED)
-        prefix = env.get("VERTEXBATCH_PREFIX") or "vertexbatch"
-        vertex_endpoint = env.get("VERTEXBATCH_VERTEX_ENDPOINT")
-        storage_endpoint = env.get("STORAGE_EMULATOR_HOST")
-        if vertex_endpoint or storage_endpoint:
-            if not (vertex_endpoint and storage_endpoint):
-                raise InvalidRequestError(
-                    "VERTEXBATCH_VERTEX_ENDPOINT and STORAGE_EMULATOR_HOST must be set together "
-                    "(both point at the local stack)",
-                    field="VERTEXBATCH_VERTEX_ENDPOINT",
-                )
-            return cls.for_endpoints(
-                vertex_endpoint=vertex_endpoint,
-                storage_endpoint=storage_endpoint,
-                project=project,
-                location=location,
-                bucket=bucket,
-                prefix=prefix,
-                meter_provider=meter_provider,
-                retry=retry,
-            )
-        return cls(project, location, bucket, prefix, meter_provider=meter_provider, retry=retry)
+        return build_client(cls, env, meter_provider=meter_provider, retry=retry)
 
     @classmethod
     def for_endpoints(
@@ -151,10 +118,10 @@ class Client:
         project: str,
         location: str,
         bucket: str,
-        prefix: str = "vertexbatch",
+        prefix: str = DEFAULT_PREFIX,
         meter_provider: MeterProvider | None = None,
         retry: RetryPolicy | None = None,
-    ) -> Client:
+    ) -> Self:
         """A client for explicit endpoints with anonymous credentials: the local stack's way in.
 
         ``vertex_endpoint`` and ``storage_endpoint`` are ``http://host:port`` URLs, such as
@@ -179,7 +146,7 @@ class Client:
             project,
             location,
             bucket,
-            prefix,
+            prefix=prefix,
             jobs=jobs,
             storage=store,
             meter_provider=meter_provider,
@@ -219,11 +186,13 @@ class Client:
         check_model(model, provider)
         expected = ClaudeRequest if provider == "anthropic" else GeminiRequest
         lines = _staged_lines(requests, expected, build)
-        return stage_and_submit(self._staging, self._vertex, self.retry, id, provider, model, lines)
+        return stage_and_submit(
+            self._cloud.staging, self._cloud.vertex, self.retry, id, provider, model, lines
+        )
 
     def find(self, id: str) -> Job | None:
         """The job of a submission id, or ``None``; read-only, never cancels anything."""
-        return find(self._vertex, self._staging, check_id(id))
+        return find(self._cloud.vertex, self._cloud.staging, check_id(id))
 
     def status(self, job: Job) -> Status:
         """Where the job stands (one Vertex GET).
@@ -233,10 +202,8 @@ class Client:
             JobError: the job does not exist.
         """
         check_job(job)
-        try:
-            return status_of(self._vertex.get(job.name))
-        except api_exceptions.NotFound as exc:
-            raise JobError(f"job {job.name} does not exist", job=job.name) from exc
+        with job_errors(job.name):
+            return status_of(self._cloud.vertex.get(job.name))
 
     def results(self, job: Job) -> Iterator[Result]:
         """Stream one ``Result`` per key written so far; once terminal, the missing keys too.
@@ -246,7 +213,7 @@ class Client:
             JobError: the job does not exist, or its key map or output cannot be read.
         """
         check_job(job)
-        return iter_results(self._vertex, self._staging, job, self._telemetry)
+        return iter_results(self._cloud.vertex, self._cloud.staging, job, self._cloud.telemetry)
 
     def resubmit(
         self, job: Job, *, keys: Iterable[str] | None = None, id: str | None = None
@@ -291,21 +258,9 @@ class Client:
             wanted = set(listed)
         if not wanted:
             raise InvalidRequestError(f"job {job.name} has no keys to resubmit", field="keys")
-        unknown = wanted.difference(read_key_map(self._staging, job).keys)
-        if unknown:
-            raise InvalidRequestError(
-                f"keys {sorted(unknown)[:5]} are not in job {job.name}", field="keys"
-            )
-        lines = read_staged_lines(self._staging, job, wanted)
-        return stage_and_submit(
-            self._staging,
-            self._vertex,
-            self.retry,
-            new_id,
-            job.provider,
-            job.model,
-            lines,
-            resubmit_origin(job.id),
+        cloud = self._cloud
+        return resubmit(
+            cloud.staging, cloud.vertex, cloud.retry, job, wanted, new_id, resubmit_origin(job.id)
         )
 
     def run_claude(
@@ -326,7 +281,13 @@ class Client:
         check_model(model, "anthropic")
         lines = _staged_lines(requests, ClaudeRequest, claude_line)
         return create_run(
-            self, id, "anthropic", model, lines, shard_size=shard_size, max_attempts=max_attempts
+            self._cloud,
+            id,
+            "anthropic",
+            model,
+            lines,
+            shard_size=shard_size,
+            max_attempts=max_attempts,
         )
 
     def run_gemini(
@@ -342,12 +303,18 @@ class Client:
         check_model(model, "google")
         lines = _staged_lines(requests, GeminiRequest, gemini_line)
         return create_run(
-            self, id, "google", model, lines, shard_size=shard_size, max_attempts=max_attempts
+            self._cloud,
+            id,
+            "google",
+            model,
+            lines,
+            shard_size=shard_size,
+            max_attempts=max_attempts,
         )
 
     def open_run(self, id: str) -> Run:
         """Rebuild a run from GCS alone (its ledger), e.g. in a Cloud Scheduler function."""
-        return load_run(self, id)
+        return load_run(self._cloud, id)
 
     def cancel(self, job: Job) -> None:
         """Ask Vertex to cancel the job; asynchronous, and a finished job is not an error.
@@ -357,10 +324,8 @@ class Client:
             JobError: the job does not exist.
         """
         check_job(job)
-        try:
-            self._vertex.cancel(job.name)
-        except api_exceptions.NotFound as exc:
-            raise JobError(f"job {job.name} does not exist", job=job.name) from exc
+        with job_errors(job.name):
+            self._cloud.vertex.cancel(job.name)
 
 
 def _staged_lines(

@@ -1,12 +1,15 @@
-"""The error tree of vertexbatch, drawn once.
+"""The error tree of vertexbatch, drawn once, and the one boundary where Google errors enter it.
 
 ::
 
     VertexBatchError                 root of everything this package raises or yields
     ├── InvalidRequestError          rejected before or instead of a cloud call: bad id, key, model,
-    │                                params, limits; an id already claimed for other rows; a job or
-    │                                record that does not belong to the id
-    ├── JobError                     the job itself cannot be read (unknown job, unreadable output)
+    │                                params, limits; an id already claimed for other rows or by
+    │                                another origin; a record, manifest or ledger that was edited;
+    │                                a create Vertex refused (400/404: the model, say)
+    ├── JobError                     the job itself cannot be read (unknown job, a staged object
+    │                                gone or damaged, unreadable output)
+    ├── WaitTimeout                  ``wait`` reached its deadline first; carries the last Status
     └── ResultError                  the outcome of one key, found on ``Result.error`` (never raised
         │                            by ``results``; raise it yourself if you want)
         ├── RefusedError             the model refused (Claude ``refusal``, Gemini block or a
@@ -16,13 +19,26 @@
         │                            ``code``, ``status`` and ``transient`` say what happened
         └── MissingError             no output line for the key once the job is terminal
 
+Google errors are translated here, by ``job_errors``: a job Vertex does not know becomes
+``JobError``, and so does a staged object or output file that is gone or cannot be read once the
+retry policy gave up. Everything else passes through to callers unchanged, as the Google
+libraries raise it: credentials (``google.auth.exceptions``), permissions (403), and transient
+errors (429, 5xx, network) that outlasted the retry policy — ``is_retryable`` tells those apart.
+
 Errors carry structured fields (ids, keys, codes, names), stay picklable, and never carry request
 or response content: provider messages are not copied into them.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from google.api_core import exceptions as api_exceptions
+
+if TYPE_CHECKING:
+    from ._models import Status
 
 __all__ = [
     "InvalidRequestError",
@@ -33,6 +49,8 @@ __all__ = [
     "ResultError",
     "TruncatedError",
     "VertexBatchError",
+    "WaitTimeout",
+    "job_errors",
 ]
 
 
@@ -64,6 +82,21 @@ class JobError(VertexBatchError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), self.args, {"job": self.job}))
+
+
+class WaitTimeout(VertexBatchError):
+    """``wait`` reached its deadline (or the job's longest possible life) first.
+
+    Attributes:
+        status: the last status seen.
+    """
+
+    def __init__(self, message: str, *, status: Status) -> None:
+        super().__init__(message)
+        self.status = status
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.args, {"status": self.status}))
 
 
 class ResultError(VertexBatchError):
@@ -126,3 +159,27 @@ class LineError(ResultError):
 def _rebuild(cls: type[Exception], args: tuple[Any, ...], state: dict[str, Any]) -> Exception:
     """Rebuild a pickled error through its own constructor (keyword-only fields)."""
     return cls(*args, **state)
+
+
+@contextlib.contextmanager
+def job_errors(job: str, reading: str = "") -> Iterator[None]:
+    """Translate the Google errors of one job's calls into ``JobError``: the one boundary.
+
+    Args:
+        job: the job's resource name (``JobError.job``).
+        reading: the ``gs://`` URI being read, if the calls read a staged object or an output
+            file: then any API error left after retries is a ``JobError`` naming it. Without
+            it (a call about the job itself), only ``NotFound`` is, and the rest pass through.
+    """
+    try:
+        yield
+    except api_exceptions.NotFound as exc:
+        if reading:
+            message = f"{reading} is gone: job {job} cannot be read without it"
+        else:
+            message = f"job {job} does not exist"
+        raise JobError(message, job=job) from exc
+    except api_exceptions.GoogleAPICallError as exc:
+        if not reading:
+            raise
+        raise JobError(f"cannot read {reading}: {type(exc).__name__}", job=job) from exc

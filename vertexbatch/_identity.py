@@ -16,251 +16,41 @@ The protocol (DESIGN.md, "Submission identity"):
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import re
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, replace
-from typing import Any, TypeVar
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
 
 from google.api_core import exceptions as api_exceptions
 
-from ._errors import InvalidRequestError, JobError
-from ._lines import KeyMap, StagedLine, parse_key_record
+from ._errors import InvalidRequestError, JobError, job_errors
+from ._lines import StagedLine
+from ._manifest import (
+    INPUT,
+    KEYS,
+    MANIFEST,
+    PLAIN,
+    RECORD,
+    Manifest,
+    Tally,
+    claim_conflict,
+    no_rows,
+    read_manifest,
+)
 from ._models import Job, Provider
 from ._retry import RetryPolicy, is_transient_call_error
-from ._rules import MAX_INPUT_BYTES, MAX_ROWS, is_job_name
-from ._staging import JSONL, Folder, Staging
+from ._rules import is_job_name
+from ._staged import read_key_map, read_staged_lines
+from ._staging import JSONL, Staging
 from ._vertex import BatchJob, JobSpec, Vertex, is_live
 
-__all__ = [
-    "Manifest",
-    "find",
-    "job_manifest",
-    "look_up",
-    "measure",
-    "read_key_map",
-    "read_manifest",
-    "read_staged_lines",
-    "stage",
-    "stage_and_submit",
-    "submit",
-]
+__all__ = ["Staged", "find", "look_up", "resubmit", "stage", "stage_and_submit", "submit"]
 
 logger = logging.getLogger("vertexbatch")
 
 # Create failures that say the job was not made (quota); others may hide a job made anyway.
 _REJECTED = (api_exceptions.TooManyRequests, api_exceptions.ResourceExhausted)
-
-INPUT = "input.jsonl"
-KEYS = "keys.jsonl"
-MANIFEST = "manifest.json"
-RECORD = "job.json"
-FORMAT = "vertexbatch/1"
-
-
-# Who staged an id's rows. A run or a resubmission only ever adopts rows it staged itself, so
-# an id it derives (``RUN.s0``, ``ID.r1``) that a plain submission already holds is refused,
-# never taken over (and the other way round).
-PLAIN = ""
-
-
-def run_origin(run_id: str) -> str:
-    return f"run:{run_id}"
-
-
-def resubmit_origin(submission_id: str) -> str:
-    return f"resubmit:{submission_id}"
-
-
-def _describe_origin(origin: str) -> str:
-    kind, _, of = origin.partition(":")
-    if kind == "run":
-        return f"run {of!r}"
-    if kind == "resubmit":
-        return f"a resubmission of {of!r}"
-    return "a plain submission"
-
-
-_MD5 = re.compile(r"[0-9a-f]{32}")
-
-
-@dataclass(frozen=True, slots=True)
-class Manifest:
-    """What claims an id: who staged it, the rows' provider, model, count, size, MD5s.
-
-    ``md5`` is the MD5 of ``input.jsonl`` and ``keys_md5`` that of ``keys.jsonl``: reading the key
-    map or the input back checks both, so a damaged object is an error, not a lost key.
-    ``rejected`` is set when Vertex refused to create a job from it (see ``mark_rejected``).
-    """
-
-    provider: Provider
-    model: str
-    rows: int
-    bytes: int
-    md5: str
-    keys_md5: str = ""  # "" in manifests written before key maps were verified
-    origin: str = PLAIN
-    rejected: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        data = {"format": FORMAT, **asdict(self)}
-        if not self.rejected:
-            del data["rejected"]
-        return data
-
-    @classmethod
-    def from_json(cls, data: Any, where: str) -> Manifest:
-        def bad(why: str) -> InvalidRequestError:
-            return InvalidRequestError(
-                f"{where} is not a vertexbatch manifest ({why}): it was not written by "
-                "vertexbatch or was edited; submit under a new id",
-                field="staging",
-            )
-
-        if not isinstance(data, dict):
-            raise bad(f"a JSON {type(data).__name__}, not an object")
-        for name, kind in (("provider", str), ("model", str), ("rows", int), ("bytes", int)):
-            if not isinstance(data.get(name), kind) or isinstance(data.get(name), bool):
-                raise bad(f"{name!r} is missing or not a {kind.__name__}")
-        for name in ("md5", "keys_md5", "origin", "rejected"):
-            if not isinstance(data.get(name, ""), str):
-                raise bad(f"{name!r} is not a string")
-        if data["provider"] not in ("anthropic", "google"):
-            raise bad("'provider' is neither 'anthropic' nor 'google'")
-        if data["rows"] < 1 or data["bytes"] < 1:
-            raise bad("'rows' and 'bytes' must be positive")
-        for name in ("md5", "keys_md5"):
-            value = data.get(name, "")
-            if (value or name == "md5") and not _MD5.fullmatch(value):
-                raise bad(f"{name!r} is not a hex MD5")
-        return cls(
-            provider=data["provider"],
-            model=data["model"],
-            rows=data["rows"],
-            bytes=data["bytes"],
-            md5=data["md5"],
-            keys_md5=data.get("keys_md5", ""),
-            origin=data.get("origin", PLAIN),
-            rejected=data.get("rejected", ""),
-        )
-
-    def claims_same(self, given: Manifest) -> bool:
-        """Whether ``given`` (rows about to be staged) are the rows this manifest claims."""
-        return (self.provider, self.model, self.rows, self.bytes, self.md5, self.origin) == (
-            given.provider,
-            given.model,
-            given.rows,
-            given.bytes,
-            given.md5,
-            given.origin,
-        ) and (not self.keys_md5 or self.keys_md5 == given.keys_md5)
-
-    def spec(self, submission_id: str, folder: Folder) -> JobSpec:
-        return JobSpec(
-            id=submission_id,
-            provider=self.provider,
-            model=self.model,
-            input_uri=folder.input_uri,
-            output_prefix=folder.output_prefix,
-            keys=self.rows,
-        )
-
-
-def _claim_conflict(
-    submission_id: str, staged: Manifest | None, given: Manifest, staged_md5: str = ""
-) -> InvalidRequestError:
-    if staged is None:
-        # A submitter stopped after the input, before the manifest: only the input is known.
-        what = f"other rows (its staged input has MD5 {staged_md5 or 'unknown'}; these rows "
-        what += f"have MD5 {given.md5})"
-    elif staged.origin != given.origin:
-        what = (
-            f"{_describe_origin(staged.origin)}, not {_describe_origin(given.origin)}: "
-            "an id belongs to whoever staged it first"
-        )
-    elif (staged.provider, staged.model) != (given.provider, given.model):
-        what = f"{staged.provider} model {staged.model!r}, not {given.model!r}"
-    else:
-        what = (
-            f"other rows ({staged.rows} rows, MD5 {staged.md5}; these are {given.rows} rows, "
-            f"MD5 {given.md5})"
-        )
-    return InvalidRequestError(
-        f"submission id {submission_id!r} is already claimed for {what}: submit these rows "
-        "under a new id; nothing staged was changed",
-        field="id",
-    )
-
-
-class _Tally:
-    """Counts, sizes and digests rows as they stream past, enforcing Vertex's limits."""
-
-    def __init__(self) -> None:
-        self.rows = 0
-        self.bytes = 0
-        self._md5 = hashlib.md5(usedforsecurity=False)
-        self._keys_md5 = hashlib.md5(usedforsecurity=False)
-
-    def add(self, line: StagedLine, key_record: bytes) -> None:
-        self.rows += 1
-        self.bytes += len(line.data)
-        if self.rows > MAX_ROWS:
-            raise InvalidRequestError(
-                f"more than {MAX_ROWS:,} requests for one job, which is Vertex's limit: "
-                "split them across ids (runs shard automatically)",
-                field="requests",
-            )
-        if self.bytes > MAX_INPUT_BYTES:
-            raise InvalidRequestError(
-                f"input passed {MAX_INPUT_BYTES:,} bytes at request {line.key!r}, over "
-                "Vertex's 1 GB limit for one job: split the requests across ids",
-                field="requests",
-            )
-        self._md5.update(line.data)
-        self._keys_md5.update(key_record)
-
-    def manifest(self, provider: Provider, model: str, origin: str) -> Manifest:
-        return Manifest(
-            provider=provider,
-            model=model,
-            rows=self.rows,
-            bytes=self.bytes,
-            md5=self._md5.hexdigest(),
-            keys_md5=self._keys_md5.hexdigest(),
-            origin=origin,
-        )
-
-
-def _no_rows(submission_id: str) -> InvalidRequestError:
-    return InvalidRequestError(
-        f"no requests to submit under id {submission_id!r}: a job needs at least one",
-        field="requests",
-    )
-
-
-def measure(
-    submission_id: str,
-    provider: Provider,
-    model: str,
-    lines: Iterable[StagedLine],
-    origin: str = PLAIN,
-) -> Manifest:
-    """The manifest ``stage`` would write for these rows, with no I/O (the rows are consumed)."""
-    tally = _Tally()
-    for line in lines:
-        tally.add(line, line.key_record())
-    if not tally.rows:
-        raise _no_rows(submission_id)
-    return tally.manifest(provider, model, origin)
-
-
-def read_manifest(staging: Staging, submission_id: str) -> Manifest | None:
-    """The id's manifest, ``None`` if nothing is staged under it."""
-    folder = staging.folder(submission_id)
-    raw = staging.read_json(folder.name(MANIFEST))
-    return None if raw is None else Manifest.from_json(raw, folder.uri(MANIFEST))
 
 
 def stage(
@@ -281,9 +71,9 @@ def stage(
     rows = iter(lines)
     first = next(rows, None)  # validates the first line before any cloud call
     if first is None:
-        raise _no_rows(submission_id)
+        raise no_rows(submission_id)
     staged = read_manifest(staging, submission_id)
-    tally = _Tally()
+    tally = Tally()
     input_upload = keys_upload = None
     if staged is None:
         input_upload = staging.upload(folder.name(INPUT), JSONL)
@@ -309,7 +99,7 @@ def stage(
         existing = staging.md5(folder.name(INPUT))
         if existing != given.md5:
             keys_upload.abort()
-            raise _claim_conflict(
+            raise claim_conflict(
                 submission_id, read_manifest(staging, submission_id), given, existing or ""
             )
     # The same rows give the same key map, so a key map already there is this one (a damaged
@@ -342,8 +132,8 @@ def _carry_on(staging: Staging, submission_id: str, staged: Manifest, given: Man
         again = read_manifest(staging, submission_id)
         if again is not None and again.claims_same(given):
             return again
-        raise _claim_conflict(submission_id, again, given)
-    raise _claim_conflict(submission_id, staged, given)
+        raise claim_conflict(submission_id, again, given)
+    raise claim_conflict(submission_id, staged, given)
 
 
 def _only_model_differs(staged: Manifest, given: Manifest) -> bool:
@@ -385,8 +175,9 @@ def _follow_record(vertex: Vertex, record: Any, spec: JobSpec, where: str) -> Ba
             field="staging",
         )
     try:
-        job = vertex.get(name)
-    except api_exceptions.NotFound as exc:
+        with job_errors(name):
+            job = vertex.get(name)
+    except JobError as exc:  # the record is wrong, not the caller's job value
         raise InvalidRequestError(
             f"{where} names job {name}, which does not exist", field="staging"
         ) from exc
@@ -556,6 +347,32 @@ def stage_and_submit(
     return submit(staging, vertex, policy, submission_id, manifest)
 
 
+def resubmit(
+    staging: Staging,
+    vertex: Vertex,
+    policy: RetryPolicy,
+    job: Job,
+    keys: set[str],
+    submission_id: str,
+    origin: str,
+) -> Job:
+    """Submit ``keys`` of ``job`` again under ``submission_id``, read back from its staged input.
+
+    Raises:
+        InvalidRequestError: a key is not in the job, or the id is held by another origin.
+        JobError: the job's staged input or key map is gone or damaged.
+    """
+    unknown = keys.difference(read_key_map(staging, job).keys)
+    if unknown:
+        raise InvalidRequestError(
+            f"keys {sorted(unknown)[:5]} are not in job {job.name}", field="keys"
+        )
+    lines = read_staged_lines(staging, job, keys)
+    return stage_and_submit(
+        staging, vertex, policy, submission_id, job.provider, job.model, lines, origin
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Staged:
     """An id that has staged rows, and its job as Vertex last said (``None``: not created)."""
@@ -585,104 +402,3 @@ def find(vertex: Vertex, staging: Staging, submission_id: str) -> Job | None:
     if staged is None or staged.job is None:
         return None
     return staged.spec.to_job(staged.job)
-
-
-def _beside_input(job: Job, leaf: str) -> str:
-    return job.input_uri.rsplit("/", 1)[0] + "/" + leaf
-
-
-def job_manifest(staging: Staging, job: Job) -> Manifest:
-    """The manifest staged beside a job's input.
-
-    Raises:
-        JobError: it is gone.
-    """
-    uri = _beside_input(job, MANIFEST)
-    raw = _reading(job, uri, lambda: staging.read_json(uri))
-    if raw is None:
-        raise JobError(
-            f"{uri} is gone: job {job.name} cannot be read without its staged records",
-            job=job.name,
-        )
-    return Manifest.from_json(raw, uri)
-
-
-T = TypeVar("T")
-
-
-def _reading(job: Job, uri: str, read: Callable[[], T]) -> T:
-    try:
-        return read()
-    except api_exceptions.NotFound as exc:
-        raise JobError(
-            f"{uri} is gone: job {job.name} cannot be read without its staged records",
-            job=job.name,
-        ) from exc
-    except api_exceptions.GoogleAPICallError as exc:
-        raise JobError(f"cannot read {uri}: {type(exc).__name__}", job=job.name) from exc
-
-
-class _Verified:
-    """The lines of a staged object, checked against the count and MD5 its manifest recorded."""
-
-    def __init__(self, staging: Staging, job: Job, uri: str, rows: int, md5: str) -> None:
-        self._staging = staging
-        self._job = job
-        self.uri = uri
-        self._rows = rows
-        self._md5 = md5
-
-    def __iter__(self) -> Iterator[bytes]:
-        digest = hashlib.md5(usedforsecurity=False)
-        count = 0
-        lines = _reading(self._job, self.uri, lambda: iter(self._staging.read_lines(self.uri)))
-        while True:
-            line = _reading(self._job, self.uri, lambda: next(lines, None))
-            if line is None:
-                break
-            digest.update(line)
-            digest.update(b"\n")
-            count += 1
-            yield line
-        if count != self._rows or (self._md5 and digest.hexdigest() != self._md5):
-            raise self.damaged(f"{count} lines, {self._rows} staged")
-
-    def damaged(self, why: str) -> JobError:
-        return JobError(
-            f"{self.uri} is damaged ({why}; it no longer matches what its manifest recorded): "
-            f"the keys of job {self._job.name} cannot be told apart safely",
-            job=self._job.name,
-        )
-
-
-def read_key_map(staging: Staging, job: Job) -> KeyMap:
-    """The job's staged key map, verified against its manifest.
-
-    Raises:
-        JobError: the key map is gone, damaged or does not match the manifest.
-    """
-    manifest = job_manifest(staging, job)
-    records = _Verified(staging, job, _beside_input(job, KEYS), manifest.rows, manifest.keys_md5)
-    try:
-        return KeyMap.from_records(records)
-    except ValueError as exc:
-        raise records.damaged(str(exc)) from None
-
-
-def read_staged_lines(staging: Staging, job: Job, keys: set[str]) -> Iterator[StagedLine]:
-    """The job's staged lines for ``keys``, in submission order, read back from GCS.
-
-    The input and the key map were written from one stream, so their lines pair up in order;
-    both are checked against the manifest as they are read (an error at the end of the stream
-    aborts whatever is being staged from it).
-    """
-    manifest = job_manifest(staging, job)
-    records = _Verified(staging, job, _beside_input(job, KEYS), manifest.rows, manifest.keys_md5)
-    inputs = _Verified(staging, job, job.input_uri, manifest.rows, manifest.md5)
-    for number, (record, data) in enumerate(zip(records, inputs, strict=True), start=1):
-        try:
-            key, digest, canonical = parse_key_record(record)
-        except ValueError as exc:
-            raise records.damaged(f"line {number}: {exc}") from None
-        if key in keys:
-            yield StagedLine(key=key, digest=digest, canonical=canonical, data=data + b"\n")

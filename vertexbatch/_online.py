@@ -46,18 +46,20 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidRequestError
-from ._identity import read_key_map, read_staged_lines
-from ._lines import KEY_FIELD, StagedLine
+from ._keymap import KEY_FIELD
+from ._lines import StagedLine
 from ._models import Job
+from ._staged import read_key_map, read_staged_lines
 from ._staging import JSONL, Folder, Staging
 
 if TYPE_CHECKING:
-    from ._client import Client
+    from ._cloud import Cloud
 
 __all__ = ["CLAIM", "CLAIM_SECONDS", "answer_online"]
 
 logger = logging.getLogger("vertexbatch")
 
+# Online calls in flight at once, by default (Run.advance's online_concurrency).
 CONCURRENCY = 8
 CLAIM = "online.claim.json"
 CLAIM_FORMAT = "vertexbatch-online-claim/1"
@@ -69,20 +71,20 @@ def _is_local(endpoint: str) -> bool:
     return endpoint.startswith("http://")
 
 
-def _claude_caller(client: Client, model: str) -> Any:
+def _claude_caller(cloud: Cloud, model: str) -> Any:
     from anthropic import AnthropicVertex
 
-    endpoint = client._vertex.endpoint
+    endpoint = cloud.vertex.endpoint
     if _is_local(endpoint):
         vertex = AnthropicVertex(
-            region=client.location,
-            project_id=client.project,
+            region=cloud.location,
+            project_id=cloud.project,
             access_token="local-stack",
             base_url=f"{endpoint}/v1",
             max_retries=0,
         )
     else:
-        vertex = AnthropicVertex(region=client.location, project_id=client.project, max_retries=0)
+        vertex = AnthropicVertex(region=cloud.location, project_id=cloud.project, max_retries=0)
 
     def call(request: dict[str, Any]) -> dict[str, Any]:
         params = {k: v for k, v in request.items() if k != "anthropic_version"}
@@ -93,23 +95,23 @@ def _claude_caller(client: Client, model: str) -> Any:
     return call
 
 
-def _gemini_caller(client: Client, model: str) -> Any:
+def _gemini_caller(cloud: Cloud, model: str) -> Any:
     from google import genai
     from google.genai import types
 
-    endpoint = client._vertex.endpoint
+    endpoint = cloud.vertex.endpoint
     if _is_local(endpoint):
         from google.oauth2.credentials import Credentials
 
         api = genai.Client(
             vertexai=True,
-            project=client.project,
-            location=client.location,
+            project=cloud.project,
+            location=cloud.location,
             credentials=Credentials(token="local-stack"),  # type: ignore[no-untyped-call]
             http_options=types.HttpOptions(base_url=endpoint, api_version="v1"),
         )
     else:
-        api = genai.Client(vertexai=True, project=client.project, location=client.location)
+        api = genai.Client(vertexai=True, project=cloud.project, location=cloud.location)
 
     def call(request: dict[str, Any]) -> dict[str, Any]:
         config = dict(request.get("generationConfig") or {})
@@ -240,11 +242,12 @@ def _claim(staging: Staging, folder: Folder, seconds: float) -> _Lease | None:
 
 
 def answer_online(
-    client: Client,
+    cloud: Cloud,
     job: Job,
     settled: Callable[[], set[str]],
     folder: Folder,
     rows_leaf: str,
+    concurrency: int = CONCURRENCY,
 ) -> bool:
     """Answer the job's keys not in ``settled()`` online, once across processes (see above).
 
@@ -255,7 +258,7 @@ def answer_online(
         ``True`` once the rows are written (by this call or an earlier one), ``False`` while
         another caller holds the claim (or this one lost it): the shard is still pending.
     """
-    staging = client._staging
+    staging = cloud.staging
     name = folder.name(rows_leaf)
     if staging.exists(name):
         return True
@@ -266,7 +269,7 @@ def answer_online(
         # A holder whose claim went stale may have written the rows before this one took over.
         if staging.exists(name):
             return True
-        rows = _answer(client, job, settled(), lease)
+        rows = _answer(cloud, job, settled(), lease, concurrency)
         if rows is None:
             logger.warning("gave up answering %s online: its claim was lost", job.id)
             return False
@@ -278,12 +281,14 @@ def answer_online(
     return True
 
 
-def _answer(client: Client, job: Job, settled: set[str], lease: _Lease) -> list[bytes] | None:
+def _answer(
+    cloud: Cloud, job: Job, settled: set[str], lease: _Lease, concurrency: int
+) -> list[bytes] | None:
     """One output row per unsettled key, or ``None`` if the claim was lost before the last."""
-    staging = client._staging
+    staging = cloud.staging
     wanted = {k for k in read_key_map(staging, job).keys if k not in settled}
     lines = list(read_staged_lines(staging, job, wanted)) if wanted else []
-    caller = (_claude_caller if job.provider == "anthropic" else _gemini_caller)(client, job.model)
+    caller = (_claude_caller if job.provider == "anthropic" else _gemini_caller)(cloud, job.model)
     id_field = "custom_id" if job.provider == "anthropic" else KEY_FIELD
 
     def answer(line: StagedLine) -> bytes | None:
@@ -292,7 +297,7 @@ def _answer(client: Client, job: Job, settled: set[str], lease: _Lease) -> list[
         staged = json.loads(line.data)
         row: dict[str, Any] = {id_field: line.digest}
         try:
-            row["response"] = client.retry.call(
+            row["response"] = cloud.retry.call(
                 f"online answer for a key of {job.id}", lambda: caller(staged["request"])
             )
             row["status"] = ""
@@ -304,6 +309,6 @@ def _answer(client: Client, job: Job, settled: set[str], lease: _Lease) -> list[
             row["status"] = {"code": code, "message": f"online call failed: {type(exc).__name__}"}
         return json.dumps(row).encode("utf-8") + b"\n"
 
-    with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
         answered = [row for row in pool.map(answer, lines) if row is not None]
     return answered if len(answered) == len(lines) else None

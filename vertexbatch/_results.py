@@ -6,13 +6,12 @@ import logging
 from collections import Counter
 from collections.abc import Iterator
 
-from google.api_core import exceptions as api_exceptions
-
-from ._errors import JobError, LineError, MissingError
-from ._identity import read_key_map
-from ._lines import KeyMap, canonical_digest
+from ._errors import LineError, MissingError, job_errors
+from ._json import load_json
+from ._keymap import KeyMap, canonical_digest
 from ._models import Job, Result
-from ._outcomes import classify_row, load_json
+from ._outcomes import classify_row
+from ._staged import read_key_map
 from ._staging import Staging
 from ._telemetry import Telemetry
 from ._vertex import Vertex, status_of
@@ -44,20 +43,13 @@ def iter_results(
     Raises:
         JobError: the job does not exist, or its key map or output cannot be read.
     """
-    try:
+    with job_errors(job.name):
         vertex_job = vertex.get(job.name)
-    except api_exceptions.NotFound as exc:
-        raise JobError(f"job {job.name} does not exist", job=job.name) from exc
     status = status_of(vertex_job)
-    try:
-        keys = read_key_map(staging, job)
-        directory = vertex_job.output_info.gcs_output_directory or job.output_prefix
+    keys = read_key_map(staging, job)
+    directory = vertex_job.output_info.gcs_output_directory or job.output_prefix
+    with job_errors(job.name, reading=directory):
         files = output_files(directory, [name for name, _ in staging.list_names(directory)])
-    except api_exceptions.GoogleAPICallError as exc:
-        raise JobError(
-            f"cannot read the key map or output of job {job.name}: {type(exc).__name__}",
-            job=job.name,
-        ) from exc
     taken: set[int] = set()
     echoed: dict[str, int] = {}
     for uri in files:
@@ -91,7 +83,7 @@ def read_output_file(
     skipped = 0
     earlier = echoed if echoed is not None else {}
     here: Counter[str] = Counter()
-    try:
+    with job_errors(job.name, reading=uri):
         lines = staging.read_lines(uri, max_line=_MAX_LINE)
         for raw in lines:
             if not raw.strip():
@@ -153,8 +145,6 @@ def read_output_file(
                     ),
                 )
             yield result
-    except api_exceptions.GoogleAPICallError as exc:
-        raise JobError(f"cannot read {uri}: {type(exc).__name__}", job=job.name) from exc
     for content, count in here.items():
         if count > earlier.get(content, 0):
             earlier[content] = count

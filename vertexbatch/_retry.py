@@ -12,6 +12,7 @@ import anthropic
 import requests
 import tenacity
 from google.api_core import exceptions as api_exceptions
+from google.api_core import retry as api_retry
 from google.auth import exceptions as auth_exceptions
 from google.genai import errors as genai_errors
 
@@ -107,13 +108,9 @@ class RetryPolicy:
 
     def tenacity_kwargs(self, what: str) -> dict[str, Any]:
         """Keyword arguments for ``tenacity.Retrying``; ``what`` names the operation in logs."""
-        wait: tenacity.wait.wait_base = (
-            tenacity.wait_exponential_jitter(
-                initial=self.initial, max=self.maximum, jitter=self.jitter
-            )
-            if self.wait
-            else tenacity.wait_none()
-        )
+
+        def wait(state: tenacity.RetryCallState) -> float:
+            return self.backoff(state.attempt_number - 1)
 
         def log_retry(state: tenacity.RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
@@ -133,6 +130,20 @@ class RetryPolicy:
             "reraise": True,
             "before_sleep": log_retry,
         }
+
+    def api_core_retry(self) -> api_retry.Retry:
+        """The same policy for calls google-api-core retries itself (resumable upload chunks).
+
+        api-core draws its own jittered waits between ``initial`` and ``maximum``; the bounds,
+        the deadline and what counts as transient are this policy's.
+        """
+        waits = (self.initial, self.maximum) if self.wait else (0.0, 0.0)
+        return api_retry.Retry(
+            predicate=is_transient_call_error,
+            initial=waits[0],
+            maximum=waits[1],
+            timeout=self.deadline,
+        )
 
     def call(self, what: str, fn: Callable[[], T]) -> T:
         """Run ``fn`` under this policy; the last exception propagates as itself."""

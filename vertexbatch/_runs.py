@@ -13,7 +13,8 @@ GCS, under the run's own folder and the shards' folders::
 
 ``advance`` is one short, idempotent step: any number of schedulers may call it at once, and a
 step killed half-way is finished by the next. Two callers creating the same attempt get the same
-job, because an attempt is a submission with a derived id and deterministic rows.
+job, because an attempt is a submission with a derived id and deterministic rows. What a step
+does is decided by the pure planner in ``_plan``; this module reads the state and acts.
 """
 
 from __future__ import annotations
@@ -23,50 +24,44 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from opentelemetry.metrics import NoOpMeterProvider
 
+from ._cloud import Cloud
 from ._errors import InvalidRequestError
-from ._identity import (
-    look_up,
-    measure,
-    read_key_map,
-    read_manifest,
-    read_staged_lines,
-    run_origin,
-    stage,
-    stage_and_submit,
-    submit,
+from ._identity import look_up, resubmit, stage, submit
+from ._ledger import (
+    MAX_ATTEMPTS,
+    Ledger,
+    Shard,
+    attempt_id,
+    check_run_id,
+    read_done,
+    read_ledger,
+    write_done,
+    write_ledger,
 )
 from ._lines import StagedLine
+from ._manifest import measure, read_manifest, run_origin
 from ._models import Job, Provider, Result, Status
+from ._online import CONCURRENCY, answer_online
+from ._plan import ShardView, StepRules, plan_step
 from ._results import iter_results, read_output_file
-from ._rules import MAX_INPUT_BYTES, MAX_ROWS, check_id
-from ._staging import Staging
+from ._rules import MAX_INPUT_BYTES
+from ._staged import read_key_map
 from ._telemetry import Telemetry
 from ._vertex import status_of
 from ._wait import check_deadline
 
-if TYPE_CHECKING:
-    from ._client import Client
-
-__all__ = ["Run", "RunSummary", "create_run", "open_run"]
+__all__ = ["DEFAULT_LIVE_JOBS", "DEFAULT_SHARD_SIZE", "Run", "RunSummary", "Shard", "summary_line"]
 
 logger = logging.getLogger("vertexbatch")
 
-LEDGER = "run.json"
-DONE = "done.json"
 ONLINE = "online.jsonl"
-FORMAT = "vertexbatch-run/1"
-# Room a run id must leave for shard and attempt suffixes (".s9999.r99") within 63 characters.
-_RUN_ID_MAX = 52
 DEFAULT_SHARD_SIZE = 100_000
-_MAX_ATTEMPTS = 99
-# Vertex runs at most 4 Claude batch jobs per project at once by default.
-DEFAULT_LIVE_JOBS: dict[Provider, int] = {"anthropic": 4, "google": 16}
-
-Fallback = Literal["online"]
+# Vertex runs at most 4 Claude batch jobs per project at once by default; Gemini's is a guess.
+DEFAULT_LIVE_JOBS: Mapping[Provider, int] = {"anthropic": 4, "google": 16}
 
 # Steps read results to decide and to count; only ``Run.results`` records what it yields.
 _SILENT = Telemetry(NoOpMeterProvider())
@@ -107,24 +102,22 @@ class _Attempt:
 
 
 @dataclass(frozen=True, slots=True)
-class Shard:
-    id: str
-    keys: int
+class _Open:
+    """An unfinished shard as a step found it."""
 
+    shard: Shard
+    attempts: list[_Attempt]
+    unsettled: list[str]
 
-def _attempt_id(shard: Shard, attempt: int) -> str:
-    return shard.id if attempt == 0 else f"{shard.id}.r{attempt}"
-
-
-def _check_run_id(run_id: str) -> str:
-    check_id(run_id)
-    if len(run_id) > _RUN_ID_MAX:
-        raise InvalidRequestError(
-            f"run id {run_id!r} is over {_RUN_ID_MAX} characters: a run needs room for shard "
-            "and attempt suffixes such as '.s12.r2' within the 63 an id may have",
-            field="id",
+    def view(self) -> ShardView:
+        latest = self.attempts[-1]
+        return ShardView(
+            keys=self.shard.keys,
+            attempts=len(self.attempts),
+            created=latest.job is not None,
+            terminal=latest.terminal,
+            unsettled=len(self.unsettled),
         )
-    return run_id
 
 
 class _Shards:
@@ -151,7 +144,7 @@ class _Shards:
 
 
 def create_run(
-    client: Client,
+    cloud: Cloud,
     run_id: str,
     provider: Provider,
     model: str,
@@ -161,51 +154,37 @@ def create_run(
     max_attempts: int,
 ) -> Run:
     """Stage every shard, write the ledger, and take the first ``advance`` step."""
-    _check_run_id(run_id)
+    check_run_id(run_id)
     if type(shard_size) is not int or shard_size < 1:
         raise InvalidRequestError(
             f"shard_size must be at least 1, got {shard_size}", field="shard_size"
         )
-    if type(max_attempts) is not int or not 1 <= max_attempts <= _MAX_ATTEMPTS:
+    if type(max_attempts) is not int or not 1 <= max_attempts <= MAX_ATTEMPTS:
         raise InvalidRequestError(
-            f"max_attempts must be a whole number from 1 to {_MAX_ATTEMPTS}, got {max_attempts!r}",
+            f"max_attempts must be a whole number from 1 to {MAX_ATTEMPTS}, got {max_attempts!r}",
             field="max_attempts",
         )
     cutter = _Shards(lines, shard_size)  # the first request is checked before any cloud call
     if not cutter.more():
         raise InvalidRequestError(f"no requests for run {run_id!r}", field="requests")
-    staging = client._staging
-    folder = staging.folder(run_id)
-    existing = staging.read_json(folder.name(LEDGER))
+    staging = cloud.staging
+    existing = read_ledger(staging, run_id)
     if existing is not None:
         # Rejoining: check the whole run against what is staged before touching anything.
-        shards = _check_rejoin(staging, run_id, provider, model, max_attempts, existing, cutter)
+        _check_rejoin(cloud, existing, provider, model, max_attempts, cutter)
+        ledger = existing
     else:
-        shards = []
+        shards: list[Shard] = []
         while cutter.more():
             shard_id = f"{run_id}.s{len(shards)}"
             manifest = stage(staging, shard_id, provider, model, cutter.take(), run_origin(run_id))
             shards.append(Shard(shard_id, manifest.rows))
-        ledger = _ledger(run_id, provider, model, max_attempts, shards)
-        created = staging.create_json(folder.name(LEDGER), ledger)
-        if not created and staging.read_json(folder.name(LEDGER)) != ledger:
+        ledger = Ledger(run_id, provider, model, max_attempts, tuple(shards))
+        if not write_ledger(staging, ledger):
             raise _other_run(run_id)
-    run = Run(client, run_id, provider, model, max_attempts, shards)
+    run = Run(cloud, ledger)
     run.advance()
     return run
-
-
-def _ledger(
-    run_id: str, provider: Provider, model: str, max_attempts: int, shards: list[Shard]
-) -> dict[str, object]:
-    return {
-        "format": FORMAT,
-        "id": run_id,
-        "provider": provider,
-        "model": model,
-        "max_attempts": max_attempts,
-        "shards": [{"id": s.id, "keys": s.keys} for s in shards],
-    }
 
 
 def _other_run(run_id: str) -> InvalidRequestError:
@@ -217,140 +196,52 @@ def _other_run(run_id: str) -> InvalidRequestError:
 
 
 def _check_rejoin(
-    staging: Staging,
-    run_id: str,
+    cloud: Cloud,
+    ledger: Ledger,
     provider: Provider,
     model: str,
     max_attempts: int,
-    existing: object,
     cutter: _Shards,
-) -> list[Shard]:
-    """The run's shards if these rows are the staged run's rows; reads only, stages nothing."""
-    recorded = _parse_ledger(existing, run_id, staging.folder(run_id).uri(LEDGER))
-    if (recorded.provider, recorded.model, recorded.max_attempts) != (
-        provider,
-        model,
-        max_attempts,
-    ):
-        raise _other_run(run_id)
-    for shard in recorded.shards:
+) -> None:
+    """Raise unless these rows are the staged run's rows; reads only, stages nothing."""
+    if (ledger.provider, ledger.model, ledger.max_attempts) != (provider, model, max_attempts):
+        raise _other_run(ledger.id)
+    for shard in ledger.shards:
         if not cutter.more():
-            raise _other_run(run_id)
-        given = measure(shard.id, provider, model, cutter.take(), run_origin(run_id))
-        staged = read_manifest(staging, shard.id)
+            raise _other_run(ledger.id)
+        given = measure(shard.id, provider, model, cutter.take(), run_origin(ledger.id))
+        staged = read_manifest(cloud.staging, shard.id)
         if staged is None or not staged.claims_same(given):
-            raise _other_run(run_id)
+            raise _other_run(ledger.id)
     if cutter.more():
-        raise _other_run(run_id)
-    return recorded.shards
+        raise _other_run(ledger.id)
 
 
-_FINAL_OUTCOMES = frozenset({"ok", "refused", "truncated", "failed", "exhausted"})
-
-
-def _done_outcomes(done: object, shard: Shard, where: str) -> dict[str, int]:
-    """A finished shard's outcome counts, checked: the record may have been edited."""
-    outcomes = done.get("outcomes") if isinstance(done, dict) else None
-    if (
-        not isinstance(done, dict)
-        or done.get("shard") != shard.id
-        or not isinstance(outcomes, dict)
-        or not set(outcomes) <= _FINAL_OUTCOMES
-        or not all(type(n) is int and n >= 0 for n in outcomes.values())
-        or sum(outcomes.values()) != shard.keys
-    ):
-        raise InvalidRequestError(
-            f"{where} is not a vertexbatch shard record (outcome counts of its {shard.keys} "
-            "keys): it was damaged or edited",
-            field="staging",
-        )
-    return outcomes
-
-
-@dataclass(frozen=True, slots=True)
-class _Ledger:
-    provider: Provider
-    model: str
-    max_attempts: int
-    shards: list[Shard]
-
-
-def _parse_ledger(ledger: object, run_id: str, where: str) -> _Ledger:
-    """A run ledger read from GCS, every field checked: it may have been edited."""
-
-    def bad(why: str) -> InvalidRequestError:
-        return InvalidRequestError(
-            f"{where} is not a vertexbatch run ledger ({why}): it was damaged or edited",
-            field="id",
-        )
-
-    if not isinstance(ledger, dict):
-        raise bad(f"a JSON {type(ledger).__name__}, not an object")
-    if ledger.get("id") != run_id:
-        raise bad("its 'id' is not this run's id")
-    provider = ledger.get("provider")
-    if provider not in ("anthropic", "google"):
-        raise bad("'provider' is neither 'anthropic' nor 'google'")
-    model = ledger.get("model")
-    if not isinstance(model, str) or not model:
-        raise bad("'model' is not a model id")
-    attempts = ledger.get("max_attempts")
-    if type(attempts) is not int or not 1 <= attempts <= _MAX_ATTEMPTS:
-        raise bad(f"'max_attempts' is not a whole number from 1 to {_MAX_ATTEMPTS}")
-    listed = ledger.get("shards")
-    if not isinstance(listed, list) or not listed:
-        raise bad("'shards' is not a list of shards")
-    shards = []
-    for index, entry in enumerate(listed):
-        if (
-            not isinstance(entry, dict)
-            or entry.get("id") != f"{run_id}.s{index}"
-            or type(entry.get("keys")) is not int
-            or not 1 <= entry["keys"] <= MAX_ROWS
-        ):
-            raise bad(f"shard {index} is not {{'id': '{run_id}.s{index}', 'keys': 1-{MAX_ROWS}}}")
-        shards.append(Shard(entry["id"], entry["keys"]))
-    return _Ledger(provider, model, attempts, shards)
-
-
-def open_run(client: Client, run_id: str) -> Run:
+def open_run(cloud: Cloud, run_id: str) -> Run:
     """Rebuild a run from its ledger in GCS.
 
     Raises:
         InvalidRequestError: there is no run under this id (``field == "run"``), or the id is
             invalid or its ledger unreadable (``field == "id"``).
     """
-    _check_run_id(run_id)
-    folder = client._staging.folder(run_id)
-    ledger = client._staging.read_json(folder.name(LEDGER))
+    check_run_id(run_id)
+    ledger = read_ledger(cloud.staging, run_id)
     if ledger is None:
-        raise InvalidRequestError(
-            f"no run under id {run_id!r} (no {folder.uri(LEDGER)})", field="run"
-        )
-    recorded = _parse_ledger(ledger, run_id, folder.uri(LEDGER))
-    return Run(
-        client, run_id, recorded.provider, recorded.model, recorded.max_attempts, recorded.shards
-    )
+        uri = cloud.staging.folder(run_id).uri("run.json")
+        raise InvalidRequestError(f"no run under id {run_id!r} (no {uri})", field="run")
+    return Run(cloud, ledger)
 
 
 class Run:
     """A run of many requests over shards and attempts; see the module docstring."""
 
-    def __init__(
-        self,
-        client: Client,
-        run_id: str,
-        provider: Provider,
-        model: str,
-        max_attempts: int,
-        shards: list[Shard],
-    ) -> None:
-        self._client = client
-        self.id = run_id
-        self.provider: Provider = provider
-        self.model = model
-        self.max_attempts = max_attempts
-        self.shards = shards
+    def __init__(self, cloud: Cloud, ledger: Ledger) -> None:
+        self._cloud = cloud
+        self.id = ledger.id
+        self.provider: Provider = ledger.provider
+        self.model = ledger.model
+        self.max_attempts = ledger.max_attempts
+        self.shards = list(ledger.shards)
 
     def __repr__(self) -> str:
         return f"Run(id={self.id!r}, provider={self.provider!r}, shards={len(self.shards)})"
@@ -366,16 +257,16 @@ class Run:
             InvalidRequestError: an attempt's id holds rows this run did not stage (a plain
                 submission under ``RUN.s0.r1``, say): never adopted, whatever its rows.
         """
-        client = self._client
+        cloud = self._cloud
         found: list[_Attempt] = []
         for attempt in range(self.max_attempts):
-            attempt_id = _attempt_id(shard, attempt)
-            staged = look_up(client._vertex, client._staging, attempt_id)
+            submission_id = attempt_id(shard, attempt)
+            staged = look_up(cloud.vertex, cloud.staging, submission_id)
             if staged is None:
                 break
             if staged.manifest.origin != run_origin(self.id):
                 raise InvalidRequestError(
-                    f"id {attempt_id!r}, which run {self.id!r} uses for attempt {attempt} of "
+                    f"id {submission_id!r}, which run {self.id!r} uses for attempt {attempt} of "
                     f"shard {shard.id!r}, holds a submission this run did not stage: the run "
                     "cannot go on until that id's folder is removed; nothing was adopted",
                     field="id",
@@ -389,7 +280,7 @@ class Run:
     def _shard_job(self, shard: Shard) -> Job:
         """The shard's first attempt as a ``Job`` value, built from its folder (no Vertex call):
         what reading its key map, input and online answers needs."""
-        folder = self._client._staging.folder(shard.id)
+        folder = self._cloud.staging.folder(shard.id)
         return Job(
             id=shard.id,
             name=f"{self.id}/{shard.id}",
@@ -400,31 +291,13 @@ class Run:
             keys=shard.keys,
         )
 
-    def _create(self, attempt_id: str) -> Job:
-        """Create the job of an attempt that was staged but has none (identity protocol)."""
-        client = self._client
-        manifest = read_manifest(client._staging, attempt_id)
-        if manifest is None:
-            raise InvalidRequestError(f"attempt {attempt_id!r} is not staged", field="id")
-        return submit(client._staging, client._vertex, client.retry, attempt_id, manifest)
-
-    def _resubmit(self, job: Job, keys: list[str], attempt_id: str) -> Job:
-        """Stage and submit an attempt of ``keys``, read back from ``job``'s staged input."""
-        client = self._client
-        lines = read_staged_lines(client._staging, job, set(keys))
-        return stage_and_submit(
-            client._staging,
-            client._vertex,
-            client.retry,
-            attempt_id,
-            job.provider,
-            job.model,
-            lines,
-            run_origin(self.id),
-        )
-
     def advance(
-        self, *, deadline: datetime | None = None, fallback: Fallback | None = None
+        self,
+        *,
+        deadline: datetime | None = None,
+        fallback: Literal["online"] | None = None,
+        max_live_jobs: int | None = None,
+        online_concurrency: int = CONCURRENCY,
     ) -> RunSummary:
         """Take one step: create jobs, resubmit what is retryable or missing, finish shards.
 
@@ -436,97 +309,109 @@ class Run:
                 unsettled keys answered online, each at most once across processes (see
                 ``vertexbatch._online``).
             fallback: ``"online"`` to answer past the deadline through the online APIs.
+            max_live_jobs: jobs of this run that may be live at once; by default 4 for Claude
+                (Vertex's default quota of concurrent Claude batch jobs per project) and 16 for
+                Gemini.
+            online_concurrency: online calls in flight at once in the fallback (default 8).
 
         Raises:
             InvalidRequestError: the deadline is not a timezone-aware ``datetime``
-                (``field == "deadline"``), or the fallback is not ``"online"`` or ``None``
-                (``field == "fallback"``).
+                (``field == "deadline"``), the fallback is not ``"online"`` or ``None``
+                (``field == "fallback"``), or a limit is not a positive whole number.
         """
         check_deadline(deadline)
         if fallback not in (None, "online"):
             raise InvalidRequestError(
                 f"fallback must be 'online' or None, got {fallback!r}", field="fallback"
             )
-        return self._step(act=True, deadline=deadline, fallback=fallback)
+        budget = DEFAULT_LIVE_JOBS[self.provider] if max_live_jobs is None else max_live_jobs
+        for name, value in (("max_live_jobs", budget), ("online_concurrency", online_concurrency)):
+            if type(value) is not int or value < 1:
+                raise InvalidRequestError(
+                    f"{name} must be a whole number of at least 1, got {value!r}", field=name
+                )
+        late = deadline is not None and datetime.now(UTC) >= deadline
+        rules = StepRules(
+            act=True,
+            late=late,
+            online=late and fallback == "online",
+            max_attempts=self.max_attempts,
+            live_budget=budget,
+        )
+        return self._step(rules, online_concurrency)
 
     def status(self) -> RunSummary:
         """Where the run stands, without creating or cancelling anything."""
-        return self._step(act=False, deadline=None, fallback=None)
-
-    def _step(
-        self, *, act: bool, deadline: datetime | None, fallback: Fallback | None
-    ) -> RunSummary:
-        client = self._client
-        staging = client._staging
-        online = (
-            act and fallback == "online" and deadline is not None and datetime.now(UTC) >= deadline
+        rules = StepRules(
+            act=False, late=False, online=False, max_attempts=self.max_attempts, live_budget=0
         )
-        late = deadline is not None and datetime.now(UTC) >= deadline
+        return self._step(rules, CONCURRENCY)
+
+    def _step(self, rules: StepRules, concurrency: int) -> RunSummary:
+        """Read every shard, plan, then act: the live-job budget counts the whole run."""
         totals: Counter[str] = Counter()
-        created = 0
-        # First look at every shard, then act: the live-job budget counts the whole run.
-        open_shards: list[tuple[Shard, list[_Attempt]]] = []
-        live = 0
+        unfinished: list[_Open] = []
         for shard in self.shards:
-            done = staging.read_json(staging.folder(shard.id).name(DONE))
+            done = read_done(self._cloud.staging, shard)
             if done is not None:
-                totals.update(_done_outcomes(done, shard, staging.folder(shard.id).uri(DONE)))
+                totals.update(done)
                 continue
             attempts = self._attempts(shard)
-            live += attempts[-1].job is not None and not attempts[-1].terminal
-            open_shards.append((shard, attempts))
-        budget = DEFAULT_LIVE_JOBS[self.provider]
-        for shard, attempts in open_shards:
-            latest = len(attempts) - 1
-            job, terminal = attempts[latest].job, attempts[latest].terminal
-            if online and (job is None or not terminal):
-                totals.update(self._answer_online(shard, attempts))
-                live -= job is not None
-                continue
-            if job is None:
-                if act and not late and live < budget:
-                    self._create(_attempt_id(shard, latest))
-                    created += 1
-                    live += 1
-                totals["pending"] += shard.keys
-                continue
-            if not terminal:
-                totals["pending"] += shard.keys
-                continue
-            unsettled = [
-                r.key
-                for r in iter_results(client._vertex, staging, job, _SILENT)
-                if r.outcome in ("retryable", "missing")
-            ]
-            if unsettled and online:
-                totals.update(self._answer_online(shard, attempts))
-                continue
-            if unsettled and latest + 1 < self.max_attempts and not late:
-                if act and live < budget:
-                    self._resubmit(job, unsettled, _attempt_id(shard, latest + 1))
-                    created += 1
-                    live += 1
-                totals["pending"] += shard.keys
-                continue
-            outcomes = self._final_outcomes(shard)
-            if act:
-                self._finish(shard, outcomes)
-            totals.update(outcomes)
+            latest = attempts[-1]
+            unsettled = self._unsettled(latest.job) if latest.terminal and latest.job else []
+            unfinished.append(_Open(shard, attempts, unsettled))
+        plan = plan_step([shard.view() for shard in unfinished], rules)
+        totals["pending"] += plan.pending
+        for action in plan.actions:
+            state = unfinished[action.shard]
+            shard = state.shard
+            if action.kind == "create":
+                self._create(attempt_id(shard, action.attempt))
+            elif action.kind == "resubmit":
+                job = state.attempts[-1].job
+                assert job is not None  # the planner resubmits only from a finished job
+                self._resubmit(job, state.unsettled, attempt_id(shard, action.attempt))
+            elif action.kind == "online":
+                totals.update(self._answer_online(shard, state.attempts, concurrency))
+            else:
+                outcomes = self._final_outcomes(shard)
+                if rules.act:
+                    write_done(self._cloud.staging, shard, outcomes)
+                    logger.info("shard %s finished: %s", shard.id, outcomes)
+                totals.update(outcomes)
         return RunSummary(
             id=self.id,
             done=not totals.get("pending"),
             keys=self.keys,
             outcomes={k: v for k, v in sorted(totals.items()) if v},
-            live_jobs=live,
-            created=created,
+            live_jobs=plan.live,
+            created=plan.created,
         )
 
-    def _finish(self, shard: Shard, outcomes: dict[str, int]) -> None:
-        staging = self._client._staging
-        staging.create_json(
-            staging.folder(shard.id).name(DONE), {"shard": shard.id, "outcomes": outcomes}
+    def _unsettled(self, job: Job) -> list[str]:
+        """The keys of a finished attempt that are retryable or missing."""
+        cloud = self._cloud
+        return [
+            r.key
+            for r in iter_results(cloud.vertex, cloud.staging, job, _SILENT)
+            if r.outcome in ("retryable", "missing")
+        ]
+
+    def _create(self, submission_id: str) -> Job:
+        """Create the job of an attempt that was staged but has none (identity protocol)."""
+        cloud = self._cloud
+        manifest = read_manifest(cloud.staging, submission_id)
+        if manifest is None:
+            raise InvalidRequestError(f"attempt {submission_id!r} is not staged", field="id")
+        return submit(cloud.staging, cloud.vertex, cloud.retry, submission_id, manifest)
+
+    def _resubmit(self, job: Job, keys: list[str], submission_id: str) -> Job:
+        """Stage and submit an attempt of ``keys``, read back from ``job``'s staged input."""
+        cloud = self._cloud
+        origin = run_origin(self.id)
+        return resubmit(
+            cloud.staging, cloud.vertex, cloud.retry, job, set(keys), submission_id, origin
         )
-        logger.info("shard %s finished: %s", shard.id, outcomes)
 
     def _final_outcomes(self, shard: Shard) -> dict[str, int]:
         counts: Counter[str] = Counter()
@@ -540,8 +425,8 @@ class Run:
 
         Records no telemetry: superseded attempts are read too, and steps read results to count.
         """
-        client = self._client
-        staging = client._staging
+        cloud = self._cloud
+        staging = cloud.staging
         first = self._shard_job(shard)
         keys = read_key_map(staging, first)
         taken: set[int] = set()
@@ -550,7 +435,7 @@ class Run:
             yield from read_output_file(staging, online, keys, taken, first)
         seen = {keys.keys[i] for i in taken}
         for job in reversed([a.job for a in self._attempts(shard) if a.job is not None]):
-            for result in iter_results(client._vertex, staging, job, _SILENT):
+            for result in iter_results(cloud.vertex, staging, job, _SILENT):
                 if result.key not in seen:
                     seen.add(result.key)
                     yield result
@@ -563,33 +448,34 @@ class Run:
         for shard in self.shards:
             job = self._shard_job(shard)
             for result in self._shard_results(shard):
-                self._client._telemetry.record(result, job)
+                self._cloud.telemetry.record(result, job)
                 yield result
 
-    def _answer_online(self, shard: Shard, attempts: list[_Attempt]) -> dict[str, int]:
+    def _answer_online(
+        self, shard: Shard, attempts: list[_Attempt], concurrency: int
+    ) -> dict[str, int]:
         """Past the deadline: cancel the shard's jobs and answer its unsettled keys online.
 
         Each key is answered online at most once across processes: the shard is claimed in GCS
         first (``vertexbatch._online``); while another process holds the claim, the shard is
         reported pending and nothing is called.
         """
-        from ._online import answer_online
-
-        client = self._client
+        cloud = self._cloud
         for attempt in attempts:
             if attempt.job is not None and not attempt.terminal:
-                client.cancel(attempt.job)
+                cloud.vertex.cancel(attempt.job.name)
 
         def settled() -> set[str]:
             results = self._shard_results(shard)
             return {r.key for r in results if r.outcome not in ("retryable", "missing")}
 
-        folder = client._staging.folder(shard.id)
-        if not answer_online(client, self._shard_job(shard), settled, folder, ONLINE):
+        folder = cloud.staging.folder(shard.id)
+        if not answer_online(cloud, self._shard_job(shard), settled, folder, ONLINE, concurrency):
             # Another process holds the shard's claim and is answering it; a later step finishes.
             return {"pending": shard.keys}
         outcomes = self._final_outcomes(shard)
-        self._finish(shard, outcomes)
+        write_done(cloud.staging, shard, outcomes)
+        logger.info("shard %s finished: %s", shard.id, outcomes)
         return outcomes
 
 

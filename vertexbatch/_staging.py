@@ -25,10 +25,9 @@ from typing import Any
 
 import google.cloud.storage as storage
 from google.api_core import exceptions as api_exceptions
-from google.api_core import retry as api_retry
 
 from ._errors import InvalidRequestError
-from ._retry import RetryPolicy, is_transient_call_error
+from ._retry import RetryPolicy
 
 __all__ = ["CreateOnlyUpload", "Folder", "Staging", "parse_gs_uri"]
 
@@ -104,7 +103,7 @@ class CreateOnlyUpload:
                 chunk_size=_CHUNK,
                 content_type=self._content_type,
                 if_generation_match=0,
-                retry=_api_retry(self._policy),
+                retry=self._policy.api_core_retry(),
             )
             self._sender = ThreadPoolExecutor(1, thread_name_prefix="vertexbatch-upload")
             self._send()
@@ -190,20 +189,6 @@ def _read_range(blob: storage.Blob, start: int) -> bytes:
         start=start, end=start + _READ_CHUNK - 1, retry=None, checksum=None
     )
     return data
-
-
-def _api_retry(policy: RetryPolicy) -> api_retry.Retry:
-    """google-api-core's retry for resumable chunks, bounded like our policy."""
-    if not policy.wait:
-        return api_retry.Retry(
-            predicate=is_transient_call_error, initial=0.0, maximum=0.0, timeout=policy.deadline
-        )
-    return api_retry.Retry(
-        predicate=is_transient_call_error,
-        initial=policy.initial,
-        maximum=policy.maximum,
-        timeout=policy.deadline,
-    )
 
 
 class Staging:

@@ -12,35 +12,16 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ._errors import InvalidRequestError, VertexBatchError
+from ._errors import InvalidRequestError, WaitTimeout
 from ._models import Job, Status
 
 if TYPE_CHECKING:
     from ._client import Client
 
-__all__ = ["MAX_JOB_LIFETIME", "WaitTimeout", "check_deadline", "poll_delays", "wait"]
+__all__ = ["MAX_JOB_LIFETIME", "check_deadline", "poll_delays", "wait"]
 
 # Vertex lets a batch job queue up to 72 h and run up to 24 h; past that it cannot be running.
 MAX_JOB_LIFETIME = timedelta(hours=96)
-
-
-class WaitTimeout(VertexBatchError):
-    """``wait`` reached its deadline (or the job's longest possible life) first.
-
-    Attributes:
-        status: the last status seen.
-    """
-
-    def __init__(self, message: str, *, status: Status) -> None:
-        super().__init__(message)
-        self.status = status
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild_timeout, (self.args[0], self.status))
-
-
-def _rebuild_timeout(message: str, status: Status) -> WaitTimeout:
-    return WaitTimeout(message, status=status)
 
 
 def check_deadline(deadline: object) -> datetime | None:

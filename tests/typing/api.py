@@ -1,0 +1,119 @@
+"""The public API used the way the docs use it: type-checked by mypy (strict), never run.
+
+If a change makes a documented use of vertexbatch a type error, the test command fails here.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from google.genai import types as genai_types
+
+import vertexbatch as vb
+from vertexbatch.emulator import Faults, JobOptions, LocalStack, Timing
+
+
+def submit_and_read(client: vb.Client) -> list[tuple[str, str]]:
+    claude = client.submit_claude(
+        "review-0a1b2c",
+        "claude-opus-5-5@default",
+        [
+            vb.ClaudeRequest(
+                key="skill-a",
+                params={"max_tokens": 1024, "messages": [{"role": "user", "content": "..."}]},
+            )
+        ],
+    )
+    gemini = client.submit_gemini(
+        "triage-7",
+        "gemini-3.8-flash",
+        [
+            vb.GeminiRequest(
+                key="ticket-1",
+                contents="Classify this ticket.",
+                config=genai_types.GenerateContentConfig(temperature=0.0),
+            ),
+            vb.GeminiRequest(key="ticket-2", contents="...", config={"max_output_tokens": 64}),
+        ],
+    )
+    found: vb.Job | None = client.find("review-0a1b2c")
+    assert found is not None
+    status: vb.Status = client.status(claude)
+    done: bool = status.terminal
+    seen: list[tuple[str, str]] = []
+    for r in client.results(gemini):
+        outcome: vb.Outcome = r.outcome
+        if r.ok:
+            seen.append((r.key, r.text))
+        elif vb.is_retryable(r.error):
+            seen.append((r.key, type(r.error).__name__))
+        elif isinstance(r.error, vb.RefusedError) and r.refusal is not None:
+            seen.append((r.key, r.refusal.category))
+        else:
+            seen.append((r.key, outcome))
+        usage: vb.Usage = r.usage
+        assert usage.input >= 0 and done in (True, False)
+    again: vb.Job = client.resubmit(claude, keys=["skill-a"])
+    client.cancel(again)
+    persisted: dict[str, object] = claude.to_dict()
+    assert vb.Job.from_dict(persisted) == claude
+    return seen
+
+
+def wait_and_runs(client: vb.Client) -> vb.RunSummary:
+    job = client.submit_claude("w", "claude-opus-5-5@default", [])
+    try:
+        final: vb.Status = vb.wait(client, job, timeout=3600, floor=5.0, ceiling=300.0)
+        assert final.terminal
+    except vb.WaitTimeout as exc:
+        assert exc.status.state
+    run: vb.Run = client.run_gemini(
+        "nightly",
+        "gemini-3.8-flash",
+        (vb.GeminiRequest(f"k{i}", "...") for i in range(3)),
+        shard_size=100_000,
+        max_attempts=3,
+    )
+    shards: list[vb.Shard] = run.shards
+    assert sum(s.keys for s in shards) == run.keys
+    again = client.open_run("nightly")
+    deadline = datetime.now(UTC) + timedelta(hours=2)
+    summary = again.advance(deadline=deadline, fallback="online", max_live_jobs=4)
+    for result in again.results():
+        assert isinstance(result, vb.Result)
+    outcomes: int = summary.outcomes.get("ok", 0)
+    assert outcomes >= 0 and summary.done in (True, False)
+    return again.status()
+
+
+def errors(exc: vb.VertexBatchError) -> str:
+    if isinstance(exc, vb.InvalidRequestError):
+        return exc.field
+    if isinstance(exc, vb.JobError):
+        return exc.job
+    if isinstance(exc, vb.LineError):
+        return f"{exc.key} {exc.code} {exc.status} {exc.transient}"
+    if isinstance(exc, vb.ResultError):
+        return exc.key
+    return str(exc)
+
+
+def configured() -> vb.Client:
+    policy = vb.RetryPolicy(attempts=5, initial=1.0, maximum=30.0, deadline=120.0)
+    client = vb.Client("my-project", "us-central1", "my-batch-bucket", prefix="jobs", retry=policy)
+    assert client.prefix == "jobs"
+    return vb.Client.from_env({"GOOGLE_CLOUD_PROJECT": "p"}, retry=vb.RetryPolicy.no_wait())
+
+
+def local_stack() -> None:
+    with LocalStack() as stack:
+        stack.create_bucket("my-test-bucket")
+        client: vb.Client = stack.client(bucket="my-test-bucket")
+        faults: Faults = stack.faults
+        faults.hold(display_name="held", state="PENDING")
+        faults.fail("create", status=503, times=2)
+        stack.set_job_options(JobOptions(echo_labels=False), display_name="no-labels")
+        job = client.submit_claude("held", "claude-opus-5-5@default", [])
+        stack.wait_job(job.name, timeout=30.0)
+        environment: dict[str, str] = stack.environment("my-test-bucket")
+        assert environment and isinstance(Timing(), Timing)

@@ -1,0 +1,29 @@
+"""``Cloud``: the cloud-facing parts a ``Client`` builds once, handed down to the layers above.
+
+Runs, the online fallback and the identity protocol need Vertex, staging, the retry policy and
+telemetry, never the ``Client`` itself: they take this one value, so dependencies point one way
+(``_client`` → ``_runs`` → ``_online`` → identity, staging, Vertex).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._retry import RetryPolicy
+from ._staging import Staging
+from ._telemetry import Telemetry
+from ._vertex import Vertex
+
+__all__ = ["Cloud"]
+
+
+@dataclass(frozen=True, slots=True)
+class Cloud:
+    """Vertex job control, GCS staging, the retry policy and metrics of one client."""
+
+    vertex: Vertex
+    staging: Staging
+    retry: RetryPolicy
+    telemetry: Telemetry
+    project: str
+    location: str

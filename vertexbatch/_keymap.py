@@ -1,0 +1,234 @@
+"""Correlation: the digests a key travels under, and the key map that leads output back to keys.
+
+Pure. A key travels as ``key_digest(key)`` (Claude ``custom_id``, Gemini label and sibling field).
+Every staged line also gets a *canonical digest* of its request, which survives Vertex's importer
+normalisation (nulls injected, key order changed), so an echoed request can be matched when no id
+came back. ``KeyMap`` holds one job's keys in submission order and finds the key of an output row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from array import array
+from collections.abc import Container, Iterable, Mapping
+from typing import Any
+
+__all__ = [
+    "KEY_FIELD",
+    "KeyMap",
+    "canonical_digest",
+    "digest_text",
+    "key_digest",
+    "parse_key_record",
+]
+
+# The label (Gemini ``request.labels``) and sibling field that carry a key's digest.
+KEY_FIELD = "vb_key"
+_DIGEST = re.compile(rb"k[0-9a-f]{32}")
+
+
+def key_digest(key: str) -> str:
+    """The id a key travels under: ``k`` + 32 hex digits of its SHA-256.
+
+    It fits Claude's ``custom_id`` (``[A-Za-z0-9_-]{1,64}``) and Gemini label values
+    (lowercase, 63 characters), and starts with a letter so the importer never reads it as a number.
+    """
+    return "k" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+# Deeper than anything staged (the importer stops at 15) or read back (``_json.MAX_DEPTH``).
+_CANONICAL_DEPTH = 128
+
+
+def _canonical(value: Any, depth: int = 0) -> Any:
+    """Drop nulls and what becomes empty without them; integral floats become ints.
+
+    Raises:
+        ValueError: arrays and objects nest deeper than ``_CANONICAL_DEPTH``.
+    """
+    if isinstance(value, dict):
+        if depth >= _CANONICAL_DEPTH:
+            raise ValueError(f"nested deeper than {_CANONICAL_DEPTH} levels")
+        out = {}
+        for k, v in value.items():
+            c = _canonical(v, depth + 1)
+            if c is not None and c != {} and c != []:
+                out[k] = c
+        return out
+    if isinstance(value, list):
+        if depth >= _CANONICAL_DEPTH:
+            raise ValueError(f"nested deeper than {_CANONICAL_DEPTH} levels")
+        return [_canonical(v, depth + 1) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+_SORTED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def digest_text(text: str) -> str:
+    """32 hex digits of the SHA-256 of a canonical text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def canonical_digest(request: Mapping[str, Any]) -> str:
+    """A digest of a request that is the same for the staged request and Vertex's echo of it.
+
+    Labels are left out: Vertex may or may not echo them.
+
+    Raises:
+        ValueError: the request nests deeper than any request can.
+    """
+    body = {k: v for k, v in request.items() if k != "labels"}
+    return digest_text(_SORTED.encode(_canonical(body)))
+
+
+class KeyMap:
+    """The keys of one job in submission order, and the digests that lead back to them.
+
+    Held compactly (digests as 64-bit integers; the canonical index built only when a row has no
+    id), because a Cloud Function reading 200,000 results has little memory to spare.
+    """
+
+    __slots__ = ("_by_canonical", "_by_digest", "_canonical", "keys")
+
+    # A digest as the value of an id field in the line's own JSON (``custom_id``, the ``vb_key``
+    # sibling or label): a digest quoted inside a string has its quotes escaped and never matches.
+    _ID_IN_LINE = re.compile(
+        rb'"(?:custom_id|' + KEY_FIELD.encode() + rb')"\s*:\s*"(k[0-9a-f]{32})"'
+    )
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self._by_digest: dict[int, int] = {}
+        self._canonical = array("Q")
+        self._by_canonical: dict[int, list[int]] | None = None
+
+    def add(self, key: str, digest: str, canonical: str) -> None:
+        """Add one key (in submission order)."""
+        self._by_digest[_short(digest)] = len(self.keys)
+        self.keys.append(key)
+        self._canonical.append(int(canonical[:16], 16) if canonical else 0)
+        self._by_canonical = None
+
+    @classmethod
+    def from_records(cls, lines: Iterable[bytes]) -> KeyMap:
+        """Build a key map from the staged key-map lines (``[key, digest, canonical]``).
+
+        Raises:
+            ValueError: a line is not a key record, or a key appears twice (the message names
+                the line by number, never its content).
+        """
+        km = cls()
+        seen: set[str] = set()
+        for number, raw in enumerate(lines, start=1):
+            try:
+                key, digest, canonical = parse_key_record(raw)
+            except ValueError as exc:
+                raise ValueError(f"line {number}: {exc}") from None
+            if key in seen:
+                raise ValueError(f"line {number}: a key appears twice")
+            seen.add(key)
+            km.add(key, digest, canonical)
+        return km
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def _digest_index(self, digest: str) -> int | None:
+        if len(digest) != 33 or digest[0] != "k":
+            return None
+        try:
+            return self._by_digest.get(_short(digest))
+        except ValueError:
+            return None
+
+    def find_digest(self, raw: bytes) -> int | None:
+        """The index of the key named by the first id field found in a raw (unparseable) line.
+
+        Only a digest that is the value of a ``custom_id`` or ``vb_key`` field counts: the same
+        digest quoted in a response's text (its quotes escaped) names no key.
+        """
+        for match in self._ID_IN_LINE.finditer(raw):
+            index = self._digest_index(match.group(1).decode("ascii"))
+            if index is not None:
+                return index
+        return None
+
+    def match(self, row: Mapping[str, Any], taken: Container[int] = ()) -> int | None:
+        """The index of the key an output row answers, or ``None``.
+
+        Tried in order: the digest in ``custom_id`` or the ``vb_key`` sibling field, the digest in
+        the echoed request's labels, then the canonical digest of the echoed request (the first
+        key with that request not yet ``taken``, so identical requests each get one row).
+        """
+        index = self.match_id(row)
+        return self.match_echo(row, taken) if index is None else index
+
+    def match_id(self, row: Mapping[str, Any]) -> int | None:
+        """The index of the key whose digest the row carries (``custom_id``, ``vb_key``, label)."""
+        for name in ("custom_id", KEY_FIELD):  # checked first: nearly every row has one
+            value = row.get(name)
+            if type(value) is str:
+                index = self._digest_index(value)
+                if index is not None:
+                    return index
+        request = row.get("request")
+        if not isinstance(request, Mapping):
+            return None
+        labels = request.get("labels")
+        if isinstance(labels, Mapping):
+            value = labels.get(KEY_FIELD)
+            if isinstance(value, str):
+                index = self._digest_index(value)
+                if index is not None:
+                    return index
+        return None
+
+    def match_echo(self, row: Mapping[str, Any], taken: Container[int] = ()) -> int | None:
+        """The first key not yet ``taken`` whose request the row echoes (by canonical digest)."""
+        request = row.get("request")
+        if not isinstance(request, Mapping):
+            return None
+        try:
+            canonical = int(canonical_digest(request)[:16], 16)
+        except ValueError:  # nested deeper than any staged request
+            return None
+        if self._by_canonical is None:
+            self._by_canonical = {}
+            for index, staged in enumerate(self._canonical):
+                if staged:
+                    self._by_canonical.setdefault(staged, []).append(index)
+        for index in self._by_canonical.get(canonical, ()):
+            if index not in taken:
+                return index
+        return None
+
+
+def parse_key_record(raw: bytes) -> tuple[str, str, str]:
+    """``[key, digest, canonical]`` of one key-map line; ``ValueError`` if it is not one."""
+    try:
+        record = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise ValueError("not a key record (not JSON)") from None
+    if (
+        type(record) is not list
+        or len(record) != 3
+        or not all(type(v) is str for v in record)
+        or not record[0]
+        or not _DIGEST.fullmatch(record[1].encode("utf-8", "replace"))
+        or (record[2] and not _HEX32.fullmatch(record[2]))
+    ):
+        raise ValueError("not a key record ([key, digest, canonical digest])")
+    return record[0], record[1], record[2]
+
+
+_HEX32 = re.compile(r"[0-9a-f]{32}")
+
+
+def _short(digest: str) -> int:
+    """64 bits of a key digest: plenty to tell 200,000 keys apart, a third of the memory."""
+    return int(digest[1:17], 16)

@@ -1,0 +1,169 @@
+"""A run's records in GCS: the ledger that says what the run is, and each finished shard's counts.
+
+::
+
+    PREFIX/RUN/run.json            the ledger: provider, model, max attempts, shard ids and sizes
+    PREFIX/RUN.s0/done.json        shard 0's final outcome counts, once it is finished
+
+Both are written create-only and may have been edited by hand since: every field read back is
+checked, and a record that does not hold is an ``InvalidRequestError`` naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ._errors import InvalidRequestError
+from ._models import Provider
+from ._rules import MAX_ROWS, check_id
+from ._staging import Staging
+
+__all__ = [
+    "MAX_ATTEMPTS",
+    "Ledger",
+    "Shard",
+    "attempt_id",
+    "check_run_id",
+    "read_done",
+    "read_ledger",
+    "write_done",
+    "write_ledger",
+]
+
+LEDGER = "run.json"
+DONE = "done.json"
+FORMAT = "vertexbatch-run/1"
+MAX_ATTEMPTS = 99
+# Room a run id must leave for shard and attempt suffixes (".s9999.r99") within 63 characters.
+RUN_ID_MAX = 52
+FINAL_OUTCOMES = frozenset({"ok", "refused", "truncated", "failed", "exhausted"})
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """One shard of a run: its id (``RUN.sN``, also its first attempt's id) and its key count."""
+
+    id: str
+    keys: int
+
+
+def attempt_id(shard: Shard, attempt: int) -> str:
+    """The submission id of a shard's attempt: ``RUN.sN``, then ``RUN.sN.r1``, ..."""
+    return shard.id if attempt == 0 else f"{shard.id}.r{attempt}"
+
+
+def check_run_id(run_id: str) -> str:
+    """Return the run id if it is a valid id with room for the derived ids' suffixes."""
+    check_id(run_id)
+    if len(run_id) > RUN_ID_MAX:
+        raise InvalidRequestError(
+            f"run id {run_id!r} is over {RUN_ID_MAX} characters: a run needs room for shard "
+            "and attempt suffixes such as '.s12.r2' within the 63 an id may have",
+            field="id",
+        )
+    return run_id
+
+
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    """What a run is: written once when its shards are staged, never changed."""
+
+    id: str
+    provider: Provider
+    model: str
+    max_attempts: int
+    shards: tuple[Shard, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "format": FORMAT,
+            "id": self.id,
+            "provider": self.provider,
+            "model": self.model,
+            "max_attempts": self.max_attempts,
+            "shards": [{"id": s.id, "keys": s.keys} for s in self.shards],
+        }
+
+    @classmethod
+    def from_json(cls, data: object, run_id: str, where: str) -> Ledger:
+        """A ledger read from GCS, every field checked: it may have been edited."""
+
+        def bad(why: str) -> InvalidRequestError:
+            return InvalidRequestError(
+                f"{where} is not a vertexbatch run ledger ({why}): it was damaged or edited",
+                field="id",
+            )
+
+        if not isinstance(data, dict):
+            raise bad(f"a JSON {type(data).__name__}, not an object")
+        if data.get("id") != run_id:
+            raise bad("its 'id' is not this run's id")
+        provider = data.get("provider")
+        if provider not in ("anthropic", "google"):
+            raise bad("'provider' is neither 'anthropic' nor 'google'")
+        model = data.get("model")
+        if not isinstance(model, str) or not model:
+            raise bad("'model' is not a model id")
+        attempts = data.get("max_attempts")
+        if type(attempts) is not int or not 1 <= attempts <= MAX_ATTEMPTS:
+            raise bad(f"'max_attempts' is not a whole number from 1 to {MAX_ATTEMPTS}")
+        listed = data.get("shards")
+        if not isinstance(listed, list) or not listed:
+            raise bad("'shards' is not a list of shards")
+        shards = []
+        for index, entry in enumerate(listed):
+            if (
+                not isinstance(entry, dict)
+                or entry.get("id") != f"{run_id}.s{index}"
+                or type(entry.get("keys")) is not int
+                or not 1 <= entry["keys"] <= MAX_ROWS
+            ):
+                raise bad(
+                    f"shard {index} is not {{'id': '{run_id}.s{index}', 'keys': 1-{MAX_ROWS}}}"
+                )
+            shards.append(Shard(entry["id"], entry["keys"]))
+        return cls(run_id, provider, model, attempts, tuple(shards))
+
+
+def read_ledger(staging: Staging, run_id: str) -> Ledger | None:
+    """The run's ledger, ``None`` if there is no run under the id."""
+    folder = staging.folder(run_id)
+    data = staging.read_json(folder.name(LEDGER))
+    return None if data is None else Ledger.from_json(data, run_id, folder.uri(LEDGER))
+
+
+def write_ledger(staging: Staging, ledger: Ledger) -> bool:
+    """Write the ledger create-only; ``False`` if the id already holds another run."""
+    name = staging.folder(ledger.id).name(LEDGER)
+    return staging.create_json(name, ledger.to_json()) or read_ledger(staging, ledger.id) == ledger
+
+
+def read_done(staging: Staging, shard: Shard) -> dict[str, int] | None:
+    """A finished shard's outcome counts, ``None`` while it is not finished."""
+    folder = staging.folder(shard.id)
+    done = staging.read_json(folder.name(DONE))
+    if done is None:
+        return None
+    outcomes = done.get("outcomes") if isinstance(done, dict) else None
+    if (
+        not isinstance(done, dict)
+        or done.get("shard") != shard.id
+        or not isinstance(outcomes, dict)
+        or not set(outcomes) <= FINAL_OUTCOMES
+        or not all(type(n) is int and n >= 0 for n in outcomes.values())
+        or sum(outcomes.values()) != shard.keys
+    ):
+        raise InvalidRequestError(
+            f"{folder.uri(DONE)} is not a vertexbatch shard record (outcome counts of its "
+            f"{shard.keys} keys): it was damaged or edited",
+            field="staging",
+        )
+    return outcomes
+
+
+def write_done(staging: Staging, shard: Shard, outcomes: Mapping[str, int]) -> None:
+    """Record a shard as finished (create-only: the first finisher's counts stand)."""
+    staging.create_json(
+        staging.folder(shard.id).name(DONE), {"shard": shard.id, "outcomes": dict(outcomes)}
+    )

@@ -1,0 +1,247 @@
+"""The manifest: what claims a submission id, and the names of the objects in its folder.
+
+A manifest records who staged the id's rows (a plain submission, a resubmission, a run), the
+rows' provider, model, count and size, and the MD5s of the input and the key map. Staging writes
+it create-only after the rows; ``claims_same`` tells whether rows about to be staged are the rows
+it claims. Pure, but for ``read_manifest``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ._errors import InvalidRequestError
+from ._lines import StagedLine
+from ._models import Provider
+from ._rules import MAX_INPUT_BYTES, MAX_ROWS
+from ._staging import Folder, Staging
+from ._vertex import JobSpec
+
+__all__ = [
+    "INPUT",
+    "KEYS",
+    "MANIFEST",
+    "PLAIN",
+    "RECORD",
+    "Manifest",
+    "Tally",
+    "claim_conflict",
+    "measure",
+    "no_rows",
+    "read_manifest",
+    "resubmit_origin",
+    "run_origin",
+]
+
+INPUT = "input.jsonl"
+KEYS = "keys.jsonl"
+MANIFEST = "manifest.json"
+RECORD = "job.json"
+FORMAT = "vertexbatch/1"
+
+
+# Who staged an id's rows. A run or a resubmission only ever adopts rows it staged itself, so
+# an id it derives (``RUN.s0``, ``ID.r1``) that a plain submission already holds is refused,
+# never taken over (and the other way round).
+PLAIN = ""
+
+
+def run_origin(run_id: str) -> str:
+    return f"run:{run_id}"
+
+
+def resubmit_origin(submission_id: str) -> str:
+    return f"resubmit:{submission_id}"
+
+
+def _describe_origin(origin: str) -> str:
+    kind, _, of = origin.partition(":")
+    if kind == "run":
+        return f"run {of!r}"
+    if kind == "resubmit":
+        return f"a resubmission of {of!r}"
+    return "a plain submission"
+
+
+_MD5 = re.compile(r"[0-9a-f]{32}")
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """What claims an id: who staged it, the rows' provider, model, count, size, MD5s.
+
+    ``md5`` is the MD5 of ``input.jsonl`` and ``keys_md5`` that of ``keys.jsonl``: reading the key
+    map or the input back checks both, so a damaged object is an error, not a lost key.
+    ``rejected`` is set when Vertex refused to create a job from it (see ``mark_rejected``).
+    """
+
+    provider: Provider
+    model: str
+    rows: int
+    bytes: int
+    md5: str
+    keys_md5: str = ""  # "" in manifests written before key maps were verified
+    origin: str = PLAIN
+    rejected: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        data = {"format": FORMAT, **asdict(self)}
+        if not self.rejected:
+            del data["rejected"]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Manifest:
+        def bad(why: str) -> InvalidRequestError:
+            return InvalidRequestError(
+                f"{where} is not a vertexbatch manifest ({why}): it was not written by "
+                "vertexbatch or was edited; submit under a new id",
+                field="staging",
+            )
+
+        if not isinstance(data, dict):
+            raise bad(f"a JSON {type(data).__name__}, not an object")
+        for name, kind in (("provider", str), ("model", str), ("rows", int), ("bytes", int)):
+            if not isinstance(data.get(name), kind) or isinstance(data.get(name), bool):
+                raise bad(f"{name!r} is missing or not a {kind.__name__}")
+        for name in ("md5", "keys_md5", "origin", "rejected"):
+            if not isinstance(data.get(name, ""), str):
+                raise bad(f"{name!r} is not a string")
+        if data["provider"] not in ("anthropic", "google"):
+            raise bad("'provider' is neither 'anthropic' nor 'google'")
+        if data["rows"] < 1 or data["bytes"] < 1:
+            raise bad("'rows' and 'bytes' must be positive")
+        for name in ("md5", "keys_md5"):
+            value = data.get(name, "")
+            if (value or name == "md5") and not _MD5.fullmatch(value):
+                raise bad(f"{name!r} is not a hex MD5")
+        return cls(
+            provider=data["provider"],
+            model=data["model"],
+            rows=data["rows"],
+            bytes=data["bytes"],
+            md5=data["md5"],
+            keys_md5=data.get("keys_md5", ""),
+            origin=data.get("origin", PLAIN),
+            rejected=data.get("rejected", ""),
+        )
+
+    def claims_same(self, given: Manifest) -> bool:
+        """Whether ``given`` (rows about to be staged) are the rows this manifest claims."""
+        return (self.provider, self.model, self.rows, self.bytes, self.md5, self.origin) == (
+            given.provider,
+            given.model,
+            given.rows,
+            given.bytes,
+            given.md5,
+            given.origin,
+        ) and (not self.keys_md5 or self.keys_md5 == given.keys_md5)
+
+    def spec(self, submission_id: str, folder: Folder) -> JobSpec:
+        return JobSpec(
+            id=submission_id,
+            provider=self.provider,
+            model=self.model,
+            input_uri=folder.input_uri,
+            output_prefix=folder.output_prefix,
+            keys=self.rows,
+        )
+
+
+def claim_conflict(
+    submission_id: str, staged: Manifest | None, given: Manifest, staged_md5: str = ""
+) -> InvalidRequestError:
+    if staged is None:
+        # A submitter stopped after the input, before the manifest: only the input is known.
+        what = f"other rows (its staged input has MD5 {staged_md5 or 'unknown'}; these rows "
+        what += f"have MD5 {given.md5})"
+    elif staged.origin != given.origin:
+        what = (
+            f"{_describe_origin(staged.origin)}, not {_describe_origin(given.origin)}: "
+            "an id belongs to whoever staged it first"
+        )
+    elif (staged.provider, staged.model) != (given.provider, given.model):
+        what = f"{staged.provider} model {staged.model!r}, not {given.model!r}"
+    else:
+        what = (
+            f"other rows ({staged.rows} rows, MD5 {staged.md5}; these are {given.rows} rows, "
+            f"MD5 {given.md5})"
+        )
+    return InvalidRequestError(
+        f"submission id {submission_id!r} is already claimed for {what}: submit these rows "
+        "under a new id; nothing staged was changed",
+        field="id",
+    )
+
+
+class Tally:
+    """Counts, sizes and digests rows as they stream past, enforcing Vertex's limits."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.bytes = 0
+        self._md5 = hashlib.md5(usedforsecurity=False)
+        self._keys_md5 = hashlib.md5(usedforsecurity=False)
+
+    def add(self, line: StagedLine, key_record: bytes) -> None:
+        self.rows += 1
+        self.bytes += len(line.data)
+        if self.rows > MAX_ROWS:
+            raise InvalidRequestError(
+                f"more than {MAX_ROWS:,} requests for one job, which is Vertex's limit: "
+                "split them across ids (runs shard automatically)",
+                field="requests",
+            )
+        if self.bytes > MAX_INPUT_BYTES:
+            raise InvalidRequestError(
+                f"input passed {MAX_INPUT_BYTES:,} bytes at request {line.key!r}, over "
+                "Vertex's 1 GB limit for one job: split the requests across ids",
+                field="requests",
+            )
+        self._md5.update(line.data)
+        self._keys_md5.update(key_record)
+
+    def manifest(self, provider: Provider, model: str, origin: str) -> Manifest:
+        return Manifest(
+            provider=provider,
+            model=model,
+            rows=self.rows,
+            bytes=self.bytes,
+            md5=self._md5.hexdigest(),
+            keys_md5=self._keys_md5.hexdigest(),
+            origin=origin,
+        )
+
+
+def no_rows(submission_id: str) -> InvalidRequestError:
+    return InvalidRequestError(
+        f"no requests to submit under id {submission_id!r}: a job needs at least one",
+        field="requests",
+    )
+
+
+def measure(
+    submission_id: str,
+    provider: Provider,
+    model: str,
+    lines: Iterable[StagedLine],
+    origin: str = PLAIN,
+) -> Manifest:
+    """The manifest ``stage`` would write for these rows, with no I/O (the rows are consumed)."""
+    tally = Tally()
+    for line in lines:
+        tally.add(line, line.key_record())
+    if not tally.rows:
+        raise no_rows(submission_id)
+    return tally.manifest(provider, model, origin)
+
+
+def read_manifest(staging: Staging, submission_id: str) -> Manifest | None:
+    """The id's manifest, ``None`` if nothing is staged under it."""
+    folder = staging.folder(submission_id)
+    raw = staging.read_json(folder.name(MANIFEST))
+    return None if raw is None else Manifest.from_json(raw, folder.uri(MANIFEST))

@@ -1,0 +1,113 @@
+"""Reading a submission's staged objects back, verified against its manifest.
+
+Results need the key map; resubmissions, runs and the online fallback need the staged requests.
+Both are checked as they stream past against the row count and MD5s the manifest recorded, so a
+truncated, duplicated, reordered or garbled object is a ``JobError`` naming it, never a dropped
+or doubled key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+from ._errors import JobError, job_errors
+from ._keymap import KeyMap, parse_key_record
+from ._lines import StagedLine
+from ._manifest import KEYS, MANIFEST, Manifest
+from ._models import Job
+from ._staging import Staging
+
+__all__ = ["job_manifest", "read_key_map", "read_staged_lines"]
+
+
+def _beside_input(job: Job, leaf: str) -> str:
+    return job.input_uri.rsplit("/", 1)[0] + "/" + leaf
+
+
+def job_manifest(staging: Staging, job: Job) -> Manifest:
+    """The manifest staged beside a job's input.
+
+    Raises:
+        JobError: it is gone.
+    """
+    uri = _beside_input(job, MANIFEST)
+    raw = _reading(job, uri, lambda: staging.read_json(uri))
+    if raw is None:
+        raise JobError(f"{uri} is gone: job {job.name} cannot be read without it", job=job.name)
+    return Manifest.from_json(raw, uri)
+
+
+T = TypeVar("T")
+
+
+def _reading(job: Job, uri: str, read: Callable[[], T]) -> T:
+    with job_errors(job.name, reading=uri):
+        return read()
+
+
+class _Verified:
+    """The lines of a staged object, checked against the count and MD5 its manifest recorded."""
+
+    def __init__(self, staging: Staging, job: Job, uri: str, rows: int, md5: str) -> None:
+        self._staging = staging
+        self._job = job
+        self.uri = uri
+        self._rows = rows
+        self._md5 = md5
+
+    def __iter__(self) -> Iterator[bytes]:
+        digest = hashlib.md5(usedforsecurity=False)
+        count = 0
+        lines = _reading(self._job, self.uri, lambda: iter(self._staging.read_lines(self.uri)))
+        while True:
+            line = _reading(self._job, self.uri, lambda: next(lines, None))
+            if line is None:
+                break
+            digest.update(line)
+            digest.update(b"\n")
+            count += 1
+            yield line
+        if count != self._rows or (self._md5 and digest.hexdigest() != self._md5):
+            raise self.damaged(f"{count} lines, {self._rows} staged")
+
+    def damaged(self, why: str) -> JobError:
+        return JobError(
+            f"{self.uri} is damaged ({why}; it no longer matches what its manifest recorded): "
+            f"the keys of job {self._job.name} cannot be told apart safely",
+            job=self._job.name,
+        )
+
+
+def read_key_map(staging: Staging, job: Job) -> KeyMap:
+    """The job's staged key map, verified against its manifest.
+
+    Raises:
+        JobError: the key map is gone, damaged or does not match the manifest.
+    """
+    manifest = job_manifest(staging, job)
+    records = _Verified(staging, job, _beside_input(job, KEYS), manifest.rows, manifest.keys_md5)
+    try:
+        return KeyMap.from_records(records)
+    except ValueError as exc:
+        raise records.damaged(str(exc)) from None
+
+
+def read_staged_lines(staging: Staging, job: Job, keys: set[str]) -> Iterator[StagedLine]:
+    """The job's staged lines for ``keys``, in submission order, read back from GCS.
+
+    The input and the key map were written from one stream, so their lines pair up in order;
+    both are checked against the manifest as they are read (an error at the end of the stream
+    aborts whatever is being staged from it).
+    """
+    manifest = job_manifest(staging, job)
+    records = _Verified(staging, job, _beside_input(job, KEYS), manifest.rows, manifest.keys_md5)
+    inputs = _Verified(staging, job, job.input_uri, manifest.rows, manifest.md5)
+    for number, (record, data) in enumerate(zip(records, inputs, strict=True), start=1):
+        try:
+            key, digest, canonical = parse_key_record(record)
+        except ValueError as exc:
+            raise records.damaged(f"line {number}: {exc}") from None
+        if key in keys:
+            yield StagedLine(key=key, digest=digest, canonical=canonical, data=data + b"\n")
