@@ -134,7 +134,7 @@ def _clients(spec: dict[str, Any]) -> tuple[storage.Client, CountingSession, vb.
         spec["project"],
         spec["location"],
         spec["bucket"],
-        spec["prefix"],
+        prefix=spec["prefix"],
         jobs=jobs,
         storage=store,
     )
@@ -241,13 +241,13 @@ def _results_vb(spec: dict[str, Any], store: storage.Client, client: vb.Client) 
 
 def _key_map(spec: dict[str, Any], store: storage.Client, client: vb.Client) -> Op:
     """What the key map alone keeps in memory (measured as retained RSS, not peak)."""
-    from vertexbatch._identity import read_key_map
+    from vertexbatch._staged import read_key_map
 
     job = vb.Job.from_dict(spec["job"])
     kept: list[Any] = []
 
     def run() -> dict[str, Any]:
-        kept.append(read_key_map(client._staging, job))
+        kept.append(read_key_map(client._cloud.staging, job))
         return {"keys": len(kept[0]), "retained": _rss()}
 
     return (lambda: None), run

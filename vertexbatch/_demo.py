@@ -6,233 +6,44 @@ the same ids, as a retried Cloud Run task would, and shows the jobs being adopte
 Last, a *run* of Claude requests over three shards is advanced step by step, as a scheduler
 would, until every key has its final outcome.
 
-Some prompts carry ``[[vb:...]]`` directives: they script the local model's outcome (a refusal,
-a truncation, a per-line error, a dropped line), as docs/local-stack.md describes.
+The requests, their scripted outcomes and the ids are in ``_demo_data``; this module narrates.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from google.genai import types as genai_types
-
+from ._cli_render import OUTCOMES, progress_bar
 from ._client import Client
-from ._models import ClaudeRequest, GeminiRequest, Job, Result, Status, Usage
+from ._demo_data import (
+    BUCKET,
+    CLAUDE_MODEL,
+    GEMINI_MODEL,
+    PREFIX,
+    REVIEW_ID,
+    RUN_ATTEMPTS,
+    RUN_ID,
+    RUN_REQUESTS,
+    RUN_SHARD_SIZE,
+    TRIAGE_ID,
+    claude_requests,
+    gemini_requests,
+    run_requests,
+)
+from ._models import Job, Result, Status, Usage
 from ._runs import Run, RunSummary
 
-__all__ = ["DemoSummary", "JobReport", "claude_requests", "gemini_requests", "run_demo"]
+if TYPE_CHECKING:
+    from .emulator import LocalStack
 
-CLAUDE_MODEL = "claude-opus-5-5@default"
-GEMINI_MODEL = "gemini-3.8-flash"
-REVIEW_ID = "demo-code-review"
-TRIAGE_ID = "demo-ticket-triage"
-RUN_ID = "demo-nightly-review"
-RUN_REQUESTS = 20
-RUN_SHARD_SIZE = 8
-RUN_ATTEMPTS = 2
-BUCKET = "vertexbatch-demo"
-PREFIX = "demo"
-OUTCOMES = ("ok", "refused", "truncated", "retryable", "failed", "missing")
+__all__ = ["run_demo"]
 
-_REVIEW_SYSTEM = (
-    "You review pull requests for a payments company. Answer with a verdict (approve or "
-    "request-changes) and at most three short comments, most important first. "
-    "[[vb:cached 1536]]"
-)
-
-# (path, diff lines) of the pull requests under review.
-_CHANGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (
-        "billing/invoice.py",
-        (
-            "-    return sum(i.price for i in items)",
-            "+    return round(sum(i.price * i.qty for i in items), 2)",
-        ),
-    ),
-    (
-        "billing/refund.py",
-        (
-            "+    if amount > charge.amount:",
-            "+        amount = charge.amount",
-        ),
-    ),
-    (
-        "api/auth.py",
-        (
-            "-    if token == expected:",
-            "+    if hmac.compare_digest(token, expected):",
-        ),
-    ),
-    (
-        "api/rate_limit.py",
-        ("+    bucket = self.buckets.setdefault(user_id, TokenBucket(rate=10))",),
-    ),
-    (
-        "workers/retry.py",
-        (
-            "-    time.sleep(2 ** attempt)",
-            "+    time.sleep(min(2 ** attempt, 60) + random.random())",
-        ),
-    ),
-    (
-        "db/migrations/0042_add_index.sql",
-        ("+CREATE INDEX CONCURRENTLY idx_payments_user ON payments(user_id);",),
-    ),
-    (
-        "web/checkout.ts",
-        (
-            "-  const total = cart.items.reduce((a, i) => a + i.price, 0)",
-            "+  const total = cart.total()",
-        ),
-    ),
-    (
-        "ledger/balance.py",
-        (
-            "+    with self.lock:",
-            "+        self.balance += delta",
-        ),
-    ),
-    ("api/webhooks.py", ("+    signature = request.headers.get('Stripe-Signature')",)),
-    (
-        "reports/export.py",
-        (
-            "-    rows = list(query)",
-            "+    rows = query.yield_per(1000)",
-        ),
-    ),
-    (
-        "auth/session.go",
-        (
-            "+\tcookie.Secure = true",
-            "+\tcookie.SameSite = http.SameSiteStrictMode",
-        ),
-    ),
-    ("infra/terraform/bucket.tf", ("+  uniform_bucket_level_access = true",)),
-    (
-        "fraud/score.py",
-        (
-            "-    return model.predict(features)",
-            "+    return model.predict_proba(features)[:, 1]",
-        ),
-    ),
-    ("notifications/email.py", ("+    msg['Reply-To'] = settings.SUPPORT_EMAIL",)),
-    (
-        "billing/currency.py",
-        (
-            "-    return amount * rate",
-            "+    return (Decimal(amount) * rate).quantize(CENT)",
-        ),
-    ),
-    ("api/pagination.py", ("+    limit = min(int(request.args.get('limit', 50)), 500)",)),
-)
-
-# Which requests get a scripted outcome (index -> directive).
-_REVIEW_SCRIPT = {
-    3: "[[vb:refuse category=cyber detail=credential_harvesting]]",
-    11: "[[vb:refuse]]",
-    5: "[[vb:truncate]]",
-    17: "[[vb:truncate]]",
-    8: "[[vb:error 429]]",
-    20: "[[vb:error 529]]",
-    14: "[[vb:error 400]]",
-    26: "[[vb:drop]]",
-}
-
-# The run's scripted outcomes: one retryable error or dropped line in each shard of 8. The
-# local model is deterministic, so these fail on every attempt and end exhausted.
-_RUN_SCRIPT = {
-    2: "[[vb:error 503]]",
-    6: "[[vb:drop]]",
-    13: "[[vb:error 503]]",
-    18: "[[vb:drop]]",
-}
 # The run's outcome columns, in the order the demo reports them.
 _RUN_OUTCOMES = ("ok", "refused", "truncated", "failed", "exhausted")
-
-_TICKETS = (
-    "I was charged twice for my March invoice, please refund one of them.",
-    "The export to CSV button does nothing on Safari 18.",
-    "Can you add SSO with Okta for our team of 40?",
-    "I can't log in since I changed my phone, 2FA codes are rejected.",
-    "Your API returns 500 on POST /v2/payments since this morning.",
-    "Please close my account and delete my data.",
-    "The dashboard shows last month's numbers in the wrong currency.",
-    "Is there a way to schedule reports weekly instead of daily?",
-    "Our webhook endpoint receives every event three times.",
-    "I need an invoice with our VAT number for accounting.",
-    "The mobile app crashes when I open the statements tab.",
-    "We'd like a sandbox environment for testing integrations.",
-    "Password reset emails never arrive at our company domain.",
-    "Chargeback notification came in but the dispute page is empty.",
-    "Please raise our API rate limit, we hit 429 at peak hours.",
-)
-
-_TRIAGE_SCRIPT = {
-    4: "[[vb:refuse block=PROHIBITED_CONTENT]]",
-    9: "[[vb:finish SAFETY]]",
-    13: "[[vb:truncate]]",
-    7: "[[vb:error 503]]",
-    19: "[[vb:error 429]]",
-    23: "[[vb:error 400]]",
-    16: "[[vb:drop]]",
-    27: "[[vb:drop]]",
-}
-
-_TRIAGE_CONFIG = genai_types.GenerateContentConfig(
-    system_instruction=(
-        "Triage the support ticket. Reply with JSON: category (billing, bug, feature, account), "
-        "urgency (P1, P2, P3) and a one-sentence summary."
-    ),
-    temperature=0.0,
-    max_output_tokens=256,
-    response_mime_type="application/json",
-)
-
-
-def claude_requests(
-    count: int = 32, *, first_pr: int = 1400, script: Mapping[int, str] = _REVIEW_SCRIPT
-) -> list[ClaudeRequest]:
-    """The demo's code-review requests: the same rows on every call.
-
-    ``script`` maps a request's index to the directive that scripts its outcome.
-    """
-    requests = []
-    for i in range(count):
-        path, diff = _CHANGES[i % len(_CHANGES)]
-        pr = first_pr + i
-        body = "\n".join(diff)
-        prompt = f"PR #{pr} changes {path}:\n```diff\n{body}\n```\n{script.get(i, '')}"
-        requests.append(
-            ClaudeRequest(
-                f"pr-{pr}/{path}",
-                {
-                    "max_tokens": 512,
-                    "system": _REVIEW_SYSTEM,
-                    "messages": [{"role": "user", "content": prompt.strip()}],
-                },
-            )
-        )
-    return requests
-
-
-def gemini_requests(count: int = 30) -> list[GeminiRequest]:
-    """The demo's ticket-triage requests: the same rows on every call."""
-    requests = []
-    for i in range(count):
-        ticket = 48200 + i
-        text = f"Ticket {ticket}: {_TICKETS[i % len(_TICKETS)]} {_TRIAGE_SCRIPT.get(i, '')}"
-        requests.append(
-            GeminiRequest(
-                f"ticket-{ticket}",
-                [{"role": "user", "parts": [{"text": text.strip()}]}],
-                _TRIAGE_CONFIG,
-            )
-        )
-    return requests
 
 
 @dataclass
@@ -246,20 +57,7 @@ class JobReport:
     keys: dict[str, list[str]] = field(default_factory=dict)  # outcome -> keys
 
 
-@dataclass
-class DemoSummary:
-    """What the demo did, for tests: the reports of the first run and the second run's jobs,
-    and the run's final summary."""
-
-    reports: list[JobReport]
-    second_run: list[Job]
-    creates_first: int
-    creates_second: int
-    jobs_per_id: dict[str, int]
-    run: RunSummary | None = None
-
-
-def run_demo(*, out: TextIO, fast: bool = False, tty: bool = False) -> DemoSummary:
+def run_demo(*, out: TextIO, fast: bool = False, tty: bool = False) -> None:
     """Run the demo, writing plain text to ``out``; ``fast`` turns the simulated latency off."""
     from .emulator import LocalStack, Timing
 
@@ -303,7 +101,7 @@ def run_demo(*, out: TextIO, fast: bool = False, tty: bool = False) -> DemoSumma
         say()
         say("4. Submit the same rows under the same ids again: what a retried Cloud Run task,")
         say("   a lost response or a crashed submitter does. The jobs are adopted, not created.")
-        second, creates_second = _submit_all(stack, batches, say, first=jobs)
+        _, creates_second = _submit_all(stack, batches, say, first=jobs)
         per_id = Counter(j.get("displayName", "") for j in stack.jobs())
         jobs_per_id = {job.id: per_id[job.id] for job in jobs}
         say(
@@ -318,7 +116,7 @@ def run_demo(*, out: TextIO, fast: bool = False, tty: bool = False) -> DemoSumma
             f"at most {RUN_ATTEMPTS} times,"
         )
         say("   advanced one step at a time as a scheduler would (`vertexbatch run advance ID`)")
-        run_summary = _run_section(stack, client, say, interval=0.05 if fast else 1.0)
+        _run_section(stack, client, say, interval=0.05 if fast else 1.0)
 
     say()
     say(f"Done in {time.monotonic() - started:.0f}s. Next:")
@@ -331,11 +129,10 @@ def run_demo(*, out: TextIO, fast: bool = False, tty: bool = False) -> DemoSumma
     say("  vertexbatch run advance my-run-1     every few minutes until it exits 0, then")
     say("  vertexbatch run results my-run-1     one line per key across shards and attempts")
     say("  docs/quickstart.md, concepts.md, runs.md and operations.md for real Google Cloud")
-    return DemoSummary(reports, second, creates_first, creates_second, jobs_per_id, run=run_summary)
 
 
 def _submit_all(
-    stack: Any,
+    stack: LocalStack,
     batches: Sequence[tuple[str, str, Callable[[], Job]]],
     say: Callable[[str], None],
     first: Sequence[Job] = (),
@@ -358,13 +155,12 @@ def _submit_all(
 
 
 def _run_section(
-    stack: Any, client: Client, say: Callable[[str], None], *, interval: float
+    stack: LocalStack, client: Client, say: Callable[[str], None], *, interval: float
 ) -> RunSummary:
     """Start the demo's run, advance it until done, and show its steps and final outcomes."""
     before = stack.calls()["create"]
-    requests = claude_requests(RUN_REQUESTS, first_pr=1500, script=_RUN_SCRIPT)
     run = client.run_claude(
-        RUN_ID, CLAUDE_MODEL, requests, shard_size=RUN_SHARD_SIZE, max_attempts=RUN_ATTEMPTS
+        RUN_ID, CLAUDE_MODEL, run_requests(), shard_size=RUN_SHARD_SIZE, max_attempts=RUN_ATTEMPTS
     )
     sizes = ", ".join(str(shard.keys) for shard in run.shards)
     say(f"   {RUN_ID:<20} {run.keys} requests in {len(run.shards)} shards ({sizes})")
@@ -432,11 +228,6 @@ def _attempt_jobs(client: Client, run: Run) -> list[tuple[str, list[Job]]]:
     return found
 
 
-def _bar(done: int, total: int, width: int = 10) -> str:
-    filled = 0 if total <= 0 else min(width, width * done // total)
-    return "[" + "#" * filled + "." * (width - filled) + "]"
-
-
 def _wait(
     client: Client, jobs: Sequence[Job], out: TextIO, *, tty: bool, interval: float
 ) -> dict[str, Status]:
@@ -452,7 +243,9 @@ def _wait(
             done = max(st.succeeded, 0) + max(st.failed, 0)
             state = st.state.removeprefix("JOB_STATE_")
             label = "claude" if job.provider == "anthropic" else "gemini"
-            parts.append(f"{label} {_bar(done, job.keys)} {done:>2}/{job.keys} {state:<9}")
+            parts.append(
+                f"{label} {progress_bar(done, job.keys, width=10)} {done:>2}/{job.keys} {state:<9}"
+            )
         elapsed = time.monotonic() - start
         line = "   " + " ".join(parts)
         finished = all(st.terminal for st in statuses.values())

@@ -1,0 +1,133 @@
+"""The options every ``vertexbatch`` command shares: the configuration flags and ``-v``.
+
+The configuration flags are those of ``_config.SETTINGS``; their values wait in the click
+context until a command asks for its client (``cloud_client``), which ``_config.build_client``
+builds from them and the environment, a flag winning over its variable.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from ._cli_render import ExitCode, Fail
+from ._client import Client
+from ._config import (
+    BUCKET,
+    DEFAULT_PREFIX,
+    LOCATION,
+    PREFIX,
+    PROJECT,
+    SETTINGS,
+    STORAGE_ENDPOINT,
+    VERTEX_ENDPOINT,
+    Setting,
+    build_client,
+)
+from ._errors import InvalidRequestError
+
+__all__ = ["cloud_client", "cloud_command", "verbose"]
+
+logger = logging.getLogger("vertexbatch")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_CONFIG_KEY = "vertexbatch.config"
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    if param.name is not None:
+        ctx.meta.setdefault(_CONFIG_KEY, {})[param.name] = value
+    return value
+
+
+def cloud_client() -> Client:
+    """The client the current command's flags and the environment name.
+
+    Raises:
+        Fail: exit 2, naming the flag and the variable of what is missing or wrong.
+    """
+    flags = click.get_current_context().meta.get(_CONFIG_KEY, {})
+    try:
+        return build_client(Client, flags=flags)
+    except InvalidRequestError as exc:
+        raise Fail(ExitCode.USAGE, str(exc)) from exc
+
+
+class _StderrHandler(logging.Handler):
+    """Writes log lines to whatever ``sys.stderr`` is when the line is logged."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            click.echo(f"vertexbatch: {self.format(record)}", err=True)
+        except Exception:  # pragma: no cover - logging must never break the command
+            self.handleError(record)
+
+
+def _set_verbosity(ctx: click.Context, param: click.Parameter, value: int) -> int:
+    """``-v`` shows the library's INFO logs on stderr, ``-vv`` DEBUG; restored when done."""
+    level = logging.WARNING if not value else logging.INFO if value == 1 else logging.DEBUG
+    previous = ctx.meta.get("vertexbatch.verbosity")
+    if previous is not None and previous <= level:
+        return value  # the group's -v already set a level at least as verbose
+    ctx.meta["vertexbatch.verbosity"] = level
+    handler = _StderrHandler()
+    saved = (logger.level, logger.propagate)
+    for old in [h for h in logger.handlers if isinstance(h, _StderrHandler)]:
+        logger.removeHandler(old)
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False
+
+    def restore() -> None:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+
+    ctx.call_on_close(restore)
+    return value
+
+
+verbose = click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    expose_value=False,
+    callback=_set_verbosity,
+    help="Show the library's INFO logs (created, adopted, recorded, cancelled); -vv for DEBUG.",
+)
+
+_HELP = {
+    PROJECT: "Google Cloud project.",
+    LOCATION: "Vertex region, e.g. us-central1.",
+    BUCKET: "GCS bucket for jobs.",
+    PREFIX: f"Folder in the bucket; each id gets PREFIX/ID/. [default: {DEFAULT_PREFIX}]",
+    VERTEX_ENDPOINT: "Vertex endpoint URL (the local stack's); needs --storage-endpoint.",
+    STORAGE_ENDPOINT: "GCS endpoint URL (the local stack's); needs --vertex-endpoint.",
+}
+
+
+def _config_option(setting: Setting) -> Callable[[F], F]:
+    # No envvar: _config reads the variables, so a flag and its variable are resolved in one
+    # place. The value goes to ctx.meta, not to the command's arguments: cloud_client() reads it.
+    return click.option(
+        setting.flag,
+        setting.name,
+        expose_value=False,
+        callback=_remember,
+        help=f"{_HELP[setting]} [env: {setting.variable}]",
+    )
+
+
+_CONFIG_OPTIONS = tuple(_config_option(setting) for setting in SETTINGS)
+
+
+def cloud_command(f: F) -> F:
+    """Add the configuration flags (each with its environment variable) and ``-v``."""
+    f = verbose(f)
+    for option in reversed(_CONFIG_OPTIONS):
+        f = option(f)
+    return f
