@@ -20,12 +20,10 @@ A line of Vertex's ``predictions.jsonl`` is a failure when its ``status`` is non
     processed, but no status and no response          LineError NO_RESPONSE, transient
     a response that is not a JSON object              LineError UNREADABLE_RESPONSE, permanent
 
-Errors never carry provider text: messages are built from codes and status names only, and a
-status name is kept only when it looks like an identifier.
-
-JSON in a line is read with ``load_json``, which refuses nesting deeper than ``MAX_DEPTH``, and
-every walk over row data here is bounded, so one damaged line costs time in proportion to its
-length and never exhausts the stack.
+A failure's code and status name are read by ``_failures``, which builds every ``LineError`` and
+decides which are transient. JSON in a line is read with ``_json.load_json`` and every walk over
+row data here is bounded by ``_json.MAX_UNWRAP``, so one damaged line costs time in proportion to
+its length and never exhausts the stack.
 
 Every function here is pure: no I/O, no logging, and inputs are never modified (``Result.response``
 may be the caller's own dict, or a dict decoded from a JSON string in the line).
@@ -34,105 +32,15 @@ may be the caller's own dict, or a dict decoded from a JSON string in the line).
 from __future__ import annotations
 
 import enum
-import json
-import re
 from collections.abc import Mapping
-from itertools import accumulate, takewhile
-from typing import Any, Final, Literal
+from typing import Any, Final
 
-from ._errors import InvalidRequestError, LineError, RefusedError, TruncatedError
+from ._errors import InvalidRequestError, RefusedError, TruncatedError
+from ._failures import is_error_body, line_error_for, parse_error_object, parse_status, safe_name
+from ._json import MAX_UNWRAP, is_number, load_json
 from ._models import Provider, Refusal, Result, Usage
-from ._retry import TRANSIENT_HTTP
 
-__all__ = [
-    "MAX_DEPTH",
-    "MessageKind",
-    "TRANSIENT_CODES",
-    "TRANSIENT_STATUSES",
-    "classify_claude_message",
-    "classify_gemini_response",
-    "classify_row",
-    "line_error_for",
-    "load_json",
-]
-
-MAX_DEPTH: Final = 128
-"""The deepest nesting of arrays and objects read from an output line or a JSON string in it.
-
-Vertex's importer refuses requests nested deeper than 15 levels; responses may nest deeper (tool
-input is the model's own JSON), but nothing legitimate comes near this.
-"""
-
-TRANSIENT_CODES: Final[frozenset[int]] = TRANSIENT_HTTP
-"""HTTP-style codes after which the same request may succeed (529 is Anthropic's overload)."""
-
-_TRANSIENT_GRPC: Final = frozenset(
-    {"RESOURCE_EXHAUSTED", "UNAVAILABLE", "DEADLINE_EXCEEDED", "INTERNAL", "ABORTED"}
-)
-_TRANSIENT_ANTHROPIC: Final = frozenset(
-    {"rate_limit_error", "overloaded_error", "api_error", "timeout_error"}
-)
-
-TRANSIENT_STATUSES: Final[frozenset[str]] = _TRANSIENT_GRPC | _TRANSIENT_ANTHROPIC
-"""gRPC status names and Anthropic error types after which the same request may succeed."""
-
-MessageKind = Literal["failed", "unusable", "not_run"]
-
-# Anthropic error types and the HTTP status Anthropic's API sends with them.
-_ANTHROPIC_ERROR_CODES: Final[Mapping[str, int]] = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
-}
-
-# google.rpc.Code numbers, for a status object that carries a gRPC code instead of an HTTP one.
-_GRPC_NAMES: Final[Mapping[int, str]] = {
-    1: "CANCELLED",
-    2: "UNKNOWN",
-    3: "INVALID_ARGUMENT",
-    4: "DEADLINE_EXCEEDED",
-    5: "NOT_FOUND",
-    6: "ALREADY_EXISTS",
-    7: "PERMISSION_DENIED",
-    8: "RESOURCE_EXHAUSTED",
-    9: "FAILED_PRECONDITION",
-    10: "ABORTED",
-    11: "OUT_OF_RANGE",
-    12: "UNIMPLEMENTED",
-    13: "INTERNAL",
-    14: "UNAVAILABLE",
-    15: "DATA_LOSS",
-    16: "UNAUTHENTICATED",
-}
-_GRPC_NAME_SET: Final = frozenset(_GRPC_NAMES.values())
-
-# Reason phrases that may prefix a status string ("Bad Request: {...}"); longest first so that
-# "request timeout" is not shadowed by a shorter phrase.
-_HTTP_PHRASES: Final[tuple[tuple[str, int], ...]] = (
-    ("request entity too large", 413),
-    ("internal server error", 500),
-    ("unprocessable entity", 422),
-    ("service unavailable", 503),
-    ("too many requests", 429),
-    ("payload too large", 413),
-    ("payment required", 402),
-    ("request timeout", 408),
-    ("gateway timeout", 504),
-    ("unauthorized", 401),
-    ("bad request", 400),
-    ("bad gateway", 502),
-    ("overloaded", 529),
-    ("forbidden", 403),
-    ("not found", 404),
-    ("conflict", 409),
-)
+__all__ = ["classify_claude_message", "classify_gemini_response", "classify_row"]
 
 # v1 proto numbers of Candidate.FinishReason, for dumps that wrote the enum as a number.
 _FINISH_REASONS: Final[Mapping[int, str]] = {
@@ -149,28 +57,11 @@ _FINISH_REASONS: Final[Mapping[int, str]] = {
     10: "MODEL_ARMOR",
 }
 
-# A status name goes into an error only when it looks like an enum name, never like prose.
-_SAFE_NAME: Final = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
-_LEADING_CODE: Final = re.compile(r"(?:http\s*)?([1-5]\d\d)(?!\d)", re.IGNORECASE)
-_LEADING_WORD: Final = re.compile(r"[A-Za-z_]+")
-
 _CLAUDE_ANSWERED: Final = frozenset({"end_turn", "stop_sequence", "tool_use"})
 _CLAUDE_TRUNCATED: Final = frozenset({"max_tokens", "model_context_window_exceeded"})
 
-# The largest nesting of wrappers looked through: response → JSON string → body → JSON string.
-_MAX_UNWRAP: Final = 6
-_MAX_JSON_TAIL_TRIES: Final = 8
-
 # A token count above int64 is not a count (and would overflow a metrics exporter).
 _MAX_COUNT: Final = 2**63 - 1
-# A string read as a number has at most this many digits (int() refuses past 4,300).
-_MAX_DIGITS: Final = 19
-
-# For measuring nesting: a JSON string (to its closing quote, or to the end of an unterminated
-# one) once escaped backslashes and quotes are gone, then +1 per opening and -1 per closing bracket.
-_JSON_STRING: Final = re.compile(rb'"[^"]*"?')
-_BRACKET_STEPS: Final = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
-_NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
 
 _REFUSED: Final = "request refused by the provider"
 _TRUNCATED: Final = "answer stopped at the token limit"
@@ -209,9 +100,9 @@ def classify_row(row: Mapping[str, Any], *, key: str, provider: Provider) -> Res
             ),
         )
     if not _blank(status):
-        code, name = _parse_status(status)
-        if code == 0 and not name and response is not None and _is_error_body(response):
-            code, name = _parse_error_object(response)
+        code, name = parse_status(status)
+        if code == 0 and not name and response is not None and is_error_body(response):
+            code, name = parse_error_object(response)
         return Result(key=key, error=line_error_for(key, code=code, status=name), response=response)
     if unreadable:
         # Something we cannot read at all: sending it again is not known to help.
@@ -251,7 +142,7 @@ def classify_claude_message(message: Mapping[str, Any], *, key: str) -> Result:
         message: the response body (``{"type": "message", "content": [...], ...}``). Not modified.
         key: the caller's key.
     """
-    if _is_error_body(message):
+    if is_error_body(message):
         return _error_body_result(message, key=key)
 
     usage = _claude_usage(message.get("usage"))
@@ -263,26 +154,11 @@ def classify_claude_message(message: Mapping[str, Any], *, key: str) -> Result:
     if stop == "refusal":
         details = message.get("stop_details")
         details = details if isinstance(details, Mapping) else {}
-        return Result(
-            key=key,
-            usage=usage,
-            stop=stop,
-            refusal=Refusal(
-                category=_text_or(details.get("category"), "refusal"),
-                detail=_text_or(details.get("explanation"), ""),
-            ),
-            error=RefusedError(_REFUSED, key=key),
-            response=message,
-        )
+        category = _text_or(details.get("category"), "refusal")
+        detail = _text_or(details.get("explanation"), "")
+        return _refused(key, category, detail, usage=usage, stop=stop, response=message)
     if stop in _CLAUDE_TRUNCATED:
-        return Result(
-            key=key,
-            text=text,
-            usage=usage,
-            stop=stop,
-            error=TruncatedError(_TRUNCATED, key=key),
-            response=message,
-        )
+        return _truncated(key, text, usage=usage, stop=stop, response=message)
     if stop in _CLAUDE_ANSWERED:
         if text or tool_use:
             return Result(key=key, text=text, usage=usage, stop=stop, response=message)
@@ -291,7 +167,7 @@ def classify_claude_message(message: Mapping[str, Any], *, key: str) -> Result:
         )
     return _unusable(
         key,
-        f"STOP_REASON_{_safe_name(stop) or 'UNKNOWN'}",
+        f"STOP_REASON_{safe_name(stop) or 'UNKNOWN'}",
         transient=False,
         usage=usage,
         stop=stop,
@@ -310,7 +186,7 @@ def classify_gemini_response(response: Mapping[str, Any], *, key: str) -> Result
         response: the response object. Not modified.
         key: the caller's key.
     """
-    if _is_error_body(response):
+    if is_error_body(response):
         return _error_body_result(response, key=key)
 
     usage = _gemini_usage(_get(response, "usageMetadata", "usage_metadata"))
@@ -319,19 +195,8 @@ def classify_gemini_response(response: Mapping[str, Any], *, key: str) -> Result
     if isinstance(feedback, Mapping):
         block = _enum_text(_get(feedback, "blockReason", "block_reason"))
         if block:
-            return Result(
-                key=key,
-                usage=usage,
-                stop=block,
-                refusal=Refusal(
-                    category=block,
-                    detail=_text_or(
-                        _get(feedback, "blockReasonMessage", "block_reason_message"), ""
-                    ),
-                ),
-                error=RefusedError(_REFUSED, key=key),
-                response=response,
-            )
+            detail = _text_or(_get(feedback, "blockReasonMessage", "block_reason_message"), "")
+            return _refused(key, block, detail, usage=usage, stop=block, response=response)
 
     candidates = _get(response, "candidates", "candidates")
     if not isinstance(candidates, list) or not candidates:
@@ -349,234 +214,13 @@ def classify_gemini_response(response: Mapping[str, Any], *, key: str) -> Result
             key, "EMPTY_RESPONSE", transient=True, usage=usage, stop=finish, response=response
         )
     if finish == "MAX_TOKENS":
-        return Result(
-            key=key,
-            text=text,
-            usage=usage,
-            stop=finish,
-            error=TruncatedError(_TRUNCATED, key=key),
-            response=response,
-        )
-    return Result(
-        key=key,
-        usage=usage,
-        stop=finish,
-        refusal=Refusal(
-            category=finish,
-            detail=_text_or(_get(candidate, "finishMessage", "finish_message"), ""),
-        ),
-        error=RefusedError(_REFUSED, key=key),
-        response=response,
-    )
-
-
-def line_error_for(
-    key: str,
-    *,
-    code: int,
-    status: str,
-    message_kind: MessageKind = "failed",
-    transient: bool | None = None,
-) -> LineError:
-    """Build a ``LineError`` whose message holds only the code and status name.
-
-    Args:
-        key: the caller's key.
-        code: HTTP-style code, 0 when unknown.
-        status: gRPC status name, Anthropic error type or one of this module's names.
-        message_kind: ``"failed"`` for a provider failure, ``"unusable"`` for an answer that
-            cannot be used, ``"not_run"`` for a line the job never processed.
-        transient: whether a retry may succeed; by default, whether ``code`` is in
-            ``TRANSIENT_CODES`` or ``status`` in ``TRANSIENT_STATUSES``.
-    """
-    if transient is None:
-        transient = code in TRANSIENT_CODES or status in TRANSIENT_STATUSES
-    if message_kind == "not_run":
-        message = "line was not run"
-    elif message_kind == "unusable":
-        message = f"provider returned no usable answer ({status})"
-    elif code and status:
-        message = f"line failed with HTTP {code} {status}"
-    elif code:
-        message = f"line failed with HTTP {code}"
-    elif status:
-        message = f"line failed with status {status}"
-    else:
-        message = "line failed without a status code"
-    return LineError(message, key=key, code=code, status=status, transient=transient)
-
-
-def load_json(text: str | bytes) -> Any:
-    """``json.loads``, refusing text nested deeper than ``MAX_DEPTH`` before parsing it.
-
-    Bytes must be UTF-8 (a leading byte-order mark is allowed). Counting brackets is the only
-    extra cost for usual text; the nesting is measured only when there are more opening brackets
-    than ``MAX_DEPTH``, in time linear in the text's length.
-
-    Raises:
-        ValueError: the text is not UTF-8, is not JSON, or nests too deeply.
-    """
-    if isinstance(text, str):
-        too_deep = _too_deep(text)
-    else:
-        # One pass that drops the opening brackets: a little cheaper than counting each kind.
-        too_deep = len(text) - len(text.translate(None, b"[{")) > MAX_DEPTH
-        too_deep = too_deep and _nesting(text) > MAX_DEPTH
-        text = text.decode("utf-8", "surrogatepass")  # as json.loads does, but UTF-8 only
-        if text[:1] == "\ufeff":
-            text = text[1:]
-    if too_deep:
-        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
-    return json.loads(text)
-
-
-def _too_deep(text: str, start: int = 0) -> bool:
-    """Whether the JSON value at ``start`` could nest deeper than ``MAX_DEPTH`` (cheap when not)."""
-    if text.count("{", start) + text.count("[", start) <= MAX_DEPTH:
-        return False
-    return _nesting(text[start:].encode("utf-8", "surrogatepass")) > MAX_DEPTH
-
-
-def _nesting(data: bytes) -> int:
-    """How deep the first JSON value in ``data`` nests, as a JSON parser would count it.
-
-    Escaped backslashes and quotes go first, so what is left of a string runs from one quote to
-    the next. Past the first error a parser stops, so measuring what follows only overcounts.
-    """
-    plain = _JSON_STRING.sub(b"", data.replace(b"\\\\", b"").replace(b'\\"', b""))
-    steps = memoryview(plain.translate(_BRACKET_STEPS, _NOT_BRACKETS)).cast("b")
-    # Up to the value's last closing bracket, when the depth first comes back to zero.
-    return max(takewhile(bool, accumulate(steps)), default=0)
-
-
-# --- reading failures ------------------------------------------------------------------------
-
-
-def _parse_status(status: object) -> tuple[int, str]:
-    """Return (HTTP code, status name) from a row's non-empty ``status``, (0, "") if unknown."""
-    if isinstance(status, Mapping):
-        return _parse_error_object(status)
-    if isinstance(status, str):
-        return _parse_status_text(status)
-    return _code_and_name(status)
-
-
-def _parse_status_text(text: str, depth: int = 0) -> tuple[int, str]:
-    """Read ``"Bad Request: {json}"``-like text: the JSON tail first, then the words before it."""
-    text = text.strip()
-    obj, start = _json_tail(text) if depth < _MAX_UNWRAP else (None, len(text))
-    code, name = _parse_error_object(obj, depth + 1) if obj is not None else (0, "")
-    prefix_code, prefix_name = _parse_prefix(text[:start])
-    return code or prefix_code, name or prefix_name
-
-
-def _json_tail(text: str) -> tuple[Mapping[str, Any] | None, int]:
-    """Find the first ``{...}`` in ``text`` that decodes to an object; return it and its start."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    for _ in range(_MAX_JSON_TAIL_TRIES):
-        if start < 0:
-            break
-        try:
-            value = None if _too_deep(text, start) else decoder.raw_decode(text, start)[0]
-        except ValueError:
-            pass
-        else:
-            if isinstance(value, Mapping):
-                return value, start
-        start = text.find("{", start + 1)
-    return None, len(text)
-
-
-def _parse_prefix(prefix: str) -> tuple[int, str]:
-    """Map the words before a status's JSON (or the whole status) to a code and name."""
-    words = prefix.strip().rstrip(":-").strip()
-    code, name = 0, ""
-    number = _LEADING_CODE.match(words)
-    if number:
-        code = int(number.group(1))
-        words = words[number.end() :].strip().lstrip(":-").strip()
-    word = _LEADING_WORD.match(words)
-    if word:
-        token = word.group(0)
-        if token in _GRPC_NAME_SET:
-            name = token
-        elif token in _ANTHROPIC_ERROR_CODES:
-            name = token
-            code = code or _ANTHROPIC_ERROR_CODES[token]
-    if not code:
-        normal = " ".join(words.lower().split())
-        for phrase, phrase_code in _HTTP_PHRASES:
-            if normal.startswith(phrase) and not normal[len(phrase) : len(phrase) + 1].isalnum():
-                code = phrase_code
-                break
-    return code, name
-
-
-def _parse_error_object(obj: Mapping[str, Any], depth: int = 0) -> tuple[int, str]:
-    """Read a Google error (``{error: {code, status}}``), a status object or an Anthropic envelope.
-
-    An explicit HTTP code wins over one implied by an Anthropic error type. A number below 100 is
-    taken as a gRPC code and gives only a status name.
-    """
-    inner_code, inner_name = 0, ""
-    inner = obj.get("error")
-    if isinstance(inner, Mapping) and depth < _MAX_UNWRAP:
-        inner_code, inner_name = _parse_error_object(inner, depth + 1)
-    field_codes: list[int] = []
-    field_names: list[str] = []
-    for field in ("code", "status_code", "statusCode"):
-        field_code, field_name = _code_and_name(obj.get(field))
-        field_codes.append(field_code)
-        field_names.append(field_name)
-    status_code, status_name = _code_and_name(obj.get("status"))
-    kind = obj.get("type")
-    type_name = _safe_name(kind) if isinstance(kind, str) and kind != "error" else ""
-
-    # The innermost error speaks first; a named status beats a name implied by a gRPC number.
-    code = next((c for c in (inner_code, *field_codes, status_code) if c), 0)
-    name = next((n for n in (inner_name, status_name, type_name, *field_names) if n), "")
-    if not code and name in _ANTHROPIC_ERROR_CODES:
-        code = _ANTHROPIC_ERROR_CODES[name]
-    if not code and not name:
-        message = obj.get("message")
-        if isinstance(message, str):
-            # A status object may wrap the status string itself; only codes and names are kept.
-            code, name = _parse_status_text(message, depth + 1)
-    return code, name
-
-
-def _code_and_name(value: object) -> tuple[int, str]:
-    """Read a ``code``/``status`` field: an HTTP code, a numeric string, a gRPC code or a name."""
-    if isinstance(value, enum.Enum):
-        value = value.value
-    if isinstance(value, bool):
-        return 0, ""
-    if isinstance(value, str):
-        value = value.strip()
-        if not _is_number(value):
-            return 0, _safe_name(value)
-        value = int(value)
-    if isinstance(value, int):
-        if 100 <= value <= 599:
-            return value, ""
-        return 0, _GRPC_NAMES.get(value, "")
-    return 0, ""
-
-
-def _is_error_body(body: Mapping[str, Any]) -> bool:
-    """Whether a response object is an error (Anthropic envelope or ``{"error": {...}}``)."""
-    if body.get("type") == "error":
-        return True
-    error = body.get("error")
-    if error is None or not isinstance(error, Mapping):
-        return False
-    answer_keys = ("content", "candidates", "promptFeedback", "prompt_feedback", "stop_reason")
-    return not any(k in body for k in answer_keys)
+        return _truncated(key, text, usage=usage, stop=finish, response=response)
+    detail = _text_or(_get(candidate, "finishMessage", "finish_message"), "")
+    return _refused(key, finish, detail, usage=usage, stop=finish, response=response)
 
 
 def _error_body_result(body: Mapping[str, Any], *, key: str) -> Result:
-    code, name = _parse_error_object(body)
+    code, name = parse_error_object(body)
     return Result(key=key, error=line_error_for(key, code=code, status=name), response=body)
 
 
@@ -589,7 +233,7 @@ def _decode_response(value: object) -> tuple[Mapping[str, Any] | None, bool]:
     Returns:
         (the response object or None when missing or empty, whether it was unreadable).
     """
-    for _ in range(_MAX_UNWRAP):
+    for _ in range(MAX_UNWRAP):
         if value is None:
             return None, False
         if type(value) is dict and value and "body" not in value:  # the usual case, first
@@ -611,6 +255,29 @@ def _decode_response(value: object) -> tuple[Mapping[str, Any] | None, bool]:
             return value, False
         return None, True
     return None, True
+
+
+def _refused(
+    key: str,
+    category: str,
+    detail: str,
+    *,
+    usage: Usage,
+    stop: str,
+    response: Mapping[str, Any],
+) -> Result:
+    """A refusal: no text, as online clients never accept partial content."""
+    refusal = Refusal(category=category, detail=detail)
+    error = RefusedError(_REFUSED, key=key)
+    return Result(key=key, usage=usage, stop=stop, refusal=refusal, error=error, response=response)
+
+
+def _truncated(
+    key: str, text: str, *, usage: Usage, stop: str, response: Mapping[str, Any]
+) -> Result:
+    """A max-tokens stop: the partial text is kept."""
+    error = TruncatedError(_TRUNCATED, key=key)
+    return Result(key=key, text=text, usage=usage, stop=stop, error=error, response=response)
 
 
 def _unusable(
@@ -733,25 +400,15 @@ def _count(value: object) -> int:
         return 0
     if isinstance(value, int | float) and value == value and 0 < value <= _MAX_COUNT:
         return int(value) if float(value).is_integer() else 0
-    if isinstance(value, str) and _is_number(value.strip()):
+    if isinstance(value, str) and is_number(value.strip()):
         return _count(int(value.strip()))
     return 0
-
-
-def _is_number(text: str) -> bool:
-    """Whether ``text`` is a plain decimal number that ``int()`` reads (ASCII digits only)."""
-    return 0 < len(text) <= _MAX_DIGITS and text.isascii() and text.isdigit()
-
-
-def _safe_name(value: str) -> str:
-    """``value`` if it looks like an enum or error-type name, else ``""`` (never prose)."""
-    return value if _SAFE_NAME.fullmatch(value) else ""
 
 
 def _blank(value: object, depth: int = 0) -> bool:
     """Whether a ``status``/``processed_time`` field says nothing (None, "", {}, {code: 0}).
 
-    Objects nested past ``_MAX_UNWRAP`` levels are taken to say something.
+    Objects nested past ``MAX_UNWRAP`` levels are taken to say something.
     """
     if type(value) is str:  # the usual case, first
         return not value.strip()
@@ -760,7 +417,7 @@ def _blank(value: object, depth: int = 0) -> bool:
     if isinstance(value, str):
         return not value.strip()
     if isinstance(value, Mapping):
-        return depth < _MAX_UNWRAP and all(_blank(v, depth + 1) for v in value.values())
+        return depth < MAX_UNWRAP and all(_blank(v, depth + 1) for v in value.values())
     if isinstance(value, list):
         return not value
     return False

@@ -1,14 +1,16 @@
-"""Google error envelopes: the HTTP code, the gRPC status name and the reason phrase.
+"""Errors the emulator answers with: a REST ApiError, or a LineFailure written into an output row.
 
-One table serves the REST service (`{"error": {"code", "message", "status"}}`, never `details`)
-and the per-line errors the local model writes into output rows.
+One table serves both: the HTTP code, the gRPC status name and the reason phrase of the Google
+envelope (`{"error": {"code", "message", "status"}}`, never `details`), and the Anthropic error
+type of a Claude line's error envelope.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ApiError", "envelope", "reason_phrase", "status_name"]
+__all__ = ["ApiError", "LineFailure", "bad_request", "envelope", "reason_phrase", "status_name"]
 
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
@@ -46,6 +48,18 @@ _PHRASES = {
     529: "Overloaded",
 }
 
+_ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
 
 def status_name(code: int) -> str:
     """The gRPC status name Google pairs with an HTTP code (UNKNOWN when there is none)."""
@@ -78,3 +92,34 @@ class ApiError(Exception):
     def body(self) -> dict[str, Any]:
         """The JSON body of the error response."""
         return envelope(self.code, self.message, self.status)
+
+
+def bad_request(message: str) -> ApiError:
+    """A 400 INVALID_ARGUMENT, as Vertex answers a malformed request."""
+    return ApiError(400, message, "INVALID_ARGUMENT")
+
+
+@dataclass(frozen=True, slots=True)
+class LineFailure:
+    """A failure the local model answers one line with: an HTTP-style code and a message.
+
+    The message carries no request content. `shape` overrides the job's Claude error shape when a
+    directive asked for one. Not to be confused with `vertexbatch.LineError`, the client's reading
+    of such a line.
+    """
+
+    code: int
+    message: str
+    shape: str | None = None
+
+    @property
+    def status(self) -> str:
+        """The gRPC status name of the code."""
+        return status_name(self.code)
+
+    @property
+    def anthropic_type(self) -> str:
+        """The Anthropic error type of the code."""
+        if self.code in _ANTHROPIC_ERROR_TYPES:
+            return _ANTHROPIC_ERROR_TYPES[self.code]
+        return "api_error" if self.code >= 500 else "invalid_request_error"

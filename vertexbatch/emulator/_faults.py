@@ -2,9 +2,12 @@
 
 Call faults: the next N calls of an operation fail before taking effect (`fail`) or after it
 (`lose_response`); every call of an operation is served only after a pause (`delay`, e.g. slow
-online `rawPredict`/`generateContent` calls, so that concurrent callers overlap). Job faults
-apply to jobs created from now on whose display name matches (None matches every job):
-`list_lag`, `hold`, `fail_job`. `reset` clears everything and releases held jobs.
+online `rawPredict`/`generateContent` calls, so that concurrent callers overlap); the next N
+calls of an operation are held, before or after they take effect, until `unblock` (`block`,
+with `wait_blocked` to learn that a call is held: a test can then kill the caller at that very
+point). Job faults apply to jobs created from now on whose display name matches (None matches
+every job): `list_lag`, `hold`, `fail_job`. `reset` clears everything and releases held jobs
+and calls.
 """
 
 from __future__ import annotations
@@ -50,6 +53,17 @@ class _CallFault:
     remaining: int
 
 
+@dataclass(slots=True, eq=False)
+class _Block:
+    """One `block` rule: the calls it still catches, the calls it holds now, and how it ended."""
+
+    when: Literal["before", "after"]
+    remaining: int
+    held: int = 0
+    released: bool = False
+    drop: bool = False
+
+
 def _check_op(op: str) -> None:
     if op not in OPS:
         raise ValueError(f"op must be one of {sorted(OPS)}")
@@ -60,6 +74,9 @@ class Faults:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        # Held calls wait on it; `wait_blocked` waits on it for them.
+        self._blocked = threading.Condition(self._lock)
+        self._blocks: dict[str, list[_Block]] = {}
         self._before: dict[str, list[_CallFault]] = {}
         self._after: dict[str, list[_CallFault]] = {}
         self._delays: dict[str, float] = {}
@@ -87,6 +104,57 @@ class Faults:
             raise ValueError("seconds must be >= 0")
         with self._lock:
             self._delays[op] = seconds
+
+    def block(
+        self, op: str, *, when: Literal["before", "after"] = "before", times: int = 1
+    ) -> None:
+        """Hold the next `times` calls of op until `unblock`, `reset` or the stack stops.
+
+        A call held "before" has not taken effect yet; one held "after" has (a created job
+        exists) and its caller has no answer yet. `wait_blocked` tells when a call is held.
+        """
+        _check_op(op)
+        if when not in ("before", "after"):
+            raise ValueError('when must be "before" or "after"')
+        if times < 1:
+            raise ValueError("times must be >= 1")
+        with self._lock:
+            self._blocks.setdefault(op, []).append(_Block(when, times))
+
+    def wait_blocked(self, op: str, count: int = 1, timeout: float = 30.0) -> None:
+        """Return once `count` calls of op are held by `block` at the same time.
+
+        Raises:
+            TimeoutError: fewer are held after `timeout` seconds.
+        """
+        _check_op(op)
+
+        def held() -> bool:
+            return sum(b.held for b in self._blocks.get(op, [])) >= count
+
+        with self._blocked:
+            if not self._blocked.wait_for(held, timeout):
+                raise TimeoutError(f"{count} {op} call(s) not held after {timeout} s")
+
+    def unblock(self, op: str | None = None, *, drop: bool = False) -> None:
+        """Stop blocking op (None: every op) and let the calls held now go on.
+
+        With `drop=True` a held call is answered 503 instead; one held "before" then never takes
+        effect, as if it had not reached the service (its caller is typically dead by then).
+        Returns once the calls held now have left the block.
+        """
+        if op is not None:
+            _check_op(op)
+        with self._blocked:
+            released = [
+                rule
+                for name in ([op] if op is not None else list(self._blocks))
+                for rule in self._blocks.pop(name, [])
+            ]
+            for rule in released:
+                rule.released, rule.drop = True, drop
+            self._blocked.notify_all()
+            self._blocked.wait_for(lambda: not any(rule.held for rule in released), 10.0)
 
     def list_lag(self, lists: int = 2) -> None:
         """Jobs created from now on appear in list results only after `lists` more list calls."""
@@ -132,13 +200,14 @@ class Faults:
             self._failures.append((display_name, JobFault(code, message)))
 
     def reset(self) -> None:
-        """Clear every fault and release every held job."""
+        """Clear every fault, release every held job and let every held call go on."""
         with self._lock:
             self._before.clear()
             self._after.clear()
             self._delays.clear()
             self._list_lag = 0
             self._failures.clear()
+        self.unblock()
         self.release(None)
 
     # Used by the service.
@@ -158,6 +227,25 @@ class Faults:
             if fault.remaining <= 0:
                 queue.pop(0)
             return fault.status
+
+    def pass_block(self, op: str, when: Literal["before", "after"]) -> bool:
+        """Hold this call of op here while a matching `block` rule catches it.
+
+        Returns whether the call goes on (False: `unblock(drop=True)` dropped it).
+        """
+        with self._blocked:
+            rule = next(
+                (b for b in self._blocks.get(op, []) if b.when == when and b.remaining > 0), None
+            )
+            if rule is None:
+                return True
+            rule.remaining -= 1
+            rule.held += 1
+            self._blocked.notify_all()
+            self._blocked.wait_for(lambda: rule.released)
+            rule.held -= 1
+            self._blocked.notify_all()  # `unblock` waits for the held calls to leave
+            return not rule.drop
 
     def take_before(self, op: str) -> int | None:
         """The status to fail this call of op with before it takes effect, if any."""

@@ -2,14 +2,14 @@
 
 Every job lives in memory under one Condition; its lifecycle runs on a daemon thread per job
 (`_runner.py`). Operations answer with the JSON the real service sends (string enums, int64
-strings, RFC3339 µs timestamps, zero values omitted) and raise ApiError as Vertex would.
+strings, RFC3339 µs timestamps, zero values omitted) and raise ApiError as Vertex would. A job is
+created from a JobSpec, the create body already validated (`_spec.py`).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import re
 import secrets
 import threading
 import time
@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from vertexbatch.emulator._errors import ApiError
+from vertexbatch.emulator._errors import ApiError, bad_request
 from vertexbatch.emulator._faults import Faults, Hold, JobFault
 from vertexbatch.emulator._filter import FilterError, JobView, compile_filter
 from vertexbatch.emulator._model import rfc3339
 from vertexbatch.emulator._options import JobOptions, Timing
-from vertexbatch.emulator._rows import Provider
+from vertexbatch.emulator._spec import JobSpec
 
-__all__ = ["TERMINAL", "JobRecord", "JobSpec", "JobStore", "parse_create_body"]
+__all__ = ["TERMINAL", "JobRecord", "JobStore"]
 
 PENDING = "JOB_STATE_PENDING"
 RUNNING = "JOB_STATE_RUNNING"
@@ -41,116 +41,6 @@ TERMINAL = frozenset(
 )
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
-
-_MODEL = re.compile(r"^(?:projects/[^/]+/locations/[^/]+/)?publishers/([^/]+)/models/([^/]+)$")
-_KNOWN_MODELS = {"anthropic": "claude-", "google": "gemini-"}
-
-
-@dataclass(frozen=True, slots=True)
-class JobSpec:
-    """A validated create request."""
-
-    display_name: str
-    model: str
-    publisher: Provider
-    model_id: str
-    input_uris: tuple[str, ...]
-    instances_format: str
-    output_prefix: str
-    predictions_format: str
-    labels: dict[str, str]
-
-
-def _bad_request(message: str) -> ApiError:
-    return ApiError(400, message, "INVALID_ARGUMENT")
-
-
-def _label_ok(text: str, *, key: bool) -> bool:
-    if len(text) > 63 or (key and not text):
-        return False
-    if key and not (text[0].isalpha() and text[0].islower()):
-        return False
-    return all(c.isdigit() or c in "_-" or (c.isalpha() and c == c.lower()) for c in text)
-
-
-def parse_create_body(body: Any, *, project: str, project_number: str, location: str) -> JobSpec:
-    """Validate a create body as Vertex does.
-
-    Raises:
-        ApiError: 400 for a missing or malformed field, 404 for an unknown publisher model.
-    """
-    if not isinstance(body, dict):
-        raise _bad_request("Invalid JSON payload: the body must be a BatchPredictionJob object.")
-    display_name = body.get("displayName", body.get("display_name"))
-    if not isinstance(display_name, str) or not display_name:
-        raise _bad_request("BatchPredictionJob.display_name is required.")
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise _bad_request("BatchPredictionJob.model is required.")
-    input_config = body.get("inputConfig")
-    source = input_config.get("gcsSource") if isinstance(input_config, dict) else None
-    uris = source.get("uris") if isinstance(source, dict) else None
-    if isinstance(uris, str):
-        uris = [uris]
-    if not isinstance(uris, list) or not uris:
-        raise _bad_request("BatchPredictionJob.input_config.gcs_source.uris is required.")
-    if not all(isinstance(u, str) and u.startswith("gs://") and len(u) > 5 for u in uris):
-        raise _bad_request("Every input URI must be a gs:// URI.")
-    assert isinstance(input_config, dict)
-    instances_format = input_config.get("instancesFormat", "jsonl")
-    if instances_format != "jsonl":
-        raise _bad_request("Only the jsonl instances format is supported for this model.")
-    output_config = body.get("outputConfig")
-    destination = output_config.get("gcsDestination") if isinstance(output_config, dict) else None
-    prefix = destination.get("outputUriPrefix") if isinstance(destination, dict) else None
-    if not isinstance(prefix, str) or not prefix.startswith("gs://") or len(prefix) <= 5:
-        raise _bad_request(
-            "BatchPredictionJob.output_config.gcs_destination.output_uri_prefix is required."
-        )
-    assert isinstance(output_config, dict)
-    predictions_format = output_config.get("predictionsFormat", "jsonl")
-    if predictions_format != "jsonl":
-        raise _bad_request("Only the jsonl predictions format is supported for this model.")
-    labels = body.get("labels", {})
-    if not isinstance(labels, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
-    ):
-        raise _bad_request("BatchPredictionJob.labels must map strings to strings.")
-    if len(labels) > 64 or not all(
-        _label_ok(k, key=True) and _label_ok(v, key=False) for k, v in labels.items()
-    ):
-        raise _bad_request(
-            "Label keys and values can be no longer than 63 characters, can only contain "
-            "lowercase letters, numeric characters, underscores and dashes; keys must start "
-            "with a letter."
-        )
-    match = _MODEL.match(model)
-    if match is None:
-        raise _bad_request("BatchPredictionJob.model must name a publisher model.")
-    publisher, model_id = match.group(1), match.group(2)
-    if publisher not in _KNOWN_MODELS or not model_id.startswith(_KNOWN_MODELS[publisher]):
-        raise ApiError(
-            404,
-            f"The PublisherModel projects/{project_number}/locations/{location}/publishers/"
-            f"{publisher}/models/{model_id} does not exist.",
-            "NOT_FOUND",
-        )
-    if publisher == "anthropic" and location == "global":
-        raise _bad_request(
-            "Batch prediction for Anthropic models is not supported in the global location; "
-            "use a regional location."
-        )
-    return JobSpec(
-        display_name=display_name,
-        model=model,
-        publisher="anthropic" if publisher == "anthropic" else "google",
-        model_id=model_id,
-        input_uris=tuple(uris),
-        instances_format=instances_format,
-        output_prefix=prefix,
-        predictions_format=predictions_format,
-        labels=dict(labels),
-    )
 
 
 @dataclass(slots=True)
@@ -430,9 +320,9 @@ class JobStore:
         try:
             predicate = compile_filter(filter_text)
         except FilterError as exc:
-            raise _bad_request(f"Invalid filter: {exc}") from None
+            raise bad_request(f"Invalid filter: {exc}") from None
         if page_size < 0:
-            raise _bad_request("page_size must not be negative.")
+            raise bad_request("page_size must not be negative.")
         size = min(page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
         fingerprint = hashlib.sha256(f"{location}\0{filter_text}".encode()).hexdigest()[:12]
         after = _decode_token(page_token, fingerprint)
@@ -512,4 +402,4 @@ def _decode_token(token: str, fingerprint: str) -> int:
             raise ValueError
         return int(seq)
     except ValueError:
-        raise _bad_request("Invalid page token.") from None
+        raise bad_request("Invalid page token.") from None

@@ -1,51 +1,32 @@
-"""The deterministic local model and its directives (pure).
+"""The deterministic local model: the answer to one request line (pure).
 
 An answer is derived from a hash of the request's text, never an echo of it: the same request
-always gets the same text, ids and usage. Directives written anywhere in that text force an
-outcome, `[[vb:NAME arg k=v ...]]`:
-
-- `refuse [category=C] [detail=some_words] [block=R]`: Claude `stop_reason: "refusal"` with
-  `stop_details`, no content; Gemini `promptFeedback.blockReason` (SAFETY or R), no candidates.
-- `finish REASON`: Claude `stop_reason: REASON`; Gemini candidate `finishReason: REASON` with
-  `finishMessage`; both with partial text.
-- `truncate`: a max-tokens stop with partial text (`max_tokens` / `MAX_TOKENS`).
-- `empty`: a finished answer with no text (Claude `content: []`; Gemini STOP with no parts).
-- `no_candidates`: Gemini: no candidates and no promptFeedback; Claude: as `empty`.
-- `error CODE [shape=S]`: a per-line error (Claude in shape S or the job's shape).
-- `drop`: no output line at all.
-- `think [tokens=N]`: a thinking block (Claude) or thought part (Gemini) before the text.
-- `cached N`: Claude `cache_read_input_tokens`, Gemini `cachedContentTokenCount` (in the prompt).
-- `cache_write N`: Claude `cache_creation_input_tokens` (Gemini ignores it).
-
-An unknown directive or a malformed argument answers the line with a 400 error, so a typo in a
-test shows up instead of silently giving a normal answer.
+always gets the same text, ids and usage. The request's directives (`_directives.py`) choose the
+outcome: a normal answer, a refusal, a truncation, a finish reason, an empty answer, a per-line
+LineFailure, or no line at all; each is shaped here as Claude's Messages API or Gemini's
+GenerateContentResponse would write it.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
-from vertexbatch.emulator._errors import status_name
-from vertexbatch.emulator._options import CLAUDE_ERROR_SHAPES
+from vertexbatch.emulator._directives import (
+    DirectiveError,
+    Plan,
+    claude_texts,
+    gemini_texts,
+    plan_directives,
+    without_directives,
+)
+from vertexbatch.emulator._errors import LineFailure
 
-__all__ = [
-    "Answer",
-    "DirectiveError",
-    "LineError",
-    "Plan",
-    "answer_claude",
-    "answer_gemini",
-    "plan_directives",
-    "rfc3339",
-]
-
-_DIRECTIVE = re.compile(r"\[\[vb:([^\]\s]*)([^\]]*)\]\]")
+__all__ = ["Answer", "answer_claude", "answer_gemini", "rfc3339"]
 
 _WORDS = (
     "amber", "basalt", "cedar", "delta", "ember", "fjord", "granite", "harbor",
@@ -57,26 +38,6 @@ _WORDS = (
     "wren", "yonder", "azure", "bramble", "coral", "dawn", "elm", "flint",
     "grove", "hazel", "ivy", "jasper", "kestrel", "lark", "maple", "nimbus",
 )  # fmt: skip
-
-Outcome = Literal[
-    "answer", "refuse", "finish", "truncate", "empty", "no_candidates", "error", "drop"
-]
-# When several outcome directives are written, the first in this order wins.
-_OUTCOME_RANK: tuple[Outcome, ...] = (
-    "drop", "error", "refuse", "no_candidates", "empty", "truncate", "finish", "answer",
-)  # fmt: skip
-
-_ANTHROPIC_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    504: "timeout_error",
-    529: "overloaded_error",
-}
 
 _ERROR_MESSAGES = {
     400: "Request contains an invalid argument.",
@@ -90,177 +51,18 @@ _ERROR_MESSAGES = {
 }
 
 
-class DirectiveError(ValueError):
-    """A directive the local model does not understand (the line gets a 400 error)."""
-
-
-@dataclass(frozen=True, slots=True)
-class LineError:
-    """A per-line failure: an HTTP-style code and a message without request content.
-
-    `shape` overrides the job's Claude error shape when a directive asked for one.
-    """
-
-    code: int
-    message: str
-    shape: str | None = None
-
-    @property
-    def status(self) -> str:
-        """The gRPC status name of the code."""
-        return status_name(self.code)
-
-    @property
-    def anthropic_type(self) -> str:
-        """The Anthropic error type of the code."""
-        if self.code in _ANTHROPIC_ERROR_TYPES:
-            return _ANTHROPIC_ERROR_TYPES[self.code]
-        return "api_error" if self.code >= 500 else "invalid_request_error"
-
-
 @dataclass(frozen=True, slots=True)
 class Answer:
     """The model's answer to one line: a response, a per-line error, or nothing (dropped)."""
 
     response: dict[str, Any] | None = None
-    error: LineError | None = None
+    error: LineFailure | None = None
     dropped: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """The combined effect of a request's directives."""
-
-    outcome: Outcome = "answer"
-    finish_reason: str | None = None
-    error_code: int = 0
-    error_shape: str | None = None
-    refuse_category: str | None = None
-    refuse_detail: str | None = None
-    block_reason: str = "SAFETY"
-    think_tokens: int | None = None
-    cached: int = 0
-    cache_write: int = 0
 
 
 def rfc3339(moment: datetime) -> str:
     """RFC3339 with microseconds and `Z` (moment must be UTC)."""
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _int_arg(name: str, value: str) -> int:
-    if not value.isdigit():
-        raise DirectiveError(f"directive {name} needs a non-negative integer")
-    return int(value)
-
-
-def plan_directives(texts: list[str]) -> Plan:
-    """Parse every `[[vb:...]]` directive in texts into one plan.
-
-    Raises:
-        DirectiveError: an unknown directive or a malformed argument.
-    """
-    outcomes: set[Outcome] = set()
-    fields: dict[str, Any] = {}
-    for text in texts:
-        for match in _DIRECTIVE.finditer(text):
-            name = match.group(1)
-            positional: list[str] = []
-            named: dict[str, str] = {}
-            for token in match.group(2).split():
-                key, sep, value = token.partition("=")
-                if sep:
-                    named[key] = value
-                else:
-                    positional.append(token)
-            _apply(name, positional, named, outcomes, fields)
-    outcome: Outcome = next((o for o in _OUTCOME_RANK if o in outcomes), "answer")
-    return Plan(outcome=outcome, **fields)
-
-
-def _apply(
-    name: str,
-    positional: list[str],
-    named: dict[str, str],
-    outcomes: set[Outcome],
-    fields: dict[str, Any],
-) -> None:
-    allowed_named: set[str] = set()
-    max_positional = 0
-    if name == "refuse":
-        outcomes.add("refuse")
-        allowed_named = {"category", "detail", "block"}
-        if "category" in named:
-            fields["refuse_category"] = named["category"]
-        if "detail" in named:
-            fields["refuse_detail"] = named["detail"].replace("_", " ")
-        if "block" in named:
-            fields["block_reason"] = named["block"]
-    elif name == "finish":
-        max_positional = 1
-        if len(positional) != 1:
-            raise DirectiveError("directive finish needs a REASON")
-        outcomes.add("finish")
-        fields["finish_reason"] = positional[0]
-    elif name in ("truncate", "empty", "no_candidates", "drop"):
-        outcomes.add(name)  # type: ignore[arg-type]
-    elif name == "error":
-        max_positional = 1
-        allowed_named = {"shape"}
-        if len(positional) != 1:
-            raise DirectiveError("directive error needs an HTTP status")
-        code = _int_arg(name, positional[0])
-        if not 400 <= code <= 599:
-            raise DirectiveError("directive error needs a status from 400 to 599")
-        shape = named.get("shape")
-        if shape is not None and shape not in CLAUDE_ERROR_SHAPES:
-            raise DirectiveError(f"directive error shape must be one of {CLAUDE_ERROR_SHAPES}")
-        outcomes.add("error")
-        fields["error_code"] = code
-        fields["error_shape"] = shape
-    elif name == "think":
-        allowed_named = {"tokens"}
-        fields["think_tokens"] = _int_arg(name, named["tokens"]) if "tokens" in named else -1
-    elif name in ("cached", "cache_write"):
-        max_positional = 1
-        if len(positional) != 1:
-            raise DirectiveError(f"directive {name} needs a token count")
-        fields[name] = _int_arg(name, positional[0])
-    else:
-        raise DirectiveError("unknown directive")
-    if len(positional) > max_positional or set(named) - allowed_named:
-        raise DirectiveError(f"unexpected arguments to directive {name}")
-
-
-def _texts(value: Any, keys: frozenset[str], key: str | None = None) -> Iterator[str]:
-    if isinstance(value, str):
-        if key in keys:
-            yield value
-    elif isinstance(value, Mapping):
-        for k, v in value.items():
-            yield from _texts(v, keys, k)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _texts(item, keys, key)
-
-
-_CLAUDE_TEXT_KEYS = frozenset({"text", "content", "system"})
-_GEMINI_TEXT_KEYS = frozenset({"text"})
-
-
-def claude_texts(request: Mapping[str, Any]) -> list[str]:
-    """The texts of a Claude request: `system` and message content (strings and text blocks)."""
-    found = list(_texts(request.get("system"), _CLAUDE_TEXT_KEYS, "system"))
-    found.extend(_texts(request.get("messages"), _CLAUDE_TEXT_KEYS))
-    return found
-
-
-def gemini_texts(request: Mapping[str, Any]) -> list[str]:
-    """The texts of a Gemini request: `parts[].text` in contents and the system instruction."""
-    found: list[str] = []
-    for key in ("systemInstruction", "system_instruction", "contents"):
-        found.extend(_texts(request.get(key), _GEMINI_TEXT_KEYS))
-    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +88,7 @@ class _Draft:
 def _draft(texts: list[str], plan: Plan) -> _Draft:
     prompt = "\n".join(texts)
     # Directives steer the outcome, not the answer: the same question gets the same text.
-    digest = hashlib.sha256(_DIRECTIVE.sub("", prompt).strip().encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(without_directives(prompt).strip().encode("utf-8")).hexdigest()
     raw = bytes.fromhex(digest)
     count = 5 + raw[0] % 8
     words = [_WORDS[b % len(_WORDS)] for b in raw[1 : 1 + count]]
@@ -306,10 +108,19 @@ def _draft(texts: list[str], plan: Plan) -> _Draft:
     )
 
 
-def _line_error(plan: Plan) -> LineError:
-    code = plan.error_code
-    message = _ERROR_MESSAGES.get(code, f"Local model error {code}.")
-    return LineError(code=code, message=message, shape=plan.error_shape)
+def _plan(texts: list[str]) -> Answer | tuple[Plan, _Draft]:
+    """The answer when the directives settle it (bad, drop, error), else the plan and the draft."""
+    try:
+        plan = plan_directives(texts)
+    except DirectiveError as exc:
+        return Answer(error=LineFailure(400, f"Local model: {exc}"))
+    if plan.outcome == "drop":
+        return Answer(dropped=True)
+    if plan.outcome == "error":
+        code = plan.error_code
+        message = _ERROR_MESSAGES.get(code, f"Local model error {code}.")
+        return Answer(error=LineFailure(code=code, message=message, shape=plan.error_shape))
+    return plan, _draft(texts, plan)
 
 
 def _int_field(request: Mapping[str, Any], *path: str) -> int | None:
@@ -324,24 +135,18 @@ def _int_field(request: Mapping[str, Any], *path: str) -> int | None:
 def answer_claude(request: Any, model: str) -> Answer:
     """Answer one Claude line's `request` (an Anthropic Messages body without `model`)."""
     if not isinstance(request, Mapping):
-        return Answer(error=LineError(400, "request: must be an object"))
+        return Answer(error=LineFailure(400, "request: must be an object"))
     if not isinstance(request.get("messages"), list) or not request["messages"]:
-        return Answer(error=LineError(400, "messages: Field required"))
+        return Answer(error=LineFailure(400, "messages: Field required"))
     if _int_field(request, "max_tokens") is None:
-        return Answer(error=LineError(400, "max_tokens: Field required"))
+        return Answer(error=LineFailure(400, "max_tokens: Field required"))
     version = request.get("anthropic_version")
     if not isinstance(version, str) or not version:
-        return Answer(error=LineError(400, "anthropic_version: Field required"))
-    texts = claude_texts(request)
-    try:
-        plan = plan_directives(texts)
-    except DirectiveError as exc:
-        return Answer(error=LineError(400, f"Local model: {exc}"))
-    if plan.outcome == "drop":
-        return Answer(dropped=True)
-    if plan.outcome == "error":
-        return Answer(error=_line_error(plan))
-    draft = _draft(texts, plan)
+        return Answer(error=LineFailure(400, "anthropic_version: Field required"))
+    planned = _plan(claude_texts(request))
+    if isinstance(planned, Answer):
+        return planned
+    plan, draft = planned
     content: list[dict[str, Any]] = []
     stop_reason = "end_turn"
     stop_sequence: str | None = None
@@ -394,22 +199,15 @@ def answer_claude(request: Any, model: str) -> Answer:
 def answer_gemini(request: Any, model: str, now: datetime) -> Answer:
     """Answer one Gemini line's `request` (a GenerateContentRequest, camelCase or snake_case)."""
     if not isinstance(request, Mapping):
-        return Answer(error=LineError(400, "request: must be an object"))
+        return Answer(error=LineFailure(400, "request: must be an object"))
     contents = request.get("contents")
     if not isinstance(contents, list) or not contents:
-        return Answer(
-            error=LineError(400, "Unable to submit request because it has an empty contents field.")
-        )
-    texts = gemini_texts(request)
-    try:
-        plan = plan_directives(texts)
-    except DirectiveError as exc:
-        return Answer(error=LineError(400, f"Local model: {exc}"))
-    if plan.outcome == "drop":
-        return Answer(dropped=True)
-    if plan.outcome == "error":
-        return Answer(error=_line_error(plan))
-    draft = _draft(texts, plan)
+        message = "Unable to submit request because it has an empty contents field."
+        return Answer(error=LineFailure(400, message))
+    planned = _plan(gemini_texts(request))
+    if isinstance(planned, Answer):
+        return planned
+    plan, draft = planned
     prompt_tokens = draft.prompt_tokens + plan.cached
     response: dict[str, Any] = {}
     candidate_tokens = 0

@@ -11,8 +11,8 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from vertexbatch.emulator._errors import reason_phrase
-from vertexbatch.emulator._model import Answer, LineError
+from vertexbatch.emulator._errors import LineFailure, reason_phrase
+from vertexbatch.emulator._model import Answer
 from vertexbatch.emulator._options import JobOptions
 
 __all__ = ["Provider", "format_row", "processed_time"]
@@ -27,7 +27,7 @@ def processed_time(moment: datetime) -> str:
     return f"{base}.{millis}+00:00" if millis else f"{base}+00:00"
 
 
-def _status_string(error: LineError) -> str:
+def _status_string(error: LineFailure) -> str:
     body = {"error": {"code": error.code, "message": error.message, "status": error.status}}
     return f"{reason_phrase(error.code)}: {json.dumps(body)}"
 

@@ -32,8 +32,9 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from vertexbatch.emulator._errors import ApiError, envelope
-from vertexbatch.emulator._jobs import JobStore, parse_create_body
+from vertexbatch.emulator._jobs import JobStore
 from vertexbatch.emulator._model import answer_claude, answer_gemini
+from vertexbatch.emulator._spec import parse_create_body
 
 __all__ = ["RestServer", "Service"]
 
@@ -122,17 +123,23 @@ class Service:
         op, match = found
         with self._lock:
             self._calls[op] += 1
-        pause = self.store.faults.delay_of(op)
+        faults = self.store.faults
+        pause = faults.delay_of(op)
         if pause:
             time.sleep(pause)
+        dropped = ApiError(503, f"Injected fault: the {op} call was dropped while held.")
+        if not faults.pass_block(op, "before"):
+            return dropped.code, dropped.body(), op
         try:
-            status = self.store.faults.take_before(op)
+            status = faults.take_before(op)
             if status is not None:
                 raise ApiError(status, f"Injected fault: {op} failed with HTTP {status}.")
             payload = self._dispatch(op, match.groupdict(), parse_qs(parts.query), body)
         except ApiError as exc:
             return exc.code, exc.body(), op
-        status = self.store.faults.take_after(op)
+        if not faults.pass_block(op, "after"):
+            return dropped.code, dropped.body(), op
+        status = faults.take_after(op)
         if status is not None:
             error = ApiError(status, f"Injected fault: the {op} response was lost (HTTP {status}).")
             return error.code, error.body(), op

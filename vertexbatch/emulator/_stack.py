@@ -6,6 +6,7 @@ import atexit
 import contextlib
 import shutil
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -16,15 +17,26 @@ from google.api_core import exceptions as api_exceptions
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
 
+from vertexbatch import Client, RetryPolicy
+from vertexbatch._config import (
+    BUCKET,
+    DEFAULT_PREFIX,
+    LOCATION,
+    PREFIX,
+    PROJECT,
+    STORAGE_ENDPOINT,
+    VERTEX_ENDPOINT,
+)
 from vertexbatch.emulator._faults import Faults
 from vertexbatch.emulator._gcs import GcsServer, start_gcs
-from vertexbatch.emulator._jobs import JobStore
+from vertexbatch.emulator._jobs import TERMINAL, JobStore
 from vertexbatch.emulator._options import JobOptions, Timing
 from vertexbatch.emulator._runner import make_runner
 from vertexbatch.emulator._server import RestServer, Service
 
 if TYPE_CHECKING:
     from google.cloud.aiplatform_v1 import JobServiceClient
+    from opentelemetry.metrics import MeterProvider
 
 __all__ = ["PROJECT_NUMBER", "LocalStack"]
 
@@ -110,6 +122,7 @@ class LocalStack:
     def stop(self) -> None:
         """Stop the REST service, the job runners and fake-gcs-server; safe to call twice."""
         atexit.unregister(self.stop)
+        self.faults.unblock(drop=True)  # a call held by `block` must not keep its thread alive
         try:
             if self._rest is not None:
                 self._rest.close()
@@ -177,16 +190,20 @@ class LocalStack:
         )
 
     def environment(self, bucket: str, prefix: str | None = None) -> dict[str, str]:
-        """The variables that point `vertexbatch.Client.from_env` and the command at this stack."""
+        """The variables that point `vertexbatch.Client.from_env` and the command at this stack.
+
+        Without `prefix` no VERTEXBATCH_PREFIX is set: readers use the default prefix, the one
+        `client()` uses too.
+        """
         env = {
-            "STORAGE_EMULATOR_HOST": self.storage_endpoint,
-            "VERTEXBATCH_VERTEX_ENDPOINT": self.vertex_endpoint,
-            "GOOGLE_CLOUD_PROJECT": self.project,
-            "GOOGLE_CLOUD_LOCATION": self.location,
-            "VERTEXBATCH_BUCKET": bucket,
+            STORAGE_ENDPOINT.variable: self.storage_endpoint,
+            VERTEX_ENDPOINT.variable: self.vertex_endpoint,
+            PROJECT.variable: self.project,
+            LOCATION.variable: self.location,
+            BUCKET.variable: bucket,
         }
         if prefix is not None:
-            env["VERTEXBATCH_PREFIX"] = prefix
+            env[PREFIX.variable] = prefix
         return env
 
     def create_bucket(self, name: str) -> None:
@@ -197,19 +214,29 @@ class LocalStack:
         with contextlib.suppress(api_exceptions.Conflict):
             client.create_bucket(name)
 
-    def client(self, bucket: str = "vertexbatch-local", prefix: str = "jobs", **kwargs: Any) -> Any:
-        """A vertexbatch.Client bound to the stack (the bucket is created if missing)."""
-        from vertexbatch import Client  # type: ignore[attr-defined,unused-ignore]
+    def client(
+        self,
+        bucket: str = "vertexbatch-local",
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        meter_provider: MeterProvider | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> Client:
+        """A `vertexbatch.Client` bound to the stack (the bucket is created if missing).
 
+        Its default prefix is the library's (`vertexbatch`), so `Client.from_env` and the
+        command, pointed here by `environment(bucket)`, find the jobs it makes.
+        """
         self.create_bucket(bucket)
-        return Client(
+        return Client.for_endpoints(
+            vertex_endpoint=self.vertex_endpoint,
+            storage_endpoint=self.storage_endpoint,
             project=self.project,
             location=self.location,
             bucket=bucket,
             prefix=prefix,
-            jobs=self.jobs_client(),
-            storage=self.storage_client(),
-            **kwargs,
+            meter_provider=meter_provider,
+            retry=retry,
         )
 
     # Scripting and inspection.
@@ -238,6 +265,29 @@ class LocalStack:
             TimeoutError: not there within timeout.
         """
         return self._running()[2].wait_job(name, timeout, until)
+
+    def settle(self, timeout: float = 30.0) -> list[dict[str, Any]]:
+        """Block until every job of the stack is terminal and return them all (no polling).
+
+        Held jobs (`faults.hold`) are not terminal until released or cancelled, so release them
+        first. A job created while waiting is waited for too.
+
+        Raises:
+            TimeoutError: some job is still live after `timeout` seconds; the message names it.
+        """
+        ends = time.monotonic() + timeout
+        while True:
+            jobs = self.jobs()
+            live = [job["name"] for job in jobs if job["state"] not in TERMINAL]
+            if not live:
+                return jobs
+            for name in live:
+                try:
+                    self.wait_job(name, max(ends - time.monotonic(), 0.0))
+                except KeyError:  # deleted meanwhile: nothing left to wait for
+                    continue
+                except TimeoutError:
+                    raise TimeoutError(f"job {name} is still live after {timeout} s") from None
 
     def calls(self) -> Counter[str]:
         """Vertex REST calls served, by operation ("create", "get", "list", "cancel", ...)."""

@@ -1,0 +1,88 @@
+"""Reading untrusted JSON from output lines, within fixed bounds (pure).
+
+An output line is written by a service this package does not control, and may be damaged. Every
+reader of one keeps to these bounds, so one damaged line costs time in proportion to its length
+and never exhausts the stack:
+
+- ``load_json`` refuses text nested deeper than ``MAX_DEPTH`` before parsing it (``too_deep``
+  tells whether a JSON value inside a longer text could);
+- wrappers (a JSON string holding JSON, ``{"body": ...}``, ``{"error": ...}``) are looked through
+  at most ``MAX_UNWRAP`` levels deep;
+- a string is read as a number only when ``int()`` reads it cheaply (``is_number``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from itertools import accumulate, takewhile
+from typing import Any, Final
+
+__all__ = ["MAX_DEPTH", "MAX_UNWRAP", "is_number", "load_json", "too_deep"]
+
+MAX_DEPTH: Final = 128
+"""The deepest nesting of arrays and objects read from an output line or a JSON string in it.
+
+Vertex's importer refuses requests nested deeper than 15 levels; responses may nest deeper (tool
+input is the model's own JSON), but nothing legitimate comes near this.
+"""
+
+# The largest nesting of wrappers looked through: response → JSON string → body → JSON string.
+MAX_UNWRAP: Final = 6
+
+# A string read as a number has at most this many digits (int() refuses past 4,300).
+_MAX_DIGITS: Final = 19
+
+# For measuring nesting: a JSON string (to its closing quote, or to the end of an unterminated
+# one) once escaped backslashes and quotes are gone, then +1 per opening and -1 per closing bracket.
+_JSON_STRING: Final = re.compile(rb'"[^"]*"?')
+_BRACKET_STEPS: Final = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+_NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def load_json(text: str | bytes) -> Any:
+    """``json.loads``, refusing text nested deeper than ``MAX_DEPTH`` before parsing it.
+
+    Bytes must be UTF-8 (a leading byte-order mark is allowed). Counting brackets is the only
+    extra cost for usual text; the nesting is measured only when there are more opening brackets
+    than ``MAX_DEPTH``, in time linear in the text's length.
+
+    Raises:
+        ValueError: the text is not UTF-8, is not JSON, or nests too deeply.
+    """
+    if isinstance(text, str):
+        deep = too_deep(text)
+    else:
+        # One pass that drops the opening brackets: a little cheaper than counting each kind.
+        deep = len(text) - len(text.translate(None, b"[{")) > MAX_DEPTH
+        deep = deep and _nesting(text) > MAX_DEPTH
+        text = text.decode("utf-8", "surrogatepass")  # as json.loads does, but UTF-8 only
+        if text[:1] == "\ufeff":
+            text = text[1:]
+    if deep:
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    return json.loads(text)
+
+
+def too_deep(text: str, start: int = 0) -> bool:
+    """Whether the JSON value at ``start`` could nest deeper than ``MAX_DEPTH`` (cheap when not)."""
+    if text.count("{", start) + text.count("[", start) <= MAX_DEPTH:
+        return False
+    return _nesting(text[start:].encode("utf-8", "surrogatepass")) > MAX_DEPTH
+
+
+def _nesting(data: bytes) -> int:
+    """How deep the first JSON value in ``data`` nests, as a JSON parser would count it.
+
+    Escaped backslashes and quotes go first, so what is left of a string runs from one quote to
+    the next. Past the first error a parser stops, so measuring what follows only overcounts.
+    """
+    plain = _JSON_STRING.sub(b"", data.replace(b"\\\\", b"").replace(b'\\"', b""))
+    steps = memoryview(plain.translate(_BRACKET_STEPS, _NOT_BRACKETS)).cast("b")
+    # Up to the value's last closing bracket, when the depth first comes back to zero.
+    return max(takewhile(bool, accumulate(steps)), default=0)
+
+
+def is_number(text: str) -> bool:
+    """Whether ``text`` is a plain decimal number that ``int()`` reads (ASCII digits only)."""
+    return 0 < len(text) <= _MAX_DIGITS and text.isascii() and text.isdigit()

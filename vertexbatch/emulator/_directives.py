@@ -1,0 +1,192 @@
+"""The directive language of the local model: `[[vb:NAME arg k=v ...]]` read into a Plan (pure).
+
+Directives written anywhere in a request's text (`claude_texts`, `gemini_texts`) force an outcome:
+
+- `refuse [category=C] [detail=some_words] [block=R]`: Claude `stop_reason: "refusal"` with
+  `stop_details`, no content; Gemini `promptFeedback.blockReason` (SAFETY or R), no candidates.
+- `finish REASON`: Claude `stop_reason: REASON`; Gemini candidate `finishReason: REASON` with
+  `finishMessage`; both with partial text.
+- `truncate`: a max-tokens stop with partial text (`max_tokens` / `MAX_TOKENS`).
+- `empty`: a finished answer with no text (Claude `content: []`; Gemini STOP with no parts).
+- `no_candidates`: Gemini: no candidates and no promptFeedback; Claude: as `empty`.
+- `error CODE [shape=S]`: a per-line error (Claude in shape S or the job's shape).
+- `drop`: no output line at all.
+- `think [tokens=N]`: a thinking block (Claude) or thought part (Gemini) before the text.
+- `cached N`: Claude `cache_read_input_tokens`, Gemini `cachedContentTokenCount` (in the prompt).
+- `cache_write N`: Claude `cache_creation_input_tokens` (Gemini ignores it).
+
+When several outcome directives are written, the first of drop, error, refuse, no_candidates,
+empty, truncate, finish wins. An unknown directive or a malformed argument raises DirectiveError,
+which the local model answers with a 400 line error, so a typo in a test shows up instead of
+silently giving a normal answer. Directives steer the outcome, never the answer's text
+(`without_directives`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from vertexbatch.emulator._options import CLAUDE_ERROR_SHAPES
+
+__all__ = [
+    "DirectiveError",
+    "Outcome",
+    "Plan",
+    "claude_texts",
+    "gemini_texts",
+    "plan_directives",
+    "without_directives",
+]
+
+_DIRECTIVE = re.compile(r"\[\[vb:([^\]\s]*)([^\]]*)\]\]")
+
+Outcome = Literal[
+    "answer", "refuse", "finish", "truncate", "empty", "no_candidates", "error", "drop"
+]
+# When several outcome directives are written, the first in this order wins.
+_OUTCOME_RANK: tuple[Outcome, ...] = (
+    "drop", "error", "refuse", "no_candidates", "empty", "truncate", "finish", "answer",
+)  # fmt: skip
+
+
+class DirectiveError(ValueError):
+    """A directive the local model does not understand (the line gets a 400 error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The combined effect of a request's directives."""
+
+    outcome: Outcome = "answer"
+    finish_reason: str | None = None
+    error_code: int = 0
+    error_shape: str | None = None
+    refuse_category: str | None = None
+    refuse_detail: str | None = None
+    block_reason: str = "SAFETY"
+    think_tokens: int | None = None
+    cached: int = 0
+    cache_write: int = 0
+
+
+def _int_arg(name: str, value: str) -> int:
+    if not value.isdigit():
+        raise DirectiveError(f"directive {name} needs a non-negative integer")
+    return int(value)
+
+
+def plan_directives(texts: list[str]) -> Plan:
+    """Parse every `[[vb:...]]` directive in texts into one plan.
+
+    Raises:
+        DirectiveError: an unknown directive or a malformed argument.
+    """
+    outcomes: set[Outcome] = set()
+    fields: dict[str, Any] = {}
+    for text in texts:
+        for match in _DIRECTIVE.finditer(text):
+            name = match.group(1)
+            positional: list[str] = []
+            named: dict[str, str] = {}
+            for token in match.group(2).split():
+                key, sep, value = token.partition("=")
+                if sep:
+                    named[key] = value
+                else:
+                    positional.append(token)
+            _apply(name, positional, named, outcomes, fields)
+    outcome: Outcome = next((o for o in _OUTCOME_RANK if o in outcomes), "answer")
+    return Plan(outcome=outcome, **fields)
+
+
+def _apply(
+    name: str,
+    positional: list[str],
+    named: dict[str, str],
+    outcomes: set[Outcome],
+    fields: dict[str, Any],
+) -> None:
+    allowed_named: set[str] = set()
+    max_positional = 0
+    if name == "refuse":
+        outcomes.add("refuse")
+        allowed_named = {"category", "detail", "block"}
+        if "category" in named:
+            fields["refuse_category"] = named["category"]
+        if "detail" in named:
+            fields["refuse_detail"] = named["detail"].replace("_", " ")
+        if "block" in named:
+            fields["block_reason"] = named["block"]
+    elif name == "finish":
+        max_positional = 1
+        if len(positional) != 1:
+            raise DirectiveError("directive finish needs a REASON")
+        outcomes.add("finish")
+        fields["finish_reason"] = positional[0]
+    elif name in ("truncate", "empty", "no_candidates", "drop"):
+        outcomes.add(name)  # type: ignore[arg-type]
+    elif name == "error":
+        max_positional = 1
+        allowed_named = {"shape"}
+        if len(positional) != 1:
+            raise DirectiveError("directive error needs an HTTP status")
+        code = _int_arg(name, positional[0])
+        if not 400 <= code <= 599:
+            raise DirectiveError("directive error needs a status from 400 to 599")
+        shape = named.get("shape")
+        if shape is not None and shape not in CLAUDE_ERROR_SHAPES:
+            raise DirectiveError(f"directive error shape must be one of {CLAUDE_ERROR_SHAPES}")
+        outcomes.add("error")
+        fields["error_code"] = code
+        fields["error_shape"] = shape
+    elif name == "think":
+        allowed_named = {"tokens"}
+        fields["think_tokens"] = _int_arg(name, named["tokens"]) if "tokens" in named else -1
+    elif name in ("cached", "cache_write"):
+        max_positional = 1
+        if len(positional) != 1:
+            raise DirectiveError(f"directive {name} needs a token count")
+        fields[name] = _int_arg(name, positional[0])
+    else:
+        raise DirectiveError("unknown directive")
+    if len(positional) > max_positional or set(named) - allowed_named:
+        raise DirectiveError(f"unexpected arguments to directive {name}")
+
+
+def _texts(value: Any, keys: frozenset[str], key: str | None = None) -> Iterator[str]:
+    if isinstance(value, str):
+        if key in keys:
+            yield value
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _texts(v, keys, k)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item, keys, key)
+
+
+_CLAUDE_TEXT_KEYS = frozenset({"text", "content", "system"})
+_GEMINI_TEXT_KEYS = frozenset({"text"})
+
+
+def claude_texts(request: Mapping[str, Any]) -> list[str]:
+    """The texts of a Claude request: `system` and message content (strings and text blocks)."""
+    found = list(_texts(request.get("system"), _CLAUDE_TEXT_KEYS, "system"))
+    found.extend(_texts(request.get("messages"), _CLAUDE_TEXT_KEYS))
+    return found
+
+
+def gemini_texts(request: Mapping[str, Any]) -> list[str]:
+    """The texts of a Gemini request: `parts[].text` in contents and the system instruction."""
+    found: list[str] = []
+    for key in ("systemInstruction", "system_instruction", "contents"):
+        found.extend(_texts(request.get(key), _GEMINI_TEXT_KEYS))
+    return found
+
+
+def without_directives(text: str) -> str:
+    """`text` with every directive taken out."""
+    return _DIRECTIVE.sub("", text)
