@@ -1,24 +1,55 @@
-"""Code run in child processes by the integration tests (spawned, so it must be importable)."""
+"""Code run in child processes by the integration tests (spawned, so it must be importable).
+
+Workers use the public API only. A test that needs one to die at a given point kills it with
+SIGKILL while the local stack holds its call there (`kill_while_held`), as a crashed Cloud Run
+task would die; nothing in the library is patched.
+"""
 
 from __future__ import annotations
 
-import os
-from typing import Any
+import multiprocessing
+import signal
+from collections.abc import Callable
+from typing import Any, Literal
 
 import vertexbatch as vb
+from tests.helpers import CLAUDE, claude_requests
+from vertexbatch.emulator import LocalStack
 
-MODEL = "claude-opus-5-5@default"
+CANCELLED = ("JOB_STATE_CANCELLED", "JOB_STATE_CANCELLING")
 
 
-def requests(n: int, size: int = 40) -> list[vb.ClaudeRequest]:
-    filler = "x" * size
-    return [
-        vb.ClaudeRequest(
-            f"key-{i}",
-            {"max_tokens": 64, "messages": [{"role": "user", "content": f"Item {i}: {filler}"}]},
-        )
-        for i in range(n)
-    ]
+def endpoints(stack: LocalStack, bucket: str) -> dict[str, str]:
+    """What a worker needs to build its own client on the stack and the test's bucket."""
+    return {
+        "vertex": stack.vertex_endpoint,
+        "storage": stack.storage_endpoint,
+        "project": stack.project,
+        "location": stack.location,
+        "bucket": bucket,
+    }
+
+
+def kill_while_held(
+    stack: LocalStack,
+    target: Callable[..., None],
+    args: tuple[Any, ...],
+    op: str,
+    when: Literal["before", "after"],
+) -> None:
+    """Run target(*args) in a process and SIGKILL it while the stack holds its first `op` call.
+
+    The held call stays held: the test decides with `stack.faults.unblock` whether it goes on.
+    """
+    stack.faults.block(op, when=when)
+    process = multiprocessing.get_context("spawn").Process(target=target, args=args)
+    process.start()
+    try:
+        stack.faults.wait_blocked(op, timeout=120)
+    finally:
+        process.kill()
+        process.join(timeout=60)
+    assert process.exitcode == -signal.SIGKILL
 
 
 def client(endpoints: dict[str, str]) -> vb.Client:
@@ -38,51 +69,34 @@ def submit_after_barrier(
 ) -> None:
     """Wait for every sibling, then submit the same id and rows; report the job name."""
     c = client(endpoints)
-    rows = requests(20)
+    rows = claude_requests(20)
     barrier.wait(timeout=60)
     try:
-        out.put(("ok", c.submit_claude(submission_id, MODEL, rows).name))
+        out.put(("ok", c.submit_claude(submission_id, CLAUDE, rows).name))
     except Exception as exc:  # reported to the parent, which fails the test with it
         out.put(("error", f"{type(exc).__name__}: {exc}"))
 
 
-def submit_and_die_before_record(endpoints: dict[str, str], submission_id: str) -> None:
-    """Submit, but die (as a killed task would) at the moment the job record is written."""
-    from vertexbatch import _staging
-
-    real = _staging.Staging.create_json
-
-    def create_json(self: _staging.Staging, name: str, value: Any) -> bool:
-        if name.endswith("/job.json"):
-            os._exit(9)
-        return real(self, name, value)
-
-    _staging.Staging.create_json = create_json  # type: ignore[method-assign]
-    client(endpoints).submit_claude(submission_id, MODEL, requests(5))
+def submit(endpoints: dict[str, str], submission_id: str) -> None:
+    """Submit five rows under the id (the test kills this process while a call is held)."""
+    client(endpoints).submit_claude(submission_id, CLAUDE, claude_requests(5))
 
 
-def advance_many(endpoints: dict[str, str], run_id: str, barrier: Any, out: Any) -> None:
-    """Advance the same run in a loop alongside a sibling, then report its results."""
+def advance_in_rounds(
+    endpoints: dict[str, str], run_id: str, barrier: Any, inbox: Any, out: Any
+) -> None:
+    """Advance the run once per round the parent starts, at once with a sibling; at the end
+    report the run's results."""
     run = client(endpoints).open_run(run_id)
-    barrier.wait(timeout=60)
     try:
-        for _ in range(400):
-            if run.advance().done:
-                break
+        while inbox.get(timeout=120):
+            barrier.wait(timeout=60)
+            out.put(("step", run.advance().done))
         out.put(("ok", {r.key: r.outcome for r in run.results()}))
     except Exception as exc:  # reported to the parent, which fails the test with it
         out.put(("error", f"{type(exc).__name__}: {exc}"))
 
 
-def advance_and_die_in_resubmit(endpoints: dict[str, str], run_id: str) -> None:
-    """Advance, but die right after staging a resubmission, before its job is created."""
-    from vertexbatch import _identity
-
-    def submit(*args: Any, **kwargs: Any) -> Any:
-        os._exit(9)
-
-    _identity.submit = submit  # type: ignore[assignment]
-    import vertexbatch._client as client_module
-
-    client_module.submit = submit  # type: ignore[attr-defined]
+def advance(endpoints: dict[str, str], run_id: str) -> None:
+    """Take one step of the run (the test kills this process while a call is held)."""
     client(endpoints).open_run(run_id).advance()

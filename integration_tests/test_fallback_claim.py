@@ -8,13 +8,11 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import vertexbatch as vb
+from tests.helpers import CLAUDE, claude_request
 from vertexbatch.emulator import LocalStack
 
 from . import _fallback_workers, _workers
-from .test_identity import _endpoints
 
-MODEL = _workers.MODEL
 PROCESSES = 4
 SHARDS = 2
 SHARD_SIZE = 6
@@ -22,22 +20,24 @@ KEYS = [f"key-{i}" for i in range(SHARDS * SHARD_SIZE)]
 
 
 def _late_run(stack: LocalStack, endpoints: dict[str, str], run_id: str) -> None:
-    """A run of two shards whose jobs stay PENDING, with slow online calls."""
+    """A run of two shards whose jobs stay PENDING."""
     for shard in range(SHARDS):
         stack.faults.hold(display_name=f"{run_id}.s{shard}", state="PENDING")
-    requests = [
-        vb.ClaudeRequest(
-            key, {"max_tokens": 16, "messages": [{"role": "user", "content": f"Task {key}"}]}
-        )
-        for key in KEYS
-    ]
-    _workers.client(endpoints).run_claude(run_id, MODEL, requests, shard_size=SHARD_SIZE)
-    # Slow enough that every process reaches a shard while its claimer is still answering.
-    stack.faults.delay("rawPredict", 2.0)
+    requests = [claude_request(key, f"Task {key}", max_tokens=16) for key in KEYS]
+    _workers.client(endpoints).run_claude(run_id, CLAUDE, requests, shard_size=SHARD_SIZE)
     stack.reset_calls()
 
 
-def _advance_together(endpoints: dict[str, str], run_id: str) -> list[dict[str, Any]]:
+def _advance_together(
+    stack: LocalStack, endpoints: dict[str, str], run_id: str
+) -> list[dict[str, Any]]:
+    """Every process advances the run past its deadline at once, until it is done.
+
+    The online calls are held until the processes that claimed no shard (one claimer per shard:
+    its calls are held, so it cannot claim another) have finished their first step, which must
+    then have found every shard claimed by another process and called nothing.
+    """
+    stack.faults.block("rawPredict", times=len(KEYS))
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(PROCESSES)
     out = ctx.Queue()
@@ -49,11 +49,14 @@ def _advance_together(endpoints: dict[str, str], run_id: str) -> list[dict[str, 
     ]
     for p in procs:
         p.start()
-    answers = [out.get(timeout=300) for _ in procs]
+    waiting = [out.get(timeout=120) for _ in range(PROCESSES - SHARDS)]
+    assert waiting == [("first", {"pending": len(KEYS)})] * (PROCESSES - SHARDS), waiting
+    stack.faults.unblock("rawPredict")
+    messages = [out.get(timeout=300) for _ in range(PROCESSES + SHARDS)]
     for p in procs:
         p.join(timeout=60)
-    assert all(kind == "ok" for kind, _ in answers), answers
-    return [report for _, report in answers]
+    assert sorted(kind for kind, _ in messages) == ["first"] * SHARDS + ["ok"] * PROCESSES, messages
+    return [report for kind, report in messages if kind == "ok"]
 
 
 def _claim(stack: LocalStack, bucket: str, run_id: str, shard: int) -> Any:
@@ -64,27 +67,25 @@ def test_processes_past_the_deadline_answer_each_key_online_once(
     stack: LocalStack, bucket: str
 ) -> None:
     """4 processes advance one run past its deadline at once: one online call per key."""
-    endpoints = _endpoints(stack, bucket)
+    endpoints = _workers.endpoints(stack, bucket)
     _late_run(stack, endpoints, "rush")
-    reports = _advance_together(endpoints, "rush")
+    reports = _advance_together(stack, endpoints, "rush")
     assert stack.calls()["rawPredict"] == len(KEYS)
     for report in reports:
         assert Counter(report["keys"]) == Counter(KEYS)  # every key, each exactly once
-    # The processes did overlap: some step found a shard claimed by another and waited.
-    assert any(report["first"].get("pending") for report in reports), reports
 
 
 def test_processes_racing_for_a_stale_claim_take_it_over_once(
     stack: LocalStack, bucket: str
 ) -> None:
     """A crashed claimer's expired claims, 4 processes: one takes each over, one call per key."""
-    endpoints = _endpoints(stack, bucket)
+    endpoints = _workers.endpoints(stack, bucket)
     _late_run(stack, endpoints, "stale")
     expired = (datetime.now(UTC) - timedelta(minutes=10)).isoformat()
     crashed = {"format": "vertexbatch-online-claim/1", "owner": "crashed/1/0", "expires": expired}
     for shard in range(SHARDS):
         _claim(stack, bucket, "stale", shard).upload_from_string(json.dumps(crashed))
-    reports = _advance_together(endpoints, "stale")
+    reports = _advance_together(stack, endpoints, "stale")
     assert stack.calls()["rawPredict"] == len(KEYS)
     for report in reports:
         assert Counter(report["keys"]) == Counter(KEYS)

@@ -4,25 +4,15 @@ from __future__ import annotations
 
 import multiprocessing
 
+from tests.helpers import CLAUDE, claude_requests, jobs_in
 from vertexbatch.emulator import LocalStack
 
 from . import _workers
-
-CANCELLED = ("JOB_STATE_CANCELLED", "JOB_STATE_CANCELLING")
-
-
-def _endpoints(stack: LocalStack, bucket: str) -> dict[str, str]:
-    return {
-        "vertex": stack.vertex_endpoint,
-        "storage": stack.storage_endpoint,
-        "project": stack.project,
-        "location": stack.location,
-        "bucket": bucket,
-    }
+from ._workers import CANCELLED
 
 
-def _jobs(stack: LocalStack, submission_id: str) -> list[dict]:
-    return [j for j in stack.jobs() if j["displayName"] == submission_id]
+def _jobs(stack: LocalStack, bucket: str, submission_id: str) -> list[dict]:
+    return [j for j in jobs_in(stack, bucket) if j["displayName"] == submission_id]
 
 
 def test_eight_processes_submit_at_once(stack: LocalStack, bucket: str) -> None:
@@ -34,7 +24,7 @@ def test_eight_processes_submit_at_once(stack: LocalStack, bucket: str) -> None:
     procs = [
         ctx.Process(
             target=_workers.submit_after_barrier,
-            args=(_endpoints(stack, bucket), "race", barrier, out),
+            args=(_workers.endpoints(stack, bucket), "race", barrier, out),
         )
         for _ in range(8)
     ]
@@ -46,29 +36,28 @@ def test_eight_processes_submit_at_once(stack: LocalStack, bucket: str) -> None:
     assert all(kind == "ok" for kind, _ in answers), answers
     names = {name for _, name in answers}
     assert len(names) == 1
-    jobs = _jobs(stack, "race")
+    jobs = _jobs(stack, bucket, "race")
     live = [j["name"] for j in jobs if j["state"] not in CANCELLED]
     assert live == list(names)
 
 
 def test_submitter_killed_between_create_and_record(stack: LocalStack, bucket: str) -> None:
-    """Two submitters die after create: find returns the earliest; the next submit records it."""
+    """Two submitters killed once create took effect: the next submit records the earliest job."""
     stack.faults.hold(display_name="killed", state="PENDING")
     stack.faults.list_lag(lists=1)  # the second submitter does not see the first one's job
-    ctx = multiprocessing.get_context("spawn")
-    endpoints = _endpoints(stack, bucket)
+    endpoints = _workers.endpoints(stack, bucket)
     for _ in range(2):
-        p = ctx.Process(target=_workers.submit_and_die_before_record, args=(endpoints, "killed"))
-        p.start()
-        p.join(timeout=120)
-        assert p.exitcode == 9
-    jobs = sorted(_jobs(stack, "killed"), key=lambda j: (j["createTime"], j["name"]))
+        # Vertex has made the job; the submitter dies before it learns the job's name.
+        _workers.kill_while_held(stack, _workers.submit, (endpoints, "killed"), "create", "after")
+        stack.faults.unblock("create")
+    assert not list(stack.storage_client().list_blobs(bucket, prefix="jobs/killed/job.json"))
+    jobs = sorted(_jobs(stack, bucket, "killed"), key=lambda j: (j["createTime"], j["name"]))
     assert len(jobs) == 2 and all(j["state"] not in CANCELLED for j in jobs)
     earliest = jobs[0]["name"]
     client = _workers.client(endpoints)
     assert client.find("killed").name == earliest
-    job = client.submit_claude("killed", _workers.MODEL, _workers.requests(5))
+    job = client.submit_claude("killed", CLAUDE, claude_requests(5))
     assert job.name == earliest
     assert client.find("killed").name == earliest
-    live = [j["name"] for j in _jobs(stack, "killed") if j["state"] not in CANCELLED]
+    live = [j["name"] for j in _jobs(stack, bucket, "killed") if j["state"] not in CANCELLED]
     assert live == [earliest]

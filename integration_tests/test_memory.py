@@ -7,20 +7,17 @@ import tracemalloc
 from collections.abc import Callable, Iterator
 
 import vertexbatch as vb
-from vertexbatch._identity import read_key_map
+from tests.helpers import CLAUDE, claude_request
 from vertexbatch._lines import claude_line
+from vertexbatch._staged import read_key_map
 from vertexbatch.emulator import LocalStack
 
-MODEL = "claude-opus-5-5@default"
 FILLER = "lorem ipsum dolor sit amet " * 36  # ~1 KB per request line
 
 
 def _requests(n: int) -> Iterator[vb.ClaudeRequest]:
     for i in range(n):
-        yield vb.ClaudeRequest(
-            f"key-{i:06d}",
-            {"max_tokens": 512, "messages": [{"role": "user", "content": f"{i} {FILLER}"}]},
-        )
+        yield claude_request(f"key-{i:06d}", f"{i} {FILLER}", max_tokens=512)
 
 
 def _peak(fn: Callable[[], object]) -> int:
@@ -37,8 +34,8 @@ def test_staging_from_a_generator_is_streamed(stack: LocalStack, bucket: str) ->
     """Staging 60,000 requests peaks no higher than 20,000 (beyond the key set): it streams."""
     stack.faults.hold(state="PENDING")  # measure staging, not the local model
     client = stack.client(bucket=bucket, prefix="mem", retry=vb.RetryPolicy.no_wait())
-    small = _peak(lambda: client.submit_claude("mem-20k", MODEL, _requests(20_000)))
-    large = _peak(lambda: client.submit_claude("mem-60k", MODEL, _requests(60_000)))
+    small = _peak(lambda: client.submit_claude("mem-20k", CLAUDE, _requests(20_000)))
+    large = _peak(lambda: client.submit_claude("mem-60k", CLAUDE, _requests(60_000)))
     sizes = {}
     for name in ("mem-20k", "mem-60k"):
         blob = stack.storage_client().bucket(bucket).get_blob(f"mem/{name}/input.jsonl")
@@ -50,6 +47,10 @@ def test_staging_from_a_generator_is_streamed(stack: LocalStack, bucket: str) ->
     # 8 MiB chunks (one being built, one in flight) and the key set grow; the input never is held.
     assert large - small < more_input / 3, (small, large, sizes)
     assert large < 48_000_000, (small, large, sizes)
+    for name in sizes:  # the jobs are not needed: no 80,000 rows to answer before the next test
+        job = client.find(name)
+        assert job is not None
+        client.cancel(job)
 
 
 def test_results_100k_lines_stream_beyond_key_map(stack: LocalStack, bucket: str) -> None:
@@ -57,7 +58,7 @@ def test_results_100k_lines_stream_beyond_key_map(stack: LocalStack, bucket: str
     n = 100_000
     stack.faults.hold(display_name="mem-results", state="PENDING")
     client = stack.client(bucket=bucket, prefix="mem", retry=vb.RetryPolicy.no_wait())
-    job = client.submit_claude("mem-results", MODEL, _requests(n))
+    job = client.submit_claude("mem-results", CLAUDE, _requests(n))
     client.cancel(job)
     stack.wait_job(job.name)
     # Write a Vertex-format output for every line, as a finished job would have.
@@ -91,7 +92,7 @@ def test_results_100k_lines_stream_beyond_key_map(stack: LocalStack, bucket: str
     out.reload()
     assert out.size is not None and out.size > 100_000_000
 
-    key_map = _peak(lambda: read_key_map(client._staging, job))
+    key_map = _peak(lambda: read_key_map(client._cloud.staging, job))
     counted: list[int] = []
     full = _peak(lambda: counted.append(sum(1 for r in client.results(job) if r.ok)))
     assert counted == [n]

@@ -5,43 +5,48 @@ from __future__ import annotations
 import multiprocessing
 from collections import Counter
 
-import vertexbatch as vb
-from vertexbatch.emulator import LocalStack, Timing
+import pytest
+
+from tests.helpers import CLAUDE, claude_request, jobs_in, task
+from vertexbatch.emulator import LocalStack
 
 from . import _workers
-from .test_identity import CANCELLED, _endpoints
-
-MODEL = _workers.MODEL
+from ._workers import CANCELLED
 
 
-def _req(i: int, directive: str = "") -> vb.ClaudeRequest:
-    return vb.ClaudeRequest(
-        f"key-{i}",
-        {"max_tokens": 32, "messages": [{"role": "user", "content": f"Task {i} {directive}"}]},
-    )
-
-
-def test_two_processes_advance_the_same_run() -> None:
-    """Two processes advancing one run in loops: no duplicate live job, the same final results."""
-    # Jobs that take a moment, as real ones take hours: a twin is still live when it is cancelled.
-    with LocalStack(timing=Timing(pending_seconds=0.5)) as stack:
-        stack.create_bucket("twins-bucket")
-        _two_processes_advance(stack, _endpoints(stack, "twins-bucket"))
-
-
-def _two_processes_advance(stack: LocalStack, endpoints: dict[str, str]) -> None:
-    requests = [_req(i, "[[vb:error 503]]" if i % 4 == 0 else "") for i in range(30)]
-    _workers.client(endpoints).run_claude("twins", MODEL, requests, shard_size=10)
+def test_two_processes_advance_the_same_run(stack: LocalStack, bucket: str) -> None:
+    """Two processes advancing one run at once: no duplicate live job, the same final results."""
+    # Jobs stay PENDING while the advancers step, as real ones take hours: a twin one of them
+    # creates is still live when it must be cancelled. Between rounds the jobs run to their end.
+    stack.faults.hold(state="PENDING")
+    endpoints = _workers.endpoints(stack, bucket)
+    requests = [task(i, "[[vb:error 503]]" if i % 4 == 0 else "") for i in range(30)]
+    _workers.client(endpoints).run_claude("twins", CLAUDE, requests, shard_size=10)
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(2)
+    inboxes = [ctx.Queue(), ctx.Queue()]
     out = ctx.Queue()
     procs = [
-        ctx.Process(target=_workers.advance_many, args=(endpoints, "twins", barrier, out))
-        for _ in range(2)
+        ctx.Process(
+            target=_workers.advance_in_rounds, args=(endpoints, "twins", barrier, inbox, out)
+        )
+        for inbox in inboxes
     ]
     for p in procs:
         p.start()
-    answers = [out.get(timeout=300) for _ in procs]
+    for _ in range(8):
+        for inbox in inboxes:
+            inbox.put(True)
+        steps = [out.get(timeout=120) for _ in procs]
+        assert all(kind == "step" for kind, _ in steps), steps
+        stack.faults.release()  # the round's jobs run; twins were cancelled in the round
+        stack.faults.hold(state="PENDING")
+        stack.settle()
+        if all(done for _, done in steps):
+            break
+    for inbox in inboxes:
+        inbox.put(False)
+    answers = [out.get(timeout=120) for _ in procs]
     for p in procs:
         p.join(timeout=60)
     assert all(kind == "ok" for kind, _ in answers), answers
@@ -49,9 +54,7 @@ def _two_processes_advance(stack: LocalStack, endpoints: dict[str, str]) -> None
     assert first == second
     assert Counter(first.values()) == {"ok": 22, "retryable": 8}
     per_name = Counter(
-        j["displayName"]
-        for j in stack.jobs()
-        if j["displayName"].startswith("twins.") and j["state"] not in CANCELLED
+        j["displayName"] for j in jobs_in(stack, bucket) if j["state"] not in CANCELLED
     )
     assert per_name and max(per_name.values()) == 1
     assert sorted(per_name) == sorted(
@@ -60,53 +63,39 @@ def _two_processes_advance(stack: LocalStack, endpoints: dict[str, str]) -> None
 
 
 def test_advance_killed_midway_is_finished_by_the_next(stack: LocalStack, bucket: str) -> None:
-    """An advancer killed after staging a retry: the next advance creates it from GCS alone."""
-    endpoints = _endpoints(stack, bucket)
+    """An advancer killed after staging a retry, before creating it: the next creates it."""
+    endpoints = _workers.endpoints(stack, bucket)
     client = _workers.client(endpoints)
-    run = client.run_claude("killed-run", MODEL, [_req(0), _req(1, "[[vb:drop]]")])
-    first = client.find("killed-run.s0")
-    assert first is not None
-    stack.wait_job(first.name)
-    ctx = multiprocessing.get_context("spawn")
-    p = ctx.Process(target=_workers.advance_and_die_in_resubmit, args=(endpoints, "killed-run"))
-    p.start()
-    p.join(timeout=120)
-    assert p.exitcode == 9
-    assert client.find("killed-run.s0.r1") is None  # staged, but no job yet
+    run = client.run_claude("killed-run", CLAUDE, [task(0), task(1, "[[vb:drop]]")])
+    stack.settle()
+    # The step stages key-1's retry, then dies with its create held before taking effect.
+    _workers.kill_while_held(stack, _workers.advance, (endpoints, "killed-run"), "create", "before")
+    stack.faults.unblock("create", drop=True)  # the dead caller's create never reaches Vertex
+    staged = stack.storage_client().list_blobs(bucket, prefix="jobs/killed-run.s0.r1/")
+    assert "jobs/killed-run.s0.r1/input.jsonl" in [b.name for b in staged]
+    assert client.find("killed-run.s0.r1") is None
     summary = client.open_run("killed-run").advance()
     assert summary.created == 1
     retry = client.find("killed-run.s0.r1")
     assert retry is not None and retry.keys == 1
     for _ in range(5):
-        for job in stack.jobs():
-            if job["state"] not in (
-                "JOB_STATE_SUCCEEDED",
-                "JOB_STATE_CANCELLED",
-                "JOB_STATE_FAILED",
-            ):
-                stack.wait_job(job["name"])
+        stack.settle()
         summary = run.advance()
         if summary.done:
             break
     assert summary.done and summary.outcomes == {"ok": 1, "exhausted": 1}
 
 
+@pytest.mark.slow
 def test_250k_rows_in_three_shards(stack: LocalStack, bucket: str) -> None:
     """A 250,000-row run with shard size 100,000 makes three jobs and ends with 250,000 results."""
-    client = _workers.client(_endpoints(stack, bucket))
-    requests = (
-        vb.ClaudeRequest(
-            f"row-{i}",
-            {"max_tokens": 16, "messages": [{"role": "user", "content": f"Label row {i}"}]},
-        )
-        for i in range(250_000)
-    )
-    run = client.run_claude("big-run", MODEL, requests, shard_size=100_000)
+    client = _workers.client(_workers.endpoints(stack, bucket))
+    requests = (claude_request(f"row-{i}", f"Label row {i}", max_tokens=16) for i in range(250_000))
+    run = client.run_claude("big-run", CLAUDE, requests, shard_size=100_000)
     assert [s.keys for s in run.shards] == [100_000, 100_000, 50_000]
-    jobs = [j for j in stack.jobs() if j["displayName"].startswith("big-run.")]
+    jobs = jobs_in(stack, bucket)
     assert len(jobs) == 3
-    for job in jobs:
-        stack.wait_job(job["name"], timeout=600)
+    stack.settle(timeout=600)
     summary = run.advance()
     assert summary.done and summary.outcomes == {"ok": 250_000}
     seen: set[str] = set()

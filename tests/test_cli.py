@@ -1,15 +1,11 @@
-"""The ``vertexbatch`` command, through click's runner and as the installed script."""
+"""The ``vertexbatch`` command, through click's runner."""
 
 from __future__ import annotations
 
 import io
 import json
-import os
-import shutil
-import signal
-import subprocess
-import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +15,19 @@ from click.testing import CliRunner, Result
 from google.api_core import exceptions as api_exceptions
 
 import vertexbatch as vb
+from tests.helpers import (
+    CLAUDE,
+    GEMINI,
+    claude_requests,
+    one_error_line,
+    request_line,
+    write_lines,
+)
 from vertexbatch import _cli
-from vertexbatch._cli import ExitCode, Progress, main, result_record
+from vertexbatch._cli import ExitCode, main
+from vertexbatch._cli_render import Progress, describe_error, result_record
 from vertexbatch.emulator import LocalStack
 
-from .conftest import claude_requests
-
-CLAUDE = "claude-opus-5-5@default"
-GEMINI = "gemini-3.8-flash"
 SECRET = "zebra-secret-prompt-words"  # request content that must never reach an error line
 
 
@@ -38,26 +39,6 @@ def env(stack: LocalStack, bucket: str) -> dict[str, str | None]:
 
 def run(args: list[str], env: Mapping[str, str | None], stdin: str | None = None) -> Result:
     return CliRunner().invoke(main, args, env=env, input=stdin, catch_exceptions=False)
-
-
-def claude_line(key: str, text: str = "Review this diff.") -> str:
-    return json.dumps(
-        {"key": key, "params": {"max_tokens": 64, "messages": [{"role": "user", "content": text}]}}
-    )
-
-
-def write_lines(path: Path, lines: list[str]) -> Path:
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def one_error_line(result: Result) -> str:
-    """The command wrote exactly one line to stderr, without a traceback."""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.output
-    assert lines[0].startswith("vertexbatch: ")
-    return lines[0]
 
 
 def jobs_of(stack: LocalStack, submission_id: str, bucket: str) -> list[dict[str, Any]]:
@@ -77,7 +58,7 @@ def test_submit_claude_file_prints_job_and_resubmit_adopts(
     stack: LocalStack, bucket: str, env: dict[str, str | None], client: vb.Client, tmp_path: Path
 ) -> None:
     """submit prints the job; the same id and file again gives the same job, not a second one."""
-    path = write_lines(tmp_path / "in.jsonl", [claude_line("a"), "", claude_line("b")])
+    path = write_lines(tmp_path / "in.jsonl", [request_line("a"), "", request_line("b")])
     args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "cli-1", str(path)]
     first = run(args, env)
     assert first.exit_code == 0, first.output
@@ -119,7 +100,7 @@ def test_submit_gemini_from_stdin_json(env: dict[str, str | None], client: vb.Cl
         ('{"params": {"max_tokens": 5, "messages": []}}', "line 3: 'key' must be"),
         ('{"key": "x", "params": [1]}', "line 3: 'params' must be an object"),
         # Rejected by the library itself: the command adds the line number.
-        (claude_line("a"), "line 3: request key 'a' appears twice"),
+        (request_line("a"), "line 3: request key 'a' appears twice"),
         (
             json.dumps({"key": "x", "params": {"messages": [{"role": "user", "content": SECRET}]}}),
             "line 3: params of request 'x' lack 'max_tokens'",
@@ -131,7 +112,7 @@ def test_submit_bad_line_is_invalid_request_naming_the_line(
 ) -> None:
     """A bad request line exits 3 with one stderr line naming the line, never its content."""
     path = write_lines(
-        tmp_path / "in.jsonl", [claude_line("a", SECRET), claude_line("b", SECRET), bad]
+        tmp_path / "in.jsonl", [request_line("a", SECRET), request_line("b", SECRET), bad]
     )
     args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "bad-1", str(path)]
     result = run(args, env)
@@ -154,7 +135,7 @@ def test_submit_gemini_line_without_contents(env: dict[str, str | None]) -> None
 
 def test_submit_bad_model_and_id_exit_3(env: dict[str, str | None], tmp_path: Path) -> None:
     """Errors from the library's own rules are exit 3 with the library's message."""
-    path = write_lines(tmp_path / "in.jsonl", [claude_line("a")])
+    path = write_lines(tmp_path / "in.jsonl", [request_line("a")])
     result = run(["submit", "--provider", "claude", "--model", GEMINI, "--id", "m", str(path)], env)
     assert result.exit_code == 3
     assert "is a Gemini model" in one_error_line(result)
@@ -267,7 +248,7 @@ def test_status_exit_codes(
 ) -> None:
     """status exits 0 succeeded, 10 not terminal, 11 failed, 12 cancelled; 4 for no job."""
     done = client.submit_claude("st-done", CLAUDE, claude_requests(2))
-    stack.wait_job(done.name)
+    vertex_job = stack.wait_job(done.name)
     result = run(["status", "st-done"], env)
     assert result.exit_code == 0
     assert result.stdout.startswith("st-done  JOB_STATE_SUCCEEDED  succeeded 2  failed 0")
@@ -276,7 +257,8 @@ def test_status_exit_codes(
     data = json.loads(as_json.stdout)
     assert data["state"] == "JOB_STATE_SUCCEEDED" and data["exit_code"] == 0
     assert data["name"] == done.name and data["keys"] == 2
-    assert data["created"] is None or data["created"].startswith("20")
+    created = datetime.fromisoformat(vertex_job["createTime"])
+    assert datetime.fromisoformat(data["created"]) == created
 
     stack.faults.hold("st-held")
     held = client.submit_claude("st-held", CLAUDE, claude_requests(1))
@@ -392,7 +374,10 @@ def test_results_before_terminal_says_so(
 ) -> None:
     """Before the job is terminal, results prints the rows so far and says it is not terminal."""
     stack.faults.hold("res-3", state="RUNNING", after_rows=1)
-    client.submit_claude("res-3", CLAUDE, claude_requests(3))
+    job = client.submit_claude("res-3", CLAUDE, claude_requests(3))
+    stack.wait_job(
+        job.name, until=lambda j: j.get("completionStats", {}).get("successfulCount") == "1"
+    )
     result = run(["results", "res-3"], env)
     assert result.exit_code == 0
     assert len(result.stdout.splitlines()) == 1
@@ -481,13 +466,13 @@ def test_progress_plain_lines_only_on_change() -> None:
 
 def test_verbose_shows_library_logs(env: dict[str, str | None], tmp_path: Path) -> None:
     """-v shows the library's INFO logs (created, recorded) on stderr; without it they are quiet."""
-    path = write_lines(tmp_path / "in.jsonl", [claude_line("a")])
+    path = write_lines(tmp_path / "in.jsonl", [request_line("a")])
     args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "log-1", str(path)]
     quiet = run(args, env)
     assert quiet.exit_code == 0 and quiet.stderr == ""
     loud = run(["-v", *args], env)  # the group's -v, on a second submit: the job is adopted
     assert "vertexbatch: id log-1 is recorded as job" in loud.stderr
-    path2 = write_lines(tmp_path / "in2.jsonl", [claude_line("b")])
+    path2 = write_lines(tmp_path / "in2.jsonl", [request_line("b")])
     loud = run(["submit", "-v", *args[1:-3], "--id", "log-2", str(path2)], env)
     assert "vertexbatch: created job" in loud.stderr
     assert "vertexbatch: recorded job" in loud.stderr
@@ -524,7 +509,7 @@ def test_exit_codes_are_the_documented_ones() -> None:
 )
 def test_errors_map_to_exit_codes(exc: Exception, code: int, text: str) -> None:
     """Each kind of exception has its documented exit code and one line."""
-    got_code, line = _cli._describe(exc)
+    got_code, line = describe_error(exc)
     assert got_code == code
     assert text in line and "\n" not in line
 
@@ -564,63 +549,3 @@ def test_demo_fast() -> None:
     assert "create calls to Vertex: 2 in the first run, 0 in the second" in out
     assert "jobs Vertex holds per id: demo-code-review 1, demo-ticket-triage 1" in out
     assert "4 keys ended exhausted" in out
-
-
-def _script() -> str:
-    found = Path(sys.executable).with_name("vertexbatch")
-    return str(found) if found.exists() else str(shutil.which("vertexbatch"))
-
-
-@pytest.fixture
-def emulator_process(tmp_path: Path) -> Iterator[dict[str, str]]:
-    """`vertexbatch emulator` in a subprocess; yields the environment it printed."""
-    with (
-        open(tmp_path / "emulator.err", "w") as errors,
-        subprocess.Popen(
-            [_script(), "emulator", "--bucket", "e2e-bucket", "--row-seconds", "0"],
-            stdout=subprocess.PIPE,
-            stderr=errors,
-            text=True,
-        ) as process,
-    ):
-        try:
-            assert process.stdout is not None
-            exported = {}
-            for _ in range(5):
-                line = process.stdout.readline()
-                name, _, value = line.strip().removeprefix("export ").partition("=")
-                exported[name] = value
-            yield exported
-        finally:
-            process.send_signal(signal.SIGTERM)
-            assert process.wait(timeout=20) == 0, (tmp_path / "emulator.err").read_text()
-
-
-@pytest.mark.timeout(90)
-def test_installed_script_end_to_end(emulator_process: dict[str, str], tmp_path: Path) -> None:
-    """The installed script: emulator, then submit, watch and results, each a new process."""
-    env = {**os.environ, **emulator_process}
-    assert set(emulator_process) >= {"STORAGE_EMULATOR_HOST", "VERTEXBATCH_VERTEX_ENDPOINT"}
-    path = write_lines(tmp_path / "in.jsonl", [claude_line("a"), claude_line("b", "[[vb:drop]]")])
-
-    def script(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [_script(), *args], env=env, capture_output=True, text=True, timeout=60
-        )
-
-    submitted = script(
-        "submit", "--provider", "claude", "--model", CLAUDE, "--id", "e2e-1", "--json", str(path)
-    )
-    assert submitted.returncode == 0, submitted.stderr
-    assert (
-        json.loads(submitted.stdout)["input_uri"] == "gs://e2e-bucket/vertexbatch/e2e-1/input.jsonl"
-    )
-    watched = script("watch", "e2e-1", "--floor", "0.05")
-    assert watched.returncode == 0, watched.stderr
-    results = script("results", "e2e-1")
-    assert results.returncode == 0, results.stderr
-    outcomes = {
-        json.loads(line)["key"]: json.loads(line)["outcome"] for line in results.stdout.splitlines()
-    }
-    assert outcomes == {"a": "ok", "b": "missing"}
-    assert "ok 1, refused 0, truncated 0, retryable 0, failed 0, missing 1" in results.stderr

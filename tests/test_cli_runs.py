@@ -12,13 +12,12 @@ import pytest
 from click.testing import CliRunner, Result
 
 import vertexbatch as vb
+from tests.helpers import CLAUDE, GEMINI, jobs_in, one_error_line, request_line, write_lines
 from vertexbatch import _demo
 from vertexbatch._cli import ExitCode, main
 from vertexbatch.emulator import LocalStack
 
-from .test_cli import CLAUDE, GEMINI, SECRET, claude_line, one_error_line, write_lines
-
-_LIVE = ("JOB_STATE_PENDING", "JOB_STATE_QUEUED", "JOB_STATE_RUNNING", "JOB_STATE_CANCELLING")
+SECRET = "quokka-secret-prompt-words"  # request content that must never reach an error line
 
 
 @pytest.fixture(autouse=True)
@@ -31,18 +30,11 @@ def cli(*args: str, stdin: str | None = None) -> Result:
     return CliRunner().invoke(main, list(args), input=stdin, catch_exceptions=False)
 
 
-def settle(stack: LocalStack, prefix: str) -> None:
-    """Wait (on the stack's condition, not a clock) until the run's jobs are not running."""
-    for job in stack.jobs():
-        if job["displayName"].startswith(prefix) and job["state"] in _LIVE:
-            stack.wait_job(job["name"])
-
-
 def advance_until_done(stack: LocalStack, run_id: str, steps: int = 6) -> list[Result]:
     """`run advance` until it exits 0; every earlier step exits 10."""
     seen = []
     for _ in range(steps):
-        settle(stack, f"{run_id}.")
+        stack.settle()
         result = cli("run", "advance", run_id)
         seen.append(result)
         if result.exit_code == ExitCode.OK:
@@ -59,9 +51,9 @@ def test_run_with_retries_submit_advance_status_results(
     stack: LocalStack, client: vb.Client, tmp_path: Path
 ) -> None:
     """A run over 3 shards resubmits only its retryable and dropped keys; exit 10 until done."""
-    lines = [claude_line(f"k{i}") for i in range(5)] + [
-        claude_line("k5", "x [[vb:error 503]]"),
-        claude_line("k6", "x [[vb:drop]]"),
+    lines = [request_line(f"k{i}") for i in range(5)] + [
+        request_line("k5", "x [[vb:error 503]]"),
+        request_line("k6", "x [[vb:drop]]"),
     ]
     path = write_lines(tmp_path / "in.jsonl", lines)
     args = ["run", "submit", "--provider", "claude", "--model", CLAUDE, "--id", "cr-1"]
@@ -73,7 +65,7 @@ def test_run_with_retries_submit_advance_status_results(
     assert again.exit_code == 0, again.output
     assert json.loads(again.stdout)["shards"] == 3
     # Rejoining took a step of the same run: no shard or attempt has a second job.
-    names = Counter(j["displayName"] for j in stack.jobs() if j["displayName"].startswith("cr-1."))
+    names = Counter(j["displayName"] for j in jobs_in(stack, client.bucket))
     assert set(names) >= {"cr-1.s0", "cr-1.s1", "cr-1.s2"} and set(names.values()) == {1}
 
     steps = advance_until_done(stack, "cr-1")
@@ -114,10 +106,10 @@ def test_run_with_retries_submit_advance_status_results(
 def test_retry_recovers_a_failed_shard(stack: LocalStack, client: vb.Client) -> None:
     """A shard whose job failed is answered by its retry; the retry's answers win."""
     stack.faults.fail_job("cr-2.s1", code=13, message="Internal error")
-    stdin = "\n".join(claude_line(f"k{i}") for i in range(4))
+    stdin = "\n".join(request_line(f"k{i}") for i in range(4))
     args = ["run", "submit", "--provider", "claude", "--model", CLAUDE, "--id", "cr-2"]
     assert cli(*args, "--shard-size", "2", "-", stdin=stdin).exit_code == 0
-    settle(stack, "cr-2.")
+    stack.settle()
     pending = cli("run", "status", "cr-2")
     assert pending.exit_code == ExitCode.NOT_TERMINAL
     assert pending.stdout == "run cr-2: 4 keys, 0 live job(s); ok 2, pending 2\n"
@@ -132,8 +124,9 @@ def test_retry_recovers_a_failed_shard(stack: LocalStack, client: vb.Client) -> 
     assert "4 of 4 keys, run done: ok 4," in results.stderr
 
 
-def test_gemini_run_from_stdin_json() -> None:
+def test_gemini_run_from_stdin_json(stack: LocalStack) -> None:
     """A Gemini run reads submit's Gemini lines from stdin; --json prints the summary."""
+    stack.faults.hold("gr-1.s0")  # the run's job stays PENDING: not done, exit 10
     stdin = "\n".join(
         json.dumps({"key": f"t{i}", "contents": f"Classify ticket {i}.", "config": None})
         for i in range(3)
@@ -142,7 +135,8 @@ def test_gemini_run_from_stdin_json() -> None:
     result = cli(*args, "-", stdin=stdin)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["keys"] == 3 and data["shards"] == 1 and data["exit_code"] in (0, 10)
+    assert data["keys"] == 3 and data["shards"] == 1 and data["done"] is False
+    assert data["outcomes"] == {"pending": 3} and data["exit_code"] == ExitCode.NOT_TERMINAL
 
 
 def test_unknown_run_is_not_found(stack_env: str) -> None:
@@ -186,7 +180,7 @@ def test_deadline_fallback_online_with_jobs_held_pending(
 ) -> None:
     """Past --deadline with --fallback online, PENDING jobs are cancelled, keys answered online."""
     stack.faults.hold(display_name="late-1.s0", state="PENDING")
-    stdin = "\n".join(claude_line(f"k{i}") for i in range(3))
+    stdin = "\n".join(request_line(f"k{i}") for i in range(3))
     args = ["run", "submit", "--provider", "claude", "--model", CLAUDE, "--id", "late-1", "-"]
     assert cli(*args, stdin=stdin).exit_code == 0
     future = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
@@ -199,7 +193,7 @@ def test_deadline_fallback_online_with_jobs_held_pending(
     assert json.loads(after.stdout)["outcomes"] == {"ok": 3}
     job = client.find("late-1.s0")
     assert job is not None
-    assert client.status(job).state in ("JOB_STATE_CANCELLED", "JOB_STATE_CANCELLING")
+    assert stack.wait_job(job.name)["state"] == "JOB_STATE_CANCELLED"
     results = records(cli("run", "results", "late-1"))
     assert sorted(results) == ["k0", "k1", "k2"]
     assert all(r["outcome"] == "ok" and r["text"] for r in results.values())
@@ -207,7 +201,7 @@ def test_deadline_fallback_online_with_jobs_held_pending(
 
 def test_submit_bad_line_names_the_line_across_shards(client: vb.Client, tmp_path: Path) -> None:
     """A bad line is exit 3 naming its line number, even in a later shard; never its content."""
-    lines = [claude_line(f"k{i}", SECRET) for i in range(4)] + [claude_line("k1", SECRET)]
+    lines = [request_line(f"k{i}", SECRET) for i in range(4)] + [request_line("k1", SECRET)]
     path = write_lines(tmp_path / "in.jsonl", lines)
     args = ["run", "submit", "--provider", "claude", "--model", CLAUDE, "--id", "bad-run"]
     result = cli(*args, "--shard-size", "2", str(path))
@@ -219,8 +213,8 @@ def test_submit_bad_line_names_the_line_across_shards(client: vb.Client, tmp_pat
 
 def test_submit_other_rows_under_the_id_is_not_blamed_on_a_line(tmp_path: Path) -> None:
     """Other rows under a run id: exit 3 saying the id is taken, not naming a request line."""
-    first = write_lines(tmp_path / "a.jsonl", [claude_line(f"k{i}") for i in range(4)])
-    other = write_lines(tmp_path / "b.jsonl", [claude_line(f"k{i}", "other") for i in range(4)])
+    first = write_lines(tmp_path / "a.jsonl", [request_line(f"k{i}") for i in range(4)])
+    other = write_lines(tmp_path / "b.jsonl", [request_line(f"k{i}", "other") for i in range(4)])
     args = ["run", "submit", "--provider", "claude", "--model", CLAUDE, "--id", "taken"]
     assert cli(*args, "--shard-size", "2", str(first)).exit_code == 0
     result = cli(*args, "--shard-size", "2", str(other))
@@ -234,7 +228,7 @@ def test_submit_other_rows_under_the_id_is_not_blamed_on_a_line(tmp_path: Path) 
 )
 def test_submit_bad_sizes_are_usage_errors(flags: list[str], tmp_path: Path) -> None:
     """--shard-size below 1 or --attempts outside 1..99 is exit 2."""
-    path = write_lines(tmp_path / "in.jsonl", [claude_line("a")])
+    path = write_lines(tmp_path / "in.jsonl", [request_line("a")])
     args = ["run", "submit", "--provider", "claude", "--model", CLAUDE, "--id", "sizes"]
     assert cli(*args, *flags, str(path)).exit_code == ExitCode.USAGE
 

@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 
 import vertexbatch as vb
+from tests.helpers import EXAMPLES, claude_requests, load, write_jsonl
 from vertexbatch.emulator import LocalStack
-
-from .conftest import EXAMPLES, claude_requests, load, write_jsonl
 
 CLAUDE = "claude-opus-5-5@default"
 
@@ -165,8 +164,14 @@ def test_agent_executor_maps_outcomes_and_resubmits(stack: LocalStack, client: v
         agent.Task("t-429", "Classify. [[vb:error 429]]"),
         agent.Task("t-dropped", "Translate. [[vb:drop]]"),
     ]
+    stack.faults.hold("agent-1")  # PENDING until the executor first waits
     sleeps: list[float] = []
-    executor = agent.BatchExecutor(client, floor=0.01, ceiling=0.02, sleep=sleeps.append)
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        stack.faults.release("agent-1")
+
+    executor = agent.BatchExecutor(client, floor=0.01, ceiling=0.02, sleep=sleep)
     done = executor.run("agent-1", tasks)
     assert {k: (r.outcome, r.attempts, r.submission_id) for k, r in done.items()} == {
         "t-ok": ("ok", 1, "agent-1"),
@@ -178,7 +183,7 @@ def test_agent_executor_maps_outcomes_and_resubmits(stack: LocalStack, client: v
     assert done["t-ok"].text
     resubmitted = client.find("agent-1.r1")
     assert resubmitted is not None and resubmitted.keys == 2
-    assert all(s >= 0.01 for s in sleeps)
+    assert sleeps and all(0.01 <= s <= 0.02 for s in sleeps)
 
 
 def test_agent_executor_rerun_adopts_every_job(stack: LocalStack, client: vb.Client) -> None:

@@ -8,17 +8,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import vertexbatch as vb
+from tests.helpers import claude_request
 from vertexbatch._rules import next_attempt_id
 from vertexbatch._wait import poll_delays
 from vertexbatch.emulator import LocalStack
 
 MODEL = "claude-opus-5-5@default"
-
-
-def _req(key: str, text: str) -> vb.ClaudeRequest:
-    return vb.ClaudeRequest(
-        key, {"max_tokens": 64, "messages": [{"role": "user", "content": text}]}
-    )
 
 
 def test_next_attempt_id() -> None:
@@ -33,11 +28,11 @@ def test_next_attempt_id() -> None:
 def test_resubmit_default_takes_retryable_and_missing(client: vb.Client, stack: LocalStack) -> None:
     """By default only retryable and missing keys go again, with their original requests."""
     requests = [
-        _req("ok", "fine"),
-        _req("busy", "busy [[vb:error 429]]"),
-        _req("gone", "gone [[vb:drop]]"),
-        _req("no", "no [[vb:refuse]]"),
-        _req("bad", "bad [[vb:error 400]]"),
+        claude_request("ok", "fine"),
+        claude_request("busy", "busy [[vb:error 429]]"),
+        claude_request("gone", "gone [[vb:drop]]"),
+        claude_request("no", "no [[vb:refuse]]"),
+        claude_request("bad", "bad [[vb:error 400]]"),
     ]
     job = client.submit_claude("resub", MODEL, requests)
     stack.wait_job(job.name)
@@ -55,7 +50,9 @@ def test_resubmit_default_takes_retryable_and_missing(client: vb.Client, stack: 
 def test_resubmit_chosen_keys_and_errors(client: vb.Client, stack: LocalStack, bucket: str) -> None:
     """Chosen keys are resubmitted under a chosen id; unknown keys and running jobs are refused."""
     stack.faults.hold(display_name="resub2", state="PENDING")
-    job = client.submit_claude("resub2", MODEL, [_req(f"k{i}", f"q{i}") for i in range(4)])
+    job = client.submit_claude(
+        "resub2", MODEL, [claude_request(f"k{i}", f"q{i}") for i in range(4)]
+    )
     with pytest.raises(vb.InvalidRequestError, match="JOB_STATE_PENDING"):
         client.resubmit(job)
     with pytest.raises(vb.InvalidRequestError, match=r"\['nope'\] are not in job"):
@@ -80,7 +77,7 @@ def test_poll_delays_respect_floor_and_ceiling() -> None:
 
 def test_wait_returns_terminal_status(client: vb.Client, stack: LocalStack) -> None:
     """wait returns the final status, reporting progress on the way."""
-    job = client.submit_claude("waited", MODEL, [_req("a", "x")])
+    job = client.submit_claude("waited", MODEL, [claude_request("a", "x")])
     seen: list[vb.Status] = []
     status = vb.wait(client, job, floor=0.01, ceiling=0.05, on_progress=seen.append)
     assert status.terminal and status.state == "JOB_STATE_SUCCEEDED"
@@ -105,7 +102,7 @@ class FakeTime:
 def test_wait_on_a_job_that_never_finishes(client: vb.Client, stack: LocalStack) -> None:
     """A job stuck PENDING: wait raises at the deadline with the last status, within the floor."""
     stack.faults.hold(display_name="stuck", state="PENDING")
-    job = client.submit_claude("stuck", MODEL, [_req("a", "x")])
+    job = client.submit_claude("stuck", MODEL, [claude_request("a", "x")])
     clock = FakeTime()
     stack.reset_calls()
     with pytest.raises(vb.WaitTimeout) as info:
@@ -123,7 +120,7 @@ def test_wait_on_a_job_that_never_finishes(client: vb.Client, stack: LocalStack)
 def test_wait_is_bounded_by_the_job_lifetime(client: vb.Client, stack: LocalStack) -> None:
     """With no deadline, wait still ends: no Vertex job lives past 96 hours."""
     stack.faults.hold(display_name="forever", state="PENDING")
-    job = client.submit_claude("forever", MODEL, [_req("a", "x")])
+    job = client.submit_claude("forever", MODEL, [claude_request("a", "x")])
     clock = FakeTime()
     created = client.status(job).created
     assert created is not None

@@ -7,6 +7,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import vertexbatch as vb
+from tests.helpers import claude_request
 from vertexbatch.emulator import JobOptions, LocalStack
 
 CLAUDE = "claude-opus-5-5@default"
@@ -14,9 +15,7 @@ GEMINI = "gemini-3.8-flash"
 
 
 def _claude(key: str, text: str) -> vb.ClaudeRequest:
-    return vb.ClaudeRequest(
-        key, {"max_tokens": 256, "messages": [{"role": "user", "content": text}]}
-    )
+    return claude_request(key, text, max_tokens=256)
 
 
 def _run(stack: LocalStack, client: vb.Client, job: vb.Job) -> dict[str, vb.Result]:
@@ -31,7 +30,7 @@ def _run(stack: LocalStack, client: vb.Client, job: vb.Job) -> dict[str, vb.Resu
 CLAUDE_CASES: dict[str, tuple[str, str, str]] = {
     # key: (prompt, outcome, stop)
     "plain": ("Review this function.", "ok", "end_turn"),
-    "refused": ("Do it [[vb:refuse category=cyber]]", "refused", "refusal"),
+    "refused": ("Do it [[vb:refuse category=cyber detail=not_in_scope]]", "refused", "refusal"),
     "truncated": ("Long essay [[vb:truncate]]", "truncated", "max_tokens"),
     "empty": ("Nothing [[vb:empty]]", "retryable", "end_turn"),
     "rate-limited": ("Busy [[vb:error 429]]", "retryable", ""),
@@ -66,9 +65,7 @@ def test_claude_every_directive(client: vb.Client, stack: LocalStack) -> None:
     )
     refused = results["refused"]
     assert isinstance(refused.error, vb.RefusedError) and refused.text == ""
-    assert refused.refusal == vb.Refusal(
-        category="cyber", detail=refused.refusal.detail if refused.refusal else ""
-    )
+    assert refused.refusal == vb.Refusal(category="cyber", detail="not in scope")
     assert isinstance(results["truncated"].error, vb.TruncatedError) and results["truncated"].text
     for key, code in [
         ("rate-limited", 429),
@@ -83,8 +80,10 @@ def test_claude_every_directive(client: vb.Client, stack: LocalStack) -> None:
     assert not vb.is_retryable(results["dropped"].error)
     thinking = results["thinking"]
     assert thinking.usage.cache_read == 100 and thinking.usage.cache_write == 7
-    assert thinking.text and "thinking" not in thinking.text.lower()[:0]
-    assert thinking.response is not None and thinking.response["content"][0]["type"] == "thinking"
+    assert thinking.response is not None
+    thought, answer = thinking.response["content"]
+    assert (thought["type"], answer["type"]) == ("thinking", "text")
+    assert thinking.text == answer["text"]  # the thinking block is not part of the text
     # Missing keys come last, after every line.
     order = [r.key for r in client.results(job)]
     assert order[-1] == "dropped"
@@ -126,7 +125,10 @@ def _check_gemini(results: dict[str, vb.Result]) -> None:
     assert thinking.usage.cache_read == 50
     assert thinking.usage.input >= 50  # Gemini input includes cached tokens
     assert thinking.response is not None
+    thought, answer = thinking.response["candidates"][0]["content"]["parts"]
+    assert thought["thought"] is True and thinking.text == answer["text"]
     thoughts = thinking.response["usageMetadata"]["thoughtsTokenCount"]
+    assert thoughts == 30
     assert (
         thinking.usage.output
         == thinking.response["usageMetadata"]["candidatesTokenCount"] + thoughts
@@ -177,15 +179,19 @@ def test_claude_row_shapes(client: vb.Client, stack: LocalStack, success: str, e
 
 def test_status_through_states(client: vb.Client, stack: LocalStack) -> None:
     """status reports PENDING, then RUNNING with counts, then a terminal state with counts."""
-    stack.faults.hold(display_name="states", state="PENDING")
-    job = client.submit_claude(
-        "states",
-        CLAUDE,
-        [_claude(f"k{i}", f"q{i}") for i in range(4)] + [_claude("x", "[[vb:error 400]]")],
-    )
-    pending = client.status(job)
+    requests = [_claude(f"k{i}", f"q{i}") for i in range(4)] + [_claude("x", "[[vb:error 400]]")]
+    stack.faults.hold(display_name="queued", state="PENDING")
+    queued = client.submit_claude("queued", CLAUDE, requests)
+    pending = client.status(queued)
     assert (pending.state, pending.terminal, pending.succeeded) == ("JOB_STATE_PENDING", False, -1)
     stack.faults.hold(display_name="states", state="RUNNING", after_rows=2)
+    job = client.submit_claude("states", CLAUDE, requests)
+    stack.wait_job(
+        job.name, until=lambda j: sum(map(int, j.get("completionStats", {}).values())) == 2
+    )
+    running = client.status(job)
+    assert (running.state, running.terminal) == ("JOB_STATE_RUNNING", False)
+    assert running.succeeded + running.failed == 2
     stack.faults.release(display_name="states")
     final = stack.wait_job(job.name)
     status = client.status(job)
@@ -259,8 +265,8 @@ def test_telemetry(stack: LocalStack, bucket: str) -> None:
     }
     tokens = metrics["gen_ai.client.token.usage"]
     by_type = {p.attributes["gen_ai.token.type"]: p for p in tokens.data.data_points}
-    assert by_type["input"].sum == sum(r.usage.input for r in results.values())
-    assert by_type["output"].sum == sum(r.usage.output for r in results.values())
+    assert by_type["input"].sum == sum(r.usage.input for r in results.values()) > 0
+    assert by_type["output"].sum == sum(r.usage.output for r in results.values()) > 0
     for point in tokens.data.data_points:
         assert point.attributes["gen_ai.operation.name"] == "batch_predict"
         assert point.attributes["gen_ai.provider.name"] == "gcp.vertex_ai"

@@ -11,10 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import vertexbatch as vb
+from tests.helpers import claude_requests
 from vertexbatch._lines import claude_line
 from vertexbatch.emulator import LocalStack
-
-from .conftest import claude_requests
 
 KEYS = 12
 REQUESTS = claude_requests(KEYS)

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 import vertexbatch as vb
+from tests.helpers import jobs_in, load, write_jsonl
 from vertexbatch.emulator import LocalStack
-
-from .conftest import load, write_jsonl
 
 
 def test_run_advancer_drives_a_run(stack: LocalStack, stack_env: str) -> None:
@@ -35,12 +34,7 @@ def test_run_advancer_drives_a_run(stack: LocalStack, stack_env: str) -> None:
     http = app.test_client()
     body: dict = {}
     for _ in range(6):
-        for job in stack.jobs():
-            if job["displayName"].startswith("nightly.") and job["state"] in (
-                "JOB_STATE_PENDING",
-                "JOB_STATE_RUNNING",
-            ):
-                stack.wait_job(job["name"])
+        stack.settle()
         answer = http.post("/", json={"run": "nightly"})
         assert answer.status_code == 200
         body = answer.get_json()
@@ -82,10 +76,8 @@ def test_nightly_run_starts_and_rejoins(
     assert module.main(argv) == 0
     assert json.loads(capsys.readouterr().out)["shards"] == 3
     assert module.main(argv) == 0
-    assert len([j for j in stack.jobs() if j["displayName"].startswith("nightly-cli.")]) == 3
+    assert len(jobs_in(stack, stack_env)) == 3
     run = vb.Client.from_env().open_run("nightly-cli")
-    for job in stack.jobs():
-        if job["displayName"].startswith("nightly-cli."):
-            stack.wait_job(job["name"])
+    stack.settle()
     assert run.advance().done
     assert sorted(r.key for r in run.results()) == [f"k{i}" for i in range(7)]

@@ -40,6 +40,11 @@ def test_aborted_stream_leaves_no_object(stack: LocalStack, bucket: str) -> None
     assert again.finish()
 
 
+@pytest.mark.xfail(
+    reason="this fake-gcs-server ignores preconditions on resumable uploads (fixed in 1.55)",
+    raises=AssertionError,
+    strict=True,  # passing means the server was fixed: drop the mark
+)
 def test_large_objects_are_create_only(stack: LocalStack, bucket: str) -> None:
     """Resumable uploads honour create-only too (real GCS does; fake-gcs-server 1.54 does not)."""
     staging = _staging(stack, bucket)
@@ -48,10 +53,6 @@ def test_large_objects_are_create_only(stack: LocalStack, bucket: str) -> None:
     assert first.finish()
     second = staging.upload("p/large", "application/jsonl")
     second.write(LARGE[:-1] + b"y")
-    created = second.finish()
-    if created:
-        pytest.xfail(
-            "this fake-gcs-server ignores preconditions on resumable uploads (fixed in 1.55)"
-        )
+    assert not second.finish()
     content = stack.storage_client().bucket(bucket).blob("p/large").download_as_bytes()
     assert content == LARGE

@@ -12,24 +12,16 @@ import pytest
 from google.api_core import exceptions as api_exceptions
 
 import vertexbatch as vb
+from tests.helpers import CLAUDE, load, task
 from vertexbatch.emulator import LocalStack
 
-from ..conftest import load
-
-MODEL = "claude-opus-5-5@default"
 CLAIM_FORMAT = "vertexbatch-online-claim/1"
-
-
-def _req(i: int) -> vb.ClaudeRequest:
-    return vb.ClaudeRequest(
-        f"key-{i}", {"max_tokens": 16, "messages": [{"role": "user", "content": f"Task {i}"}]}
-    )
 
 
 def _late_run(client: vb.Client, stack: LocalStack, run_id: str, keys: int = 4) -> vb.Run:
     """A run whose only job stays PENDING, so that past the deadline every key goes online."""
     stack.faults.hold(display_name=f"{run_id}.s0", state="PENDING")
-    return client.run_claude(run_id, MODEL, [_req(i) for i in range(keys)])
+    return client.run_claude(run_id, CLAUDE, [task(i) for i in range(keys)])
 
 
 def _past() -> datetime:
@@ -88,7 +80,7 @@ def test_delay_fault_slows_online_calls(stack: LocalStack) -> None:
     """faults.delay(op, s) makes every call of op wait s seconds before it is served."""
     url = (
         f"{stack.vertex_endpoint}/v1/projects/{stack.project}/locations/{stack.location}"
-        f"/publishers/anthropic/models/{MODEL}:rawPredict"
+        f"/publishers/anthropic/models/{CLAUDE}:rawPredict"
     )
     body = {
         "anthropic_version": "vertex-2023-10-16",
@@ -198,7 +190,7 @@ def test_the_holder_renews_its_claim_and_stops_when_it_is_taken_over(
     """The lease mechanism itself (with a 3 s claim): renewed while held, lost when overwritten."""
     from vertexbatch._online import _claim
 
-    staging = client._staging
+    staging = client._cloud.staging
     folder = staging.folder("leased")
     lease = _claim(staging, folder, 3.0)
     assert lease is not None
@@ -282,7 +274,7 @@ def test_wait_refuses_a_deadline_without_timezone(
 ) -> None:
     """vb.wait with a naive or non-datetime deadline is InvalidRequestError, before polling."""
     stack.faults.hold(display_name="waited", state="PENDING")
-    job = client.submit_claude("waited", MODEL, [_req(0)])
+    job = client.submit_claude("waited", CLAUDE, [task(0)])
     stack.reset_calls()
     with pytest.raises(vb.InvalidRequestError, match="timezone") as info:
         vb.wait(client, job, deadline=deadline, timeout=5, floor=0.01, ceiling=0.01)
@@ -295,7 +287,7 @@ def test_wait_takes_an_aware_deadline_in_any_timezone(client: vb.Client, stack: 
     from datetime import timezone
 
     stack.faults.hold(display_name="waited-tz", state="PENDING")
-    job = client.submit_claude("waited-tz", MODEL, [_req(0)])
+    job = client.submit_claude("waited-tz", CLAUDE, [task(0)])
     east = timezone(timedelta(hours=5))
     with pytest.raises(vb.WaitTimeout):
         vb.wait(client, job, deadline=datetime.now(east), floor=0.01, ceiling=0.01)
@@ -307,7 +299,7 @@ def test_run_advancer_answers_400_to_a_bad_deadline(stack: LocalStack, stack_env
 
     module = load("run_advancer")
     stack.faults.hold(display_name="advanced.s0", state="PENDING")
-    vb.Client.from_env().run_claude("advanced", MODEL, [_req(0)])
+    vb.Client.from_env().run_claude("advanced", CLAUDE, [task(0)])
     http = functions_framework.create_app("advance", str(module.__file__)).test_client()
     answer = http.post("/", json={"run": "advanced", "deadline": "2026-01-01T00:00:00"})
     assert answer.status_code == 400

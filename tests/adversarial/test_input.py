@@ -23,13 +23,10 @@ from click.testing import CliRunner
 from google.genai import types
 
 import vertexbatch as vb
+from tests.helpers import CLAUDE, GEMINI, claude_requests, gemini_requests, write_jsonl
 from vertexbatch._cli import ExitCode, main
 from vertexbatch.emulator import LocalStack
 
-from ..conftest import claude_requests, gemini_requests, write_jsonl
-
-CLAUDE = "claude-opus-5-5@default"
-GEMINI = "gemini-3.8-flash"
 # Request content, as a value and as a mapping key: it must never leave the request.
 SECRET = "wombat-secret-4417"
 NAN, INF = float("nan"), float("inf")

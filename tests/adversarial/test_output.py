@@ -16,13 +16,10 @@ from typing import Any
 import pytest
 
 import vertexbatch as vb
-from vertexbatch._lines import key_digest
+from tests.helpers import CLAUDE, GEMINI, claude_requests, gemini_requests
+from vertexbatch._keymap import key_digest
 from vertexbatch.emulator import LocalStack
 
-from ..conftest import claude_requests, gemini_requests
-
-CLAUDE = "claude-opus-5-5@default"
-GEMINI = "gemini-3.8-flash"
 DEEP = 5000  # far past the interpreter's recursion limit
 FINAL = "predictions.jsonl"
 INCREMENTAL = "incremental_predictions/predictions_1.jsonl"

@@ -1,12 +1,14 @@
-"""Scriptable faults: failed calls, lost responses, list lag, held and failing jobs."""
+"""Scriptable faults: failed, lost and blocked calls, list lag, held and failing jobs."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from google.api_core import exceptions as gexc
 
+from tests.helpers import jobs_in
 from vertexbatch.emulator import Faults
 
 
@@ -98,6 +100,75 @@ def test_lose_response_on_cancel_and_delete(lab: Any) -> None:
         lab.jobs.delete_batch_prediction_job(name=job.name)
     with pytest.raises(gexc.NotFound):
         lab.jobs.get_batch_prediction_job(name=job.name)
+
+
+def _named(lab: Any, display_name: str) -> list[str]:
+    return [j["name"] for j in jobs_in(lab.stack, lab.bucket) if j["displayName"] == display_name]
+
+
+def test_block_after_holds_the_answer_of_a_call_that_took_effect(lab: Any) -> None:
+    """block(op, when="after"): the job exists while its caller still waits; unblock answers it."""
+    faults = lab.stack.faults
+    faults.block("create", when="after")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(lab.create, display_name="blocked-after")
+        faults.wait_blocked("create")
+        assert len(_named(lab, "blocked-after")) == 1
+        assert not pending.done()
+        faults.unblock("create")
+        job = pending.result(timeout=30)
+    assert _named(lab, "blocked-after") == [job.name]
+    free = lab.create(display_name="free")  # times=1: the next call is not held
+    assert _named(lab, "free") == [free.name]
+    assert lab.stack.calls()["create"] == 2
+
+
+def test_block_before_holds_a_call_before_it_takes_effect(lab: Any) -> None:
+    """block(op) holds the call before it takes effect: no job until unblock lets it go on."""
+    faults = lab.stack.faults
+    faults.block("create")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(lab.create, display_name="blocked-before")
+        faults.wait_blocked("create")
+        assert _named(lab, "blocked-before") == []
+        assert not pending.done()
+        faults.unblock()
+        job = pending.result(timeout=30)
+    assert _named(lab, "blocked-before") == [job.name]
+
+
+def test_unblock_with_drop_ends_held_calls_without_effect(lab: Any) -> None:
+    """unblock(drop=True) answers every held call 503; calls held before never take effect."""
+    faults = lab.stack.faults
+    faults.block("create", times=2)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        held = [pool.submit(lab.create, display_name="dropped") for _ in range(2)]
+        faults.wait_blocked("create", count=2)
+        faults.unblock("create", drop=True)
+        for call in held:
+            with pytest.raises(gexc.ServiceUnavailable, match="dropped while held"):
+                call.result(timeout=30)
+    assert _named(lab, "dropped") == []
+
+
+def test_reset_lets_held_calls_go_on(lab: Any) -> None:
+    """reset() ends every block: a held call is served, and the op is not blocked any more."""
+    faults = lab.stack.faults
+    job = lab.create()
+    faults.block("get", when="after")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(lab.jobs.get_batch_prediction_job, name=job.name)
+        faults.wait_blocked("get")
+        faults.reset()
+        assert pending.result(timeout=30).name == job.name
+    assert lab.jobs.get_batch_prediction_job(name=job.name).name == job.name
+
+
+def test_wait_blocked_times_out_when_nothing_is_held(lab: Any) -> None:
+    """wait_blocked raises TimeoutError when fewer calls than asked for are held."""
+    lab.stack.faults.block("list")
+    with pytest.raises(TimeoutError, match="1 list call"):
+        lab.stack.faults.wait_blocked("list", timeout=0.05)
 
 
 def test_list_lag(lab: Any) -> None:
@@ -205,3 +276,11 @@ def test_fault_arguments_are_checked() -> None:
         faults.hold(state="PENDING", after_rows=2)
     with pytest.raises(ValueError):
         faults.list_lag(-1)
+    with pytest.raises(ValueError):
+        faults.block("submit")
+    with pytest.raises(ValueError):
+        faults.block("create", when="during")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        faults.block("create", times=0)
+    with pytest.raises(ValueError):
+        faults.unblock("nothing")

@@ -13,7 +13,6 @@ import pytest
 from google.genai import types as genai_types
 
 from vertexbatch.emulator import JobOptions, LocalStack, Timing
-from vertexbatch.emulator._importer import MAX_ROWS
 
 PROCESSED_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,3})?\+00:00$")
 
@@ -219,18 +218,6 @@ def test_missing_input_object_fails_with_code_3(lab: Any) -> None:
     assert (done["state"], done["error"]["code"]) == ("JOB_STATE_FAILED", 3)
 
 
-def test_too_many_rows_fails_with_code_3(lab: Any) -> None:
-    """More than 200,000 rows fails the job with code 3."""
-    data = b'{"request": {"contents": [{"parts": [{"text": "x"}]}]}}\n' * (MAX_ROWS + 1)
-    lab.gcs.bucket(lab.bucket).blob("big.jsonl").upload_from_string(
-        data, content_type="application/jsonl"
-    )
-    job = lab.create(uris=[f"gs://{lab.bucket}/big.jsonl"])
-    done = lab.stack.wait_job(job.name, timeout=60)
-    assert (done["state"], done["error"]["code"]) == ("JOB_STATE_FAILED", 3)
-    assert "more than 200000 rows" in done["error"]["message"]
-
-
 def test_several_input_files_and_blank_lines(lab: Any) -> None:
     """Rows of every input URI run; blank lines are ignored."""
     first = lab.upload([lab.gemini_line("a", "k0"), "", "   ", lab.gemini_line("b", "k1")])
@@ -297,7 +284,8 @@ def test_incremental_shards_and_final_file(paced: Any) -> None:
 
 def test_cancel_keeps_finished_rows(paced: Any) -> None:
     """A cancelled RUNNING job writes the rows it finished and counts the rest incomplete."""
-    job = paced.create([paced.gemini_line(f"q{i}", f"k{i}") for i in range(200)])
+    # 1,000 rows take 20 s: the job is still running when it is cancelled, however slow the host.
+    job = paced.create([paced.gemini_line(f"q{i}", f"k{i}") for i in range(1000)])
     running = paced.stack.wait_job(job.name, until=successful_at_least(3))
     assert running["state"] == "JOB_STATE_RUNNING"
     assert "startTime" in running and "outputInfo" in running
@@ -307,7 +295,7 @@ def test_cancel_keeps_finished_rows(paced: Any) -> None:
     assert done["error"] == {"code": 1, "message": "CANCELED"}
     stats = done["completionStats"]
     finished = int(stats["successfulCount"])
-    assert finished >= 3 and int(stats["incompleteCount"]) == 200 - finished
+    assert finished >= 3 and int(stats["incompleteCount"]) == 1000 - finished
     assert len(paced.read_rows(done)) == finished
 
 
@@ -336,7 +324,6 @@ def test_pending_seconds(lab_factory: Any) -> None:
         local.create_bucket("pending-bucket")
         lab = lab_factory(local, "pending-bucket")
         job = lab.create()
-        assert local.jobs()[0]["state"] == "JOB_STATE_PENDING"
         done = local.wait_job(job.name, timeout=10)
         assert done["state"] == "JOB_STATE_SUCCEEDED"
         started = datetime.fromisoformat(done["startTime"].replace("Z", "+00:00"))

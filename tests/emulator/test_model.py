@@ -10,12 +10,8 @@ import anthropic
 import pytest
 from google.genai import types as genai_types
 
-from vertexbatch.emulator._model import (
-    DirectiveError,
-    answer_claude,
-    answer_gemini,
-    plan_directives,
-)
+from vertexbatch.emulator._directives import DirectiveError, plan_directives
+from vertexbatch.emulator._model import answer_claude, answer_gemini
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 

@@ -11,7 +11,8 @@ from google.cloud import aiplatform_v1
 
 from vertexbatch.emulator import Faults, LocalStack, Timing
 from vertexbatch.emulator._errors import ApiError
-from vertexbatch.emulator._jobs import JobStore, parse_create_body
+from vertexbatch.emulator._jobs import JobStore
+from vertexbatch.emulator._spec import parse_create_body
 
 RFC3339_US = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}

@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from vertexbatch.emulator import JobOptions
-from vertexbatch.emulator._model import Answer, LineError
+from vertexbatch.emulator._errors import LineFailure
+from vertexbatch.emulator._model import Answer
 from vertexbatch.emulator._rows import format_row, processed_time
 
 
@@ -51,7 +52,7 @@ def test_gemini_errors_are_always_status_strings() -> None:
     row = format_row(
         provider="google",
         line=LINE,
-        answer=Answer(error=LineError(400, "bad", shape="status_object")),
+        answer=Answer(error=LineFailure(400, "bad", shape="status_object")),
         moment=MOMENT,
         options=JobOptions(claude_error_shape="error_envelope"),
     )

@@ -2,29 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import json
 import os
-import signal
-import socket
-import subprocess
-import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
+from click.testing import CliRunner
 from google.cloud import aiplatform_v1, storage
 
+import vertexbatch
+from tests.helpers import refuses
+from vertexbatch._cli import main
 from vertexbatch.emulator import LocalStack, run_foreground
-
-
-def refuses(endpoint: str) -> bool:
-    """Whether nothing listens at http://host:port any more."""
-    parts = urlsplit(endpoint)
-    with socket.socket() as sock:
-        sock.settimeout(1)
-        return sock.connect_ex((parts.hostname or "", parts.port or 0)) != 0
 
 
 def gone(pid: int) -> bool:
@@ -58,16 +52,24 @@ def test_stop_when_the_body_raises() -> None:
 
 
 def test_stop_with_held_and_running_jobs(lab_factory: Any) -> None:
-    """Stopping with jobs held or mid-run is quick and raises nothing in their threads."""
-    with LocalStack() as stack:
-        stack.create_bucket("busy-bucket")
-        lab = lab_factory(stack, "busy-bucket")
-        stack.faults.hold(state="PENDING")
-        lab.create()
-        stack.faults.reset()
-        stack.faults.hold(state="RUNNING", after_rows=1)
-        lab.create([lab.gemini_line("a"), lab.gemini_line("b")])
-        pid = stack.gcs_pid
+    """Stopping with jobs held or mid-run, or a call blocked, is quick and raises nothing."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        with LocalStack() as stack:
+            stack.create_bucket("busy-bucket")
+            lab = lab_factory(stack, "busy-bucket")
+            stack.faults.hold(state="PENDING")
+            lab.create()
+            stack.faults.reset()
+            stack.faults.hold(state="RUNNING", after_rows=1)
+            lab.create([lab.gemini_line("a"), lab.gemini_line("b")])
+            stack.faults.block("list")
+            blocked = pool.submit(lab.raw, "GET", f"/v1/{lab.parent}/batchPredictionJobs")
+            stack.faults.wait_blocked("list")
+            pid = stack.gcs_pid
+        with contextlib.suppress(OSError):  # stop may close the connection before the 503
+            blocked.result(timeout=10)
+    with pytest.raises(TimeoutError):  # stop let the held call go: no thread is left waiting
+        stack.faults.wait_blocked("list", timeout=0)
     assert gone(pid)
 
 
@@ -100,14 +102,25 @@ def test_log_dir(tmp_path: Path) -> None:
     assert (tmp_path / "logs" / "fake-gcs-server.log").exists()
 
 
-def test_client_smoke(lab: Any) -> None:
-    """stack.client() builds a vertexbatch.Client when the library has one."""
-    import vertexbatch
+def test_client_jobs_are_found_through_the_environment(lab: Any) -> None:
+    """A job stack.client() makes is found by `vertexbatch find` and by Client.from_env.
 
-    if not hasattr(vertexbatch, "Client"):
-        pytest.skip("vertexbatch.Client does not exist yet")
-    client = lab.stack.client(bucket=lab.bucket, prefix="jobs")
-    assert client is not None
+    Both read stack.environment(bucket), which sets no prefix: all three use the default one.
+    """
+    stack = lab.stack
+    client = stack.client(bucket=lab.bucket)
+    assert isinstance(client, vertexbatch.Client) and client.prefix == "vertexbatch"
+    request = vertexbatch.ClaudeRequest(
+        "k", {"max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+    )
+    job = client.submit_claude("found-by-env", "claude-opus-5-5@default", [request])
+    env = stack.environment(lab.bucket)
+    assert "VERTEXBATCH_PREFIX" not in env
+    assert vertexbatch.Client.from_env(env).find("found-by-env") == job
+    command_env = {**env, "VERTEXBATCH_PREFIX": None}  # not the caller's, if it has one
+    found = CliRunner().invoke(main, ["find", "found-by-env", "--json"], env=command_env)
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.stdout) == job.to_dict()
 
 
 class FlushedOutput(io.StringIO):
@@ -143,52 +156,6 @@ def test_run_foreground_in_a_thread() -> None:
         "export VERTEXBATCH_BUCKET",
     ]
     assert refuses(lines[0].split("=", 1)[1]) and refuses(lines[1].split("=", 1)[1])
-
-
-def test_python_m_emulator_runs_until_sigterm() -> None:
-    """`python -m vertexbatch.emulator` prints exports, serves, and exits cleanly on SIGTERM."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "vertexbatch.emulator", "--bucket", "fg-bucket"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        env = dict(
-            line.removeprefix("export ").strip().split("=", 1)
-            for line in (process.stdout.readline() for _ in range(5))
-        )
-        assert env["GOOGLE_CLOUD_PROJECT"] == "local-project"
-        assert env["GOOGLE_CLOUD_LOCATION"] == "us-central1"
-        assert env["VERTEXBATCH_BUCKET"] == "fg-bucket"
-        gcs = storage.Client(
-            project="local-project",
-            credentials=__import__(
-                "google.auth.credentials"
-            ).auth.credentials.AnonymousCredentials(),
-            client_options={"api_endpoint": env["STORAGE_EMULATOR_HOST"]},
-        )
-        assert gcs.lookup_bucket("fg-bucket") is not None
-        jobs = aiplatform_v1.JobServiceClient(
-            transport="rest",
-            credentials=__import__(
-                "google.auth.credentials"
-            ).auth.credentials.AnonymousCredentials(),
-            client_options={"api_endpoint": env["VERTEXBATCH_VERTEX_ENDPOINT"]},
-        )
-        parent = "projects/local-project/locations/us-central1"
-        assert list(jobs.list_batch_prediction_jobs(parent=parent)) == []
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=10) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
-    assert refuses(env["STORAGE_EMULATOR_HOST"]) and refuses(env["VERTEXBATCH_VERTEX_ENDPOINT"])
 
 
 def test_timing_is_validated() -> None:

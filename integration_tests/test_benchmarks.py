@@ -32,6 +32,7 @@ def _table(output: str, headers: list[str]) -> list[list[str]]:
     raise AssertionError(f"no table with columns {headers} in:\n{output}")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_benchmark_command_prints_every_table_and_column() -> None:
     """`python -m benchmarks.run` at N=200, one repeat, prints three tables, all cells filled."""

@@ -1,0 +1,29 @@
+"""The docs build without a warning (their code is checked by tests/test_docs.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_mkdocs_build_strict(tmp_path: Path) -> None:
+    """`mkdocs build --strict` succeeds and logs no warning (API pages come from docstrings)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log
+    assert "WARNING" not in log, log
+    api = (tmp_path / "site" / "api" / "index.html").read_text()
+    assert "submit_claude" in api and "LocalStack" in api

@@ -1,0 +1,101 @@
+"""What the tests share: request builders, request files, the examples, small checks."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import urlsplit
+
+from click.testing import Result
+
+import vertexbatch as vb
+from vertexbatch.emulator import LocalStack
+
+CLAUDE = "claude-opus-5-5@default"
+GEMINI = "gemini-3.8-flash"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def claude_request(key: str, text: str, *, max_tokens: int = 64) -> vb.ClaudeRequest:
+    """A Claude request of one user turn (directives such as ``[[vb:drop]]`` go in ``text``)."""
+    return vb.ClaudeRequest(
+        key, {"max_tokens": max_tokens, "messages": [{"role": "user", "content": text}]}
+    )
+
+
+def task(i: int, directive: str = "") -> vb.ClaudeRequest:
+    """The Claude request ``key-<i>``: "Task <i>", followed by a directive when given."""
+    return claude_request(f"key-{i}", f"Task {i} {directive}".rstrip(), max_tokens=32)
+
+
+def claude_requests(
+    n: int, *, text: str = "Summarise item {i}.", start: int = 0
+) -> list[vb.ClaudeRequest]:
+    """``n`` small Claude requests with keys ``key-<i>``."""
+    return [claude_request(f"key-{i}", text.format(i=i)) for i in range(start, start + n)]
+
+
+def gemini_requests(n: int, *, text: str = "Classify ticket {i}.") -> list[vb.GeminiRequest]:
+    """``n`` small Gemini requests with keys ``key-<i>``."""
+    return [vb.GeminiRequest(f"key-{i}", text.format(i=i)) for i in range(n)]
+
+
+def jobs_in(stack: LocalStack, bucket: str) -> list[dict[str, Any]]:
+    """The stack's jobs that read their input from the bucket: the test's own, on a shared stack."""
+    return [
+        job
+        for job in stack.jobs()
+        if job["inputConfig"]["gcsSource"]["uris"][0].startswith(f"gs://{bucket}/")
+    ]
+
+
+def request_line(key: str, text: str = "Review this diff.") -> str:
+    """One line of a Claude request file, as the command reads it."""
+    return json.dumps(
+        {"key": key, "params": {"max_tokens": 64, "messages": [{"role": "user", "content": text}]}}
+    )
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    """Write the lines as a file, one per line."""
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> Path:
+    """Write one JSON object per line, as the command and the examples read requests."""
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def load(name: str) -> ModuleType:
+    """Import examples/NAME.py as a module."""
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def one_error_line(result: Result) -> str:
+    """The command wrote exactly one line to stderr, prefixed and without a traceback."""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.output
+    assert lines[0].startswith("vertexbatch: ")
+    return lines[0]
+
+
+def refuses(endpoint: str) -> bool:
+    """Whether nothing listens at http://host:port any more."""
+    parts = urlsplit(endpoint)
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex((parts.hostname or "", parts.port or 0)) != 0
