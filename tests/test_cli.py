@@ -549,3 +549,10 @@ def test_demo_fast() -> None:
     assert "create calls to Vertex: 2 in the first run, 0 in the second" in out
     assert "jobs Vertex holds per id: demo-code-review 1, demo-ticket-triage 1" in out
     assert "4 keys ended exhausted" in out
+    # Every request's fate is named, truncations included, refusals in words.
+    assert "demo-code-review: accept or raise max_tokens for 2 (truncated):" in out
+    assert "demo-ticket-triage: accept or raise max_tokens for 1 (truncated):" in out
+    assert "(Claude's cyber-harm classifier declined it)" in out
+    assert "(Gemini blocked the prompt as prohibited content)" in out
+    assert "(Gemini stopped the answer on a safety rating)" in out
+    assert "cache read: input tokens Claude read from its prompt cache" in out

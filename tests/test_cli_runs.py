@@ -245,3 +245,6 @@ def test_demo_run_section(stack: LocalStack, client: vb.Client) -> None:
     assert "4 keys ended exhausted" in out
     steps = [line for line in lines if line.lstrip().startswith("step")]
     assert steps and "done" in steps[-1]
+    # Every step is shown, numbered as it happened; one that changed nothing says so.
+    assert [int(line.split()[1]) for line in steps] == list(range(1, len(steps) + 1))
+    assert all("created" in line or "nothing to do" in line for line in steps)

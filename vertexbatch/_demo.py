@@ -179,10 +179,12 @@ def _run_section(
             if summary.outcomes.get(name)
         )
         line = f"{state}  created {summary.created}  {counts}"
-        # One line per step that changed something: waiting steps repeat the line before.
-        if line != last:
-            say(f"   step {step:>2} {time.monotonic() - start:>3.0f}s  {line}")
+        if line == last:
+            # Every step is shown: one that changed nothing says so instead of repeating.
+            line = f"nothing to do: {summary.live_jobs} live job(s) still running"
+        else:
             last = line
+        say(f"   step {step:>2} {time.monotonic() - start:>3.0f}s  {line}")
         if summary.done:
             break
     say("")
@@ -283,10 +285,20 @@ def _describe(result: Result) -> str:
     if result.outcome in ("retryable", "failed") and code:
         return f"{result.key} ({code} {getattr(error, 'status', '')})"
     if result.refusal is not None:
-        return f"{result.key} ({result.refusal.category})"
+        category = result.refusal.category
+        return f"{result.key} ({_REFUSALS.get(category, f'refused: {category}')})"
     if result.outcome == "missing":
         return f"{result.key} (no output line)"
     return result.key
+
+
+# What the refusal categories the demo provokes mean, in words.
+_REFUSALS = {
+    "cyber": "Claude's cyber-harm classifier declined it",
+    "refusal": "Claude declined, giving no category",
+    "PROHIBITED_CONTENT": "Gemini blocked the prompt as prohibited content",
+    "SAFETY": "Gemini stopped the answer on a safety rating",
+}
 
 
 def _print_outcomes(reports: Sequence[JobReport], say: Callable[[str], None]) -> None:
@@ -297,10 +309,12 @@ def _print_outcomes(reports: Sequence[JobReport], say: Callable[[str], None]) ->
         state = r.status.state.removeprefix("JOB_STATE_")
         say(f"   {r.job.id:<20} {state:<10}{cells}{sum(r.outcomes.values()):>8}")
     say("")
-    say(f"   {'tokens':<20} {'input':>10}{'output':>10}{'cache read':>12}{'cache write':>12}")
+    say(f"   {'tokens':<20} {'input':>10}{'output':>10}{'cache read':>12}")
     for r in reports:
         t = r.tokens
-        say(f"   {r.job.id:<20} {t.input:>10}{t.output:>10}{t.cache_read:>12}{t.cache_write:>12}")
+        say(f"   {r.job.id:<20} {t.input:>10}{t.output:>10}{t.cache_read:>12}")
+    say("   (cache read: input tokens Claude read from its prompt cache — here the system prompt")
+    say("   the review requests share — counted apart from input and billed at a lower rate)")
     say("")
     say("   What to do with each outcome:")
     say("     ok         use the answer")
@@ -314,6 +328,10 @@ def _print_outcomes(reports: Sequence[JobReport], say: Callable[[str], None]) ->
         say("")
         say(f"   {r.job.id}: resubmit {len(resubmit)} under a new id such as {r.job.id}.r1:")
         for key in resubmit:
+            say(f"     {key}")
+        truncated = sorted(r.keys.get("truncated", []))
+        say(f"   {r.job.id}: accept or raise max_tokens for {len(truncated)} (truncated):")
+        for key in truncated:
             say(f"     {key}")
         inspect = sorted(r.keys.get("refused", [])) + sorted(r.keys.get("failed", []))
         say(f"   {r.job.id}: inspect {len(inspect)} (refused or failed):")
