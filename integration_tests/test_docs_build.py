@@ -1,4 +1,8 @@
-"""The docs build without a warning (their code is checked by tests/test_docs.py)."""
+"""The docs build without a warning, showing the code they include.
+
+Which files the pages include is checked by tests/test_docs.py; the files run in
+integration_tests/test_docs_examples.py and the tests named there.
+"""
 
 from __future__ import annotations
 
@@ -27,3 +31,8 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
     assert "WARNING" not in log, log
     api = (tmp_path / "site" / "api" / "index.html").read_text()
     assert "submit_claude" in api and "LocalStack" in api
+    # Includes are expanded at build time: the page shows the file, not the include line.
+    pages = "".join(p.read_text() for p in (tmp_path / "site").rglob("*.html"))
+    assert "--8&lt;--" not in pages and "--8<--" not in pages
+    quickstart = (tmp_path / "site" / "quickstart" / "index.html").read_text()
+    assert "skill-a" in quickstart  # only in the included file

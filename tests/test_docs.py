@@ -1,4 +1,10 @@
-"""The docs' code is copied from code the tests run (the build: integration_tests/)."""
+"""The docs show code the tests run, and name only files that exist.
+
+Each ```python block in docs/*.md includes a file (`--8<-- "path"`, expanded by
+pymdownx.snippets when the site is built) that a test runs; a short fragment that cannot run
+alone is marked, with its reason, on the line before its fence. The included scripts run in
+integration_tests/test_docs_examples.py, the site builds in integration_tests/test_docs_build.py.
+"""
 
 from __future__ import annotations
 
@@ -11,29 +17,111 @@ from vertexbatch._cli import ExitCode
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-# The pages of this suite's docs that show Python (local-stack.md and performance.md have their
-# own owners).
-PAGES = ("quickstart", "concepts", "runs", "testing", "telemetry")
-_PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
+PAGES = sorted(p.name for p in DOCS.glob("*.md"))
+RUNS_DOCS_EXAMPLES = "integration_tests/test_docs_examples.py"
+
+# Every file a page includes, and the test file that runs it.
+RUN_BY = {
+    "docs/examples/quickstart.py": RUNS_DOCS_EXAMPLES,
+    "docs/examples/local_stack.py": RUNS_DOCS_EXAMPLES,
+    "docs/examples/point_clients.py": RUNS_DOCS_EXAMPLES,
+    "docs/examples/run_in_one_process.py": RUNS_DOCS_EXAMPLES,
+    "docs/examples/telemetry.py": RUNS_DOCS_EXAMPLES,
+    "docs/examples/testing/conftest.py": RUNS_DOCS_EXAMPLES,
+    "docs/examples/testing/my_pipeline.py": RUNS_DOCS_EXAMPLES,
+    "docs/examples/testing/test_my_pipeline.py": RUNS_DOCS_EXAMPLES,
+    "examples/agent_executor.py": "tests/test_examples.py",
+    "examples/nightly_run.py": "tests/test_run_examples.py",
+    "examples/run_advancer.py": "tests/test_run_examples.py",
+}
+# A fragment is marked `<!-- fragment: why it cannot run alone -->` just above its fence.
+FRAGMENT = re.compile(r"<!-- fragment: \S.* -->")
+MAX_FRAGMENTS = 2
+
+_BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
+_INCLUDE = re.compile(r'--8<-- "([^"]+)"')
+_README_PYTHON = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
+# Repository paths a page names in backticks: `tests/test_cli.py`, `examples/x.py::test_y`.
+_NAMED_PATH = re.compile(
+    r"`((?:docs|examples|tests|integration_tests|benchmarks|vertexbatch|reference)/[^`\s:]*)"
+)
+_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
-def _tested_lines() -> set[str]:
-    files = [ROOT / "README.md", ROOT / "conftest.py"]
-    for folder in ("tests", "integration_tests", "examples", "vertexbatch"):
-        files.extend((ROOT / folder).rglob("*.py"))
-    return {line.strip() for f in files for line in f.read_text().splitlines()}
+def _blocks(page: str) -> list[tuple[str, str]]:
+    """Each Python block of the page, with the line just above its fence."""
+    text = (DOCS / page).read_text()
+    found = []
+    for match in _BLOCK.finditer(text):
+        above = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        found.append((above, match.group(1)))
+    return found
+
+
+def _includes(body: str) -> list[str] | None:
+    """The paths a block includes, if it is nothing but whole-file includes."""
+    lines = [line.strip() for line in body.splitlines() if line.strip()]
+    matches = [_INCLUDE.fullmatch(line) for line in lines]
+    if not lines or not all(matches):
+        return None
+    return [m.group(1) for m in matches if m]
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_python_examples_are_copied_from_tested_code(page: str) -> None:
-    """Every line of a Python example in the docs is a line of the tests, examples or library."""
-    known = _tested_lines()
-    blocks = _PYTHON_BLOCK.findall((DOCS / f"{page}.md").read_text())
-    assert blocks, f"docs/{page}.md shows no Python: drop it from PAGES"
-    for block in blocks:
-        for line in block.splitlines():
-            if line.strip():
-                assert line.strip() in known, f"docs/{page}.md: {line.strip()!r} is not tested"
+def test_python_blocks_include_tested_files(page: str) -> None:
+    """Each Python block includes whole files a test runs, unless marked as a fragment."""
+    for above, body in _blocks(page):
+        if FRAGMENT.fullmatch(above.strip()):
+            continue
+        paths = _includes(body)
+        assert paths is not None, (
+            f"docs/{page}: a Python block that is not an include of a tested file:\n{body}"
+        )
+        for path in paths:
+            assert path in RUN_BY, f"docs/{page} includes {path}, which no test is known to run"
+
+
+def test_few_fragments() -> None:
+    """Fragments that cannot run alone stay the exception."""
+    marked = [page for page in PAGES for above, _ in _blocks(page) if FRAGMENT.fullmatch(above)]
+    assert len(marked) <= MAX_FRAGMENTS, marked
+
+
+@pytest.mark.parametrize("path", sorted(RUN_BY))
+def test_included_files_are_run_by_their_test(path: str) -> None:
+    """Each included file exists, and the test file said to run it names it."""
+    assert (ROOT / path).is_file(), path
+    runner = ROOT / RUN_BY[path]
+    assert Path(path).stem in runner.read_text(), f"{RUN_BY[path]} does not name {path}"
+
+
+def test_every_docs_example_is_shown() -> None:
+    """No file under docs/examples is left out of the pages (or of RUN_BY)."""
+    files = {p.relative_to(ROOT).as_posix() for p in (DOCS / "examples").rglob("*.py")}
+    included = {
+        path for page in PAGES for _, body in _blocks(page) for path in _includes(body) or []
+    }
+    assert files <= included, files - included
+    assert files == {p for p in RUN_BY if p.startswith("docs/")}
+
+
+def test_readme_python_is_the_quickstart() -> None:
+    """The README's Python block is docs/examples/quickstart.py, which a test runs."""
+    blocks = _README_PYTHON.findall((ROOT / "README.md").read_text())
+    assert blocks == [(DOCS / "examples" / "quickstart.py").read_text()]
+
+
+@pytest.mark.parametrize("page", [*PAGES, "../README.md"])
+def test_named_files_exist(page: str) -> None:
+    """Every repository path a page names in backticks or links to is in the repository."""
+    path = (DOCS / page).resolve()
+    text = path.read_text()
+    for name in _NAMED_PATH.findall(text):
+        found = any(ROOT.glob(name)) if "*" in name else (ROOT / name).exists()
+        assert found, f"{path.name} names {name}, which is not in the repository"
+    for target in _LINK.findall(text):
+        if "://" not in target:
+            assert (path.parent / target).exists(), f"{path.name} links to missing {target}"
 
 
 def test_cli_page_lists_every_exit_code() -> None:
