@@ -16,6 +16,10 @@ service; one at a time) and runs every measurement in a fresh child process
 3. Calls: Vertex calls (counted by the stack) and GCS requests (counted in the child's HTTP
    session) of one submit, one status and one results pass, also at N=1.
 
+Then the cold start (``benchmarks.cold_start``, no stack): ``import vertexbatch`` and
+``vertexbatch --help`` in fresh interpreters against the import of aiplatform's job service.
+``--only import`` runs that alone (under a minute); ``--only batch`` leaves it out.
+
 Figures are medians; ratios are taken pair by pair, then the median. Every object is deleted after
 use and each (provider, N) gets a fresh stack and bucket, so fake-gcs-server's memory stays bounded.
 """
@@ -38,6 +42,8 @@ from typing import Any, TextIO
 ROOT = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(ROOT))
+
+from benchmarks import cold_start  # noqa: E402  (after the path is set, run as a script)
 
 __all__ = ["main", "render"]
 
@@ -435,14 +441,66 @@ def main(argv: list[str] | None = None) -> int:
         help='extra N counted for calls only (default 1; "" for none)',
     )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write every raw figure here")
+    parser.add_argument(
+        "--only", choices=["import", "batch"],
+        help="import: the cold start alone; batch: staging, results and calls alone",
+    )  # fmt: skip
+    parser.add_argument(
+        "--import-repeats", type=int, default=7,
+        help="rounds of the cold start (default 7, after one thrown away)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    if args.repeats < 1:
-        parser.error("--repeats must be >= 1")
+    if args.repeats < 1 or args.import_repeats < 1:
+        parser.error("--repeats and --import-repeats must be >= 1")
 
+    started = time.perf_counter()
+    cases = [] if args.only == "import" else _batch(args)
+    cold = None if args.only == "batch" else _cold_start(args.import_repeats)
+    elapsed = time.perf_counter() - started
+    words = [] if args.only == "import" else [
+        f"--sizes {','.join(str(n) for n in args.sizes)}",
+        f"--repeats {args.repeats}",
+        f"--providers {','.join(args.providers)}",
+    ]  # fmt: skip
+    if args.only:
+        words.append(f"--only {args.only}")
+    if cold is not None:
+        words.append(f"--import-repeats {args.import_repeats}")
+    command = " ".join(["python -m benchmarks.run", *words])
+    print(f"# {command}  ({elapsed:.0f}s, {os.cpu_count()} CPUs, Python {sys.version.split()[0]})")
+    if cases:
+        print()
+        print(render(cases))
+        start, stop = stack_lifetime(max(args.repeats, 3))
+        print()
+        print(
+            f"Local stack: start {start:.2f} s, stop {stop:.2f} s "
+            f"(median of {max(args.repeats, 3)}; target well under 1 s)"
+        )
+    if cold is not None:
+        print()
+        print(cold_start.render(cold, _table))
+    if args.json:
+        raw: dict[str, Any] = {"cases": [c.__dict__ for c in cases]}
+        if cold is not None:
+            raw["cold_start"] = [f.__dict__ for f in cold]
+        args.json.write_text(json.dumps(raw, indent=1, default=str))
+    return 0
+
+
+def _cold_start(repeats: int) -> list[cold_start.Figures]:
+    _log(f"cold start: {repeats} rounds of {len(cold_start.COMMANDS)} commands", sys.stderr)
+    figures = cold_start.measure_apart(repeats)
+    for name, (ratio, met) in cold_start.verdicts(figures).items():
+        _log(f"cold start: {name} {ratio:.2f}x the floor ({'MET' if met else 'MISS'})", sys.stderr)
+    return figures
+
+
+def _batch(args: argparse.Namespace) -> list[Case]:
+    """Staging, results and calls for every provider and size, one LocalStack per case."""
     from vertexbatch.emulator import LocalStack
 
     cases: list[Case] = []
-    started = time.perf_counter()
     plan = [(n, False) for n in args.call_sizes if n not in args.sizes]
     plan += [(n, True) for n in args.sizes]
     for provider in args.providers:
@@ -458,26 +516,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{case.gcs_server_rss / MB:.0f} MB",
                 sys.stderr,
             )
-    elapsed = time.perf_counter() - started
-    command = "python -m benchmarks.run " + " ".join(
-        [
-            f"--sizes {','.join(str(n) for n in args.sizes)}",
-            f"--repeats {args.repeats}",
-            f"--providers {','.join(args.providers)}",
-        ]
-    )
-    print(f"# {command}  ({elapsed:.0f}s, {os.cpu_count()} CPUs, Python {sys.version.split()[0]})")
-    print()
-    print(render(cases))
-    start, stop = stack_lifetime(max(args.repeats, 3))
-    print()
-    print(
-        f"Local stack: start {start:.2f} s, stop {stop:.2f} s "
-        f"(median of {max(args.repeats, 3)}; target well under 1 s)"
-    )
-    if args.json:
-        args.json.write_text(json.dumps([c.__dict__ for c in cases], indent=1, default=str))
-    return 0
+    return cases
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import run
+from benchmarks import cold_start, run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,12 +35,13 @@ def _table(output: str, headers: list[str]) -> list[list[str]]:
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_benchmark_command_prints_every_table_and_column() -> None:
-    """`python -m benchmarks.run` at N=200, one repeat, prints three tables, all cells filled."""
+    """`python -m benchmarks.run` at N=200, one repeat, prints four tables, all cells filled."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
         [
             sys.executable, "-m", "benchmarks.run",
             "--sizes", "200", "--repeats", "1", "--providers", "claude,gemini", "--call-sizes", "",
+            "--import-repeats", "1",
         ],
         cwd=ROOT,
         env=env,
@@ -67,3 +68,27 @@ def test_benchmark_command_prints_every_table_and_column() -> None:
     status = [r for r in calls if r[2] == "status"]
     assert all(r[3].startswith("1 (get 1)") and r[4] == "0" for r in status)
     assert all(r[6].startswith("yes") for r in calls if r[2] == "results")
+    cold = _table(out, cold_start.HEADERS)
+    assert [r[0] for r in cold] == [c.name for c in cold_start.COMMANDS]
+    assert all(len(r) == len(cold_start.HEADERS) and all(r) for r in cold)
+    for row, command in zip(cold, cold_start.COMMANDS, strict=True):
+        assert row[-1] in (("-",) if command.target is None else ("MET", "MISS"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_only_import_prints_the_cold_start_alone() -> None:
+    """`--only import` measures the cold start without starting a stack: one table."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.run", "--only", "import", "--import-repeats", "1"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("# python -m benchmarks.run --only import --import-repeats 1")
+    assert len(_table(proc.stdout, cold_start.HEADERS)) == len(cold_start.COMMANDS)
+    assert "Staging" not in proc.stdout and "Local stack" not in proc.stdout

@@ -6,9 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
-
-from google.genai import types as genai_types
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._errors import (
     InvalidRequestError,
@@ -18,6 +16,11 @@ from ._errors import (
     ResultError,
     TruncatedError,
 )
+
+if TYPE_CHECKING:
+    # Annotations only: google-genai's types take a third of a second to import, and only
+    # building a Gemini line from them needs them (``_lines`` imports them then).
+    from google.genai import types as genai_types
 
 __all__ = [
     "ClaudeRequest",

@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import logging
 import random
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import anthropic
-import requests
 import tenacity
 from google.api_core import exceptions as api_exceptions
-from google.api_core import retry as api_retry
 from google.auth import exceptions as auth_exceptions
-from google.genai import errors as genai_errors
 
 from ._errors import LineError
 
-__all__ = ["RetryPolicy", "is_retryable", "is_transient_call_error"]
+if TYPE_CHECKING:
+    from google.api_core import retry as api_retry
+
+__all__ = [
+    "LOCAL_STACK_HINT",
+    "RetryPolicy",
+    "is_connection_refused",
+    "is_retryable",
+    "is_transient_call_error",
+]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -37,8 +43,6 @@ _TRANSIENT_API_ERRORS: tuple[type[BaseException], ...] = (
     api_exceptions.DeadlineExceeded,
 )
 _NETWORK_ERRORS: tuple[type[BaseException], ...] = (
-    requests.ConnectionError,
-    requests.Timeout,
     auth_exceptions.TransportError,
     ConnectionError,
     TimeoutError,
@@ -49,14 +53,46 @@ def is_transient_call_error(exc: BaseException) -> bool:
     """Whether a failed Vertex or GCS call may succeed if made again."""
     if isinstance(exc, _TRANSIENT_API_ERRORS + _NETWORK_ERRORS):
         return True
+    # The libraries below are imported only by the paths that use them (the online fallback's
+    # SDKs take over a second): an error of a module never imported cannot exist, so look in
+    # sys.modules, never import.
+    requests = sys.modules.get("requests")
+    if requests is not None and isinstance(exc, (requests.ConnectionError, requests.Timeout)):
+        return True
     if isinstance(exc, api_exceptions.GoogleAPICallError):
         return exc.code in TRANSIENT_HTTP
-    if isinstance(exc, anthropic.APIConnectionError):  # includes its timeouts
-        return True
-    if isinstance(exc, anthropic.APIStatusError):
-        return exc.status_code in TRANSIENT_HTTP
-    if isinstance(exc, genai_errors.APIError):
+    anthropic = sys.modules.get("anthropic")
+    if anthropic is not None:
+        if isinstance(exc, anthropic.APIConnectionError):  # includes its timeouts
+            return True
+        if isinstance(exc, anthropic.APIStatusError):
+            return exc.status_code in TRANSIENT_HTTP
+    genai_errors = sys.modules.get("google.genai.errors")
+    if genai_errors is not None and isinstance(exc, genai_errors.APIError):
         return exc.code in TRANSIENT_HTTP
+    return False
+
+
+LOCAL_STACK_HINT = (
+    "nothing listens at this local endpoint: is the local stack running? Start it with "
+    "`vertexbatch emulator` (or `python -m vertexbatch.emulator`)"
+)
+"""The note a policy that does not retry refused connections adds to one (``retry_refused``)."""
+
+
+def is_connection_refused(exc: BaseException) -> bool:
+    """Whether a call failed because its connection was refused: nothing listens at the address.
+
+    The SDKs wrap the socket's ``ConnectionRefusedError`` (requests, then urllib3), so the
+    exception's causes are searched too.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ConnectionRefusedError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
     return False
 
 
@@ -86,6 +122,10 @@ class RetryPolicy:
         jitter: up to this many seconds are added at random to each wait.
         deadline: no new attempt starts after this many seconds.
         wait: ``False`` retries without waiting at all (for tests).
+        retry_refused: ``False`` makes a refused connection final at once, with a note
+            (``LOCAL_STACK_HINT``) saying to start the local stack. ``Client.from_env`` and the
+            command use it for loopback endpoints, where a refusal means the stack is not
+            running; a refusal from anywhere else stays transient.
     """
 
     attempts: int = 8
@@ -94,11 +134,18 @@ class RetryPolicy:
     jitter: float = 1.0
     deadline: float = 300.0
     wait: bool = True
+    retry_refused: bool = True
 
     @classmethod
     def no_wait(cls, attempts: int = 8) -> RetryPolicy:
         """A policy for tests: same retries, zero waiting."""
         return cls(attempts=attempts, wait=False)
+
+    def retries(self, exc: BaseException) -> bool:
+        """Whether this policy makes a call that raised ``exc`` again (attempts permitting)."""
+        if not self.retry_refused and is_connection_refused(exc):
+            return False
+        return is_transient_call_error(exc)
 
     def backoff(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (0-based), jitter included."""
@@ -126,7 +173,7 @@ class RetryPolicy:
             "stop": tenacity.stop_after_attempt(self.attempts)
             | tenacity.stop_after_delay(self.deadline),
             "wait": wait,
-            "retry": tenacity.retry_if_exception(is_transient_call_error),
+            "retry": tenacity.retry_if_exception(self.retries),
             "reraise": True,
             "before_sleep": log_retry,
         }
@@ -137,17 +184,32 @@ class RetryPolicy:
         api-core draws its own jittered waits between ``initial`` and ``maximum``; the bounds,
         the deadline and what counts as transient are this policy's.
         """
+        from google.api_core import retry as api_retry
+
         waits = (self.initial, self.maximum) if self.wait else (0.0, 0.0)
         return api_retry.Retry(
-            predicate=is_transient_call_error,
+            predicate=self.retries,
             initial=waits[0],
             maximum=waits[1],
             timeout=self.deadline,
         )
 
     def call(self, what: str, fn: Callable[[], T]) -> T:
-        """Run ``fn`` under this policy; the last exception propagates as itself."""
-        for attempt in tenacity.Retrying(**self.tenacity_kwargs(what)):
-            with attempt:
-                return fn()
+        """Run ``fn`` under this policy; the last exception propagates as itself.
+
+        With ``retry_refused=False`` a refused connection gets ``LOCAL_STACK_HINT`` as a note.
+        """
+        try:
+            for attempt in tenacity.Retrying(**self.tenacity_kwargs(what)):
+                with attempt:
+                    return fn()
+        except Exception as exc:
+            notes = getattr(exc, "__notes__", ())
+            if (
+                not self.retry_refused
+                and is_connection_refused(exc)
+                and LOCAL_STACK_HINT not in notes
+            ):
+                exc.add_note(LOCAL_STACK_HINT)
+            raise
         raise AssertionError("unreachable: tenacity either returns or reraises")  # pragma: no cover

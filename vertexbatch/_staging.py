@@ -21,13 +21,16 @@ import json
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import google.cloud.storage as storage
 from google.api_core import exceptions as api_exceptions
 
 from ._errors import InvalidRequestError
 from ._retry import RetryPolicy
+
+if TYPE_CHECKING:
+    # Only for annotations: the storage client is built (and imported) by ``Client``.
+    import google.cloud.storage as storage
 
 __all__ = ["CreateOnlyUpload", "Folder", "Staging", "parse_gs_uri"]
 

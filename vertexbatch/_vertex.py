@@ -10,13 +10,19 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from google.api_core import exceptions as api_exceptions
-from google.cloud import aiplatform_v1
 
 from ._models import Job, Provider, Status
 from ._retry import RetryPolicy
 from ._rules import bare_model, id_label, publisher_path
+
+if TYPE_CHECKING:
+    # aiplatform_v1 takes most of a second to import: it is imported where a job is built or
+    # read, and by whoever builds the JobServiceClient (``Client``), never by importing this.
+    from google.cloud import aiplatform_v1
+    from google.cloud.aiplatform_v1 import BatchPredictionJob as BatchJob
 
 __all__ = ["ID_LABEL", "TERMINAL_STATES", "JobSpec", "Vertex", "status_of"]
 
@@ -36,8 +42,11 @@ TERMINAL_STATES = frozenset(
         "JOB_STATE_PAUSED",
     }
 )
+# The states of a job that may still run: a twin in one of them is cancelled. PAUSED is one,
+# although ``status`` calls it terminal (it makes no progress on its own): it can be resumed.
 _LIVE_STATES = frozenset(
     {
+        "JOB_STATE_PAUSED",
         "JOB_STATE_QUEUED",
         "JOB_STATE_PENDING",
         "JOB_STATE_RUNNING",
@@ -45,8 +54,6 @@ _LIVE_STATES = frozenset(
         "JOB_STATE_UNSPECIFIED",
     }
 )
-
-BatchJob = aiplatform_v1.BatchPredictionJob
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +93,8 @@ def reads_input(job: BatchJob, input_uri: str) -> bool:
 
 
 def state_name(job: BatchJob) -> str:
+    from google.cloud import aiplatform_v1
+
     return str(aiplatform_v1.JobState(job.state).name)
 
 
@@ -128,19 +137,22 @@ class Vertex:
     ) -> None:
         self._client = client
         self.endpoint: str = str(client.api_endpoint)
+        self.location = location
         self.parent = f"projects/{project}/locations/{location}"
         self._policy = policy
 
     def create(self, spec: JobSpec, labels: Mapping[str, str] | None = None) -> BatchJob:
         """Create the job once; no retry (see the module docstring)."""
-        job = BatchJob(
+        from google.cloud import aiplatform_v1
+
+        job = aiplatform_v1.BatchPredictionJob(
             display_name=spec.id,
             model=publisher_path(spec.model, spec.provider),
-            input_config=BatchJob.InputConfig(
+            input_config=aiplatform_v1.BatchPredictionJob.InputConfig(
                 instances_format="jsonl",
                 gcs_source=aiplatform_v1.GcsSource(uris=[spec.input_uri]),
             ),
-            output_config=BatchJob.OutputConfig(
+            output_config=aiplatform_v1.BatchPredictionJob.OutputConfig(
                 predictions_format="jsonl",
                 gcs_destination=aiplatform_v1.GcsDestination(output_uri_prefix=spec.output_prefix),
             ),

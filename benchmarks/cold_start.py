@@ -1,0 +1,205 @@
+"""Cold start: what `import vertexbatch` and `vertexbatch --help` cost against their floor.
+
+The floor is the import of ``google.cloud.aiplatform_v1.services.job_service``, which any client
+that controls jobs through ``aiplatform_v1`` pays. Each command runs in a fresh interpreter (the
+one running this); one round runs every command back to back, in an order that rotates between
+rounds, and a first round is thrown away (it warms the page cache and writes bytecode). Wall
+seconds, CPU seconds and peak RSS come from the kernel's accounting of that one child
+(``os.wait4``); each ratio is taken within a round, then the median over rounds.
+
+``python -m benchmarks.cold_start REPEATS`` measures and prints ``RESULT <json>``; ``run.py``
+runs it so, in a small process of its own: a child's peak RSS counts the memory of the process
+that spawned it (it shares that memory until it executes the interpreter), and the benchmark's
+parent holds the local stack's memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "COMMANDS", "HEADERS", "Command", "Figures", "measure", "measure_apart", "render", "rows",
+    "verdicts",
+]  # fmt: skip
+
+ROOT = Path(__file__).resolve().parents[1]
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command measured: its name in the table, what it runs, and its target ratio."""
+
+    name: str
+    args: tuple[str, ...]  # after the interpreter
+    target: float | None  # at most this many times the floor's wall time; None: no target
+
+
+FLOOR = Command(
+    '`python -c "import google.cloud.aiplatform_v1.services.job_service"`',
+    ("-c", "import google.cloud.aiplatform_v1.services.job_service"),
+    None,
+)
+COMMANDS = (
+    FLOOR,
+    Command('`python -c "import vertexbatch"`', ("-c", "import vertexbatch"), 1.3),
+    # What the installed `vertexbatch` script runs, with its argument.
+    Command(
+        "`vertexbatch --help`",
+        ("-c", "import sys; from vertexbatch._cli import main; sys.exit(main())", "--help"),
+        1.5,
+    ),
+    # For reference, no target: what a command that talks to the cloud pays before its first
+    # call (the client imports aiplatform and google-cloud-storage; it makes no request).
+    Command(
+        "`import vertexbatch` + `Client.for_endpoints(...)`",
+        (
+            "-c",
+            "import vertexbatch; vertexbatch.Client.for_endpoints(project='p', "
+            "location='us-central1', bucket='b', vertex_endpoint='http://127.0.0.1:9', "
+            "storage_endpoint='http://127.0.0.1:9')",
+        ),
+        None,
+    ),
+)
+HEADERS = [
+    "command", "wall s", "CPU s", "peak RSS MB", "wall / floor", "CPU / floor", "RSS / floor",
+    "target", "verdict",
+]  # fmt: skip
+
+
+@dataclass
+class Figures:
+    """Every round's figures of one command."""
+
+    command: Command
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    rss: list[int] = field(default_factory=list)
+
+
+def _run_once(args: Sequence[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds (user + system) and peak RSS bytes of one child process."""
+    with tempfile.TemporaryFile() as err:
+        actions = [
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+            (os.POSIX_SPAWN_DUP2, err.fileno(), 2),
+        ]
+        began = time.perf_counter()
+        pid = os.posix_spawn(sys.executable, [sys.executable, *args], env, file_actions=actions)
+        _, status, usage = os.wait4(pid, 0)
+        wall = time.perf_counter() - began
+        if os.waitstatus_to_exitcode(status) != 0:
+            err.seek(0)
+            raise RuntimeError(
+                f"{shlex.join(['python', *args])} failed:\n{err.read().decode()[-3000:]}"
+            )
+    # ru_maxrss is in KiB on Linux.
+    return wall, usage.ru_utime + usage.ru_stime, int(usage.ru_maxrss) * 1024
+
+
+def measure(repeats: int, commands: Sequence[Command] = COMMANDS) -> list[Figures]:
+    """``repeats`` rounds of every command (after one thrown away), from the repository root."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    figures = [Figures(c) for c in commands]
+    for round_ in range(repeats + 1):
+        shift = round_ % len(figures)
+        for fig in figures[shift:] + figures[:shift]:
+            wall, cpu, rss = _run_once(fig.command.args, env)
+            if round_ > 0:
+                fig.wall.append(wall)
+                fig.cpu.append(cpu)
+                fig.rss.append(rss)
+    return figures
+
+
+def measure_apart(repeats: int) -> list[Figures]:
+    """``measure`` in a fresh process of its own (see the module docstring for why)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.cold_start", str(repeats)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600 + 60 * repeats,
+    )
+    found = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode != 0 or not found:
+        raise RuntimeError(f"the cold start measurement failed:\n{proc.stderr[-4000:]}")
+    by_name = {c.name: c for c in COMMANDS}
+    return [
+        Figures(by_name[f["command"]["name"]], f["wall"], f["cpu"], f["rss"])
+        for f in json.loads(found[-1][len("RESULT ") :])
+    ]
+
+
+def _ratio(values: Sequence[float], floor: Sequence[float]) -> float:
+    return statistics.median(v / f for v, f in zip(values, floor, strict=True))
+
+
+def verdicts(figures: Sequence[Figures]) -> dict[str, tuple[float, bool]]:
+    """Each targeted command's wall ratio to the floor, and whether it meets its target."""
+    found = {}
+    for fig in figures[1:]:
+        if fig.command.target is not None:
+            ratio = _ratio(fig.wall, figures[0].wall)
+            found[fig.command.name] = (ratio, ratio <= fig.command.target)
+    return found
+
+
+def rows(figures: Sequence[Figures]) -> list[list[str]]:
+    """The table's rows; the first command is the floor the others are divided by."""
+    floor = figures[0]
+    met = verdicts(figures)
+    out = []
+    for i, fig in enumerate(figures):
+        target = fig.command.target
+        out.append([
+            fig.command.name,
+            f"{statistics.median(fig.wall):.2f}",
+            f"{statistics.median(fig.cpu):.2f}",
+            f"{statistics.median(fig.rss) / MB:.0f}",
+            f"{_ratio(fig.wall, floor.wall):.2f}",
+            f"{_ratio(fig.cpu, floor.cpu):.2f}",
+            f"{_ratio(fig.rss, floor.rss):.2f}",
+            "floor" if i == 0 else "-" if target is None else f"<={target}x wall",
+            "-" if target is None else ("MET" if met[fig.command.name][1] else "MISS"),
+        ])  # fmt: skip
+    return out
+
+
+def render(figures: Sequence[Figures], table: Callable[[list[str], list[list[str]]], str]) -> str:
+    """The section as Markdown; ``table`` draws a table from headers and rows."""
+    repeats = len(figures[0].wall)
+    return "\n".join(
+        [
+            f"Cold start: fresh interpreters, median of {repeats} rounds (ratios within a round)",
+            "",
+            table(HEADERS, rows(figures)),
+        ]
+    )
+
+
+def main(argv: Sequence[str]) -> int:
+    """Measure ``argv[0]`` rounds and print ``RESULT <json>`` (every round's figures)."""
+    figures = measure(int(argv[0]))
+    print("RESULT " + json.dumps([asdict(f) for f in figures]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
