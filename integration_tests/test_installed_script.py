@@ -6,8 +6,10 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +17,10 @@ import pytest
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import aiplatform_v1, storage
 
-from tests.helpers import CLAUDE, refuses, request_line, write_lines
+import vertexbatch as vb
+from tests.helpers import CLAUDE, claude_requests, refuses, request_line, write_lines
+from vertexbatch._config import SETTINGS
+from vertexbatch.emulator import LocalStack
 
 
 def _script() -> str:
@@ -120,3 +125,128 @@ def test_python_m_emulator_runs_until_sigterm() -> None:
             if stream is not None:
                 stream.close()
     assert refuses(env["STORAGE_EMULATOR_HOST"]) and refuses(env["VERTEXBATCH_VERTEX_ENDPOINT"])
+
+
+def _free_ports(n: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _shell_env() -> dict[str, str]:
+    """This process's environment without the stack's variables, the script first on PATH."""
+    names = {setting.variable for setting in SETTINGS}
+    env = {k: v for k, v in os.environ.items() if k not in names}
+    env["PATH"] = f"{Path(_script()).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def _exports(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("export ")]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_emulator_env_file_sourced_by_a_shell(tmp_path: Path) -> None:
+    """The recommended way from a shell: fixed ports and --env-file, sourced where the commands
+    run. SIGTERM (or SIGINT) stops it with exit 0, its ports free and the file gone; restarted
+    on the same ports it writes the same exports; stopped, the commands fail fast with a hint.
+    """
+    port, gcs_port = _free_ports(2)
+    env_file = tmp_path / "local.env"
+    log = tmp_path / "emulator.err"
+    command = [_script(), "emulator", "--port", str(port), "--gcs-port", str(gcs_port)]
+    command += ["--env-file", str(env_file), "--bucket", "shell-bucket", "--row-seconds", "0"]
+    endpoints = (f"http://127.0.0.1:{port}", f"http://127.0.0.1:{gcs_port}")
+
+    def start() -> subprocess.Popen[bytes]:
+        with open(log, "ab") as errors:
+            process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
+        deadline = time.monotonic() + 30
+        while not env_file.exists():
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        return process
+
+    def stop(process: subprocess.Popen[bytes], signum: int) -> None:
+        process.send_signal(signum)
+        try:
+            assert process.wait(timeout=20) == 0, log.read_text()
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        assert not env_file.exists()
+        assert all(refuses(endpoint) for endpoint in endpoints)
+
+    requests_file = write_lines(tmp_path / "in.jsonl", [request_line("a"), request_line("b")])
+    script = (
+        '. "$1" && vertexbatch submit --provider claude --model "$2" --id sh-1 "$3" >/dev/null '
+        "&& vertexbatch watch sh-1 --floor 0.05 >/dev/null && vertexbatch find sh-1 --json"
+    )
+    process = start()
+    try:
+        first = env_file.read_text()
+        shell = subprocess.run(
+            ["bash", "-c", script, "_", str(env_file), CLAUDE, str(requests_file)],
+            env=_shell_env(),
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+        assert shell.returncode == 0, shell.stderr
+        job = json.loads(shell.stdout)
+        assert job["input_uri"] == "gs://shell-bucket/vertexbatch/sh-1/input.jsonl"
+        assert job["keys"] == 2
+    finally:
+        stop(process, signal.SIGTERM)
+
+    process = start()
+    try:
+        assert _exports(env_file.read_text()) == _exports(first)
+        assert f"export VERTEXBATCH_VERTEX_ENDPOINT={endpoints[0]}" in _exports(first)
+    finally:
+        stop(process, signal.SIGINT)
+
+    saved = tmp_path / "saved.env"
+    saved.write_text(first)
+    began = time.monotonic()
+    stopped = subprocess.run(
+        ["bash", "-c", '. "$1" && exec vertexbatch find sh-1', "_", str(saved)],
+        env=_shell_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert time.monotonic() - began < 15  # the import, one refused connection, no retries
+    assert stopped.returncode == 6
+    assert stopped.stderr in {
+        f"vertexbatch: cannot reach the local stack at 127.0.0.1:{either} (connection refused): "
+        "is it running? Start it with 'vertexbatch emulator' and source the file its --env-file "
+        "writes\n"
+        for either in (port, gcs_port)
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_closed_pipe_ends_quietly(stack: LocalStack, bucket: str, client: vb.Client) -> None:
+    """`vertexbatch results ID | head -1` prints the first line and ends quietly: exit 141, as a
+    command killed by SIGPIPE, with nothing on stderr."""
+    job = client.submit_claude("piped", CLAUDE, claude_requests(2000))  # far more than a pipe holds
+    stack.wait_job(job.name, timeout=60)
+    env = {**_shell_env(), **stack.environment(bucket, prefix="jobs")}
+    piped = subprocess.run(
+        ["bash", "-c", 'vertexbatch results piped | head -1; echo "status ${PIPESTATUS[0]}" >&2'],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert json.loads(piped.stdout)["outcome"] == "ok"
+    assert piped.stderr == "status 141\n"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import socket
+import time
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +28,8 @@ from tests.helpers import (
 from vertexbatch import _cli
 from vertexbatch._cli import ExitCode, main
 from vertexbatch._cli_render import Progress, describe_error, result_record
+from vertexbatch._config import SETTINGS
+from vertexbatch._retry import LOCAL_STACK_HINT
 from vertexbatch.emulator import LocalStack
 
 SECRET = "zebra-secret-prompt-words"  # request content that must never reach an error line
@@ -136,9 +140,10 @@ def test_submit_gemini_line_without_contents(env: dict[str, str | None]) -> None
 def test_submit_bad_model_and_id_exit_3(env: dict[str, str | None], tmp_path: Path) -> None:
     """Errors from the library's own rules are exit 3 with the library's message."""
     path = write_lines(tmp_path / "in.jsonl", [request_line("a")])
-    result = run(["submit", "--provider", "claude", "--model", GEMINI, "--id", "m", str(path)], env)
+    model = "publishers/anthropic/models/" + CLAUDE
+    result = run(["submit", "--provider", "claude", "--model", model, "--id", "m", str(path)], env)
     assert result.exit_code == 3
-    assert "is a Gemini model" in one_error_line(result)
+    assert "must be a bare Vertex model id" in one_error_line(result)
     result = run(
         ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "A!", str(path)], env
     )
@@ -146,11 +151,54 @@ def test_submit_bad_model_and_id_exit_3(env: dict[str, str | None], tmp_path: Pa
     assert "submission id 'A!' is invalid" in one_error_line(result)
 
 
-def test_submit_missing_file_is_usage_error(env: dict[str, str | None], tmp_path: Path) -> None:
-    """A file that does not exist is a usage error (exit 2)."""
+@pytest.mark.parametrize("command", [["submit"], ["run", "submit"]])
+def test_unreadable_request_file_is_one_usage_line(
+    env: dict[str, str | None], tmp_path: Path, command: list[str]
+) -> None:
+    """A request file that does not exist, or is a directory, is one line naming it, exit 2."""
+    args = [*command, "--provider", "claude", "--model", CLAUDE, "--id", "x"]
     missing = str(tmp_path / "nope.jsonl")
-    result = run(["submit", "--provider", "claude", "--model", CLAUDE, "--id", "x", missing], env)
-    assert result.exit_code == 2
+    result = run([*args, missing], env)
+    assert result.exit_code == ExitCode.USAGE
+    line = one_error_line(result)
+    assert line == f"vertexbatch: cannot read request file {missing}: No such file or directory"
+    result = run([*args, str(tmp_path)], env)
+    assert result.exit_code == ExitCode.USAGE
+    assert f"cannot read request file {tmp_path}: Is a directory" in one_error_line(result)
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "expected"),
+    [
+        ("claude", GEMINI, f"model '{GEMINI}' is a Gemini model: use --provider gemini"),
+        ("gemini", CLAUDE, f"model '{CLAUDE}' is a Claude model: use --provider claude"),
+        ("claude", "opus-5", "--provider claude takes Claude models only"),
+    ],
+)
+@pytest.mark.parametrize("command", [["submit"], ["run", "submit"]])
+def test_model_of_another_provider_names_the_option(
+    env: dict[str, str | None], command: list[str], provider: str, model: str, expected: str
+) -> None:
+    """A model the provider does not serve is exit 3 naming --provider, not a Python method."""
+    args = [*command, "--provider", provider, "--model", model, "--id", "m", "-"]
+    result = run(args, env, stdin=request_line("a"))
+    assert result.exit_code == ExitCode.INVALID_REQUEST
+    line = one_error_line(result)
+    assert line.startswith("vertexbatch: invalid request: model ") and expected in line
+    assert "submit_" not in line and "run_" not in line
+
+
+def test_model_in_a_line_names_the_option(env: dict[str, str | None]) -> None:
+    """A Claude line that sets its own model is told that --model gives it, not a method."""
+    line = json.dumps({"key": "a", "params": {"model": CLAUDE, "max_tokens": 5, "messages": []}})
+    args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "m", "-"]
+    result = run(args, env, stdin=line)
+    assert result.exit_code == ExitCode.INVALID_REQUEST
+    error = one_error_line(result)
+    assert "<stdin> line 1: 'params' sets 'model': --model gives the model of the whole job" in (
+        error
+    )
+    assert "submit_claude" not in error
 
 
 # -- configuration ------------------------------------------------------------------------------
@@ -202,6 +250,43 @@ def test_flags_override_environment(
     wrong = {**env, "VERTEXBATCH_PREFIX": "elsewhere"}
     assert run(["find", "flags-1"], wrong).exit_code == 4
     assert run(["find", "flags-1", "--prefix", "jobs"], wrong).exit_code == 0
+
+
+def test_help_names_the_environment() -> None:
+    """--help lists every variable the commands read; each command's options name theirs."""
+    top = run(["--help"], {})
+    assert top.exit_code == 0
+    for setting in SETTINGS:
+        assert f"{setting.variable:<28} {setting.flag}" in top.stdout
+    assert "GOOGLE_APPLICATION_CREDENTIALS" in top.stdout
+    commands = [["submit"], ["find"], ["status"], ["cancel"], ["results"], ["watch"]]
+    commands += [["run", name] for name in ("submit", "advance", "status", "results")]
+    for command in commands:
+        text = " ".join(run([*command, "--help"], {}).stdout.split())
+        for setting in SETTINGS:
+            assert f"[env: {setting.variable}]" in text, (command, setting)
+    emulator = " ".join(run(["emulator", "--help"], {}).stdout.split())
+    assert "env var: VERTEXBATCH_BUCKET" in emulator and "--env-file" in emulator
+
+
+def test_stopped_local_stack_fails_fast_with_a_hint(env: dict[str, str | None]) -> None:
+    """Loopback endpoints where nothing listens fail in seconds (no retries), saying to start
+    the emulator: through the command (exit 6) and through Client.from_env."""
+    with socket.socket() as sock:  # a port nothing listens on once the socket is closed
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    stopped = {**env, "VERTEXBATCH_VERTEX_ENDPOINT": closed, "STORAGE_EMULATOR_HOST": closed}
+    start = time.monotonic()
+    result = run(["find", "any-id"], stopped)
+    assert result.exit_code == ExitCode.CLOUD_ERROR
+    line = one_error_line(result)
+    assert f"cannot reach the local stack at {closed.removeprefix('http://')}" in line
+    assert "Start it with 'vertexbatch emulator'" in line
+    client = vb.Client.from_env({k: v for k, v in stopped.items() if v is not None})
+    with pytest.raises(requests.ConnectionError) as raised:
+        client.find("any-id")
+    assert time.monotonic() - start < 5
+    assert LOCAL_STACK_HINT in getattr(raised.value, "__notes__", [])
 
 
 def test_endpoint_without_scheme_is_usage_error(env: dict[str, str | None]) -> None:
@@ -279,8 +364,26 @@ def test_status_exit_codes(
     assert run(["status", "st-none"], env).exit_code == 4
 
 
+def test_status_explains_vertex_counts(
+    stack: LocalStack, env: dict[str, str | None], client: vb.Client
+) -> None:
+    """status says, on stderr under its line, that refusals and truncations count as succeeded."""
+    job = client.submit_claude("st-note", CLAUDE, outcome_requests())
+    stack.wait_job(job.name)
+    result = run(["status", "st-note"], env)
+    assert result.exit_code == 0
+    assert result.stdout.startswith("st-note  JOB_STATE_SUCCEEDED  succeeded 3  failed 2")
+    assert result.stderr == (
+        "vertexbatch: these are Vertex's row counts: 'succeeded' rows include refusals and "
+        "truncations (rows with a response); 'vertexbatch results st-note' gives each key's "
+        "outcome\n"
+    )
+    assert run(["status", "st-note", "--json"], env).stderr == ""
+
+
 def test_cancel(stack: LocalStack, env: dict[str, str | None], client: vb.Client) -> None:
-    """cancel asks Vertex to cancel the id's job; no job is exit 4."""
+    """cancel asks Vertex to cancel the id's job; a job already ended is left alone and the
+    command says so; no job is exit 4."""
     stack.faults.hold("cancel-1")
     job = client.submit_claude("cancel-1", CLAUDE, claude_requests(1))
     result = run(["cancel", "cancel-1"], env)
@@ -288,6 +391,41 @@ def test_cancel(stack: LocalStack, env: dict[str, str | None], client: vb.Client
     assert result.stdout == f"cancel requested for job {job.name} (id cancel-1)\n"
     assert stack.wait_job(job.name)["state"] == "JOB_STATE_CANCELLED"
     assert run(["cancel", "cancel-2"], env).exit_code == 4
+
+    done = client.submit_claude("cancel-3", CLAUDE, claude_requests(1))
+    stack.wait_job(done.name)
+    stack.reset_calls()
+    result = run(["cancel", "cancel-3"], env)
+    assert result.exit_code == 0
+    assert result.stdout == (
+        f"job {done.name} (id cancel-3) already ended JOB_STATE_SUCCEEDED: nothing to cancel\n"
+    )
+    assert stack.calls()["cancel"] == 0
+    again = run(["cancel", "cancel-1"], env)
+    assert "already ended JOB_STATE_CANCELLED: nothing to cancel" in again.stdout
+
+
+def test_retries_are_details_under_verbose(
+    stack: LocalStack, env: dict[str, str | None], client: vb.Client
+) -> None:
+    """A failure after a retry is one stderr line; -v adds the retry; a recovered call is quiet."""
+    client.submit_claude("retry-1", CLAUDE, claude_requests(1))
+    stack.faults.fail("get", status=503)
+    stack.faults.fail("get", status=403)
+    result = run(["status", "retry-1", "--json"], env)
+    assert result.exit_code == ExitCode.CLOUD_ERROR
+    assert "Google Cloud error 403 Forbidden" in one_error_line(result)
+
+    stack.faults.fail("get", status=503)
+    stack.faults.fail("get", status=403)
+    loud = run(["status", "-v", "retry-1", "--json"], env)
+    lines = loud.stderr.splitlines()
+    assert len(lines) == 2 and "retrying get " in lines[0] and "ServiceUnavailable" in lines[0]
+    assert "403 Forbidden" in lines[1]
+
+    stack.faults.fail("get", status=503)
+    recovered = run(["status", "retry-1", "--json"], env)
+    assert recovered.exit_code in (0, ExitCode.NOT_TERMINAL) and recovered.stderr == ""
 
 
 def test_cloud_error_is_one_line_exit_6(
@@ -491,9 +629,27 @@ def test_exit_codes_are_the_documented_ones() -> None:
         "NOT_TERMINAL": 10,
         "JOB_FAILED": 11,
         "JOB_ENDED": 12,
+        "CLOSED_PIPE": 141,
     }
     for code in ExitCode:
         assert f"    {int(code):<4}" in (_cli.__doc__ or "")
+
+
+def _refused_locally() -> Exception:
+    """A refused connection as a policy that does not retry them leaves it (with its note)."""
+    policy = vb.RetryPolicy(retry_refused=False)
+
+    def refuse() -> None:
+        try:
+            raise ConnectionRefusedError(111, "Connection refused")
+        except ConnectionRefusedError as exc:
+            raise requests.ConnectionError("refused") from exc
+
+    try:
+        policy.call("read", refuse)
+    except requests.ConnectionError as exc:
+        return exc
+    raise AssertionError("the policy did not raise")
 
 
 @pytest.mark.parametrize(
@@ -504,6 +660,7 @@ def test_exit_codes_are_the_documented_ones() -> None:
         (api_exceptions.TooManyRequests("Quota exceeded"), 6, "429 TooManyRequests"),  # type: ignore[no-untyped-call]
         (requests.exceptions.SSLError("[SSL: WRONG_VERSION_NUMBER]"), 6, "http://host:port"),
         (requests.ConnectionError("refused"), 6, "cannot reach Google Cloud"),
+        (_refused_locally(), 6, "cannot reach the local stack (connection refused): is it"),
         (KeyError("x"), 1, "unexpected KeyError"),
     ],
 )
@@ -525,12 +682,29 @@ def test_emulator_command_runs_the_stack_in_the_foreground(
 
     calls: list[dict[str, Any]] = []
     monkeypatch.setattr(vertexbatch.emulator, "run_foreground", lambda **kw: calls.append(kw))
-    result = CliRunner().invoke(
-        main, ["emulator", "--bucket", "mine", "--row-seconds", "0.5"], env={}
-    )
+    args = ["emulator", "--bucket", "mine", "--row-seconds", "0.5", "--port", "9100"]
+    result = CliRunner().invoke(main, [*args, "--gcs-port", "9101", "--env-file", "e.env"], env={})
     assert result.exit_code == 0, result.output
     assert calls[0]["bucket"] == "mine"
     assert calls[0]["timing"].row_seconds == 0.5
+    assert (calls[0]["port"], calls[0]["gcs_port"], calls[0]["env_file"]) == (9100, 9101, "e.env")
+
+
+def test_emulator_on_a_port_in_use_is_one_usage_line(tmp_path: Path) -> None:
+    """A fixed port something listens on is exit 2 naming it; equal ports are refused too."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for flag in ("--port", "--gcs-port"):
+            env_file = tmp_path / "local.env"
+            result = run(["emulator", flag, str(port), "--env-file", str(env_file)], {})
+            assert result.exit_code == ExitCode.USAGE
+            assert f"127.0.0.1:{port} is already in use" in one_error_line(result)
+            assert not env_file.exists()
+    result = run(["emulator", "--port", "9100", "--gcs-port", "9100"], {})
+    assert result.exit_code == ExitCode.USAGE
+    assert "--port and --gcs-port must differ" in one_error_line(result)
 
 
 def test_demo_fast() -> None:

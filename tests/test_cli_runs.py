@@ -61,6 +61,7 @@ def test_run_with_retries_submit_advance_status_results(
     assert submitted.exit_code == 0, submitted.output
     # Not done: shards 1 and 2 still need their retries, whatever the jobs' progress.
     assert submitted.stdout.startswith("run cr-1: 7 keys, ") and "pending" in submitted.stdout
+    assert "'vertexbatch run advance cr-1'" in submitted.stdout
     again = cli(*args, "--shard-size", "3", "--attempts", "2", "--json", str(path))
     assert again.exit_code == 0, again.output
     assert json.loads(again.stdout)["shards"] == 3
@@ -95,10 +96,8 @@ def test_run_with_retries_submit_advance_status_results(
     assert sorted(got) == [f"k{i}" for i in range(7)]
     assert got["k5"]["error"] == {"type": "LineError", "code": 503, "status": "UNAVAILABLE"}
     assert got["k6"]["outcome"] == "missing"
-    assert results.stderr == (
-        "vertexbatch: 7 of 7 keys, run done (2 exhausted): ok 5, refused 0, truncated 0, "
-        "retryable 1, failed 0, missing 1\n"
-    )
+    # The summary counts as run status does.
+    assert results.stderr == "vertexbatch: 7 of 7 keys, run done: exhausted 2, ok 5\n"
     only = cli("run", "results", "cr-1", "--only", "missing")
     assert list(records(only)) == ["k6"] and "7 of 7 keys" in only.stderr
 
@@ -112,16 +111,71 @@ def test_retry_recovers_a_failed_shard(stack: LocalStack, client: vb.Client) -> 
     stack.settle()
     pending = cli("run", "status", "cr-2")
     assert pending.exit_code == ExitCode.NOT_TERMINAL
-    assert pending.stdout == "run cr-2: 4 keys, 0 live job(s); ok 2, pending 2\n"
+    assert pending.stdout == (
+        "run cr-2: 4 keys, 0 live job(s); ok 2, pending 2; waiting for "
+        "'vertexbatch run advance cr-2'\n"
+    )
     # Read-only: status resubmits nothing even though shard 1 failed.
     assert client.find("cr-2.s1.r1") is None
-    assert "run not done (2 keys pending" in cli("run", "results", "cr-2").stderr
+    assert "4 of 4 keys, run not done (results so far): ok 2, pending 2" in (
+        cli("run", "results", "cr-2").stderr
+    )
     advance_until_done(stack, "cr-2")
     retry = client.find("cr-2.s1.r1")
     assert retry is not None and retry.keys == 2
     results = cli("run", "results", "cr-2")
     assert Counter(r["outcome"] for r in records(results).values()) == {"ok": 4}
-    assert "4 of 4 keys, run done: ok 4," in results.stderr
+    assert results.stderr == "vertexbatch: 4 of 4 keys, run done: ok 4\n"
+
+
+def test_status_and_results_agree_and_only_exhausted(stack: LocalStack, tmp_path: Path) -> None:
+    """run results counts what run status counts, before and after done; --only exhausted keeps
+    the keys that ran out of attempts, and each key says how many attempts held it."""
+    lines = [request_line(f"k{i}") for i in range(4)] + [
+        request_line("k4", "x [[vb:error 503]]"),
+        request_line("k5", "x [[vb:drop]]"),
+    ]
+    path = write_lines(tmp_path / "in.jsonl", lines)
+    args = ["run", "submit", "--provider", "claude", "--model", CLAUDE, "--id", "agree"]
+    assert cli(*args, "--shard-size", "3", "--attempts", "3", str(path)).exit_code == 0
+
+    def agree() -> dict[str, dict[str, Any]]:
+        stack.settle()
+        status = json.loads(cli("run", "status", "agree", "--json").stdout)
+        results = cli("run", "results", "agree")
+        got = records(results)
+        counted = Counter(r["run_outcome"] for r in got.values())
+        counted["pending"] += status["keys"] - len(got)  # keys with no result yet
+        assert +counted == status["outcomes"]
+        listed = ", ".join(f"{k} {v}" for k, v in status["outcomes"].items())
+        assert results.stderr.endswith(f": {listed}\n")
+        return got
+
+    before = agree()  # shard 1 waits for its retry: every key of it is pending
+    assert {r["run_outcome"] for k, r in before.items() if k in ("k3", "k4", "k5")} == {"pending"}
+    assert {r["attempts"] for r in before.values()} == {1}
+    advance_until_done(stack, "agree")
+    after = agree()
+    exhausted = records(cli("run", "results", "agree", "--only", "exhausted"))
+    assert sorted(exhausted) == ["k4", "k5"]
+    assert {k: (r["outcome"], r["attempts"]) for k, r in exhausted.items()} == {
+        "k4": ("retryable", 3),
+        "k5": ("missing", 3),
+    }
+    assert {r["attempts"] for k, r in after.items() if k not in exhausted} == {1}
+    assert {r["run_outcome"] for k, r in after.items() if k not in exhausted} == {"ok"}
+
+
+def test_run_status_waits_for_jobs_then_advance(stack: LocalStack) -> None:
+    """A run with a job still going says it waits for it, then for run advance."""
+    stack.faults.hold("wait-1.s0")
+    args = ["run", "submit", "--provider", "claude", "--model", CLAUDE, "--id", "wait-1", "-"]
+    submitted = cli(*args, stdin=request_line("k0"))
+    assert submitted.stdout == (
+        "run wait-1: 1 keys, 1 live job(s); pending 1; waiting for its jobs, then "
+        "'vertexbatch run advance wait-1'\n"
+    )
+    assert cli("run", "status", "wait-1").stdout == submitted.stdout
 
 
 def test_gemini_run_from_stdin_json(stack: LocalStack) -> None:
@@ -221,6 +275,66 @@ def test_submit_other_rows_under_the_id_is_not_blamed_on_a_line(tmp_path: Path) 
     assert result.exit_code == ExitCode.INVALID_REQUEST
     line = one_error_line(result)
     assert "run id 'taken' already holds another run" in line and " line " not in line
+
+
+@pytest.mark.parametrize(
+    ("first", "again", "expected"),
+    [
+        (
+            ["--shard-size", "2"],
+            ["--shard-size", "3"],
+            "run 'cut' was staged in shards of 2 rows; a shard size of 3 cuts these requests "
+            "differently: rejoin it with the shard size it started with, or use a new run id; "
+            "nothing staged was changed",
+        ),
+        (
+            ["--shard-size", "2"],
+            [],
+            "run 'cut' was staged in shards of 2 rows; a shard size of 100000 cuts",
+        ),
+        ([], ["--shard-size", "2"], "run 'cut' was staged in one shard; a shard size of 2 cuts"),
+        (
+            ["--attempts", "2"],
+            [],
+            "run 'cut' was staged with at most 2 attempts per key, not 3: rejoin it with 2",
+        ),
+        (
+            [],
+            ["--model", "claude-sonnet-5@default"],
+            f"run 'cut' was staged for model '{CLAUDE}', not 'claude-sonnet-5@default'",
+        ),
+    ],
+)
+def test_rejoin_with_other_options_is_a_run_level_error(
+    tmp_path: Path, first: list[str], again: list[str], expected: str
+) -> None:
+    """Rejoining a run with another shard size, attempts or model says which, at run level."""
+    path = write_lines(tmp_path / "in.jsonl", [request_line(f"k{i}") for i in range(5)])
+    args = ["run", "submit", "--provider", "claude", "--id", "cut"]
+    assert cli(*args, "--model", CLAUDE, *first, str(path)).exit_code == 0
+    model = [] if "--model" in again else ["--model", CLAUDE]
+    result = cli(*args, *model, *again, str(path))
+    assert result.exit_code == ExitCode.INVALID_REQUEST
+    line = one_error_line(result)
+    assert expected in line
+    assert ".s0" not in line and "other rows" not in line and " line " not in line
+
+
+def test_partly_staged_run_is_a_run_level_error(tmp_path: Path) -> None:
+    """A start that stopped at a bad line, run again with another cut, gets a run-level error."""
+    lines = [request_line(f"k{i}") for i in range(4)] + ['{"key": ']
+    path = write_lines(tmp_path / "in.jsonl", lines)
+    args = ["run", "submit", "--provider", "claude", "--model", CLAUDE, "--id", "part"]
+    assert cli(*args, "--shard-size", "2", str(path)).exit_code == ExitCode.INVALID_REQUEST
+    fixed = write_lines(tmp_path / "fixed.jsonl", lines[:4])
+    result = cli(*args, "--shard-size", "3", str(fixed))
+    assert result.exit_code == ExitCode.INVALID_REQUEST
+    line = one_error_line(result)
+    assert "run id 'part' was partly staged before, with other requests, model or shard size" in (
+        line
+    )
+    assert "part.s0" not in line and " line " not in line
+    assert cli(*args, "--shard-size", "2", str(fixed)).exit_code == 0  # the same cut carries on
 
 
 @pytest.mark.parametrize(

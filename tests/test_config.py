@@ -1,11 +1,14 @@
-"""Configuration from the environment and the command's flags (pure: no client is built)."""
+"""Configuration from the environment and the command's flags, and the retry policy it picks
+for the local stack (no call is made: clients are built, never used)."""
 
 from __future__ import annotations
 
 import pytest
+import requests
 
 import vertexbatch as vb
-from vertexbatch._config import DEFAULT_PREFIX, Config, read_config
+from vertexbatch._config import DEFAULT_PREFIX, Config, is_loopback, local_retry, read_config
+from vertexbatch._retry import LOCAL_STACK_HINT, is_connection_refused
 
 BASE = {
     "GOOGLE_CLOUD_PROJECT": "p",
@@ -82,3 +85,62 @@ def test_client_from_env_uses_the_same_reading() -> None:
     """Client.from_env raises what read_config raises, before building anything."""
     with pytest.raises(vb.InvalidRequestError, match="must be a URL"):
         vb.Client.from_env({**BASE, **LOCAL, "STORAGE_EMULATOR_HOST": "127.0.0.1:2"})
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "loopback"),
+    [
+        ("http://127.0.0.1:9100", True),
+        ("http://127.8.0.1:9100", True),
+        ("http://localhost:9100", True),
+        ("http://[::1]:9100", True),
+        ("https://us-central1-aiplatform.googleapis.com", False),
+        ("http://10.0.0.7:9100", False),
+        ("http://storage.example:4443", False),
+    ],
+)
+def test_is_loopback(endpoint: str, loopback: bool) -> None:
+    """Endpoints on this machine are told apart from every other host."""
+    assert is_loopback(endpoint) is loopback
+
+
+def test_local_retry_keeps_the_policy_but_not_refused_connections() -> None:
+    """The local policy is the caller's (or the default) with refused connections made final;
+    other transient errors are retried as before, and the default policy still retries refusals.
+    """
+    refused = requests.ConnectionError("refused")
+    refused.__cause__ = ConnectionRefusedError(111, "Connection refused")
+    reset = requests.ConnectionError("reset")
+    reset.__cause__ = ConnectionResetError(104, "Connection reset by peer")
+    local = local_retry(vb.RetryPolicy.no_wait(attempts=3))
+    assert (local.attempts, local.wait, local.retry_refused) == (3, False, False)
+    assert local_retry(None) == vb.RetryPolicy(retry_refused=False)
+    assert not local.retries(refused) and local.retries(reset)
+    assert vb.RetryPolicy().retries(refused) and vb.RetryPolicy().retries(reset)
+    assert is_connection_refused(refused) and not is_connection_refused(reset)
+
+    calls = []
+
+    def refuse() -> None:
+        calls.append(1)
+        raise refused
+
+    with pytest.raises(requests.ConnectionError) as raised:
+        local.call("read", refuse)
+    assert len(calls) == 1 and raised.value.__notes__ == [LOCAL_STACK_HINT]
+    with pytest.raises(requests.ConnectionError):
+        vb.RetryPolicy.no_wait(attempts=3).call("read", refuse)
+    assert len(calls) == 4
+
+
+def test_only_loopback_endpoints_get_the_local_policy() -> None:
+    """Client.from_env makes refused connections final for loopback endpoints only."""
+    assert vb.Client.from_env({**BASE, **LOCAL}).retry.retry_refused is False
+    remote = {
+        "VERTEXBATCH_VERTEX_ENDPOINT": "http://10.0.0.7:1",
+        "STORAGE_EMULATOR_HOST": "http://10.0.0.7:2",
+    }
+    assert vb.Client.from_env({**BASE, **remote}).retry.retry_refused is True
+    mine = vb.RetryPolicy.no_wait(attempts=2)
+    local = vb.Client.from_env({**BASE, **LOCAL}, retry=mine).retry
+    assert (local.attempts, local.wait, local.retry_refused) == (2, False, False)

@@ -28,7 +28,7 @@ from ._models import (
     Usage,
 )
 from ._retry import RetryPolicy, is_retryable
-from ._runs import Run, RunSummary, Shard
+from ._runs import KeyResult, Run, RunSummary, Shard
 from ._wait import wait
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "InvalidRequestError",
     "Job",
     "JobError",
+    "KeyResult",
     "LineError",
     "MissingError",
     "Outcome",

@@ -17,6 +17,8 @@ Exit codes (an error is one line on stderr, never a traceback, never request con
         run advance / run status: the run is not done yet
     11  status / watch: the job failed
     12  status / watch: the job was cancelled, expired or paused
+    141 the reader of the output went away (a closed pipe, as in ``| head``): nothing more is
+        printed, as a command killed by SIGPIPE
 
 What is printed is made in ``_cli_render``, request files are read by ``_cli_requests``, and the
 shared options live in ``_cli_options``; this module wires them into click commands.
@@ -24,20 +26,23 @@ shared options live in ``_cli_options``; this module wires them into click comma
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
 import sys
 import time
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
-from typing import IO, Any
+from typing import Any
 
 import click
 
-from ._cli_options import cloud_client, cloud_command, verbose
+from ._cli_options import ENVIRONMENT_HELP, cloud_client, cloud_command, verbose
 from ._cli_render import (
     OUTCOMES,
+    RUN_OUTCOMES,
     ExitCode,
     Fail,
     Progress,
@@ -48,15 +53,18 @@ from ._cli_render import (
     run_exit_code,
     run_line,
     run_record,
+    run_result_record,
+    run_results_summary,
     status_exit_code,
     status_line,
+    status_note,
     status_record,
 )
-from ._cli_requests import naming_the_line, request_lines
+from ._cli_requests import check_provider, naming_the_line, open_requests, request_lines
 from ._client import Client
 from ._config import BUCKET
 from ._errors import InvalidRequestError, WaitTimeout
-from ._models import Job, Result
+from ._models import Job, Result, Status
 from ._runs import DEFAULT_SHARD_SIZE, Run, RunSummary
 from ._wait import wait
 
@@ -74,11 +82,29 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except BrokenPipeError:
+            # `vertexbatch results ID | head`: the reader is gone; say nothing (there is no one
+            # to tell) and keep Python's exit flush from failing on the same pipe.
+            _silence_stdout()
+            ctx.exit(int(ExitCode.CLOSED_PIPE))
         except Exception as exc:
             code, message = describe_error(exc)
             logger.debug("%s", message, exc_info=True)
             click.echo(f"vertexbatch: {message}", err=True)
             ctx.exit(int(code))
+
+
+def _silence_stdout() -> None:
+    """Point stdout's descriptor at /dev/null (when it has one) so nothing more fails on it."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real stream (click's test runner)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, descriptor)
+    finally:
+        os.close(devnull)
 
 
 def _find(client: Client, submission_id: str) -> Job:
@@ -108,6 +134,14 @@ def _echo_job(job: Job, as_json: bool) -> None:
         return
     for line in job_lines(job):
         click.echo(line)
+
+
+def _echo_status(job: Job, status: Status) -> None:
+    """The status line on stdout; under it, on stderr, what Vertex's counts mean."""
+    click.echo(status_line(job, status))
+    note = status_note(job, status)
+    if note:
+        click.echo(note, err=True)
 
 
 def _echo_results(
@@ -147,8 +181,12 @@ def _deadline(value: str | None) -> datetime | None:
 
 # -- the commands -------------------------------------------------------------------------------
 
+# A path, not click.File: a file that cannot be opened is the command's one-line error (exit 2),
+# not click's usage text.
+_file_argument = click.argument("file", type=click.Path(allow_dash=True))
 
-@click.group(cls=_Group)
+
+@click.group(cls=_Group, epilog=ENVIRONMENT_HELP)
 @verbose
 @click.version_option(package_name="vertexbatch")
 def main() -> None:
@@ -156,7 +194,8 @@ def main() -> None:
 
     Exit codes: 0 done (status/watch: succeeded), 2 usage or configuration, 3 invalid request,
     4 no job (or run) for the id, 5 job error, 6 other cloud error, 10 job not terminal (run
-    not done), 11 job failed, 12 job cancelled/expired/paused, 1 unexpected.
+    not done), 11 job failed, 12 job cancelled/expired/paused, 141 output pipe closed, 1
+    unexpected.
     """
 
 
@@ -167,21 +206,23 @@ def main() -> None:
 @click.option("--model", required=True, help="Bare Vertex model id, e.g. claude-opus-5-5@default.")
 @click.option("--id", "submission_id", required=True, help="Submission id (idempotency key).")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
-@click.argument("file", type=click.File("rb"))
+@_file_argument
 @cloud_command
-def submit(provider: str, model: str, submission_id: str, as_json: bool, file: IO[bytes]) -> None:
+def submit(provider: str, model: str, submission_id: str, as_json: bool, file: str) -> None:
     """Submit the requests of FILE (JSONL, - for stdin) under an id; the same id adopts its job.
 
     Claude lines: {"key": ..., "params": {Messages parameters}}.
     Gemini lines: {"key": ..., "contents": [...], "config": {...}}.
     """
+    check_provider(provider, model)
     client = cloud_client()
-    lines = request_lines(file, provider)
-    with naming_the_line(lines):
-        if provider == "claude":
-            job = client.submit_claude(submission_id, model, iter(lines))  # type: ignore[arg-type]
-        else:
-            job = client.submit_gemini(submission_id, model, iter(lines))  # type: ignore[arg-type]
+    with open_requests(file) as stream:
+        lines = request_lines(stream, provider)
+        with naming_the_line(lines):
+            if provider == "claude":
+                job = client.submit_claude(submission_id, model, iter(lines))  # type: ignore[arg-type]
+            else:
+                job = client.submit_gemini(submission_id, model, iter(lines))  # type: ignore[arg-type]
     _echo_job(job, as_json)
 
 
@@ -206,7 +247,10 @@ def status(submission_id: str, as_json: bool) -> None:
     client = cloud_client()
     job = _find(client, submission_id)
     st = client.status(job)
-    click.echo(json.dumps(status_record(job, st)) if as_json else status_line(job, st))
+    if as_json:
+        click.echo(json.dumps(status_record(job, st)))
+    else:
+        _echo_status(job, st)
     click.get_current_context().exit(int(status_exit_code(st)))
 
 
@@ -214,11 +258,22 @@ def status(submission_id: str, as_json: bool) -> None:
 @click.argument("submission_id", metavar="ID")
 @cloud_command
 def cancel(submission_id: str) -> None:
-    """Ask Vertex to cancel the job of ID; finished rows keep their output."""
+    """Ask Vertex to cancel the job of ID; finished rows keep their output.
+
+    A job that has already ended is left as it is, and the command says so (exit 0).
+    """
     client = cloud_client()
     job = _find(client, submission_id)
-    client.cancel(job)
-    click.echo(f"cancel requested for job {job.name} (id {job.id})")
+    st = client.status(job)
+    if not st.terminal:
+        client.cancel(job)
+        # The job may have ended between the two calls: Vertex then refuses the cancel, which
+        # the client takes as done. Ask again, so that the line says what happened.
+        st = client.status(job)
+        if not st.terminal or st.state == "JOB_STATE_CANCELLED":
+            click.echo(f"cancel requested for job {job.name} (id {job.id})")
+            return
+    click.echo(f"job {job.name} (id {job.id}) already ended {st.state}: nothing to cancel")
 
 
 _only_option = click.option(
@@ -271,14 +326,14 @@ def watch(submission_id: str, floor: float, ceiling: float, timeout: float | Non
         )
     except WaitTimeout as exc:
         progress.close()
-        click.echo(status_line(job, exc.status))
+        _echo_status(job, exc.status)
         raise Fail(
             ExitCode.NOT_TERMINAL,
             f"job of id {job.id!r} is still {exc.status.state} after "
             f"{time.monotonic() - start:.0f}s (--timeout)",
         ) from exc
     progress.close()
-    click.echo(status_line(job, st))
+    _echo_status(job, st)
     click.get_current_context().exit(int(status_exit_code(st)))
 
 
@@ -312,7 +367,7 @@ def run_group() -> None:
     help="Most attempts per key.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
-@click.argument("file", type=click.File("rb"))
+@_file_argument
 @cloud_command
 def run_submit(
     provider: str,
@@ -321,24 +376,26 @@ def run_submit(
     shard_size: int,
     attempts: int,
     as_json: bool,
-    file: IO[bytes],
+    file: str,
 ) -> None:
     """Start a run of the requests of FILE (JSONL, - for stdin).
 
     The lines are those of `vertexbatch submit`. Stages every shard, creates the first jobs and
     prints the run's summary; the same id and file again rejoin the run.
     """
+    check_provider(provider, model)
     client = cloud_client()
-    lines = request_lines(file, provider)
-    with naming_the_line(lines):
-        start = client.run_claude if provider == "claude" else client.run_gemini
-        run = start(
-            run_id,
-            model,
-            iter(lines),  # type: ignore[arg-type]
-            shard_size=shard_size,
-            max_attempts=attempts,
-        )
+    with open_requests(file) as stream:
+        lines = request_lines(stream, provider)
+        with naming_the_line(lines):
+            start = client.run_claude if provider == "claude" else client.run_gemini
+            run = start(
+                run_id,
+                model,
+                iter(lines),  # type: ignore[arg-type]
+                shard_size=shard_size,
+                max_attempts=attempts,
+            )
     _echo_run(run, run.status(), as_json)
 
 
@@ -387,30 +444,39 @@ def run_status(run_id: str, as_json: bool) -> None:
 
 @run_group.command("results")
 @click.argument("run_id", metavar="RUN_ID")
-@_only_option
+@click.option(
+    "--only",
+    type=click.Choice(list(RUN_OUTCOMES)),
+    multiple=True,
+    help="Print only keys with this outcome or run_outcome (repeatable), e.g. exhausted.",
+)
 @cloud_command
 def run_results(run_id: str, only: tuple[str, ...]) -> None:
     """Print one JSON line per key of the run; a summary goes to stderr.
 
-    Each key's latest attempt wins; the fields are those of `vertexbatch results`. Keys still
-    retryable or missing once the run is done have exhausted their attempts.
+    Each key's latest attempt wins. The fields are those of `vertexbatch results`, then
+    attempts (how many attempts held the key) and run_outcome (ok, refused, truncated, failed,
+    exhausted: retryable or missing with no attempt left, or pending: its shard is not
+    finished), the words `run status` counts; the summary counts them as it does.
     """
     client = cloud_client()
     run = _open_run(client, run_id)
-    summary = run.status()
-    if summary.done:
-        exhausted = summary.outcomes.get("exhausted", 0)
-        where = f"run done ({exhausted} exhausted)" if exhausted else "run done"
-    else:
-        pending = summary.outcomes.get("pending", 0)
-        where = f"run not done ({pending} keys pending: results written so far)"
-    _echo_results(run.results(), only, keys=run.keys, where=where)
+    counts: Counter[str] = Counter()
+    for item in run.key_results():
+        counts[item.outcome] += 1
+        if not only or item.result.outcome in only or item.outcome in only:
+            click.echo(json.dumps(run_result_record(item), ensure_ascii=False))
+    click.echo(run_results_summary(counts, keys=run.keys), err=True)
+
+
+_port = click.IntRange(0, 65535)
 
 
 @main.command()
 @click.option(
     "--bucket",
     envvar=BUCKET.variable,
+    show_envvar=True,
     default="vertexbatch-local",
     show_default=True,
     help="Bucket to create on the local GCS server.",
@@ -418,14 +484,55 @@ def run_results(run_id: str, only: tuple[str, ...]) -> None:
 @click.option(
     "--row-seconds", type=float, default=0.05, show_default=True, help="Time each row takes."
 )
+@click.option(
+    "--port", type=_port, default=0, help="Port of the Vertex service [default: a free one]."
+)
+@click.option(
+    "--gcs-port", type=_port, default=0, help="Port of the GCS server [default: a free one]."
+)
+@click.option(
+    "--env-file",
+    type=click.Path(dir_okay=False),
+    help="Write the export lines to this file once the stack serves (removed when it stops).",
+)
 @verbose
-def emulator(bucket: str, row_seconds: float) -> None:
-    """Run the local stack (GCS + Vertex) until Ctrl-C; prints the environment to use it."""
+def emulator(
+    bucket: str, row_seconds: float, port: int, gcs_port: int, env_file: str | None
+) -> None:
+    """Run the local stack (GCS + Vertex) until Ctrl-C or SIGTERM; print its environment.
+
+    The export lines go to stdout, and with --env-file to a file. From a shell, give fixed
+    ports and an env file, then source it where you run commands; a restart on the same ports
+    keeps those exports right:
+
+    \b
+      vertexbatch emulator --port 9100 --gcs-port 9101 --env-file .vertexbatch.env
+      source .vertexbatch.env          # in another shell, or after the file appears
+
+    It keeps running, so `eval "$(vertexbatch emulator)"` would never return: use the file.
+    """
+    if port and port == gcs_port:
+        raise Fail(ExitCode.USAGE, f"--port and --gcs-port must differ (both {port})")
     try:
         from .emulator import Timing, run_foreground
     except ImportError as exc:
         raise Fail(ExitCode.USAGE, _LOCAL_EXTRA.format(exc=exc)) from exc
-    run_foreground(bucket=bucket, timing=Timing(row_seconds=row_seconds))
+    try:
+        run_foreground(
+            bucket=bucket,
+            timing=Timing(row_seconds=row_seconds),
+            port=port,
+            gcs_port=gcs_port,
+            env_file=env_file,
+        )
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        raise Fail(
+            ExitCode.USAGE,
+            f"cannot start the local stack: {exc.strerror} (another vertexbatch emulator?): "
+            "stop it, or choose another --port / --gcs-port",
+        ) from None
 
 
 _LOCAL_EXTRA = (

@@ -29,7 +29,7 @@ from ._config import (
 )
 from ._errors import InvalidRequestError
 
-__all__ = ["cloud_client", "cloud_command", "verbose"]
+__all__ = ["ENVIRONMENT_HELP", "cloud_client", "cloud_command", "verbose"]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -58,7 +58,22 @@ def cloud_client() -> Client:
 
 
 class _StderrHandler(logging.Handler):
-    """Writes log lines to whatever ``sys.stderr`` is when the line is logged."""
+    """Writes log lines to whatever ``sys.stderr`` is when the line is logged.
+
+    Without ``-v`` the retry policy's notices are left out: a call that keeps failing ends the
+    command with its one error line, and one that recovers needs no line at all.
+    """
+
+    def __init__(self, *, retries: bool) -> None:
+        super().__init__()
+        self.retries = retries
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        # The retry policy (vertexbatch/_retry.py) logs each retry as a warning, for library
+        # users; the command shows them as details, under -v.
+        if not self.retries and record.module == "_retry":
+            return False
+        return super().filter(record)
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -74,7 +89,7 @@ def _set_verbosity(ctx: click.Context, param: click.Parameter, value: int) -> in
     if previous is not None and previous <= level:
         return value  # the group's -v already set a level at least as verbose
     ctx.meta["vertexbatch.verbosity"] = level
-    handler = _StderrHandler()
+    handler = _StderrHandler(retries=level <= logging.INFO)
     saved = (logger.level, logger.propagate)
     for old in [h for h in logger.handlers if isinstance(h, _StderrHandler)]:
         logger.removeHandler(old)
@@ -123,6 +138,26 @@ def _config_option(setting: Setting) -> Callable[[F], F]:
 
 
 _CONFIG_OPTIONS = tuple(_config_option(setting) for setting in SETTINGS)
+
+_MEANING = {
+    PROJECT: "the project of the jobs",
+    LOCATION: "the Vertex region",
+    BUCKET: "the bucket of the jobs",
+    PREFIX: f"default: {DEFAULT_PREFIX}",
+    VERTEX_ENDPOINT: "local stack's Vertex URL",
+    STORAGE_ENDPOINT: "local stack's GCS URL",
+}
+ENVIRONMENT_HELP = "\n".join(
+    [
+        "Environment: the commands that talk to Vertex read these variables, each the",
+        "fallback of a flag (a flag wins); `vertexbatch emulator --env-file` writes them.",
+        "",
+        "\b",
+        *(f"  {s.variable:<28} {s.flag:<18}  {_MEANING[s]}" for s in SETTINGS),
+        f"  {'GOOGLE_APPLICATION_CREDENTIALS':<48} credentials (no endpoints)",
+    ]
+)
+"""The variables the commands read, for ``vertexbatch --help``."""
 
 
 def cloud_command(f: F) -> F:

@@ -14,16 +14,16 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, TextIO
 
-import requests
 from google.api_core import exceptions as api_exceptions
 from google.auth import exceptions as auth_exceptions
 
 from ._errors import InvalidRequestError, JobError, LineError, VertexBatchError
 from ._models import Job, Outcome, Result, Status
-from ._runs import RunSummary, summary_line
+from ._runs import KeyResult, RunSummary, summary_line
 
 __all__ = [
     "OUTCOMES",
+    "RUN_OUTCOMES",
     "ExitCode",
     "Fail",
     "Progress",
@@ -35,14 +35,19 @@ __all__ = [
     "run_exit_code",
     "run_line",
     "run_record",
+    "run_result_record",
+    "run_results_summary",
     "short",
     "status_exit_code",
     "status_line",
+    "status_note",
     "status_record",
 ]
 
 OUTCOMES: tuple[Outcome, ...] = ("ok", "refused", "truncated", "retryable", "failed", "missing")
 """Every outcome word, in the order the command reports them."""
+RUN_OUTCOMES: tuple[str, ...] = (*OUTCOMES, "exhausted", "pending")
+"""What ``run results --only`` takes: the outcomes, and the run's words for unsettled keys."""
 
 
 class ExitCode(enum.IntEnum):
@@ -58,6 +63,7 @@ class ExitCode(enum.IntEnum):
     NOT_TERMINAL = 10
     JOB_FAILED = 11
     JOB_ENDED = 12
+    CLOSED_PIPE = 141
 
 
 _SUCCEEDED = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_PARTIALLY_SUCCEEDED"})
@@ -89,6 +95,8 @@ class Fail(Exception):
 
 def describe_error(exc: Exception) -> tuple[ExitCode, str]:
     """The exit code and the one line that explain an exception (never request content)."""
+    import requests  # not at the top: most commands never fail, and --help needs none of it
+
     if isinstance(exc, Fail):
         return exc.code, str(exc)
     if isinstance(exc, InvalidRequestError):
@@ -115,6 +123,13 @@ def describe_error(exc: Exception) -> tuple[ExitCode, str]:
             f"TLS error ({short(str(exc))}): an endpoint without a scheme is spoken to over "
             "https; the local stack needs http://host:port"
         )
+    if local_stack_down(exc):
+        where = _refused_address(exc)
+        return ExitCode.CLOUD_ERROR, (
+            f"cannot reach the local stack{f' at {where}' if where else ''} (connection "
+            "refused): is it running? Start it with 'vertexbatch emulator' and source the "
+            "file its --env-file writes"
+        )
     if isinstance(exc, requests.ConnectionError | auth_exceptions.TransportError | OSError):
         return ExitCode.CLOUD_ERROR, (
             f"cannot reach Google Cloud ({type(exc).__name__}): {short(str(exc))}"
@@ -122,6 +137,28 @@ def describe_error(exc: Exception) -> tuple[ExitCode, str]:
     if isinstance(exc, VertexBatchError):
         return ExitCode.CLOUD_ERROR, f"{type(exc).__name__}: {exc}"
     return ExitCode.UNEXPECTED, f"unexpected {type(exc).__name__} (a bug in vertexbatch): {exc}"
+
+
+def local_stack_down(exc: BaseException) -> bool:
+    """Whether ``exc`` is a refused connection to the local stack (the client's retry policy
+    marks those it did not retry because the endpoint is on this machine)."""
+    from ._retry import LOCAL_STACK_HINT, is_connection_refused
+
+    return is_connection_refused(exc) and LOCAL_STACK_HINT in getattr(exc, "__notes__", ())
+
+
+def _refused_address(exc: BaseException) -> str:
+    """``host:port`` of the refused connection, if the exception chain names it."""
+    current: BaseException | None = exc
+    for _ in range(10):  # the chain of a refused HTTP call is a few exceptions deep
+        if current is None:
+            break
+        for holder in (getattr(current, "conn", None), getattr(current, "pool", None)):
+            host, port = getattr(holder, "host", None), getattr(holder, "port", None)
+            if isinstance(host, str) and isinstance(port, int):
+                return f"{host}:{port}"
+        current = current.__cause__ or current.__context__
+    return ""
 
 
 def short(text: str, limit: int = 300) -> str:
@@ -188,6 +225,17 @@ def status_line(job: Job, status: Status) -> str:
     return line
 
 
+def status_note(job: Job, status: Status) -> str:
+    """The stderr line under a status line that has counts: what Vertex's counts mean."""
+    if status.succeeded <= 0 and status.failed <= 0:
+        return ""
+    return (
+        "vertexbatch: these are Vertex's row counts: 'succeeded' rows include refusals and "
+        f"truncations (rows with a response); 'vertexbatch results {job.id}' gives each key's "
+        "outcome"
+    )
+
+
 def status_record(job: Job, status: Status) -> dict[str, Any]:
     """The JSON of ``status --json``: the job's id, name and keys, its status, the exit code."""
     fields = {
@@ -217,9 +265,44 @@ def run_record(summary: RunSummary, *, shards: int) -> dict[str, Any]:
 
 
 def run_line(summary: RunSummary, *, created: bool = False) -> str:
-    """A run's summary on one line; ``created`` adds the jobs this step created."""
+    """A run's summary on one line; ``created`` adds the jobs this step created.
+
+    A run that is not done says what it waits for: its live jobs and then ``run advance``, or
+    ``run advance`` alone (nothing moves it on until then).
+    """
     line = summary_line(summary)
-    return f"{line}; created {summary.created} job(s)" if created else line
+    if created:
+        line += f"; created {summary.created} job(s)"
+    if summary.done:
+        return line
+    advance = f"'vertexbatch run advance {summary.id}'"
+    if summary.live_jobs:
+        return f"{line}; waiting for its jobs, then {advance}"
+    return f"{line}; waiting for {advance}"
+
+
+def run_result_record(item: KeyResult) -> dict[str, Any]:
+    """The JSON of one key of ``run results``: the result's, then its attempts and run outcome."""
+    return {
+        **result_record(item.result),
+        "attempts": item.attempts,
+        "run_outcome": item.outcome,
+    }
+
+
+def run_results_summary(counts: Mapping[str, int], *, keys: int) -> str:
+    """The stderr line after ``run results``, counting as ``run status`` does.
+
+    ``counts`` holds the run outcomes of the keys printed; the run's other keys have no result
+    yet, so their shards are not finished: they are pending.
+    """
+    seen = sum(counts.values())
+    totals = {name: n for name, n in counts.items() if n}
+    if keys > seen:
+        totals["pending"] = totals.get("pending", 0) + keys - seen
+    state = "not done (results so far)" if totals.get("pending") else "done"
+    listed = ", ".join(f"{name} {n}" for name, n in sorted(totals.items()))
+    return f"vertexbatch: {seen} of {keys} keys, run {state}: {listed}"
 
 
 # -- progress -----------------------------------------------------------------------------------

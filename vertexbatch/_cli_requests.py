@@ -4,19 +4,29 @@ Claude lines are ``{"key": ..., "params": {Messages parameters}}``; Gemini lines
 ``{"key": ..., "contents": [...], "config": {...}}``. A line that cannot be read is an
 ``InvalidRequestError`` naming the file and line number, never echoing the line; a library error
 about the request just handed over gets the file and line number added (``naming_the_line``).
+What the library would explain in terms of its methods (a model of the other provider, a model
+set on a line) is checked here first and explained in terms of the command's options.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
+from ._cli_render import ExitCode, Fail
 from ._errors import InvalidRequestError
 from ._models import ClaudeRequest, GeminiRequest
 
-__all__ = ["RequestLines", "naming_the_line", "request_lines"]
+__all__ = [
+    "RequestLines",
+    "check_provider",
+    "naming_the_line",
+    "open_requests",
+    "request_lines",
+]
 
 
 class _BadLine(InvalidRequestError):
@@ -77,6 +87,12 @@ class RequestLines:
             params = data.get("params")
             if not isinstance(params, dict):
                 raise self._bad("'params' must be an object of Messages parameters", "params")
+            if "model" in params:
+                raise self._bad(
+                    "'params' sets 'model': --model gives the model of the whole job; drop it "
+                    "from the line",
+                    "params",
+                )
             return ClaudeRequest(key, params)
         if "contents" not in data:
             raise self._bad("lacks 'contents'", field="contents")
@@ -95,6 +111,51 @@ def _not_json(token: str) -> Any:
 
 # Library errors with these fields are about the call, not about the line just read.
 _NOT_ABOUT_A_LINE = frozenset({"id", "model", "shard_size", "max_attempts", "staging"})
+
+
+@contextlib.contextmanager
+def open_requests(path: str) -> Iterator[IO[bytes]]:
+    """The request file at ``path`` (``-``: stdin), open for reading; closed after (not stdin).
+
+    Raises:
+        Fail: exit 2, one line naming the file and why it cannot be read.
+    """
+    if path == "-":
+        yield sys.stdin.buffer
+        return
+    try:
+        file = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise Fail(
+            ExitCode.USAGE, f"cannot read request file {path}: {exc.strerror or exc}"
+        ) from None
+    with file:
+        yield file
+
+
+_FAMILIES = ("claude", "gemini")
+
+
+def check_provider(provider: str, model: str) -> None:
+    """Raise unless ``model`` is one of ``--provider``'s models (its id starts with its name).
+
+    Raises:
+        InvalidRequestError: the model belongs to the other provider, or to neither; the message
+            names ``--provider``. Models with a path are left to the library to explain.
+    """
+    if "/" in model:
+        return
+    other = next(family for family in _FAMILIES if family != provider)
+    if model.lower().startswith(other):
+        raise InvalidRequestError(
+            f"model {model!r} is a {other.title()} model: use --provider {other}", field="model"
+        )
+    if not model.startswith(provider):
+        raise InvalidRequestError(
+            f"model {model!r} is not a {provider.title()} model id (they start with "
+            f"'{provider}-'): --provider {provider} takes {provider.title()} models only",
+            field="model",
+        )
 
 
 def request_lines(file: IO[bytes], provider: str) -> RequestLines:

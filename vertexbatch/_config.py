@@ -13,16 +13,20 @@ environment variable or (the command only) a flag, which wins::
 
 ``build_client`` turns them into a client: on Google Cloud with application default
 credentials, or, when both endpoints are set, on those endpoints with anonymous credentials
-(``Client.for_endpoints``). ``LocalStack.environment`` writes the same variables, and
-``LocalStack.client`` uses the same default prefix, so what one makes the others find.
+(``Client.for_endpoints``). When both endpoints are on this machine (the local stack), a refused
+connection is not retried: it fails at once, saying to start ``vertexbatch emulator``.
+``LocalStack.environment`` writes the same variables, and ``LocalStack.client`` uses the same
+default prefix, so what one makes the others find.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
+from urllib.parse import urlsplit
 
 from ._errors import InvalidRequestError
 
@@ -47,6 +51,8 @@ __all__ = [
     "Config",
     "Setting",
     "build_client",
+    "is_loopback",
+    "local_retry",
     "read_config",
 ]
 
@@ -154,6 +160,8 @@ def build_client(
     """
     config = read_config(os.environ if env is None else env, flags)
     if config.vertex_endpoint and config.storage_endpoint:
+        if is_loopback(config.vertex_endpoint) and is_loopback(config.storage_endpoint):
+            retry = local_retry(retry)
         return cls.for_endpoints(
             vertex_endpoint=config.vertex_endpoint,
             storage_endpoint=config.storage_endpoint,
@@ -172,6 +180,28 @@ def build_client(
         meter_provider=meter_provider,
         retry=retry,
     )
+
+
+def is_loopback(endpoint: str) -> bool:
+    """Whether an endpoint URL names this machine (127.0.0.0/8, ``::1`` or ``localhost``)."""
+    host = urlsplit(endpoint).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def local_retry(retry: RetryPolicy | None) -> RetryPolicy:
+    """``retry`` (default ``RetryPolicy()``) for a local stack: a refused connection is final.
+
+    On this machine a refused connection means the stack is not running: retrying it would
+    only delay the error (about a minute with the default policy) and its hint.
+    """
+    from ._retry import RetryPolicy  # not at the top: reading configuration needs none of it
+
+    return replace(retry or RetryPolicy(), retry_refused=False)
 
 
 def _missing(setting: Setting, *, command: bool) -> InvalidRequestError:

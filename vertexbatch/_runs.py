@@ -54,7 +54,15 @@ from ._telemetry import Telemetry
 from ._vertex import status_of
 from ._wait import check_deadline
 
-__all__ = ["DEFAULT_LIVE_JOBS", "DEFAULT_SHARD_SIZE", "Run", "RunSummary", "Shard", "summary_line"]
+__all__ = [
+    "DEFAULT_LIVE_JOBS",
+    "DEFAULT_SHARD_SIZE",
+    "KeyResult",
+    "Run",
+    "RunSummary",
+    "Shard",
+    "summary_line",
+]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -87,6 +95,27 @@ class RunSummary:
     outcomes: Mapping[str, int] = field(default_factory=dict)
     live_jobs: int = 0
     created: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class KeyResult:
+    """One key of a run: its latest result, how many attempts held it, its outcome in the run.
+
+    Attributes:
+        result: the key's latest result: its online answer, else its latest attempt's.
+        attempts: the attempts that held the key: its batch jobs, plus one if it was answered
+            online.
+        outcome: the key's word among ``RunSummary.outcomes``: ``ok``, ``refused``,
+            ``truncated``, ``failed``, ``exhausted`` (retryable or missing, nothing more to
+            try), or ``pending`` while its shard is not finished.
+    """
+
+    result: Result
+    attempts: int
+    outcome: str
+
+
+_UNSETTLED = ("retryable", "missing")
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,13 +200,27 @@ def create_run(
     existing = read_ledger(staging, run_id)
     if existing is not None:
         # Rejoining: check the whole run against what is staged before touching anything.
-        _check_rejoin(cloud, existing, provider, model, max_attempts, cutter)
+        _check_rejoin(cloud, existing, provider, model, max_attempts, shard_size, cutter)
         ledger = existing
     else:
+        origin = run_origin(run_id)
         shards: list[Shard] = []
         while cutter.more():
             shard_id = f"{run_id}.s{len(shards)}"
-            manifest = stage(staging, shard_id, provider, model, cutter.take(), run_origin(run_id))
+            try:
+                manifest = stage(staging, shard_id, provider, model, cutter.take(), origin)
+            except InvalidRequestError as exc:
+                staged = read_manifest(staging, shard_id) if exc.field == "id" else None
+                if exc.field != "id" or (staged is not None and staged.origin != origin):
+                    raise  # a bad line, or the id is someone else's: its own message says so
+                # An earlier start of this run staged the shard and stopped before the ledger (a
+                # bad line further on, or killed): the shard's id and MD5s would only puzzle.
+                raise InvalidRequestError(
+                    f"run id {run_id!r} was partly staged before, with other requests, model or "
+                    "shard size, by a start that stopped before it finished: use a new run id; "
+                    "nothing staged was changed",
+                    field="id",
+                ) from exc
             shards.append(Shard(shard_id, manifest.rows))
         ledger = Ledger(run_id, provider, model, max_attempts, tuple(shards))
         if not write_ledger(staging, ledger):
@@ -187,11 +230,22 @@ def create_run(
     return run
 
 
-def _other_run(run_id: str) -> InvalidRequestError:
-    return InvalidRequestError(
-        f"run id {run_id!r} already holds another run (other rows, model or max_attempts): use "
-        "a new id; nothing staged was changed",
-        field="id",
+_PROVIDER_NAMES: Mapping[Provider, str] = {"anthropic": "Claude", "google": "Gemini"}
+
+
+def _other_run(run_id: str, what: str = "") -> InvalidRequestError:
+    """The run-level error of a rejoin that does not match; ``what`` says what differs."""
+    why = what or f"run id {run_id!r} already holds another run (other requests): use a new id"
+    return InvalidRequestError(f"{why}; nothing staged was changed", field="id")
+
+
+def _other_cut(ledger: Ledger, shard_size: int) -> InvalidRequestError:
+    shards = ledger.shards
+    staged = f"in shards of {shards[0].keys} rows" if len(shards) > 1 else "in one shard"
+    return _other_run(
+        ledger.id,
+        f"run {ledger.id!r} was staged {staged}; a shard size of {shard_size} cuts these "
+        "requests differently: rejoin it with the shard size it started with, or use a new run id",
     )
 
 
@@ -201,20 +255,50 @@ def _check_rejoin(
     provider: Provider,
     model: str,
     max_attempts: int,
+    shard_size: int,
     cutter: _Shards,
 ) -> None:
-    """Raise unless these rows are the staged run's rows; reads only, stages nothing."""
-    if (ledger.provider, ledger.model, ledger.max_attempts) != (provider, model, max_attempts):
-        raise _other_run(ledger.id)
-    for shard in ledger.shards:
+    """Raise unless these rows are the staged run's rows; reads only, stages nothing.
+
+    The error says what differs: the provider, the model, the attempts, how the requests are
+    cut into shards, or the requests themselves.
+    """
+    run = ledger.id
+    if ledger.provider != provider:
+        names = _PROVIDER_NAMES
+        raise _other_run(
+            run,
+            f"run {run!r} was staged with {names[ledger.provider]} requests, not "
+            f"{names[provider]} ones: use a new run id",
+        )
+    if ledger.model != model:
+        raise _other_run(
+            run,
+            f"run {run!r} was staged for model {ledger.model!r}, not {model!r}: use a new run id",
+        )
+    if ledger.max_attempts != max_attempts:
+        raise _other_run(
+            run,
+            f"run {run!r} was staged with at most {ledger.max_attempts} attempts per key, not "
+            f"{max_attempts}: rejoin it with {ledger.max_attempts}, or use a new run id",
+        )
+    last = len(ledger.shards) - 1
+    for index, shard in enumerate(ledger.shards):
         if not cutter.more():
-            raise _other_run(ledger.id)
-        given = measure(shard.id, provider, model, cutter.take(), run_origin(ledger.id))
+            raise _other_run(run)
+        given = measure(shard.id, provider, model, cutter.take(), run_origin(run))
         staged = read_manifest(cloud.staging, shard.id)
-        if staged is None or not staged.claims_same(given):
-            raise _other_run(ledger.id)
+        if staged is not None and staged.claims_same(given):
+            continue
+        # More rows than a full staged shard, or a full new shard smaller than the staged one:
+        # the same requests cut at another size.
+        if (given.rows > shard.keys and index < last) or (
+            given.rows < shard.keys and given.rows == shard_size
+        ):
+            raise _other_cut(ledger, shard_size)
+        raise _other_run(run)
     if cutter.more():
-        raise _other_run(ledger.id)
+        raise _other_run(run)
 
 
 def open_run(cloud: Cloud, run_id: str) -> Run:
@@ -342,10 +426,19 @@ class Run:
 
     def status(self) -> RunSummary:
         """Where the run stands, without creating or cancelling anything."""
-        rules = StepRules(
+        return self._step(self._looking(), CONCURRENCY)
+
+    def _looking(self) -> StepRules:
+        """The rules of a step that only looks (``status``)."""
+        return StepRules(
             act=False, late=False, online=False, max_attempts=self.max_attempts, live_budget=0
         )
-        return self._step(rules, CONCURRENCY)
+
+    def _open(self, shard: Shard, attempts: list[_Attempt]) -> _Open:
+        """An unfinished shard as a step sees it: its attempts and its latest's unsettled keys."""
+        latest = attempts[-1]
+        unsettled = self._unsettled(latest.job) if latest.terminal and latest.job else []
+        return _Open(shard, attempts, unsettled)
 
     def _step(self, rules: StepRules, concurrency: int) -> RunSummary:
         """Read every shard, plan, then act: the live-job budget counts the whole run."""
@@ -356,10 +449,7 @@ class Run:
             if done is not None:
                 totals.update(done)
                 continue
-            attempts = self._attempts(shard)
-            latest = attempts[-1]
-            unsettled = self._unsettled(latest.job) if latest.terminal and latest.job else []
-            unfinished.append(_Open(shard, attempts, unsettled))
+            unfinished.append(self._open(shard, self._attempts(shard)))
         plan = plan_step([shard.view() for shard in unfinished], rules)
         totals["pending"] += plan.pending
         for action in plan.actions:
@@ -425,20 +515,59 @@ class Run:
 
         Records no telemetry: superseded attempts are read too, and steps read results to count.
         """
+        return (result for result, _ in self._shard_tries(shard, self._attempts(shard)))
+
+    def _shard_tries(self, shard: Shard, attempts: list[_Attempt]) -> Iterator[tuple[Result, int]]:
+        """``_shard_results`` with the number of attempts that held each key."""
         cloud = self._cloud
         staging = cloud.staging
         first = self._shard_job(shard)
         keys = read_key_map(staging, first)
+        jobs = [a.job for a in attempts if a.job is not None]
         taken: set[int] = set()
         online = staging.folder(shard.id).uri(ONLINE)
         if staging.exists(online):
-            yield from read_output_file(staging, online, keys, taken, first)
+            # Answered online: the key was left unsettled by every attempt, so each held it.
+            for result in read_output_file(staging, online, keys, taken, first):
+                yield result, len(jobs) + 1
         seen = {keys.keys[i] for i in taken}
-        for job in reversed([a.job for a in self._attempts(shard) if a.job is not None]):
-            for result in iter_results(cloud.vertex, staging, job, _SILENT):
+        latest = len(jobs) - 1
+        for index in range(latest, -1, -1):
+            for result in iter_results(cloud.vertex, staging, jobs[index], _SILENT):
                 if result.key not in seen:
                     seen.add(result.key)
-                    yield result
+                    # Attempt i+1 holds exactly the keys attempt i left unsettled, and a finished
+                    # attempt yields each of its keys: a key left unsettled by an earlier attempt
+                    # is in the latest one, still running.
+                    settled = result.outcome not in _UNSETTLED
+                    yield result, (index if settled else latest) + 1
+
+    def key_results(self) -> Iterator[KeyResult]:
+        """Like ``results``, each result with its attempts and its outcome in the run.
+
+        The outcomes are those ``status`` counts: a key of a shard that is not finished is
+        ``pending`` (whatever its latest result), and a retryable or missing key of a finished
+        shard is ``exhausted``.
+        """
+        staging = self._cloud.staging
+        for shard in self.shards:
+            job = self._shard_job(shard)
+            attempts = self._attempts(shard)
+            final = read_done(staging, shard) is not None or any(
+                action.kind == "finish"
+                for action in plan_step(
+                    [self._open(shard, attempts).view()], self._looking()
+                ).actions
+            )
+            for result, tries in self._shard_tries(shard, attempts):
+                self._cloud.telemetry.record(result, job)
+                if not final:
+                    outcome = "pending"
+                elif result.outcome in _UNSETTLED:
+                    outcome = "exhausted"
+                else:
+                    outcome = result.outcome
+                yield KeyResult(result, tries, outcome)
 
     def results(self) -> Iterator[Result]:
         """One result per key across shards and attempts, the latest attempt winning.

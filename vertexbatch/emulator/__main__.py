@@ -1,4 +1,5 @@
-"""`python -m vertexbatch.emulator [--bucket NAME] [--row-seconds S]`: the stack."""
+"""`python -m vertexbatch.emulator [--bucket NAME] [--row-seconds S] [--port N] [--gcs-port N]
+[--env-file PATH]`: the stack, as `vertexbatch emulator` runs it."""
 
 from __future__ import annotations
 
@@ -9,15 +10,33 @@ from vertexbatch.emulator._options import Timing
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Parse the command line and run the stack until SIGINT or SIGTERM."""
+    """Parse the command line and run the stack until SIGINT, SIGTERM or SIGHUP."""
     parser = argparse.ArgumentParser(
         prog="python -m vertexbatch.emulator",
-        description="Run the local Vertex AI batch-prediction stack until Ctrl-C.",
+        description="Run the local Vertex AI batch-prediction stack until Ctrl-C or SIGTERM.",
     )
     parser.add_argument("--bucket", default="vertexbatch-local", help="bucket to create")
     parser.add_argument("--row-seconds", type=float, default=0.05, help="time each row takes")
+    parser.add_argument("--port", type=int, default=0, help="Vertex service port (0: a free one)")
+    parser.add_argument(
+        "--gcs-port", type=int, default=0, help="fake-gcs-server port (0: a free one)"
+    )
+    parser.add_argument(
+        "--env-file",
+        help="write the export lines here once serving (removed on stop); source it",
+    )
     args = parser.parse_args(argv)
-    run_foreground(bucket=args.bucket, timing=Timing(row_seconds=args.row_seconds))
+    try:
+        run_foreground(
+            bucket=args.bucket,
+            timing=Timing(row_seconds=args.row_seconds),
+            port=args.port,
+            gcs_port=args.gcs_port,
+            env_file=args.env_file,
+        )
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        parser.exit(2, f"{parser.prog}: cannot start the local stack: {reason}\n")
 
 
 if __name__ == "__main__":

@@ -1,17 +1,37 @@
-"""Run a LocalStack in the foreground until SIGINT or SIGTERM (`python -m vertexbatch.emulator`)."""
+"""Run a LocalStack in the foreground until SIGINT, SIGTERM or SIGHUP.
+
+`vertexbatch emulator` and `python -m vertexbatch.emulator` call `run_foreground`. From a shell,
+the one recommended way is fixed ports and an environment file, sourced where it is needed::
+
+    vertexbatch emulator --port 9100 --gcs-port 9101 --env-file .vertexbatch.env    # shell 1
+    source .vertexbatch.env                                                         # shell 2
+
+The file appears, whole, once the stack serves, and is removed when it stops; a stack restarted
+on the same ports writes the same exports, so a shell that sourced them keeps working.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shlex
 import signal
 import sys
 import threading
+from collections.abc import Mapping
+from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
 from vertexbatch.emulator._options import Timing
 from vertexbatch.emulator._stack import LocalStack
 
-__all__ = ["run_foreground"]
+__all__ = ["export_lines", "run_foreground"]
+
+
+def export_lines(environment: Mapping[str, str]) -> str:
+    """The environment as shell ``export NAME=value`` lines (values quoted where needed)."""
+    return "".join(f"export {name}={shlex.quote(value)}\n" for name, value in environment.items())
 
 
 def run_foreground(
@@ -20,30 +40,82 @@ def run_foreground(
     timing: Timing | None = None,
     out: TextIO | None = None,
     stop: threading.Event | None = None,
+    port: int = 0,
+    gcs_port: int = 0,
+    env_file: str | os.PathLike[str] | None = None,
+    err: TextIO | None = None,
 ) -> None:
     """Start a stack, create `bucket`, print the shell environment that points code at it, block.
 
     Prints `export` lines for STORAGE_EMULATOR_HOST, VERTEXBATCH_VERTEX_ENDPOINT,
-    GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION and VERTEXBATCH_BUCKET, then waits for SIGINT or
-    SIGTERM (when called from the main thread) or until `stop` is set, then stops both servers.
+    GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION and VERTEXBATCH_BUCKET to `out` (default
+    stdout) and, with `env_file`, writes them to that file too; a line on `err` (default
+    stderr) says how to stop it. Then waits for SIGINT, SIGTERM or SIGHUP (when called from the
+    main thread) or until `stop` is set, and stops both servers, freeing their ports.
+
+    Args:
+        port: the Vertex service's port (0: a free one).
+        gcs_port: fake-gcs-server's port (0: a free one).
+        env_file: written atomically once the stack serves (a file left by an earlier stack is
+            removed first, so it never names a stack that is not there); removed on stop.
+
+    Raises:
+        OSError: a fixed port is in use (``errno.EADDRINUSE``).
     """
     out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
     stop = threading.Event() if stop is None else stop
+    path = Path(env_file) if env_file is not None else None
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
-    in_main = threading.current_thread() is threading.main_thread()
     previous = {}
-    if in_main:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, on_signal)
+    if threading.current_thread() is threading.main_thread():
+        for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+            signum = getattr(signal, name, None)
+            if signum is not None:
+                previous[signum] = signal.signal(signum, on_signal)
+    written = ""
     try:
-        with LocalStack(timing=timing or Timing(row_seconds=0.05)) as stack:
+        if path is not None:
+            path.unlink(missing_ok=True)
+        with LocalStack(
+            timing=timing or Timing(row_seconds=0.05), port=port, gcs_port=gcs_port
+        ) as stack:
             stack.create_bucket(bucket)
-            out.write("".join(f"export {k}={v}\n" for k, v in stack.environment(bucket).items()))
+            exports = export_lines(stack.environment(bucket))
+            if path is not None:
+                written = (
+                    f"# vertexbatch emulator, pid {os.getpid()}: Vertex {stack.vertex_endpoint}, "
+                    f"GCS {stack.storage_endpoint}\n{exports}"
+                )
+                _write_whole(path, written)
+            out.write(exports)
             out.flush()
+            where = f"; its environment is in {path} (source it)" if path is not None else ""
+            err.write(f"vertexbatch: local stack serving until Ctrl-C or SIGTERM{where}\n")
+            err.flush()
             stop.wait()
     finally:
+        if path is not None and written:
+            _remove_if(path, written)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that a reader sees no file or the whole of it."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _remove_if(path: Path, text: str) -> None:
+    """Remove ``path`` if it still holds ``text`` (another stack may have written it since)."""
+    with contextlib.suppress(OSError):
+        if path.read_text() == text:
+            path.unlink()

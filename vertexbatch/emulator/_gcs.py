@@ -86,15 +86,16 @@ def _ready(url: str, process: subprocess.Popen[bytes]) -> bool:
     return False
 
 
-def start_gcs(log_path: Path) -> GcsServer:
-    """Start fake-gcs-server on a free loopback port, output appended to log_path.
+def start_gcs(log_path: Path, port: int = 0) -> GcsServer:
+    """Start fake-gcs-server on `port` (0: a free one), output appended to log_path.
 
     Raises:
-        RuntimeError: it did not become ready after a few ports.
+        RuntimeError: it did not become ready (after a few free ports, or on `port`).
     """
     binary = binary_path()
-    for _ in range(_START_ATTEMPTS):
-        port = free_port()
+    fixed = port
+    for _ in range(1 if fixed else _START_ATTEMPTS):
+        port = fixed or free_port()
         log = open(log_path, "ab")  # noqa: SIM115 - closed by GcsServer.stop
         command = [
             str(binary),
