@@ -56,11 +56,11 @@ def test_staging_from_a_generator_is_streamed(stack: LocalStack, bucket: str) ->
 def test_results_100k_lines_stream_beyond_key_map(stack: LocalStack, bucket: str) -> None:
     """Iterating a 100,000-line output peaks at the key map plus a bounded read buffer."""
     n = 100_000
-    stack.faults.hold(display_name="mem-results", state="PENDING")
+    # The job starts RUNNING (so it names its output directory), then fails writing nothing.
+    stack.faults.fail_job("mem-results", code=13, message="Failed to export data.", after_rows=0)
     client = stack.client(bucket=bucket, prefix="mem", retry=vb.RetryPolicy.no_wait())
     job = client.submit_claude("mem-results", CLAUDE, _requests(n))
-    client.cancel(job)
-    stack.wait_job(job.name)
+    directory = str(stack.wait_job(job.name, timeout=120)["outputInfo"]["gcsOutputDirectory"])
     # Write a Vertex-format output for every line, as a finished job would have.
     message = {
         "type": "message",
@@ -84,7 +84,7 @@ def test_results_100k_lines_stream_beyond_key_map(stack: LocalStack, bucket: str
     out = (
         stack.storage_client()
         .bucket(bucket)
-        .blob("mem/mem-results/output/prediction-model-x/predictions.jsonl")
+        .blob(f"{directory.removeprefix(f'gs://{bucket}/')}/predictions.jsonl")
     )
     with out.open("w", content_type="application/jsonl") as f:
         for row in rows:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from vertexbatch import ClaudeRequest, GeminiRequest, InvalidRequestError
 from vertexbatch._keymap import KeyMap, canonical_digest, key_digest
-from vertexbatch._lines import ANTHROPIC_VERSION, claude_line, gemini_line
+from vertexbatch._lines import ANTHROPIC_VERSION, claude_line, gemini_line, one_shape
 
 
 def _claude(key: str = "k1", **params: Any) -> ClaudeRequest:
@@ -61,13 +61,24 @@ def test_unserialisable_params() -> None:
     [
         ({"tools": [{"name": "t", "input_schema": {}}]}, "empty object"),
         ({"metadata": {"$defs": 1}}, "not a valid column name"),
-        ({"metadata": json.loads("[" * 20 + "1" + "]" * 20)}, "deeper than 15"),
+        ({"metadata": json.loads('{"a":' * 15 + "1" + "}" * 15)}, "deeper than 15 levels"),
+        ({"metadata": json.loads("[" * 15 + "1" + "]" * 15)}, "deeper than 15 levels"),
+        ({"metadata": json.loads('[{"a":' * 8 + "1" + "}]" * 8)}, "deeper than 15 levels"),
+        ({"stop_sequences": ["a", None]}, r"params.stop_sequences\[1\] is null inside a list"),
     ],
 )
 def test_importer_rules_are_checked_before_upload(extra: dict[str, Any], message: str) -> None:
     """Lines Vertex's importer would fail the whole job on are refused up front."""
     with pytest.raises(InvalidRequestError, match=message):
         claude_line(_claude(**extra))
+
+
+def test_depth_counts_lists_and_objects() -> None:
+    """15 levels of lists and objects together pass (the request is the first), as the local
+    stack's importer counts them; one more is refused (test_importer_rules_...)."""
+    claude_line(_claude(metadata=json.loads('{"a":' * 14 + "1" + "}" * 14)))
+    claude_line(_claude(metadata=json.loads("[" * 14 + "1" + "]" * 14)))
+    claude_line(_claude(metadata={"a": json.loads('[{"a":' * 6 + "[1]" + "}]" * 6)}))
 
 
 def test_gemini_line_from_types_and_dicts_agree() -> None:
@@ -225,7 +236,8 @@ def test_staged_canonical_digest_matches_the_line(extra: dict[str, Any]) -> None
         reject()  # an empty object somewhere: refused, as the importer would
     staged = json.loads(line.data)
     assert line.canonical == canonical_digest(staged["request"])
-    assert staged["request"] == {**_claude(**extra).params, "anthropic_version": ANTHROPIC_VERSION}
+    expected = one_shape({**_claude(**extra).params, "anthropic_version": ANTHROPIC_VERSION})
+    assert staged["request"] == expected
 
 
 def test_non_json_values_in_contents_are_converted() -> None:

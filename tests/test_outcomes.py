@@ -204,8 +204,93 @@ FAILURES = [
     ),
     pytest.param(
         row(status=f"{SECRET} happened"),
-        line_error(transient=False),
-        id="status-string-nothing-parseable",
+        line_error(transient=True),
+        id="status-string-nothing-parseable-is-retryable",
+    ),
+    pytest.param(
+        row(status="The request timed out before the model answered."),
+        line_error("DEADLINE_EXCEEDED", transient=True),
+        id="text-timed-out",
+    ),
+    pytest.param(
+        row(status="Worker TIMEOUT while waiting for a slot"),
+        line_error("DEADLINE_EXCEEDED", transient=True),
+        id="text-timeout-any-case",
+    ),
+    pytest.param(
+        row(status="Deadline exceeded."),
+        line_error("DEADLINE_EXCEEDED", transient=True),
+        id="text-deadline",
+    ),
+    pytest.param(
+        row(status="Quota exceeded for requests per minute."),
+        line_error("RESOURCE_EXHAUSTED", transient=True),
+        id="text-quota",
+    ),
+    pytest.param(
+        row(status="Resource has been exhausted (e.g. check quota)."),
+        line_error("RESOURCE_EXHAUSTED", transient=True),
+        id="text-exhausted",
+    ),
+    pytest.param(
+        row(status="The model is overloaded. Please try again later."),
+        line_error("UNAVAILABLE", transient=True),
+        id="text-overloaded",
+    ),
+    pytest.param(
+        row(status="The service is currently unavailable."),
+        line_error("UNAVAILABLE", transient=True),
+        id="text-unavailable",
+    ),
+    pytest.param(
+        row(status="Internal error encountered."),
+        line_error("INTERNAL", transient=True),
+        id="text-internal",
+    ),
+    pytest.param(
+        row(status="Request contains an invalid argument."),
+        line_error("INVALID_ARGUMENT", transient=False),
+        id="text-invalid-argument",
+    ),
+    pytest.param(
+        row(status="Permission denied on the model."),
+        line_error("PERMISSION_DENIED", transient=False),
+        id="text-permission-denied",
+    ),
+    pytest.param(
+        row(status="Requested entity was not found."),
+        line_error("NOT_FOUND", transient=False),
+        id="text-not-found",
+    ),
+    pytest.param(
+        row(status="Invalid argument: the request timed out"),
+        line_error("DEADLINE_EXCEEDED", transient=True),
+        id="text-transient-words-win",
+    ),
+    pytest.param(
+        row(status="International characters are fine; nothing else is said"),
+        line_error(transient=True),
+        id="text-word-inside-another-word-is-not-read",
+    ),
+    pytest.param(
+        row(status="x" * 5000 + " timed out"),
+        line_error(transient=True),
+        id="text-words-read-only-at-the-start",
+    ),
+    pytest.param(
+        row(status={"code": 0, "message": "The request timed out."}),
+        line_error("DEADLINE_EXCEEDED", transient=True),
+        id="status-object-message-sentence",
+    ),
+    pytest.param(
+        row(status={"status": "SOMETHING_NEW", "message": SECRET}),
+        line_error("SOMETHING_NEW", transient=True),
+        id="status-object-unknown-name-is-retryable",
+    ),
+    pytest.param(
+        row(status={"code": 2, "message": SECRET}),
+        line_error("UNKNOWN", transient=True),
+        id="status-object-grpc-unknown-is-retryable",
     ),
     pytest.param(
         row(status='Bad Request: {"error": {"code": 400, "status": "' + SECRET + ' prose"}}'),
@@ -269,8 +354,8 @@ FAILURES = [
     ),
     pytest.param(
         row(status={"message": SECRET}),
-        line_error(transient=False),
-        id="status-object-message-only",
+        line_error(transient=True),
+        id="status-object-message-only-is-retryable",
     ),
     pytest.param(
         row(status={"message": f"Service Unavailable: {SECRET}"}),
@@ -402,7 +487,7 @@ ANTHROPIC_TYPES = [
     ("not_found_error", 404, False),
     ("billing_error", 402, False),
     ("request_too_large", 413, False),
-    ("brand_new_error", 0, False),
+    ("brand_new_error", 0, True),  # unrecognised: retryable (runs bound the attempts)
 ]
 
 
@@ -1043,13 +1128,16 @@ def test_transient_codes() -> None:
         (429, "", True),
         (529, "", True),
         (400, "", False),
-        (0, "", False),
+        (0, "", True),  # says nothing: unrecognised, retryable
+        (0, "SOMETHING_NEW", True),  # a name nobody knows: unrecognised, retryable
+        (418, "", False),  # an explicit permanent code
         (0, "RESOURCE_EXHAUSTED", True),
         (0, "UNAVAILABLE", True),
         (0, "DEADLINE_EXCEEDED", True),
         (0, "INTERNAL", True),
         (0, "ABORTED", True),
-        (0, "UNKNOWN", False),
+        (0, "UNKNOWN", True),
+        (0, "CANCELLED", False),
         (0, "INVALID_ARGUMENT", False),
         (0, "overloaded_error", True),
         (0, "invalid_request_error", False),

@@ -180,7 +180,7 @@ class Client:
         model: str,
         provider: Provider,
         requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
-        build: Callable[[Any], StagedLine],
+        build: Callable[..., StagedLine],
     ) -> Job:
         check_id(id)
         check_model(model, provider)
@@ -331,7 +331,7 @@ class Client:
 def _staged_lines(
     requests: Iterable[Any],
     expected: type[ClaudeRequest] | type[GeminiRequest],
-    build: Callable[[Any], StagedLine],
+    build: Callable[..., StagedLine],
 ) -> Iterator[StagedLine]:
     """Validate each request's type and key, then build its line; one request at a time.
 
@@ -348,9 +348,12 @@ def _staged_lines(
 def _built_lines(
     requests: Iterable[Any],
     expected: type[ClaudeRequest] | type[GeminiRequest],
-    build: Callable[[Any], StagedLine],
+    build: Callable[..., StagedLine],
 ) -> Iterator[StagedLine]:
+    from ._importer import FieldTypes
+
     seen: set[str] = set()
+    types = FieldTypes()  # a field's type must not differ between the lines (Vertex's importer)
     for request in requests:
         if not isinstance(request, expected):
             raise InvalidRequestError(
@@ -358,4 +361,4 @@ def _built_lines(
                 field="requests",
             )
         check_key(request.key, seen)
-        yield build(request)
+        yield build(request, types)

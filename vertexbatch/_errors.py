@@ -126,7 +126,36 @@ class TruncatedError(ResultError):
 
 
 class MissingError(ResultError):
-    """The job is terminal and wrote no line for this key."""
+    """The job is terminal and wrote no line for this key.
+
+    Attributes:
+        job_error_code: the job's own error code when it ended with one (7: Vertex could not
+            write the output; 3: it could not import the input; 1: cancelled), else 0.
+        job_error_message: the job's error message as Vertex wrote it (about the job, never a
+            request), cut to ``MAX_JOB_MESSAGE`` characters; ``""`` without one.
+    """
+
+    MAX_JOB_MESSAGE = 300
+
+    def __init__(
+        self, message: str, *, key: str, job_error_code: int = 0, job_error_message: str = ""
+    ) -> None:
+        super().__init__(message, key=key)
+        self.job_error_code = job_error_code
+        self.job_error_message = self.bound(job_error_message)
+
+    @classmethod
+    def bound(cls, text: str) -> str:
+        """A job's error message on one line, cut to ``MAX_JOB_MESSAGE`` characters."""
+        text = " ".join(text.split())
+        return text if len(text) <= cls.MAX_JOB_MESSAGE else text[: cls.MAX_JOB_MESSAGE - 1] + "…"
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "job_error_code": self.job_error_code,
+            "job_error_message": self.job_error_message,
+        }
 
 
 class LineError(ResultError):

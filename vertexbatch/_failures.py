@@ -3,14 +3,18 @@
 A failed line of Vertex's ``predictions.jsonl`` carries its failure in one of many shapes, each
 read here into an HTTP-style code and a status name (a gRPC status or an Anthropic error type):
 
-- ``status`` as text: ``"Bad Request: {json}"``, ``"429 Too Many Requests"``, ``"UNAVAILABLE"``;
+- ``status`` as text: ``"Bad Request: {json}"``, ``"429 Too Many Requests"``, ``"UNAVAILABLE"``,
+  or a plain sentence with no code at all (``"The request timed out."``), read by its words
+  (``STATUS_WORDS``);
 - ``status`` as an object: ``{code, message}``, ``{error: {code, status}}``, a gRPC number;
 - an error body in place of the answer: Anthropic's envelope ``{"type": "error", "error": {...}}``
   or ``{"error": {...}}`` (``is_error_body``).
 
 ``line_error_for`` turns a code and a name into a key's ``LineError``: transient when the code is
 in ``_retry.TRANSIENT_HTTP`` (408, 429, 500, 502, 503, 504, 529) or the name in
-``TRANSIENT_STATUSES``, unless told otherwise.
+``TRANSIENT_STATUSES``, unless told otherwise. A failure that says nothing this module recognises
+(no code, and no name it knows) is transient too: a transient failure must never be dropped as
+permanent, and runs bound the attempts a key gets.
 
 Errors never carry provider text: messages are built from codes and status names only, and a
 status name is kept only when it looks like an identifier (``safe_name``). Every walk is bounded
@@ -31,6 +35,7 @@ from ._retry import TRANSIENT_HTTP
 
 __all__ = [
     "MessageKind",
+    "STATUS_WORDS",
     "TRANSIENT_STATUSES",
     "is_error_body",
     "line_error_for",
@@ -40,7 +45,7 @@ __all__ = [
 ]
 
 _TRANSIENT_GRPC: Final = frozenset(
-    {"RESOURCE_EXHAUSTED", "UNAVAILABLE", "DEADLINE_EXCEEDED", "INTERNAL", "ABORTED"}
+    {"RESOURCE_EXHAUSTED", "UNAVAILABLE", "DEADLINE_EXCEEDED", "INTERNAL", "ABORTED", "UNKNOWN"}
 )
 _TRANSIENT_ANTHROPIC: Final = frozenset(
     {"rate_limit_error", "overloaded_error", "api_error", "timeout_error"}
@@ -85,6 +90,27 @@ _GRPC_NAMES: Final[Mapping[int, str]] = {
     16: "UNAUTHENTICATED",
 }
 _GRPC_NAME_SET: Final = frozenset(_GRPC_NAMES.values())
+
+STATUS_WORDS: Final[tuple[tuple[str, str, bool], ...]] = (
+    # (pattern, status name, transient), tried in this order on a status with no code and no
+    # name: the transient causes first, so that a sentence naming both is retried.
+    (r"time[sd]?[ -]?out|deadline", "DEADLINE_EXCEEDED", True),
+    (r"quota|rate[ _-]?limit|too many requests|exhausted", "RESOURCE_EXHAUSTED", True),
+    (r"overload|unavailable|capacity|try again|temporar", "UNAVAILABLE", True),
+    (r"internal", "INTERNAL", True),
+    (r"invalid[ _]argument|invalid[ _]request", "INVALID_ARGUMENT", False),
+    (r"permission[ _]denied", "PERMISSION_DENIED", False),
+    (r"not[ _]found", "NOT_FOUND", False),
+)
+"""How a plain-text status is read by its words (matched from the start of a word, in any case):
+the name it is given and whether a retry may succeed (which the name implies). A sentence that
+matches none is unrecognised, and transient."""
+
+_WORDS: Final = tuple(
+    (re.compile(rf"\b(?:{pattern})", re.IGNORECASE), name) for pattern, name, _ in STATUS_WORDS
+)
+# Only the start of a long status is read for words: a cause is named early.
+_MAX_WORDS_READ: Final = 2048
 
 # Reason phrases that may prefix a status string ("Bad Request: {...}"); longest first so that
 # "request timeout" is not shadowed by a shorter phrase.
@@ -137,7 +163,11 @@ def line_error_for(
             ``_retry.TRANSIENT_HTTP`` or ``status`` in ``TRANSIENT_STATUSES``.
     """
     if transient is None:
-        transient = code in TRANSIENT_HTTP or status in TRANSIENT_STATUSES
+        transient = (
+            code in TRANSIENT_HTTP
+            or status in TRANSIENT_STATUSES
+            or (not code and status not in _KNOWN_NAMES)  # unrecognised: never dropped
+        )
     if message_kind == "not_run":
         message = "line was not run"
     elif message_kind == "unusable":
@@ -163,12 +193,21 @@ def parse_status(status: object) -> tuple[int, str]:
 
 
 def _parse_status_text(text: str, depth: int = 0) -> tuple[int, str]:
-    """Read ``"Bad Request: {json}"``-like text: the JSON tail first, then the words before it."""
+    """Read ``"Bad Request: {json}"``-like text: the JSON tail first, then the words before it;
+    with neither a code nor a name, the status's words (``STATUS_WORDS``)."""
     text = text.strip()
     obj, start = _json_tail(text) if depth < MAX_UNWRAP else (None, len(text))
     code, name = parse_error_object(obj, depth + 1) if obj is not None else (0, "")
     prefix_code, prefix_name = _parse_prefix(text[:start])
-    return code or prefix_code, name or prefix_name
+    code, name = code or prefix_code, name or prefix_name
+    if not code and not name:
+        name = _name_of_words(text)
+    return code, name
+
+
+def _name_of_words(text: str) -> str:
+    """The status name ``STATUS_WORDS`` gives a sentence, ``""`` when no pattern matches."""
+    return next((name for words, name in _WORDS if words.search(text, 0, _MAX_WORDS_READ)), "")
 
 
 def _json_tail(text: str) -> tuple[Mapping[str, Any] | None, int]:
@@ -245,6 +284,10 @@ def parse_error_object(obj: Mapping[str, Any], depth: int = 0) -> tuple[int, str
             # A status object may wrap the status string itself; only codes and names are kept.
             code, name = _parse_status_text(message, depth + 1)
     return code, name
+
+
+# The names whose meaning is known; a failure with no code and any other name is unrecognised.
+_KNOWN_NAMES: Final = _GRPC_NAME_SET | frozenset(_ANTHROPIC_ERROR_CODES)
 
 
 def _code_and_name(value: object) -> tuple[int, str]:

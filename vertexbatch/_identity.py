@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from google.api_core import exceptions as api_exceptions
 
@@ -43,7 +43,10 @@ from ._retry import RetryPolicy, is_transient_call_error
 from ._rules import is_job_name
 from ._staged import read_key_map, read_staged_lines
 from ._staging import JSONL, Staging
-from ._vertex import BatchJob, JobSpec, Vertex, is_live
+from ._vertex import JobSpec, Vertex, is_live
+
+if TYPE_CHECKING:
+    from google.cloud.aiplatform_v1 import BatchPredictionJob as BatchJob
 
 __all__ = ["Staged", "find", "look_up", "resubmit", "stage", "stage_and_submit", "submit"]
 
@@ -325,9 +328,10 @@ def _refused(
         staging.replace_json(name, marked.to_json(), manifest.to_json())
     return InvalidRequestError(
         f"Vertex refused to create the job of id {submission_id!r} with {manifest.provider} "
-        f"model {manifest.model!r}: {exc.code} {type(exc).__name__} (is the model offered in "
-        "this location, and named by its Vertex id?); no job was made, and the same requests "
-        "may be submitted under this id again with another model",
+        f"model {manifest.model!r} in location {vertex.location!r}: {exc.code} "
+        f"{type(exc).__name__} (is the model offered in this location, and named by its Vertex "
+        "id?); no job was made, and the same requests may be submitted under this id again with "
+        "another model",
         field="model",
     )
 

@@ -3,6 +3,12 @@
 Vertex imports batch input through an importer that fails the *whole job* (error code 3,
 "Failed to import data") on any line it cannot store; catching those lines here turns an
 hours-later job failure into an immediate ``InvalidRequestError`` naming the field.
+
+The importer is BigQuery-style (reference ``vertex-batch-wire.md`` §1.1): one schema for the
+whole file, and a field's type is fixed by the lines it reads (``FieldTypes``). The reference
+says a line "nesting deeper than 15 levels" fails, and does not say lists are exempt: every list
+and object counts, the request itself is level 1, and 15 levels are allowed. The local stack's
+importer (``vertexbatch/emulator/_importer.py``) counts the same way.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any
 
 __all__ = [
     "MAX_DEPTH",
+    "FieldTypes",
     "Problem",
     "documented_names",
     "import_problem",
@@ -23,6 +30,7 @@ __all__ = [
 ]
 
 MAX_DEPTH = 15
+"""Levels of nested lists and objects in a request (the request itself is level 1)."""
 
 # A key the importer cannot store as a column name: empty, starting with "$", or with whitespace
 # (any Unicode whitespace, as ``str.isspace`` has it).
@@ -35,8 +43,9 @@ def scan(value: Any) -> tuple[bool, bool, bool]:
     Returns ``(bad, canonical, plain)``:
 
     - ``bad``: some part would make the importer reject the line: an empty object anywhere
-      (``{}``), nesting deeper than 15 levels, a key that is not a string or breaks BigQuery
-      column names (empty, starting with ``$``, containing whitespace); ``problem`` names it;
+      (``{}``), a ``null`` inside a list, nesting deeper than 15 levels (lists and objects), a
+      key that is not a string or breaks BigQuery column names (empty, starting with ``$``,
+      containing whitespace); ``problem`` names it;
     - ``canonical``: no null, no empty list and no integral float, so the value serialises to its
       own canonical form (see ``_lines.canonical_digest``);
     - ``plain``: every node is JSON data of the exact built-in types (``False`` for a pydantic
@@ -72,6 +81,8 @@ def scan(value: Any) -> tuple[bool, bool, bool]:
             canonical = canonical and bool(node)
             for v in node:
                 if type(v) not in _LEAVES:
+                    if v is None:
+                        return True, False, plain  # "Only optional fields can be set to NULL"
                     stack.append((v, depth + 1))
         elif node is None or (kind is float and node.is_integer()):
             canonical = False
@@ -105,6 +116,9 @@ def problem(value: Any, *, importer: bool = True) -> Problem | None:
             if depth > MAX_DEPTH:
                 return top, path, _DEEP
             if kind is list:
+                for i, v in enumerate(node):
+                    if v is None and importer:
+                        return top, f"{path}[{i}]", _NULL_IN_LIST
                 items = [(v, top, f"{path}[{i}]", depth + 1) for i, v in enumerate(node)]
                 stack.extend(reversed(items))
                 continue
@@ -139,7 +153,13 @@ def problem(value: Any, *, importer: bool = True) -> Problem | None:
 
 
 # The rules, as messages say them (those about the importer name it).
-_DEEP = f"nested deeper than {MAX_DEPTH} levels, which Vertex's importer rejects"
+_DEEP = (
+    f"nested deeper than {MAX_DEPTH} levels (lists and objects), which Vertex's importer rejects"
+)
+_NULL_IN_LIST = (
+    "null inside a list, which Vertex's importer rejects (it fails the whole job: 'Only optional "
+    "fields can be set to NULL'): drop it"
+)
 _EMPTY = (
     "an empty object, which Vertex's importer rejects (it fails the whole job): drop it or give "
     "it a field"
@@ -240,3 +260,132 @@ def import_problem(value: Any) -> str | None:
     """Describe the first part of a JSON value a line could not hold, or return ``None``."""
     found = problem(value)
     return None if found is None else f"{found[1] or 'the request'}: {found[2]}"
+
+
+# The JSON type of a value as the importer fixes a field's type (null fits any: not here).
+_OBJECT = "an object"
+_KINDS: dict[type, str] = {
+    dict: _OBJECT,
+    list: "a list",
+    str: "a string",
+    int: "a number",  # an integer and a float are both numbers to the importer
+    float: "a number",
+    bool: "a boolean",
+}
+# Separators of a field's path in the schema: not characters of any key the importer accepts.
+_KEY_STEP = "\x00"
+_ITEM_STEP = "\x01"
+
+
+class FieldTypes:
+    """The type of each field across one input's lines, as Vertex's importer fixes it.
+
+    The importer reads the whole file into one schema: a field (by its path, list items all at
+    one path) that holds a string on one line and a list or a number on another fails the whole
+    job ("Repeated field must be imported as a JSON array"). ``add`` each line's request in
+    order; it names the first field whose type differs from an earlier line's. ``null`` fits any
+    type. Memory grows with the number of distinct field paths, not with the lines.
+    """
+
+    __slots__ = ("_lines", "_seen")
+
+    def __init__(self) -> None:
+        self._lines = 0
+        # schema path -> (type, line it was first seen on, that line's key)
+        self._seen: dict[str, tuple[str, int, str]] = {}
+
+    def add(self, request: Any, key: str) -> Problem | None:
+        """Record one line's request (plain JSON data, already checked by ``scan``).
+
+        Returns:
+            ``None``, or the first field whose type differs from an earlier line's, as
+            ``(top, place, rule)``: the place by documented names and positions in this
+            request, the rule naming both types, both lines (counted from 1) and both keys.
+        """
+        self._lines += 1
+        line = self._lines
+        seen = self._seen
+        kinds = _KINDS
+        stack: list[tuple[Any, str]] = [(request, "")]
+        # One pass; leaves are checked where they are met (no stack entry), lists and objects
+        # when popped. Written out twice, for objects and lists: every line comes through here.
+        while stack:
+            node, path = stack.pop()
+            kind = kinds[type(node)]
+            first = seen.get(path)
+            if first is None:
+                seen[path] = (kind, line, key)
+            elif first[0] is not kind:
+                return _clash(request, path, kind, first, line, key)
+            if kind is _OBJECT:
+                for name, value in node.items():
+                    where = path + _KEY_STEP + name
+                    cls = type(value)
+                    if cls is dict or cls is list:
+                        stack.append((value, where))
+                        continue
+                    leaf = kinds.get(cls)  # None: null, which fits any type
+                    if leaf is not None:
+                        first = seen.get(where)
+                        if first is None:
+                            seen[where] = (leaf, line, key)
+                        elif first[0] is not leaf:
+                            return _clash(request, where, leaf, first, line, key)
+            else:
+                where = path + _ITEM_STEP
+                for value in node:
+                    cls = type(value)
+                    if cls is dict or cls is list:
+                        stack.append((value, where))
+                        continue
+                    leaf = kinds.get(cls)
+                    if leaf is not None:
+                        first = seen.get(where)
+                        if first is None:
+                            seen[where] = (leaf, line, key)
+                        elif first[0] is not leaf:
+                            return _clash(request, where, leaf, first, line, key)
+        return None
+
+
+def _clash(
+    request: Any, path: str, kind: str, first: tuple[str, int, str], line: int, key: str
+) -> Problem:
+    """The problem of a field whose type differs between lines, placed in this request."""
+    first_kind, first_line, first_key = first
+    top, place = _place_of(request, path, kind)
+    if first_line == line:
+        where = f"{kind} here but {first_kind} elsewhere in the same request (line {line})"
+    else:
+        where = (
+            f"{kind} on line {line} (request {key!r}) but {first_kind} on line {first_line} "
+            f"(request {first_key!r})"
+        )
+    rule = (
+        f"{where}; Vertex's importer fixes each field's type from the lines it reads and fails "
+        "the whole job when they differ: give it one type everywhere"
+    )
+    return top, place, rule
+
+
+def _place_of(request: Any, path: str, kind: str) -> tuple[str, str]:
+    """(top, place) of the first node at schema ``path`` of type ``kind`` in ``request``."""
+    known = documented_names()
+    stack: list[tuple[Any, str, str, str]] = [(request, "", "", "")]
+    while stack:
+        node, schema, top, place = stack.pop()
+        if schema == path and _KINDS.get(type(node)) == kind:
+            return top, place
+        if not path.startswith(schema):
+            continue
+        if type(node) is dict:
+            items = []
+            for n, (k, v) in enumerate(node.items(), start=1):
+                name = k if k in known else f"<field {n}>"
+                where = f"{place}.{name}" if place else name
+                items.append((v, f"{schema}{_KEY_STEP}{k}", top or name, where))
+            stack.extend(reversed(items))
+        elif type(node) is list:
+            item = schema + _ITEM_STEP
+            stack.extend(reversed([(v, item, top, f"{place}[{i}]") for i, v in enumerate(node)]))
+    return "", ""

@@ -189,8 +189,18 @@ class KeyMap:
         return None
 
     def match_echo(self, row: Mapping[str, Any], taken: Container[int] = ()) -> int | None:
-        """The first key not yet ``taken`` whose request the row echoes (by canonical digest)."""
+        """The first key not yet ``taken`` whose request the row echoes (by canonical digest).
+
+        The echo may be an object or a JSON string holding one (read within ``_json``'s bounds).
+        """
         request = row.get("request")
+        if isinstance(request, str):
+            from ._json import load_json
+
+            try:
+                request = load_json(request)
+            except ValueError:  # not JSON, or nested deeper than any staged request
+                return None
         if not isinstance(request, Mapping):
             return None
         try:

@@ -10,16 +10,15 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import pydantic
-from google.genai import types as genai_types
+from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidRequestError
 from ._importer import (
     MAX_DEPTH,
+    FieldTypes,
     Problem,
     documented_names,
     keys_are_strings,
@@ -29,7 +28,17 @@ from ._importer import (
 from ._keymap import KEY_FIELD, canonical_digest, digest_text, key_digest
 from ._models import ClaudeRequest, GeminiRequest
 
-__all__ = ["ANTHROPIC_VERSION", "StagedLine", "claude_line", "gemini_line", "gemini_request_body"]
+if TYPE_CHECKING:
+    from google.genai import types as genai_types
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "StagedLine",
+    "claude_line",
+    "gemini_line",
+    "gemini_request_body",
+    "one_shape",
+]
 
 # The version Vertex documents for Claude batch input lines.
 ANTHROPIC_VERSION = "vertex-2023-10-16"
@@ -67,6 +76,16 @@ _STRICT_SORTED = json.JSONEncoder(
 )
 
 
+def _loaded(module: str, name: str) -> Any:
+    """``module.name`` if ``module`` is imported, else ``None``; never imports it.
+
+    For ``isinstance`` checks against google-genai and pydantic types, which take a third of a
+    second to import: a value of a type whose module was never imported cannot exist.
+    """
+    found = sys.modules.get(module)
+    return None if found is None else getattr(found, name)
+
+
 @dataclass(frozen=True, slots=True)
 class StagedLine:
     """One request as staged: its key, digests and the JSONL bytes (newline included)."""
@@ -81,12 +100,19 @@ class StagedLine:
         return _COMPACT.encode([self.key, self.digest, self.canonical]).encode("utf-8") + b"\n"
 
 
-def _line(key: str, digest: str, id_field: str, request: dict[str, Any]) -> StagedLine:
+def _line(
+    key: str,
+    digest: str,
+    id_field: str,
+    request: dict[str, Any],
+    types: FieldTypes | None = None,
+) -> StagedLine:
     """Check and serialise one request into its line, with the canonical digest on the way.
 
     The request is serialised once, keys sorted: when it is already canonical (the usual case)
     that text is also the one its canonical digest is taken of. Labels are left out of the
-    digest and appended to the line's request.
+    digest and appended to the line's request. With ``types`` (the field types of the earlier
+    lines of the same input), a field whose type differs from an earlier line's is refused.
 
     Raises:
         InvalidRequestError: the line breaks an importer rule or is not JSON data (NaN, a key
@@ -110,7 +136,7 @@ def _line(key: str, digest: str, id_field: str, request: dict[str, Any]) -> Stag
             else:
                 rest = sorted_body[1:-1]
                 text = f'{{{rest}{"," if rest else ""}"labels":{_STRICT_COMPACT.encode(labels)}}}'
-            return StagedLine(
+            line = StagedLine(
                 key=key,
                 digest=digest,
                 canonical=digest_text(sorted_body) if canonical else canonical_digest(request),
@@ -118,6 +144,11 @@ def _line(key: str, digest: str, id_field: str, request: dict[str, Any]) -> Stag
             )
         except (TypeError, ValueError, RecursionError):  # NaN, not UTF-8, not JSON data
             pass
+        else:
+            clash = types.add(request, key) if types is not None else None
+            if clash is None:
+                return line
+            raise _refused(key, id_field, clash)
     # Raised outside the except block: nothing that holds request content is chained to it.
     raise _refused(key, id_field, problem(_dump(request)))
 
@@ -137,8 +168,14 @@ def _cannot(rule: str) -> str:
     return "cannot be imported by Vertex" if "importer" in rule else "cannot be written as JSON"
 
 
-def claude_line(request: ClaudeRequest) -> StagedLine:
-    """The Vertex batch line of a Claude request: ``{"custom_id": digest, "request": params}``."""
+def claude_line(request: ClaudeRequest, types: FieldTypes | None = None) -> StagedLine:
+    """The Vertex batch line of a Claude request: ``{"custom_id": digest, "request": params}``.
+
+    ``system``, each message's ``content`` and each ``tool_result`` block's ``content`` are
+    staged as lists of content blocks, a string becoming one text block: Anthropic reads both
+    shapes alike, and Vertex's importer fails a job whose lines mix them (see ``one_shape``).
+    ``types``: the field types of the earlier lines of the same input (``FieldTypes``).
+    """
     if not isinstance(request.params, Mapping):
         raise InvalidRequestError(
             f"params of request {request.key!r} must be a mapping of Anthropic Messages "
@@ -165,7 +202,70 @@ def claude_line(request: ClaudeRequest) -> StagedLine:
                 field="params",
             )
     body.setdefault("anthropic_version", ANTHROPIC_VERSION)
-    return _line(request.key, key_digest(request.key), "custom_id", body)
+    try:
+        return _line(
+            request.key, key_digest(request.key), "custom_id", one_shape(dict(body)), types
+        )
+    except InvalidRequestError as exc:
+        refused = exc
+    # Outside the except block, so nothing is chained: a place inside the line is named in the
+    # caller's own shape (``system``, not ``system[0].text``); a type clash as staged.
+    found = problem(_dump(body))
+    raise refused if found is None else _refused(request.key, "custom_id", found)
+
+
+def _text_blocks(value: Any) -> Any:
+    """A string as a list of one text block; anything else as it is."""
+    if isinstance(value, str):
+        return [{"type": "text", "text": str.__str__(value)}]
+    return value
+
+
+def _blocks_of(content: Any) -> Any:
+    """Message content as a list of blocks, a ``tool_result``'s own content too (copied when
+    changed, never modified)."""
+    if isinstance(content, str):
+        return _text_blocks(content)
+    if type(content) is not list:
+        return content
+    out: list[Any] | None = None
+    for i, block in enumerate(content):
+        if (
+            isinstance(block, Mapping)
+            and block.get("type") == "tool_result"
+            and isinstance(block.get("content"), str)
+        ):
+            if out is None:
+                out = list(content)
+            out[i] = {**block, "content": _text_blocks(block["content"])}
+    return content if out is None else out
+
+
+def one_shape(body: dict[str, Any]) -> dict[str, Any]:
+    """Claude params with every field Anthropic takes as a string or as blocks in block form.
+
+    ``system`` and message (and ``tool_result``) ``content`` may be a string or a list of content
+    blocks; Vertex's importer fixes each field's type from the lines it reads, so a job mixing
+    the two would fail whole. A string becomes ``[{"type": "text", "text": ...}]``, which
+    Anthropic reads the same. ``body`` is a fresh dict and is updated; nothing below it is
+    modified (changed messages are copies).
+    """
+    if "system" in body:
+        body["system"] = _text_blocks(body["system"])
+    messages = body.get("messages")
+    if type(messages) is list:
+        out: list[Any] | None = None
+        for i, message in enumerate(messages):
+            if isinstance(message, Mapping) and "content" in message:
+                content = message["content"]
+                blocks = _blocks_of(content)
+                if blocks is not content:
+                    if out is None:
+                        out = list(messages)
+                    out[i] = {**message, "content": blocks}
+        if out is not None:
+            body["messages"] = out
+    return body
 
 
 def _dump(value: Any, depth: int = 0) -> Any:
@@ -183,7 +283,8 @@ def _dump(value: Any, depth: int = 0) -> Any:
         return value
     if depth > MAX_DEPTH + 1:
         return value
-    if isinstance(value, pydantic.BaseModel):
+    base_model = _loaded("pydantic", "BaseModel")
+    if base_model is not None and isinstance(value, base_model):
         try:
             return value.model_dump(mode="json", exclude_none=True, by_alias=True)
         except Exception:  # e.g. an object in an ``Any`` field: refused as not JSON data
@@ -211,9 +312,9 @@ def _contents(key: str, contents: Any) -> list[Any]:
     # Fast path for the common forms; google-genai's own transformer handles the rest.
     if isinstance(contents, str):
         return [{"role": "user", "parts": [{"text": contents}]}]
-    if isinstance(contents, list) and all(
-        isinstance(c, genai_types.Content | Mapping) for c in contents
-    ):
+    content = _loaded("google.genai.types", "Content")
+    kinds = (Mapping,) if content is None else (content, Mapping)
+    if isinstance(contents, list) and all(isinstance(c, kinds) for c in contents):
         # Plain dicts go as they are (never modified); anything else in them is converted
         # when the line is scanned.
         return [c if type(c) is dict else _dump(c) for c in contents]
@@ -244,7 +345,8 @@ def _config(key: str, config: Any) -> dict[str, Any]:
     """
     if config is None:
         return {}
-    if isinstance(config, genai_types.GenerateContentConfig):
+    config_type = _loaded("google.genai.types", "GenerateContentConfig")
+    if config_type is not None and isinstance(config, config_type):
         try:
             return _dump_config(config)
         except _NotForBatch as exc:
@@ -276,8 +378,8 @@ def _config(key: str, config: Any) -> dict[str, Any]:
         return _config_of_json(text)
     except _NotForBatch as exc:
         reason = str(exc)
-    except pydantic.ValidationError as exc:
-        errors = exc.errors(include_url=False, include_context=False, include_input=False)
+    except _Invalid as exc:
+        errors = exc.errors
     if errors:
         dumped = _dump(config)
         found = problem(dumped, importer=False)  # a string that is not UTF-8, say
@@ -334,6 +436,14 @@ class _NotForBatch(Exception):
     """A config the batch API cannot take; the message (no content) follows the request key."""
 
 
+class _Invalid(Exception):
+    """pydantic refused a dict config: its errors, without the values they refused."""
+
+    def __init__(self, errors: list[Any]) -> None:
+        super().__init__("invalid config")
+        self.errors = errors
+
+
 def _dump_config(config: genai_types.GenerateContentConfig) -> dict[str, Any]:
     dumped: dict[str, Any] = config.model_dump(mode="json", exclude_none=True, by_alias=True)
     refused = sorted(_NOT_ON_VERTEX & dumped.keys())
@@ -350,8 +460,25 @@ def _dump_config(config: genai_types.GenerateContentConfig) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=64)
 def _config_of_json(text: str) -> dict[str, Any]:
-    """Validate a dict config once per distinct config: a job's requests usually share one."""
-    return _dump_config(genai_types.GenerateContentConfig.model_validate_json(text))
+    """Validate a dict config once per distinct config: a job's requests usually share one.
+
+    Raises:
+        _Invalid: pydantic's errors, when the config is not a ``GenerateContentConfig``.
+        _NotForBatch: the config sets fields batch prediction cannot take.
+    """
+    # Imported here, once per distinct config, not per line: google-genai's types are needed
+    # only to validate a config.
+    import pydantic
+    from google.genai import types as genai_types
+
+    try:
+        config = genai_types.GenerateContentConfig.model_validate_json(text)
+    except pydantic.ValidationError as exc:
+        errors = exc.errors(include_url=False, include_context=False, include_input=False)
+    else:
+        return _dump_config(config)
+    # Raised outside the except block: pydantic's error quotes the values it refused.
+    raise _Invalid(errors)
 
 
 def gemini_request_body(key: str, contents: Any, config: Any) -> dict[str, Any]:
@@ -371,8 +498,11 @@ def gemini_request_body(key: str, contents: Any, config: Any) -> dict[str, Any]:
     return request
 
 
-def gemini_line(request: GeminiRequest) -> StagedLine:
-    """The Vertex batch line of a Gemini request, its key digest in a label and a sibling field."""
+def gemini_line(request: GeminiRequest, types: FieldTypes | None = None) -> StagedLine:
+    """The Vertex batch line of a Gemini request, its key digest in a label and a sibling field.
+
+    ``types``: the field types of the earlier lines of the same input (``FieldTypes``).
+    """
     body = gemini_request_body(request.key, request.contents, request.config)
     digest = key_digest(request.key)
     labels = dict(body.get("labels") or {})
@@ -384,4 +514,4 @@ def gemini_line(request: GeminiRequest) -> StagedLine:
         )
     labels[KEY_FIELD] = digest
     body["labels"] = labels
-    return _line(request.key, digest, KEY_FIELD, body)
+    return _line(request.key, digest, KEY_FIELD, body, types)

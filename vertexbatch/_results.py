@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from ._errors import LineError, MissingError, job_errors
 from ._json import load_json
 from ._keymap import KeyMap, canonical_digest
-from ._models import Job, Result
+from ._models import Job, Result, Status
 from ._outcomes import classify_row
 from ._staged import read_key_map
 from ._staging import Staging
@@ -47,9 +47,14 @@ def iter_results(
         vertex_job = vertex.get(job.name)
     status = status_of(vertex_job)
     keys = read_key_map(staging, job)
-    directory = vertex_job.output_info.gcs_output_directory or job.output_prefix
-    with job_errors(job.name, reading=directory):
-        files = output_files(directory, [name for name, _ in staging.list_names(directory)])
+    # Only the directory Vertex names is this job's: its time is not createTime, and the
+    # output prefix may hold other jobs' directories (a cancelled twin's, say). None yet: no
+    # output yet.
+    directory = vertex_job.output_info.gcs_output_directory
+    files: list[str] = []
+    if directory:
+        with job_errors(job.name, reading=directory):
+            files = output_files(directory, [name for name, _ in staging.list_names(directory)])
     taken: set[int] = set()
     echoed: dict[str, int] = {}
     for uri in files:
@@ -57,11 +62,29 @@ def iter_results(
             telemetry.record(result, job)
             yield result
     if status.terminal:
+        missing = _missing_message(status)
         for index, key in enumerate(keys.keys):
             if index not in taken:
-                result = Result(key=key, error=MissingError("no output line for this key", key=key))
+                error = MissingError(
+                    missing,
+                    key=key,
+                    job_error_code=status.error_code,
+                    job_error_message=status.error_message,
+                )
+                result = Result(key=key, error=error)
                 telemetry.record(result, job)
                 yield result
+
+
+def _missing_message(status: Status) -> str:
+    """Why a key has no line: none was written, and the job's own error when it has one."""
+    if not status.error_code:
+        return "no output line for this key"
+    words = MissingError.bound(status.error_message)
+    return (
+        f"no output line for this key: the job ended {status.state} with error "
+        f"{status.error_code}{': ' + words if words else ''}"
+    )
 
 
 def read_output_file(

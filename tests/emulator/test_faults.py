@@ -246,6 +246,88 @@ def test_fail_job(lab: Any) -> None:
     assert lab.stack.wait_job(other.name)["error"]["code"] == 7
 
 
+def test_hold_queued_then_pending_then_run(lab: Any) -> None:
+    """hold(state="QUEUED"): the create response and get say QUEUED; released, the job goes
+    PENDING, runs and succeeds. A QUEUED job can be cancelled."""
+    lab.stack.faults.hold(display_name="queued", state="QUEUED")
+    job = lab.create(display_name="queued")
+    assert job.state.name == "JOB_STATE_QUEUED"
+    assert lab.jobs.get_batch_prediction_job(name=job.name).state.name == "JOB_STATE_QUEUED"
+    cancelled = lab.create(display_name="queued")
+    lab.jobs.cancel_batch_prediction_job(name=cancelled.name)
+    assert lab.stack.wait_job(cancelled.name)["state"] == "JOB_STATE_CANCELLED"
+    lab.stack.faults.release("queued")
+    assert lab.stack.wait_job(job.name)["state"] == "JOB_STATE_SUCCEEDED"
+
+
+def test_hold_paused_after_rows_then_resume_or_cancel(lab: Any) -> None:
+    """hold(state="PAUSED", after_rows=N): N rows run and are written as an incremental shard,
+    the job shows PAUSED (counts kept), then RUNNING again once released; or it is cancelled."""
+    lines = [lab.gemini_line(f"q{i}", f"k{i}") for i in range(4)]
+    lab.stack.faults.hold(display_name="paused", state="PAUSED", after_rows=2)
+    job = lab.create(lines, display_name="paused")
+    paused = lab.stack.wait_job(job.name, until=lambda j: j["state"] == "JOB_STATE_PAUSED")
+    assert paused["completionStats"] == {"successfulCount": "2"}
+    assert lab.output_names(paused) == ["incremental_predictions/predictions_1.jsonl"]
+    other = lab.create(lines, display_name="paused")
+    lab.stack.wait_job(other.name, until=lambda j: j["state"] == "JOB_STATE_PAUSED")
+    lab.jobs.cancel_batch_prediction_job(name=other.name)
+    assert lab.stack.wait_job(other.name)["state"] == "JOB_STATE_CANCELLED"
+    lab.stack.faults.release("paused")
+    done = lab.stack.wait_job(job.name)
+    assert done["state"] == "JOB_STATE_SUCCEEDED" and len(lab.read_rows(done)) == 4
+
+
+@pytest.mark.parametrize("ends", ["SUCCEEDED", "FAILED"])
+def test_late_cancel(lab: Any, ends: str) -> None:
+    """late_cancel: the cancel answers {}, the job shows CANCELLING while held, then ends as
+    told: SUCCEEDED with every row, or FAILED with the error and the rows done."""
+    lab.stack.faults.late_cancel("late", ends=ends, code=13, message="System error.")
+    lab.stack.faults.hold(display_name="late", state="RUNNING", after_rows=1)
+    job = lab.create([lab.gemini_line(f"q{i}", f"k{i}") for i in range(3)], display_name="late")
+    lab.stack.wait_job(job.name, until=lambda j: j.get("completionStats"))
+    lab.jobs.cancel_batch_prediction_job(name=job.name)
+    assert lab.jobs.get_batch_prediction_job(name=job.name).state.name == "JOB_STATE_CANCELLING"
+    lab.stack.faults.release("late")
+    done = lab.stack.wait_job(job.name)
+    assert done["state"] == f"JOB_STATE_{ends}"
+    if ends == "SUCCEEDED":
+        assert "error" not in done and len(lab.read_rows(done)) == 3
+    else:
+        assert done["error"] == {"code": 13, "message": "System error."}
+        assert done["completionStats"] == {"successfulCount": "1", "incompleteCount": "2"}
+        assert len(lab.read_rows(done)) == 1
+
+
+def test_fail_job_after_rows_writes_nothing(lab: Any) -> None:
+    """fail_job(after_rows=N): N rows run and are counted, then FAILED with no output at all."""
+    lab.stack.faults.fail_job("no-write", code=7, message="Cannot write.", after_rows=2)
+    job = lab.create([lab.gemini_line(f"q{i}", f"k{i}") for i in range(3)], display_name="no-write")
+    done = lab.stack.wait_job(job.name)
+    assert (done["state"], done["error"]["code"]) == ("JOB_STATE_FAILED", 7)
+    assert done["completionStats"] == {"successfulCount": "2"}
+    assert lab.output_names(done) == []
+
+
+def test_partially_succeeded_option(lab: Any) -> None:
+    """JobOptions(partially_succeeded=True): a job with a failed row ends PARTIALLY_SUCCEEDED,
+    which google-genai does not count as done (it is terminal all the same)."""
+    from tests.emulator.test_genai import genai_client
+    from vertexbatch.emulator import JobOptions
+
+    lab.stack.set_job_options(JobOptions(partially_succeeded=True), display_name="partly")
+    job = lab.create(
+        [lab.gemini_line("ok", "k0"), lab.gemini_line("[[vb:error 400]]", "k1")],
+        display_name="partly",
+    )
+    done = lab.stack.wait_job(job.name)
+    assert done["state"] == "JOB_STATE_PARTIALLY_SUCCEEDED"
+    client = genai_client(lab.stack)  # kept: the batches API closes with its client
+    got = client.batches.get(name=job.name)
+    assert got.state is not None and got.state.name == "JOB_STATE_PARTIALLY_SUCCEEDED"
+    assert not got.done
+
+
 def test_reset_clears_every_fault_and_releases(lab: Any) -> None:
     """reset() drops pending call faults, lag and job rules, and releases held jobs."""
     faults = lab.stack.faults
@@ -274,6 +356,12 @@ def test_fault_arguments_are_checked() -> None:
         faults.hold(state="SUCCEEDED")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         faults.hold(state="PENDING", after_rows=2)
+    with pytest.raises(ValueError):
+        faults.hold(state="QUEUED", after_rows=1)
+    with pytest.raises(ValueError):
+        faults.late_cancel(ends="CANCELLED")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        faults.fail_job(after_rows=-1)
     with pytest.raises(ValueError):
         faults.list_lag(-1)
     with pytest.raises(ValueError):

@@ -59,6 +59,66 @@ def test_import_failures(data: bytes, detail: str) -> None:
     assert info.value.message.startswith("Failed to import data. Please check 'Prepare input'")
 
 
+@pytest.mark.parametrize(
+    ("rows", "detail"),
+    [
+        (
+            [{"request": {"stop_sequences": ["a", None]}}],
+            "Line 1: Only optional fields can be set to NULL. Field: request.stop_sequences.",
+        ),
+        (
+            [{"request": {"m": [{"c": "x"}]}}, {"request": {"m": [{"c": [{"t": "y"}]}]}}],
+            "Line 2: Array specified for non-repeated field: request.m.c. (its type was set by "
+            "line 1)",
+        ),
+        (
+            [{"request": {"m": [{"c": [{"t": "y"}]}]}}, {"request": {"m": [{"c": "x"}]}}],
+            "Line 2: Repeated field must be imported as a JSON array. Field: request.m.c.",
+        ),
+        (
+            [{"request": {"n": 1}}, {"request": {"n": 2.5}}, {"request": {"n": "3"}}],
+            "Line 3: Could not convert value to double. Field: request.n.",
+        ),
+        (
+            [{"request": {"n": {"a": 1}}}, {"request": {"n": True}}],
+            "Line 2: Expected a JSON object for record field: request.n.",
+        ),
+        (
+            [{"request": {"n": False}}, {"request": {"n": {"a": 1}}}],
+            "Line 2: JSON object specified for non-record field: request.n.",
+        ),
+        ([{"request": {"e": ["a", 1]}}], "Line 1: Could not convert value to string."),
+    ],
+    ids=["null-in-list", "string-then-list", "list-then-string", "number-then-string",
+         "record-then-boolean", "boolean-then-record", "mixed-list-items"],
+)  # fmt: skip
+def test_whole_file_schema_failures(rows: list[Any], detail: str) -> None:
+    """A null inside a list, and a field whose type differs from the type earlier lines gave
+    it, fail the import; the detail names the field and the lines, never a value."""
+    with pytest.raises(ImportFailure) as info:
+        parse_lines(jsonl(*rows))
+    assert info.value.detail.startswith(detail), info.value.detail
+
+
+def test_nulls_fit_any_type_and_numbers_mix() -> None:
+    """A null field (not in a list) fits any type; integers and floats are both numbers; the
+    schema carries over to a job's next input object."""
+    rows, schema = parse_lines(
+        jsonl({"request": {"n": 1, "s": None}}, {"request": {"n": 0.5, "s": "x"}})
+    )
+    assert len(rows) == 2
+    with pytest.raises(ImportFailure, match="Line 1: Could not convert value to string"):
+        parse_lines(jsonl({"request": {"s": 5}}), schema, len(rows))
+
+
+def test_lists_count_toward_depth() -> None:
+    """Lists are levels too: 15 levels (the request included) pass, 16 fail."""
+    fifteen = {"request": {"a": json.loads("[" * 14 + "1" + "]" * 14)}}
+    assert len(parse_lines(jsonl(fifteen))[0]) == 1
+    with pytest.raises(ImportFailure, match="deeper than 15"):
+        parse_lines(jsonl({"request": {"a": json.loads("[" * 15 + "1" + "]" * 15)}}))
+
+
 def test_depth_limit_is_inclusive() -> None:
     """Exactly MAX_DEPTH levels of objects below the line is accepted."""
     rows, _ = parse_lines(jsonl(nested(MAX_DEPTH)))

@@ -192,6 +192,22 @@ def test_claude_error_shapes(lab: Any, shape: str, check: Any) -> None:
         '{"request": {"a b": 1}}\n',
         '{"request": {}}\n',
         json.dumps({"request": nested(16)}) + "\n",
+        json.dumps({"request": {"a": json.loads("[" * 15 + "1" + "]" * 15)}}) + "\n",
+        '{"request": {"stop_sequences": ["a", null]}}\n',
+        '{"request": {"system": "s"}}\n{"request": {"system": [{"type": "text"}]}}\n',
+        '{"request": {"n": 1}}\n{"request": {"n": "one"}}\n',
+    ],
+    ids=[
+        "not-json",
+        "empty-object",
+        "dollar-key",
+        "space-key",
+        "empty-request",
+        "deep-objects",
+        "deep-lists",
+        "null-in-list",
+        "string-then-list",
+        "number-then-string",
     ],
 )
 def test_import_failures_fail_the_job_with_code_3(lab: Any, content: str) -> None:
@@ -213,9 +229,21 @@ def test_import_failures_fail_the_job_with_code_3(lab: Any, content: str) -> Non
 
 def test_missing_input_object_fails_with_code_3(lab: Any) -> None:
     """An input object that does not exist fails the job with code 3."""
-    job = lab.create(uris=[f"gs://{lab.bucket}/nope.jsonl", f"gs://no-such-bucket-{lab.bucket}/x"])
+    job = lab.create(uris=[f"gs://{lab.bucket}/nope.jsonl"])
     done = lab.stack.wait_job(job.name)
     assert (done["state"], done["error"]["code"]) == ("JOB_STATE_FAILED", 3)
+
+
+def test_missing_input_bucket_fails_with_code_9(lab: Any) -> None:
+    """An input bucket that does not exist: create is accepted, then the job fails with code 9
+    ("Failed to get GCS bucket location"), before any object is read."""
+    missing = f"no-such-bucket-{lab.bucket}"
+    job = lab.create(uris=[lab.upload([lab.gemini_line("a")]), f"gs://{missing}/x.jsonl"])
+    assert job.state.name == "JOB_STATE_PENDING"
+    done = lab.stack.wait_job(job.name)
+    assert (done["state"], done["error"]["code"]) == ("JOB_STATE_FAILED", 9)
+    assert done["error"]["message"] == f"Failed to get GCS bucket location for gs://{missing}."
+    assert "completionStats" not in done and lab.names("out") == []
 
 
 def test_several_input_files_and_blank_lines(lab: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -59,7 +60,10 @@ def test_create_returns_pending_job_json(lab: Any) -> None:
     assert done["createTime"] <= done["startTime"] <= done["endTime"] == done["updateTime"]
     assert done["completionStats"] == {"successfulCount": "1"}
     prefix = body["outputConfig"]["gcsDestination"]["outputUriPrefix"]
-    directory = f"{prefix}/prediction-model-{done['createTime']}"
+    # Named by a moment about two seconds before createTime, as real Vertex names it.
+    created = datetime.fromisoformat(done["createTime"])
+    named = created - timedelta(seconds=1.886)
+    directory = f"{prefix}/prediction-model-{named.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}"
     assert done["outputInfo"] == {"gcsOutputDirectory": directory}
 
 
@@ -287,7 +291,7 @@ def test_cancel_shows_cancelling_until_the_runner_finishes() -> None:
     spec = parse_create_body(
         {
             "displayName": "d",
-            "model": "publishers/google/models/gemini-x",
+            "model": "publishers/google/models/gemini-2.5-flash",
             "inputConfig": {"gcsSource": {"uris": "gs://b/i.jsonl"}},
             "outputConfig": {"gcsDestination": {"outputUriPrefix": "gs://b/o"}},
         },

@@ -47,12 +47,13 @@ def test_success_row_keeps_siblings_and_orders_keys() -> None:
     assert row["request"] == LINE["request"] and row["status"] == ""
 
 
-def test_gemini_errors_are_always_status_strings() -> None:
-    """A Gemini per-line error is a status string whatever the Claude shape options say."""
+def test_gemini_error_shape_is_its_own() -> None:
+    """A Gemini per-line error follows gemini_error_shape, never the Claude shape option; a
+    directive's shape applies when Gemini rows can take it (not the Anthropic envelope)."""
     row = format_row(
         provider="google",
         line=LINE,
-        answer=Answer(error=LineFailure(400, "bad", shape="status_object")),
+        answer=Answer(error=LineFailure(400, "bad", shape="error_envelope")),
         moment=MOMENT,
         options=JobOptions(claude_error_shape="error_envelope"),
     )
@@ -62,6 +63,52 @@ def test_gemini_errors_are_always_status_strings() -> None:
     assert json.loads(body) == {
         "error": {"code": 400, "message": "bad", "status": "INVALID_ARGUMENT"}
     }
+    by_option = format_row(
+        provider="google",
+        line=LINE,
+        answer=Answer(error=LineFailure(504, "Deadline exceeded.")),
+        moment=MOMENT,
+        options=JobOptions(gemini_error_shape="status_object"),
+    )
+    assert by_option is not None and by_option["status"] == {
+        "code": 504,
+        "message": "Deadline exceeded.",
+    }
+    by_directive = format_row(
+        provider="google",
+        line=LINE,
+        answer=Answer(error=LineFailure(504, "Deadline exceeded.", shape="status_text")),
+        moment=MOMENT,
+        options=JobOptions(),
+    )
+    assert by_directive is not None and "response" not in by_directive
+    assert by_directive["status"] == "The request timed out before the model answered."
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "google"])
+def test_status_text_is_a_sentence_without_json_or_code(provider: str) -> None:
+    """The status_text shape writes a plain sentence: no JSON, no number; `text` replaces it."""
+    options = JobOptions(claude_error_shape="status_text", gemini_error_shape="status_text")
+    for code in (400, 403, 404, 429, 500, 503, 504, 529, 418):
+        row = format_row(
+            provider=provider,  # type: ignore[arg-type]
+            line=LINE,
+            answer=Answer(error=LineFailure(code, "message")),
+            moment=MOMENT,
+            options=options,
+        )
+        assert row is not None and "response" not in row
+        status = row["status"]
+        assert isinstance(status, str) and status.endswith(".")
+        assert "{" not in status and not any(c.isdigit() for c in status)
+    custom = format_row(
+        provider=provider,  # type: ignore[arg-type]
+        line=LINE,
+        answer=Answer(error=LineFailure(503, "m", text="Something odd happened")),
+        moment=MOMENT,
+        options=options,
+    )
+    assert custom is not None and custom["status"] == "Something odd happened"
 
 
 def test_dropped_rows_and_echo_labels() -> None:
@@ -93,3 +140,24 @@ def test_options_are_validated() -> None:
         JobOptions(claude_success_shape="xml")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         JobOptions(claude_error_shape="xml")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        JobOptions(gemini_error_shape="error_envelope")  # type: ignore[arg-type]
+
+
+def test_rows_without_siblings_and_with_a_string_echo() -> None:
+    """echo_siblings=False drops custom_id and every other sibling; request_echo="string" writes
+    the echoed request as a JSON string."""
+    options = JobOptions(echo_siblings=False, request_echo="string")
+    for provider in ("anthropic", "google"):
+        row = format_row(
+            provider=provider,
+            line=LINE,
+            answer=Answer(response={"x": 1}),
+            moment=MOMENT,
+            options=options,
+        )
+        assert row is not None
+        assert list(row) == ["status", "processed_time", "request", "response"]
+        assert isinstance(row["request"], str) and json.loads(row["request"]) == LINE["request"]
+    with pytest.raises(ValueError):
+        JobOptions(request_echo="xml")  # type: ignore[arg-type]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import os
+import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -156,6 +158,75 @@ def test_run_foreground_in_a_thread() -> None:
         "export VERTEXBATCH_BUCKET",
     ]
     assert refuses(lines[0].split("=", 1)[1]) and refuses(lines[1].split("=", 1)[1])
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct loopback ports that were free a moment ago."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def test_fixed_ports_survive_a_restart() -> None:
+    """A stack on fixed ports serves there, frees them on stop, and a new one serves there again:
+    the environment it gives is the same."""
+    port, gcs_port = free_ports(2)
+    environments = []
+    for _ in range(2):
+        with LocalStack(port=port, gcs_port=gcs_port) as stack:
+            assert stack.vertex_endpoint == f"http://127.0.0.1:{port}"
+            assert stack.storage_endpoint == f"http://127.0.0.1:{gcs_port}"
+            stack.create_bucket("fixed-bucket")
+            environments.append(stack.environment("fixed-bucket"))
+        assert refuses(f"http://127.0.0.1:{port}") and refuses(f"http://127.0.0.1:{gcs_port}")
+    assert environments[0] == environments[1]
+
+
+def test_port_in_use_and_bad_ports() -> None:
+    """A fixed port something listens on is EADDRINUSE naming it, before anything starts."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for ports in ({"port": port}, {"gcs_port": port}):
+            with pytest.raises(OSError, match=f"127.0.0.1:{port} is already in use") as raised:
+                LocalStack(**ports).start()
+            assert raised.value.errno == errno.EADDRINUSE
+    for bad in ({"port": -1}, {"gcs_port": 65536}, {"port": 9100, "gcs_port": 9100}):
+        with pytest.raises(ValueError):
+            LocalStack(**bad)  # type: ignore[arg-type]
+
+
+def test_run_foreground_env_file(tmp_path: Path) -> None:
+    """run_foreground writes the exports to env_file once serving (a stale file is gone first),
+    on the ports given, and removes the file when it stops."""
+    env_file = tmp_path / "local.env"
+    env_file.write_text("export STORAGE_EMULATOR_HOST=http://127.0.0.1:1\n")  # a stale one
+    port, gcs_port = free_ports(2)
+    out, err = FlushedOutput(), io.StringIO()
+    stop = threading.Event()
+    kwargs = {"out": out, "err": err, "stop": stop, "port": port, "gcs_port": gcs_port}
+    runner = threading.Thread(target=run_foreground, kwargs={**kwargs, "env_file": env_file})
+    runner.start()
+    try:
+        assert out.flushed.wait(10)
+        written = env_file.read_text()
+    finally:
+        stop.set()
+        runner.join(10)
+    assert not runner.is_alive()
+    assert written.startswith(f"# vertexbatch emulator, pid {os.getpid()}: ")
+    assert written.splitlines()[1:] == out.getvalue().splitlines()
+    assert f"export VERTEXBATCH_VERTEX_ENDPOINT=http://127.0.0.1:{port}\n" in written
+    assert f"export STORAGE_EMULATOR_HOST=http://127.0.0.1:{gcs_port}\n" in written
+    assert f"its environment is in {env_file} (source it)" in err.getvalue()
+    assert not env_file.exists()
+    assert refuses(f"http://127.0.0.1:{port}") and refuses(f"http://127.0.0.1:{gcs_port}")
 
 
 def test_timing_is_validated() -> None:

@@ -4,9 +4,10 @@ The real `aiplatform_v1`, `google-genai` and `google-cloud-storage` clients driv
 See docs/local-stack.md for the directives, faults and options.
 """
 
+from vertexbatch.emulator._catalogue import DEFAULT_MODELS
 from vertexbatch.emulator._faults import Faults
 from vertexbatch.emulator._foreground import run_foreground
 from vertexbatch.emulator._options import JobOptions, Timing
 from vertexbatch.emulator._stack import LocalStack
 
-__all__ = ["Faults", "JobOptions", "LocalStack", "Timing", "run_foreground"]
+__all__ = ["DEFAULT_MODELS", "Faults", "JobOptions", "LocalStack", "Timing", "run_foreground"]

@@ -9,7 +9,8 @@ Directives written anywhere in a request's text (`claude_texts`, `gemini_texts`)
 - `truncate`: a max-tokens stop with partial text (`max_tokens` / `MAX_TOKENS`).
 - `empty`: a finished answer with no text (Claude `content: []`; Gemini STOP with no parts).
 - `no_candidates`: Gemini: no candidates and no promptFeedback; Claude: as `empty`.
-- `error CODE [shape=S]`: a per-line error (Claude in shape S or the job's shape).
+- `error CODE [shape=S] [text=some_words]`: a per-line error in shape S or the job's shape;
+  `text` is the sentence of the `status_text` shape (underscores become spaces).
 - `drop`: no output line at all.
 - `think [tokens=N]`: a thinking block (Claude) or thought part (Gemini) before the text.
 - `cached N`: Claude `cache_read_input_tokens`, Gemini `cachedContentTokenCount` (in the prompt).
@@ -64,6 +65,7 @@ class Plan:
     finish_reason: str | None = None
     error_code: int = 0
     error_shape: str | None = None
+    error_text: str | None = None
     refuse_category: str | None = None
     refuse_detail: str | None = None
     block_reason: str = "SAFETY"
@@ -130,7 +132,7 @@ def _apply(
         outcomes.add(name)  # type: ignore[arg-type]
     elif name == "error":
         max_positional = 1
-        allowed_named = {"shape"}
+        allowed_named = {"shape", "text"}
         if len(positional) != 1:
             raise DirectiveError("directive error needs an HTTP status")
         code = _int_arg(name, positional[0])
@@ -142,6 +144,8 @@ def _apply(
         outcomes.add("error")
         fields["error_code"] = code
         fields["error_shape"] = shape
+        if "text" in named:
+            fields["error_text"] = named["text"].replace("_", " ")
     elif name == "think":
         allowed_named = {"tokens"}
         fields["think_tokens"] = _int_arg(name, named["tokens"]) if "tokens" in named else -1

@@ -10,7 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ApiError", "LineFailure", "bad_request", "envelope", "reason_phrase", "status_name"]
+__all__ = [
+    "ApiError",
+    "LineFailure",
+    "bad_request",
+    "envelope",
+    "reason_phrase",
+    "sentence",
+    "status_name",
+]
 
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
@@ -61,6 +69,27 @@ _ANTHROPIC_ERROR_TYPES = {
 }
 
 
+# Plain-text per-line statuses (no JSON, no code), as a serving stack may write them.
+_SENTENCES = {
+    400: "Request contains an invalid argument.",
+    403: "Permission denied on the model.",
+    404: "Requested entity was not found.",
+    429: "Quota exceeded for requests per minute. Please try again later.",
+    500: "Internal error encountered.",
+    503: "The service is currently unavailable.",
+    504: "The request timed out before the model answered.",
+    529: "The model is overloaded. Please try again later.",
+}
+
+
+def sentence(code: int) -> str:
+    """A plain sentence for a per-line failure with this code: no JSON, no number in it.
+
+    Codes with no sentence of their own get one that names no cause.
+    """
+    return _SENTENCES.get(code, "The request could not be completed.")
+
+
 def status_name(code: int) -> str:
     """The gRPC status name Google pairs with an HTTP code (UNKNOWN when there is none)."""
     if code in _STATUS_NAMES:
@@ -103,14 +132,20 @@ def bad_request(message: str) -> ApiError:
 class LineFailure:
     """A failure the local model answers one line with: an HTTP-style code and a message.
 
-    The message carries no request content. `shape` overrides the job's Claude error shape when a
-    directive asked for one. Not to be confused with `vertexbatch.LineError`, the client's reading
-    of such a line.
+    The message carries no request content. `shape` overrides the job's error shape when a
+    directive asked for one; `text` replaces the plain sentence of the "status_text" shape. Not to
+    be confused with `vertexbatch.LineError`, the client's reading of such a line.
     """
 
     code: int
     message: str
     shape: str | None = None
+    text: str | None = None
+
+    @property
+    def sentence(self) -> str:
+        """The plain-text status of the "status_text" shape."""
+        return self.text if self.text is not None else sentence(self.code)
 
     @property
     def status(self) -> str:

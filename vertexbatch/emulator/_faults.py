@@ -6,8 +6,9 @@ online `rawPredict`/`generateContent` calls, so that concurrent callers overlap)
 calls of an operation are held, before or after they take effect, until `unblock` (`block`,
 with `wait_blocked` to learn that a call is held: a test can then kill the caller at that very
 point). Job faults apply to jobs created from now on whose display name matches (None matches
-every job): `list_lag`, `hold`, `fail_job`. `reset` clears everything and releases held jobs
-and calls.
+every job): `list_lag`, `hold` (QUEUED, PENDING, RUNNING or PAUSED until released), `fail_job`,
+`late_cancel` (a cancel that comes too late: CANCELLING, then SUCCEEDED or FAILED). `reset`
+clears everything and releases held jobs and calls.
 """
 
 from __future__ import annotations
@@ -17,25 +18,43 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["OPS", "Faults", "Hold", "JobFault", "JobPlan"]
+__all__ = ["OPS", "Faults", "Hold", "JobFault", "JobPlan", "LateCancel"]
 
 OPS = frozenset({"create", "get", "list", "cancel", "delete", "generateContent", "rawPredict"})
 
 
+HoldState = Literal["QUEUED", "PENDING", "RUNNING", "PAUSED"]
+HOLD_STATES: tuple[str, ...] = ("QUEUED", "PENDING", "RUNNING", "PAUSED")
+
+
 @dataclass(frozen=True, slots=True)
 class Hold:
-    """Keep a job PENDING, or RUNNING after `after_rows` rows, until released or cancelled."""
+    """Keep a job QUEUED (from its creation) or PENDING, or RUNNING or PAUSED after `after_rows`
+    rows, until released or cancelled."""
 
-    state: Literal["PENDING", "RUNNING"]
+    state: HoldState
     after_rows: int = 0
 
 
 @dataclass(frozen=True, slots=True)
+class LateCancel:
+    """A cancel that comes too late: the job shows CANCELLING, then ends `ends` (SUCCEEDED: it
+    runs every row and writes them all; FAILED: it stops at its next row with this error,
+    keeping the rows done)."""
+
+    ends: Literal["SUCCEEDED", "FAILED"]
+    code: int = 13
+    message: str = "Internal error encountered."
+
+
+@dataclass(frozen=True, slots=True)
 class JobFault:
-    """End a job FAILED with this error."""
+    """End a job FAILED with this error: as it starts RUNNING (after_rows None), or once it ran
+    after_rows rows (shown in its counts), writing no output at all."""
 
     code: int
     message: str
+    after_rows: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +64,7 @@ class JobPlan:
     list_lag: int = 0
     hold: Hold | None = None
     fail: JobFault | None = None
+    late_cancel: LateCancel | None = None
 
 
 @dataclass(slots=True)
@@ -83,6 +103,7 @@ class Faults:
         self._list_lag = 0
         self._holds: list[tuple[str | None, Hold]] = []
         self._failures: list[tuple[str | None, JobFault]] = []
+        self._late_cancels: list[tuple[str | None, LateCancel]] = []
         self._release_listeners: list[Callable[[str | None], None]] = []
 
     def fail(self, op: str, status: int = 503, times: int = 1) -> None:
@@ -166,18 +187,20 @@ class Faults:
     def hold(
         self,
         display_name: str | None = None,
-        state: Literal["PENDING", "RUNNING"] = "PENDING",
+        state: HoldState = "PENDING",
         after_rows: int = 0,
     ) -> None:
         """Matching jobs created from now on stay in `state` until released or cancelled.
 
-        With state="RUNNING" a job first runs `after_rows` rows, writes them as an incremental
-        file and shows them in its counts.
+        "QUEUED": the job is created JOB_STATE_QUEUED (the create response says so) and goes
+        PENDING once released. "PENDING": it stays PENDING. "RUNNING" and "PAUSED": it first
+        runs `after_rows` rows, writes them as an incremental file and shows them in its counts,
+        then stays RUNNING, or shows JOB_STATE_PAUSED (RUNNING again once released).
         """
-        if state not in ("PENDING", "RUNNING"):
-            raise ValueError('state must be "PENDING" or "RUNNING"')
-        if after_rows < 0 or (state == "PENDING" and after_rows):
-            raise ValueError("after_rows must be >= 0, and 0 when holding PENDING")
+        if state not in HOLD_STATES:
+            raise ValueError(f"state must be one of {HOLD_STATES}")
+        if after_rows < 0 or (state in ("QUEUED", "PENDING") and after_rows):
+            raise ValueError("after_rows must be >= 0, and 0 when holding QUEUED or PENDING")
         with self._lock:
             self._holds.append((display_name, Hold(state, after_rows)))
 
@@ -193,11 +216,43 @@ class Faults:
             listener(display_name)
 
     def fail_job(
-        self, display_name: str | None = None, code: int = 13, message: str = "Internal error"
+        self,
+        display_name: str | None = None,
+        code: int = 13,
+        message: str = "Internal error",
+        *,
+        after_rows: int | None = None,
     ) -> None:
-        """Matching jobs created from now on end JOB_STATE_FAILED with this error."""
+        """Matching jobs created from now on end JOB_STATE_FAILED with this error.
+
+        With `after_rows=None` a job fails as soon as it is RUNNING. With a number it first runs
+        that many rows (every row, when it has fewer), which show in its completion counts, then
+        fails without writing any output: what Vertex does when its service agent cannot write
+        the output (code 7) or the export fails (code 13).
+        """
+        if after_rows is not None and after_rows < 0:
+            raise ValueError("after_rows must be >= 0 or None")
         with self._lock:
-            self._failures.append((display_name, JobFault(code, message)))
+            self._failures.append((display_name, JobFault(code, message, after_rows)))
+
+    def late_cancel(
+        self,
+        display_name: str | None = None,
+        ends: Literal["SUCCEEDED", "FAILED"] = "SUCCEEDED",
+        code: int = 13,
+        message: str = "Internal error encountered.",
+    ) -> None:
+        """A cancel of a matching job created from now on comes too late: the job shows
+        JOB_STATE_CANCELLING, then ends `ends` instead of CANCELLED.
+
+        "SUCCEEDED": it runs every row and writes them all. "FAILED": it stops at its next row
+        with error `code`/`message`, keeping the rows done so far. Either way a held job stays
+        held (showing CANCELLING) until released, so a test can see the CANCELLING state.
+        """
+        if ends not in ("SUCCEEDED", "FAILED"):
+            raise ValueError('ends must be "SUCCEEDED" or "FAILED"')
+        with self._lock:
+            self._late_cancels.append((display_name, LateCancel(ends, code, message)))
 
     def reset(self) -> None:
         """Clear every fault, release every held job and let every held call go on."""
@@ -207,6 +262,7 @@ class Faults:
             self._delays.clear()
             self._list_lag = 0
             self._failures.clear()
+            self._late_cancels.clear()
         self.unblock()
         self.release(None)
 
@@ -269,4 +325,8 @@ class Faults:
             fail = next(
                 (f for n, f in reversed(self._failures) if n is None or n == display_name), None
             )
-            return JobPlan(list_lag=self._list_lag, hold=hold, fail=fail)
+            late = next(
+                (c for n, c in reversed(self._late_cancels) if n is None or n == display_name),
+                None,
+            )
+            return JobPlan(list_lag=self._list_lag, hold=hold, fail=fail, late_cancel=late)

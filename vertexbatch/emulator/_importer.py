@@ -1,14 +1,19 @@
 """Import validation and echo normalisation, as Vertex's BigQuery-style importer does them (pure).
 
 Vertex loads a job's JSONL through an importer that infers one schema for the whole file. Inputs
-it cannot store fail the whole job (`error.code` 3) before any row runs; the echoed `request` in
-the output is the stored row, so a field present on any line appears as `null` on the lines
-that lack it, and key order changes (here: keys sorted). Key spelling stays as written.
+it cannot store fail the whole job (`error.code` 3) before any row runs: a line that is not a JSON
+object, an empty object, nesting deeper than 15 levels (lists and objects both count, the request
+is level 1), a key that is not a valid column name, a `null` inside a list ("Only optional fields
+can be set to NULL"), and a field whose JSON type differs from the type earlier lines gave it
+("Repeated field must be imported as a JSON array"). The echoed `request` in the output is the
+stored row, so a field present on any line appears as `null` on the lines that lack it, and key
+order changes (here: keys sorted). Key spelling stays as written.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
@@ -25,7 +30,8 @@ __all__ = [
 
 MAX_ROWS = 200_000
 MAX_BYTES = 1 << 30
-# Levels of nested objects below the line itself (BigQuery allows 15 levels of RECORD).
+# Levels of nested lists and objects below the line itself (the reference: "nesting deeper than
+# 15 levels" fails; vertexbatch's own preflight counts the same way).
 MAX_DEPTH = 15
 IMPORT_ERROR_MESSAGE = (
     "Failed to import data. Please check 'Prepare input' section of the batch prediction "
@@ -33,8 +39,27 @@ IMPORT_ERROR_MESSAGE = (
 )
 
 Path = tuple[str, ...]
-# For each path of an object (list items add "[]"), the keys seen there on any line.
-Schema = dict[Path, dict[str, None]]
+
+
+@dataclass(slots=True)
+class Schema:
+    """What the importer learnt from the lines so far (list items add "[]" to a path)."""
+
+    # For each path of an object, the keys seen there on any line.
+    keys: dict[Path, dict[str, None]] = field(default_factory=dict)
+    # For each path of a non-null value, its JSON type and the line that set it.
+    types: dict[Path, tuple[str, int]] = field(default_factory=dict)
+
+
+# The JSON type the importer fixes for a field (an integer and a float are both numbers).
+_TYPES: dict[type, str] = {
+    dict: "record",
+    list: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+}
 
 
 class ImportFailure(Exception):
@@ -60,28 +85,74 @@ def _bad_key(key: str) -> bool:
     return not key or key.startswith("$") or any(c.isspace() for c in key)
 
 
+def _field(path: Path) -> str:
+    """A path as the importer names a field: dotted, list items not marked."""
+    return ".".join(step for step in path if step != "[]") or "<line>"
+
+
+def _mismatch(was: str, now: str, path: Path) -> str:
+    """The importer's complaint about a value of type `now` where earlier lines put `was`."""
+    name = _field(path)
+    if was == "array":
+        return f"Repeated field must be imported as a JSON array. Field: {name}."
+    if now == "array":
+        return f"Array specified for non-repeated field: {name}."
+    if now == "record":
+        return f"JSON object specified for non-record field: {name}."
+    if was == "record":
+        return f"Expected a JSON object for record field: {name}."
+    target = {"string": "string", "number": "double", "boolean": "boolean"}[was]
+    return f"Could not convert value to {target}. Field: {name}."
+
+
+def _type(value: Any, path: Path, schema: Schema, line: int) -> None:
+    """Fix the field's type from its first non-null value; a different one fails the import."""
+    kind = _TYPES.get(type(value))
+    if kind is None:
+        return
+    seen = schema.types.get(path)
+    if seen is None:
+        schema.types[path] = (kind, line)
+    elif seen[0] != kind:
+        raise ImportFailure(
+            f"Line {line}: {_mismatch(seen[0], kind, path)} (its type was set by line {seen[1]})"
+        )
+
+
 def _scan(value: Any, path: Path, depth: int, schema: Schema, line: int) -> None:
     if isinstance(value, dict):
         if not value:
             raise ImportFailure(
-                f"Line {line}: cannot store struct '{'.'.join(path) or '<line>'}' with no fields."
+                f"Line {line}: cannot store struct '{_field(path)}' with no fields."
             )
         if depth > MAX_DEPTH:
             raise ImportFailure(f"Line {line}: nesting is deeper than {MAX_DEPTH} levels.")
-        keys = schema.get(path)
+        _type(value, path, schema, line)
+        keys = schema.keys.get(path)
         if keys is None:
-            keys = schema[path] = {}
+            keys = schema.keys[path] = {}
         for key, item in value.items():
             if _bad_key(key):
                 raise ImportFailure(f"Line {line}: a field name is not a valid column name.")
             keys[key] = None
             if isinstance(item, (dict, list)):
                 _scan(item, (*path, key), depth + 1, schema, line)
+            else:
+                _type(item, (*path, key), schema, line)
     elif isinstance(value, list):
+        if depth > MAX_DEPTH:
+            raise ImportFailure(f"Line {line}: nesting is deeper than {MAX_DEPTH} levels.")
+        _type(value, path, schema, line)
         item_path = (*path, "[]")
         for item in value:
+            if item is None:
+                raise ImportFailure(
+                    f"Line {line}: Only optional fields can be set to NULL. Field: {_field(path)}."
+                )
             if isinstance(item, (dict, list)):
-                _scan(item, item_path, depth, schema, line)
+                _scan(item, item_path, depth + 1, schema, line)
+            else:
+                _type(item, item_path, schema, line)
 
 
 def parse_lines(
@@ -96,9 +167,10 @@ def parse_lines(
 
     Raises:
         ImportFailure: a non-JSON line, a line that is not an object, an empty object, nesting
-            deeper than MAX_DEPTH, a key that is not a valid column name, more than MAX_ROWS rows.
+            deeper than MAX_DEPTH, a key that is not a valid column name, a null inside a list,
+            a field whose type differs from an earlier line's, more than MAX_ROWS rows.
     """
-    schema = {} if schema is None else schema
+    schema = Schema() if schema is None else schema
     lines = data.splitlines()
     # Counting first refuses an oversized input without parsing it.
     if rows_before + len(lines) > MAX_ROWS and (
@@ -121,7 +193,7 @@ def parse_lines(
 
 
 def _sorted_schema(schema: Schema) -> dict[Path, list[str]]:
-    return {path: sorted(keys) for path, keys in schema.items()}
+    return {path: sorted(keys) for path, keys in schema.keys.items()}
 
 
 def _normalise(value: Any, path: Path, order: dict[Path, list[str]]) -> Any:

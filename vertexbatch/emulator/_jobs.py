@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from vertexbatch.emulator._catalogue import Catalogue
 from vertexbatch.emulator._errors import ApiError, bad_request
-from vertexbatch.emulator._faults import Faults, Hold, JobFault
+from vertexbatch.emulator._faults import Faults, Hold, JobFault, LateCancel
 from vertexbatch.emulator._filter import FilterError, JobView, compile_filter
 from vertexbatch.emulator._model import rfc3339
 from vertexbatch.emulator._options import JobOptions, Timing
@@ -27,8 +28,10 @@ from vertexbatch.emulator._spec import JobSpec
 
 __all__ = ["TERMINAL", "JobRecord", "JobStore"]
 
+QUEUED = "JOB_STATE_QUEUED"
 PENDING = "JOB_STATE_PENDING"
 RUNNING = "JOB_STATE_RUNNING"
+PAUSED = "JOB_STATE_PAUSED"
 CANCELLING = "JOB_STATE_CANCELLING"
 TERMINAL = frozenset(
     {
@@ -58,6 +61,8 @@ class JobRecord:
     hold: Hold | None
     fault: JobFault | None
     list_hidden: int
+    late_cancel: LateCancel | None = None
+    has_slot: bool = False  # a Claude job in "queue" mode that holds one of the concurrent slots
     state: str = PENDING
     update_time: datetime = field(default_factory=lambda: datetime.now(UTC))
     start_time: datetime | None = None
@@ -73,9 +78,11 @@ class JobRecord:
 
     @property
     def output_dir(self) -> str:
-        """`<outputUriPrefix>/prediction-model-<createTime>`."""
+        """`<outputUriPrefix>/prediction-model-<time>`: createTime moved by the job's
+        `output_time_offset` (about 2 s earlier by default, as real Vertex names it)."""
         prefix = self.spec.output_prefix.rstrip("/")
-        return f"{prefix}/prediction-model-{rfc3339(self.create_time)}"
+        moment = self.create_time + timedelta(seconds=self.options.output_time_offset)
+        return f"{prefix}/prediction-model-{rfc3339(moment)}"
 
     @property
     def terminal(self) -> bool:
@@ -145,12 +152,16 @@ class JobStore:
         claude_concurrency: int,
         faults: Faults,
         runner: Callable[[JobStore, JobRecord], None],
+        catalogue: Catalogue | None = None,
+        claude_over_cap: str = "reject",
     ) -> None:
         self.project = project
+        self.catalogue = catalogue if catalogue is not None else Catalogue()
         self.project_number = project_number
         self.timing = timing
         self.seed = seed
         self.claude_concurrency = claude_concurrency
+        self.claude_over_cap = claude_over_cap
         self.faults = faults
         self.cond = threading.Condition()
         self.closing = False
@@ -195,6 +206,17 @@ class JobStore:
                 job.start_time = job.update_time
             self.cond.notify_all()
 
+    def take_claude_slot(self, job: JobRecord) -> bool:
+        """In "queue" mode, let a Claude job leave PENDING if fewer than the cap run (call under
+        the Condition; the job keeps its slot until it is terminal). True in "reject" mode."""
+        if self.claude_over_cap != "queue" or job.spec.publisher != "anthropic" or job.has_slot:
+            return True
+        taken = sum(1 for j in self._jobs.values() if j.has_slot and not j.terminal)
+        if taken >= self.claude_concurrency:
+            return False
+        job.has_slot = True
+        return True
+
     # Operations.
 
     def _name(self, location: str, job_id: str) -> str:
@@ -212,7 +234,7 @@ class JobStore:
         with self.cond:
             if self.closing:
                 raise ApiError(503, "The service is shutting down.")
-            if spec.publisher == "anthropic":
+            if spec.publisher == "anthropic" and self.claude_over_cap == "reject":
                 active = sum(
                     1
                     for j in self._jobs.values()
@@ -244,7 +266,9 @@ class JobStore:
                 hold=plan.hold,
                 fault=plan.fail,
                 list_hidden=plan.list_lag,
+                late_cancel=plan.late_cancel,
                 update_time=now,
+                state=QUEUED if plan.hold is not None and plan.hold.state == "QUEUED" else PENDING,
             )
             self._jobs[job_id] = job
             snapshot = job.to_json()

@@ -119,7 +119,11 @@ def _plan(texts: list[str]) -> Answer | tuple[Plan, _Draft]:
     if plan.outcome == "error":
         code = plan.error_code
         message = _ERROR_MESSAGES.get(code, f"Local model error {code}.")
-        return Answer(error=LineFailure(code=code, message=message, shape=plan.error_shape))
+        return Answer(
+            error=LineFailure(
+                code=code, message=message, shape=plan.error_shape, text=plan.error_text
+            )
+        )
     return plan, _draft(texts, plan)
 
 

@@ -5,13 +5,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ClaudeErrorShape", "ClaudeSuccessShape", "JobOptions", "Timing"]
+__all__ = [
+    "ClaudeErrorShape",
+    "ClaudeSuccessShape",
+    "GeminiErrorShape",
+    "JobOptions",
+    "RequestEcho",
+    "Timing",
+]
 
 ClaudeSuccessShape = Literal["object", "string", "body"]
-ClaudeErrorShape = Literal["status_string", "status_object", "error_envelope"]
+ClaudeErrorShape = Literal["status_string", "status_object", "status_text", "error_envelope"]
+GeminiErrorShape = Literal["status_string", "status_object", "status_text"]
 
 CLAUDE_SUCCESS_SHAPES: tuple[str, ...] = ("object", "string", "body")
-CLAUDE_ERROR_SHAPES: tuple[str, ...] = ("status_string", "status_object", "error_envelope")
+CLAUDE_ERROR_SHAPES: tuple[str, ...] = (
+    "status_string",
+    "status_object",
+    "status_text",
+    "error_envelope",
+)
+GEMINI_ERROR_SHAPES: tuple[str, ...] = ("status_string", "status_object", "status_text")
+RequestEcho = Literal["object", "string"]
+REQUEST_ECHOES: tuple[str, ...] = ("object", "string")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,18 +66,39 @@ class JobOptions:
         claude_success_shape: "object" (`"response": {Message}`), "string" (the Message as a
             JSON string) or "body" (`"response": {"body": {Message}}`).
         claude_error_shape: "status_string" (`"status": "Too Many Requests: {json}"`),
-            "status_object" (`"status": {"code", "message"}`) or "error_envelope"
+            "status_object" (`"status": {"code", "message"}`), "status_text" (a plain sentence
+            with no JSON and no code, e.g. `"The request timed out."`) or "error_envelope"
             (an Anthropic error object in `response` and a short `status`).
         shuffle: write rows in a seeded shuffled order, never input order.
+        gemini_error_shape: "status_string", "status_object" or "status_text", as for Claude.
+        echo_siblings: keep the input line's sibling keys (Claude's `custom_id`, any other key
+            beside `request`) in its output row. False: rows carry no id of their own.
+        request_echo: "object" (`"request": {...}`) or "string" (the echoed request as a JSON
+            string).
+        partially_succeeded: a job with a failed row ends JOB_STATE_PARTIALLY_SUCCEEDED
+            instead of JOB_STATE_SUCCEEDED (its output is the same).
+        output_time_offset: seconds from the job's createTime to the time that names its output
+            directory (`prediction-model-<time>`). Real Vertex names it by a moment about two
+            seconds before createTime (reference §3.1), so a client must read
+            `outputInfo.gcsOutputDirectory`, never build the path. 0: createTime itself.
     """
 
     echo_labels: bool = True
     claude_success_shape: ClaudeSuccessShape = "object"
     claude_error_shape: ClaudeErrorShape = "status_string"
     shuffle: bool = True
+    gemini_error_shape: GeminiErrorShape = "status_string"
+    echo_siblings: bool = True
+    request_echo: RequestEcho = "object"
+    partially_succeeded: bool = False
+    output_time_offset: float = -1.886
 
     def __post_init__(self) -> None:
         if self.claude_success_shape not in CLAUDE_SUCCESS_SHAPES:
             raise ValueError(f"claude_success_shape must be one of {CLAUDE_SUCCESS_SHAPES}")
         if self.claude_error_shape not in CLAUDE_ERROR_SHAPES:
             raise ValueError(f"claude_error_shape must be one of {CLAUDE_ERROR_SHAPES}")
+        if self.gemini_error_shape not in GEMINI_ERROR_SHAPES:
+            raise ValueError(f"gemini_error_shape must be one of {GEMINI_ERROR_SHAPES}")
+        if self.request_echo not in REQUEST_ECHOES:
+            raise ValueError(f"request_echo must be one of {REQUEST_ECHOES}")

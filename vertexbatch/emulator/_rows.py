@@ -2,7 +2,9 @@
 
 `{"status": "", "processed_time": "...+00:00", <echoed sibling keys>, "request": {echo},
 "response": {...}}`; a failed row has a non-empty `status` and no `response` (or, in the Claude
-`error_envelope` shape, an Anthropic error object in `response`).
+`error_envelope` shape, an Anthropic error object in `response`). The status is a string with a
+JSON tail (`"Bad Request: {json}"`), a `{code, message}` object, or a plain sentence with no
+JSON and no code (`status_text`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any, Literal
 
 from vertexbatch.emulator._errors import LineFailure, reason_phrase
 from vertexbatch.emulator._model import Answer
-from vertexbatch.emulator._options import JobOptions
+from vertexbatch.emulator._options import GEMINI_ERROR_SHAPES, JobOptions
 
 __all__ = ["Provider", "format_row", "processed_time"]
 
@@ -55,13 +57,23 @@ def format_row(
     if provider == "google" and not options.echo_labels and isinstance(request, dict):
         request = {k: v for k, v in request.items() if k != "labels"}
     row: dict[str, Any] = {"status": "", "processed_time": processed_time(moment)}
-    row.update((k, v) for k, v in line.items() if k not in ("request", "status", "response"))
-    row["request"] = request
+    if options.echo_siblings:
+        row.update((k, v) for k, v in line.items() if k not in ("request", "status", "response"))
+    row["request"] = (
+        json.dumps(request, ensure_ascii=False) if options.request_echo == "string" else request
+    )
     if answer.error is not None:
         error = answer.error
-        shape = (error.shape or options.claude_error_shape) if provider == "anthropic" else None
+        if provider == "anthropic":
+            shape = error.shape or options.claude_error_shape
+        elif error.shape in GEMINI_ERROR_SHAPES:
+            shape = error.shape
+        else:
+            shape = options.gemini_error_shape
         if shape == "status_object":
             row["status"] = {"code": error.code, "message": error.message}
+        elif shape == "status_text":
+            row["status"] = error.sentence
         elif shape == "error_envelope":
             row["status"] = reason_phrase(error.code)
             row["response"] = {

@@ -1,10 +1,12 @@
 """A job's lifecycle: PENDING → RUNNING → a terminal state, reading and writing real GCS objects.
 
-PENDING (for Timing.pending_seconds, or while held) → import (read every input object, validate,
+(QUEUED while held there) → PENDING (for Timing.pending_seconds, or while held) → import (an input
+or output bucket that does not exist ends FAILED with code 9; read every input object, validate,
 normalise; a failure ends FAILED with code 3 and no output) → RUNNING (rows answered by the local
 model in a seeded shuffled order, paced by Timing.row_seconds, incremental shards when asked or
-held) → SUCCEEDED with `predictions.jsonl`. A cancel ends CANCELLED and an expiry EXPIRED; both
-keep the finished rows.
+held; PAUSED while held so) → SUCCEEDED with `predictions.jsonl` (PARTIALLY_SUCCEEDED when asked
+and a row failed). A cancel ends CANCELLED and an expiry EXPIRED; both keep the finished rows. A
+late cancel (`Faults.late_cancel`) shows CANCELLING, then ends SUCCEEDED or FAILED.
 """
 
 from __future__ import annotations
@@ -20,8 +22,15 @@ from typing import Any
 from google.api_core import exceptions as api_exceptions
 from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
 
-from vertexbatch.emulator._importer import ImportFailure, check_size, normalise, parse_lines
-from vertexbatch.emulator._jobs import RUNNING, JobRecord, JobStore
+from vertexbatch.emulator._faults import JobFault
+from vertexbatch.emulator._importer import (
+    ImportFailure,
+    Schema,
+    check_size,
+    normalise,
+    parse_lines,
+)
+from vertexbatch.emulator._jobs import PAUSED, PENDING, QUEUED, RUNNING, JobRecord, JobStore
 from vertexbatch.emulator._model import answer_claude, answer_gemini
 from vertexbatch.emulator._rows import format_row
 
@@ -32,6 +41,14 @@ logger = logging.getLogger("vertexbatch.emulator")
 
 class _Closing(Exception):
     """The stack is shutting down; the runner leaves without touching the job."""
+
+
+class _BucketMissing(Exception):
+    """A bucket the job reads or writes does not exist: Vertex fails the job with code 9."""
+
+    def __init__(self, bucket: str) -> None:
+        super().__init__(bucket)
+        self.message = f"Failed to get GCS bucket location for gs://{bucket}."
 
 
 def split_gcs_uri(uri: str) -> tuple[str, str]:
@@ -95,14 +112,19 @@ class _Run:
     # Waiting and stopping.
 
     def _wait(self, seconds: float | None, until: Callable[[], bool] | None = None) -> None:
-        """Wait up to seconds (None: forever) or until cancel, expiry, close or `until()`."""
+        """Wait up to seconds (None: forever) or until cancel, expiry, close or `until()`.
+
+        A cancel that comes too late (`Faults.late_cancel`) does not cut a wait short.
+        """
         end = None if seconds is None else time.monotonic() + seconds
         if self.deadline is not None:
             end = self.deadline if end is None else min(end, self.deadline)
         cond = self.store.cond
+        job = self.job
         with cond:
             while True:
-                if self.store.closing or self.job.cancel_requested or (until and until()):
+                cancelled = job.cancel_requested and job.late_cancel is None
+                if self.store.closing or cancelled or (until and until()):
                     return
                 now = time.monotonic()
                 if end is not None and now >= end:
@@ -110,11 +132,18 @@ class _Run:
                 cond.wait(None if end is None else end - now)
 
     def _stopped(self) -> bool:
-        """Finish the job if it was cancelled or expired; raise _Closing on shutdown."""
+        """Finish the job if it was cancelled or expired; raise _Closing on shutdown.
+
+        A late cancel that ends SUCCEEDED does not stop the job; one that ends FAILED does (held
+        jobs stay held until released either way).
+        """
         with self.store.cond:
             if self.store.closing:
                 raise _Closing
             cancelled = self.job.cancel_requested
+        late = self.job.late_cancel if cancelled else None
+        if late is not None and late.ends == "SUCCEEDED":
+            cancelled = False  # too late: the job carries on to its end
         expired = self.deadline is not None and time.monotonic() >= self.deadline
         if not cancelled and not expired:
             return False
@@ -122,7 +151,9 @@ class _Run:
             self._write_final()
         end_state = "JOB_STATE_CANCELLED" if cancelled else "JOB_STATE_EXPIRED"
         changes: dict[str, Any] = {"state": end_state}
-        if cancelled:
+        if late is not None:
+            changes.update(state="JOB_STATE_FAILED", error=(late.code, late.message))
+        elif cancelled:
             changes["error"] = (1, "CANCELED")
         if self.running:
             changes["incomplete"] = self.total - self.processed
@@ -132,6 +163,10 @@ class _Run:
     # GCS.
 
     def _read_input(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        for uri in self.job.spec.input_uris:
+            bucket, _ = split_gcs_uri(uri)
+            if not self._bucket_exists(bucket):
+                raise _BucketMissing(bucket)
         blobs = []
         for uri in self.job.spec.input_uris:
             bucket, name = split_gcs_uri(uri)
@@ -144,7 +179,7 @@ class _Run:
             blobs.append(blob)
         check_size(sum(blob.size or 0 for blob in blobs))
         rows: list[dict[str, Any]] = []
-        schema: dict[Any, Any] = {}
+        schema = Schema()
         for blob in blobs:
             try:
                 data = blob.download_as_bytes()
@@ -154,8 +189,7 @@ class _Run:
             rows.extend(more)
         return list(zip(rows, normalise(rows, schema), strict=True))
 
-    def _output_bucket_exists(self) -> bool:
-        bucket, _ = split_gcs_uri(self.job.spec.output_prefix)
+    def _bucket_exists(self, bucket: str) -> bool:
         try:
             return self.client.lookup_bucket(bucket) is not None
         except api_exceptions.GoogleAPIError:
@@ -184,44 +218,51 @@ class _Run:
     def run(self) -> None:
         timing = self.store.timing
         job = self.job
+        if job.hold is not None and job.hold.state == "QUEUED":
+            self._wait(None, until=lambda: job.released)
+            with self.store.cond:
+                if job.state == QUEUED:
+                    self.store.touch(job, state=PENDING)
         if timing.pending_seconds:
             self._wait(timing.pending_seconds)
         if job.hold is not None and job.hold.state == "PENDING":
             self._wait(None, until=lambda: job.released)
+        # Over the Claude concurrency cap in "queue" mode: PENDING until a slot frees.
+        self._wait(None, until=lambda: self.store.take_claude_slot(job))
         if self._stopped():
             return
         try:
             pairs = self._read_input()
-        except ImportFailure as failure:
+            output_bucket, _ = split_gcs_uri(job.spec.output_prefix)
+            if not self._bucket_exists(output_bucket):
+                raise _BucketMissing(output_bucket)
+        except (ImportFailure, _BucketMissing) as failure:
             if self._stopped():
                 return
+            code = 3 if isinstance(failure, ImportFailure) else 9
             self.store.touch(
-                job, state="JOB_STATE_FAILED", error=(3, failure.message), show_output_info=True
+                job, state="JOB_STATE_FAILED", error=(code, failure.message), show_output_info=True
             )
             return
         if self._stopped():
-            return
-        if not self._output_bucket_exists():
-            self.store.touch(
-                job,
-                state="JOB_STATE_FAILED",
-                error=(9, "Failed to get GCS bucket location for the output destination."),
-                show_output_info=True,
-            )
             return
         self.total = len(pairs)
         with self.store.cond:
-            if not job.cancel_requested:
+            if not job.cancel_requested or job.late_cancel is not None:
                 self.running = True
-                self.store.touch(job, state=RUNNING, show_output_info=True, show_stats=True)
+                # A job cancelled too late runs on, still showing CANCELLING.
+                state = {"state": RUNNING} if not job.cancel_requested else {}
+                self.store.touch(job, show_output_info=True, show_stats=True, **state)
         if self._stopped():
             return
-        if job.fault is not None:
-            self.store.touch(
-                job, state="JOB_STATE_FAILED", error=(job.fault.code, job.fault.message)
-            )
+        if job.fault is not None and job.fault.after_rows is None:
+            self._fail(job.fault)
             return
         self._run_rows(pairs)
+
+    def _fail(self, fault: JobFault) -> None:
+        """End the job FAILED with the fault's error; its counts stay as they are."""
+        self.store.touch(self.job, state="JOB_STATE_FAILED", error=(fault.code, fault.message))
 
     def _order(self, count: int) -> list[int]:
         order = list(range(count))
@@ -236,19 +277,34 @@ class _Run:
         hold = self.job.hold
         return (
             hold is not None
-            and hold.state == "RUNNING"
+            and hold.state in ("RUNNING", "PAUSED")
             and self.processed == hold.after_rows
             and not self.job.released
         )
+
+    def _hold(self) -> None:
+        """Stay here until released (or cancelled, expired, closed), PAUSED if held so."""
+        job = self.job
+        with self.store.cond:
+            if job.hold is not None and job.hold.state == "PAUSED" and not job.cancel_requested:
+                self.store.touch(job, state=PAUSED)
+        self._wait(None, until=lambda: job.released)
+        with self.store.cond:
+            if job.state == PAUSED:
+                self.store.touch(job, state=RUNNING)
 
     def _run_rows(self, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
         job = self.job
         timing = self.store.timing
         spec = job.spec
         every = timing.incremental_every
+        fault = job.fault  # one that fails the job after some rows, writing nothing
         for index in self._order(len(pairs)):
+            if fault is not None and self.processed >= (fault.after_rows or 0):
+                self._fail(fault)
+                return
             if self._hold_here():
-                self._wait(None, until=lambda: job.released)
+                self._hold()
             if self._stopped():
                 return
             if timing.row_seconds:
@@ -270,15 +326,21 @@ class _Run:
                 self.lines.append(json.dumps(row, ensure_ascii=False))
             # Files first, then counts: a client that sees a count finds its rows written.
             shard_due = every and self.processed % every == 0 and self.processed < self.total
-            if shard_due or self._hold_here():
+            if (shard_due or self._hold_here()) and fault is None:
                 self._write_shard()
             if row is not None and answer.error is not None:
                 self.store.touch(job, failed=job.failed + 1)
             elif row is not None:
                 self.store.touch(job, successful=job.successful + 1)
         if self._hold_here():
-            self._wait(None, until=lambda: job.released)
+            self._hold()
         if self._stopped():
             return
+        if fault is not None:
+            self._fail(fault)
+            return
         self._write_final()
-        self.store.touch(job, state="JOB_STATE_SUCCEEDED")
+        partly = job.options.partially_succeeded and job.failed > 0
+        self.store.touch(
+            job, state="JOB_STATE_PARTIALLY_SUCCEEDED" if partly else "JOB_STATE_SUCCEEDED"
+        )

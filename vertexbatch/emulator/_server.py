@@ -167,6 +167,7 @@ class Service:
                 project=store.project,
                 project_number=store.project_number,
                 location=location,
+                catalogue=store.catalogue,
             )
             return store.create(location, spec)
         if op == "list":
@@ -199,15 +200,14 @@ class Service:
 
     def _online(self, op: str, params: dict[str, str], request: Any) -> dict[str, Any]:
         publisher, model = params["pub"], params["model"]
-        if (op, publisher) not in (("generateContent", "google"), ("rawPredict", "anthropic")) or (
-            not model.startswith("gemini-" if publisher == "google" else "claude-")
-        ):
+        if (op, publisher) not in (("generateContent", "google"), ("rawPredict", "anthropic")):
             raise ApiError(
                 404,
                 f"The PublisherModel projects/{self.store.project_number}/locations/"
                 f"{params['location']}/publishers/{publisher}/models/{model} does not exist.",
                 "NOT_FOUND",
             )
+        self.store.catalogue.check(self.store.project_number, params["location"], publisher, model)
         if op == "generateContent":
             answer = answer_gemini(request, model, datetime.now(UTC))
         else:
@@ -249,17 +249,18 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class RestServer(ThreadingHTTPServer):
-    """The REST service on 127.0.0.1 and a free port; `close` also drops open connections."""
+    """The REST service on 127.0.0.1 and `port` (0: a free one); `close` also drops open
+    connections."""
 
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: Service, port: int = 0) -> None:
         self.service = service
         self._open: set[socket.socket] = set()
         self._open_lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(("127.0.0.1", port), _Handler)
 
     @property
     def url(self) -> str:

@@ -1,8 +1,9 @@
 """A create request's body, validated into a JobSpec as Vertex validates it (pure).
 
-The checks of `batchPredictionJobs.create`'s JSON: display name, publisher model (and whether the
-location serves it), input and output configuration (gs:// URIs, jsonl only) and labels (at most
-64, in Google's label syntax). A bad body raises the ApiError Vertex answers with.
+The checks of `batchPredictionJobs.create`'s JSON: display name, publisher model (in the stack's
+model catalogue, and whether the location serves it), input and output configuration (gs:// URIs,
+jsonl only) and labels (at most 64, in Google's label syntax). A bad body raises the ApiError
+Vertex answers with.
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from vertexbatch.emulator._errors import ApiError, bad_request
+from vertexbatch.emulator._catalogue import Catalogue
+from vertexbatch.emulator._errors import bad_request
 from vertexbatch.emulator._rows import Provider
 
 __all__ = ["JobSpec", "parse_create_body"]
 
 _MODEL = re.compile(r"^(?:projects/[^/]+/locations/[^/]+/)?publishers/([^/]+)/models/([^/]+)$")
-_KNOWN_MODELS = {"anthropic": "claude-", "google": "gemini-"}
+_DEFAULT_CATALOGUE = Catalogue()
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,11 +45,19 @@ def _label_ok(text: str, *, key: bool) -> bool:
     return all(c.isdigit() or c in "_-" or (c.isalpha() and c == c.lower()) for c in text)
 
 
-def parse_create_body(body: Any, *, project: str, project_number: str, location: str) -> JobSpec:
+def parse_create_body(
+    body: Any,
+    *,
+    project: str,
+    project_number: str,
+    location: str,
+    catalogue: Catalogue | None = None,
+) -> JobSpec:
     """Validate a create body as Vertex does.
 
     Raises:
-        ApiError: 400 for a missing or malformed field, 404 for an unknown publisher model.
+        ApiError: 400 for a missing or malformed field; for a publisher model the catalogue
+            (default: DEFAULT_MODELS) does not hold, its code (404 by default).
     """
     if not isinstance(body, dict):
         raise bad_request("Invalid JSON payload: the body must be a BatchPredictionJob object.")
@@ -98,13 +108,7 @@ def parse_create_body(body: Any, *, project: str, project_number: str, location:
     if match is None:
         raise bad_request("BatchPredictionJob.model must name a publisher model.")
     publisher, model_id = match.group(1), match.group(2)
-    if publisher not in _KNOWN_MODELS or not model_id.startswith(_KNOWN_MODELS[publisher]):
-        raise ApiError(
-            404,
-            f"The PublisherModel projects/{project_number}/locations/{location}/publishers/"
-            f"{publisher}/models/{model_id} does not exist.",
-            "NOT_FOUND",
-        )
+    (catalogue or _DEFAULT_CATALOGUE).check(project_number, location, publisher, model_id)
     if publisher == "anthropic" and location == "global":
         raise bad_request(
             "Batch prediction for Anthropic models is not supported in the global location; "

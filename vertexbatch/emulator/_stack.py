@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import shutil
+import socket
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from google.api_core import exceptions as api_exceptions
 from google.auth.credentials import AnonymousCredentials
@@ -27,6 +29,7 @@ from vertexbatch._config import (
     STORAGE_ENDPOINT,
     VERTEX_ENDPOINT,
 )
+from vertexbatch.emulator._catalogue import Catalogue
 from vertexbatch.emulator._faults import Faults
 from vertexbatch.emulator._gcs import GcsServer, start_gcs
 from vertexbatch.emulator._jobs import TERMINAL, JobStore
@@ -58,9 +61,19 @@ class LocalStack:
         location: the default location of `client()`.
         timing: how fast jobs move (zero by default: as fast as they can).
         seed: seeds the shuffled output order.
-        claude_concurrency: non-terminal Claude jobs allowed per project (429 beyond).
+        claude_concurrency: Claude jobs allowed to run at once per project.
+        claude_over_cap: what a Claude create beyond that cap gets: "reject" (429
+            RESOURCE_EXHAUSTED; the cap counts every non-terminal Claude job) or "queue" (the
+            job is created and stays PENDING until a running one ends).
         log_dir: where fake-gcs-server's log goes (default: a temporary directory removed on
             stop).
+        port: the Vertex REST service's loopback port (0, the default: a free one).
+        gcs_port: fake-gcs-server's loopback port (0, the default: a free one). Fixed ports
+            keep the endpoints, and so the exported environment, the same across restarts.
+        models: the model catalogue, model ids by publisher ("anthropic", "google"); a create
+            or online call naming another model fails (default: `DEFAULT_MODELS`, the models
+            the project's tests and docs use). `add_model` extends it.
+        unknown_model_code: the HTTP code of that failure (404 NOT_FOUND, as Vertex answers).
     """
 
     def __init__(
@@ -71,8 +84,17 @@ class LocalStack:
         seed: int = 0,
         claude_concurrency: int = 4,
         log_dir: str | Path | None = None,
+        port: int = 0,
+        gcs_port: int = 0,
+        models: Mapping[str, Iterable[str]] | None = None,
+        unknown_model_code: int = 404,
+        claude_over_cap: Literal["reject", "queue"] = "reject",
     ) -> None:
+        if claude_over_cap not in ("reject", "queue"):
+            raise ValueError('claude_over_cap must be "reject" or "queue"')
+        self.claude_over_cap = claude_over_cap
         self.project = project
+        self.catalogue = Catalogue(models, unknown_model_code)
         self.location = location
         self.project_number = PROJECT_NUMBER
         self.timing = timing or Timing()
@@ -80,6 +102,13 @@ class LocalStack:
         self.claude_concurrency = claude_concurrency
         self.faults = Faults()
         self._log_dir = Path(log_dir) if log_dir is not None else None
+        for name, value in (("port", port), ("gcs_port", gcs_port)):
+            if type(value) is not int or not 0 <= value <= 65535:
+                raise ValueError(f"{name} must be a port number from 0 to 65535, got {value!r}")
+        if port and port == gcs_port:
+            raise ValueError(f"port and gcs_port must differ, got {port} for both")
+        self._port = port
+        self._gcs_port = gcs_port
         self._temp_dir: Path | None = None
         self._gcs: GcsServer | None = None
         self._rest: RestServer | None = None
@@ -92,6 +121,8 @@ class LocalStack:
         """Start both servers (the context manager calls this)."""
         if self._rest is not None:
             raise RuntimeError("LocalStack is already started")
+        for port in (self._port, self._gcs_port):
+            _check_free(port)
         try:
             if self._log_dir is None:
                 self._temp_dir = Path(tempfile.mkdtemp(prefix="vertexbatch-stack-"))
@@ -99,7 +130,7 @@ class LocalStack:
             else:
                 log_dir = self._log_dir
                 log_dir.mkdir(parents=True, exist_ok=True)
-            self._gcs = start_gcs(log_dir / "fake-gcs-server.log")
+            self._gcs = start_gcs(log_dir / "fake-gcs-server.log", self._gcs_port)
             self._store = JobStore(
                 project=self.project,
                 project_number=self.project_number,
@@ -108,9 +139,11 @@ class LocalStack:
                 claude_concurrency=self.claude_concurrency,
                 faults=self.faults,
                 runner=make_runner(self.storage_client),
+                catalogue=self.catalogue,
+                claude_over_cap=self.claude_over_cap,
             )
             self._service = Service(self._store)
-            self._rest = RestServer(self._service)
+            self._rest = RestServer(self._service, self._port)
             self._rest.start()
             # A stack someone forgot to stop still takes fake-gcs-server down at exit.
             atexit.register(self.stop)
@@ -241,6 +274,15 @@ class LocalStack:
 
     # Scripting and inspection.
 
+    def add_model(self, publisher: str, model: str) -> None:
+        """Serve one more model: `add_model("anthropic", "claude-haiku-5-5")` (a bare id; with
+        `@version`, only that version)."""
+        self.catalogue.add(publisher, model)
+
+    def models(self) -> dict[str, tuple[str, ...]]:
+        """The model catalogue now: model ids by publisher."""
+        return self.catalogue.models()
+
     def set_job_options(self, options: JobOptions, display_name: str | None = None) -> None:
         """Output options for jobs created from now on (display_name None: every job)."""
         self._running()[2].set_job_options(options, display_name)
@@ -300,3 +342,23 @@ class LocalStack:
     def jobs(self) -> list[dict[str, Any]]:
         """A snapshot of every job's JSON, in creation order."""
         return self._running()[2].snapshot()
+
+
+def _check_free(port: int) -> None:
+    """Raise ``OSError`` naming ``port`` unless the stack can listen there (0: no check); it is
+    ``errno.EADDRINUSE`` when something else does.
+
+    Both servers reuse addresses, so a port a stopped stack left in TIME_WAIT counts as free.
+    """
+    if not port:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                message = f"127.0.0.1:{port} is already in use"
+            else:
+                message = f"cannot listen on 127.0.0.1:{port}: {exc.strerror}"
+            raise OSError(exc.errno, message) from None

@@ -1,0 +1,81 @@
+"""The model catalogue: which publisher models the local service serves (thread-safe).
+
+A create (or an online call) naming a model the catalogue does not hold fails as Vertex fails
+it: 404 NOT_FOUND `The PublisherModel projects/…/publishers/P/models/M does not exist.` by
+default, or with the code the stack was given. The default catalogue holds the models the
+project's tests, docs, demo and benchmarks use; `LocalStack(models=...)` replaces it and
+`LocalStack.add_model` extends it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+
+from vertexbatch.emulator._errors import ApiError
+
+__all__ = ["DEFAULT_MODELS", "PUBLISHERS", "Catalogue"]
+
+PUBLISHERS: tuple[str, ...] = ("anthropic", "google")
+
+DEFAULT_MODELS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "anthropic": ("claude-opus-5-5", "claude-sonnet-5", "claude-sonnet-4-5"),
+        "google": ("gemini-3.8-flash", "gemini-2.5-flash"),
+    }
+)
+"""The default catalogue, by publisher. An id without `@` holds every version of the model
+(`claude-opus-5-5` holds `claude-opus-5-5@default` and `claude-opus-5-5@20261001`); one with
+`@` holds only that version."""
+
+
+class Catalogue:
+    """The publisher models one stack serves, and the error for any other.
+
+    Args:
+        models: model ids by publisher ("anthropic", "google"); None: DEFAULT_MODELS.
+        missing_code: the HTTP code of the error for a model not held (404 NOT_FOUND, as Vertex;
+            400 gives INVALID_ARGUMENT).
+    """
+
+    def __init__(
+        self, models: Mapping[str, Iterable[str]] | None = None, missing_code: int = 404
+    ) -> None:
+        if not 400 <= missing_code <= 599:
+            raise ValueError("missing_code must be an HTTP error code (400 to 599)")
+        self.missing_code = missing_code
+        self._lock = threading.Lock()
+        self._models: dict[str, set[str]] = {publisher: set() for publisher in PUBLISHERS}
+        for publisher, ids in (DEFAULT_MODELS if models is None else models).items():
+            for model in ids:
+                self.add(publisher, model)
+
+    def add(self, publisher: str, model: str) -> None:
+        """Serve `model` (a bare id, with or without `@version`) under `publisher`."""
+        if publisher not in PUBLISHERS:
+            raise ValueError(f"publisher must be one of {PUBLISHERS}")
+        if not model or "/" in model:
+            raise ValueError("model must be a bare model id such as 'claude-opus-5-5'")
+        with self._lock:
+            self._models[publisher].add(model)
+
+    def models(self) -> dict[str, tuple[str, ...]]:
+        """The models held now, by publisher, sorted."""
+        with self._lock:
+            return {publisher: tuple(sorted(ids)) for publisher, ids in self._models.items()}
+
+    def holds(self, publisher: str, model: str) -> bool:
+        """Whether `publisher/model` is served: the id itself, or its model without `@version`."""
+        with self._lock:
+            ids = self._models.get(publisher)
+            return ids is not None and (model in ids or model.partition("@")[0] in ids)
+
+    def check(self, project_number: str, location: str, publisher: str, model: str) -> None:
+        """Raise the ApiError Vertex answers when the model is not served."""
+        if not self.holds(publisher, model):
+            raise ApiError(
+                self.missing_code,
+                f"The PublisherModel projects/{project_number}/locations/{location}/publishers/"
+                f"{publisher}/models/{model} does not exist.",
+            )
