@@ -72,6 +72,15 @@ def _gemini_submit(*requests: vb.GeminiRequest) -> Callable[[vb.Client, str], ob
     return lambda client, sid: client.submit_gemini(sid, GEMINI, rows)
 
 
+def _submit_for(
+    request_: vb.ClaudeRequest | vb.GeminiRequest,
+) -> Callable[[vb.Client, str], object]:
+    """The submit call for one request of either provider."""
+    if isinstance(request_, vb.ClaudeRequest):
+        return _claude_submit(request_)
+    return _gemini_submit(request_)
+
+
 def _chain(exc: BaseException) -> Iterator[BaseException]:
     """The exception and every cause and context chained to it."""
     seen: set[int] = set()
@@ -151,10 +160,7 @@ def test_nan_and_infinity_are_refused_before_staging(
     place: str,
 ) -> None:
     """NaN/Infinity anywhere in a request: InvalidRequestError naming key, place and rule."""
-    if isinstance(request_, vb.ClaudeRequest):
-        submit = _claude_submit(request_)
-    else:
-        submit = _gemini_submit(request_)
+    submit = _submit_for(request_)
     error = _refused(client, stack, bucket, submit)
     message = str(error)
     assert "'bad-key'" in message and place in message, message
@@ -271,10 +277,7 @@ def test_keys_that_are_not_strings_are_refused(
 ) -> None:
     """int, float, bool, None, tuple or bytes keys: InvalidRequestError, never a bare TypeError
     and never silently written as strings."""
-    if isinstance(request_, vb.ClaudeRequest):
-        submit = _claude_submit(request_)
-    else:
-        submit = _gemini_submit(request_)
+    submit = _submit_for(request_)
     error = _refused(client, stack, bucket, submit)
     assert error.field == field
     assert place in str(error) and "not a string" in str(error), str(error)
@@ -388,10 +391,7 @@ def test_strings_and_numbers_json_cannot_write_are_refused(
 ) -> None:
     """Lone surrogates (not UTF-8) and integers too long to write: InvalidRequestError, never a
     bare UnicodeEncodeError or ValueError."""
-    if isinstance(request_, vb.ClaudeRequest):
-        submit = _claude_submit(request_)
-    else:
-        submit = _gemini_submit(request_)
+    submit = _submit_for(request_)
     error = _refused(client, stack, bucket, submit)
     assert error.field == field
     assert expected in str(error), str(error)
@@ -431,10 +431,7 @@ def test_cyclic_and_very_deep_values_are_refused_in_bounded_time(
     field: str,
 ) -> None:
     """A cycle or 50,000 levels: refused for its depth, never RecursionError or a hang."""
-    if isinstance(request_, vb.ClaudeRequest):
-        submit = _claude_submit(request_)
-    else:
-        submit = _gemini_submit(request_)
+    submit = _submit_for(request_)
     error = _refused(client, stack, bucket, submit)
     assert error.field == field
     assert "nested deeper than 15 levels" in str(error), str(error)
@@ -653,10 +650,7 @@ def test_request_content_never_reaches_errors_or_logs(
     """No value or key from params, contents or config in the message, repr, pickle, chained
     cause or context, or a log line; the request key is named."""
     caplog.set_level(logging.DEBUG)
-    if isinstance(request_, vb.ClaudeRequest):
-        submit = _claude_submit(request_)
-    else:
-        submit = _gemini_submit(request_)
+    submit = _submit_for(request_)
     error = _refused(client, stack, bucket, submit)
     assert "'bad-key'" in str(error), str(error)
     assert error.field in {"params", "contents", "config"}
