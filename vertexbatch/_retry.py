@@ -27,6 +27,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("vertexbatch")
+# Jitter from a generator of our own: retries never draw from (or reseed) the global `random`
+# state that a caller, or a test framework watching it, relies on.
+_JITTER = random.Random()
 
 T = TypeVar("T")
 
@@ -151,7 +154,7 @@ class RetryPolicy:
         """Seconds to wait after failed attempt number ``attempt`` (0-based), jitter included."""
         if not self.wait:
             return 0.0
-        return min(self.initial * 2.0**attempt, self.maximum) + random.uniform(0, self.jitter)
+        return min(self.initial * 2.0**attempt, self.maximum) + _JITTER.uniform(0, self.jitter)
 
     def tenacity_kwargs(self, what: str) -> dict[str, Any]:
         """Keyword arguments for ``tenacity.Retrying``; ``what`` names the operation in logs."""
