@@ -629,6 +629,7 @@ def test_exit_codes_are_the_documented_ones() -> None:
         "NOT_TERMINAL": 10,
         "JOB_FAILED": 11,
         "JOB_ENDED": 12,
+        "CHECK_FAILED": 13,
         "CLOSED_PIPE": 141,
     }
     for code in ExitCode:

@@ -1,5 +1,5 @@
 """The ``vertexbatch`` command: submit, find, status, cancel, results, watch, emulator, demo,
-and ``run submit|advance|status|results`` for runs.
+doctor, and ``run submit|advance|status|results`` for runs.
 
 Every command takes the same configuration, from flags or the environment (a flag wins); the
 table of flags and variables is in ``_config``, the one place a client is built from them.
@@ -17,6 +17,7 @@ Exit codes (an error is one line on stderr, never a traceback, never request con
         run advance / run status: the run is not done yet
     11  status / watch: the job failed
     12  status / watch: the job was cancelled, expired or paused
+    13  doctor: at least one check failed
     141 the reader of the output went away (a closed pipe, as in ``| head``): nothing more is
         printed, as a command killed by SIGPIPE
 
@@ -39,6 +40,7 @@ from typing import Any
 
 import click
 
+from ._cli_doctor import doctor
 from ._cli_options import ENVIRONMENT_HELP, cloud_client, cloud_command, verbose
 from ._cli_render import (
     OUTCOMES,
@@ -194,8 +196,8 @@ def main() -> None:
 
     Exit codes: 0 done (status/watch: succeeded), 2 usage or configuration, 3 invalid request,
     4 no job (or run) for the id, 5 job error, 6 other cloud error, 10 job not terminal (run
-    not done), 11 job failed, 12 job cancelled/expired/paused, 141 output pipe closed, 1
-    unexpected.
+    not done), 11 job failed, 12 job cancelled/expired/paused, 13 a doctor check failed, 141
+    output pipe closed, 1 unexpected.
     """
 
 
@@ -550,6 +552,9 @@ def demo(fast: bool) -> None:
     except ImportError as exc:
         raise Fail(ExitCode.USAGE, _LOCAL_EXTRA.format(exc=exc)) from exc
     run_demo(out=sys.stdout, fast=fast, tty=sys.stdout.isatty())
+
+
+main.add_command(doctor)
 
 
 if __name__ == "__main__":  # pragma: no cover

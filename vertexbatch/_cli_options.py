@@ -29,7 +29,7 @@ from ._config import (
 )
 from ._errors import InvalidRequestError
 
-__all__ = ["ENVIRONMENT_HELP", "cloud_client", "cloud_command", "verbose"]
+__all__ = ["ENVIRONMENT_HELP", "cloud_client", "cloud_command", "config_flags", "verbose"]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -55,6 +55,11 @@ def cloud_client() -> Client:
         return build_client(Client, flags=flags)
     except InvalidRequestError as exc:
         raise Fail(ExitCode.USAGE, str(exc)) from exc
+
+
+def config_flags() -> dict[str, str | None]:
+    """The current command's configuration flags by setting name (``None`` when not given)."""
+    return dict(click.get_current_context().meta.get(_CONFIG_KEY, {}))
 
 
 class _StderrHandler(logging.Handler):

@@ -63,6 +63,7 @@ class ExitCode(enum.IntEnum):
     NOT_TERMINAL = 10
     JOB_FAILED = 11
     JOB_ENDED = 12
+    CHECK_FAILED = 13
     CLOSED_PIPE = 141
 
 

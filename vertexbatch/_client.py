@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from google.cloud import aiplatform_v1, storage
     from opentelemetry.metrics import MeterProvider
 
-__all__ = ["Client"]
+__all__ = ["Client", "cloud_of"]
 
 
 def _regional_endpoint(location: str) -> str:
@@ -326,6 +326,11 @@ class Client:
         check_job(job)
         with job_errors(job.name):
             self._cloud.vertex.cancel(job.name)
+
+
+def cloud_of(client: Client) -> Cloud:
+    """The ``Cloud`` of ``client``, for work that takes one (``vertexbatch doctor``'s checks)."""
+    return client._cloud
 
 
 def _staged_lines(

@@ -288,6 +288,20 @@ class Staging:
             return False
         return True
 
+    def bucket_exists(self) -> bool:
+        """Whether the bucket exists (``lookup_bucket``); ``Forbidden`` propagates."""
+        name = self._bucket.name
+        found = self._policy.call(
+            f"look up bucket {name}", lambda: self._client.lookup_bucket(name, retry=None)
+        )
+        return found is not None
+
+    def delete(self, name: str) -> None:
+        """Delete an object; one already gone is not an error."""
+        blob = self._blob(name)
+        with contextlib.suppress(api_exceptions.NotFound):
+            self._policy.call(f"delete {blob.name}", lambda: blob.delete(retry=None))
+
     def exists(self, uri_or_name: str) -> bool:
         """Whether an object exists."""
         blob = self._blob(uri_or_name)

@@ -1,0 +1,124 @@
+"""``vertexbatch doctor``, through the real entry point against the local stack."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from click.testing import CliRunner, Result
+
+from vertexbatch._cli import ExitCode, main
+from vertexbatch._config import Config
+from vertexbatch._doctor import DOCTOR_OBJECT, check_location, check_model
+from vertexbatch.emulator import LocalStack
+
+ORDER = [
+    "configuration",
+    "location",
+    "credentials",
+    "vertex",
+    "bucket",
+    "bucket-objects",
+    "model",
+    "job-create",
+    "bucket-location",
+    "service-agent",
+]
+
+
+def doctor(*args: str, env: Mapping[str, str | None] | None = None) -> Result:
+    return CliRunner().invoke(main, ["doctor", *args], env=env, catch_exceptions=False)
+
+
+def lines_by_check(output: str) -> dict[str, str]:
+    return {line.split()[1]: line for line in output.splitlines()}
+
+
+def test_doctor_is_all_ok_on_the_local_stack(stack_env: str) -> None:
+    result = doctor()
+    assert result.exit_code == ExitCode.OK, result.output
+    lines = lines_by_check(result.output)
+    assert list(lines) == ORDER
+    for name in ("configuration", "location", "vertex", "bucket", "bucket-objects"):
+        assert lines[name].startswith("ok "), lines[name]
+    assert lines["credentials"].startswith("skip ")
+    assert "anonymous on the local stack" in lines["credentials"]
+    assert "no --model given" in lines["model"]
+    for name in ("job-create", "bucket-location", "service-agent"):
+        assert lines[name].startswith("skip ") and "not checked by this version" in lines[name]
+    assert not any(line.startswith("fail") for line in result.output.splitlines())
+
+
+def test_doctor_leaves_no_object_under_the_prefix(stack: LocalStack, stack_env: str) -> None:
+    assert doctor().exit_code == ExitCode.OK
+    names = [blob.name for blob in stack.storage_client().list_blobs(stack_env)]
+    assert not [name for name in names if DOCTOR_OBJECT in name], names
+    assert names == []
+
+
+def test_a_missing_bucket_fails_with_the_fix(stack_env: str) -> None:
+    result = doctor("--bucket", "t-no-such-bucket-for-doctor")
+    assert result.exit_code == ExitCode.CHECK_FAILED
+    lines = lines_by_check(result.output)
+    assert lines["bucket"].startswith("fail ")
+    assert "t-no-such-bucket-for-doctor does not exist" in lines["bucket"]
+    assert "VERTEXBATCH_BUCKET" in lines["bucket"]
+    assert lines["bucket-objects"].startswith("skip ")
+    assert lines["vertex"].startswith("ok ")
+
+
+def test_json_prints_a_list_of_check_result_detail(stack_env: str) -> None:
+    result = doctor("--json")
+    assert result.exit_code == ExitCode.OK
+    checks = json.loads(result.output)
+    assert isinstance(checks, list)
+    assert [c["check"] for c in checks] == ORDER
+    for c in checks:
+        assert set(c) == {"check", "result", "detail"}
+        assert c["result"] in {"ok", "warn", "fail", "skip"}
+        assert isinstance(c["detail"], str)
+
+
+def test_a_missing_configuration_variable_fails_naming_it(stack_env: str) -> None:
+    result = doctor(env={"GOOGLE_CLOUD_PROJECT": None})
+    assert result.exit_code == ExitCode.CHECK_FAILED
+    lines = lines_by_check(result.output)
+    assert lines["configuration"].startswith("fail ")
+    assert "GOOGLE_CLOUD_PROJECT" in lines["configuration"]
+    assert "--project" in lines["configuration"]
+    for name in ("location", "credentials", "vertex", "bucket", "bucket-objects"):
+        assert lines[name].startswith("skip ") and "needs the configuration" in lines[name]
+
+
+def test_a_model_is_checked_for_its_form_and_left_to_submit(stack_env: str) -> None:
+    result = doctor("--model", "claude-opus-5-5@default")
+    assert result.exit_code == ExitCode.OK
+    assert "checked at submit" in lines_by_check(result.output)["model"]
+    bad = doctor("--model", "publishers/anthropic/models/claude-opus-5-5")
+    assert bad.exit_code == ExitCode.CHECK_FAILED
+    assert lines_by_check(bad.output)["model"].startswith("fail ")
+
+
+def test_global_location_fails_for_claude_and_warns_without_a_model() -> None:
+    config = Config(project="p", location="global", bucket="b")
+    assert check_location(config, "claude-opus-5-5@default").result == "fail"
+    assert check_location(config, "gemini-3.8-flash").result == "ok"
+    assert check_location(config, None).result == "warn"
+    assert check_location(Config("p", "us-east5", "b"), "claude-x").result == "ok"
+    assert check_model(config, "gpt-4").result == "fail"
+
+
+def test_vertex_refusing_to_list_fails_naming_the_role(stack: LocalStack, stack_env: str) -> None:
+    stack.faults.fail("list", status=403)
+    result = doctor()
+    assert result.exit_code == ExitCode.CHECK_FAILED
+    line = lines_by_check(result.output)["vertex"]
+    assert line.startswith("fail ") and "roles/aiplatform.user" in line
+    assert lines_by_check(result.output)["bucket-objects"].startswith("ok ")
+
+
+def test_vertex_is_asked_once(stack: LocalStack, stack_env: str) -> None:
+    stack.reset_calls()
+    assert doctor().exit_code == ExitCode.OK
+    assert stack.calls()["list"] == 1
+    assert stack.calls()["create"] == 0

@@ -1,0 +1,35 @@
+"""``vertexbatch doctor``: the command over ``_doctor``'s checks, registered by ``_cli``."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from ._cli_options import cloud_command, config_flags
+from ._cli_render import ExitCode
+
+__all__ = ["doctor"]
+
+
+@click.command()
+@click.option("--model", default=None, help="Also check this bare Vertex model id.")
+@click.option("--json", "as_json", is_flag=True, help="Print a list of {check, result, detail}.")
+@cloud_command
+def doctor(model: str | None, as_json: bool) -> None:
+    """Check the configuration, credentials, Vertex and the bucket before a first job.
+
+    One line per check: ok, warn, fail or skip, its name, and for warn and fail the fix.
+    Exit 0 when no check failed, 13 when one did.
+    """
+    from ._doctor import failed, run_checks
+
+    checks = run_checks(os.environ, config_flags(), model=model)
+    if as_json:
+        click.echo(json.dumps([check.to_dict() for check in checks]))
+    else:
+        for check in checks:
+            click.echo(check.line())
+    if failed(checks):
+        click.get_current_context().exit(int(ExitCode.CHECK_FAILED))
