@@ -15,8 +15,9 @@ from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Result, Status
 from ._results import iter_results
 from ._retry import RetryPolicy
 from ._rules import check_id, check_job, check_key, check_model, next_attempt_id
-from ._runs import DEFAULT_SHARD_SIZE, Run, create_run
-from ._runs import open_run as load_run
+from ._run_start import create_run
+from ._run_start import open_run as load_run
+from ._runs import DEFAULT_SHARD_SIZE, Run
 from ._staging import Staging
 from ._telemetry import Telemetry
 from ._vertex import Vertex, status_of

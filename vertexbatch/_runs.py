@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
@@ -30,25 +30,19 @@ from opentelemetry.metrics import NoOpMeterProvider
 
 from ._cloud import Cloud
 from ._errors import InvalidRequestError
-from ._identity import look_up, resubmit, stage, submit
+from ._identity import look_up, resubmit, submit
 from ._ledger import (
-    MAX_ATTEMPTS,
     Ledger,
     Shard,
     attempt_id,
-    check_run_id,
     read_done,
-    read_ledger,
     write_done,
-    write_ledger,
 )
-from ._lines import StagedLine
-from ._manifest import measure, read_manifest, run_origin
+from ._manifest import read_manifest, run_origin
 from ._models import Job, Provider, Result, Status
 from ._online import CONCURRENCY, answer_online
 from ._plan import ShardView, StepRules, plan_step
 from ._results import iter_results, read_output_file
-from ._rules import MAX_INPUT_BYTES
 from ._staged import read_key_map
 from ._telemetry import Telemetry
 from ._vertex import status_of
@@ -147,173 +141,6 @@ class _Open:
             terminal=latest.terminal,
             unsettled=len(self.unsettled),
         )
-
-
-class _Shards:
-    """Cut one stream of lines into shards of at most ``size`` rows and 1 GB."""
-
-    def __init__(self, lines: Iterable[StagedLine], size: int) -> None:
-        self._lines = iter(lines)
-        self._size = size
-        self._next: StagedLine | None = next(self._lines, None)
-
-    def more(self) -> bool:
-        return self._next is not None
-
-    def take(self) -> Iterator[StagedLine]:
-        rows = size = 0
-        while self._next is not None and rows < self._size:
-            if rows and size + len(self._next.data) > MAX_INPUT_BYTES:
-                return
-            line, self._next = self._next, None
-            rows += 1
-            size += len(line.data)
-            yield line
-            self._next = next(self._lines, None)
-
-
-def create_run(
-    cloud: Cloud,
-    run_id: str,
-    provider: Provider,
-    model: str,
-    lines: Iterable[StagedLine],
-    *,
-    shard_size: int,
-    max_attempts: int,
-) -> Run:
-    """Stage every shard, write the ledger, and take the first ``advance`` step."""
-    check_run_id(run_id)
-    if type(shard_size) is not int or shard_size < 1:
-        raise InvalidRequestError(
-            f"shard_size must be at least 1, got {shard_size}", field="shard_size"
-        )
-    if type(max_attempts) is not int or not 1 <= max_attempts <= MAX_ATTEMPTS:
-        raise InvalidRequestError(
-            f"max_attempts must be a whole number from 1 to {MAX_ATTEMPTS}, got {max_attempts!r}",
-            field="max_attempts",
-        )
-    cutter = _Shards(lines, shard_size)  # the first request is checked before any cloud call
-    if not cutter.more():
-        raise InvalidRequestError(f"no requests for run {run_id!r}", field="requests")
-    staging = cloud.staging
-    existing = read_ledger(staging, run_id)
-    if existing is not None:
-        # Rejoining: check the whole run against what is staged before touching anything.
-        _check_rejoin(cloud, existing, provider, model, max_attempts, shard_size, cutter)
-        ledger = existing
-    else:
-        origin = run_origin(run_id)
-        shards: list[Shard] = []
-        while cutter.more():
-            shard_id = f"{run_id}.s{len(shards)}"
-            try:
-                manifest = stage(staging, shard_id, provider, model, cutter.take(), origin)
-            except InvalidRequestError as exc:
-                staged = read_manifest(staging, shard_id) if exc.field == "id" else None
-                if exc.field != "id" or (staged is not None and staged.origin != origin):
-                    raise  # a bad line, or the id is someone else's: its own message says so
-                # An earlier start of this run staged the shard and stopped before the ledger (a
-                # bad line further on, or killed): the shard's id and MD5s would only puzzle.
-                raise InvalidRequestError(
-                    f"run id {run_id!r} was partly staged before, with other requests, model or "
-                    "shard size, by a start that stopped before it finished: use a new run id; "
-                    "nothing staged was changed",
-                    field="id",
-                ) from exc
-            shards.append(Shard(shard_id, manifest.rows))
-        ledger = Ledger(run_id, provider, model, max_attempts, tuple(shards))
-        if not write_ledger(staging, ledger):
-            raise _other_run(run_id)
-    run = Run(cloud, ledger)
-    run.advance()
-    return run
-
-
-_PROVIDER_NAMES: Mapping[Provider, str] = {"anthropic": "Claude", "google": "Gemini"}
-
-
-def _other_run(run_id: str, what: str = "") -> InvalidRequestError:
-    """The run-level error of a rejoin that does not match; ``what`` says what differs."""
-    why = what or f"run id {run_id!r} already holds another run (other requests): use a new id"
-    return InvalidRequestError(f"{why}; nothing staged was changed", field="id")
-
-
-def _other_cut(ledger: Ledger, shard_size: int) -> InvalidRequestError:
-    shards = ledger.shards
-    staged = f"in shards of {shards[0].keys} rows" if len(shards) > 1 else "in one shard"
-    return _other_run(
-        ledger.id,
-        f"run {ledger.id!r} was staged {staged}; a shard size of {shard_size} cuts these "
-        "requests differently: rejoin it with the shard size it started with, or use a new run id",
-    )
-
-
-def _check_rejoin(
-    cloud: Cloud,
-    ledger: Ledger,
-    provider: Provider,
-    model: str,
-    max_attempts: int,
-    shard_size: int,
-    cutter: _Shards,
-) -> None:
-    """Raise unless these rows are the staged run's rows; reads only, stages nothing.
-
-    The error says what differs: the provider, the model, the attempts, how the requests are
-    cut into shards, or the requests themselves.
-    """
-    run = ledger.id
-    if ledger.provider != provider:
-        names = _PROVIDER_NAMES
-        raise _other_run(
-            run,
-            f"run {run!r} was staged with {names[ledger.provider]} requests, not "
-            f"{names[provider]} ones: use a new run id",
-        )
-    if ledger.model != model:
-        raise _other_run(
-            run,
-            f"run {run!r} was staged for model {ledger.model!r}, not {model!r}: use a new run id",
-        )
-    if ledger.max_attempts != max_attempts:
-        raise _other_run(
-            run,
-            f"run {run!r} was staged with at most {ledger.max_attempts} attempts per key, not "
-            f"{max_attempts}: rejoin it with {ledger.max_attempts}, or use a new run id",
-        )
-    last = len(ledger.shards) - 1
-    for index, shard in enumerate(ledger.shards):
-        if not cutter.more():
-            raise _other_run(run)
-        given = measure(shard.id, provider, model, cutter.take(), run_origin(run))
-        staged = read_manifest(cloud.staging, shard.id)
-        if staged is not None and staged.claims_same(given):
-            continue
-        # More rows than a full staged shard, or a full new shard smaller than the staged one:
-        # the same requests cut at another size.
-        if (given.rows > shard.keys and index < last) or (
-            given.rows < shard.keys and given.rows == shard_size
-        ):
-            raise _other_cut(ledger, shard_size)
-        raise _other_run(run)
-    if cutter.more():
-        raise _other_run(run)
-
-
-def open_run(cloud: Cloud, run_id: str) -> Run:
-    """Rebuild a run from its ledger in GCS.
-
-    Raises:
-        InvalidRequestError: there is no run under this id (``field == "run"``), or the id is
-            invalid or its ledger unreadable (``field == "id"``).
-    """
-    check_run_id(run_id)
-    ledger = read_ledger(cloud.staging, run_id)
-    if ledger is None:
-        uri = cloud.staging.folder(run_id).uri("run.json")
-        raise InvalidRequestError(f"no run under id {run_id!r} (no {uri})", field="run")
-    return Run(cloud, ledger)
 
 
 class Run:
