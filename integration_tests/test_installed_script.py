@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,7 +17,14 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import aiplatform_v1, storage
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, claude_requests, refuses, request_line, write_lines
+from tests.helpers import (
+    CLAUDE,
+    claude_requests,
+    free_ports,
+    refuses,
+    request_line,
+    write_lines,
+)
 from vertexbatch._config import SETTINGS
 from vertexbatch.emulator import LocalStack
 
@@ -127,17 +133,6 @@ def test_python_m_emulator_runs_until_sigterm() -> None:
     assert refuses(env["STORAGE_EMULATOR_HOST"]) and refuses(env["VERTEXBATCH_VERTEX_ENDPOINT"])
 
 
-def _free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
 def _shell_env() -> dict[str, str]:
     """This process's environment without the stack's variables, the script first on PATH."""
     names = {setting.variable for setting in SETTINGS}
@@ -157,7 +152,7 @@ def test_emulator_env_file_sourced_by_a_shell(tmp_path: Path) -> None:
     run. SIGTERM (or SIGINT) stops it with exit 0, its ports free and the file gone; restarted
     on the same ports it writes the same exports; stopped, the commands fail fast with a hint.
     """
-    port, gcs_port = _free_ports(2)
+    port, gcs_port = free_ports(2)
     env_file = tmp_path / "local.env"
     log = tmp_path / "emulator.err"
     command = [_script(), "emulator", "--port", str(port), "--gcs-port", str(gcs_port)]

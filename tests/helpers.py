@@ -99,3 +99,15 @@ def refuses(endpoint: str) -> bool:
     with socket.socket() as sock:
         sock.settimeout(1)
         return sock.connect_ex((parts.hostname or "", parts.port or 0)) != 0
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct loopback ports that were free a moment ago."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()

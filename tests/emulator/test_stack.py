@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from google.cloud import aiplatform_v1, storage
 
 import vertexbatch
-from tests.helpers import refuses
+from tests.helpers import free_ports, refuses
 from vertexbatch._cli import main
 from vertexbatch.emulator import LocalStack, run_foreground
 
@@ -158,18 +158,6 @@ def test_run_foreground_in_a_thread() -> None:
         "export VERTEXBATCH_BUCKET",
     ]
     assert refuses(lines[0].split("=", 1)[1]) and refuses(lines[1].split("=", 1)[1])
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct loopback ports that were free a moment ago."""
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def test_fixed_ports_survive_a_restart() -> None:
