@@ -166,8 +166,9 @@ class ResultStream(AsyncIterator[T], Generic[T]):
             if chunk and not self._hand(chunk):
                 return
             self._hand(_END)
-        except BaseException as exc:
-            self._hand(exc)
+        except BaseException as exc:  # what was read before it still reaches the caller
+            if not chunk or self._hand(chunk):
+                self._hand(exc)
         finally:
             close = getattr(self._items, "close", None)
             if close is not None:
