@@ -45,8 +45,10 @@ T = TypeVar("T")
 
 # Threads of one client's pool: calls beyond it queue (each is I/O-bound, mostly waiting).
 WORKERS = 16
-# A stream hands results over in chunks of this many, with at most SLOTS chunks in flight:
-# one thread hop per chunk keeps the loop's share small; the slots bound the memory held.
+# A stream hands results over in chunks of up to CHUNK (the first FIRST_CHUNK, doubling, so
+# the first result comes soon), with at most SLOTS chunks in flight: one thread hop per chunk
+# keeps the loop's share small; the slots bound the memory held.
+FIRST_CHUNK = 16
 CHUNK = 256
 SLOTS = 4
 
@@ -156,19 +158,24 @@ class ResultStream(AsyncIterator[T], Generic[T]):
 
     def _produce(self) -> None:
         chunk: list[T] = []
+        size = FIRST_CHUNK
         try:
             for item in self._items:
                 chunk.append(item)
-                if len(chunk) >= CHUNK:
+                if len(chunk) >= size:
                     if not self._hand(chunk):
                         return
-                    chunk = []
+                    chunk, size = [], min(CHUNK, size * 2)
             if chunk and not self._hand(chunk):
                 return
             self._hand(_END)
         except BaseException as exc:  # what was read before it still reaches the caller
-            if not chunk or self._hand(chunk):
-                self._hand(exc)
+            if not ((not chunk or self._hand(chunk)) and self._hand(exc)):
+                logger.debug(
+                    "%s: failed after it was closed (%s); nobody reads it",
+                    self._what,
+                    type(exc).__name__,
+                )
         finally:
             close = getattr(self._items, "close", None)
             if close is not None:
