@@ -69,7 +69,9 @@ def strings_of(spans: tuple[ReadableSpan, ...]) -> Iterator[str]:
                 yield str(value)
 
 
-def test_submit_span_tree(traced: vb.Client, exporter: InMemorySpanExporter) -> None:
+def test_submit_span_tree(
+    traced: vb.Client, stack: LocalStack, exporter: InMemorySpanExporter
+) -> None:
     """A submit is one span with stage, list, create, record and cancel-twins steps under it."""
     job = traced.submit_claude("tree", CLAUDE, [claude_request("a", "hello")])
     spans = exporter.get_finished_spans()
@@ -90,6 +92,8 @@ def test_submit_span_tree(traced: vb.Client, exporter: InMemorySpanExporter) -> 
     assert dict(submit.attributes) == {
         "gen_ai.operation.name": "batch_predict",
         "gen_ai.provider.name": "gcp.vertex_ai",
+        "cloud.provider": "gcp",
+        "cloud.region": stack.location,
         "gen_ai.request.model": CLAUDE,
         "vertexbatch.submission.id": "tree",
         "vertexbatch.job.name": job.name,

@@ -97,7 +97,7 @@ class Client:
             telemetry=Telemetry(meter_provider),
             project=project,
             location=location,
-            tracing=Tracing(tracer_provider),
+            tracing=Tracing(tracer_provider, location),
         )
 
     @classmethod

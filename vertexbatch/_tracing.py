@@ -63,11 +63,22 @@ def job_attributes(job: Job) -> dict[str, AttributeValue]:
 
 
 class Tracing:
-    """The tracer of one client (its ``tracer_provider``, else OpenTelemetry's global one)."""
+    """The tracer of one client (its ``tracer_provider``, else OpenTelemetry's global one).
 
-    def __init__(self, tracer_provider: trace.TracerProvider | None = None) -> None:
+    ``location``, when given, is every span's ``cloud.region`` (with ``cloud.provider=gcp``).
+    """
+
+    def __init__(
+        self, tracer_provider: trace.TracerProvider | None = None, location: str | None = None
+    ) -> None:
         provider = tracer_provider or trace.get_tracer_provider()
         self._tracer = provider.get_tracer("vertexbatch", _version())
+        self._base: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": OPERATION,
+            "gen_ai.provider.name": PROVIDER,
+        }
+        if location is not None:
+            self._base.update({"cloud.provider": "gcp", "cloud.region": location})
 
     @contextlib.contextmanager
     def operation(
@@ -85,14 +96,10 @@ class Tracing:
     def _span(
         self, name: str, attributes: Mapping[str, AttributeValue] | None, kind: SpanKind
     ) -> Iterator[Span]:
-        base: dict[str, AttributeValue] = {
-            "gen_ai.operation.name": OPERATION,
-            "gen_ai.provider.name": PROVIDER,
-        }
         with self._tracer.start_as_current_span(
             PREFIX + name,
             kind=kind,
-            attributes={**base, **(attributes or {})},
+            attributes={**self._base, **(attributes or {})},
             record_exception=False,  # its message and traceback may quote request content
             set_status_on_exception=False,
         ) as span:
@@ -113,12 +120,8 @@ class Tracing:
         The span is not made current: the caller's code runs between two results, and must not
         find itself inside this span.
         """
-        base: dict[str, AttributeValue] = {
-            "gen_ai.operation.name": OPERATION,
-            "gen_ai.provider.name": PROVIDER,
-        }
         span = self._tracer.start_span(
-            PREFIX + name, kind=SpanKind.CLIENT, attributes={**base, **attributes}
+            PREFIX + name, kind=SpanKind.CLIENT, attributes={**self._base, **attributes}
         )
         counts: Counter[str] = Counter()
         try:
