@@ -86,6 +86,10 @@ async def test_bad_input_raises_before_any_call(client: vb.Client) -> None:
         await client.aio.submit_claude("bad id!", CLAUDE, claude_requests(1))
     with pytest.raises(vb.InvalidRequestError, match="expected a vertexbatch Job"):
         client.aio.results("not a job")  # type: ignore[arg-type]
+    with pytest.raises(vb.InvalidRequestError, match="expected a vertexbatch Job"):
+        await client.aio.wait("not a job")  # type: ignore[arg-type]
+    with pytest.raises(vb.InvalidRequestError, match="expected a vertexbatch Job"):
+        vb.wait(client, "not a job")  # type: ignore[arg-type]
     job = await client.aio.submit_claude("deadline", CLAUDE, claude_requests(1))
     with pytest.raises(vb.InvalidRequestError, match="timezone"):
         await client.aio.wait(job, deadline=datetime(2030, 1, 1))

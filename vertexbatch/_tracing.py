@@ -52,8 +52,13 @@ T = TypeVar("T")
 S = TypeVar("S")
 
 
-def job_attributes(job: Job) -> dict[str, AttributeValue]:
-    """What a span says about a job: its model, resource name, submission id and key count."""
+def job_attributes(job: object) -> dict[str, AttributeValue]:
+    """What a span says about a job: its model, resource name, submission id and key count.
+
+    Anything but a ``Job`` says nothing: the operation itself refuses it, with a clear error.
+    """
+    if not isinstance(job, Job):
+        return {}
     return {
         "gen_ai.request.model": job.model,
         "vertexbatch.submission.id": job.id,
@@ -186,9 +191,7 @@ def note(attributes: Mapping[str, AttributeValue]) -> None:
 def _attributes_of(arguments: Mapping[str, Any]) -> dict[str, AttributeValue]:
     """The attributes a call's own arguments give: its id, model and job."""
     found: dict[str, AttributeValue] = {}
-    job = arguments.get("job")
-    if isinstance(job, Job):
-        found.update(job_attributes(job))
+    found.update(job_attributes(arguments.get("job")))
     for name, attribute in (("id", "vertexbatch.submission.id"), ("model", "gen_ai.request.model")):
         value = arguments.get(name)
         if isinstance(value, str):
