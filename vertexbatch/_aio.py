@@ -44,7 +44,8 @@ logger = logging.getLogger("vertexbatch")
 T = TypeVar("T")
 
 # Threads of one client's pool: calls beyond it queue (each is I/O-bound, mostly waiting).
-WORKERS = 16
+# As many as the connections the Google clients' HTTP sessions keep per host (urllib3's 10).
+WORKERS = 10
 # A stream hands results over in chunks of up to CHUNK (the first FIRST_CHUNK, doubling, so
 # the first result comes soon), with at most SLOTS chunks in flight: one thread hop per chunk
 # keeps the loop's share small; the slots bound the memory held.
