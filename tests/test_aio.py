@@ -216,6 +216,24 @@ async def test_results_stream_a_few_chunks_ahead() -> None:
         await anext(stream)
 
 
+async def test_breaking_out_and_dropping_the_stream_stops_it() -> None:
+    """``break`` out of ``async for``, then the stream dropped: the thread closes the iterator."""
+    closed = threading.Event()
+
+    def items() -> Iterator[int]:
+        try:
+            yield from range(100_000)
+        finally:
+            closed.set()
+
+    stream = _aio.ResultStream("test", items())
+    async for item in stream:
+        assert item == 0
+        break
+    del stream
+    assert await asyncio.to_thread(closed.wait, 10)
+
+
 async def test_results_stream_raises_the_iterators_error() -> None:
     """An error of the blocking iterator is raised by the async one, after what came before."""
 

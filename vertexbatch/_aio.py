@@ -100,6 +100,70 @@ class _Pool:
 _END = object()
 
 
+class _Producer(Generic[T]):
+    """The thread's side of a stream: walks the blocking iterator, hands chunks to the loop.
+
+    It holds no reference to its ``ResultStream``, so a stream dropped mid-way is collected
+    and its ``__del__`` stops this.
+    """
+
+    def __init__(self, what: str, items: Iterator[T], loop: asyncio.AbstractEventLoop) -> None:
+        self.what = what
+        self.items = items
+        self.loop = loop
+        self.ready: asyncio.Queue[list[T] | BaseException | object] = asyncio.Queue()
+        self.slots = threading.Semaphore(SLOTS)
+        self.stopped = threading.Event()
+
+    def stop(self) -> None:
+        if not self.stopped.is_set():
+            self.stopped.set()
+            self.slots.release()  # wake the thread if it waits for a slot
+
+    def _hand(self, item: list[T] | BaseException | object) -> bool:
+        """Give the loop one item once a slot is free; ``False`` once the stream is closed."""
+        self.slots.acquire()
+        if self.stopped.is_set():
+            return False
+        try:
+            self.loop.call_soon_threadsafe(self.ready.put_nowait, item)
+        except RuntimeError:  # the loop is closed: nobody reads on
+            self.stopped.set()
+            return False
+        return True
+
+    def run(self) -> None:
+        chunk: list[T] = []
+        size = FIRST_CHUNK
+        try:
+            for item in self.items:
+                chunk.append(item)
+                if len(chunk) >= size:
+                    if not self._hand(chunk):
+                        return
+                    chunk, size = [], min(CHUNK, size * 2)
+            if chunk and not self._hand(chunk):
+                return
+            self._hand(_END)
+        except BaseException as exc:  # what was read before it still reaches the caller
+            if not ((not chunk or self._hand(chunk)) and self._hand(exc)):
+                logger.debug(
+                    "%s: failed after it was closed (%s); nobody reads it",
+                    self.what,
+                    type(exc).__name__,
+                )
+        finally:
+            _close(self.items)
+            if self.stopped.is_set():
+                logger.debug("%s: closed before its end; its thread stopped", self.what)
+
+
+def _close(items: Iterator[object]) -> None:
+    close = getattr(items, "close", None)
+    if close is not None:
+        close()
+
+
 class ResultStream(AsyncIterator[T], Generic[T]):
     """An async iterator over a blocking iterator walked in a thread, a few chunks ahead.
 
@@ -109,11 +173,8 @@ class ResultStream(AsyncIterator[T], Generic[T]):
 
     def __init__(self, what: str, items: Iterator[T]) -> None:
         self._what = what
-        self._items = items
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._ready: asyncio.Queue[list[T] | BaseException | object] | None = None
-        self._slots = threading.Semaphore(SLOTS)
-        self._stop = threading.Event()
+        self._items: Iterator[T] | None = items
+        self._producer: _Producer[T] | None = None
         self._buffer: deque[T] = deque()
         self._done = False
         self._context = contextvars.copy_context()  # the spans it runs under: the caller's
@@ -132,66 +193,27 @@ class ResultStream(AsyncIterator[T], Generic[T]):
     ) -> None:
         await self.aclose()
 
-    def _start(self) -> asyncio.Queue[list[T] | BaseException | object]:
-        self._loop = asyncio.get_running_loop()
-        self._ready = asyncio.Queue()
+    def _start(self) -> _Producer[T]:
+        assert self._items is not None
+        producer = _Producer(self._what, self._items, asyncio.get_running_loop())
+        self._producer, self._items = producer, None
         thread = threading.Thread(
             target=self._context.run,
-            args=(self._produce,),
+            args=(producer.run,),
             name="vertexbatch-results",
             daemon=True,  # it stops at the next result once closed; never holds the exit
         )
         thread.start()
-        return self._ready
-
-    def _hand(self, item: list[T] | BaseException | object) -> bool:
-        """Give the loop one item once a slot is free; ``False`` once the stream is closed."""
-        self._slots.acquire()
-        if self._stop.is_set():
-            return False
-        assert self._loop is not None and self._ready is not None
-        try:
-            self._loop.call_soon_threadsafe(self._ready.put_nowait, item)
-        except RuntimeError:  # the loop is closed: nobody reads on
-            self._stop.set()
-            return False
-        return True
-
-    def _produce(self) -> None:
-        chunk: list[T] = []
-        size = FIRST_CHUNK
-        try:
-            for item in self._items:
-                chunk.append(item)
-                if len(chunk) >= size:
-                    if not self._hand(chunk):
-                        return
-                    chunk, size = [], min(CHUNK, size * 2)
-            if chunk and not self._hand(chunk):
-                return
-            self._hand(_END)
-        except BaseException as exc:  # what was read before it still reaches the caller
-            if not ((not chunk or self._hand(chunk)) and self._hand(exc)):
-                logger.debug(
-                    "%s: failed after it was closed (%s); nobody reads it",
-                    self._what,
-                    type(exc).__name__,
-                )
-        finally:
-            close = getattr(self._items, "close", None)
-            if close is not None:
-                close()
-            if self._stop.is_set():
-                logger.debug("%s: closed before its end; its thread stopped", self._what)
+        return producer
 
     async def __anext__(self) -> T:
         if self._buffer:
             return self._buffer.popleft()
         if self._done:
             raise StopAsyncIteration
-        ready = self._ready or self._start()
-        item = await ready.get()
-        self._slots.release()
+        producer = self._producer or self._start()
+        item = await producer.ready.get()
+        producer.slots.release()
         if item is _END:
             self._done = True
             raise StopAsyncIteration
@@ -205,21 +227,18 @@ class ResultStream(AsyncIterator[T], Generic[T]):
     def _close(self) -> None:
         self._done = True
         self._buffer.clear()
-        if self._ready is not None and not self._stop.is_set():
-            self._stop.set()
-            self._slots.release()  # wake the producer if it waits for a slot
-        elif self._ready is None:
-            close = getattr(self._items, "close", None)
-            if close is not None:
-                close()  # never started: no thread, close it here
+        if self._producer is not None:
+            self._producer.stop()
+        elif self._items is not None:  # never started: no thread, close it here
+            _close(self._items)
+            self._items = None
 
     async def aclose(self) -> None:
         """Stop reading: the thread stops at its next result."""
         self._close()
 
     def __del__(self) -> None:
-        if not self._done:
-            self._close()
+        self._close()
 
 
 class AsyncRun:
