@@ -247,8 +247,10 @@ async def test_results_stream_raises_the_iterators_error() -> None:
         await anext(stream)
 
 
-async def test_breaking_out_stops_the_producer(client: vb.Client, stack: LocalStack) -> None:
-    """Leaving ``async for`` early closes the results pass (its thread ends)."""
+async def test_leaving_a_pass_early_then_reading_again(
+    client: vb.Client, stack: LocalStack
+) -> None:
+    """A pass left early (``async with`` closes it) leaves the next pass whole."""
     job = await client.aio.submit_claude("early", CLAUDE, claude_requests(600))
     stack.wait_job(job.name)
     async with client.aio.results(job) as stream:

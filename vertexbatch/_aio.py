@@ -7,11 +7,11 @@ results to the loop in chunks, through a bounded number of slots, so neither sid
 whole file. docs/architecture.md says why this design, and docs/asyncio.md what cancellation
 does at each step.
 
-Cancelling the task that awaits a call cannot stop its thread: the blocking step under way
-(a create, an upload) finishes, and the call stops at no particular point. Every step of the
-identity protocol is create-only or conditional, so a call stopped anywhere leaves what the
-next submit of the same id and rows carries on from. A cancelled call says so in the log, and
-its outcome (its job, or the type of its error) is logged when its thread ends.
+Cancelling the task that awaits a call cannot stop its thread: a call still queued never
+starts, and a call under way runs on to its end. Every step of the identity protocol is
+create-only or conditional, so wherever the call is when its task is cancelled (or its process
+dies), the next submit of the same id and rows carries on from there. A cancelled call says so
+in the log, and its outcome (its job, or the type of its error) is logged when its thread ends.
 """
 
 from __future__ import annotations
