@@ -19,6 +19,8 @@ service; one at a time) and runs every measurement in a fresh child process
 Then the cold start (``benchmarks.cold_start``, no stack): ``import vertexbatch`` and
 ``vertexbatch --help`` in fresh interpreters against the import of aiplatform's job service.
 ``--only import`` runs that alone (under a minute); ``--only batch`` leaves it out.
+``--only stall`` runs ``benchmarks.loop_stall`` alone: the longest event-loop gap under
+``client.aio`` during a ``--stall-size`` (default 20,000) request submit and results pass.
 
 Figures are medians; ratios are taken pair by pair, then the median. Every object is deleted after
 use and each (provider, N) gets a fresh stack and bucket, so fake-gcs-server's memory stays bounded.
@@ -43,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import cold_start  # noqa: E402  (after the path is set, run as a script)
+from benchmarks import cold_start, loop_stall  # noqa: E402  (after the path is set, as a script)
 
 __all__ = ["main", "render"]
 
@@ -442,9 +444,11 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write every raw figure here")
     parser.add_argument(
-        "--only", choices=["import", "batch"],
-        help="import: the cold start alone; batch: staging, results and calls alone",
+        "--only", choices=["import", "batch", "stall"],
+        help="import: the cold start alone; batch: staging, results and calls alone; "
+        "stall: the event loop's longest gap under client.aio alone",
     )  # fmt: skip
+    parser.add_argument("--stall-size", type=int, default=20_000)
     parser.add_argument(
         "--import-repeats", type=int, default=7,
         help="rounds of the cold start (default 7, after one thrown away)",
@@ -453,6 +457,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeats < 1 or args.import_repeats < 1:
         parser.error("--repeats and --import-repeats must be >= 1")
 
+    if args.only == "stall":
+        print(f"# python -m benchmarks.run --only stall --stall-size {args.stall_size}")
+        print(loop_stall.run(args.stall_size))
+        return 0
     started = time.perf_counter()
     cases = [] if args.only == "import" else _batch(args)
     cold = None if args.only == "batch" else _cold_start(args.import_repeats)

@@ -30,7 +30,9 @@ RUN_BY = {
     "docs/examples/testing/conftest.py": RUNS_DOCS_EXAMPLES,
     "docs/examples/testing/my_pipeline.py": RUNS_DOCS_EXAMPLES,
     "docs/examples/testing/test_my_pipeline.py": RUNS_DOCS_EXAMPLES,
+    "docs/examples/asyncio_basics.py": "tests/test_aio_examples.py",
     "examples/agent_executor.py": "tests/test_examples.py",
+    "examples/async_agent_executor.py": "tests/test_aio_examples.py",
     "examples/nightly_run.py": "tests/test_run_examples.py",
     "examples/run_advancer.py": "tests/test_run_examples.py",
 }

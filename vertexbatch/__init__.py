@@ -4,6 +4,7 @@ Submission is idempotent by a caller-chosen id; results come back keyed by the c
 each as exactly one outcome. See ``Client``.
 """
 
+from ._aio import AsyncClient, AsyncRun
 from ._client import Client
 from ._errors import (
     InvalidRequestError,
@@ -32,6 +33,8 @@ from ._runs import KeyResult, Run, RunSummary, Shard
 from ._wait import wait
 
 __all__ = [
+    "AsyncClient",
+    "AsyncRun",
     "ClaudeRequest",
     "Client",
     "GeminiRequest",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Self
 
@@ -20,11 +21,15 @@ from ._run_start import open_run as load_run
 from ._runs import DEFAULT_SHARD_SIZE, Run
 from ._staging import Staging
 from ._telemetry import Telemetry
+from ._tracing import Tracing, job_attributes, traced
 from ._vertex import Vertex, status_of
 
 if TYPE_CHECKING:
     from google.cloud import aiplatform_v1, storage
     from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
+
+    from ._aio import AsyncClient
 
 __all__ = ["Client", "cloud_of"]
 
@@ -35,6 +40,10 @@ def _regional_endpoint(location: str) -> str:
         if location == "global"
         else f"{location}-aiplatform.googleapis.com"
     )
+
+
+def _tracing_of(client: Client) -> Tracing:
+    return client._cloud.tracing
 
 
 class Client:
@@ -49,6 +58,7 @@ class Client:
             regional endpoint with application default credentials.
         storage: a ``google.cloud.storage.Client``; by default one for ``project``.
         meter_provider: where metrics go; by default OpenTelemetry's global provider.
+        tracer_provider: where spans go; by default OpenTelemetry's global provider.
         retry: how Vertex and GCS calls are retried.
     """
 
@@ -62,6 +72,7 @@ class Client:
         jobs: aiplatform_v1.JobServiceClient | None = None,
         storage: storage.Client | None = None,
         meter_provider: MeterProvider | None = None,
+        tracer_provider: TracerProvider | None = None,
         retry: RetryPolicy | None = None,
     ) -> None:
         if jobs is None:
@@ -86,6 +97,7 @@ class Client:
             telemetry=Telemetry(meter_provider),
             project=project,
             location=location,
+            tracing=Tracing(tracer_provider, location),
         )
 
     @classmethod
@@ -94,6 +106,7 @@ class Client:
         env: Mapping[str, str] | None = None,
         *,
         meter_provider: MeterProvider | None = None,
+        tracer_provider: TracerProvider | None = None,
         retry: RetryPolicy | None = None,
     ) -> Self:
         """A client configured from environment variables, as the command line tool is.
@@ -108,7 +121,9 @@ class Client:
             InvalidRequestError: a required variable is missing, named in the message; only one
                 endpoint is set; or an endpoint is not an ``http(s)://`` URL.
         """
-        return build_client(cls, env, meter_provider=meter_provider, retry=retry)
+        return build_client(
+            cls, env, meter_provider=meter_provider, tracer_provider=tracer_provider, retry=retry
+        )
 
     @classmethod
     def for_endpoints(
@@ -121,6 +136,7 @@ class Client:
         bucket: str,
         prefix: str = DEFAULT_PREFIX,
         meter_provider: MeterProvider | None = None,
+        tracer_provider: TracerProvider | None = None,
         retry: RetryPolicy | None = None,
     ) -> Self:
         """A client for explicit endpoints with anonymous credentials: the local stack's way in.
@@ -151,8 +167,16 @@ class Client:
             jobs=jobs,
             storage=store,
             meter_provider=meter_provider,
+            tracer_provider=tracer_provider,
             retry=retry,
         )
+
+    @functools.cached_property
+    def aio(self) -> AsyncClient:
+        """The async view of this client: the same methods, awaitable (``vertexbatch._aio``)."""
+        from ._aio import AsyncClient
+
+        return AsyncClient(self)
 
     def __repr__(self) -> str:
         return (
@@ -160,6 +184,7 @@ class Client:
             f"bucket={self.bucket!r}, prefix={self.prefix!r})"
         )
 
+    @traced("submit", _tracing_of)
     def submit_claude(self, id: str, model: str, requests: Iterable[ClaudeRequest]) -> Job:
         """Submit Claude requests under ``id``; the same id and rows always give the same job.
 
@@ -171,6 +196,7 @@ class Client:
         """
         return self._submit(id, model, "anthropic", requests, claude_line)
 
+    @traced("submit", _tracing_of)
     def submit_gemini(self, id: str, model: str, requests: Iterable[GeminiRequest]) -> Job:
         """Submit Gemini requests under ``id``; see ``submit_claude``."""
         return self._submit(id, model, "google", requests, gemini_line)
@@ -191,10 +217,12 @@ class Client:
             self._cloud.staging, self._cloud.vertex, self.retry, id, provider, model, lines
         )
 
+    @traced("find", _tracing_of)
     def find(self, id: str) -> Job | None:
         """The job of a submission id, or ``None``; read-only, never cancels anything."""
         return find(self._cloud.vertex, self._cloud.staging, check_id(id))
 
+    @traced("status", _tracing_of)
     def status(self, job: Job) -> Status:
         """Where the job stands (one Vertex GET).
 
@@ -214,8 +242,11 @@ class Client:
             JobError: the job does not exist, or its key map or output cannot be read.
         """
         check_job(job)
-        return iter_results(self._cloud.vertex, self._cloud.staging, job, self._cloud.telemetry)
+        cloud = self._cloud
+        results = iter_results(cloud.vertex, cloud.staging, job, cloud.telemetry)
+        return cloud.tracing.passing(results, job_attributes(job))
 
+    @traced("resubmit", _tracing_of)
     def resubmit(
         self, job: Job, *, keys: Iterable[str] | None = None, id: str | None = None
     ) -> Job:
@@ -264,6 +295,7 @@ class Client:
             cloud.staging, cloud.vertex, cloud.retry, job, wanted, new_id, resubmit_origin(job.id)
         )
 
+    @traced("run.start", _tracing_of)
     def run_claude(
         self,
         id: str,
@@ -291,6 +323,7 @@ class Client:
             max_attempts=max_attempts,
         )
 
+    @traced("run.start", _tracing_of)
     def run_gemini(
         self,
         id: str,
@@ -313,10 +346,12 @@ class Client:
             max_attempts=max_attempts,
         )
 
+    @traced("run.open", _tracing_of)
     def open_run(self, id: str) -> Run:
         """Rebuild a run from GCS alone (its ledger), e.g. in a Cloud Scheduler function."""
         return load_run(self._cloud, id)
 
+    @traced("cancel", _tracing_of)
     def cancel(self, job: Job) -> None:
         """Ask Vertex to cancel the job; asynchronous, and a finished job is not an error.
 

@@ -7,11 +7,12 @@ telemetry, never the ``Client`` itself: they take this one value, so dependencie
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ._retry import RetryPolicy
 from ._staging import Staging
 from ._telemetry import Telemetry
+from ._tracing import Tracing
 from ._vertex import Vertex
 
 __all__ = ["Cloud"]
@@ -19,7 +20,7 @@ __all__ = ["Cloud"]
 
 @dataclass(frozen=True, slots=True)
 class Cloud:
-    """Vertex job control, GCS staging, the retry policy and metrics of one client."""
+    """Vertex job control, GCS staging, the retry policy, metrics and traces of one client."""
 
     vertex: Vertex
     staging: Staging
@@ -27,3 +28,4 @@ class Cloud:
     telemetry: Telemetry
     project: str
     location: str
+    tracing: Tracing = field(default_factory=Tracing)

@@ -32,6 +32,7 @@ from ._errors import InvalidRequestError
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
 
     from ._client import Client
     from ._retry import RetryPolicy
@@ -147,6 +148,7 @@ def build_client(
     *,
     flags: Mapping[str, str | None] | None = None,
     meter_provider: MeterProvider | None = None,
+    tracer_provider: TracerProvider | None = None,
     retry: RetryPolicy | None = None,
 ) -> _C:
     """The ``cls`` client (a ``Client``) that the environment (default ``os.environ``) names.
@@ -170,6 +172,7 @@ def build_client(
             bucket=config.bucket,
             prefix=config.prefix,
             meter_provider=meter_provider,
+            tracer_provider=tracer_provider,
             retry=retry,
         )
     return cls(
@@ -178,6 +181,7 @@ def build_client(
         config.bucket,
         prefix=config.prefix,
         meter_provider=meter_provider,
+        tracer_provider=tracer_provider,
         retry=retry,
     )
 

@@ -43,6 +43,7 @@ from ._retry import RetryPolicy, is_transient_call_error
 from ._rules import is_job_name
 from ._staged import read_key_map, read_staged_lines
 from ._staging import JSONL, Staging
+from ._tracing import note, step, stepped
 from ._vertex import JobSpec, Vertex, is_live
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ logger = logging.getLogger("vertexbatch")
 _REJECTED = (api_exceptions.TooManyRequests, api_exceptions.ResourceExhausted)
 
 
+@stepped("stage")
 def stage(
     staging: Staging,
     submission_id: str,
@@ -94,6 +96,7 @@ def stage(
                 upload.abort()
         raise
     given = tally.manifest(provider, model, origin)
+    note({"vertexbatch.requests": tally.rows})
     if staged is not None:
         return _carry_on(staging, submission_id, staged, given)
     assert input_upload is not None and keys_upload is not None
@@ -209,6 +212,7 @@ def _cancel(vertex: Vertex, job: BatchJob, spec: JobSpec) -> bool:
     return True
 
 
+@stepped("cancel_twins")
 def _cancel_twins(
     vertex: Vertex,
     spec: JobSpec,
@@ -274,13 +278,15 @@ def submit(
 
     def list_then_create() -> BatchJob:
         nonlocal lost_creates, refused_creates, created, refusal
-        ours = _ours(vertex.list_for_id(spec.id), spec)
+        with step("list"):
+            ours = _ours(vertex.list_for_id(spec.id), spec)
         if ours:
             job = _earliest(ours)
             logger.info("adopting job %s for id %s", job.name, spec.id)
             return job
         try:
-            created = vertex.create(spec)
+            with step("create"):
+                created = vertex.create(spec)
         except (api_exceptions.BadRequest, api_exceptions.NotFound) as exc:
             refusal = exc
             raise
@@ -300,7 +306,9 @@ def submit(
         if exc is not refusal:
             raise
         raise _refused(staging, vertex, submission_id, manifest, spec, exc) from exc
-    if staging.create_json(folder.name(RECORD), {"name": chosen.name, "id": spec.id}):
+    with step("record"):
+        recorded = staging.create_json(folder.name(RECORD), {"name": chosen.name, "id": spec.id})
+    if recorded:
         logger.info("recorded job %s for id %s", chosen.name, spec.id)
         expected = lost_creates + (1 if created is not None else 0)
     else:

@@ -51,6 +51,7 @@ from ._lines import StagedLine
 from ._models import Job
 from ._staged import read_key_map, read_staged_lines
 from ._staging import JSONL, Folder, Staging
+from ._tracing import note, stepped
 
 if TYPE_CHECKING:
     from ._cloud import Cloud
@@ -241,6 +242,7 @@ def _claim(staging: Staging, folder: Folder, seconds: float) -> _Lease | None:
     return _Lease(staging, name, mine, seconds)
 
 
+@stepped("online_fallback")
 def answer_online(
     cloud: Cloud,
     job: Job,
@@ -276,6 +278,7 @@ def answer_online(
         upload = staging.upload(name, JSONL)
         for row in rows:
             upload.write(row)
+        note({"vertexbatch.online.answered": len(rows)})
         if upload.finish():
             logger.info("answered %d key(s) of %s online", len(rows), job.id)
     return True

@@ -45,6 +45,7 @@ from ._plan import ShardView, StepRules, plan_step
 from ._results import iter_results, read_output_file
 from ._staged import read_key_map
 from ._telemetry import Telemetry
+from ._tracing import Tracing, note, traced
 from ._vertex import status_of
 from ._wait import check_deadline
 
@@ -143,6 +144,10 @@ class _Open:
         )
 
 
+def _tracing_of(run: Run) -> Tracing:
+    return run._cloud.tracing
+
+
 class Run:
     """A run of many requests over shards and attempts; see the module docstring."""
 
@@ -202,6 +207,7 @@ class Run:
             keys=shard.keys,
         )
 
+    @traced("run.advance", _tracing_of)
     def advance(
         self,
         *,
@@ -241,6 +247,7 @@ class Run:
                 raise InvalidRequestError(
                     f"{name} must be a whole number of at least 1, got {value!r}", field=name
                 )
+        note({"vertexbatch.run.id": self.id, "gen_ai.request.model": self.model})
         late = deadline is not None and datetime.now(UTC) >= deadline
         rules = StepRules(
             act=True,
@@ -249,7 +256,15 @@ class Run:
             max_attempts=self.max_attempts,
             live_budget=budget,
         )
-        return self._step(rules, online_concurrency)
+        summary = self._step(rules, online_concurrency)
+        note(
+            {
+                "vertexbatch.run.done": summary.done,
+                "vertexbatch.run.live_jobs": summary.live_jobs,
+                **{f"vertexbatch.run.keys.{k}": v for k, v in summary.outcomes.items()},
+            }
+        )
+        return summary
 
     def status(self) -> RunSummary:
         """Where the run stands, without creating or cancelling anything."""
@@ -279,6 +294,12 @@ class Run:
             unfinished.append(self._open(shard, self._attempts(shard)))
         plan = plan_step([shard.view() for shard in unfinished], rules)
         totals["pending"] += plan.pending
+        note(
+            {
+                f"vertexbatch.run.actions.{kind}": n
+                for kind, n in Counter(a.kind for a in plan.actions).items()
+            }
+        )
         for action in plan.actions:
             state = unfinished[action.shard]
             shard = state.shard
@@ -401,6 +422,10 @@ class Run:
 
         Each yielded result is recorded in the client's metrics once, as ``Client.results`` does.
         """
+        attributes = {"vertexbatch.run.id": self.id, "gen_ai.request.model": self.model}
+        return self._cloud.tracing.passing(self._results(), attributes, "run.results")
+
+    def _results(self) -> Iterator[Result]:
         for shard in self.shards:
             job = self._shard_job(shard)
             for result in self._shard_results(shard):

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING
 
 from ._errors import InvalidRequestError, WaitTimeout
 from ._models import Job, Status
+from ._tracing import job_attributes
 
 if TYPE_CHECKING:
     from ._client import Client
 
-__all__ = ["MAX_JOB_LIFETIME", "check_deadline", "poll_delays", "wait"]
+__all__ = ["MAX_JOB_LIFETIME", "Schedule", "check_deadline", "poll_delays", "wait"]
 
 # Vertex lets a batch job queue up to 72 h and run up to 24 h; past that it cannot be running.
 MAX_JOB_LIFETIME = timedelta(hours=96)
@@ -59,6 +60,52 @@ def poll_delays(
         step = min(ceiling, step * 2)
 
 
+class Schedule:
+    """When to poll a job again, or stop: the rules of ``wait``, apart from sleeping and I/O.
+
+    ``wait`` sleeps with ``time.sleep``, ``AsyncClient.wait`` with ``asyncio.sleep``; both ask
+    this after every status they poll.
+    """
+
+    def __init__(
+        self,
+        job: Job,
+        *,
+        deadline: datetime | None,
+        timeout: float | None,
+        floor: float,
+        ceiling: float,
+        now: Callable[[], datetime],
+    ) -> None:
+        check_deadline(deadline)
+        self._job = job
+        self._now = now
+        start = now()
+        self._start = start
+        self._limits = [
+            d for d in (deadline, start + timedelta(seconds=timeout) if timeout else None) if d
+        ]
+        self._delays = poll_delays(floor, ceiling)
+        self.polls = 0
+
+    def pause(self, status: Status) -> float | None:
+        """The pause before the next poll, or ``None`` once ``status`` is terminal.
+
+        Raises:
+            WaitTimeout: the deadline passed, or the job outlived any Vertex job (96 h).
+        """
+        self.polls += 1
+        if status.terminal:
+            return None
+        bound = min([*self._limits, (status.created or self._start) + MAX_JOB_LIFETIME])
+        left = (bound - self._now()).total_seconds()
+        if left <= 0:
+            raise WaitTimeout(
+                f"job {self._job.name} is still {status.state} at the deadline", status=status
+            )
+        return min(next(self._delays), left)
+
+
 def wait(
     client: Client,
     job: Job,
@@ -85,20 +132,19 @@ def wait(
         WaitTimeout: the deadline passed, or the job outlived any Vertex job (96 h); it carries
             the last status.
     """
-    check_deadline(deadline)
-    start = now()
-    limits = [d for d in (deadline, start + timedelta(seconds=timeout) if timeout else None) if d]
-    delays = poll_delays(floor, ceiling)
-    while True:
-        status = client.status(job)
-        if on_progress is not None:
-            on_progress(status)
-        if status.terminal:
-            return status
-        bound = min([*limits, (status.created or start) + MAX_JOB_LIFETIME])
-        left = (bound - now()).total_seconds()
-        if left <= 0:
-            raise WaitTimeout(
-                f"job {job.name} is still {status.state} at the deadline", status=status
-            )
-        sleep(min(next(delays), left))
+    schedule = Schedule(
+        job, deadline=deadline, timeout=timeout, floor=floor, ceiling=ceiling, now=now
+    )
+    from ._client import cloud_of  # not at the top: _client imports this module's users
+
+    with cloud_of(client).tracing.operation("wait", job_attributes(job)) as span:
+        while True:
+            status = client.status(job)
+            if on_progress is not None:
+                on_progress(status)
+            pause = schedule.pause(status)
+            span.set_attribute("vertexbatch.wait.polls", schedule.polls)
+            if pause is None:
+                span.set_attribute("vertexbatch.job.state", status.state)
+                return status
+            sleep(pause)

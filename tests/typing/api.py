@@ -117,3 +117,42 @@ def local_stack() -> None:
         stack.wait_job(job.name, timeout=30.0)
         environment: dict[str, str] = stack.environment("my-test-bucket")
         assert environment and isinstance(Timing(), Timing)
+
+
+async def asynchronous(client: vb.Client) -> vb.RunSummary:
+    aio: vb.AsyncClient = client.aio
+    params = {"max_tokens": 256, "messages": [{"role": "user", "content": "..."}]}
+    job = await aio.submit_claude(
+        "async-1", "claude-opus-5-5@default", [vb.ClaudeRequest("a", params)]
+    )
+    gemini: vb.Job = await aio.submit_gemini(
+        "async-2", "gemini-3.8-flash", [vb.GeminiRequest("t", "...")]
+    )
+    found: vb.Job | None = await aio.find("async-1")
+    status: vb.Status = await aio.wait(
+        job, deadline=datetime.now(UTC) + timedelta(hours=1), floor=1
+    )
+    assert status.terminal or found is None or gemini.keys
+    async for result in aio.results(job):
+        assert isinstance(result, vb.Result)
+    again: vb.Job = await aio.resubmit(job, keys=["a"], id="async-1.retry")
+    await aio.cancel(again)
+    current: vb.Status = await aio.status(again)
+    assert current.state
+    run: vb.AsyncRun = await aio.run_claude(
+        "async-run", "claude-opus-5-5@default", [], shard_size=10
+    )
+    await aio.run_gemini("async-run-g", "gemini-3.8-flash", [])
+    opened = await aio.open_run("async-run")
+    async for key_result in opened.key_results():
+        assert key_result.outcome
+    async for each in run.results():
+        assert each.key
+    await run.advance(deadline=datetime.now(UTC) + timedelta(hours=2), fallback="online")
+    return await run.status()
+
+
+def traced() -> vb.Client:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    return vb.Client.from_env(tracer_provider=TracerProvider())

@@ -1,0 +1,19 @@
+"""Submit, wait and read results from asyncio with ``client.aio``; the loop is never blocked."""
+
+import asyncio
+
+import vertexbatch as vb
+
+
+async def main() -> None:
+    client = vb.Client.from_env()
+    params = {"max_tokens": 256, "messages": [{"role": "user", "content": "Review this diff."}]}
+    requests = [vb.ClaudeRequest("a", params), vb.ClaudeRequest("b", params)]
+    job = await client.aio.submit_claude("asyncio-1", "claude-opus-5-5@default", requests)
+    status = await client.aio.wait(job, floor=1)  # asyncio.sleep between polls
+    print(job.id, status.state)
+    async for result in client.aio.results(job):  # streamed, a few hundred results ahead
+        print(result.key, result.outcome, result.text[:40])
+
+
+asyncio.run(main())

@@ -1,0 +1,71 @@
+"""examples/async_agent_executor.py and docs/examples/asyncio_basics.py run on the local stack."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import vertexbatch as vb
+from tests.helpers import jobs_in, load
+from vertexbatch.emulator import LocalStack
+
+DOCS_EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
+
+
+def test_async_agent_executor_serves_while_the_batch_runs(
+    client: vb.Client, stack: LocalStack, bucket: str
+) -> None:
+    """Deferred tasks come back from one job, and urgent work was served meanwhile."""
+    example = load("async_agent_executor")
+    lines = asyncio.run(example.run(client))
+    served = int(lines[0].split()[1])
+    assert served >= 1
+    assert sorted(line.split() for line in lines[1:]) == [
+        ["draft-reply-ticket-48213", "ok"],
+        ["summarise-incident-311", "ok"],
+        ["translate-faq-12", "missing"],
+    ]
+    assert asyncio.run(example.run(client))[1:] == lines[1:]  # run again: the same job
+    assert len(jobs_in(stack, bucket)) == 1
+
+
+def test_async_agent_executor_main_prints_spans(capsys: pytest.CaptureFixture[str]) -> None:
+    """`python examples/async_agent_executor.py` prints its answers, and spans on stderr."""
+    load("async_agent_executor").main()
+    out, err = capsys.readouterr()
+    assert out.splitlines()[1:] == [
+        "summarise-incident-311     ok",
+        "draft-reply-ticket-48213   ok",
+        "translate-faq-12           missing",
+    ]
+    decoder = json.JSONDecoder()
+    spans, at = [], 0
+    text = err.strip()
+    while at < len(text):
+        span, end = decoder.raw_decode(text, at)
+        spans.append(span["name"])
+        at = end
+        while at < len(text) and text[at].isspace():
+            at += 1
+    for name in ("submit", "stage", "create", "record", "wait", "status", "results"):
+        assert f"vertexbatch.{name}" in spans
+
+
+@pytest.mark.timeout(120)
+def test_asyncio_basics_runs_as_written(stack: LocalStack, bucket: str, tmp_path: Path) -> None:
+    """docs/examples/asyncio_basics.py runs as `python FILE` with the emulator's environment."""
+    script = DOCS_EXAMPLES / "asyncio_basics.py"
+    env = {**os.environ, **stack.environment(bucket)}
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=110
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "asyncio-1 JOB_STATE_SUCCEEDED"
+    assert sorted(line.split()[:2] for line in lines[1:]) == [["a", "ok"], ["b", "ok"]]
