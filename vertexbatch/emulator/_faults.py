@@ -20,7 +20,19 @@ from typing import Literal
 
 __all__ = ["OPS", "Faults", "Hold", "JobFault", "JobPlan", "LateCancel"]
 
-OPS = frozenset({"create", "get", "list", "cancel", "delete", "generateContent", "rawPredict"})
+OPS = frozenset(
+    {
+        "create",
+        "get",
+        "list",
+        "cancel",
+        "delete",
+        "generateContent",
+        "rawPredict",
+        "getPublisherModel",
+        "getProject",
+    }
+)
 
 
 HoldState = Literal["QUEUED", "PENDING", "RUNNING", "PAUSED"]
