@@ -64,3 +64,18 @@ def test_resource_manager_gives_the_project_number(stack: LocalStack) -> None:
         assert project.project_id == stack.project
     with pytest.raises(gexc.Forbidden):
         projects.get_project(name="projects/someone-elses")
+
+
+def test_test_iam_permissions_answers_all_but_denied(stack: LocalStack) -> None:
+    """testIamPermissions echoes the permissions asked for, less those `faults.deny` took."""
+    projects = resourcemanager_v3.ProjectsClient(
+        transport="rest",
+        credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+        client_options={"api_endpoint": stack.vertex_endpoint},
+    )
+    asked = ["aiplatform.batchPredictionJobs.create", "aiplatform.batchPredictionJobs.list"]
+    held = projects.test_iam_permissions(resource=f"projects/{stack.project}", permissions=asked)
+    assert list(held.permissions) == asked
+    stack.faults.deny("aiplatform.batchPredictionJobs.create")
+    held = projects.test_iam_permissions(resource=f"projects/{stack.project}", permissions=asked)
+    assert list(held.permissions) == ["aiplatform.batchPredictionJobs.list"]

@@ -12,6 +12,7 @@ Routes (under `/v1/` and `/v1beta1/`, `$alt` ignored, enums always strings):
     POST   projects/{p}/locations/{l}/publishers/anthropic/models/{m}:rawPredict    (online Claude)
     GET    publishers/{pub}/models/{m}                                 getPublisherModel
     GET    /v3/projects/{p}  (Resource Manager, no version prefix)     getProject
+    POST   /v3/projects/{p}:testIamPermissions                         testIamPermissions
 
 `{p}` is the stack's project id or any project number. Errors use the Google envelope with no
 `details`. Request and response content never reaches a log line.
@@ -36,7 +37,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from vertexbatch.emulator._errors import ApiError, envelope
 from vertexbatch.emulator._jobs import JobStore
 from vertexbatch.emulator._model import answer_claude, answer_gemini
-from vertexbatch.emulator._publishers import project_resource, publisher_model
+from vertexbatch.emulator._publishers import held_permissions, project_resource, publisher_model
 from vertexbatch.emulator._spec import parse_create_body
 
 __all__ = ["RestServer", "Service"]
@@ -66,6 +67,11 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ),
     ("GET", re.compile(r"^/(?P<version>v1|v1beta1)/" + _MODEL + "$"), "getPublisherModel"),
     ("GET", re.compile(r"^/v3/projects/(?P<project>[^/:]+)$"), "getProject"),
+    (
+        "POST",
+        re.compile(r"^/v3/projects/(?P<project>[^/:]+):testIamPermissions$"),
+        "testIamPermissions",
+    ),
 ]
 _PERMISSIONS = {
     "create": "create",
@@ -78,6 +84,7 @@ _PERMISSIONS = {
     "rawPredict": "predict",
     "getPublisherModel": "get",
     "getProject": "get",
+    "testIamPermissions": "get",
 }
 
 
@@ -160,6 +167,12 @@ class Service:
             return publisher_model(store.catalogue, params["pub"], params["model"])
         if op == "getProject":
             return project_resource(store.project, store.project_number, params["project"])
+        if op == "testIamPermissions":
+            request = _json_body(body, required=True)
+            denied = store.faults.denied()
+            return held_permissions(
+                store.project, store.project_number, params["project"], request, denied
+            )
         project, location = params["project"], params["location"]
         if project != store.project and not project.isdigit():
             raise ApiError(
