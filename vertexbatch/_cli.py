@@ -1,5 +1,5 @@
 """The ``vertexbatch`` command: submit, find, status, cancel, results, watch, emulator, demo,
-doctor, and ``run submit|advance|status|results`` for runs.
+doctor, probe, and ``run submit|advance|status|results`` for runs.
 
 Every command takes the same configuration, from flags or the environment (a flag wins); the
 table of flags and variables is in ``_config``, the one place a client is built from them.
@@ -42,6 +42,7 @@ import click
 
 from ._cli_doctor import doctor
 from ._cli_options import ENVIRONMENT_HELP, cloud_client, cloud_command, verbose
+from ._cli_probe import probe
 from ._cli_render import (
     OUTCOMES,
     RUN_OUTCOMES,
@@ -555,6 +556,7 @@ def demo(fast: bool) -> None:
 
 
 main.add_command(doctor)
+main.add_command(probe)
 
 
 if __name__ == "__main__":  # pragma: no cover

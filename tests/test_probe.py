@@ -1,0 +1,216 @@
+"""``vertexbatch probe`` against the local stack: the report, its privacy, and a stack rebuilt
+from it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from vertexbatch._cli import ExitCode, main
+from vertexbatch._probe_shape import LOCAL_DEFAULTS, shape, status_format
+from vertexbatch.emulator import JobOptions, LocalStack
+
+DIFFERENT = JobOptions(
+    echo_siblings=False,
+    request_echo="string",
+    claude_error_shape="status_text",
+    gemini_error_shape="status_object",
+    echo_labels=False,
+    claude_success_shape="body",
+    partially_succeeded=True,
+    output_time_offset=0.0,
+)
+
+
+def probe(out: Path, *args: str, env: Mapping[str, str | None] | None = None) -> Result:
+    return CliRunner().invoke(
+        main,
+        ["probe", "--out", str(out), "--interval", "0.01", "--timeout", "60", *args],
+        env=env,
+        catch_exceptions=False,
+    )
+
+
+def load(path: Path) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(path.read_text())
+    return report
+
+
+def strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, keys included, nested JSON strings opened."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings(item)
+    elif isinstance(value, str):
+        yield value
+        if value.startswith("{"):
+            with contextlib.suppress(ValueError):
+                yield from strings(json.loads(value))
+
+
+def test_probe_needs_yes_and_creates_nothing_without_it(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    result = CliRunner().invoke(main, ["probe", "--out", str(tmp_path / "r.json")])
+    assert result.exit_code == ExitCode.USAGE
+    assert "--yes" in result.output
+    assert stack.calls()["create"] == 0
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_a_default_stack_shows_the_local_defaults(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    """Probing a default stack gives exactly LOCAL_DEFAULTS, the facts differences compare to."""
+    out = tmp_path / "report.json"
+    result = probe(out, "--yes")
+    assert result.exit_code == ExitCode.OK, result.output
+    assert "every fact the probe saw" in result.stdout
+    report = load(out)
+    assert {k: report["facts"][k] for k in LOCAL_DEFAULTS} == dict(LOCAL_DEFAULTS)
+    assert report["differences"] == []
+    assert stack.calls()["create"] == 2
+    for name, stop_key, stops in (
+        ("claude", "stop_reason", {"end_turn", "max_tokens"}),
+        ("gemini", "finishReason", {"STOP", "MAX_TOKENS"}),
+    ):
+        job = report["jobs"][name]
+        assert job["states"][0] == {"state": "JOB_STATE_PENDING", "seconds": 0.0}
+        assert job["states"][-1]["state"] == "JOB_STATE_SUCCEEDED"
+        assert {"name", "state", "createTime", "labels"} <= set(job["create_fields"])
+        assert "outputInfo.gcsOutputDirectory" in job["fields"]
+        assert job["completion_stats"] == {"successfulCount": "string", "failedCount": "string"}
+        assert job["output_files"] == ["predictions.jsonl"]
+        rows = report["rows"][name]
+        assert len(rows) == 3
+        text = json.dumps(rows)
+        assert all(f'"{stop_key}": "{stop}"' in text for stop in stops), name
+        assert '"prefix": "Bad Request"' in text
+    assert "vertexbatch: probe: claude: JOB_STATE_SUCCEEDED after" in result.output
+
+
+def test_the_report_keeps_no_request_or_response_text(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    """No string of the staged input or of the output rows reaches the report, bar enums."""
+    out = tmp_path / "report.json"
+    assert probe(out, "--yes").exit_code == ExitCode.OK
+    report = load(out)
+    gcs = stack.storage_client()
+    written: set[str] = set()
+    for blob in gcs.list_blobs(stack_env, prefix="jobs/probe-"):
+        for line in blob.download_as_bytes().splitlines():
+            written.update(strings(json.loads(line)))
+    assert any("Local model answer" in s for s in written)  # the rows were read
+    kept = set(strings(report)) - {job["model"] for job in report["jobs"].values()}
+    leaked = {s for s in written & kept if len(s) > 3 and not s.replace("_", "").isalpha()}
+    assert not leaked
+    for text in ("Local model answer", "primary colour", "Count from one", "msg_vrtx_"):
+        assert text not in out.read_text()
+
+
+def test_a_stack_configured_to_differ_shows_in_the_report(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    """Rows without custom_id, string echoes, plain-text and object statuses: all reported."""
+    stack.set_job_options(DIFFERENT)
+    out = tmp_path / "report.json"
+    result = probe(out, "--yes")
+    assert result.exit_code == ExitCode.OK, result.output
+    facts = load(out)["facts"]
+    assert facts["claude.custom_id_echoed"] is False
+    assert facts["gemini.sibling_echoed"] is False
+    assert facts["claude.request_echo"] == facts["gemini.request_echo"] == "string"
+    assert facts["claude.error_status"] == "text"
+    assert facts["gemini.error_status"] == "object"
+    assert facts["gemini.labels_echoed"] is False
+    assert facts["claude.response"] == "body"
+    assert facts["claude.end_state"] == "JOB_STATE_PARTIALLY_SUCCEEDED"
+    assert facts["claude.output_dir_is_create_time"] is True
+    assert "  claude.custom_id_echoed: service false, local stack true" in result.stdout
+    assert '  claude.error_status: service "text", local stack "prefix_json"' in result.stdout
+    assert '  gemini.request_echo: service "string", local stack "object"' in result.stdout
+
+
+def test_a_stack_from_a_report_behaves_as_the_report_says(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    """LocalStack.from_probe_report: probing it gives the report's facts back, queue included."""
+    stack.set_job_options(DIFFERENT)
+    first = tmp_path / "service.json"
+    assert probe(first, "--yes").exit_code == ExitCode.OK
+    report = load(first)
+    # As if the service had queued the jobs at create (the state a zero-time stack never shows).
+    report["facts"].update(
+        {
+            "claude.create_state": "JOB_STATE_QUEUED",
+            "claude.queued_seen": True,
+            "claude.queued_before_pending": True,
+        }
+    )
+    first.write_text(json.dumps(report))
+    with LocalStack.from_probe_report(first) as rebuilt:
+        rebuilt.create_bucket("rebuilt")
+        second = tmp_path / "rebuilt.json"
+        result = probe(second, "--yes", env=rebuilt.environment("rebuilt", prefix="jobs"))
+        assert result.exit_code == ExitCode.OK, result.output
+    again = load(second)["facts"]
+    assert again["claude.create_state"] == again["gemini.create_state"] == "JOB_STATE_QUEUED"
+    for key in LOCAL_DEFAULTS:
+        if "queued" not in key and "create_state" not in key:
+            assert again[key] == report["facts"][key], key
+
+
+def test_from_probe_report_refuses_other_files(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text('{"hello": 1}')
+    with pytest.raises(ValueError, match="not a vertexbatch probe report"):
+        LocalStack.from_probe_report(path)
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        ({"status": "", "response": {"x": 1}}, "empty"),
+        ({"response": {"x": 1}}, "absent"),
+        ({"status": 'Bad Request: {"error": {"code": 400}}'}, "prefix_json"),
+        ({"status": {"code": 13, "message": "m"}}, "object"),
+        ({"status": "The request timed out."}, "text"),
+        ({"status": "Bad Request", "response": {"type": "error", "error": {}}}, "envelope"),
+    ],
+)
+def test_status_format(row: dict[str, Any], expected: str) -> None:
+    assert status_format(row) == expected
+
+
+def test_shape_keeps_types_enums_and_status_prefixes_only() -> None:
+    row = {
+        "status": 'Too Many Requests: {"error": {"code": 429, "message": "slow down", '
+        '"status": "RESOURCE_EXHAUSTED"}}',
+        "custom_id": "k123",
+        "request": {"messages": [{"role": "user", "content": "secret words"}], "max_tokens": 5},
+        "response": {"stop_reason": "end_turn", "content": [{"type": "text", "text": "hi there"}]},
+        "labels": {"vb_key": "k123"},
+    }
+    assert shape(row) == {
+        "status": {
+            "prefix": "Too Many Requests",
+            "json": {"error": {"code": 429, "message": "string", "status": "RESOURCE_EXHAUSTED"}},
+        },
+        "custom_id": "string",
+        "request": {"messages": [{"role": "user", "content": "string"}], "max_tokens": "number"},
+        "response": {"stop_reason": "end_turn", "content": [{"type": "text", "text": "string"}]},
+        "labels": "object(map)",
+    }
+    assert shape({"status": "The request timed out."}) == {"status": "text"}
+    assert shape({"role": "a sentence, not an enum"}) == {"role": "string"}
