@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from tests.helpers import jobs_in
 from vertexbatch._cli import ExitCode, main
 from vertexbatch._probe_shape import LOCAL_DEFAULTS, shape, status_format
 from vertexbatch.emulator import JobOptions, LocalStack
@@ -214,3 +215,18 @@ def test_shape_keeps_types_enums_and_status_prefixes_only() -> None:
     }
     assert shape({"status": "The request timed out."}) == {"status": "text"}
     assert shape({"role": "a sentence, not an enum"}) == {"role": "string"}
+
+
+def test_a_refused_create_cancels_the_job_already_made(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    """Gemini's create is refused (no such model): the Claude job is cancelled, exit 6."""
+    stack.faults.hold(state="PENDING")  # the Claude job would otherwise end before the cancel
+    out = tmp_path / "report.json"
+    result = probe(out, "--yes", "--gemini-model", "gemini-nope-1")
+    assert result.exit_code == ExitCode.CLOUD_ERROR, result.output
+    assert "404" in result.output and "gemini-nope-1" in result.output
+    assert not out.exists()
+    [job] = jobs_in(stack, stack_env)
+    assert job["model"].endswith("/claude-opus-5-5@default")
+    assert stack.wait_job(job["name"])["state"] == "JOB_STATE_CANCELLED"

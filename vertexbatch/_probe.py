@@ -180,27 +180,16 @@ def run_probe(
     folder = "/".join(p for p in (config.prefix.strip("/"), f"probe-{stamp}") if p)
     parent = f"{base}/v1/projects/{config.project}/locations/{config.location}"
     jobs: dict[str, _Job] = {}
-    for name in ("claude", "gemini"):
-        blob = gcs.bucket(config.bucket).blob(f"{folder}/{name}/input.jsonl")
-        blob.upload_from_string(
-            _lines(name), content_type="application/jsonl", if_generation_match=0
-        )
-        body = {
-            "displayName": f"vertexbatch-probe-{stamp}-{name}",
-            "model": f"publishers/{_PUBLISHERS[name]}/models/{models[name]}",
-            "inputConfig": {
-                "instancesFormat": "jsonl",
-                "gcsSource": {"uris": [f"gs://{config.bucket}/{blob.name}"]},
-            },
-            "outputConfig": {
-                "predictionsFormat": "jsonl",
-                "gcsDestination": {"outputUriPrefix": f"gs://{config.bucket}/{folder}/{name}/out"},
-            },
-            "labels": {"vertexbatch_probe": stamp},
-        }
-        created = _call(session, "POST", f"{parent}/batchPredictionJobs", body)
-        jobs[name] = _Job(name, models[name], created, clock())
-        progress(f"{name}: created {jobs[name].resource} ({jobs[name].state})")
+    try:
+        _create_all(gcs, session, config, parent, folder, stamp, models, jobs, clock, progress)
+    except Exception as exc:
+        # A job already created would run and bill for nothing: cancel it, then raise.
+        for job in jobs.values():
+            try:
+                _call(session, "POST", f"{base}/v1/{job.resource}:cancel", {})
+            except Exception as cancel_exc:
+                exc.add_note(f"cancelling {job.resource} failed too: {type(cancel_exc).__name__}")
+        raise
     ends = clock() + timeout
     while any(job.state not in TERMINAL for job in jobs.values()):
         if clock() >= ends:
@@ -241,6 +230,42 @@ def run_probe(
         "facts": found,
         "differences": differences(found),
     }
+
+
+def _create_all(
+    gcs: Any,
+    session: requests.Session,
+    config: Config,
+    parent: str,
+    folder: str,
+    stamp: str,
+    models: Mapping[str, str],
+    jobs: dict[str, _Job],
+    clock: Callable[[], float],
+    progress: Callable[[str], None],
+) -> None:
+    """Stage and create the two jobs, adding each to ``jobs`` as soon as it exists."""
+    for name in ("claude", "gemini"):
+        blob = gcs.bucket(config.bucket).blob(f"{folder}/{name}/input.jsonl")
+        blob.upload_from_string(
+            _lines(name), content_type="application/jsonl", if_generation_match=0
+        )
+        body = {
+            "displayName": f"vertexbatch-probe-{stamp}-{name}",
+            "model": f"publishers/{_PUBLISHERS[name]}/models/{models[name]}",
+            "inputConfig": {
+                "instancesFormat": "jsonl",
+                "gcsSource": {"uris": [f"gs://{config.bucket}/{blob.name}"]},
+            },
+            "outputConfig": {
+                "predictionsFormat": "jsonl",
+                "gcsDestination": {"outputUriPrefix": f"gs://{config.bucket}/{folder}/{name}/out"},
+            },
+            "labels": {"vertexbatch_probe": stamp},
+        }
+        created = _call(session, "POST", f"{parent}/batchPredictionJobs", body)
+        jobs[name] = _Job(name, models[name], created, clock())
+        progress(f"{name}: created {jobs[name].resource} ({jobs[name].state})")
 
 
 def _read_output(gcs: Any, job: _Job) -> tuple[dict[str, Any], list[dict[str, Any]]]:
