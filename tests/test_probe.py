@@ -230,3 +230,24 @@ def test_a_refused_create_cancels_the_job_already_made(
     [job] = jobs_in(stack, stack_env)
     assert job["model"].endswith("/claude-opus-5-5@default")
     assert stack.wait_job(job["name"])["state"] == "JOB_STATE_CANCELLED"
+
+
+def test_a_failed_get_is_retried_and_a_job_past_the_timeout_is_cancelled(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    """A 503 on a poll is retried; a job still held at --timeout is cancelled and reported so."""
+    stack.faults.fail("get", status=503)
+    stack.faults.hold(state="PENDING")
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(
+        main,
+        ["probe", "--yes", "--out", str(out), "--interval", "0.01", "--timeout", "0.5"],
+        catch_exceptions=False,
+    )
+    assert result.exit_code == ExitCode.OK, result.output
+    assert "still JOB_STATE_PENDING after 0 s: cancelling" in result.output
+    report = load(out)
+    for job in report["jobs"].values():
+        assert job["timed_out"] is True
+        assert job["states"][-1]["state"] in {"JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED"}
+    assert stack.calls()["get"] >= 3  # the failed one, then each job's

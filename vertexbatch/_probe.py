@@ -21,14 +21,16 @@ user's bucket; the input is ours, the output the service's).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ._config import Config, read_config
+from ._config import Config, local_retry, read_config
 from ._probe_shape import (
     differences,
     facts,
@@ -37,6 +39,7 @@ from ._probe_shape import (
     row_facts,
     shape,
 )
+from ._retry import RetryPolicy
 
 if TYPE_CHECKING:
     import requests
@@ -126,6 +129,14 @@ def _call(session: requests.Session, method: str, url: str, body: Any = None) ->
     return answer
 
 
+def _get(session: requests.Session, base: str, job: _Job) -> dict[str, Any]:
+    return _call(session, "GET", f"{base}/v1/{job.resource}")
+
+
+def _cancel(session: requests.Session, base: str, job: _Job) -> dict[str, Any]:
+    return _call(session, "POST", f"{base}/v1/{job.resource}:cancel", {})
+
+
 class _Job:
     """One probe job: what was seen of it so far."""
 
@@ -164,16 +175,26 @@ def run_probe(
     progress: Callable[[str], None] = lambda line: None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    retry: RetryPolicy | None = None,
 ) -> dict[str, Any]:
     """Submit the two probe jobs, wait for them, and return the report (a JSON-ready dict).
+
+    Gets, cancels and reads go under ``retry`` (default ``RetryPolicy()``; at the local stack a
+    refused connection is final); creates are never retried, as in ``submit``: a lost create
+    answer would make a second job.
 
     Raises:
         InvalidRequestError: the configuration is incomplete.
         google.api_core.exceptions.GoogleAPICallError: a create or get was refused.
     """
+    from google.api_core import exceptions as api_exceptions
+
     from ._doctor import lookups, on_local_stack
 
     config = read_config(env, flags if flags is not None else {})
+    policy = retry or RetryPolicy()
+    if on_local_stack(config):
+        policy = local_retry(policy)
     gcs = lookups(config).gcs
     session, base = _session(config)
     stamp = datetime.now(UTC).strftime("%Y%m%dt%H%M%S") + "-" + secrets.token_hex(3)
@@ -186,7 +207,7 @@ def run_probe(
         # A job already created would run and bill for nothing: cancel it, then raise.
         for job in jobs.values():
             try:
-                _call(session, "POST", f"{base}/v1/{job.resource}:cancel", {})
+                policy.call("cancel a probe job", partial(_cancel, session, base, job))
             except Exception as cancel_exc:
                 exc.add_note(f"cancelling {job.resource} failed too: {type(cancel_exc).__name__}")
         raise
@@ -196,21 +217,26 @@ def run_probe(
             for job in jobs.values():
                 if job.state not in TERMINAL:
                     job.timed_out = True
-                    _call(session, "POST", f"{base}/v1/{job.resource}:cancel", {})
-                    progress(f"{job.name}: still {job.state} after {timeout:.0f} s: cancelled")
+                    progress(f"{job.name}: still {job.state} after {timeout:.0f} s: cancelling")
+                    # FAILED_PRECONDITION: it ended meanwhile; the get below says how.
+                    with contextlib.suppress(api_exceptions.BadRequest):
+                        policy.call("cancel a probe job", partial(_cancel, session, base, job))
+                    got = policy.call("get a probe job", partial(_get, session, base, job))
+                    job.saw(got, clock())
             break
         sleep(interval)
         for job in jobs.values():
             if job.state in TERMINAL:
                 continue
+            got = policy.call("get a probe job", partial(_get, session, base, job))
             now = clock()
-            if job.saw(_call(session, "GET", f"{base}/v1/{job.resource}"), now):
+            if job.saw(got, now):
                 progress(f"{job.name}: {job.state} after {now - job.started:.0f} s")
     report_jobs: dict[str, dict[str, Any]] = {}
     report_rows: dict[str, list[dict[str, Any]]] = {}
     row_summaries: dict[str, list[dict[str, Any]]] = {}
     for name, job in jobs.items():
-        entry, rows = _read_output(gcs, job)
+        entry, rows = policy.call("read a probe job's output", partial(_read_output, gcs, job))
         report_jobs[name] = entry
         report_rows[name] = rows
         # Facts from the main file's rows; then every parsed row is dropped: only shapes stay.
