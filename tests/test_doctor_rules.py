@@ -154,3 +154,22 @@ def test_service_agent_check_reads_the_number_then_the_policy(stack: LocalStack)
     assert "roles/storage.objectUser" in check.detail
     unknown = check_service_agent(granted, projects, "someone-else", "b")  # type: ignore[arg-type]
     assert unknown.result == "warn" and "project number of someone-else" in unknown.detail
+
+
+def test_the_number_comes_from_a_listed_job_when_resource_manager_refuses(
+    stack: LocalStack,
+) -> None:
+    """Resource Manager refused (403): a job name the vertex check listed gives the number."""
+    projects = resourcemanager_v3.ProjectsClient(
+        transport="rest",
+        credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+        client_options={"api_endpoint": stack.vertex_endpoint},
+    )
+    granted = _Gcs(policy({"role": "roles/storage.objectUser", "members": sa(AGENT)}))
+    listed = "projects/123456789012/locations/us-central1/batchPredictionJobs/1"
+    stack.faults.fail("getProject", status=403)
+    check = check_service_agent(granted, projects, "p", "b", listed)  # type: ignore[arg-type]
+    assert check.result == "ok" and AGENT in check.detail
+    stack.faults.fail("getProject", status=403)
+    blind = check_service_agent(granted, projects, "p", "b", None)  # type: ignore[arg-type]
+    assert blind.result == "warn" and "project number of p" in blind.detail

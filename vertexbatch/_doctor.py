@@ -14,7 +14,8 @@ runs them:
     bucket-location  the bucket's location is one the job's region can use (``_doctor_rules``)
     bucket-objects   create (create-only), read and delete ``PREFIX/.vertexbatch-doctor-<random>``
     service-agent    the bucket's IAM policy grants the Vertex AI service agent read and create
-                     (its project number from Resource Manager ``projects.get``); "cannot tell"
+                     (its project number from Resource Manager ``projects.get``, or from a job
+                     name the ``vertex`` check listed); "cannot tell"
                      (warn) when the policy or the number is not readable, never a guess
     model            each model exists for its publisher (``ModelGardenServiceClient.
                      get_publisher_model``, aiplatform_v1); ``DEFAULT_MODELS`` without --model
@@ -176,22 +177,25 @@ def check_credentials(config: Config) -> Check:
     return Check("credentials", "ok", f"{type(credentials).__name__} credentials")
 
 
-def check_vertex(cloud: Cloud) -> Check:
-    """One list call, page size 1: Vertex answers and the caller may list jobs."""
+def check_vertex(cloud: Cloud) -> tuple[Check, str | None]:
+    """One list call, page size 1: Vertex answers and the caller may list jobs.
+
+    Also returns the listed job's name, if any: it carries the project number.
+    """
     from google.api_core import exceptions as api_exceptions
 
     try:
-        cloud.vertex.list_one()
+        listed = cloud.vertex.list_one()
     except (api_exceptions.PermissionDenied, api_exceptions.Forbidden):  # gRPC and REST
         return Check(
             "vertex",
             "fail",
             f"listing jobs is not allowed: grant the caller {AIPLATFORM_ROLE} on project "
             f"{cloud.project}.",
-        )
+        ), None
     except Exception as exc:
-        return Check("vertex", "fail", f"listing jobs failed ({_short(exc)}): {_fix(exc)}")
-    return Check("vertex", "ok", f"listing jobs in {cloud.vertex.parent} is allowed")
+        return Check("vertex", "fail", f"listing jobs failed ({_short(exc)}): {_fix(exc)}"), None
+    return Check("vertex", "ok", f"listing jobs in {cloud.vertex.parent} is allowed"), listed
 
 
 def check_bucket(cloud: Cloud, bucket: str) -> Check:
@@ -364,11 +368,24 @@ def check_bucket_location(gcs: storage.Client, bucket: str, location: str) -> Ch
     )
 
 
-def project_number(projects: resourcemanager_v3.ProjectsClient, project: str) -> str:
-    """The project's number: the project itself when it is one, else Resource Manager's."""
+def project_number(
+    projects: resourcemanager_v3.ProjectsClient, project: str, listed: str | None = None
+) -> str:
+    """The project's number: the project itself when it is one, else Resource Manager's, else
+    the number in a listed job's name (Vertex names jobs ``projects/NUMBER/...``).
+
+    Raises:
+        Exception: Resource Manager's error, when no listed job names the number either.
+    """
     if project.isdigit():
         return project
-    name = projects.get_project(name=f"projects/{project}").name
+    try:
+        name = projects.get_project(name=f"projects/{project}").name
+    except Exception:
+        parts = (listed or "").split("/")
+        if len(parts) > 1 and parts[0] == "projects" and parts[1].isdigit():
+            return parts[1]
+        raise
     number = name.rpartition("/")[2]
     if not number.isdigit():
         raise ValueError(f"Resource Manager named the project {name!r}, not by its number")
@@ -376,11 +393,18 @@ def project_number(projects: resourcemanager_v3.ProjectsClient, project: str) ->
 
 
 def check_service_agent(
-    gcs: storage.Client, projects: resourcemanager_v3.ProjectsClient, project: str, bucket: str
+    gcs: storage.Client,
+    projects: resourcemanager_v3.ProjectsClient,
+    project: str,
+    bucket: str,
+    listed: str | None = None,
 ) -> Check:
-    """The bucket's IAM policy grants the Vertex AI service agent read and create on objects."""
+    """The bucket's IAM policy grants the Vertex AI service agent read and create on objects.
+
+    ``listed``: a job name the ``vertex`` check listed, a second source of the project number.
+    """
     try:
-        number = project_number(projects, project)
+        number = project_number(projects, project, listed)
     except Exception as exc:
         return Check(
             "service-agent",
@@ -533,14 +557,17 @@ def run_checks(
         return checks
     cloud = cloud_of(build_client(Client, env, flags=flags, retry=retry))
     found = lookups(config)
-    checks.append(check_vertex(cloud))
+    vertex, listed = check_vertex(cloud)
+    checks.append(vertex)
     checks.append(check_job_create(found.projects, config.project))
     bucket = check_bucket(cloud, config.bucket)
     checks.append(bucket)
     if bucket.result == "ok":
         checks.append(check_bucket_location(found.gcs, config.bucket, config.location))
         checks.append(check_bucket_objects(cloud, config.bucket, config.prefix))
-        checks.append(check_service_agent(found.gcs, found.projects, config.project, config.bucket))
+        checks.append(
+            check_service_agent(found.gcs, found.projects, config.project, config.bucket, listed)
+        )
     else:
         for name in ("bucket-location", "bucket-objects", "service-agent"):
             checks.append(Check(name, "skip", "needs the bucket"))
