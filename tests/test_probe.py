@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
 
+import vertexbatch as vb
 from tests.helpers import jobs_in
 from vertexbatch._cli import ExitCode, main
 from vertexbatch._probe_shape import LOCAL_DEFAULTS, shape, status_format
@@ -251,3 +254,71 @@ def test_a_failed_get_is_retried_and_a_job_past_the_timeout_is_cancelled(
         assert job["timed_out"] is True
         assert job["states"][-1]["state"] in {"JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED"}
     assert stack.calls()["get"] >= 3  # the failed one, then each job's
+
+
+def test_the_emulator_command_serves_a_report(tmp_path: Path) -> None:
+    """`run_foreground(probe_report=...)` (the command's --probe-report) serves its behaviour."""
+    import io
+    import threading
+
+    from tests.emulator.test_stack import FlushedOutput
+    from vertexbatch.emulator import run_foreground
+
+    report = {"vertexbatch_probe": 1, "facts": {"claude.custom_id_echoed": False}, "jobs": {}}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report))
+    out, stop = FlushedOutput(), threading.Event()
+    runner = threading.Thread(
+        target=run_foreground,
+        kwargs={"out": out, "err": io.StringIO(), "stop": stop, "probe_report": path},
+    )
+    runner.start()
+    try:
+        assert out.flushed.wait(10)
+        env = dict(
+            line.removeprefix("export ").split("=", 1) for line in out.getvalue().splitlines()
+        )
+        client = vb.Client.from_env(env, retry=vb.RetryPolicy.no_wait())
+        job = client.submit_claude("served", "claude-opus-5-5@default", [CLAIM])
+        assert vb.wait(client, job, floor=0.01).state == "JOB_STATE_SUCCEEDED"
+        [result] = client.results(job)  # matched by the canonical digest: no custom_id echoed
+        assert result.key == "k" and result.error is None
+        gcs = storage.Client(
+            project="p",
+            credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+            client_options={"api_endpoint": env["STORAGE_EMULATOR_HOST"]},
+        )
+        [output] = [
+            blob
+            for blob in gcs.list_blobs(env["VERTEXBATCH_BUCKET"])
+            if blob.name.endswith("/predictions.jsonl")
+        ]
+        [row] = [json.loads(line) for line in output.download_as_bytes().splitlines()]
+        assert "custom_id" not in row and "request" in row
+    finally:
+        stop.set()
+        runner.join(10)
+    assert not runner.is_alive()
+
+
+CLAIM = vb.ClaudeRequest(
+    key="k", params={"max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+)
+
+
+def test_the_emulator_command_takes_a_probe_report(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """--probe-report reaches run_foreground; a file that is no report is one usage line."""
+    not_report = tmp_path / "other.json"
+    not_report.write_text("[]")
+    result = CliRunner().invoke(main, ["emulator", "--probe-report", str(not_report)], env={})
+    assert result.exit_code == ExitCode.USAGE
+    assert "not a vertexbatch probe report" in result.output
+    import vertexbatch.emulator
+
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(vertexbatch.emulator, "run_foreground", lambda **kw: calls.append(kw))
+    result = CliRunner().invoke(main, ["emulator", "--probe-report", str(not_report)], env={})
+    assert result.exit_code == 0, result.output
+    assert calls[0]["probe_report"] == str(not_report)

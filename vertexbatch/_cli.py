@@ -498,9 +498,19 @@ _port = click.IntRange(0, 65535)
     type=click.Path(dir_okay=False),
     help="Write the export lines to this file once the stack serves (removed when it stops).",
 )
+@click.option(
+    "--probe-report",
+    type=click.Path(dir_okay=False, exists=True),
+    help="Behave as this `vertexbatch probe` report says the real service did.",
+)
 @verbose
 def emulator(
-    bucket: str, row_seconds: float, port: int, gcs_port: int, env_file: str | None
+    bucket: str,
+    row_seconds: float,
+    port: int,
+    gcs_port: int,
+    env_file: str | None,
+    probe_report: str | None,
 ) -> None:
     """Run the local stack (GCS + Vertex) until Ctrl-C or SIGTERM; print its environment.
 
@@ -527,7 +537,10 @@ def emulator(
             port=port,
             gcs_port=gcs_port,
             env_file=env_file,
+            probe_report=probe_report,
         )
+    except ValueError as exc:  # not a probe report
+        raise Fail(ExitCode.USAGE, f"--probe-report: {exc}") from None
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:
             raise

@@ -9,9 +9,9 @@ The stack reads the report as data: it shares no code with the client that wrote
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from vertexbatch.emulator._options import JobOptions, Timing
@@ -30,7 +30,7 @@ _ERROR_SHAPES = {
 }
 
 
-def load_report(path: str | Path) -> dict[str, Any]:
+def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a probe report.
 
     Raises:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
+import os
 import shutil
 import socket
 import tempfile
@@ -121,7 +122,7 @@ class LocalStack:
         self._service: Service | None = None
 
     @classmethod
-    def from_probe_report(cls, path: str | Path, **kwargs: Any) -> LocalStack:
+    def from_probe_report(cls, path: str | os.PathLike[str], **kwargs: Any) -> LocalStack:
         """A stack whose jobs behave as a `vertexbatch probe` report says the real service did.
 
         The report's facts set `job_options` and `timing` (docs/local-stack.md lists which
