@@ -151,7 +151,7 @@ def test_service_agent_check_reads_the_number_then_the_policy(stack: LocalStack)
     reader = _Gcs(policy({"role": "roles/storage.objectViewer", "members": sa(AGENT)}))
     check = check_service_agent(reader, projects, stack.project, "b")  # type: ignore[arg-type]
     assert check.result == "warn" and "may create objects" in check.detail
-    assert "roles/storage.objectUser" in check.detail
+    assert "roles/storage.objectViewer and roles/storage.objectCreator" in check.detail
     unknown = check_service_agent(granted, projects, "someone-else", "b")  # type: ignore[arg-type]
     assert unknown.result == "warn" and "project number of someone-else" in unknown.detail
 

@@ -33,8 +33,8 @@ __all__ = [
 Fit = Literal["ok", "warn", "fail"]
 
 READ, CREATE = "storage.objects.get", "storage.objects.create"
-AGENT_ROLE = "roles/storage.objectUser"
-"""The role doctor's fix grants the service agent on the bucket (read, create, list, delete)."""
+AGENT_ROLE = "roles/storage.objectViewer and roles/storage.objectCreator"
+"""The roles doctor's fix grants the service agent on the bucket (docs/operations.md's)."""
 
 MULTI_REGIONS = ("us", "eu", "asia")
 _OUTSIDE_EU = frozenset({"europe-west2", "europe-west6"})  # London, Zurich
