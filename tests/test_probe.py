@@ -322,3 +322,17 @@ def test_the_emulator_command_takes_a_probe_report(
     result = CliRunner().invoke(main, ["emulator", "--probe-report", str(not_report)], env={})
     assert result.exit_code == 0, result.output
     assert calls[0]["probe_report"] == str(not_report)
+
+
+def test_no_invalid_rows_leaves_the_error_row_out(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    """--no-invalid-rows: two rows a job, no error status seen (so no fact about it)."""
+    out = tmp_path / "report.json"
+    result = probe(out, "--yes", "--no-invalid-rows")
+    assert result.exit_code == ExitCode.OK, result.output
+    report = load(out)
+    assert report["invalid_rows"] is False
+    assert [len(rows) for rows in report["rows"].values()] == [2, 2]
+    assert report["facts"]["claude.error_status"] is None
+    assert report["differences"] == []

@@ -36,9 +36,20 @@ __all__ = ["probe"]
     "--timeout", type=click.FloatRange(min=0.0), default=6 * 3600.0, show_default=True,
     help="Seconds to wait before cancelling a job still live.",
 )  # fmt: skip
+@click.option(
+    "--no-invalid-rows",
+    is_flag=True,
+    help="Leave out the row that provokes a per-line error (if it fails a whole job).",
+)
 @cloud_command
 def probe(
-    yes: bool, out: Path, claude_model: str, gemini_model: str, interval: float, timeout: float
+    yes: bool,
+    out: Path,
+    claude_model: str,
+    gemini_model: str,
+    interval: float,
+    timeout: float,
+    no_invalid_rows: bool,
 ) -> None:
     """Run a tiny Claude and a tiny Gemini job and report how the service shapes them.
 
@@ -70,6 +81,7 @@ def probe(
         interval=interval,
         timeout=timeout,
         progress=progress,
+        invalid_rows=not no_invalid_rows,
     )
     out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     click.echo(f"report written to {out}")

@@ -9,9 +9,11 @@ honestly:
     invalid    a per-line error (Claude max_tokens 0; Gemini role "critic", the official
                example of a line error: "Please use a valid role: user, model.")
 
-then polls both until they end (``interval``, bounded by ``timeout``; a job still live then is
-cancelled), lists the output directory and reads its rows. The report keeps field names, JSON
-types, enums, status prefixes, states with their timings, file names and error codes: never a
+(``invalid_rows=False``, the command's ``--no-invalid-rows``, leaves the third out, for a
+service that fails a whole job over it), then polls both until they end (``interval``, bounded
+by ``timeout``; a job still live then is cancelled), lists the output directory and reads its
+rows. The report keeps field names, JSON types, enums, status prefixes, states with their
+timings, file names and error codes: never a
 request or response text (``_probe_shape``). The lines are built by ``_lines`` exactly as
 ``submit`` stages them (``custom_id``, the ``vb_key`` sibling and label).
 
@@ -67,8 +69,8 @@ _LONG = "Count from one to twenty in words."
 _MAX_FILE = 4 * 1024 * 1024  # three rows: anything larger is not read
 
 
-def _lines(name: str) -> bytes:
-    """The staged JSONL of one provider's three probe rows."""
+def _lines(name: str, invalid: bool = True) -> bytes:
+    """The staged JSONL of one provider's probe rows (without the invalid one: two)."""
     from ._lines import claude_line, gemini_line
     from ._models import ClaudeRequest, GeminiRequest
 
@@ -78,11 +80,8 @@ def _lines(name: str) -> bytes:
             params = {"max_tokens": max_tokens, "messages": [{"role": "user", "content": text}]}
             return claude_line(ClaudeRequest(key=key, params=params)).data
 
-        return (
-            claude("answer", _ANSWER, 64)
-            + claude("truncated", _LONG, 1)
-            + claude("invalid", _ANSWER, 0)
-        )
+        rows = claude("answer", _ANSWER, 64) + claude("truncated", _LONG, 1)
+        return rows + claude("invalid", _ANSWER, 0) if invalid else rows
     from google.genai import types as genai_types
 
     def gemini(key: str, text: str, role: str, limit: int) -> bytes:
@@ -90,11 +89,8 @@ def _lines(name: str) -> bytes:
         config = genai_types.GenerateContentConfig(max_output_tokens=limit)
         return gemini_line(GeminiRequest(key=key, contents=contents, config=config)).data
 
-    return (
-        gemini("answer", _ANSWER, "user", 64)
-        + gemini("truncated", _LONG, "user", 1)
-        + gemini("invalid", _ANSWER, "critic", 64)
-    )
+    rows = gemini("answer", _ANSWER, "user", 64) + gemini("truncated", _LONG, "user", 1)
+    return rows + gemini("invalid", _ANSWER, "critic", 64) if invalid else rows
 
 
 def _session(config: Config) -> tuple[requests.Session, str]:
@@ -176,6 +172,7 @@ def run_probe(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     retry: RetryPolicy | None = None,
+    invalid_rows: bool = True,
 ) -> dict[str, Any]:
     """Submit the two probe jobs, wait for them, and return the report (a JSON-ready dict).
 
@@ -202,7 +199,9 @@ def run_probe(
     parent = f"{base}/v1/projects/{config.project}/locations/{config.location}"
     jobs: dict[str, _Job] = {}
     try:
-        _create_all(gcs, session, config, parent, folder, stamp, models, jobs, clock, progress)
+        _create_all(
+            gcs, session, config, parent, folder, stamp, models, jobs, clock, progress, invalid_rows
+        )
     except Exception as exc:
         # A job already created would run and bill for nothing: cancel it, then raise.
         for job in jobs.values():
@@ -250,6 +249,7 @@ def run_probe(
         "vertexbatch_probe": REPORT_VERSION,
         "location": config.location,
         "local_stack": on_local_stack(config),
+        "invalid_rows": invalid_rows,
         "folder": f"gs://{config.bucket}/{folder}/",
         "jobs": report_jobs,
         "rows": report_rows,
@@ -269,12 +269,13 @@ def _create_all(
     jobs: dict[str, _Job],
     clock: Callable[[], float],
     progress: Callable[[str], None],
+    invalid: bool,
 ) -> None:
     """Stage and create the two jobs, adding each to ``jobs`` as soon as it exists."""
     for name in ("claude", "gemini"):
         blob = gcs.bucket(config.bucket).blob(f"{folder}/{name}/input.jsonl")
         blob.upload_from_string(
-            _lines(name), content_type="application/jsonl", if_generation_match=0
+            _lines(name, invalid), content_type="application/jsonl", if_generation_match=0
         )
         body = {
             "displayName": f"vertexbatch-probe-{stamp}-{name}",
