@@ -125,7 +125,7 @@ class _Bucket:
     def __init__(self, found: Policy) -> None:
         self.found = found
 
-    def get_iam_policy(self, requested_policy_version: int) -> Policy:
+    def get_iam_policy(self, requested_policy_version: int, timeout: float) -> Policy:
         assert requested_policy_version == 3
         return self.found
 

@@ -71,6 +71,7 @@ OBJECT_ROLE = "roles/storage.objectAdmin"
 DOCTOR_OBJECT = ".vertexbatch-doctor-"
 
 CREATE_PERMISSION = "aiplatform.batchPredictionJobs.create"
+LOOKUP_TIMEOUT = 30.0  # seconds for each lookup: one answer, no retries (a warn says why)
 DEFAULT_MODELS = ("claude-opus-5-5@default", "gemini-3.8-flash")
 """The models ``model`` looks up when ``--model`` is not given (the demo's and the docs')."""
 
@@ -298,7 +299,9 @@ def check_model(
             continue
         bare = model.partition("@")[0]
         try:
-            garden.get_publisher_model(name=f"publishers/{publisher}/models/{bare}")
+            garden.get_publisher_model(
+                name=f"publishers/{publisher}/models/{bare}", retry=None, timeout=LOOKUP_TIMEOUT
+            )
         except api_exceptions.NotFound:
             return Check(
                 "model",
@@ -327,7 +330,10 @@ def check_job_create(projects: resourcemanager_v3.ProjectsClient, project: str) 
     Resource Manager's ``testIamPermissions`` (no job is created)."""
     try:
         held = projects.test_iam_permissions(
-            resource=f"projects/{project}", permissions=[CREATE_PERMISSION]
+            resource=f"projects/{project}",
+            permissions=[CREATE_PERMISSION],
+            retry=None,
+            timeout=LOOKUP_TIMEOUT,
         )
     except Exception as exc:
         return Check(
@@ -348,7 +354,7 @@ def check_job_create(projects: resourcemanager_v3.ProjectsClient, project: str) 
 def check_bucket_location(gcs: storage.Client, bucket: str, location: str) -> Check:
     """The bucket's location is the job's region or a multi- or dual-region holding it."""
     try:
-        found = gcs.get_bucket(bucket)
+        found = gcs.get_bucket(bucket, timeout=LOOKUP_TIMEOUT)
     except Exception as exc:
         return Check("bucket-location", "warn", f"cannot tell: {_short(exc, 100)}")
     where = found.location or ""
@@ -380,7 +386,9 @@ def project_number(
     if project.isdigit():
         return project
     try:
-        name = projects.get_project(name=f"projects/{project}").name
+        name = projects.get_project(
+            name=f"projects/{project}", retry=None, timeout=LOOKUP_TIMEOUT
+        ).name
     except Exception:
         parts = (listed or "").split("/")
         if len(parts) > 1 and parts[0] == "projects" and parts[1].isdigit():
@@ -416,7 +424,9 @@ def check_service_agent(
     from google.api_core import exceptions as api_exceptions
 
     try:
-        policy = gcs.bucket(bucket).get_iam_policy(requested_policy_version=3)
+        policy = gcs.bucket(bucket).get_iam_policy(
+            requested_policy_version=3, timeout=LOOKUP_TIMEOUT
+        )
     except api_exceptions.NotFound:
         # The bucket was found a moment ago: this server has no IAM (fake-gcs-server has none).
         return Check(
