@@ -18,7 +18,7 @@ import vertexbatch as vb
 from tests.helpers import jobs_in
 from vertexbatch._cli import ExitCode, main
 from vertexbatch._probe_shape import LOCAL_DEFAULTS, shape, status_format
-from vertexbatch.emulator import JobOptions, LocalStack
+from vertexbatch.emulator import JobOptions, LocalStack, Timing
 
 DIFFERENT = JobOptions(
     echo_siblings=False,
@@ -336,3 +336,25 @@ def test_no_invalid_rows_leaves_the_error_row_out(
     assert [len(rows) for rows in report["rows"].values()] == [2, 2]
     assert report["facts"]["claude.error_status"] is None
     assert report["differences"] == []
+
+
+ORDER = ["JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"]
+
+
+def test_states_are_recorded_in_order_with_timings(tmp_path: Path) -> None:
+    """A queued, paced stack: create answers QUEUED, later states follow in order, in time."""
+    timing = Timing(queued_seconds=0.2, pending_seconds=0.2, row_seconds=0.05)
+    with LocalStack(timing=timing) as paced:
+        paced.create_bucket("paced")
+        out = tmp_path / "report.json"
+        result = probe(out, "--yes", env=paced.environment("paced", prefix="jobs"))
+        assert result.exit_code == ExitCode.OK, result.output
+    report = load(out)
+    for name, job in report["jobs"].items():
+        states = [step["state"] for step in job["states"]]
+        assert states[0] == "JOB_STATE_QUEUED" and states[-1] == "JOB_STATE_SUCCEEDED", states
+        assert [ORDER.index(state) for state in states] == sorted(ORDER.index(s) for s in states)
+        seconds = [step["seconds"] for step in job["states"]]
+        assert seconds == sorted(seconds) and seconds[-1] >= 0.4, seconds
+        assert report["facts"][f"{name}.create_state"] == "JOB_STATE_QUEUED"
+    assert 'claude.create_state: service "JOB_STATE_QUEUED"' in result.stdout
