@@ -17,12 +17,12 @@ ORDER = [
     "location",
     "credentials",
     "vertex",
-    "bucket",
-    "bucket-objects",
-    "model",
     "job-create",
+    "bucket",
     "bucket-location",
+    "bucket-objects",
     "service-agent",
+    "model",
 ]
 
 
@@ -39,13 +39,23 @@ def test_doctor_is_all_ok_on_the_local_stack(stack_env: str) -> None:
     assert result.exit_code == ExitCode.OK, result.output
     lines = lines_by_check(result.output)
     assert list(lines) == ORDER
-    for name in ("configuration", "location", "vertex", "bucket", "bucket-objects"):
+    for name in (
+        "configuration",
+        "location",
+        "vertex",
+        "job-create",
+        "bucket",
+        "bucket-location",
+        "bucket-objects",
+        "model",
+    ):
         assert lines[name].startswith("ok "), lines[name]
     assert lines["credentials"].startswith("skip ")
     assert "anonymous on the local stack" in lines["credentials"]
-    assert "no --model given" in lines["model"]
-    for name in ("job-create", "bucket-location", "service-agent"):
-        assert lines[name].startswith("skip ") and "not checked by this version" in lines[name]
+    assert "claude-opus-5-5, gemini-3.8-flash found in us-central1" in lines["model"]
+    # fake-gcs-server serves no bucket IAM policy: doctor says it cannot tell, never guesses.
+    assert lines["service-agent"].startswith("warn ") and "cannot tell" in lines["service-agent"]
+    assert "service-123456789012@gcp-sa-aiplatform" in lines["service-agent"]
     assert not any(line.startswith("fail") for line in result.output.splitlines())
 
 
@@ -90,13 +100,29 @@ def test_a_missing_configuration_variable_fails_naming_it(stack_env: str) -> Non
         assert lines[name].startswith("skip ") and "needs the configuration" in lines[name]
 
 
-def test_a_model_is_checked_for_its_form_and_left_to_submit(stack_env: str) -> None:
+def test_a_model_is_looked_up_for_its_publisher(stack: LocalStack, stack_env: str) -> None:
+    """get_publisher_model finds a catalogue model; a missing one fails naming it and where."""
     result = doctor("--model", "claude-opus-5-5@default")
     assert result.exit_code == ExitCode.OK
-    assert "checked at submit" in lines_by_check(result.output)["model"]
+    assert lines_by_check(result.output)["model"].startswith("ok    model            claude-opus")
+    missing = doctor("--model", "gemini-3.8-flash", "--model", "claude-opus-0-1@default")
+    assert missing.exit_code == ExitCode.CHECK_FAILED
+    line = lines_by_check(missing.output)["model"]
+    assert line.startswith("fail ")
+    assert "claude-opus-0-1 is not found for publisher anthropic in us-central1" in line
+    assert stack.calls()["getPublisherModel"] == 3
     bad = doctor("--model", "publishers/anthropic/models/claude-opus-5-5")
     assert bad.exit_code == ExitCode.CHECK_FAILED
     assert lines_by_check(bad.output)["model"].startswith("fail ")
+
+
+def test_a_model_lookup_that_fails_cannot_tell(stack: LocalStack, stack_env: str) -> None:
+    """A lookup refused (403) is a warn, not a verdict on the model."""
+    stack.faults.fail("getPublisherModel", status=403)
+    result = doctor("--model", "claude-opus-5-5@default")
+    assert result.exit_code == ExitCode.OK
+    line = lines_by_check(result.output)["model"]
+    assert line.startswith("warn ") and "cannot tell whether claude-opus-5-5" in line
 
 
 def test_global_location_fails_for_claude_and_warns_without_a_model() -> None:
@@ -105,7 +131,7 @@ def test_global_location_fails_for_claude_and_warns_without_a_model() -> None:
     assert check_location(config, "gemini-3.8-flash").result == "ok"
     assert check_location(config, None).result == "warn"
     assert check_location(Config("p", "us-east5", "b"), "claude-x").result == "ok"
-    assert check_model(config, "gpt-4").result == "fail"
+    assert check_model(config, ["gpt-4"]).result == "fail"
 
 
 def test_vertex_refusing_to_list_fails_naming_the_role(stack: LocalStack, stack_env: str) -> None:
@@ -122,3 +148,36 @@ def test_vertex_is_asked_once(stack: LocalStack, stack_env: str) -> None:
     assert doctor().exit_code == ExitCode.OK
     assert stack.calls()["list"] == 1
     assert stack.calls()["create"] == 0
+    assert stack.calls()["testIamPermissions"] == 1
+
+
+def test_a_caller_who_may_not_create_jobs_fails_naming_the_role(
+    stack: LocalStack, stack_env: str
+) -> None:
+    """job-create asks testIamPermissions (no job is made); a missing permission fails."""
+    stack.faults.deny("aiplatform.batchPredictionJobs.create")
+    result = doctor()
+    assert result.exit_code == ExitCode.CHECK_FAILED
+    line = lines_by_check(result.output)["job-create"]
+    assert line.startswith("fail ") and "roles/aiplatform.user" in line
+    assert "aiplatform.batchPredictionJobs.create" in line
+    assert stack.calls()["create"] == 0
+
+
+def test_job_create_cannot_tell_when_resource_manager_refuses(
+    stack: LocalStack, stack_env: str
+) -> None:
+    stack.faults.fail("testIamPermissions", status=403)
+    result = doctor()
+    assert result.exit_code == ExitCode.OK
+    line = lines_by_check(result.output)["job-create"]
+    assert line.startswith("warn ") and "cannot tell" in line
+
+
+def test_a_bucket_in_another_region_fails(stack_env: str) -> None:
+    """fake-gcs-server's buckets are in US-CENTRAL1: a europe-west4 job cannot use them."""
+    result = doctor("--location", "europe-west4")
+    assert result.exit_code == ExitCode.CHECK_FAILED
+    line = lines_by_check(result.output)["bucket-location"]
+    assert line.startswith("fail ") and "US-CENTRAL1" in line and "europe-west4" in line
+    assert doctor("--location", "us-central1").exit_code == ExitCode.OK

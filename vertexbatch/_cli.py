@@ -1,5 +1,5 @@
 """The ``vertexbatch`` command: submit, find, status, cancel, results, watch, emulator, demo,
-doctor, and ``run submit|advance|status|results`` for runs.
+doctor, probe, and ``run submit|advance|status|results`` for runs.
 
 Every command takes the same configuration, from flags or the environment (a flag wins); the
 table of flags and variables is in ``_config``, the one place a client is built from them.
@@ -42,6 +42,7 @@ import click
 
 from ._cli_doctor import doctor
 from ._cli_options import ENVIRONMENT_HELP, cloud_client, cloud_command, verbose
+from ._cli_probe import probe
 from ._cli_render import (
     OUTCOMES,
     RUN_OUTCOMES,
@@ -497,9 +498,19 @@ _port = click.IntRange(0, 65535)
     type=click.Path(dir_okay=False),
     help="Write the export lines to this file once the stack serves (removed when it stops).",
 )
+@click.option(
+    "--probe-report",
+    type=click.Path(dir_okay=False, exists=True),
+    help="Behave as this `vertexbatch probe` report says the real service did.",
+)
 @verbose
 def emulator(
-    bucket: str, row_seconds: float, port: int, gcs_port: int, env_file: str | None
+    bucket: str,
+    row_seconds: float,
+    port: int,
+    gcs_port: int,
+    env_file: str | None,
+    probe_report: str | None,
 ) -> None:
     """Run the local stack (GCS + Vertex) until Ctrl-C or SIGTERM; print its environment.
 
@@ -526,7 +537,10 @@ def emulator(
             port=port,
             gcs_port=gcs_port,
             env_file=env_file,
+            probe_report=probe_report,
         )
+    except ValueError as exc:  # not a probe report
+        raise Fail(ExitCode.USAGE, f"--probe-report: {exc}") from None
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:
             raise
@@ -555,6 +569,7 @@ def demo(fast: bool) -> None:
 
 
 main.add_command(doctor)
+main.add_command(probe)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,18 +14,25 @@ __all__ = ["doctor"]
 
 
 @click.command()
-@click.option("--model", default=None, help="Also check this bare Vertex model id.")
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    help="A bare Vertex model id to look up (repeatable; default: claude-opus-5-5@default "
+    "and gemini-3.8-flash).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a list of {check, result, detail}.")
 @cloud_command
-def doctor(model: str | None, as_json: bool) -> None:
-    """Check the configuration, credentials, Vertex and the bucket before a first job.
+def doctor(models: tuple[str, ...], as_json: bool) -> None:
+    """Check the configuration, credentials, Vertex, the bucket and the models before a first job.
 
-    One line per check: ok, warn, fail or skip, its name, and for warn and fail the fix.
+    One line per check: ok, warn, fail or skip, its name, and for warn and fail the fix; warn
+    also when doctor cannot tell.
     Exit 0 when no check failed, 13 when one did.
     """
     from ._doctor import failed, run_checks
 
-    checks = run_checks(os.environ, config_flags(), model=model)
+    checks = run_checks(os.environ, config_flags(), models=models)
     if as_json:
         click.echo(json.dumps([check.to_dict() for check in checks]))
     else:

@@ -8,43 +8,59 @@ runs them:
     location         regional (Claude batch needs one; ``global`` fails for a Claude model)
     credentials      application default credentials found, and whose; skipped on the stack
     vertex           one ``list_batch_prediction_jobs`` call (page size 1)
+    job-create       Resource Manager ``projects.testIamPermissions`` for
+                     ``aiplatform.batchPredictionJobs.create`` on the project: no job is made
     bucket           the bucket exists (``lookup_bucket``)
+    bucket-location  the bucket's location is one the job's region can use (``_doctor_rules``)
     bucket-objects   create (create-only), read and delete ``PREFIX/.vertexbatch-doctor-<random>``
-    model            ``--model``'s id is well formed; whether it exists is checked at submit
+    service-agent    the bucket's IAM policy grants the Vertex AI service agent read and create
+                     (its project number from Resource Manager ``projects.get``, or from a job
+                     name the ``vertex`` check listed); "cannot tell"
+                     (warn) when the policy or the number is not readable, never a guess
+    model            each model exists for its publisher (``ModelGardenServiceClient.
+                     get_publisher_model``, aiplatform_v1); ``DEFAULT_MODELS`` without --model
 
-and, as ``skip`` lines, what this version does not check (``NOT_CHECKED``). A check that needs
-an earlier one to have passed is skipped, saying which. Nothing here imports a Google SDK at
-its top: the checks that need one import it.
+A check that needs an earlier one to have passed is skipped, saying which. A check that cannot
+tell says so as ``warn``. Nothing here imports a Google SDK at its top: the checks that need
+one import it.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from ._config import Config, build_client, read_config
+from ._doctor_rules import AGENT_ROLE, agent_grants, bucket_location_fit, service_agent
 from ._errors import InvalidRequestError
 from ._rules import check_model as check_model_id
 
 if TYPE_CHECKING:
+    from google.cloud import aiplatform_v1, resourcemanager_v3, storage
+
     from ._cloud import Cloud
     from ._models import Provider
     from ._retry import RetryPolicy
 
 __all__ = [
-    "NOT_CHECKED",
+    "DEFAULT_MODELS",
     "Check",
+    "Lookups",
     "Outcome",
     "check_bucket",
+    "check_bucket_location",
     "check_bucket_objects",
     "check_configuration",
     "check_credentials",
+    "check_job_create",
     "check_location",
     "check_model",
+    "check_service_agent",
     "check_vertex",
     "failed",
+    "lookups",
     "run_checks",
 ]
 
@@ -54,8 +70,10 @@ AIPLATFORM_ROLE = "roles/aiplatform.user"
 OBJECT_ROLE = "roles/storage.objectAdmin"
 DOCTOR_OBJECT = ".vertexbatch-doctor-"
 
-NOT_CHECKED = ("job-create", "bucket-location", "service-agent")
-"""The issue's other checks, printed as ``skip``: not checked by this version."""
+CREATE_PERMISSION = "aiplatform.batchPredictionJobs.create"
+LOOKUP_TIMEOUT = 30.0  # seconds for each lookup: one answer, no retries (a warn says why)
+DEFAULT_MODELS = ("claude-opus-5-5@default", "gemini-3.8-flash")
+"""The models ``model`` looks up when ``--model`` is not given (the demo's and the docs')."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,22 +178,25 @@ def check_credentials(config: Config) -> Check:
     return Check("credentials", "ok", f"{type(credentials).__name__} credentials")
 
 
-def check_vertex(cloud: Cloud) -> Check:
-    """One list call, page size 1: Vertex answers and the caller may list jobs."""
+def check_vertex(cloud: Cloud) -> tuple[Check, str | None]:
+    """One list call, page size 1: Vertex answers and the caller may list jobs.
+
+    Also returns the listed job's name, if any: it carries the project number.
+    """
     from google.api_core import exceptions as api_exceptions
 
     try:
-        cloud.vertex.list_one()
+        listed = cloud.vertex.list_one()
     except (api_exceptions.PermissionDenied, api_exceptions.Forbidden):  # gRPC and REST
         return Check(
             "vertex",
             "fail",
             f"listing jobs is not allowed: grant the caller {AIPLATFORM_ROLE} on project "
             f"{cloud.project}.",
-        )
+        ), None
     except Exception as exc:
-        return Check("vertex", "fail", f"listing jobs failed ({_short(exc)}): {_fix(exc)}")
-    return Check("vertex", "ok", f"listing jobs in {cloud.vertex.parent} is allowed")
+        return Check("vertex", "fail", f"listing jobs failed ({_short(exc)}): {_fix(exc)}"), None
+    return Check("vertex", "ok", f"listing jobs in {cloud.vertex.parent} is allowed"), listed
 
 
 def check_bucket(cloud: Cloud, bucket: str) -> Check:
@@ -241,27 +262,250 @@ def _object_failure(exc: BaseException, step: str, bucket: str) -> str:
     return f"{step} failed ({_short(exc)}): {_fix(exc)}"
 
 
-def check_model(config: Config | None, model: str | None) -> Check:
-    """``--model`` is a well-formed Claude or Gemini id; its existence is checked at submit."""
-    if not model:
-        return Check("model", "skip", "no --model given")
+def _model_form(model: str) -> tuple[Provider, str | None]:
+    """The model's publisher, and why its id is not well formed (None: it is)."""
     publisher: Provider = "google" if _provider(model) == "gemini" else "anthropic"
     if _provider(model) is None and "/" not in model:
-        return Check(
-            "model",
-            "fail",
+        return publisher, (
             f"model {model!r} is neither a Claude nor a Gemini model id: pass a bare Vertex id "
-            "such as claude-opus-5-5@default.",
+            "such as claude-opus-5-5@default."
         )
     try:
         check_model_id(model, publisher)
     except InvalidRequestError as exc:
-        return Check("model", "fail", f"{exc}.")
-    if config is None:
-        return Check("model", "skip", f"{model}: checked at submit")
+        return publisher, f"{exc}."
+    return publisher, None
+
+
+def check_model(
+    config: Config | None,
+    models: Sequence[str],
+    garden: aiplatform_v1.ModelGardenServiceClient | None = None,
+) -> Check:
+    """Each model is well formed and exists for its publisher (``get_publisher_model``).
+
+    The lookup names the model without its ``@version``: a version is checked at submit.
+    Without ``garden`` (no configuration, no credentials) only the form is checked.
+    """
+    from google.api_core import exceptions as api_exceptions
+
+    found: list[str] = []
+    unsure: list[str] = []
+    for model in models:
+        publisher, bad = _model_form(model)
+        if bad is not None:
+            return Check("model", "fail", bad)
+        if garden is None or config is None:
+            continue
+        bare = model.partition("@")[0]
+        try:
+            garden.get_publisher_model(
+                name=f"publishers/{publisher}/models/{bare}", retry=None, timeout=LOOKUP_TIMEOUT
+            )
+        except api_exceptions.NotFound:
+            return Check(
+                "model",
+                "fail",
+                f"model {bare} is not found for publisher {publisher} in {config.location}: "
+                "check the id in Model Garden, enable the model there, or pass another --model.",
+            )
+        except Exception as exc:
+            unsure.append(f"{bare} ({_short(exc, 80)})")
+            continue
+        found.append(bare)
+    if garden is None or config is None:
+        return Check("model", "skip", f"{', '.join(models)}: well formed; lookup needs the above")
+    if unsure:
+        return Check(
+            "model",
+            "warn",
+            f"cannot tell whether {', '.join(unsure)} exists: grant the caller "
+            f"{AIPLATFORM_ROLE}, or check the model in Model Garden.",
+        )
+    return Check("model", "ok", f"{', '.join(found)} found in {config.location}")
+
+
+def check_job_create(projects: resourcemanager_v3.ProjectsClient, project: str) -> Check:
+    """The caller holds ``aiplatform.batchPredictionJobs.create`` on the project, asked of
+    Resource Manager's ``testIamPermissions`` (no job is created)."""
+    try:
+        held = projects.test_iam_permissions(
+            resource=f"projects/{project}",
+            permissions=[CREATE_PERMISSION],
+            retry=None,
+            timeout=LOOKUP_TIMEOUT,
+        )
+    except Exception as exc:
+        return Check(
+            "job-create",
+            "warn",
+            f"cannot tell: Resource Manager testIamPermissions failed ({_short(exc, 100)}); "
+            "enable cloudresourcemanager.googleapis.com to let doctor ask.",
+        )
+    if CREATE_PERMISSION in held.permissions:
+        return Check("job-create", "ok", f"the caller may create jobs in project {project}")
+    return Check(
+        "job-create",
+        "fail",
+        f"the caller lacks {CREATE_PERMISSION}: grant it {AIPLATFORM_ROLE} on project {project}.",
+    )
+
+
+def check_bucket_location(gcs: storage.Client, bucket: str, location: str) -> Check:
+    """The bucket's location is the job's region or a multi- or dual-region holding it."""
+    try:
+        found = gcs.get_bucket(bucket, timeout=LOOKUP_TIMEOUT)
+    except Exception as exc:
+        return Check("bucket-location", "warn", f"cannot tell: {_short(exc, 100)}")
+    where = found.location or ""
+    if not where:
+        return Check("bucket-location", "warn", f"cannot tell: gs://{bucket} shows no location")
+    fit, why = bucket_location_fit(
+        location, where, found.location_type or "", list(found.data_locations or ())
+    )
+    if fit == "ok":
+        return Check("bucket-location", "ok", why)
+    if fit == "warn":
+        return Check("bucket-location", "warn", f"cannot tell: {why}.")
+    return Check(
+        "bucket-location",
+        "fail",
+        f"{why}: use a bucket in {location} (or a multi-region holding it) for jobs there.",
+    )
+
+
+def project_number(
+    projects: resourcemanager_v3.ProjectsClient, project: str, listed: str | None = None
+) -> str:
+    """The project's number: the project itself when it is one, else Resource Manager's, else
+    the number in a listed job's name (Vertex names jobs ``projects/NUMBER/...``).
+
+    Raises:
+        Exception: Resource Manager's error, when no listed job names the number either.
+    """
+    if project.isdigit():
+        return project
+    try:
+        name = projects.get_project(
+            name=f"projects/{project}", retry=None, timeout=LOOKUP_TIMEOUT
+        ).name
+    except Exception:
+        parts = (listed or "").split("/")
+        if len(parts) > 1 and parts[0] == "projects" and parts[1].isdigit():
+            return parts[1]
+        raise
+    number = name.rpartition("/")[2]
+    if not number.isdigit():
+        raise ValueError(f"Resource Manager named the project {name!r}, not by its number")
+    return number
+
+
+def check_service_agent(
+    gcs: storage.Client,
+    projects: resourcemanager_v3.ProjectsClient,
+    project: str,
+    bucket: str,
+    listed: str | None = None,
+) -> Check:
+    """The bucket's IAM policy grants the Vertex AI service agent read and create on objects.
+
+    ``listed``: a job name the ``vertex`` check listed, a second source of the project number.
+    """
+    try:
+        number = project_number(projects, project, listed)
+    except Exception as exc:
+        return Check(
+            "service-agent",
+            "warn",
+            f"cannot tell: the project number of {project} is not readable ({_short(exc, 100)}); "
+            "grant the caller resourcemanager.projects.get or pass --project as the number.",
+        )
+    agent = service_agent(number)
+    from google.api_core import exceptions as api_exceptions
+
+    try:
+        policy = gcs.bucket(bucket).get_iam_policy(
+            requested_policy_version=3, timeout=LOOKUP_TIMEOUT
+        )
+    except api_exceptions.NotFound:
+        # The bucket was found a moment ago: this server has no IAM (fake-gcs-server has none).
+        return Check(
+            "service-agent",
+            "warn",
+            f"cannot tell whether {agent} may use gs://{bucket}: this GCS server serves no "
+            "bucket IAM policy (the local stack's does not).",
+        )
+    except Exception as exc:
+        return Check(
+            "service-agent",
+            "warn",
+            f"cannot tell whether {agent} may use gs://{bucket}: its IAM policy is not readable "
+            f"({_short(exc, 100)}); grant the caller storage.buckets.getIamPolicy to let doctor "
+            "look.",
+        )
+    grants = agent_grants(policy.bindings, agent)
+    if grants.read and grants.create:
+        return Check("service-agent", "ok", f"{agent} may read and create objects in gs://{bucket}")
+    lacking = " and ".join(
+        word for word, held in (("read", grants.read), ("create", grants.create)) if not held
+    )
+    unclear = grants.unknown_roles + grants.conditional_roles
+    also = f" (roles doctor cannot read: {', '.join(unclear)})" if unclear else ""
+    return Check(
+        "service-agent",
+        "warn",
+        f"gs://{bucket}'s policy does not show {agent} may {lacking} objects{also}, and project "
+        f"roles are not visible here: if jobs fail with code 7, grant it {AGENT_ROLE} on the "
+        "bucket.",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Lookups:
+    """The clients doctor's lookups use besides a ``Client``'s: GCS, Model Garden, Resource
+    Manager, all at the local stack's Vertex endpoint when the configuration names one."""
+
+    gcs: storage.Client
+    garden: aiplatform_v1.ModelGardenServiceClient
+    projects: resourcemanager_v3.ProjectsClient
+
+
+def lookups(config: Config) -> Lookups:
+    """The clients for ``config``: anonymous at its endpoints, or with application default
+    credentials on Google Cloud (Model Garden at the location's regional endpoint)."""
+    from google.cloud import aiplatform_v1, resourcemanager_v3
+    from google.cloud import storage as gcs
+
     if on_local_stack(config):
-        return Check("model", "skip", f"{model}: checked at submit (the local stack has no lookup)")
-    return Check("model", "skip", f"{model}: not checked by this version; checked at submit")
+        from google.auth.credentials import AnonymousCredentials
+
+        anonymous = AnonymousCredentials()  # type: ignore[no-untyped-call]
+        vertex = {"api_endpoint": config.vertex_endpoint}
+        return Lookups(
+            gcs.Client(
+                project=config.project,
+                credentials=anonymous,
+                client_options={"api_endpoint": config.storage_endpoint},
+            ),
+            aiplatform_v1.ModelGardenServiceClient(
+                transport="rest", credentials=anonymous, client_options=vertex
+            ),
+            resourcemanager_v3.ProjectsClient(
+                transport="rest", credentials=anonymous, client_options=vertex
+            ),
+        )
+    host = (
+        "aiplatform.googleapis.com"
+        if config.location == "global"
+        else f"{config.location}-aiplatform.googleapis.com"
+    )
+    return Lookups(
+        gcs.Client(project=config.project),
+        aiplatform_v1.ModelGardenServiceClient(
+            transport="rest", client_options={"api_endpoint": host}
+        ),
+        resourcemanager_v3.ProjectsClient(transport="rest"),
+    )
 
 
 def _fix(exc: BaseException) -> str:
@@ -279,41 +523,63 @@ def run_checks(
     env: Mapping[str, str],
     flags: Mapping[str, str | None] | None = None,
     *,
-    model: str | None = None,
+    models: Sequence[str] = (),
     retry: RetryPolicy | None = None,
 ) -> list[Check]:
-    """Every check in order; one that needs an earlier one's success is skipped, saying why."""
+    """Every check in order; one that needs an earlier one's success is skipped, saying why.
+
+    ``models``: the models the ``model`` check looks up (``DEFAULT_MODELS`` when empty).
+    """
     from ._client import Client, cloud_of
     from ._retry import RetryPolicy
 
     if retry is None:
         # A check reports what it found: a few quick retries, not the jobs' five minutes.
         retry = RetryPolicy(attempts=3, maximum=5.0, deadline=30.0)
+    models = tuple(models) or DEFAULT_MODELS
+    # The location check's provider: one only when every model is of one family.
+    families = {_provider(model) for model in models}
+    single = models[0] if len(families) == 1 else None
 
     checks: list[Check] = []
     configuration, config = check_configuration(env, flags)
     checks.append(configuration)
-    cloud_checks = ("vertex", "bucket", "bucket-objects")
+    cloud_checks = (
+        "vertex",
+        "job-create",
+        "bucket",
+        "bucket-location",
+        "bucket-objects",
+        "service-agent",
+    )
     if config is None:
         needs = "needs the configuration"
         checks += [Check(name, "skip", needs) for name in ("location", "credentials")]
         checks += [Check(name, "skip", needs) for name in cloud_checks]
-        checks.append(check_model(None, model))
+        checks.append(check_model(None, models))
+        return checks
+    checks.append(check_location(config, single))
+    credentials = check_credentials(config)
+    checks.append(credentials)
+    if credentials.result == "fail":
+        checks += [Check(name, "skip", "needs credentials") for name in cloud_checks]
+        checks.append(check_model(config, models))
+        return checks
+    cloud = cloud_of(build_client(Client, env, flags=flags, retry=retry))
+    found = lookups(config)
+    vertex, listed = check_vertex(cloud)
+    checks.append(vertex)
+    checks.append(check_job_create(found.projects, config.project))
+    bucket = check_bucket(cloud, config.bucket)
+    checks.append(bucket)
+    if bucket.result == "ok":
+        checks.append(check_bucket_location(found.gcs, config.bucket, config.location))
+        checks.append(check_bucket_objects(cloud, config.bucket, config.prefix))
+        checks.append(
+            check_service_agent(found.gcs, found.projects, config.project, config.bucket, listed)
+        )
     else:
-        checks.append(check_location(config, model))
-        credentials = check_credentials(config)
-        checks.append(credentials)
-        if credentials.result == "fail":
-            checks += [Check(name, "skip", "needs credentials") for name in cloud_checks]
-        else:
-            cloud = cloud_of(build_client(Client, env, flags=flags, retry=retry))
-            checks.append(check_vertex(cloud))
-            bucket = check_bucket(cloud, config.bucket)
-            checks.append(bucket)
-            if bucket.result == "ok":
-                checks.append(check_bucket_objects(cloud, config.bucket, config.prefix))
-            else:
-                checks.append(Check("bucket-objects", "skip", "needs the bucket"))
-        checks.append(check_model(config, model))
-    checks += [Check(name, "skip", "not checked by this version") for name in NOT_CHECKED]
+        for name in ("bucket-location", "bucket-objects", "service-agent"):
+            checks.append(Check(name, "skip", "needs the bucket"))
+    checks.append(check_model(config, models, found.garden))
     return checks

@@ -182,15 +182,19 @@ class Vertex:
 
         return self._policy.call(f"list jobs of {submission_id}", listing)
 
-    def list_one(self) -> None:
-        """List the location's jobs, one page of one job: whether listing is allowed at all."""
+    def list_one(self) -> str | None:
+        """List the location's jobs, one page of one job: whether listing is allowed at all.
 
-        def listing() -> None:
-            self._client.list_batch_prediction_jobs(
+        Returns the listed job's resource name (it carries the project number), if any.
+        """
+
+        def listing() -> str | None:
+            page = self._client.list_batch_prediction_jobs(
                 request={"parent": self.parent, "page_size": 1}, retry=None
             )
+            return next((str(job.name) for job in page.batch_prediction_jobs), None)
 
-        self._policy.call("list jobs", listing)
+        return self._policy.call("list jobs", listing)
 
     def cancel(self, name: str) -> None:
         """Ask Vertex to cancel; a job already terminal is not an error."""

@@ -290,3 +290,29 @@ def test_invalid_gemini_request_is_a_line_error() -> None:
     """A Gemini request without contents is a 400 line error."""
     answer = answer_gemini({"generationConfig": {"temperature": 1}}, "gemini-x", NOW)
     assert answer.error is not None and answer.error.code == 400
+
+
+def test_a_tiny_limit_truncates_as_a_real_model_would() -> None:
+    """max_tokens / maxOutputTokens of 1 or 2 stops at the limit; 3 and more answer in full."""
+    for limit in (1, 2):
+        message = claude_message("Count to twenty.", max_tokens=limit)
+        assert message["stop_reason"] == "max_tokens"
+        assert message["usage"]["output_tokens"] == limit
+        response = gemini_response("Count to twenty.", generationConfig={"maxOutputTokens": limit})
+        assert response["candidates"][0]["finishReason"] == "MAX_TOKENS"
+        assert response["usageMetadata"]["candidatesTokenCount"] == limit
+    assert claude_message("Count to twenty.", max_tokens=3)["stop_reason"] == "end_turn"
+    full = gemini_response("Count to twenty.", generationConfig={"maxOutputTokens": 3})
+    assert full["candidates"][0]["finishReason"] == "STOP"
+
+
+def test_max_tokens_zero_and_a_bad_gemini_role_are_line_errors() -> None:
+    """The errors Anthropic and Gemini give these: 400, naming the rule."""
+    zero = answer_claude(claude("hi", max_tokens=0), "claude-sonnet-4-5")
+    assert zero.error is not None and zero.error.code == 400
+    assert "max_tokens" in zero.error.message
+    request = {"contents": [{"role": "critic", "parts": [{"text": "hi"}]}]}
+    role = answer_gemini(request, "gemini-2.5-flash", NOW)
+    assert role.error is not None and role.error.code == 400
+    assert role.error.message == "Please use a valid role: user, model."
+    assert answer_gemini(gemini("hi"), "gemini-2.5-flash", NOW).error is None

@@ -117,6 +117,10 @@ def local_stack() -> None:
         stack.wait_job(job.name, timeout=30.0)
         environment: dict[str, str] = stack.environment("my-test-bucket")
         assert environment and isinstance(Timing(), Timing)
+    queued = Timing(queued_seconds=0.5, queued_at="after_pending")
+    with LocalStack.from_probe_report("report.json", timing=queued, seed=1) as probed:
+        probed.faults.deny("aiplatform.batchPredictionJobs.create")
+        assert isinstance(probed.job_options, JobOptions)
 
 
 async def asynchronous(client: vb.Client) -> vb.RunSummary:

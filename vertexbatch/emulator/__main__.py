@@ -1,5 +1,5 @@
 """`python -m vertexbatch.emulator [--bucket NAME] [--row-seconds S] [--port N] [--gcs-port N]
-[--env-file PATH]`: the stack, as `vertexbatch emulator` runs it."""
+[--env-file PATH] [--probe-report PATH]`: the stack, as `vertexbatch emulator` runs it."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> None:
         "--env-file",
         help="write the export lines here once serving (removed on stop); source it",
     )
+    parser.add_argument(
+        "--probe-report", help="behave as this `vertexbatch probe` report says the service did"
+    )
     args = parser.parse_args(argv)
     try:
         run_foreground(
@@ -33,6 +36,7 @@ def main(argv: list[str] | None = None) -> None:
             port=args.port,
             gcs_port=args.gcs_port,
             env_file=args.env_file,
+            probe_report=args.probe_report,
         )
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc

@@ -60,6 +60,11 @@ class Catalogue:
         with self._lock:
             self._models[publisher].add(model)
 
+    def remove(self, publisher: str, model: str) -> None:
+        """Stop serving `model` under `publisher` (exactly that id; absent is no error)."""
+        with self._lock:
+            self._models.get(publisher, set()).discard(model)
+
     def models(self) -> dict[str, tuple[str, ...]]:
         """The models held now, by publisher, sorted."""
         with self._lock:

@@ -7,7 +7,8 @@ calls of an operation are held, before or after they take effect, until `unblock
 with `wait_blocked` to learn that a call is held: a test can then kill the caller at that very
 point). Job faults apply to jobs created from now on whose display name matches (None matches
 every job): `list_lag`, `hold` (QUEUED, PENDING, RUNNING or PAUSED until released), `fail_job`,
-`late_cancel` (a cancel that comes too late: CANCELLING, then SUCCEEDED or FAILED). `reset`
+`late_cancel` (a cancel that comes too late: CANCELLING, then SUCCEEDED or FAILED). `deny`
+takes permissions out of Resource Manager's testIamPermissions answers. `reset`
 clears everything and releases held jobs and calls.
 """
 
@@ -20,7 +21,20 @@ from typing import Literal
 
 __all__ = ["OPS", "Faults", "Hold", "JobFault", "JobPlan", "LateCancel"]
 
-OPS = frozenset({"create", "get", "list", "cancel", "delete", "generateContent", "rawPredict"})
+OPS = frozenset(
+    {
+        "create",
+        "get",
+        "list",
+        "cancel",
+        "delete",
+        "generateContent",
+        "rawPredict",
+        "getPublisherModel",
+        "getProject",
+        "testIamPermissions",
+    }
+)
 
 
 HoldState = Literal["QUEUED", "PENDING", "RUNNING", "PAUSED"]
@@ -105,6 +119,18 @@ class Faults:
         self._failures: list[tuple[str | None, JobFault]] = []
         self._late_cancels: list[tuple[str | None, LateCancel]] = []
         self._release_listeners: list[Callable[[str | None], None]] = []
+        self._denied: set[str] = set()
+
+    def deny(self, *permissions: str) -> None:
+        """Resource Manager's testIamPermissions on the project leaves these out from now on
+        (e.g. "aiplatform.batchPredictionJobs.create"): the caller seems not to hold them."""
+        with self._lock:
+            self._denied.update(permissions)
+
+    def denied(self) -> frozenset[str]:
+        """The permissions `deny` took away."""
+        with self._lock:
+            return frozenset(self._denied)
 
     def fail(self, op: str, status: int = 503, times: int = 1) -> None:
         """The next `times` calls of op get HTTP `status` in the Google envelope, with no effect."""
@@ -263,6 +289,7 @@ class Faults:
             self._list_lag = 0
             self._failures.clear()
             self._late_cancels.clear()
+            self._denied.clear()
         self.unblock()
         self.release(None)
 

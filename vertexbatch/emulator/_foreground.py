@@ -44,6 +44,7 @@ def run_foreground(
     gcs_port: int = 0,
     env_file: str | os.PathLike[str] | None = None,
     err: TextIO | None = None,
+    probe_report: str | os.PathLike[str] | None = None,
 ) -> None:
     """Start a stack, create `bucket`, print the shell environment that points code at it, block.
 
@@ -58,9 +59,12 @@ def run_foreground(
         gcs_port: fake-gcs-server's port (0: a free one).
         env_file: written atomically once the stack serves (a file left by an earlier stack is
             removed first, so it never names a stack that is not there); removed on stop.
+        probe_report: a `vertexbatch probe` report: the stack behaves as it says
+            (`LocalStack.from_probe_report`), paced by `timing`.
 
     Raises:
-        OSError: a fixed port is in use (``errno.EADDRINUSE``).
+        OSError: a fixed port is in use (``errno.EADDRINUSE``), or the report cannot be read.
+        ValueError: the report is not a probe report.
     """
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
@@ -80,9 +84,14 @@ def run_foreground(
     try:
         if path is not None:
             path.unlink(missing_ok=True)
-        with LocalStack(
-            timing=timing or Timing(row_seconds=0.05), port=port, gcs_port=gcs_port
-        ) as stack:
+        pacing = timing or Timing(row_seconds=0.05)
+        if probe_report is not None:
+            local = LocalStack.from_probe_report(
+                probe_report, timing=pacing, port=port, gcs_port=gcs_port
+            )
+        else:
+            local = LocalStack(timing=pacing, port=port, gcs_port=gcs_port)
+        with local as stack:
             stack.create_bucket(bucket)
             exports = export_lines(stack.environment(bucket))
             if path is not None:

@@ -268,7 +268,7 @@ class JobStore:
                 list_hidden=plan.list_lag,
                 late_cancel=plan.late_cancel,
                 update_time=now,
-                state=QUEUED if plan.hold is not None and plan.hold.state == "QUEUED" else PENDING,
+                state=QUEUED if _created_queued(plan.hold, self.timing) else PENDING,
             )
             self._jobs[job_id] = job
             snapshot = job.to_json()
@@ -414,6 +414,13 @@ class JobStore:
         deadline = time.monotonic() + timeout
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _created_queued(hold: Hold | None, timing: Timing) -> bool:
+    """Whether a new job starts JOB_STATE_QUEUED: held there, or queued at create by timing."""
+    if hold is not None and hold.state == "QUEUED":
+        return True
+    return timing.queued_seconds > 0 and timing.queued_at == "create"
 
 
 def _decode_token(token: str, fingerprint: str) -> int:

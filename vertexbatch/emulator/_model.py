@@ -51,6 +51,20 @@ _ERROR_MESSAGES = {
 }
 
 
+TINY_LIMIT = 2
+"""A max_tokens / maxOutputTokens this small truncates any answer, as it would on a real model
+(the local model's answers are at least nine words); larger limits are not counted: use
+`[[vb:truncate]]`."""
+GEMINI_ROLES = ("user", "model")
+
+
+def _outcome(plan: Plan, limit: int | None) -> str:
+    """The plan's outcome, or a truncation when a normal answer meets a tiny limit."""
+    if plan.outcome == "answer" and limit is not None and 0 < limit <= TINY_LIMIT:
+        return "truncate"
+    return plan.outcome
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
     """The model's answer to one line: a response, a per-line error, or nothing (dropped)."""
@@ -144,6 +158,9 @@ def answer_claude(request: Any, model: str) -> Answer:
         return Answer(error=LineFailure(400, "messages: Field required"))
     if _int_field(request, "max_tokens") is None:
         return Answer(error=LineFailure(400, "max_tokens: Field required"))
+    max_tokens = _int_field(request, "max_tokens")
+    if max_tokens is not None and max_tokens < 1:
+        return Answer(error=LineFailure(400, "max_tokens: must be greater than or equal to 1"))
     version = request.get("anthropic_version")
     if not isinstance(version, str) or not version:
         return Answer(error=LineFailure(400, "anthropic_version: Field required"))
@@ -156,9 +173,10 @@ def answer_claude(request: Any, model: str) -> Answer:
     stop_sequence: str | None = None
     output_tokens = 0
     text: str | None = None
-    if plan.outcome == "answer":
+    outcome = _outcome(plan, max_tokens)
+    if outcome == "answer":
         text, output_tokens = draft.text, draft.words
-    elif plan.outcome == "truncate":
+    elif outcome == "truncate":
         stop_reason = "max_tokens"
         text = draft.partial
         output_tokens = _int_field(request, "max_tokens") or draft.partial_words
@@ -208,22 +226,28 @@ def answer_gemini(request: Any, model: str, now: datetime) -> Answer:
     if not isinstance(contents, list) or not contents:
         message = "Unable to submit request because it has an empty contents field."
         return Answer(error=LineFailure(400, message))
+    if any(
+        isinstance(content, Mapping) and content.get("role", "user") not in GEMINI_ROLES
+        for content in contents
+    ):
+        return Answer(error=LineFailure(400, "Please use a valid role: user, model."))
     planned = _plan(gemini_texts(request))
     if isinstance(planned, Answer):
         return planned
     plan, draft = planned
+    config = request.get("generationConfig") or request.get("generation_config") or {}
+    limit = _int_field(config, "maxOutputTokens") or _int_field(config, "max_output_tokens")
+    outcome = _outcome(plan, limit)
     prompt_tokens = draft.prompt_tokens + plan.cached
     response: dict[str, Any] = {}
     candidate_tokens = 0
     thought_tokens = 0
-    if plan.outcome in ("answer", "truncate", "finish", "empty"):
+    if outcome in ("answer", "truncate", "finish", "empty"):
         parts: list[dict[str, Any]] = []
         finish = "STOP"
         text: str | None = draft.text
-        if plan.outcome == "truncate":
+        if outcome == "truncate":
             finish, text = "MAX_TOKENS", draft.partial
-            config = request.get("generationConfig") or request.get("generation_config") or {}
-            limit = _int_field(config, "maxOutputTokens") or _int_field(config, "max_output_tokens")
             candidate_tokens = limit or draft.partial_words
         elif plan.outcome == "finish":
             finish, text = plan.finish_reason or "STOP", draft.partial

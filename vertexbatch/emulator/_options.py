@@ -10,6 +10,7 @@ __all__ = [
     "ClaudeSuccessShape",
     "GeminiErrorShape",
     "JobOptions",
+    "QueuedAt",
     "RequestEcho",
     "Timing",
 ]
@@ -27,6 +28,8 @@ CLAUDE_ERROR_SHAPES: tuple[str, ...] = (
 )
 GEMINI_ERROR_SHAPES: tuple[str, ...] = ("status_string", "status_object", "status_text")
 RequestEcho = Literal["object", "string"]
+QueuedAt = Literal["create", "after_pending"]
+QUEUED_AT: tuple[str, ...] = ("create", "after_pending")
 REQUEST_ECHOES: tuple[str, ...] = ("object", "string")
 
 
@@ -41,16 +44,26 @@ class Timing:
             keeping the rows done so far. None: never.
         incremental_every: while RUNNING, write `incremental_predictions/predictions_<k>.jsonl`
             after every N rows. 0: never.
+        queued_seconds: time a job spends JOB_STATE_QUEUED. 0 (the default): never QUEUED, as
+            the reference's live captures show a normal run (create answers PENDING, then
+            RUNNING; QUEUED was seen only before a failure).
+        queued_at: where that QUEUED spell sits: "create" (the job is created QUEUED, then
+            PENDING: the order issue 12 describes) or "after_pending" (PENDING, then QUEUED,
+            then RUNNING: the reference checklist's "PENDING → (QUEUED) → RUNNING").
     """
 
     pending_seconds: float = 0.0
     row_seconds: float = 0.0
     expire_seconds: float | None = None
     incremental_every: int = 0
+    queued_seconds: float = 0.0
+    queued_at: QueuedAt = "create"
 
     def __post_init__(self) -> None:
-        if self.pending_seconds < 0 or self.row_seconds < 0:
-            raise ValueError("pending_seconds and row_seconds must be >= 0")
+        if self.pending_seconds < 0 or self.row_seconds < 0 or self.queued_seconds < 0:
+            raise ValueError("pending_seconds, row_seconds and queued_seconds must be >= 0")
+        if self.queued_at not in QUEUED_AT:
+            raise ValueError(f"queued_at must be one of {QUEUED_AT}")
         if self.expire_seconds is not None and self.expire_seconds < 0:
             raise ValueError("expire_seconds must be >= 0 or None")
         if self.incremental_every < 0:

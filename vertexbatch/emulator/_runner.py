@@ -1,12 +1,14 @@
 """A job's lifecycle: PENDING → RUNNING → a terminal state, reading and writing real GCS objects.
 
-(QUEUED while held there) → PENDING (for Timing.pending_seconds, or while held) → import (an input
-or output bucket that does not exist ends FAILED with code 9; read every input object, validate,
-normalise; a failure ends FAILED with code 3 and no output) → RUNNING (rows answered by the local
-model in a seeded shuffled order, paced by Timing.row_seconds, incremental shards when asked or
-held; PAUSED while held so) → SUCCEEDED with `predictions.jsonl` (PARTIALLY_SUCCEEDED when asked
-and a row failed). A cancel ends CANCELLED and an expiry EXPIRED; both keep the finished rows. A
-late cancel (`Faults.late_cancel`) shows CANCELLING, then ends SUCCEEDED or FAILED.
+(QUEUED while held there, or for Timing.queued_seconds at create) → PENDING (for
+Timing.pending_seconds, or while held; then QUEUED for Timing.queued_seconds when queued_at is
+"after_pending") → import (an input or output bucket that does not exist ends FAILED with code 9;
+read every input object, validate, normalise; a failure ends FAILED with code 3 and no output) →
+RUNNING (rows answered by the local model in a seeded shuffled order, paced by
+Timing.row_seconds, incremental shards when asked or held; PAUSED while held so) → SUCCEEDED with
+`predictions.jsonl` (PARTIALLY_SUCCEEDED when asked and a row failed). A cancel ends CANCELLED and
+an expiry EXPIRED; both keep the finished rows. A late cancel (`Faults.late_cancel`) shows
+CANCELLING, then ends SUCCEEDED or FAILED.
 """
 
 from __future__ import annotations
@@ -220,13 +222,19 @@ class _Run:
         job = self.job
         if job.hold is not None and job.hold.state == "QUEUED":
             self._wait(None, until=lambda: job.released)
-            with self.store.cond:
-                if job.state == QUEUED:
-                    self.store.touch(job, state=PENDING)
+        if timing.queued_seconds and timing.queued_at == "create":
+            self._wait(timing.queued_seconds)
+        self._leave_queue()
         if timing.pending_seconds:
             self._wait(timing.pending_seconds)
         if job.hold is not None and job.hold.state == "PENDING":
             self._wait(None, until=lambda: job.released)
+        if timing.queued_seconds and timing.queued_at == "after_pending":
+            with self.store.cond:
+                if job.state == PENDING:
+                    self.store.touch(job, state=QUEUED)
+            self._wait(timing.queued_seconds)
+            self._leave_queue()
         # Over the Claude concurrency cap in "queue" mode: PENDING until a slot frees.
         self._wait(None, until=lambda: self.store.take_claude_slot(job))
         if self._stopped():
@@ -259,6 +267,12 @@ class _Run:
             self._fail(job.fault)
             return
         self._run_rows(pairs)
+
+    def _leave_queue(self) -> None:
+        """QUEUED → PENDING (a job cancelled meanwhile shows CANCELLING and stays so)."""
+        with self.store.cond:
+            if self.job.state == QUEUED:
+                self.store.touch(self.job, state=PENDING)
 
     def _fail(self, fault: JobFault) -> None:
         """End the job FAILED with the fault's error; its counts stay as they are."""

@@ -10,6 +10,9 @@ Routes (under `/v1/` and `/v1beta1/`, `$alt` ignored, enums always strings):
     GET    projects/{p}/locations/{l}/operations/{id}                 getOperation (of a delete)
     POST   projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent  (online Gemini)
     POST   projects/{p}/locations/{l}/publishers/anthropic/models/{m}:rawPredict    (online Claude)
+    GET    publishers/{pub}/models/{m}                                 getPublisherModel
+    GET    /v3/projects/{p}  (Resource Manager, no version prefix)     getProject
+    POST   /v3/projects/{p}:testIamPermissions                         testIamPermissions
 
 `{p}` is the stack's project id or any project number. Errors use the Google envelope with no
 `details`. Request and response content never reaches a log line.
@@ -34,6 +37,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from vertexbatch.emulator._errors import ApiError, envelope
 from vertexbatch.emulator._jobs import JobStore
 from vertexbatch.emulator._model import answer_claude, answer_gemini
+from vertexbatch.emulator._publishers import held_permissions, project_resource, publisher_model
 from vertexbatch.emulator._spec import parse_create_body
 
 __all__ = ["RestServer", "Service"]
@@ -61,6 +65,13 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
         re.compile(_PREFIX + _MODEL + r":rawPredict$"),
         "rawPredict",
     ),
+    ("GET", re.compile(r"^/(?P<version>v1|v1beta1)/" + _MODEL + "$"), "getPublisherModel"),
+    ("GET", re.compile(r"^/v3/projects/(?P<project>[^/:]+)$"), "getProject"),
+    (
+        "POST",
+        re.compile(r"^/v3/projects/(?P<project>[^/:]+):testIamPermissions$"),
+        "testIamPermissions",
+    ),
 ]
 _PERMISSIONS = {
     "create": "create",
@@ -71,6 +82,9 @@ _PERMISSIONS = {
     "getOperation": "get",
     "generateContent": "predict",
     "rawPredict": "predict",
+    "getPublisherModel": "get",
+    "getProject": "get",
+    "testIamPermissions": "get",
 }
 
 
@@ -149,6 +163,16 @@ class Service:
         self, op: str, params: dict[str, str], query: dict[str, list[str]], body: bytes
     ) -> dict[str, Any]:
         store = self.store
+        if op == "getPublisherModel":  # doctor's lookups: no project or location in the path
+            return publisher_model(store.catalogue, params["pub"], params["model"])
+        if op == "getProject":
+            return project_resource(store.project, store.project_number, params["project"])
+        if op == "testIamPermissions":
+            request = _json_body(body, required=True)
+            denied = store.faults.denied()
+            return held_permissions(
+                store.project, store.project_number, params["project"], request, denied
+            )
         project, location = params["project"], params["location"]
         if project != store.project and not project.isdigit():
             raise ApiError(

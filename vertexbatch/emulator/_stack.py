@@ -5,12 +5,14 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
+import os
 import shutil
 import socket
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -74,6 +76,8 @@ class LocalStack:
             or online call naming another model fails (default: `DEFAULT_MODELS`, the models
             the project's tests and docs use). `add_model` extends it.
         unknown_model_code: the HTTP code of that failure (404 NOT_FOUND, as Vertex answers).
+        job_options: the output options of every job (default `JobOptions()`); the same as
+            calling `set_job_options(job_options)` once started.
     """
 
     def __init__(
@@ -89,10 +93,12 @@ class LocalStack:
         models: Mapping[str, Iterable[str]] | None = None,
         unknown_model_code: int = 404,
         claude_over_cap: Literal["reject", "queue"] = "reject",
+        job_options: JobOptions | None = None,
     ) -> None:
         if claude_over_cap not in ("reject", "queue"):
             raise ValueError('claude_over_cap must be "reject" or "queue"')
         self.claude_over_cap = claude_over_cap
+        self.job_options = job_options or JobOptions()
         self.project = project
         self.catalogue = Catalogue(models, unknown_model_code)
         self.location = location
@@ -114,6 +120,27 @@ class LocalStack:
         self._rest: RestServer | None = None
         self._store: JobStore | None = None
         self._service: Service | None = None
+
+    @classmethod
+    def from_probe_report(cls, path: str | os.PathLike[str], **kwargs: Any) -> LocalStack:
+        """A stack whose jobs behave as a `vertexbatch probe` report says the real service did.
+
+        The report's facts set `job_options` and `timing` (docs/local-stack.md lists which
+        fact sets what); `kwargs` are the other `LocalStack` arguments (a `timing` given there
+        keeps its pacing and takes the report's queue).
+
+        Raises:
+            ValueError: the file is not a probe report.
+        """
+        from vertexbatch.emulator._report import load_report, options_from_report
+
+        options, timing = options_from_report(load_report(path))
+        given = kwargs.pop("timing", None)
+        if isinstance(given, Timing):
+            timing = replace(
+                given, queued_seconds=timing.queued_seconds, queued_at=timing.queued_at
+            )
+        return cls(timing=timing, job_options=options, **kwargs)
 
     # Lifecycle.
 
@@ -142,6 +169,7 @@ class LocalStack:
                 catalogue=self.catalogue,
                 claude_over_cap=self.claude_over_cap,
             )
+            self._store.set_job_options(self.job_options)
             self._service = Service(self._store)
             self._rest = RestServer(self._service, self._port)
             self._rest.start()

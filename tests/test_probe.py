@@ -1,0 +1,360 @@
+"""``vertexbatch probe`` against the local stack: the report, its privacy, and a stack rebuilt
+from it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
+
+import vertexbatch as vb
+from tests.helpers import jobs_in
+from vertexbatch._cli import ExitCode, main
+from vertexbatch._probe_shape import LOCAL_DEFAULTS, shape, status_format
+from vertexbatch.emulator import JobOptions, LocalStack, Timing
+
+DIFFERENT = JobOptions(
+    echo_siblings=False,
+    request_echo="string",
+    claude_error_shape="status_text",
+    gemini_error_shape="status_object",
+    echo_labels=False,
+    claude_success_shape="body",
+    partially_succeeded=True,
+    output_time_offset=0.0,
+)
+
+
+def probe(out: Path, *args: str, env: Mapping[str, str | None] | None = None) -> Result:
+    return CliRunner().invoke(
+        main,
+        ["probe", "--out", str(out), "--interval", "0.01", "--timeout", "60", *args],
+        env=env,
+        catch_exceptions=False,
+    )
+
+
+def load(path: Path) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(path.read_text())
+    return report
+
+
+def strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, keys included, nested JSON strings opened."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings(item)
+    elif isinstance(value, str):
+        yield value
+        if value.startswith("{"):
+            with contextlib.suppress(ValueError):
+                yield from strings(json.loads(value))
+
+
+def test_probe_needs_yes_and_creates_nothing_without_it(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    result = CliRunner().invoke(main, ["probe", "--out", str(tmp_path / "r.json")])
+    assert result.exit_code == ExitCode.USAGE
+    assert "--yes" in result.output
+    assert stack.calls()["create"] == 0
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_a_default_stack_shows_the_local_defaults(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    """Probing a default stack gives exactly LOCAL_DEFAULTS, the facts differences compare to."""
+    out = tmp_path / "report.json"
+    result = probe(out, "--yes")
+    assert result.exit_code == ExitCode.OK, result.output
+    assert "every fact the probe saw" in result.stdout
+    report = load(out)
+    assert {k: report["facts"][k] for k in LOCAL_DEFAULTS} == dict(LOCAL_DEFAULTS)
+    assert report["differences"] == []
+    assert stack.calls()["create"] == 2
+    for name, stop_key, stops in (
+        ("claude", "stop_reason", {"end_turn", "max_tokens"}),
+        ("gemini", "finishReason", {"STOP", "MAX_TOKENS"}),
+    ):
+        job = report["jobs"][name]
+        assert job["states"][0] == {"state": "JOB_STATE_PENDING", "seconds": 0.0}
+        assert job["states"][-1]["state"] == "JOB_STATE_SUCCEEDED"
+        assert {"name", "state", "createTime", "labels"} <= set(job["create_fields"])
+        assert "outputInfo.gcsOutputDirectory" in job["fields"]
+        assert job["completion_stats"] == {"successfulCount": "string", "failedCount": "string"}
+        assert job["output_files"] == ["predictions.jsonl"]
+        rows = report["rows"][name]
+        assert len(rows) == 3
+        text = json.dumps(rows)
+        assert all(f'"{stop_key}": "{stop}"' in text for stop in stops), name
+        assert '"prefix": "Bad Request"' in text
+    assert "vertexbatch: probe: claude: JOB_STATE_SUCCEEDED after" in result.output
+
+
+def test_the_report_keeps_no_request_or_response_text(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    """No string of the staged input or of the output rows reaches the report, bar enums."""
+    out = tmp_path / "report.json"
+    assert probe(out, "--yes").exit_code == ExitCode.OK
+    report = load(out)
+    gcs = stack.storage_client()
+    written: set[str] = set()
+    for blob in gcs.list_blobs(stack_env, prefix="jobs/probe-"):
+        for line in blob.download_as_bytes().splitlines():
+            written.update(strings(json.loads(line)))
+    assert any("Local model answer" in s for s in written)  # the rows were read
+    kept = set(strings(report)) - {job["model"] for job in report["jobs"].values()}
+    leaked = {s for s in written & kept if len(s) > 3 and not s.replace("_", "").isalpha()}
+    assert not leaked
+    for text in ("Local model answer", "primary colour", "Count from one", "msg_vrtx_"):
+        assert text not in out.read_text()
+
+
+def test_a_stack_configured_to_differ_shows_in_the_report(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    """Rows without custom_id, string echoes, plain-text and object statuses: all reported."""
+    stack.set_job_options(DIFFERENT)
+    out = tmp_path / "report.json"
+    result = probe(out, "--yes")
+    assert result.exit_code == ExitCode.OK, result.output
+    facts = load(out)["facts"]
+    assert facts["claude.custom_id_echoed"] is False
+    assert facts["gemini.sibling_echoed"] is False
+    assert facts["claude.request_echo"] == facts["gemini.request_echo"] == "string"
+    assert facts["claude.error_status"] == "text"
+    assert facts["gemini.error_status"] == "object"
+    assert facts["gemini.labels_echoed"] is False
+    assert facts["claude.response"] == "body"
+    assert facts["claude.end_state"] == "JOB_STATE_PARTIALLY_SUCCEEDED"
+    assert facts["claude.output_dir_is_create_time"] is True
+    assert "  claude.custom_id_echoed: service false, local stack true" in result.stdout
+    assert '  claude.error_status: service "text", local stack "prefix_json"' in result.stdout
+    assert '  gemini.request_echo: service "string", local stack "object"' in result.stdout
+
+
+def test_a_stack_from_a_report_behaves_as_the_report_says(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    """LocalStack.from_probe_report: probing it gives the report's facts back, queue included."""
+    stack.set_job_options(DIFFERENT)
+    first = tmp_path / "service.json"
+    assert probe(first, "--yes").exit_code == ExitCode.OK
+    report = load(first)
+    # As if the service had queued the jobs at create (the state a zero-time stack never shows).
+    report["facts"].update(
+        {
+            "claude.create_state": "JOB_STATE_QUEUED",
+            "claude.queued_seen": True,
+            "claude.queued_before_pending": True,
+        }
+    )
+    first.write_text(json.dumps(report))
+    with LocalStack.from_probe_report(first) as rebuilt:
+        rebuilt.create_bucket("rebuilt")
+        second = tmp_path / "rebuilt.json"
+        result = probe(second, "--yes", env=rebuilt.environment("rebuilt", prefix="jobs"))
+        assert result.exit_code == ExitCode.OK, result.output
+    again = load(second)["facts"]
+    assert again["claude.create_state"] == again["gemini.create_state"] == "JOB_STATE_QUEUED"
+    for key in LOCAL_DEFAULTS:
+        if "queued" not in key and "create_state" not in key:
+            assert again[key] == report["facts"][key], key
+
+
+def test_from_probe_report_refuses_other_files(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text('{"hello": 1}')
+    with pytest.raises(ValueError, match="not a vertexbatch probe report"):
+        LocalStack.from_probe_report(path)
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        ({"status": "", "response": {"x": 1}}, "empty"),
+        ({"response": {"x": 1}}, "absent"),
+        ({"status": 'Bad Request: {"error": {"code": 400}}'}, "prefix_json"),
+        ({"status": {"code": 13, "message": "m"}}, "object"),
+        ({"status": "The request timed out."}, "text"),
+        ({"status": "Bad Request", "response": {"type": "error", "error": {}}}, "envelope"),
+    ],
+)
+def test_status_format(row: dict[str, Any], expected: str) -> None:
+    assert status_format(row) == expected
+
+
+def test_shape_keeps_types_enums_and_status_prefixes_only() -> None:
+    row = {
+        "status": 'Too Many Requests: {"error": {"code": 429, "message": "slow down", '
+        '"status": "RESOURCE_EXHAUSTED"}}',
+        "custom_id": "k123",
+        "request": {"messages": [{"role": "user", "content": "secret words"}], "max_tokens": 5},
+        "response": {"stop_reason": "end_turn", "content": [{"type": "text", "text": "hi there"}]},
+        "labels": {"vb_key": "k123"},
+    }
+    assert shape(row) == {
+        "status": {
+            "prefix": "Too Many Requests",
+            "json": {"error": {"code": 429, "message": "string", "status": "RESOURCE_EXHAUSTED"}},
+        },
+        "custom_id": "string",
+        "request": {"messages": [{"role": "user", "content": "string"}], "max_tokens": "number"},
+        "response": {"stop_reason": "end_turn", "content": [{"type": "text", "text": "string"}]},
+        "labels": "object(map)",
+    }
+    assert shape({"status": "The request timed out."}) == {"status": "text"}
+    assert shape({"role": "a sentence, not an enum"}) == {"role": "string"}
+
+
+def test_a_refused_create_cancels_the_job_already_made(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    """Gemini's create is refused (no such model): the Claude job is cancelled, exit 6."""
+    stack.faults.hold(state="PENDING")  # the Claude job would otherwise end before the cancel
+    out = tmp_path / "report.json"
+    result = probe(out, "--yes", "--gemini-model", "gemini-nope-1")
+    assert result.exit_code == ExitCode.CLOUD_ERROR, result.output
+    assert "404" in result.output and "gemini-nope-1" in result.output
+    assert not out.exists()
+    [job] = jobs_in(stack, stack_env)
+    assert job["model"].endswith("/claude-opus-5-5@default")
+    assert stack.wait_job(job["name"])["state"] == "JOB_STATE_CANCELLED"
+
+
+def test_a_failed_get_is_retried_and_a_job_past_the_timeout_is_cancelled(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    """A 503 on a poll is retried; a job still held at --timeout is cancelled and reported so."""
+    stack.faults.fail("get", status=503)
+    stack.faults.hold(state="PENDING")
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(
+        main,
+        ["probe", "--yes", "--out", str(out), "--interval", "0.01", "--timeout", "0.5"],
+        catch_exceptions=False,
+    )
+    assert result.exit_code == ExitCode.OK, result.output
+    assert "still JOB_STATE_PENDING after 0 s: cancelling" in result.output
+    report = load(out)
+    for job in report["jobs"].values():
+        assert job["timed_out"] is True
+        assert job["states"][-1]["state"] in {"JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED"}
+    assert stack.calls()["get"] >= 3  # the failed one, then each job's
+
+
+def test_the_emulator_command_serves_a_report(tmp_path: Path) -> None:
+    """`run_foreground(probe_report=...)` (the command's --probe-report) serves its behaviour."""
+    import io
+    import threading
+
+    from tests.emulator.test_stack import FlushedOutput
+    from vertexbatch.emulator import run_foreground
+
+    report = {"vertexbatch_probe": 1, "facts": {"claude.custom_id_echoed": False}, "jobs": {}}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report))
+    out, stop = FlushedOutput(), threading.Event()
+    runner = threading.Thread(
+        target=run_foreground,
+        kwargs={"out": out, "err": io.StringIO(), "stop": stop, "probe_report": path},
+    )
+    runner.start()
+    try:
+        assert out.flushed.wait(10)
+        env = dict(
+            line.removeprefix("export ").split("=", 1) for line in out.getvalue().splitlines()
+        )
+        client = vb.Client.from_env(env, retry=vb.RetryPolicy.no_wait())
+        job = client.submit_claude("served", "claude-opus-5-5@default", [CLAIM])
+        assert vb.wait(client, job, floor=0.01).state == "JOB_STATE_SUCCEEDED"
+        [result] = client.results(job)  # matched by the canonical digest: no custom_id echoed
+        assert result.key == "k" and result.error is None
+        gcs = storage.Client(
+            project="p",
+            credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+            client_options={"api_endpoint": env["STORAGE_EMULATOR_HOST"]},
+        )
+        [output] = [
+            blob
+            for blob in gcs.list_blobs(env["VERTEXBATCH_BUCKET"])
+            if blob.name.endswith("/predictions.jsonl")
+        ]
+        [row] = [json.loads(line) for line in output.download_as_bytes().splitlines()]
+        assert "custom_id" not in row and "request" in row
+    finally:
+        stop.set()
+        runner.join(10)
+    assert not runner.is_alive()
+
+
+CLAIM = vb.ClaudeRequest(
+    key="k", params={"max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+)
+
+
+def test_the_emulator_command_takes_a_probe_report(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """--probe-report reaches run_foreground; a file that is no report is one usage line."""
+    not_report = tmp_path / "other.json"
+    not_report.write_text("[]")
+    result = CliRunner().invoke(main, ["emulator", "--probe-report", str(not_report)], env={})
+    assert result.exit_code == ExitCode.USAGE
+    assert "not a vertexbatch probe report" in result.output
+    import vertexbatch.emulator
+
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(vertexbatch.emulator, "run_foreground", lambda **kw: calls.append(kw))
+    result = CliRunner().invoke(main, ["emulator", "--probe-report", str(not_report)], env={})
+    assert result.exit_code == 0, result.output
+    assert calls[0]["probe_report"] == str(not_report)
+
+
+def test_no_invalid_rows_leaves_the_error_row_out(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    """--no-invalid-rows: two rows a job, no error status seen (so no fact about it)."""
+    out = tmp_path / "report.json"
+    result = probe(out, "--yes", "--no-invalid-rows")
+    assert result.exit_code == ExitCode.OK, result.output
+    report = load(out)
+    assert report["invalid_rows"] is False
+    assert [len(rows) for rows in report["rows"].values()] == [2, 2]
+    assert report["facts"]["claude.error_status"] is None
+    assert report["differences"] == []
+
+
+ORDER = ["JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"]
+
+
+def test_states_are_recorded_in_order_with_timings(tmp_path: Path) -> None:
+    """A queued, paced stack: create answers QUEUED, later states follow in order, in time."""
+    timing = Timing(queued_seconds=0.2, pending_seconds=0.2, row_seconds=0.05)
+    with LocalStack(timing=timing) as paced:
+        paced.create_bucket("paced")
+        out = tmp_path / "report.json"
+        result = probe(out, "--yes", env=paced.environment("paced", prefix="jobs"))
+        assert result.exit_code == ExitCode.OK, result.output
+    report = load(out)
+    for name, job in report["jobs"].items():
+        states = [step["state"] for step in job["states"]]
+        assert states[0] == "JOB_STATE_QUEUED" and states[-1] == "JOB_STATE_SUCCEEDED", states
+        assert [ORDER.index(state) for state in states] == sorted(ORDER.index(s) for s in states)
+        seconds = [step["seconds"] for step in job["states"]]
+        assert seconds == sorted(seconds) and seconds[-1] >= 0.4, seconds
+        assert report["facts"][f"{name}.create_state"] == "JOB_STATE_QUEUED"
+    assert 'claude.create_state: service "JOB_STATE_QUEUED"' in result.stdout

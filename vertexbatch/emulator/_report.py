@@ -1,0 +1,104 @@
+"""A local stack that behaves as a `vertexbatch probe` report says the real service did (pure).
+
+`options_from_report` reads the report's flat `facts` (docs/local-stack.md lists each one, the
+UNCONFIRMED point it settles and the option it sets) and returns the JobOptions and Timing that
+reproduce them; a fact the probe could not see, or saw both ways ("mixed"), keeps the default.
+The stack reads the report as data: it shares no code with the client that wrote it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from vertexbatch.emulator._options import JobOptions, Timing
+
+__all__ = ["QUEUE_SECONDS", "load_report", "options_from_report"]
+
+QUEUE_SECONDS = 0.05
+"""How long a job queues on a stack built from a report that saw QUEUED: the state, not the
+real wait (which can be minutes)."""
+
+_ERROR_SHAPES = {
+    "prefix_json": "status_string",
+    "object": "status_object",
+    "text": "status_text",
+    "envelope": "error_envelope",
+}
+
+
+def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a probe report.
+
+    Raises:
+        ValueError: the file is not a probe report (no `vertexbatch_probe` version and `facts`).
+    """
+    with open(path, encoding="utf-8") as handle:
+        report = json.load(handle)
+    if not isinstance(report, dict) or not isinstance(report.get("facts"), dict):
+        raise ValueError(f"{path} is not a vertexbatch probe report (no 'facts')")
+    if report.get("vertexbatch_probe") != 1:
+        raise ValueError(
+            f"{path}: unsupported probe report version {report.get('vertexbatch_probe')!r}"
+        )
+    return report
+
+
+def _first(facts: Mapping[str, Any], *keys: str) -> Any:
+    """The first fact among keys that was seen one way (not None, not "mixed")."""
+    for key in keys:
+        value = facts.get(key)
+        if value is not None and value != "mixed":
+            return value
+    return None
+
+
+def options_from_report(report: Mapping[str, Any]) -> tuple[JobOptions, Timing]:
+    """The JobOptions and Timing that make a stack show what the report's service showed."""
+    facts: Mapping[str, Any] = report.get("facts") or {}
+    options = JobOptions()
+    changes: dict[str, Any] = {}
+    siblings = _first(facts, "claude.custom_id_echoed", "gemini.sibling_echoed")
+    if isinstance(siblings, bool):
+        changes["echo_siblings"] = siblings
+    labels = _first(facts, "gemini.labels_echoed")
+    if isinstance(labels, bool):
+        changes["echo_labels"] = labels
+    echo = _first(facts, "claude.request_echo", "gemini.request_echo")
+    if echo in ("object", "string"):
+        changes["request_echo"] = echo
+    response = _first(facts, "claude.response")
+    if response in ("object", "string", "body"):
+        changes["claude_success_shape"] = response
+    claude_error = _ERROR_SHAPES.get(str(_first(facts, "claude.error_status")))
+    if claude_error is not None:
+        changes["claude_error_shape"] = claude_error
+    gemini_error = _ERROR_SHAPES.get(str(_first(facts, "gemini.error_status")))
+    if gemini_error is not None and gemini_error != "error_envelope":
+        changes["gemini_error_shape"] = gemini_error
+    ends = {facts.get("claude.end_state"), facts.get("gemini.end_state")}
+    if "JOB_STATE_PARTIALLY_SUCCEEDED" in ends:
+        changes["partially_succeeded"] = True
+    offsets = [
+        job.get("output_dir_offset_seconds")
+        for job in (report.get("jobs") or {}).values()
+        if isinstance(job, Mapping)
+    ]
+    offset = next((o for o in offsets if isinstance(o, int | float)), None)
+    if offset is not None:
+        changes["output_time_offset"] = float(offset)
+    timing = Timing()
+    if facts.get("claude.queued_seen") or facts.get("gemini.queued_seen"):
+        created_queued = "JOB_STATE_QUEUED" in (
+            facts.get("claude.create_state"),
+            facts.get("gemini.create_state"),
+        ) or bool(
+            facts.get("claude.queued_before_pending") or facts.get("gemini.queued_before_pending")
+        )
+        timing = Timing(
+            queued_seconds=QUEUE_SECONDS, queued_at="create" if created_queued else "after_pending"
+        )
+    return replace(options, **changes), timing
