@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -358,3 +359,22 @@ def test_states_are_recorded_in_order_with_timings(tmp_path: Path) -> None:
         assert seconds == sorted(seconds) and seconds[-1] >= 0.4, seconds
         assert report["facts"][f"{name}.create_state"] == "JOB_STATE_QUEUED"
     assert 'claude.create_state: service "JOB_STATE_QUEUED"' in result.stdout
+
+
+def test_the_poll_interval_defaults_to_half_a_second_on_the_local_stack(
+    stack: LocalStack, stack_env: str
+) -> None:
+    """On the stack, jobs end in seconds: the default poll must see them, not wait 30 s."""
+    from vertexbatch._probe import LOCAL_INTERVAL, run_probe
+
+    pauses: list[float] = []
+
+    def pause(seconds: float) -> None:
+        pauses.append(seconds)
+        time.sleep(0.01)  # record the pause asked for; poll on without waiting for it
+
+    report = run_probe(stack.environment(stack_env), sleep=pause)
+    assert pauses and set(pauses) == {LOCAL_INTERVAL}, pauses
+    assert all(
+        job["states"][-1]["state"] == "JOB_STATE_SUCCEEDED" for job in report["jobs"].values()
+    )

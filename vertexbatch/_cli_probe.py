@@ -29,8 +29,8 @@ __all__ = ["probe"]
 @click.option("--claude-model", default="claude-opus-5-5@default", show_default=True)
 @click.option("--gemini-model", default="gemini-3.8-flash", show_default=True)
 @click.option(
-    "--interval", type=click.FloatRange(min=0.0), default=30.0, show_default=True,
-    help="Seconds between polls.",
+    "--interval", type=click.FloatRange(min=0.0), default=None,
+    help="Seconds between polls [default: 30; 0.5 on the local stack].",
 )  # fmt: skip
 @click.option(
     "--timeout", type=click.FloatRange(min=0.0), default=6 * 3600.0, show_default=True,
@@ -47,7 +47,7 @@ def probe(
     out: Path,
     claude_model: str,
     gemini_model: str,
-    interval: float,
+    interval: float | None,
     timeout: float,
     no_invalid_rows: bool,
 ) -> None:

@@ -54,6 +54,8 @@ PROBE_MODELS: Mapping[str, str] = {
 }
 """The models probed unless ``--claude-model`` / ``--gemini-model`` say otherwise."""
 REPORT_VERSION = 1
+INTERVAL = 30.0  # seconds between polls of a real job
+LOCAL_INTERVAL = 0.5
 TERMINAL = frozenset(
     {
         "JOB_STATE_SUCCEEDED",
@@ -166,7 +168,7 @@ def run_probe(
     flags: Mapping[str, str | None] | None = None,
     *,
     models: Mapping[str, str] = PROBE_MODELS,
-    interval: float = 30.0,
+    interval: float | None = None,
     timeout: float = 6 * 3600.0,
     progress: Callable[[str], None] = lambda line: None,
     clock: Callable[[], float] = time.monotonic,
@@ -192,6 +194,8 @@ def run_probe(
     policy = retry or RetryPolicy()
     if on_local_stack(config):
         policy = local_retry(policy)
+    if interval is None:  # the local stack's jobs end in seconds: poll often enough to see states
+        interval = LOCAL_INTERVAL if on_local_stack(config) else INTERVAL
     gcs = lookups(config).gcs
     session, base = _session(config)
     stamp = datetime.now(UTC).strftime("%Y%m%dt%H%M%S") + "-" + secrets.token_hex(3)
