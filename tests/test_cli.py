@@ -477,6 +477,8 @@ def test_results_jsonl_fields_and_summary(
             "usage",
             "refusal",
             "error",
+            "shared",
+            "cached",
         ]
         assert list(record["usage"]) == ["input", "output", "cache_read", "cache_write"]
     assert records["ok"]["error"] is None and records["ok"]["text"]
@@ -533,6 +535,8 @@ def test_result_record_is_pure_and_stable() -> None:
         "usage": {"input": 3, "output": 4, "cache_read": 1, "cache_write": 2},
         "refusal": None,
         "error": None,
+        "shared": False,
+        "cached": False,
     }
 
 

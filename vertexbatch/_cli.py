@@ -201,6 +201,13 @@ def main() -> None:
     """
 
 
+_dedupe_option = click.option(
+    "--dedupe",
+    is_flag=True,
+    help="Stage equal requests once; every key still gets the (shared) answer.",
+)
+
+
 @main.command()
 @click.option(
     "--provider", type=click.Choice(["claude", "gemini"]), required=True, help="Whose model."
@@ -208,9 +215,12 @@ def main() -> None:
 @click.option("--model", required=True, help="Bare Vertex model id, e.g. claude-opus-5-5@default.")
 @click.option("--id", "submission_id", required=True, help="Submission id (idempotency key).")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
+@_dedupe_option
 @_file_argument
 @cloud_command
-def submit(provider: str, model: str, submission_id: str, as_json: bool, file: str) -> None:
+def submit(
+    provider: str, model: str, submission_id: str, as_json: bool, dedupe: bool, file: str
+) -> None:
     """Submit the requests of FILE (JSONL, - for stdin) under an id; the same id adopts its job.
 
     Claude lines: {"key": ..., "params": {Messages parameters}}.
@@ -222,9 +232,19 @@ def submit(provider: str, model: str, submission_id: str, as_json: bool, file: s
         lines = request_lines(stream, provider)
         with naming_the_line(lines):
             if provider == "claude":
-                job = client.submit_claude(submission_id, model, iter(lines))  # type: ignore[arg-type]
+                job = client.submit_claude(
+                    submission_id,
+                    model,
+                    iter(lines),  # type: ignore[arg-type]
+                    dedupe=dedupe,
+                )
             else:
-                job = client.submit_gemini(submission_id, model, iter(lines))  # type: ignore[arg-type]
+                job = client.submit_gemini(
+                    submission_id,
+                    model,
+                    iter(lines),  # type: ignore[arg-type]
+                    dedupe=dedupe,
+                )
     _echo_job(job, as_json)
 
 
@@ -294,7 +314,7 @@ def results(submission_id: str, only: tuple[str, ...]) -> None:
     """Print one JSON line per key; a summary of the outcomes goes to stderr.
 
     Fields: key, outcome, text, stop, usage{input,output,cache_read,cache_write},
-    refusal{category,detail} or null, error{type,code,status} or null.
+    refusal{category,detail} or null, error{type,code,status} or null, shared, cached.
     """
     client = cloud_client()
     job = _find(client, submission_id)
@@ -369,6 +389,7 @@ def run_group() -> None:
     help="Most attempts per key.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@_dedupe_option
 @_file_argument
 @cloud_command
 def run_submit(
@@ -378,6 +399,7 @@ def run_submit(
     shard_size: int,
     attempts: int,
     as_json: bool,
+    dedupe: bool,
     file: str,
 ) -> None:
     """Start a run of the requests of FILE (JSONL, - for stdin).
@@ -397,6 +419,7 @@ def run_submit(
                 iter(lines),  # type: ignore[arg-type]
                 shard_size=shard_size,
                 max_attempts=attempts,
+                dedupe=dedupe,
             )
     _echo_run(run, run.status(), as_json)
 

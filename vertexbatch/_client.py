@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from ._cloud import Cloud
 from ._config import DEFAULT_PREFIX, build_client
+from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError, job_errors
 from ._identity import find, resubmit, stage_and_submit
 from ._lines import StagedLine, claude_line, gemini_line
@@ -160,20 +161,38 @@ class Client:
             f"bucket={self.bucket!r}, prefix={self.prefix!r})"
         )
 
-    def submit_claude(self, id: str, model: str, requests: Iterable[ClaudeRequest]) -> Job:
+    def submit_claude(
+        self,
+        id: str,
+        model: str,
+        requests: Iterable[ClaudeRequest],
+        *,
+        dedupe: bool = False,
+    ) -> Job:
         """Submit Claude requests under ``id``; the same id and rows always give the same job.
 
         ``requests`` may be any iterable, a generator included: it is streamed to GCS.
+        With ``dedupe=True`` equal requests (by canonical digest) are staged and paid once, and
+        ``results`` gives each of their keys the one answer (``Result.shared`` on all but the
+        first). Off by default: identical requests may be meant to sample several answers.
+        The same id submitted with and without it holds other rows when requests repeat.
 
         Raises:
             InvalidRequestError: a bad id, model, key or request, over Vertex's limits, or the
                 id is already claimed for other rows.
         """
-        return self._submit(id, model, "anthropic", requests, claude_line)
+        return self._submit(id, model, "anthropic", requests, claude_line, dedupe=dedupe)
 
-    def submit_gemini(self, id: str, model: str, requests: Iterable[GeminiRequest]) -> Job:
+    def submit_gemini(
+        self,
+        id: str,
+        model: str,
+        requests: Iterable[GeminiRequest],
+        *,
+        dedupe: bool = False,
+    ) -> Job:
         """Submit Gemini requests under ``id``; see ``submit_claude``."""
-        return self._submit(id, model, "google", requests, gemini_line)
+        return self._submit(id, model, "google", requests, gemini_line, dedupe=dedupe)
 
     def _submit(
         self,
@@ -182,11 +201,15 @@ class Client:
         provider: Provider,
         requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
         build: Callable[..., StagedLine],
+        *,
+        dedupe: bool,
     ) -> Job:
         check_id(id)
         check_model(model, provider)
         expected = ClaudeRequest if provider == "anthropic" else GeminiRequest
         lines = _staged_lines(requests, expected, build)
+        if dedupe:
+            lines = dedupe_lines(lines)
         return stage_and_submit(
             self._cloud.staging, self._cloud.vertex, self.retry, id, provider, model, lines
         )
@@ -272,12 +295,14 @@ class Client:
         *,
         shard_size: int = DEFAULT_SHARD_SIZE,
         max_attempts: int = 3,
+        dedupe: bool = False,
     ) -> Run:
         """Start (or rejoin) a run: shard the requests, stage them, write the ledger, take a step.
 
         Shards hold at most ``shard_size`` rows and 1 GB each (Vertex allows 200,000 rows);
         ``run.advance()`` then creates jobs, resubmits retryable and missing keys up to
-        ``max_attempts`` attempts per key, and finishes shards.
+        ``max_attempts`` attempts per key, and finishes shards. ``dedupe``: as for
+        ``submit_claude``, within each shard.
         """
         check_model(model, "anthropic")
         lines = _staged_lines(requests, ClaudeRequest, claude_line)
@@ -289,6 +314,7 @@ class Client:
             lines,
             shard_size=shard_size,
             max_attempts=max_attempts,
+            dedupe=dedupe,
         )
 
     def run_gemini(
@@ -299,6 +325,7 @@ class Client:
         *,
         shard_size: int = DEFAULT_SHARD_SIZE,
         max_attempts: int = 3,
+        dedupe: bool = False,
     ) -> Run:
         """Start (or rejoin) a run of Gemini requests; see ``run_claude``."""
         check_model(model, "google")
@@ -311,6 +338,7 @@ class Client:
             lines,
             shard_size=shard_size,
             max_attempts=max_attempts,
+            dedupe=dedupe,
         )
 
     def open_run(self, id: str) -> Run:

@@ -4,6 +4,9 @@ Pure. A key travels as ``key_digest(key)`` (Claude ``custom_id``, Gemini label a
 Every staged line also gets a *canonical digest* of its request, which survives Vertex's importer
 normalisation (nulls injected, key order changed), so an echoed request can be matched when no id
 came back. ``KeyMap`` holds one job's keys in submission order and finds the key of an output row.
+
+With ``dedupe=True`` several keys share one staged line: their key records carry the digest of
+the line's first key, and ``KeyMap.shared`` leads an answered line to the other keys it answers.
 """
 
 from __future__ import annotations
@@ -93,7 +96,7 @@ class KeyMap:
     id), because a Cloud Function reading 200,000 results has little memory to spare.
     """
 
-    __slots__ = ("_by_canonical", "_by_digest", "_canonical", "keys")
+    __slots__ = ("_by_canonical", "_by_digest", "_canonical", "_primary", "_shared", "keys")
 
     # A digest as the value of an id field in the line's own JSON (``custom_id``, the ``vb_key``
     # sibling or label): a digest quoted inside a string has its quotes escaped and never matches.
@@ -106,10 +109,18 @@ class KeyMap:
         self._by_digest: dict[int, int] = {}
         self._canonical = array("Q")
         self._by_canonical: dict[int, list[int]] | None = None
+        # Deduplicated keys only (usually none): a line's first key -> the others it answers,
+        # and each of those -> that first key.
+        self._shared: dict[int, list[int]] = {}
+        self._primary: dict[int, int] = {}
 
     def add(self, key: str, digest: str, canonical: str) -> None:
-        """Add one key (in submission order)."""
-        self._by_digest[_short(digest)] = len(self.keys)
+        """Add one key (in submission order); a digest seen before shares that key's line."""
+        index = len(self.keys)
+        first = self._by_digest.setdefault(_short(digest), index)
+        if first != index:
+            self._shared.setdefault(first, []).append(index)
+            self._primary[index] = first
         self.keys.append(key)
         self._canonical.append(int(canonical[:16], 16) if canonical else 0)
         self._by_canonical = None
@@ -137,6 +148,19 @@ class KeyMap:
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    @property
+    def lines(self) -> int:
+        """How many staged lines the keys travel on (fewer than keys with ``dedupe=True``)."""
+        return len(self.keys) - len(self._primary)
+
+    def primary(self, index: int) -> int:
+        """The index of the first key of the line ``index`` travels on (itself, usually)."""
+        return self._primary.get(index, index)
+
+    def shared(self, index: int) -> list[int]:
+        """The other keys answered by the line of key ``index`` (a line's first key)."""
+        return self._shared.get(index, [])
 
     def _digest_index(self, digest: str) -> int | None:
         if len(digest) != 33 or digest[0] != "k":

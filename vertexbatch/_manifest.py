@@ -77,6 +77,8 @@ class Manifest:
     ``md5`` is the MD5 of ``input.jsonl`` and ``keys_md5`` that of ``keys.jsonl``: reading the key
     map or the input back checks both, so a damaged object is an error, not a lost key.
     ``rejected`` is set when Vertex refused to create a job from it (see ``mark_rejected``).
+    ``keys`` is the number of keys when it differs from ``rows`` (``dedupe=True`` staged some
+    keys' requests once), else 0 and not written.
     """
 
     provider: Provider
@@ -87,11 +89,19 @@ class Manifest:
     keys_md5: str = ""  # "" in manifests written before key maps were verified
     origin: str = PLAIN
     rejected: str = ""
+    keys: int = 0
+
+    @property
+    def key_count(self) -> int:
+        """How many keys the rows answer (lines of the key map)."""
+        return self.keys or self.rows
 
     def to_json(self) -> dict[str, Any]:
         data = {"format": FORMAT, **asdict(self)}
         if not self.rejected:
             del data["rejected"]
+        if not self.keys:
+            del data["keys"]
         return data
 
     @classmethod
@@ -115,6 +125,9 @@ class Manifest:
             raise bad("'provider' is neither 'anthropic' nor 'google'")
         if data["rows"] < 1 or data["bytes"] < 1:
             raise bad("'rows' and 'bytes' must be positive")
+        keys = data.get("keys", 0)
+        if type(keys) is not int or (keys and keys <= data["rows"]):
+            raise bad("'keys' is not a whole number above 'rows'")
         for name in ("md5", "keys_md5"):
             value = data.get(name, "")
             if (value or name == "md5") and not _MD5.fullmatch(value):
@@ -128,14 +141,17 @@ class Manifest:
             keys_md5=data.get("keys_md5", ""),
             origin=data.get("origin", PLAIN),
             rejected=data.get("rejected", ""),
+            keys=keys,
         )
 
     def claims_same(self, given: Manifest) -> bool:
         """Whether ``given`` (rows about to be staged) are the rows this manifest claims."""
-        return (self.provider, self.model, self.rows, self.bytes, self.md5, self.origin) == (
+        mine = (self.provider, self.model, self.rows, self.keys, self.bytes, self.md5, self.origin)
+        return mine == (
             given.provider,
             given.model,
             given.rows,
+            given.keys,
             given.bytes,
             given.md5,
             given.origin,
@@ -148,7 +164,7 @@ class Manifest:
             model=self.model,
             input_uri=folder.input_uri,
             output_prefix=folder.output_prefix,
-            keys=self.rows,
+            keys=self.key_count,
         )
 
 
@@ -183,11 +199,16 @@ class Tally:
 
     def __init__(self) -> None:
         self.rows = 0
+        self.keys = 0
         self.bytes = 0
         self._md5 = hashlib.md5(usedforsecurity=False)
         self._keys_md5 = hashlib.md5(usedforsecurity=False)
 
     def add(self, line: StagedLine, key_record: bytes) -> None:
+        self.keys += 1
+        self._keys_md5.update(key_record)
+        if not line.data:  # a deduplicated key: a key record, no input line
+            return
         self.rows += 1
         self.bytes += len(line.data)
         if self.rows > MAX_ROWS:
@@ -203,7 +224,6 @@ class Tally:
                 field="requests",
             )
         self._md5.update(line.data)
-        self._keys_md5.update(key_record)
 
     def manifest(self, provider: Provider, model: str, origin: str) -> Manifest:
         return Manifest(
@@ -214,6 +234,7 @@ class Tally:
             md5=self._md5.hexdigest(),
             keys_md5=self._keys_md5.hexdigest(),
             origin=origin,
+            keys=self.keys if self.keys != self.rows else 0,
         )
 
 

@@ -6,6 +6,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterator
 
+from ._dedupe import shared_result
 from ._errors import LineError, MissingError, job_errors
 from ._json import load_json
 from ._keymap import KeyMap, canonical_digest
@@ -87,6 +88,13 @@ def _missing_message(status: Status) -> str:
     )
 
 
+def _shared(keys: KeyMap, index: int, result: Result, taken: set[int]) -> Iterator[Result]:
+    """The same outcome for the other keys of a deduplicated line (none, usually)."""
+    for other in keys.shared(index):
+        taken.add(other)
+        yield shared_result(result, keys.keys[other])
+
+
 def read_output_file(
     staging: Staging,
     uri: str,
@@ -122,7 +130,7 @@ def read_output_file(
                     continue
                 taken.add(index)
                 key = keys.keys[index]
-                yield Result(
+                result = Result(
                     key=key,
                     error=LineError(
                         "output line is not a readable JSON object",
@@ -130,6 +138,8 @@ def read_output_file(
                         status="MALFORMED_LINE",
                     ),
                 )
+                yield result
+                yield from _shared(keys, index, result, taken)
                 continue
             index = keys.match_id(row)
             if index is None:
@@ -168,6 +178,7 @@ def read_output_file(
                     ),
                 )
             yield result
+            yield from _shared(keys, index, result, taken)
     for content, count in here.items():
         if count > earlier.get(content, 0):
             earlier[content] = count

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 
 from ._cloud import Cloud
+from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError
 from ._identity import stage
 from ._ledger import (
@@ -32,15 +33,20 @@ __all__ = ["create_run", "open_run"]
 class _Shards:
     """Cut one stream of lines into shards of at most ``size`` rows and 1 GB."""
 
-    def __init__(self, lines: Iterable[StagedLine], size: int) -> None:
+    def __init__(self, lines: Iterable[StagedLine], size: int, dedupe: bool = False) -> None:
         self._lines = iter(lines)
         self._size = size
+        self._dedupe = dedupe
         self._next: StagedLine | None = next(self._lines, None)
 
     def more(self) -> bool:
         return self._next is not None
 
     def take(self) -> Iterator[StagedLine]:
+        """The next shard's lines (its keys, deduplicated within the shard with ``dedupe``)."""
+        return dedupe_lines(self._take()) if self._dedupe else self._take()
+
+    def _take(self) -> Iterator[StagedLine]:
         rows = size = 0
         while self._next is not None and rows < self._size:
             if rows and size + len(self._next.data) > MAX_INPUT_BYTES:
@@ -61,8 +67,13 @@ def create_run(
     *,
     shard_size: int,
     max_attempts: int,
+    dedupe: bool = False,
 ) -> Run:
-    """Stage every shard, write the ledger, and take the first ``advance`` step."""
+    """Stage every shard, write the ledger, and take the first ``advance`` step.
+
+    With ``dedupe``, each shard stages each distinct request once (requests repeated across
+    shards are staged once per shard).
+    """
     check_run_id(run_id)
     if type(shard_size) is not int or shard_size < 1:
         raise InvalidRequestError(
@@ -73,7 +84,8 @@ def create_run(
             f"max_attempts must be a whole number from 1 to {MAX_ATTEMPTS}, got {max_attempts!r}",
             field="max_attempts",
         )
-    cutter = _Shards(lines, shard_size)  # the first request is checked before any cloud call
+    # The first request is checked before any cloud call.
+    cutter = _Shards(lines, shard_size, dedupe)
     if not cutter.more():
         raise InvalidRequestError(f"no requests for run {run_id!r}", field="requests")
     staging = cloud.staging
@@ -101,7 +113,7 @@ def create_run(
                     "nothing staged was changed",
                     field="id",
                 ) from exc
-            shards.append(Shard(shard_id, manifest.rows))
+            shards.append(Shard(shard_id, manifest.key_count))
         ledger = Ledger(run_id, provider, model, max_attempts, tuple(shards))
         if not write_ledger(staging, ledger):
             raise _other_run(run_id)
@@ -172,8 +184,8 @@ def _check_rejoin(
             continue
         # More rows than a full staged shard, or a full new shard smaller than the staged one:
         # the same requests cut at another size.
-        if (given.rows > shard.keys and index < last) or (
-            given.rows < shard.keys and given.rows == shard_size
+        if (given.key_count > shard.keys and index < last) or (
+            given.key_count < shard.keys and given.key_count == shard_size
         ):
             raise _other_cut(ledger, shard_size)
         raise _other_run(run)
