@@ -42,6 +42,7 @@ import click
 
 from ._cli_doctor import doctor
 from ._cli_options import ENVIRONMENT_HELP, cloud_client, cloud_command, verbose
+from ._cli_plan import plan_lines
 from ._cli_render import (
     OUTCOMES,
     RUN_OUTCOMES,
@@ -66,6 +67,7 @@ from ._cli_requests import check_provider, naming_the_line, open_requests, reque
 from ._client import Client
 from ._config import BUCKET
 from ._errors import InvalidRequestError, WaitTimeout
+from ._estimate import Plan
 from ._models import Job, Result, Status
 from ._runs import DEFAULT_SHARD_SIZE, Run, RunSummary
 from ._wait import wait
@@ -201,6 +203,47 @@ def main() -> None:
     """
 
 
+def _dry_run_options(command: Any) -> Any:
+    command = click.option(
+        "--count-tokens",
+        is_flag=True,
+        help="With --dry-run: count input tokens with the provider's count-tokens API.",
+    )(command)
+    return click.option(
+        "--dry-run",
+        is_flag=True,
+        help="Print the plan (requests, distinct, to send, jobs, tokens, cost); stage nothing.",
+    )(command)
+
+
+def _plan(
+    client: Client,
+    provider: str,
+    submission_id: str,
+    model: str,
+    lines: Any,
+    dedupe: bool,
+    count_tokens: bool,
+    shard_size: int | None = None,
+) -> Plan:
+    planner = client.plan_claude if provider == "claude" else client.plan_gemini
+    return planner(
+        submission_id,
+        model,
+        iter(lines),
+        dedupe=dedupe,
+        count_tokens=count_tokens,
+        shard_size=shard_size,
+    )
+
+
+def _echo_plan(plan: Plan, what: str, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(plan.to_dict()))
+    else:
+        click.echo("\n".join(plan_lines(plan, what)))
+
+
 _dedupe_option = click.option(
     "--dedupe",
     is_flag=True,
@@ -216,10 +259,18 @@ _dedupe_option = click.option(
 @click.option("--id", "submission_id", required=True, help="Submission id (idempotency key).")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @_dedupe_option
+@_dry_run_options
 @_file_argument
 @cloud_command
 def submit(
-    provider: str, model: str, submission_id: str, as_json: bool, dedupe: bool, file: str
+    provider: str,
+    model: str,
+    submission_id: str,
+    as_json: bool,
+    dedupe: bool,
+    dry_run: bool,
+    count_tokens: bool,
+    file: str,
 ) -> None:
     """Submit the requests of FILE (JSONL, - for stdin) under an id; the same id adopts its job.
 
@@ -231,6 +282,10 @@ def submit(
     with open_requests(file) as stream:
         lines = request_lines(stream, provider)
         with naming_the_line(lines):
+            if dry_run:
+                plan = _plan(client, provider, submission_id, model, lines, dedupe, count_tokens)
+                _echo_plan(plan, f"submission {submission_id!r}", as_json)
+                return
             if provider == "claude":
                 job = client.submit_claude(
                     submission_id,
@@ -390,6 +445,7 @@ def run_group() -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @_dedupe_option
+@_dry_run_options
 @_file_argument
 @cloud_command
 def run_submit(
@@ -400,6 +456,8 @@ def run_submit(
     attempts: int,
     as_json: bool,
     dedupe: bool,
+    dry_run: bool,
+    count_tokens: bool,
     file: str,
 ) -> None:
     """Start a run of the requests of FILE (JSONL, - for stdin).
@@ -412,6 +470,12 @@ def run_submit(
     with open_requests(file) as stream:
         lines = request_lines(stream, provider)
         with naming_the_line(lines):
+            if dry_run:
+                plan = _plan(
+                    client, provider, run_id, model, lines, dedupe, count_tokens, shard_size
+                )
+                _echo_plan(plan, f"run {run_id!r}", as_json)
+                return
             start = client.run_claude if provider == "claude" else client.run_gemini
             run = start(
                 run_id,

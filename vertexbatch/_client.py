@@ -9,10 +9,12 @@ from ._cloud import Cloud
 from ._config import DEFAULT_PREFIX, build_client
 from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError, job_errors
+from ._estimate import Plan, build_plan
 from ._identity import find, resubmit, stage_and_submit
 from ._lines import StagedLine, claude_line, gemini_line
 from ._manifest import resubmit_origin
 from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Result, Status
+from ._prices import Price
 from ._results import iter_results
 from ._retry import RetryPolicy
 from ._rules import check_id, check_job, check_key, check_model, next_attempt_id
@@ -21,6 +23,7 @@ from ._run_start import open_run as load_run
 from ._runs import DEFAULT_SHARD_SIZE, Run
 from ._staging import Staging
 from ._telemetry import Telemetry
+from ._tokens import token_counter
 from ._vertex import Vertex, status_of
 
 if TYPE_CHECKING:
@@ -212,6 +215,80 @@ class Client:
             lines = dedupe_lines(lines)
         return stage_and_submit(
             self._cloud.staging, self._cloud.vertex, self.retry, id, provider, model, lines
+        )
+
+    def plan_claude(
+        self,
+        id: str,
+        model: str,
+        requests: Iterable[ClaudeRequest],
+        *,
+        dedupe: bool = False,
+        count_tokens: bool = False,
+        prices: Iterable[Price] = (),
+        shard_size: int | None = None,
+    ) -> Plan:
+        """What ``submit_claude`` with these arguments would stage, send and cost.
+
+        Nothing is staged and no job is created. Input tokens are estimated, or counted by
+        Anthropic's count-tokens endpoint on Vertex with ``count_tokens=True`` (one call per
+        line to send). ``prices`` override the shipped table (``vertexbatch.PRICES``).
+        ``shard_size`` plans a run (``run_claude``) cut in shards of that many keys.
+
+        Raises:
+            InvalidRequestError: what ``submit_claude`` would refuse before staging.
+        """
+        return self._plan(
+            id, model, "anthropic", requests, claude_line, dedupe, count_tokens, prices, shard_size
+        )
+
+    def plan_gemini(
+        self,
+        id: str,
+        model: str,
+        requests: Iterable[GeminiRequest],
+        *,
+        dedupe: bool = False,
+        count_tokens: bool = False,
+        prices: Iterable[Price] = (),
+        shard_size: int | None = None,
+    ) -> Plan:
+        """What ``submit_gemini`` would do; see ``plan_claude`` (google-genai's
+        ``models.count_tokens`` counts with ``count_tokens=True``)."""
+        return self._plan(
+            id, model, "google", requests, gemini_line, dedupe, count_tokens, prices, shard_size
+        )
+
+    def _plan(
+        self,
+        id: str,
+        model: str,
+        provider: Provider,
+        requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+        build: Callable[..., StagedLine],
+        dedupe: bool,
+        count_tokens: bool,
+        prices: Iterable[Price],
+        shard_size: int | None,
+    ) -> Plan:
+        check_id(id)
+        check_model(model, provider)
+        if shard_size is not None and (type(shard_size) is not int or shard_size < 1):
+            raise InvalidRequestError(
+                f"shard_size must be at least 1, got {shard_size!r}", field="shard_size"
+            )
+        prices = tuple(prices)
+        expected = ClaudeRequest if provider == "anthropic" else GeminiRequest
+        lines = _staged_lines(requests, expected, build)
+        count = token_counter(self._cloud, provider, model) if count_tokens else None
+        return build_plan(
+            provider,
+            model,
+            lines,
+            dedupe=dedupe,
+            count=count,
+            prices=prices,
+            shard_size=shard_size,
         )
 
     def find(self, id: str) -> Job | None:
