@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Self
 
+from ._cache import AnswerCache, check_ttl
+from ._cached import answer_from_cache, cached_status, filling, is_cached_job
 from ._cloud import Cloud
 from ._config import DEFAULT_PREFIX, build_client
 from ._dedupe import dedupe as dedupe_lines
@@ -171,6 +174,8 @@ class Client:
         requests: Iterable[ClaudeRequest],
         *,
         dedupe: bool = False,
+        cache: bool = False,
+        cache_ttl: timedelta | None = None,
     ) -> Job:
         """Submit Claude requests under ``id``; the same id and rows always give the same job.
 
@@ -180,11 +185,20 @@ class Client:
         first). Off by default: identical requests may be meant to sample several answers.
         The same id submitted with and without it holds other rows when requests repeat.
 
+        With ``cache=True`` the answer cache (in the client's bucket, under ``PREFIX/_cache/``)
+        is asked first: only the requests it does not hold (entries younger than ``cache_ttl``)
+        are staged, and ``results`` yields the others from it (``Result.cached``); when it holds
+        them all, no Vertex job is created and the job is named ``cached:ID``. The ok answers of
+        a ``cache=True`` submission fill the cache once its results are read to the end of the
+        terminal job.
+
         Raises:
             InvalidRequestError: a bad id, model, key or request, over Vertex's limits, or the
                 id is already claimed for other rows.
         """
-        return self._submit(id, model, "anthropic", requests, claude_line, dedupe=dedupe)
+        return self._submit(
+            id, model, "anthropic", requests, claude_line, dedupe=dedupe, cache=cache, ttl=cache_ttl
+        )
 
     def submit_gemini(
         self,
@@ -193,9 +207,13 @@ class Client:
         requests: Iterable[GeminiRequest],
         *,
         dedupe: bool = False,
+        cache: bool = False,
+        cache_ttl: timedelta | None = None,
     ) -> Job:
         """Submit Gemini requests under ``id``; see ``submit_claude``."""
-        return self._submit(id, model, "google", requests, gemini_line, dedupe=dedupe)
+        return self._submit(
+            id, model, "google", requests, gemini_line, dedupe=dedupe, cache=cache, ttl=cache_ttl
+        )
 
     def _submit(
         self,
@@ -206,15 +224,29 @@ class Client:
         build: Callable[..., StagedLine],
         *,
         dedupe: bool,
+        cache: bool,
+        ttl: timedelta | None,
     ) -> Job:
         check_id(id)
         check_model(model, provider)
+        check_ttl(ttl)
         expected = ClaudeRequest if provider == "anthropic" else GeminiRequest
         lines = _staged_lines(requests, expected, build)
         if dedupe:
             lines = dedupe_lines(lines)
+        amend = None
+        if cache:
+            held, amend = answer_from_cache(self._cloud.staging, id, provider, model, lines, ttl)
+            lines = iter(held)
         return stage_and_submit(
-            self._cloud.staging, self._cloud.vertex, self.retry, id, provider, model, lines
+            self._cloud.staging,
+            self._cloud.vertex,
+            self.retry,
+            id,
+            provider,
+            model,
+            lines,
+            amend=amend,
         )
 
     def plan_claude(
@@ -224,13 +256,16 @@ class Client:
         requests: Iterable[ClaudeRequest],
         *,
         dedupe: bool = False,
+        cache: bool = False,
+        cache_ttl: timedelta | None = None,
         count_tokens: bool = False,
         prices: Iterable[Price] = (),
         shard_size: int | None = None,
     ) -> Plan:
         """What ``submit_claude`` with these arguments would stage, send and cost.
 
-        Nothing is staged and no job is created. Input tokens are estimated, or counted by
+        Nothing is staged and no job is created. With ``cache=True`` the answer cache is asked
+        which requests it holds (``Plan.cached``). Input tokens are estimated, or counted by
         Anthropic's count-tokens endpoint on Vertex with ``count_tokens=True`` (one call per
         line to send). ``prices`` override the shipped table (``vertexbatch.PRICES``).
         ``shard_size`` plans a run (``run_claude``) cut in shards of that many keys.
@@ -239,7 +274,17 @@ class Client:
             InvalidRequestError: what ``submit_claude`` would refuse before staging.
         """
         return self._plan(
-            id, model, "anthropic", requests, claude_line, dedupe, count_tokens, prices, shard_size
+            id,
+            model,
+            "anthropic",
+            requests,
+            claude_line,
+            dedupe=dedupe,
+            cache=cache,
+            ttl=cache_ttl,
+            count_tokens=count_tokens,
+            prices=prices,
+            shard_size=shard_size,
         )
 
     def plan_gemini(
@@ -249,6 +294,8 @@ class Client:
         requests: Iterable[GeminiRequest],
         *,
         dedupe: bool = False,
+        cache: bool = False,
+        cache_ttl: timedelta | None = None,
         count_tokens: bool = False,
         prices: Iterable[Price] = (),
         shard_size: int | None = None,
@@ -256,7 +303,17 @@ class Client:
         """What ``submit_gemini`` would do; see ``plan_claude`` (google-genai's
         ``models.count_tokens`` counts with ``count_tokens=True``)."""
         return self._plan(
-            id, model, "google", requests, gemini_line, dedupe, count_tokens, prices, shard_size
+            id,
+            model,
+            "google",
+            requests,
+            gemini_line,
+            dedupe=dedupe,
+            cache=cache,
+            ttl=cache_ttl,
+            count_tokens=count_tokens,
+            prices=prices,
+            shard_size=shard_size,
         )
 
     def _plan(
@@ -266,13 +323,17 @@ class Client:
         provider: Provider,
         requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
         build: Callable[..., StagedLine],
+        *,
         dedupe: bool,
+        cache: bool,
+        ttl: timedelta | None,
         count_tokens: bool,
         prices: Iterable[Price],
         shard_size: int | None,
     ) -> Plan:
         check_id(id)
         check_model(model, provider)
+        check_ttl(ttl)
         if shard_size is not None and (type(shard_size) is not int or shard_size < 1):
             raise InvalidRequestError(
                 f"shard_size must be at least 1, got {shard_size!r}", field="shard_size"
@@ -281,11 +342,19 @@ class Client:
         expected = ClaudeRequest if provider == "anthropic" else GeminiRequest
         lines = _staged_lines(requests, expected, build)
         count = token_counter(self._cloud, provider, model) if count_tokens else None
+        lookup = None
+        if cache:
+            answers = AnswerCache(self._cloud.staging, provider, model, ttl=ttl)
+
+            def lookup(digests: list[str]) -> set[str]:
+                return set(answers.lookup(digests))
+
         return build_plan(
             provider,
             model,
             lines,
             dedupe=dedupe,
+            lookup=lookup,
             count=count,
             prices=prices,
             shard_size=shard_size,
@@ -302,6 +371,8 @@ class Client:
             InvalidRequestError: ``job`` is not a ``Job`` naming a Vertex batch job.
             JobError: the job does not exist.
         """
+        if is_cached_job(job):
+            return cached_status(job)
         check_job(job)
         with job_errors(job.name):
             return status_of(self._cloud.vertex.get(job.name))
@@ -313,8 +384,11 @@ class Client:
             InvalidRequestError: ``job`` is not a ``Job`` naming a Vertex batch job.
             JobError: the job does not exist, or its key map or output cannot be read.
         """
-        check_job(job)
-        return iter_results(self._cloud.vertex, self._cloud.staging, job, self._cloud.telemetry)
+        cloud = self._cloud
+        if not is_cached_job(job):
+            check_job(job)
+        results = iter_results(cloud.vertex, cloud.staging, job, cloud.telemetry)
+        return filling(results, cloud.staging, cloud.vertex, job)
 
     def resubmit(
         self, job: Job, *, keys: Iterable[str] | None = None, id: str | None = None
@@ -429,6 +503,8 @@ class Client:
             InvalidRequestError: ``job`` is not a ``Job`` naming a Vertex batch job.
             JobError: the job does not exist.
         """
+        if is_cached_job(job):
+            return  # answered from the cache: nothing runs
         check_job(job)
         with job_errors(job.name):
             self._cloud.vertex.cancel(job.name)

@@ -79,6 +79,9 @@ class Manifest:
     ``rejected`` is set when Vertex refused to create a job from it (see ``mark_rejected``).
     ``keys`` is the number of keys when it differs from ``rows`` (``dedupe=True`` staged some
     keys' requests once), else 0 and not written.
+    ``cache`` marks a submission made with ``cache=True`` (its ok answers fill the answer
+    cache); ``cached`` keys were answered from the cache, their answers staged in
+    ``cached-<cached_md5>.jsonl`` (none of them has an input line, so ``rows`` may be 0).
     """
 
     provider: Provider
@@ -90,6 +93,9 @@ class Manifest:
     origin: str = PLAIN
     rejected: str = ""
     keys: int = 0
+    cache: bool = False
+    cached: int = 0
+    cached_md5: str = ""
 
     @property
     def key_count(self) -> int:
@@ -100,8 +106,9 @@ class Manifest:
         data = {"format": FORMAT, **asdict(self)}
         if not self.rejected:
             del data["rejected"]
-        if not self.keys:
-            del data["keys"]
+        for name in ("keys", "cache", "cached", "cached_md5"):
+            if not data[name]:
+                del data[name]
         return data
 
     @classmethod
@@ -118,17 +125,22 @@ class Manifest:
         for name, kind in (("provider", str), ("model", str), ("rows", int), ("bytes", int)):
             if not isinstance(data.get(name), kind) or isinstance(data.get(name), bool):
                 raise bad(f"{name!r} is missing or not a {kind.__name__}")
-        for name in ("md5", "keys_md5", "origin", "rejected"):
+        for name in ("md5", "keys_md5", "origin", "rejected", "cached_md5"):
             if not isinstance(data.get(name, ""), str):
                 raise bad(f"{name!r} is not a string")
         if data["provider"] not in ("anthropic", "google"):
             raise bad("'provider' is neither 'anthropic' nor 'google'")
-        if data["rows"] < 1 or data["bytes"] < 1:
+        cached = data.get("cached", 0)
+        if type(cached) is not int or cached < 0 or type(data.get("cache", False)) is not bool:
+            raise bad("'cached' is not a whole number or 'cache' not a boolean")
+        if (data["rows"] < 1 or data["bytes"] < 1) and not (
+            cached and data["rows"] == data["bytes"] == 0
+        ):
             raise bad("'rows' and 'bytes' must be positive")
         keys = data.get("keys", 0)
         if type(keys) is not int or (keys and keys <= data["rows"]):
             raise bad("'keys' is not a whole number above 'rows'")
-        for name in ("md5", "keys_md5"):
+        for name in ("md5", "keys_md5", "cached_md5"):
             value = data.get(name, "")
             if (value or name == "md5") and not _MD5.fullmatch(value):
                 raise bad(f"{name!r} is not a hex MD5")
@@ -142,20 +154,29 @@ class Manifest:
             origin=data.get("origin", PLAIN),
             rejected=data.get("rejected", ""),
             keys=keys,
+            cache=data.get("cache", False),
+            cached=cached,
+            cached_md5=data.get("cached_md5", ""),
         )
 
     def claims_same(self, given: Manifest) -> bool:
         """Whether ``given`` (rows about to be staged) are the rows this manifest claims."""
         mine = (self.provider, self.model, self.rows, self.keys, self.bytes, self.md5, self.origin)
-        return mine == (
-            given.provider,
-            given.model,
-            given.rows,
-            given.keys,
-            given.bytes,
-            given.md5,
-            given.origin,
-        ) and (not self.keys_md5 or self.keys_md5 == given.keys_md5)
+        cache = (self.cache, self.cached, self.cached_md5)
+        return (
+            mine
+            == (
+                given.provider,
+                given.model,
+                given.rows,
+                given.keys,
+                given.bytes,
+                given.md5,
+                given.origin,
+            )
+            and cache == (given.cache, given.cached, given.cached_md5)
+            and (not self.keys_md5 or self.keys_md5 == given.keys_md5)
+        )
 
     def spec(self, submission_id: str, folder: Folder) -> JobSpec:
         return JobSpec(

@@ -6,6 +6,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterator
 
+from ._cached import cached_status, is_cached_job, read_cached
 from ._dedupe import shared_result
 from ._errors import LineError, MissingError, job_errors
 from ._json import load_json
@@ -44,19 +45,25 @@ def iter_results(
     Raises:
         JobError: the job does not exist, or its key map or output cannot be read.
     """
-    with job_errors(job.name):
-        vertex_job = vertex.get(job.name)
-    status = status_of(vertex_job)
+    if is_cached_job(job):  # answered wholly from the answer cache: no Vertex job
+        status, directory = cached_status(job), ""
+    else:
+        with job_errors(job.name):
+            vertex_job = vertex.get(job.name)
+        status = status_of(vertex_job)
+        # Only the directory Vertex names is this job's: its time is not createTime, and the
+        # output prefix may hold other jobs' directories (a cancelled twin's, say). None yet:
+        # no output yet.
+        directory = vertex_job.output_info.gcs_output_directory
     keys = read_key_map(staging, job)
-    # Only the directory Vertex names is this job's: its time is not createTime, and the
-    # output prefix may hold other jobs' directories (a cancelled twin's, say). None yet: no
-    # output yet.
-    directory = vertex_job.output_info.gcs_output_directory
     files: list[str] = []
     if directory:
         with job_errors(job.name, reading=directory):
             files = output_files(directory, [name for name, _ in staging.list_names(directory)])
     taken: set[int] = set()
+    for result in read_cached(staging, job, keys, taken):
+        telemetry.record(result, job)
+        yield result
     echoed: dict[str, int] = {}
     for uri in files:
         for result in read_output_file(staging, uri, keys, taken, job, echoed=echoed):

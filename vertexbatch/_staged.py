@@ -128,7 +128,8 @@ def _deduplicated(
 ) -> Iterator[StagedLine]:
     """``read_staged_lines`` of a deduplicated input: each line's wanted keys, in order.
 
-    Holds the key records (as a key map does), never the input lines.
+    Holds the key records (as a key map does), never the input lines. Keys answered from the
+    answer cache have no line and are never read back (their answers are ok).
     """
     by_line: dict[str, list[tuple[str, str]]] = {}
     order: list[str] = []
@@ -137,6 +138,8 @@ def _deduplicated(
             key, digest, canonical = parse_key_record(record)
         except ValueError as exc:
             raise records.damaged(f"line {number}: {exc}") from None
+        if digest.startswith("c"):  # answered from the answer cache: no input line
+            continue
         if digest not in by_line:
             by_line[digest] = []
             order.append(digest)
