@@ -35,7 +35,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import click
@@ -225,6 +225,9 @@ def _plan(
     dedupe: bool,
     count_tokens: bool,
     shard_size: int | None = None,
+    *,
+    cache: bool = False,
+    ttl: timedelta | None = None,
 ) -> Plan:
     planner = client.plan_claude if provider == "claude" else client.plan_gemini
     return planner(
@@ -232,6 +235,8 @@ def _plan(
         model,
         iter(lines),
         dedupe=dedupe,
+        cache=cache,
+        cache_ttl=ttl,
         count_tokens=count_tokens,
         shard_size=shard_size,
     )
@@ -242,6 +247,20 @@ def _echo_plan(plan: Plan, what: str, as_json: bool) -> None:
         click.echo(json.dumps(plan.to_dict()))
     else:
         click.echo("\n".join(plan_lines(plan, what)))
+
+
+def _cache_options(command: Any) -> Any:
+    command = click.option(
+        "--cache-ttl",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        help="With --cache: entries older than this many seconds are misses.",
+    )(command)
+    return click.option(
+        "--cache",
+        is_flag=True,
+        help="Answer from the answer cache what it holds; fill it with the ok answers.",
+    )(command)
 
 
 _dedupe_option = click.option(
@@ -259,6 +278,7 @@ _dedupe_option = click.option(
 @click.option("--id", "submission_id", required=True, help="Submission id (idempotency key).")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @_dedupe_option
+@_cache_options
 @_dry_run_options
 @_file_argument
 @cloud_command
@@ -268,6 +288,8 @@ def submit(
     submission_id: str,
     as_json: bool,
     dedupe: bool,
+    cache: bool,
+    cache_ttl: float | None,
     dry_run: bool,
     count_tokens: bool,
     file: str,
@@ -282,8 +304,19 @@ def submit(
     with open_requests(file) as stream:
         lines = request_lines(stream, provider)
         with naming_the_line(lines):
+            ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
             if dry_run:
-                plan = _plan(client, provider, submission_id, model, lines, dedupe, count_tokens)
+                plan = _plan(
+                    client,
+                    provider,
+                    submission_id,
+                    model,
+                    lines,
+                    dedupe,
+                    count_tokens,
+                    cache=cache,
+                    ttl=ttl,
+                )
                 _echo_plan(plan, f"submission {submission_id!r}", as_json)
                 return
             if provider == "claude":
@@ -292,6 +325,8 @@ def submit(
                     model,
                     iter(lines),  # type: ignore[arg-type]
                     dedupe=dedupe,
+                    cache=cache,
+                    cache_ttl=ttl,
                 )
             else:
                 job = client.submit_gemini(
@@ -299,6 +334,8 @@ def submit(
                     model,
                     iter(lines),  # type: ignore[arg-type]
                     dedupe=dedupe,
+                    cache=cache,
+                    cache_ttl=ttl,
                 )
     _echo_job(job, as_json)
 
