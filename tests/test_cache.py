@@ -269,3 +269,24 @@ def test_command_cache(stack: LocalStack, bucket: str, tmp_path: Path) -> None:
     assert json.loads(planned.stdout)["cached"] == 2
     done = runner.invoke(main, [*base, "--id", "cc2", "--json", str(path)], env=env)
     assert json.loads(done.stdout)["name"] == "cached:cc2"
+
+
+def test_run_with_cache(client: vb.Client, stack: LocalStack, bucket: str) -> None:
+    """A shard the cache answers whole gets no job; a run's finished results fill the cache."""
+    _fill(client, stack, "rc0", _requests(2))  # k0, k1 cached
+    requests = _requests(4)  # shard 0: k0, k1 (cached); shard 1: k2, k3 (sent)
+    run = client.run_claude("rc", CLAUDE, requests, shard_size=2, cache=True)
+    created = [j for j in jobs_in(stack, bucket) if j["displayName"].startswith("rc.")]
+    assert [j["displayName"] for j in created] == ["rc.s1"]
+    stack.settle()
+    while not run.advance().done:
+        stack.settle()
+    results = {r.key: r for r in run.results()}
+    assert sorted(results) == ["k0", "k1", "k2", "k3"]
+    assert [results[k].cached for k in ("k0", "k1", "k2", "k3")] == [True, True, False, False]
+    assert run.status().outcomes == {"ok": 4} and run.status().keys == 4
+    rejoined = client.run_claude("rc", CLAUDE, requests, shard_size=2, cache=True)
+    assert rejoined.status().done
+    assert client.find("rc.s0") is not None and client.find("rc.s0").name == "cached:rc.s0"  # type: ignore[union-attr]
+    # The run's own answers (k2, k3) filled the cache: a new id is answered whole.
+    assert client.submit_claude("rc-next", CLAUDE, requests, cache=True).name == "cached:rc-next"

@@ -40,6 +40,7 @@ __all__ = [
     "answer_from_cache",
     "cached_job",
     "cached_status",
+    "fill_cache",
     "filling",
     "is_cached_job",
     "read_cached",
@@ -231,12 +232,31 @@ def filling(
     if is_cached_job(job) or not answers:
         return
     manifest = job_manifest(staging, job)
-    folder = staging.folder(job.id)
-    if not manifest.cache or staging.exists(folder.name(FILLED)):
+    if not manifest.cache or staging.exists(staging.folder(job.id).name(FILLED)):
         return
     with job_errors(job.name):
         if not status_of(vertex.get(job.name)).terminal:
             return
+    fill_cache(staging, job, answers, manifest)
+
+
+def fill_cache(
+    staging: Staging,
+    job: Job,
+    answers: Mapping[str, Mapping[str, Any]],
+    manifest: Manifest | None = None,
+) -> int:
+    """Store ``answers`` (key -> ok response) of a ``cache=True`` submission (or run shard) in
+    the answer cache, keyed by the canonical digests of its staged key map; once per id.
+
+    Returns the entries written (0: not a ``cache=True`` submission, or filled before).
+    """
+    if not answers:
+        return 0
+    manifest = manifest or job_manifest(staging, job)
+    folder = staging.folder(job.id)
+    if not manifest.cache or staging.exists(folder.name(FILLED)):
+        return 0
     by_digest: dict[str, Mapping[str, Any]] = {}
     for raw in staging.read_lines(folder.name(KEYS)):
         key, _, canonical = parse_key_record(raw)
@@ -245,3 +265,4 @@ def filling(
             by_digest[canonical] = response
     written = AnswerCache(staging, job.provider, job.model).fill(job.id, by_digest)
     staging.create_json(folder.name(FILLED), {"entries": written, "id": job.id})
+    return written

@@ -447,13 +447,16 @@ class Client:
         shard_size: int = DEFAULT_SHARD_SIZE,
         max_attempts: int = 3,
         dedupe: bool = False,
+        cache: bool = False,
+        cache_ttl: timedelta | None = None,
     ) -> Run:
         """Start (or rejoin) a run: shard the requests, stage them, write the ledger, take a step.
 
         Shards hold at most ``shard_size`` rows and 1 GB each (Vertex allows 200,000 rows);
         ``run.advance()`` then creates jobs, resubmits retryable and missing keys up to
-        ``max_attempts`` attempts per key, and finishes shards. ``dedupe``: as for
-        ``submit_claude``, within each shard.
+        ``max_attempts`` attempts per key, and finishes shards. ``dedupe``, ``cache`` and
+        ``cache_ttl``: as for ``submit_claude``, within each shard (a shard the cache answers
+        whole gets no job; ``Run.results`` fills the cache from finished shards).
         """
         check_model(model, "anthropic")
         lines = _staged_lines(requests, ClaudeRequest, claude_line)
@@ -466,6 +469,8 @@ class Client:
             shard_size=shard_size,
             max_attempts=max_attempts,
             dedupe=dedupe,
+            cache=cache,
+            cache_ttl=check_ttl(cache_ttl),
         )
 
     def run_gemini(
@@ -477,6 +482,8 @@ class Client:
         shard_size: int = DEFAULT_SHARD_SIZE,
         max_attempts: int = 3,
         dedupe: bool = False,
+        cache: bool = False,
+        cache_ttl: timedelta | None = None,
     ) -> Run:
         """Start (or rejoin) a run of Gemini requests; see ``run_claude``."""
         check_model(model, "google")
@@ -490,6 +497,8 @@ class Client:
             shard_size=shard_size,
             max_attempts=max_attempts,
             dedupe=dedupe,
+            cache=cache,
+            cache_ttl=check_ttl(cache_ttl),
         )
 
     def open_run(self, id: str) -> Run:

@@ -277,7 +277,7 @@ def measure(
     tally = Tally()
     for line in lines:
         tally.add(line, line.key_record())
-    if not tally.rows:
+    if not tally.keys:
         raise no_rows(submission_id)
     return tally.manifest(provider, model, origin)
 
