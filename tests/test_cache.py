@@ -290,3 +290,17 @@ def test_run_with_cache(client: vb.Client, stack: LocalStack, bucket: str) -> No
     assert client.find("rc.s0") is not None and client.find("rc.s0").name == "cached:rc.s0"  # type: ignore[union-attr]
     # The run's own answers (k2, k3) filled the cache: a new id is answered whole.
     assert client.submit_claude("rc-next", CLAUDE, requests, cache=True).name == "cached:rc-next"
+
+
+def test_command_run_cache(stack: LocalStack, bucket: str, tmp_path: Path) -> None:
+    """`run submit --cache` answers a shard the cache holds without a job."""
+    client = stack.client(bucket=bucket, prefix="jobs", retry=vb.RetryPolicy.no_wait())
+    _fill(client, stack, "crc0", [claude_request("a", "Review this diff.")])
+    path = write_lines(tmp_path / "in.jsonl", [request_line("a")])
+    env = stack.environment(bucket, prefix="jobs")
+    args = ["run", "submit", "--provider", "claude", "--model", CLAUDE, "--id", "crc", "--cache"]
+    planned = CliRunner().invoke(main, [*args, "--dry-run", "--json", str(path)], env=env)
+    assert json.loads(planned.stdout)["jobs"] == 0
+    done = CliRunner().invoke(main, [*args, "--json", str(path)], env=env)
+    assert done.exit_code == 0, done.output
+    assert client.find("crc.s0").name == "cached:crc.s0"  # type: ignore[union-attr]

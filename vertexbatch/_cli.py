@@ -482,6 +482,7 @@ def run_group() -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @_dedupe_option
+@_cache_options
 @_dry_run_options
 @_file_argument
 @cloud_command
@@ -493,6 +494,8 @@ def run_submit(
     attempts: int,
     as_json: bool,
     dedupe: bool,
+    cache: bool,
+    cache_ttl: float | None,
     dry_run: bool,
     count_tokens: bool,
     file: str,
@@ -507,9 +510,19 @@ def run_submit(
     with open_requests(file) as stream:
         lines = request_lines(stream, provider)
         with naming_the_line(lines):
+            ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
             if dry_run:
                 plan = _plan(
-                    client, provider, run_id, model, lines, dedupe, count_tokens, shard_size
+                    client,
+                    provider,
+                    run_id,
+                    model,
+                    lines,
+                    dedupe,
+                    count_tokens,
+                    shard_size,
+                    cache=cache,
+                    ttl=ttl,
                 )
                 _echo_plan(plan, f"run {run_id!r}", as_json)
                 return
@@ -521,6 +534,8 @@ def run_submit(
                 shard_size=shard_size,
                 max_attempts=attempts,
                 dedupe=dedupe,
+                cache=cache,
+                cache_ttl=ttl,
             )
     _echo_run(run, run.status(), as_json)
 
