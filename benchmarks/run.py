@@ -19,6 +19,7 @@ service; one at a time) and runs every measurement in a fresh child process
 Then the cold start (``benchmarks.cold_start``, no stack): ``import vertexbatch`` and
 ``vertexbatch --help`` in fresh interpreters against the import of aiplatform's job service.
 ``--only import`` runs that alone (under a minute); ``--only batch`` leaves it out.
+``--only cache`` runs the answer-cache and dedupe benchmark alone (``benchmarks.cache``).
 
 Figures are medians; ratios are taken pair by pair, then the median. Every object is deleted after
 use and each (provider, N) gets a fresh stack and bucket, so fake-gcs-server's memory stays bounded.
@@ -442,8 +443,9 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write every raw figure here")
     parser.add_argument(
-        "--only", choices=["import", "batch"],
-        help="import: the cold start alone; batch: staging, results and calls alone",
+        "--only", choices=["import", "batch", "cache"],
+        help="import: the cold start alone; batch: staging, results and calls alone; "
+        "cache: the answer cache and dedupe alone (benchmarks.cache, Claude, each size)",
     )  # fmt: skip
     parser.add_argument(
         "--import-repeats", type=int, default=7,
@@ -453,6 +455,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeats < 1 or args.import_repeats < 1:
         parser.error("--repeats and --import-repeats must be >= 1")
 
+    if args.only == "cache":
+        return _cache(args.sizes, args.repeats)
     started = time.perf_counter()
     cases = [] if args.only == "import" else _batch(args)
     cold = None if args.only == "batch" else _cold_start(args.import_repeats)
@@ -485,6 +489,23 @@ def main(argv: list[str] | None = None) -> int:
         if cold is not None:
             raw["cold_start"] = [f.__dict__ for f in cold]
         args.json.write_text(json.dumps(raw, indent=1, default=str))
+    return 0
+
+
+def _cache(sizes: list[int], repeats: int) -> int:
+    """The answer cache and dedupe figures (``benchmarks.cache``), one stack per size."""
+    from benchmarks import cache
+
+    for n in sizes:
+        started = time.perf_counter()
+        figures = cache.measure_cache(n, repeats)
+        print(
+            f"# python -m benchmarks.run --only cache --sizes {n} --repeats {repeats}  "
+            f"({time.perf_counter() - started:.0f}s, {os.cpu_count()} CPUs)"
+        )
+        print()
+        print(cache.render(figures))
+        print()
     return 0
 
 
