@@ -10,8 +10,8 @@ asking the cache again). When every key is cached, no Vertex job is created: the
 id was answered from the cache, and the ``Job`` is named ``cached:ID``.
 
 Reading: ``read_cached`` yields the staged answers (``Result.cached``), verified against the
-manifest; ``filling`` stores a ``cache=True`` submission's ok answers in the cache once its job
-is terminal and its results have been read to the end.
+manifest; ``fill_cache`` stores a ``cache=True`` submission's ok answers in the cache (``results``
+calls it once the job is terminal and its results have been read to the end).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from ._models import Job, Provider, Result, Status
 from ._outcomes import classify_row
 from ._staged import job_manifest
 from ._staging import JSONL, Staging
-from ._vertex import JobSpec, Vertex, status_of
+from ._vertex import JobSpec
 
 __all__ = [
     "CACHED_PREFIX",
@@ -41,7 +41,6 @@ __all__ = [
     "cached_job",
     "cached_status",
     "fill_cache",
-    "filling",
     "is_cached_job",
     "read_cached",
 ]
@@ -217,27 +216,6 @@ def read_cached(staging: Staging, job: Job, keys: KeyMap, taken: set[int]) -> It
             yield replace(result, cached=True)
     if count != manifest.cached or digest.hexdigest() != manifest.cached_md5:
         raise damaged(f"{count} lines, {manifest.cached} staged")
-
-
-def filling(
-    results: Iterator[Result], staging: Staging, vertex: Vertex, job: Job
-) -> Iterator[Result]:
-    """``results``, then — once read to the end of a terminal ``cache=True`` job — its ok
-    answers stored in the answer cache (once per id: a marker records it)."""
-    answers: dict[str, Mapping[str, Any]] = {}
-    for result in results:
-        if result.ok and not result.cached and not result.shared and result.response is not None:
-            answers[result.key] = result.response
-        yield result
-    if is_cached_job(job) or not answers:
-        return
-    manifest = job_manifest(staging, job)
-    if not manifest.cache or staging.exists(staging.folder(job.id).name(FILLED)):
-        return
-    with job_errors(job.name):
-        if not status_of(vertex.get(job.name)).terminal:
-            return
-    fill_cache(staging, job, answers, manifest)
 
 
 def fill_cache(

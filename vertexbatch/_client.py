@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Self
 
 from ._cache import AnswerCache, check_ttl
-from ._cached import answer_from_cache, cached_status, filling, is_cached_job
+from ._cached import answer_from_cache, cached_status, is_cached_job
 from ._cloud import Cloud
 from ._config import DEFAULT_PREFIX, build_client
 from ._dedupe import dedupe as dedupe_lines
@@ -387,8 +387,7 @@ class Client:
         cloud = self._cloud
         if not is_cached_job(job):
             check_job(job)
-        results = iter_results(cloud.vertex, cloud.staging, job, cloud.telemetry)
-        return filling(results, cloud.staging, cloud.vertex, job)
+        return iter_results(cloud.vertex, cloud.staging, job, cloud.telemetry)
 
     def resubmit(
         self, job: Job, *, keys: Iterable[str] | None = None, id: str | None = None

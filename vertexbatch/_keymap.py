@@ -112,6 +112,7 @@ class KeyMap:
         "_primary",
         "_shared",
         "cached",
+        "fills_cache",
         "keys",
     )
 
@@ -132,6 +133,8 @@ class KeyMap:
         self._primary: dict[int, int] = {}
         self.cached = 0  # keys answered from the answer cache
         self._by_cache: dict[int, int] = {}
+        # Set by whoever read the manifest: the job's ok answers go to the answer cache.
+        self.fills_cache = False
 
     def add(self, key: str, digest: str, canonical: str) -> None:
         """Add one key (in submission order); a digest seen before shares that key's line."""

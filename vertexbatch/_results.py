@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
-from ._cached import cached_status, is_cached_job, read_cached
+from ._cached import cached_status, fill_cache, is_cached_job, read_cached
 from ._dedupe import shared_result
 from ._errors import LineError, MissingError, job_errors
 from ._json import load_json
@@ -65,9 +66,13 @@ def iter_results(
         telemetry.record(result, job)
         yield result
     echoed: dict[str, int] = {}
+    # A cache=True submission's ok answers, stored in the answer cache once all are read.
+    answers: dict[str, Mapping[str, Any]] | None = {} if keys.fills_cache else None
     for uri in files:
         for result in read_output_file(staging, uri, keys, taken, job, echoed=echoed):
             telemetry.record(result, job)
+            if answers is not None and result.ok and not result.shared and result.response:
+                answers[result.key] = result.response
             yield result
     if status.terminal:
         missing = _missing_message(status)
@@ -82,6 +87,8 @@ def iter_results(
                 result = Result(key=key, error=error)
                 telemetry.record(result, job)
                 yield result
+    if answers and status.terminal:
+        fill_cache(staging, job, answers)
 
 
 def _missing_message(status: Status) -> str:

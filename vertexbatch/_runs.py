@@ -407,14 +407,18 @@ class Run:
         """
         for shard in self.shards:
             job = self._shard_job(shard)
-            answers: dict[str, Mapping[str, Any]] = {}
+            manifest = read_manifest(self._cloud.staging, shard.id)
+            # A cache=True run's answers fill the cache once its shard is finished.
+            answers: dict[str, Mapping[str, Any]] | None = (
+                {} if manifest is not None and manifest.cache else None
+            )
             for result in self._shard_results(shard):
                 self._cloud.telemetry.record(result, job)
-                if result.ok and not result.cached and result.response is not None:
+                if answers is not None and result.ok and not result.cached and result.response:
                     answers[result.key] = result.response
                 yield result
-            if read_done(self._cloud.staging, shard) is not None:  # final answers only
-                fill_cache(self._cloud.staging, job, answers)
+            if answers and read_done(self._cloud.staging, shard) is not None:
+                fill_cache(self._cloud.staging, job, answers, manifest)
 
     def _answer_online(
         self, shard: Shard, attempts: list[_Attempt], concurrency: int

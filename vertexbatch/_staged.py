@@ -89,9 +89,11 @@ def read_key_map(staging: Staging, job: Job) -> KeyMap:
     manifest = job_manifest(staging, job)
     records = _keys(staging, job, manifest)
     try:
-        return KeyMap.from_records(records)
+        keys = KeyMap.from_records(records)
     except ValueError as exc:
         raise records.damaged(str(exc)) from None
+    keys.fills_cache = manifest.cache
+    return keys
 
 
 def _keys(staging: Staging, job: Job, manifest: Manifest) -> _Verified:
