@@ -304,3 +304,11 @@ def test_command_run_cache(stack: LocalStack, bucket: str, tmp_path: Path) -> No
     done = CliRunner().invoke(main, [*args, "--json", str(path)], env=env)
     assert done.exit_code == 0, done.output
     assert client.find("crc.s0").name == "cached:crc.s0"  # type: ignore[union-attr]
+
+
+def test_an_id_answered_whole_has_nothing_to_resubmit(client: vb.Client, stack: LocalStack) -> None:
+    """Resubmitting an id answered from the cache says why there is nothing to send."""
+    _fill(client, stack, "w0", _requests(1))
+    job = client.submit_claude("w1", CLAUDE, _requests(1), cache=True)
+    with pytest.raises(vb.InvalidRequestError, match="answered from the answer cache"):
+        client.resubmit(job)

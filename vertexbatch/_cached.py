@@ -25,7 +25,7 @@ from datetime import timedelta
 from typing import Any
 
 from ._cache import AnswerCache
-from ._errors import JobError, job_errors
+from ._errors import InvalidRequestError, JobError, job_errors
 from ._keymap import KeyMap, cache_digest, parse_key_record
 from ._lines import StagedLine
 from ._manifest import KEYS, RECORD, Manifest, read_manifest
@@ -170,8 +170,15 @@ def _staged_cached_keys(staging: Staging, submission_id: str, manifest: Manifest
         return []
     folder = staging.folder(submission_id)
     keys = []
-    for raw in staging.read_lines(folder.name(KEYS)):
-        key, digest, _ = parse_key_record(raw)
+    for number, raw in enumerate(staging.read_lines(folder.name(KEYS)), start=1):
+        try:
+            key, digest, _ = parse_key_record(raw)
+        except ValueError as exc:
+            raise InvalidRequestError(
+                f"{folder.uri(KEYS)} line {number} is damaged ({exc}): the answers id "
+                f"{submission_id!r} took from the cache cannot be told; submit under a new id",
+                field="staging",
+            ) from None
         if digest.startswith("c"):
             keys.append(key)
     return keys

@@ -410,6 +410,12 @@ class Client:
                 submission (a derived id is only ever used for a resubmission of ``job``).
             JobError: the job's staged input or key map is gone or damaged.
         """
+        if is_cached_job(job):
+            raise InvalidRequestError(
+                f"id {job.id!r} was answered from the answer cache: every key has an ok "
+                "answer, so there is nothing to resubmit",
+                field="job",
+            )
         check_job(job)
         new_id = check_id(id) if id is not None else next_attempt_id(job.id)
         if keys is None:
