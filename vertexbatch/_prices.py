@@ -4,7 +4,7 @@ The figures are online list prices in US dollars per million tokens, as the sour
 them on the dates below; Vertex batch prediction bills them at half (``BATCH_DISCOUNT``). They
 are for an estimate before paying, not a bill: regional prices, long-context tiers (over 200,000
 input tokens), prompt-cache rates and contract discounts are not modelled. Callers with their
-own rates pass ``Price`` values (``prices=`` on ``plan_*``, or a JSON file to ``--prices``).
+own rates pass ``Price`` values (``prices=`` on ``plan_*``; the command uses the table).
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ __all__ = ["BATCH_DISCOUNT", "PRICES", "PRICES_DATE", "PRICES_SOURCE", "Price", 
 # Vertex AI bills batch prediction at 50% of the online rate, for Claude and Gemini alike.
 BATCH_DISCOUNT = 0.5
 
+# The date of the newest source (the table was compiled from them on 2026-11-30). The sources
+# are secondary tabulations of the providers' list prices: check the pricing pages before relying
+# on a figure, and pass your own ``Price`` when they differ.
 PRICES_DATE = "2026-06"
 PRICES_SOURCE = (
     "Claude: Anthropic list prices, as tabulated at "
@@ -27,7 +30,7 @@ PRICES_SOURCE = (
     "quoted at https://redresscompliance.com/google-cloud-vertex-ai-gemini-negotiation-download "
     "(2026-06; Gemini 2.5 Pro, Flash Lite) and https://deploybase.ai/articles/"
     "google-vertex-ai-pricing-complete-cost-breakdown (Gemini 2.5 Flash); batch at 50% per "
-    "https://cloud.google.com/vertex-ai/generative-ai/pricing"
+    "https://cloud.google.com/vertex-ai/generative-ai/pricing; compiled 2026-11-30"
 )
 
 
