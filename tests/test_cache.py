@@ -77,6 +77,8 @@ def test_all_cached_submission_has_no_job_and_reads_like_any(
     """Every key cached: no Vertex job; find, status, results and the command still work."""
     _fill(client, stack, "full-1", _requests())
     before = len(jobs_in(stack, bucket))
+    plan = client.plan_claude("full-2", CLAUDE, _requests(), cache=True)
+    assert (plan.cached, plan.to_send, plan.jobs, plan.input_tokens) == (4, 0, 0, 0)
     job = client.submit_claude("full-2", CLAUDE, _requests(), cache=True)
     assert len(jobs_in(stack, bucket)) == before
     assert job.name == "cached:full-2" and job.keys == 4
