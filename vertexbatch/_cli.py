@@ -42,7 +42,7 @@ import click
 
 from ._cli_doctor import doctor
 from ._cli_options import ENVIRONMENT_HELP, cloud_client, cloud_command, verbose
-from ._cli_plan import plan_lines
+from ._cli_plan import cache_options, dedupe_option, dry_run_options, echo_plan, plan_of
 from ._cli_render import (
     OUTCOMES,
     RUN_OUTCOMES,
@@ -67,7 +67,6 @@ from ._cli_requests import check_provider, naming_the_line, open_requests, reque
 from ._client import Client
 from ._config import BUCKET
 from ._errors import InvalidRequestError, WaitTimeout
-from ._estimate import Plan
 from ._models import Job, Result, Status
 from ._runs import DEFAULT_SHARD_SIZE, Run, RunSummary
 from ._wait import wait
@@ -203,73 +202,6 @@ def main() -> None:
     """
 
 
-def _dry_run_options(command: Any) -> Any:
-    command = click.option(
-        "--count-tokens",
-        is_flag=True,
-        help="With --dry-run: count input tokens with the provider's count-tokens API.",
-    )(command)
-    return click.option(
-        "--dry-run",
-        is_flag=True,
-        help="Print the plan (requests, distinct, to send, jobs, tokens, cost); stage nothing.",
-    )(command)
-
-
-def _plan(
-    client: Client,
-    provider: str,
-    submission_id: str,
-    model: str,
-    lines: Any,
-    dedupe: bool,
-    count_tokens: bool,
-    shard_size: int | None = None,
-    *,
-    cache: bool = False,
-    ttl: timedelta | None = None,
-) -> Plan:
-    planner = client.plan_claude if provider == "claude" else client.plan_gemini
-    return planner(
-        submission_id,
-        model,
-        iter(lines),
-        dedupe=dedupe,
-        cache=cache,
-        cache_ttl=ttl,
-        count_tokens=count_tokens,
-        shard_size=shard_size,
-    )
-
-
-def _echo_plan(plan: Plan, what: str, as_json: bool) -> None:
-    if as_json:
-        click.echo(json.dumps(plan.to_dict()))
-    else:
-        click.echo("\n".join(plan_lines(plan, what)))
-
-
-def _cache_options(command: Any) -> Any:
-    command = click.option(
-        "--cache-ttl",
-        type=click.FloatRange(min=0, min_open=True),
-        default=None,
-        help="With --cache: entries older than this many seconds are misses.",
-    )(command)
-    return click.option(
-        "--cache",
-        is_flag=True,
-        help="Answer from the answer cache what it holds; fill it with the ok answers.",
-    )(command)
-
-
-_dedupe_option = click.option(
-    "--dedupe",
-    is_flag=True,
-    help="Stage equal requests once; every key still gets the (shared) answer.",
-)
-
-
 @main.command()
 @click.option(
     "--provider", type=click.Choice(["claude", "gemini"]), required=True, help="Whose model."
@@ -277,9 +209,9 @@ _dedupe_option = click.option(
 @click.option("--model", required=True, help="Bare Vertex model id, e.g. claude-opus-5-5@default.")
 @click.option("--id", "submission_id", required=True, help="Submission id (idempotency key).")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
-@_dedupe_option
-@_cache_options
-@_dry_run_options
+@dedupe_option
+@cache_options
+@dry_run_options
 @_file_argument
 @cloud_command
 def submit(
@@ -306,7 +238,7 @@ def submit(
         with naming_the_line(lines):
             ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
             if dry_run:
-                plan = _plan(
+                plan = plan_of(
                     client,
                     provider,
                     submission_id,
@@ -317,7 +249,7 @@ def submit(
                     cache=cache,
                     ttl=ttl,
                 )
-                _echo_plan(plan, f"submission {submission_id!r}", as_json)
+                echo_plan(plan, f"submission {submission_id!r}", as_json)
                 return
             if provider == "claude":
                 job = client.submit_claude(
@@ -481,9 +413,9 @@ def run_group() -> None:
     help="Most attempts per key.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
-@_dedupe_option
-@_cache_options
-@_dry_run_options
+@dedupe_option
+@cache_options
+@dry_run_options
 @_file_argument
 @cloud_command
 def run_submit(
@@ -512,7 +444,7 @@ def run_submit(
         with naming_the_line(lines):
             ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
             if dry_run:
-                plan = _plan(
+                plan = plan_of(
                     client,
                     provider,
                     run_id,
@@ -524,7 +456,7 @@ def run_submit(
                     cache=cache,
                     ttl=ttl,
                 )
-                _echo_plan(plan, f"run {run_id!r}", as_json)
+                echo_plan(plan, f"run {run_id!r}", as_json)
                 return
             start = client.run_claude if provider == "claude" else client.run_gemini
             run = start(
