@@ -312,3 +312,30 @@ def test_an_id_answered_whole_has_nothing_to_resubmit(client: vb.Client, stack: 
     job = client.submit_claude("w1", CLAUDE, _requests(1), cache=True)
     with pytest.raises(vb.InvalidRequestError, match="answered from the answer cache"):
         client.resubmit(job)
+
+
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        (lambda line: line.replace(b"old", b"new"), "the answer no longer hashes to h"),
+        (lambda line: line[:-10], "cut short"),
+        (lambda line: line.replace(b'"m":"m1"', b'"m":"m2"'), "another model"),
+        (lambda line: line.replace(b'"t":5', b'"t":"5"'), "time not a number"),
+        (lambda line: line.replace(b'{"d":', b'{ "d":'), "not as written"),
+        (lambda line: b"not json", "not an entry at all"),
+    ],
+)
+def test_parse_entry_refuses_damage(damage: object, why: str) -> None:
+    """Any change to a written entry makes it unreadable (a miss), whatever the change."""
+    from vertexbatch._cache import parse_entry
+
+    digest = "ab" + "0" * 30
+    line = entry_line(digest, "m1", {"text": "old answer"}, 5)
+    entry = parse_entry(line, "m1", "ab")
+    assert (
+        entry is not None
+        and entry.created == 5
+        and json.loads(entry.response) == {"text": "old answer"}
+    )
+    assert parse_entry(line, "m1", "cd") is None  # filed under another shard
+    assert parse_entry(damage(line), "m1", "ab") is None, why  # type: ignore[operator]
