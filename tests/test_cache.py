@@ -58,8 +58,10 @@ def test_second_submission_sends_only_what_the_cache_lacks(
     assert len(stored.splitlines()) == 4  # refusals and truncations are never cached
 
     second_requests = _requests(extra=(refused, claude_request("new", "A new one.")))
+    staged = _names(stack, bucket, "jobs/")
     plan = client.plan_claude("c2", CLAUDE, second_requests, cache=True)
     assert (plan.requests, plan.cached, plan.to_send, plan.jobs) == (6, 4, 2, 1)
+    assert _names(stack, bucket, "jobs/") == staged  # a plan writes nothing
     second = _fill(client, stack, "c2", second_requests)
     assert _input_rows(stack, bucket, "c2") == 2
     assert [k for k, r in sorted(second.items()) if r.cached] == ["k0", "k1", "k2", "k3"]
