@@ -21,6 +21,7 @@ Then the cold start (``benchmarks.cold_start``, no stack): ``import vertexbatch`
 ``--only import`` runs that alone (under a minute); ``--only batch`` leaves it out.
 ``--only stall`` runs ``benchmarks.loop_stall`` alone: the longest event-loop gap under
 ``client.aio`` during a ``--stall-size`` (default 20,000) request submit and results pass.
+``--only cache`` runs the answer-cache and dedupe benchmark alone (``benchmarks.cache``).
 
 Figures are medians; ratios are taken pair by pair, then the median. Every object is deleted after
 use and each (provider, N) gets a fresh stack and bucket, so fake-gcs-server's memory stays bounded.
@@ -444,9 +445,10 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write every raw figure here")
     parser.add_argument(
-        "--only", choices=["import", "batch", "stall"],
+        "--only", choices=["import", "batch", "stall", "cache"],
         help="import: the cold start alone; batch: staging, results and calls alone; "
-        "stall: the event loop's longest gap under client.aio alone",
+        "stall: the event loop's longest gap under client.aio alone; "
+        "cache: the answer cache and dedupe alone (benchmarks.cache, Claude, each size)",
     )  # fmt: skip
     parser.add_argument("--stall-size", type=int, default=20_000)
     parser.add_argument(
@@ -461,6 +463,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# python -m benchmarks.run --only stall --stall-size {args.stall_size}")
         print(loop_stall.run(args.stall_size))
         return 0
+    if args.only == "cache":
+        return _cache(args.sizes, args.repeats)
     started = time.perf_counter()
     cases = [] if args.only == "import" else _batch(args)
     cold = None if args.only == "batch" else _cold_start(args.import_repeats)
@@ -493,6 +497,23 @@ def main(argv: list[str] | None = None) -> int:
         if cold is not None:
             raw["cold_start"] = [f.__dict__ for f in cold]
         args.json.write_text(json.dumps(raw, indent=1, default=str))
+    return 0
+
+
+def _cache(sizes: list[int], repeats: int) -> int:
+    """The answer cache and dedupe figures (``benchmarks.cache``), one stack per size."""
+    from benchmarks import cache
+
+    for n in sizes:
+        started = time.perf_counter()
+        figures = cache.measure_cache(n, repeats)
+        print(
+            f"# python -m benchmarks.run --only cache --sizes {n} --repeats {repeats}  "
+            f"({time.perf_counter() - started:.0f}s, {os.cpu_count()} CPUs)"
+        )
+        print()
+        print(cache.render(figures))
+        print()
     return 0
 
 

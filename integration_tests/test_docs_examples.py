@@ -112,3 +112,23 @@ def test_testing_page_files_pass_under_pytest(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "4 passed" in result.stdout, result.stdout
+
+
+def test_pay_once_plans_then_answers_from_the_cache(
+    stack: LocalStack, bucket: str, tmp_path: Path
+) -> None:
+    """pay_once.py: night 1 sends two of three requests; night 2 sends only the new one."""
+    lines = _run("pay_once.py", stack.environment(bucket), tmp_path)
+    assert lines[0] == "eval-night-1: 3 requests, 2 distinct, 0 cached, 2 to send, 1 job(s)"
+    assert sorted(lines[1:4]) == [
+        "suite-a/q0 ok paid",
+        "suite-a/q1 ok paid",
+        "suite-b/q0 ok shared",
+    ]
+    assert lines[4] == "eval-night-2: 4 requests, 3 distinct, 3 cached, 1 to send, 1 job(s)"
+    assert sorted(lines[5:]) == [
+        "suite-a/q0 ok cached",
+        "suite-a/q1 ok cached",
+        "suite-b/q0 ok cached",
+        "suite-b/q1 ok paid",
+    ]

@@ -477,6 +477,8 @@ def test_results_jsonl_fields_and_summary(
             "usage",
             "refusal",
             "error",
+            "shared",
+            "cached",
         ]
         assert list(record["usage"]) == ["input", "output", "cache_read", "cache_write"]
     assert records["ok"]["error"] is None and records["ok"]["text"]
@@ -533,6 +535,8 @@ def test_result_record_is_pure_and_stable() -> None:
         "usage": {"input": 3, "output": 4, "cache_read": 1, "cache_write": 2},
         "refusal": None,
         "error": None,
+        "shared": False,
+        "cached": False,
     }
 
 
@@ -731,3 +735,8 @@ def test_demo_fast() -> None:
     assert "(Gemini blocked the prompt as prohibited content)" in out
     assert "(Gemini stopped the answer on a safety rating)" in out
     assert "cache read: input tokens Claude read from its prompt cache" in out
+    # Pay once: the second night is answered mostly from the cache, as its plan predicted.
+    assert "night 1: plan: 6 requests, 4 distinct, 0 cached, 4 to send in 1 job(s)" in out
+    assert "6 results: 0 from the cache, 2 shared with an equal request, 4 answered" in out
+    assert "night 2: plan: 8 requests, 6 distinct, 6 cached, 2 to send in 1 job(s)" in out
+    assert "8 results: 6 from the cache, 0 shared with an equal request, 2 answered" in out

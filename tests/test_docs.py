@@ -27,6 +27,7 @@ RUN_BY = {
     "docs/examples/point_clients.py": RUNS_DOCS_EXAMPLES,
     "docs/examples/run_in_one_process.py": RUNS_DOCS_EXAMPLES,
     "docs/examples/telemetry.py": RUNS_DOCS_EXAMPLES,
+    "docs/examples/pay_once.py": RUNS_DOCS_EXAMPLES,
     "docs/examples/testing/conftest.py": RUNS_DOCS_EXAMPLES,
     "docs/examples/testing/my_pipeline.py": RUNS_DOCS_EXAMPLES,
     "docs/examples/testing/test_my_pipeline.py": RUNS_DOCS_EXAMPLES,

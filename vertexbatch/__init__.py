@@ -17,6 +17,7 @@ from ._errors import (
     VertexBatchError,
     WaitTimeout,
 )
+from ._estimate import Plan
 from ._models import (
     ClaudeRequest,
     GeminiRequest,
@@ -28,6 +29,7 @@ from ._models import (
     Status,
     Usage,
 )
+from ._prices import PRICES, PRICES_DATE, PRICES_SOURCE, Price
 from ._retry import RetryPolicy, is_retryable
 from ._runs import KeyResult, Run, RunSummary, Shard
 from ._wait import wait
@@ -45,6 +47,11 @@ __all__ = [
     "LineError",
     "MissingError",
     "Outcome",
+    "PRICES",
+    "PRICES_DATE",
+    "PRICES_SOURCE",
+    "Plan",
+    "Price",
     "Provider",
     "Refusal",
     "RefusedError",

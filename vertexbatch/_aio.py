@@ -24,12 +24,14 @@ import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
+from ._estimate import Plan
 from ._models import ClaudeRequest, GeminiRequest, Job, Result, Status
 from ._online import CONCURRENCY
+from ._prices import Price
 from ._runs import DEFAULT_SHARD_SIZE, KeyResult, Run, RunSummary
 from ._tracing import job_attributes
 from ._wait import Schedule
@@ -304,15 +306,105 @@ class AsyncClient:
     def __repr__(self) -> str:
         return f"{self._client!r}.aio"
 
-    async def submit_claude(self, id: str, model: str, requests: Iterable[ClaudeRequest]) -> Job:
+    async def submit_claude(
+        self,
+        id: str,
+        model: str,
+        requests: Iterable[ClaudeRequest],
+        *,
+        dedupe: bool = False,
+        cache: bool = False,
+        cache_ttl: timedelta | None = None,
+    ) -> Job:
         """``Client.submit_claude``, awaitable; ``requests`` is read in the call's thread."""
-        submit = functools.partial(self._client.submit_claude, id, model, requests)
+        submit = functools.partial(
+            self._client.submit_claude,
+            id,
+            model,
+            requests,
+            dedupe=dedupe,
+            cache=cache,
+            cache_ttl=cache_ttl,
+        )
         return await self._pool.call(f"submit of id {id!r}", submit)
 
-    async def submit_gemini(self, id: str, model: str, requests: Iterable[GeminiRequest]) -> Job:
+    async def plan_claude(
+        self,
+        id: str,
+        model: str,
+        requests: Iterable[ClaudeRequest],
+        *,
+        dedupe: bool = False,
+        cache: bool = False,
+        cache_ttl: timedelta | None = None,
+        count_tokens: bool = False,
+        prices: Iterable[Price] = (),
+        shard_size: int | None = None,
+    ) -> Plan:
+        """``Client.plan_claude``, awaitable; nothing is staged."""
+        plan = functools.partial(
+            self._client.plan_claude,
+            id,
+            model,
+            requests,
+            dedupe=dedupe,
+            cache=cache,
+            cache_ttl=cache_ttl,
+            count_tokens=count_tokens,
+            prices=prices,
+            shard_size=shard_size,
+        )
+        return await self._pool.call(f"plan of id {id!r}", plan)
+
+    async def submit_gemini(
+        self,
+        id: str,
+        model: str,
+        requests: Iterable[GeminiRequest],
+        *,
+        dedupe: bool = False,
+        cache: bool = False,
+        cache_ttl: timedelta | None = None,
+    ) -> Job:
         """``Client.submit_gemini``, awaitable; ``requests`` is read in the call's thread."""
-        submit = functools.partial(self._client.submit_gemini, id, model, requests)
+        submit = functools.partial(
+            self._client.submit_gemini,
+            id,
+            model,
+            requests,
+            dedupe=dedupe,
+            cache=cache,
+            cache_ttl=cache_ttl,
+        )
         return await self._pool.call(f"submit of id {id!r}", submit)
+
+    async def plan_gemini(
+        self,
+        id: str,
+        model: str,
+        requests: Iterable[GeminiRequest],
+        *,
+        dedupe: bool = False,
+        cache: bool = False,
+        cache_ttl: timedelta | None = None,
+        count_tokens: bool = False,
+        prices: Iterable[Price] = (),
+        shard_size: int | None = None,
+    ) -> Plan:
+        """``Client.plan_gemini``, awaitable; nothing is staged."""
+        plan = functools.partial(
+            self._client.plan_gemini,
+            id,
+            model,
+            requests,
+            dedupe=dedupe,
+            cache=cache,
+            cache_ttl=cache_ttl,
+            count_tokens=count_tokens,
+            prices=prices,
+            shard_size=shard_size,
+        )
+        return await self._pool.call(f"plan of id {id!r}", plan)
 
     async def find(self, id: str) -> Job | None:
         """``Client.find``, awaitable."""
@@ -390,6 +482,9 @@ class AsyncClient:
         *,
         shard_size: int = DEFAULT_SHARD_SIZE,
         max_attempts: int = 3,
+        dedupe: bool = False,
+        cache: bool = False,
+        cache_ttl: timedelta | None = None,
     ) -> AsyncRun:
         """``Client.run_claude``, awaitable."""
         start = functools.partial(
@@ -399,6 +494,9 @@ class AsyncClient:
             requests,
             shard_size=shard_size,
             max_attempts=max_attempts,
+            dedupe=dedupe,
+            cache=cache,
+            cache_ttl=cache_ttl,
         )
         return AsyncRun(await self._pool.call(f"start of run {id!r}", start), self._pool)
 
@@ -410,6 +508,9 @@ class AsyncClient:
         *,
         shard_size: int = DEFAULT_SHARD_SIZE,
         max_attempts: int = 3,
+        dedupe: bool = False,
+        cache: bool = False,
+        cache_ttl: timedelta | None = None,
     ) -> AsyncRun:
         """``Client.run_gemini``, awaitable."""
         start = functools.partial(
@@ -419,6 +520,9 @@ class AsyncClient:
             requests,
             shard_size=shard_size,
             max_attempts=max_attempts,
+            dedupe=dedupe,
+            cache=cache,
+            cache_ttl=cache_ttl,
         )
         return AsyncRun(await self._pool.call(f"start of run {id!r}", start), self._pool)
 

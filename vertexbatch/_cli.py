@@ -35,13 +35,14 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import click
 
 from ._cli_doctor import doctor
 from ._cli_options import ENVIRONMENT_HELP, cloud_client, cloud_command, verbose
+from ._cli_plan import cache_options, dedupe_option, dry_run_options, echo_plan, plan_of
 from ._cli_probe import probe
 from ._cli_render import (
     OUTCOMES,
@@ -209,9 +210,23 @@ def main() -> None:
 @click.option("--model", required=True, help="Bare Vertex model id, e.g. claude-opus-5-5@default.")
 @click.option("--id", "submission_id", required=True, help="Submission id (idempotency key).")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
+@dedupe_option
+@cache_options
+@dry_run_options
 @_file_argument
 @cloud_command
-def submit(provider: str, model: str, submission_id: str, as_json: bool, file: str) -> None:
+def submit(
+    provider: str,
+    model: str,
+    submission_id: str,
+    as_json: bool,
+    dedupe: bool,
+    cache: bool,
+    cache_ttl: float | None,
+    dry_run: bool,
+    count_tokens: bool,
+    file: str,
+) -> None:
     """Submit the requests of FILE (JSONL, - for stdin) under an id; the same id adopts its job.
 
     Claude lines: {"key": ..., "params": {Messages parameters}}.
@@ -222,10 +237,39 @@ def submit(provider: str, model: str, submission_id: str, as_json: bool, file: s
     with open_requests(file) as stream:
         lines = request_lines(stream, provider)
         with naming_the_line(lines):
+            ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
+            if dry_run:
+                plan = plan_of(
+                    client,
+                    provider,
+                    submission_id,
+                    model,
+                    lines,
+                    dedupe,
+                    count_tokens,
+                    cache=cache,
+                    ttl=ttl,
+                )
+                echo_plan(plan, f"submission {submission_id!r}", as_json)
+                return
             if provider == "claude":
-                job = client.submit_claude(submission_id, model, iter(lines))  # type: ignore[arg-type]
+                job = client.submit_claude(
+                    submission_id,
+                    model,
+                    iter(lines),  # type: ignore[arg-type]
+                    dedupe=dedupe,
+                    cache=cache,
+                    cache_ttl=ttl,
+                )
             else:
-                job = client.submit_gemini(submission_id, model, iter(lines))  # type: ignore[arg-type]
+                job = client.submit_gemini(
+                    submission_id,
+                    model,
+                    iter(lines),  # type: ignore[arg-type]
+                    dedupe=dedupe,
+                    cache=cache,
+                    cache_ttl=ttl,
+                )
     _echo_job(job, as_json)
 
 
@@ -295,7 +339,7 @@ def results(submission_id: str, only: tuple[str, ...]) -> None:
     """Print one JSON line per key; a summary of the outcomes goes to stderr.
 
     Fields: key, outcome, text, stop, usage{input,output,cache_read,cache_write},
-    refusal{category,detail} or null, error{type,code,status} or null.
+    refusal{category,detail} or null, error{type,code,status} or null, shared, cached.
     """
     client = cloud_client()
     job = _find(client, submission_id)
@@ -370,6 +414,9 @@ def run_group() -> None:
     help="Most attempts per key.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@dedupe_option
+@cache_options
+@dry_run_options
 @_file_argument
 @cloud_command
 def run_submit(
@@ -379,6 +426,11 @@ def run_submit(
     shard_size: int,
     attempts: int,
     as_json: bool,
+    dedupe: bool,
+    cache: bool,
+    cache_ttl: float | None,
+    dry_run: bool,
+    count_tokens: bool,
     file: str,
 ) -> None:
     """Start a run of the requests of FILE (JSONL, - for stdin).
@@ -391,6 +443,22 @@ def run_submit(
     with open_requests(file) as stream:
         lines = request_lines(stream, provider)
         with naming_the_line(lines):
+            ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
+            if dry_run:
+                plan = plan_of(
+                    client,
+                    provider,
+                    run_id,
+                    model,
+                    lines,
+                    dedupe,
+                    count_tokens,
+                    shard_size,
+                    cache=cache,
+                    ttl=ttl,
+                )
+                echo_plan(plan, f"run {run_id!r}", as_json)
+                return
             start = client.run_claude if provider == "claude" else client.run_gemini
             run = start(
                 run_id,
@@ -398,6 +466,9 @@ def run_submit(
                 iter(lines),  # type: ignore[arg-type]
                 shard_size=shard_size,
                 max_attempts=attempts,
+                dedupe=dedupe,
+                cache=cache,
+                cache_ttl=ttl,
             )
     _echo_run(run, run.status(), as_json)
 

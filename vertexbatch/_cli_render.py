@@ -188,6 +188,8 @@ def result_record(result: Result) -> dict[str, Any]:
             "code": error.code if isinstance(error, LineError) else 0,
             "status": error.status if isinstance(error, LineError) else "",
         },
+        "shared": result.shared,
+        "cached": result.cached,
     }
 
 

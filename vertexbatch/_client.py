@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Self
 
+from ._cache import AnswerCache, check_ttl
+from ._cached import answer_from_cache, cached_status, is_cached_job
 from ._cloud import Cloud
 from ._config import DEFAULT_PREFIX, build_client
+from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError, job_errors
+from ._estimate import Plan, build_plan
 from ._identity import find, resubmit, stage_and_submit
 from ._lines import StagedLine, claude_line, gemini_line
 from ._manifest import resubmit_origin
 from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Result, Status
+from ._prices import Price
 from ._results import iter_results
 from ._retry import RetryPolicy
 from ._rules import check_id, check_job, check_key, check_model, next_attempt_id
@@ -21,6 +27,7 @@ from ._run_start import open_run as load_run
 from ._runs import DEFAULT_SHARD_SIZE, Run
 from ._staging import Staging
 from ._telemetry import Telemetry
+from ._tokens import token_counter
 from ._tracing import Tracing, job_attributes, traced
 from ._vertex import Vertex, status_of
 
@@ -185,21 +192,54 @@ class Client:
         )
 
     @traced("submit", _tracing_of)
-    def submit_claude(self, id: str, model: str, requests: Iterable[ClaudeRequest]) -> Job:
+    def submit_claude(
+        self,
+        id: str,
+        model: str,
+        requests: Iterable[ClaudeRequest],
+        *,
+        dedupe: bool = False,
+        cache: bool = False,
+        cache_ttl: timedelta | None = None,
+    ) -> Job:
         """Submit Claude requests under ``id``; the same id and rows always give the same job.
 
         ``requests`` may be any iterable, a generator included: it is streamed to GCS.
+        With ``dedupe=True`` equal requests (by canonical digest) are staged and paid once, and
+        ``results`` gives each of their keys the one answer (``Result.shared`` on all but the
+        first). Off by default: identical requests may be meant to sample several answers.
+        The same id submitted with and without it holds other rows when requests repeat.
+
+        With ``cache=True`` the answer cache (in the client's bucket, under ``PREFIX/_cache/``)
+        is asked first: only the requests it does not hold (entries younger than ``cache_ttl``)
+        are staged, and ``results`` yields the others from it (``Result.cached``); when it holds
+        them all, no Vertex job is created and the job is named ``cached:ID``. The ok answers of
+        a ``cache=True`` submission fill the cache once its results are read to the end of the
+        terminal job.
 
         Raises:
             InvalidRequestError: a bad id, model, key or request, over Vertex's limits, or the
                 id is already claimed for other rows.
         """
-        return self._submit(id, model, "anthropic", requests, claude_line)
+        return self._submit(
+            id, model, "anthropic", requests, claude_line, dedupe=dedupe, cache=cache, ttl=cache_ttl
+        )
 
     @traced("submit", _tracing_of)
-    def submit_gemini(self, id: str, model: str, requests: Iterable[GeminiRequest]) -> Job:
+    def submit_gemini(
+        self,
+        id: str,
+        model: str,
+        requests: Iterable[GeminiRequest],
+        *,
+        dedupe: bool = False,
+        cache: bool = False,
+        cache_ttl: timedelta | None = None,
+    ) -> Job:
         """Submit Gemini requests under ``id``; see ``submit_claude``."""
-        return self._submit(id, model, "google", requests, gemini_line)
+        return self._submit(
+            id, model, "google", requests, gemini_line, dedupe=dedupe, cache=cache, ttl=cache_ttl
+        )
 
     def _submit(
         self,
@@ -208,13 +248,144 @@ class Client:
         provider: Provider,
         requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
         build: Callable[..., StagedLine],
+        *,
+        dedupe: bool,
+        cache: bool,
+        ttl: timedelta | None,
     ) -> Job:
         check_id(id)
         check_model(model, provider)
+        check_ttl(ttl)
         expected = ClaudeRequest if provider == "anthropic" else GeminiRequest
         lines = _staged_lines(requests, expected, build)
+        if dedupe:
+            lines = dedupe_lines(lines)
+        amend = None
+        if cache:
+            held, amend = answer_from_cache(self._cloud.staging, id, provider, model, lines, ttl)
+            lines = iter(held)
         return stage_and_submit(
-            self._cloud.staging, self._cloud.vertex, self.retry, id, provider, model, lines
+            self._cloud.staging,
+            self._cloud.vertex,
+            self.retry,
+            id,
+            provider,
+            model,
+            lines,
+            amend=amend,
+        )
+
+    @traced("plan", _tracing_of)
+    def plan_claude(
+        self,
+        id: str,
+        model: str,
+        requests: Iterable[ClaudeRequest],
+        *,
+        dedupe: bool = False,
+        cache: bool = False,
+        cache_ttl: timedelta | None = None,
+        count_tokens: bool = False,
+        prices: Iterable[Price] = (),
+        shard_size: int | None = None,
+    ) -> Plan:
+        """What ``submit_claude`` with these arguments would stage, send and cost.
+
+        Nothing is staged and no job is created. With ``cache=True`` the answer cache is asked
+        which requests it holds (``Plan.cached``). Input tokens are estimated, or counted by
+        Anthropic's count-tokens endpoint on Vertex with ``count_tokens=True`` (one call per
+        line to send). ``prices`` override the shipped table (``vertexbatch.PRICES``).
+        ``shard_size`` plans a run (``run_claude``) cut in shards of that many keys.
+
+        Raises:
+            InvalidRequestError: what ``submit_claude`` would refuse before staging.
+        """
+        return self._plan(
+            id,
+            model,
+            "anthropic",
+            requests,
+            claude_line,
+            dedupe=dedupe,
+            cache=cache,
+            ttl=cache_ttl,
+            count_tokens=count_tokens,
+            prices=prices,
+            shard_size=shard_size,
+        )
+
+    @traced("plan", _tracing_of)
+    def plan_gemini(
+        self,
+        id: str,
+        model: str,
+        requests: Iterable[GeminiRequest],
+        *,
+        dedupe: bool = False,
+        cache: bool = False,
+        cache_ttl: timedelta | None = None,
+        count_tokens: bool = False,
+        prices: Iterable[Price] = (),
+        shard_size: int | None = None,
+    ) -> Plan:
+        """What ``submit_gemini`` would do; see ``plan_claude`` (google-genai's
+        ``models.count_tokens`` counts with ``count_tokens=True``)."""
+        return self._plan(
+            id,
+            model,
+            "google",
+            requests,
+            gemini_line,
+            dedupe=dedupe,
+            cache=cache,
+            ttl=cache_ttl,
+            count_tokens=count_tokens,
+            prices=prices,
+            shard_size=shard_size,
+        )
+
+    def _plan(
+        self,
+        id: str,
+        model: str,
+        provider: Provider,
+        requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+        build: Callable[..., StagedLine],
+        *,
+        dedupe: bool,
+        cache: bool,
+        ttl: timedelta | None,
+        count_tokens: bool,
+        prices: Iterable[Price],
+        shard_size: int | None,
+    ) -> Plan:
+        check_id(id)
+        check_model(model, provider)
+        check_ttl(ttl)
+        if shard_size is not None and (type(shard_size) is not int or shard_size < 1):
+            raise InvalidRequestError(
+                f"shard_size must be at least 1, got {shard_size!r}", field="shard_size"
+            )
+        prices = tuple(prices)
+        expected = ClaudeRequest if provider == "anthropic" else GeminiRequest
+        lines = _staged_lines(requests, expected, build)
+        count = token_counter(self._cloud, provider, model) if count_tokens else None
+        lookup = None
+        if cache:
+            answers = AnswerCache(self._cloud.staging, provider, model, ttl=ttl)
+
+            def lookup(digests: list[str]) -> set[str]:
+                return set(answers.lookup(digests))
+
+        return build_plan(
+            provider,
+            model,
+            lines,
+            dedupe=dedupe,
+            lookup=lookup,
+            count=count,
+            prices=prices,
+            shard_size=shard_size,
         )
 
     @traced("find", _tracing_of)
@@ -230,6 +401,8 @@ class Client:
             InvalidRequestError: ``job`` is not a ``Job`` naming a Vertex batch job.
             JobError: the job does not exist.
         """
+        if is_cached_job(job):
+            return cached_status(job)
         check_job(job)
         with job_errors(job.name):
             return status_of(self._cloud.vertex.get(job.name))
@@ -241,8 +414,9 @@ class Client:
             InvalidRequestError: ``job`` is not a ``Job`` naming a Vertex batch job.
             JobError: the job does not exist, or its key map or output cannot be read.
         """
-        check_job(job)
         cloud = self._cloud
+        if not is_cached_job(job):
+            check_job(job)
         results = iter_results(cloud.vertex, cloud.staging, job, cloud.telemetry)
         return cloud.tracing.passing(results, job_attributes(job))
 
@@ -268,6 +442,12 @@ class Client:
                 submission (a derived id is only ever used for a resubmission of ``job``).
             JobError: the job's staged input or key map is gone or damaged.
         """
+        if is_cached_job(job):
+            raise InvalidRequestError(
+                f"id {job.id!r} was answered from the answer cache: every key has an ok "
+                "answer, so there is nothing to resubmit",
+                field="job",
+            )
         check_job(job)
         new_id = check_id(id) if id is not None else next_attempt_id(job.id)
         if keys is None:
@@ -304,12 +484,17 @@ class Client:
         *,
         shard_size: int = DEFAULT_SHARD_SIZE,
         max_attempts: int = 3,
+        dedupe: bool = False,
+        cache: bool = False,
+        cache_ttl: timedelta | None = None,
     ) -> Run:
         """Start (or rejoin) a run: shard the requests, stage them, write the ledger, take a step.
 
         Shards hold at most ``shard_size`` rows and 1 GB each (Vertex allows 200,000 rows);
         ``run.advance()`` then creates jobs, resubmits retryable and missing keys up to
-        ``max_attempts`` attempts per key, and finishes shards.
+        ``max_attempts`` attempts per key, and finishes shards. ``dedupe``, ``cache`` and
+        ``cache_ttl``: as for ``submit_claude``, within each shard (a shard the cache answers
+        whole gets no job; ``Run.results`` fills the cache from finished shards).
         """
         check_model(model, "anthropic")
         lines = _staged_lines(requests, ClaudeRequest, claude_line)
@@ -321,6 +506,9 @@ class Client:
             lines,
             shard_size=shard_size,
             max_attempts=max_attempts,
+            dedupe=dedupe,
+            cache=cache,
+            cache_ttl=check_ttl(cache_ttl),
         )
 
     @traced("run.start", _tracing_of)
@@ -332,6 +520,9 @@ class Client:
         *,
         shard_size: int = DEFAULT_SHARD_SIZE,
         max_attempts: int = 3,
+        dedupe: bool = False,
+        cache: bool = False,
+        cache_ttl: timedelta | None = None,
     ) -> Run:
         """Start (or rejoin) a run of Gemini requests; see ``run_claude``."""
         check_model(model, "google")
@@ -344,6 +535,9 @@ class Client:
             lines,
             shard_size=shard_size,
             max_attempts=max_attempts,
+            dedupe=dedupe,
+            cache=cache,
+            cache_ttl=check_ttl(cache_ttl),
         )
 
     @traced("run.open", _tracing_of)
@@ -359,6 +553,8 @@ class Client:
             InvalidRequestError: ``job`` is not a ``Job`` naming a Vertex batch job.
             JobError: the job does not exist.
         """
+        if is_cached_job(job):
+            return  # answered from the cache: nothing runs
         check_job(job)
         with job_errors(job.name):
             self._cloud.vertex.cancel(job.name)

@@ -3,8 +3,9 @@
 The first run submits a code-review batch to Claude and a ticket-triage batch to Gemini, shows
 their progress, then what happened to every request. The second run submits the same rows under
 the same ids, as a retried Cloud Run task would, and shows the jobs being adopted, not created.
-Last, a *run* of Claude requests over three shards is advanced step by step, as a scheduler
-would, until every key has its final outcome.
+Then a *run* of Claude requests over three shards is advanced step by step, as a scheduler
+would, until every key has its final outcome. Last, two nights of an evaluation are planned and
+submitted with dedupe and the answer cache (``_demo_cache``).
 
 The requests, their scripted outcomes and the ids are in ``_demo_data``; this module narrates.
 """
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from ._cli_render import OUTCOMES, progress_bar
 from ._client import Client
+from ._demo_cache import cache_section
 from ._demo_data import (
     BUCKET,
     CLAUDE_MODEL,
@@ -117,6 +119,11 @@ def run_demo(*, out: TextIO, fast: bool = False, tty: bool = False) -> None:
         )
         say("   advanced one step at a time as a scheduler would (`vertexbatch run advance ID`)")
         _run_section(stack, client, say, interval=0.05 if fast else 1.0)
+
+        say()
+        say("6. Pay once per distinct request: a nightly evaluation planned, then submitted with")
+        say("   dedupe=True and cache=True; the next night resends yesterday's prompts")
+        cache_section(client, say, interval=0.05 if fast else 0.5)
 
     say()
     say(f"Done in {time.monotonic() - started:.0f}s. Next:")

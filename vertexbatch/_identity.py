@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from google.api_core import exceptions as api_exceptions
 
+from ._cached import cached_job, record_cached
 from ._errors import InvalidRequestError, JobError, job_errors
 from ._lines import StagedLine
 from ._manifest import (
@@ -65,8 +66,11 @@ def stage(
     model: str,
     lines: Iterable[StagedLine],
     origin: str = PLAIN,
+    amend: Callable[[Manifest], Manifest] | None = None,
 ) -> Manifest:
     """Stage the rows create-only and claim the id for them; stream, never hold all rows.
+
+    ``amend`` completes the manifest of the rows (the answers staged from the cache).
 
     Raises:
         InvalidRequestError: no rows, too many rows or bytes, a bad line, or the id is claimed
@@ -97,6 +101,8 @@ def stage(
         raise
     given = tally.manifest(provider, model, origin)
     note({"vertexbatch.requests": tally.rows})
+    if amend is not None:
+        given = amend(given)
     if staged is not None:
         return _carry_on(staging, submission_id, staged, given)
     assert input_upload is not None and keys_upload is not None
@@ -264,6 +270,8 @@ def submit(
     """
     folder = staging.folder(submission_id)
     spec = manifest.spec(submission_id, folder)
+    if not manifest.rows:  # every key answered from the answer cache: no job to create
+        return record_cached(staging, spec, manifest)
     where = f"gs://{folder.bucket}/{folder.name(RECORD)}"
     record = staging.read_json(folder.name(RECORD))
     if record is not None:
@@ -353,9 +361,10 @@ def stage_and_submit(
     model: str,
     lines: Iterable[StagedLine],
     origin: str = PLAIN,
+    amend: Callable[[Manifest], Manifest] | None = None,
 ) -> Job:
     """The whole identity protocol for one id: stage create-only, then adopt or create."""
-    manifest = stage(staging, submission_id, provider, model, lines, origin)
+    manifest = stage(staging, submission_id, provider, model, lines, origin, amend)
     return submit(staging, vertex, policy, submission_id, manifest)
 
 
@@ -401,6 +410,8 @@ def look_up(vertex: Vertex, staging: Staging, submission_id: str) -> Staged | No
     if manifest is None:
         return None
     spec = manifest.spec(submission_id, folder)
+    if not manifest.rows:  # answered from the answer cache: no job
+        return Staged(manifest, spec, None)
     record = staging.read_json(folder.name(RECORD))
     if record is not None:
         return Staged(manifest, spec, _follow_record(vertex, record, spec, folder.uri(RECORD)))
@@ -411,6 +422,8 @@ def look_up(vertex: Vertex, staging: Staging, submission_id: str) -> Staged | No
 def find(vertex: Vertex, staging: Staging, submission_id: str) -> Job | None:
     """The id's job: the recorded one, else the earliest listed; read-only."""
     staged = look_up(vertex, staging, submission_id)
+    if staged is not None and not staged.manifest.rows:
+        return cached_job(staged.spec)
     if staged is None or staged.job is None:
         return None
     return staged.spec.to_job(staged.job)

@@ -4,6 +4,11 @@ Pure. A key travels as ``key_digest(key)`` (Claude ``custom_id``, Gemini label a
 Every staged line also gets a *canonical digest* of its request, which survives Vertex's importer
 normalisation (nulls injected, key order changed), so an echoed request can be matched when no id
 came back. ``KeyMap`` holds one job's keys in submission order and finds the key of an output row.
+
+With ``dedupe=True`` several keys share one staged line: their key records carry the digest of
+the line's first key, and ``KeyMap.shared`` leads an answered line to the other keys it answers.
+With ``cache=True`` a key answered from the answer cache has no line at all: its record carries
+``cache_digest(key)`` (``c`` + the hex of its key digest), which no output row can name.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 __all__ = [
     "KEY_FIELD",
     "KeyMap",
+    "cache_digest",
     "canonical_digest",
     "digest_text",
     "key_digest",
@@ -26,7 +32,12 @@ __all__ = [
 
 # The label (Gemini ``request.labels``) and sibling field that carry a key's digest.
 KEY_FIELD = "vb_key"
-_DIGEST = re.compile(rb"k[0-9a-f]{32}")
+_DIGEST = re.compile(rb"[kc][0-9a-f]{32}")
+
+
+def cache_digest(key: str) -> str:
+    """The digest in the key record of a key answered from the answer cache (no input line)."""
+    return "c" + key_digest(key)[1:]
 
 
 def key_digest(key: str) -> str:
@@ -93,7 +104,17 @@ class KeyMap:
     id), because a Cloud Function reading 200,000 results has little memory to spare.
     """
 
-    __slots__ = ("_by_canonical", "_by_digest", "_canonical", "keys")
+    __slots__ = (
+        "_by_cache",
+        "_by_canonical",
+        "_by_digest",
+        "_canonical",
+        "_primary",
+        "_shared",
+        "cached",
+        "fills_cache",
+        "keys",
+    )
 
     # A digest as the value of an id field in the line's own JSON (``custom_id``, the ``vb_key``
     # sibling or label): a digest quoted inside a string has its quotes escaped and never matches.
@@ -106,10 +127,29 @@ class KeyMap:
         self._by_digest: dict[int, int] = {}
         self._canonical = array("Q")
         self._by_canonical: dict[int, list[int]] | None = None
+        # Deduplicated keys only (usually none): a line's first key -> the others it answers,
+        # and each of those -> that first key.
+        self._shared: dict[int, list[int]] = {}
+        self._primary: dict[int, int] = {}
+        self.cached = 0  # keys answered from the answer cache
+        self._by_cache: dict[int, int] = {}
+        # Set by whoever read the manifest: the job's ok answers go to the answer cache.
+        self.fills_cache = False
 
     def add(self, key: str, digest: str, canonical: str) -> None:
-        """Add one key (in submission order)."""
-        self._by_digest[_short(digest)] = len(self.keys)
+        """Add one key (in submission order); a digest seen before shares that key's line."""
+        index = len(self.keys)
+        if digest[0] == "c":
+            self.cached += 1
+            self._by_cache[_short(digest)] = index
+            self.keys.append(key)
+            self._canonical.append(0)  # never matched by an echoed request
+            self._by_canonical = None
+            return
+        first = self._by_digest.setdefault(_short(digest), index)
+        if first != index:
+            self._shared.setdefault(first, []).append(index)
+            self._primary[index] = first
         self.keys.append(key)
         self._canonical.append(int(canonical[:16], 16) if canonical else 0)
         self._by_canonical = None
@@ -137,6 +177,28 @@ class KeyMap:
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    @property
+    def lines(self) -> int:
+        """How many staged lines the keys travel on (fewer than keys with ``dedupe=True``)."""
+        return len(self.keys) - len(self._primary) - self.cached
+
+    def primary(self, index: int) -> int:
+        """The index of the first key of the line ``index`` travels on (itself, usually)."""
+        return self._primary.get(index, index)
+
+    def shared(self, index: int) -> list[int]:
+        """The other keys answered by the line of key ``index`` (a line's first key)."""
+        return self._shared.get(index, [])
+
+    def cached_index(self, digest: str) -> int | None:
+        """The index of the key a cached answer's ``cache_digest`` names, or ``None``."""
+        if len(digest) != 33 or digest[0] != "c":
+            return None
+        try:
+            return self._by_cache.get(_short(digest))
+        except ValueError:
+            return None
 
     def _digest_index(self, digest: str) -> int | None:
         if len(digest) != 33 or digest[0] != "k":

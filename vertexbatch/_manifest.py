@@ -77,6 +77,11 @@ class Manifest:
     ``md5`` is the MD5 of ``input.jsonl`` and ``keys_md5`` that of ``keys.jsonl``: reading the key
     map or the input back checks both, so a damaged object is an error, not a lost key.
     ``rejected`` is set when Vertex refused to create a job from it (see ``mark_rejected``).
+    ``keys`` is the number of keys when it differs from ``rows`` (``dedupe=True`` staged some
+    keys' requests once), else 0 and not written.
+    ``cache`` marks a submission made with ``cache=True`` (its ok answers fill the answer
+    cache); ``cached`` keys were answered from the cache, their answers staged in
+    ``cached-<cached_md5>.jsonl`` (none of them has an input line, so ``rows`` may be 0).
     """
 
     provider: Provider
@@ -87,11 +92,23 @@ class Manifest:
     keys_md5: str = ""  # "" in manifests written before key maps were verified
     origin: str = PLAIN
     rejected: str = ""
+    keys: int = 0
+    cache: bool = False
+    cached: int = 0
+    cached_md5: str = ""
+
+    @property
+    def key_count(self) -> int:
+        """How many keys the rows answer (lines of the key map)."""
+        return self.keys or self.rows
 
     def to_json(self) -> dict[str, Any]:
         data = {"format": FORMAT, **asdict(self)}
         if not self.rejected:
             del data["rejected"]
+        for name in ("keys", "cache", "cached", "cached_md5"):
+            if not data[name]:
+                del data[name]
         return data
 
     @classmethod
@@ -108,14 +125,22 @@ class Manifest:
         for name, kind in (("provider", str), ("model", str), ("rows", int), ("bytes", int)):
             if not isinstance(data.get(name), kind) or isinstance(data.get(name), bool):
                 raise bad(f"{name!r} is missing or not a {kind.__name__}")
-        for name in ("md5", "keys_md5", "origin", "rejected"):
+        for name in ("md5", "keys_md5", "origin", "rejected", "cached_md5"):
             if not isinstance(data.get(name, ""), str):
                 raise bad(f"{name!r} is not a string")
         if data["provider"] not in ("anthropic", "google"):
             raise bad("'provider' is neither 'anthropic' nor 'google'")
-        if data["rows"] < 1 or data["bytes"] < 1:
+        cached = data.get("cached", 0)
+        if type(cached) is not int or cached < 0 or type(data.get("cache", False)) is not bool:
+            raise bad("'cached' is not a whole number or 'cache' not a boolean")
+        if (data["rows"] < 1 or data["bytes"] < 1) and not (
+            cached and data["rows"] == data["bytes"] == 0
+        ):
             raise bad("'rows' and 'bytes' must be positive")
-        for name in ("md5", "keys_md5"):
+        keys = data.get("keys", 0)
+        if type(keys) is not int or (keys and keys <= data["rows"]):
+            raise bad("'keys' is not a whole number above 'rows'")
+        for name in ("md5", "keys_md5", "cached_md5"):
             value = data.get(name, "")
             if (value or name == "md5") and not _MD5.fullmatch(value):
                 raise bad(f"{name!r} is not a hex MD5")
@@ -128,18 +153,30 @@ class Manifest:
             keys_md5=data.get("keys_md5", ""),
             origin=data.get("origin", PLAIN),
             rejected=data.get("rejected", ""),
+            keys=keys,
+            cache=data.get("cache", False),
+            cached=cached,
+            cached_md5=data.get("cached_md5", ""),
         )
 
     def claims_same(self, given: Manifest) -> bool:
         """Whether ``given`` (rows about to be staged) are the rows this manifest claims."""
-        return (self.provider, self.model, self.rows, self.bytes, self.md5, self.origin) == (
-            given.provider,
-            given.model,
-            given.rows,
-            given.bytes,
-            given.md5,
-            given.origin,
-        ) and (not self.keys_md5 or self.keys_md5 == given.keys_md5)
+        mine = (self.provider, self.model, self.rows, self.keys, self.bytes, self.md5, self.origin)
+        cache = (self.cache, self.cached, self.cached_md5)
+        return (
+            mine
+            == (
+                given.provider,
+                given.model,
+                given.rows,
+                given.keys,
+                given.bytes,
+                given.md5,
+                given.origin,
+            )
+            and cache == (given.cache, given.cached, given.cached_md5)
+            and (not self.keys_md5 or self.keys_md5 == given.keys_md5)
+        )
 
     def spec(self, submission_id: str, folder: Folder) -> JobSpec:
         return JobSpec(
@@ -148,7 +185,7 @@ class Manifest:
             model=self.model,
             input_uri=folder.input_uri,
             output_prefix=folder.output_prefix,
-            keys=self.rows,
+            keys=self.key_count,
         )
 
 
@@ -183,11 +220,16 @@ class Tally:
 
     def __init__(self) -> None:
         self.rows = 0
+        self.keys = 0
         self.bytes = 0
         self._md5 = hashlib.md5(usedforsecurity=False)
         self._keys_md5 = hashlib.md5(usedforsecurity=False)
 
     def add(self, line: StagedLine, key_record: bytes) -> None:
+        self.keys += 1
+        self._keys_md5.update(key_record)
+        if not line.data:  # a deduplicated key: a key record, no input line
+            return
         self.rows += 1
         self.bytes += len(line.data)
         if self.rows > MAX_ROWS:
@@ -203,7 +245,6 @@ class Tally:
                 field="requests",
             )
         self._md5.update(line.data)
-        self._keys_md5.update(key_record)
 
     def manifest(self, provider: Provider, model: str, origin: str) -> Manifest:
         return Manifest(
@@ -214,6 +255,7 @@ class Tally:
             md5=self._md5.hexdigest(),
             keys_md5=self._keys_md5.hexdigest(),
             origin=origin,
+            keys=self.keys if self.keys != self.rows else 0,
         )
 
 
@@ -235,7 +277,7 @@ def measure(
     tally = Tally()
     for line in lines:
         tally.add(line, line.key_record())
-    if not tally.rows:
+    if not tally.keys:
         raise no_rows(submission_id)
     return tally.manifest(provider, model, origin)
 

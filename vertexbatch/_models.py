@@ -180,6 +180,11 @@ class Result:
         refusal: set when ``error`` is a ``RefusedError``.
         error: ``None`` for a usable answer, else the outcome (see ``vertexbatch.ResultError``).
         response: the provider's raw response dict, for tool calls, citations and the like.
+        shared: the key's request was staged once for several keys (``dedupe=True``) and this
+            is the answer of that one line under another of its keys: its ``usage`` was paid
+            once, by the line, and metrics count it once.
+        cached: the answer came from the answer cache (``cache=True``), not from this
+            submission's job: nothing was paid for it, and metrics record no tokens for it.
     """
 
     key: str
@@ -189,6 +194,8 @@ class Result:
     refusal: Refusal | None = None
     error: ResultError | None = None
     response: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+    shared: bool = False
+    cached: bool = False
 
     @property
     def ok(self) -> bool:

@@ -56,7 +56,7 @@ from ._tracing import note, stepped
 if TYPE_CHECKING:
     from ._cloud import Cloud
 
-__all__ = ["CLAIM", "CLAIM_SECONDS", "answer_online"]
+__all__ = ["CLAIM", "CLAIM_SECONDS", "answer_online", "claude_api", "gemini_api"]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -72,20 +72,43 @@ def _is_local(endpoint: str) -> bool:
     return endpoint.startswith("http://")
 
 
-def _claude_caller(cloud: Cloud, model: str) -> Any:
+def claude_api(cloud: Cloud) -> Any:
+    """An ``anthropic.AnthropicVertex`` for the cloud's project and location (or local stack)."""
     from anthropic import AnthropicVertex
 
     endpoint = cloud.vertex.endpoint
     if _is_local(endpoint):
-        vertex = AnthropicVertex(
+        return AnthropicVertex(
             region=cloud.location,
             project_id=cloud.project,
             access_token="local-stack",
             base_url=f"{endpoint}/v1",
             max_retries=0,
         )
-    else:
-        vertex = AnthropicVertex(region=cloud.location, project_id=cloud.project, max_retries=0)
+    return AnthropicVertex(region=cloud.location, project_id=cloud.project, max_retries=0)
+
+
+def gemini_api(cloud: Cloud) -> Any:
+    """A google-genai ``Client`` on Vertex for the cloud's project and location (or local stack)."""
+    from google import genai
+    from google.genai import types
+
+    endpoint = cloud.vertex.endpoint
+    if _is_local(endpoint):
+        from google.oauth2.credentials import Credentials
+
+        return genai.Client(
+            vertexai=True,
+            project=cloud.project,
+            location=cloud.location,
+            credentials=Credentials(token="local-stack"),  # type: ignore[no-untyped-call]
+            http_options=types.HttpOptions(base_url=endpoint, api_version="v1"),
+        )
+    return genai.Client(vertexai=True, project=cloud.project, location=cloud.location)
+
+
+def _claude_caller(cloud: Cloud, model: str) -> Any:
+    vertex = claude_api(cloud)
 
     def call(request: dict[str, Any]) -> dict[str, Any]:
         params = {k: v for k, v in request.items() if k != "anthropic_version"}
@@ -97,22 +120,9 @@ def _claude_caller(cloud: Cloud, model: str) -> Any:
 
 
 def _gemini_caller(cloud: Cloud, model: str) -> Any:
-    from google import genai
     from google.genai import types
 
-    endpoint = cloud.vertex.endpoint
-    if _is_local(endpoint):
-        from google.oauth2.credentials import Credentials
-
-        api = genai.Client(
-            vertexai=True,
-            project=cloud.project,
-            location=cloud.location,
-            credentials=Credentials(token="local-stack"),  # type: ignore[no-untyped-call]
-            http_options=types.HttpOptions(base_url=endpoint, api_version="v1"),
-        )
-    else:
-        api = genai.Client(vertexai=True, project=cloud.project, location=cloud.location)
+    api = gemini_api(cloud)
 
     def call(request: dict[str, Any]) -> dict[str, Any]:
         config = dict(request.get("generationConfig") or {})

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
+from ._cached import cached_status, fill_cache, is_cached_job, read_cached
+from ._dedupe import shared_result
 from ._errors import LineError, MissingError, job_errors
 from ._json import load_json
 from ._keymap import KeyMap, canonical_digest
@@ -43,23 +46,33 @@ def iter_results(
     Raises:
         JobError: the job does not exist, or its key map or output cannot be read.
     """
-    with job_errors(job.name):
-        vertex_job = vertex.get(job.name)
-    status = status_of(vertex_job)
+    if is_cached_job(job):  # answered wholly from the answer cache: no Vertex job
+        status, directory = cached_status(job), ""
+    else:
+        with job_errors(job.name):
+            vertex_job = vertex.get(job.name)
+        status = status_of(vertex_job)
+        # Only the directory Vertex names is this job's: its time is not createTime, and the
+        # output prefix may hold other jobs' directories (a cancelled twin's, say). None yet:
+        # no output yet.
+        directory = vertex_job.output_info.gcs_output_directory
     keys = read_key_map(staging, job)
-    # Only the directory Vertex names is this job's: its time is not createTime, and the
-    # output prefix may hold other jobs' directories (a cancelled twin's, say). None yet: no
-    # output yet.
-    directory = vertex_job.output_info.gcs_output_directory
     files: list[str] = []
     if directory:
         with job_errors(job.name, reading=directory):
             files = output_files(directory, [name for name, _ in staging.list_names(directory)])
     taken: set[int] = set()
+    for result in read_cached(staging, job, keys, taken):
+        telemetry.record(result, job)
+        yield result
     echoed: dict[str, int] = {}
+    # A cache=True submission's ok answers, stored in the answer cache once all are read.
+    answers: dict[str, Mapping[str, Any]] | None = {} if keys.fills_cache else None
     for uri in files:
         for result in read_output_file(staging, uri, keys, taken, job, echoed=echoed):
             telemetry.record(result, job)
+            if answers is not None and result.ok and not result.shared and result.response:
+                answers[result.key] = result.response
             yield result
     if status.terminal:
         missing = _missing_message(status)
@@ -74,6 +87,8 @@ def iter_results(
                 result = Result(key=key, error=error)
                 telemetry.record(result, job)
                 yield result
+    if answers and status.terminal:
+        fill_cache(staging, job, answers)
 
 
 def _missing_message(status: Status) -> str:
@@ -85,6 +100,13 @@ def _missing_message(status: Status) -> str:
         f"no output line for this key: the job ended {status.state} with error "
         f"{status.error_code}{': ' + words if words else ''}"
     )
+
+
+def _shared(keys: KeyMap, index: int, result: Result, taken: set[int]) -> Iterator[Result]:
+    """The same outcome for the other keys of a deduplicated line (none, usually)."""
+    for other in keys.shared(index):
+        taken.add(other)
+        yield shared_result(result, keys.keys[other])
 
 
 def read_output_file(
@@ -122,7 +144,7 @@ def read_output_file(
                     continue
                 taken.add(index)
                 key = keys.keys[index]
-                yield Result(
+                result = Result(
                     key=key,
                     error=LineError(
                         "output line is not a readable JSON object",
@@ -130,6 +152,8 @@ def read_output_file(
                         status="MALFORMED_LINE",
                     ),
                 )
+                yield result
+                yield from _shared(keys, index, result, taken)
                 continue
             index = keys.match_id(row)
             if index is None:
@@ -168,6 +192,7 @@ def read_output_file(
                     ),
                 )
             yield result
+            yield from _shared(keys, index, result, taken)
     for content, count in here.items():
         if count > earlier.get(content, 0):
             earlier[content] = count

@@ -7,9 +7,12 @@ is written. ``open_run`` rebuilds a run from its ledger alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import timedelta
 
+from ._cached import answer_from_cache
 from ._cloud import Cloud
+from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError
 from ._identity import stage
 from ._ledger import (
@@ -21,7 +24,7 @@ from ._ledger import (
     write_ledger,
 )
 from ._lines import StagedLine
-from ._manifest import measure, read_manifest, run_origin
+from ._manifest import Manifest, measure, read_manifest, run_origin
 from ._models import Provider
 from ._rules import MAX_INPUT_BYTES
 from ._runs import Run
@@ -32,15 +35,20 @@ __all__ = ["create_run", "open_run"]
 class _Shards:
     """Cut one stream of lines into shards of at most ``size`` rows and 1 GB."""
 
-    def __init__(self, lines: Iterable[StagedLine], size: int) -> None:
+    def __init__(self, lines: Iterable[StagedLine], size: int, dedupe: bool = False) -> None:
         self._lines = iter(lines)
         self._size = size
+        self._dedupe = dedupe
         self._next: StagedLine | None = next(self._lines, None)
 
     def more(self) -> bool:
         return self._next is not None
 
     def take(self) -> Iterator[StagedLine]:
+        """The next shard's lines (its keys, deduplicated within the shard with ``dedupe``)."""
+        return dedupe_lines(self._take()) if self._dedupe else self._take()
+
+    def _take(self) -> Iterator[StagedLine]:
         rows = size = 0
         while self._next is not None and rows < self._size:
             if rows and size + len(self._next.data) > MAX_INPUT_BYTES:
@@ -61,8 +69,17 @@ def create_run(
     *,
     shard_size: int,
     max_attempts: int,
+    dedupe: bool = False,
+    cache: bool = False,
+    cache_ttl: timedelta | None = None,
 ) -> Run:
-    """Stage every shard, write the ledger, and take the first ``advance`` step."""
+    """Stage every shard, write the ledger, and take the first ``advance`` step.
+
+    With ``dedupe``, each shard stages each distinct request once (requests repeated across
+    shards are staged once per shard). With ``cache``, each shard stages only what the answer
+    cache does not hold (a shard it answers whole gets no job), and ``Run.results`` fills the
+    cache with the ok answers of each finished shard.
+    """
     check_run_id(run_id)
     if type(shard_size) is not int or shard_size < 1:
         raise InvalidRequestError(
@@ -73,14 +90,17 @@ def create_run(
             f"max_attempts must be a whole number from 1 to {MAX_ATTEMPTS}, got {max_attempts!r}",
             field="max_attempts",
         )
-    cutter = _Shards(lines, shard_size)  # the first request is checked before any cloud call
+    # The first request is checked before any cloud call.
+    cutter = _Shards(lines, shard_size, dedupe)
     if not cutter.more():
         raise InvalidRequestError(f"no requests for run {run_id!r}", field="requests")
     staging = cloud.staging
     existing = read_ledger(staging, run_id)
     if existing is not None:
         # Rejoining: check the whole run against what is staged before touching anything.
-        _check_rejoin(cloud, existing, provider, model, max_attempts, shard_size, cutter)
+        _check_rejoin(
+            cloud, existing, provider, model, max_attempts, shard_size, cutter, cache, cache_ttl
+        )
         ledger = existing
     else:
         origin = run_origin(run_id)
@@ -88,7 +108,10 @@ def create_run(
         while cutter.more():
             shard_id = f"{run_id}.s{len(shards)}"
             try:
-                manifest = stage(staging, shard_id, provider, model, cutter.take(), origin)
+                lines, amend = _from_cache(
+                    cloud, shard_id, provider, model, cutter.take(), cache, cache_ttl
+                )
+                manifest = stage(staging, shard_id, provider, model, lines, origin, amend)
             except InvalidRequestError as exc:
                 staged = read_manifest(staging, shard_id) if exc.field == "id" else None
                 if exc.field != "id" or (staged is not None and staged.origin != origin):
@@ -101,7 +124,7 @@ def create_run(
                     "nothing staged was changed",
                     field="id",
                 ) from exc
-            shards.append(Shard(shard_id, manifest.rows))
+            shards.append(Shard(shard_id, manifest.key_count))
         ledger = Ledger(run_id, provider, model, max_attempts, tuple(shards))
         if not write_ledger(staging, ledger):
             raise _other_run(run_id)
@@ -137,6 +160,8 @@ def _check_rejoin(
     max_attempts: int,
     shard_size: int,
     cutter: _Shards,
+    cache: bool = False,
+    cache_ttl: timedelta | None = None,
 ) -> None:
     """Raise unless these rows are the staged run's rows; reads only, stages nothing.
 
@@ -166,19 +191,40 @@ def _check_rejoin(
     for index, shard in enumerate(ledger.shards):
         if not cutter.more():
             raise _other_run(run)
-        given = measure(shard.id, provider, model, cutter.take(), run_origin(run))
+        lines, amend = _from_cache(
+            cloud, shard.id, provider, model, cutter.take(), cache, cache_ttl
+        )
+        given = measure(shard.id, provider, model, lines, run_origin(run))
+        if amend is not None:
+            given = amend(given)
         staged = read_manifest(cloud.staging, shard.id)
         if staged is not None and staged.claims_same(given):
             continue
         # More rows than a full staged shard, or a full new shard smaller than the staged one:
         # the same requests cut at another size.
-        if (given.rows > shard.keys and index < last) or (
-            given.rows < shard.keys and given.rows == shard_size
+        if (given.key_count > shard.keys and index < last) or (
+            given.key_count < shard.keys and given.key_count == shard_size
         ):
             raise _other_cut(ledger, shard_size)
         raise _other_run(run)
     if cutter.more():
         raise _other_run(run)
+
+
+def _from_cache(
+    cloud: Cloud,
+    shard_id: str,
+    provider: Provider,
+    model: str,
+    lines: Iterator[StagedLine],
+    cache: bool,
+    ttl: timedelta | None,
+) -> tuple[Iterator[StagedLine], Callable[[Manifest], Manifest] | None]:
+    """A shard's lines, with what the answer cache holds taken out when ``cache``."""
+    if not cache:
+        return lines, None
+    held, amend = answer_from_cache(cloud.staging, shard_id, provider, model, lines, ttl)
+    return iter(held), amend
 
 
 def open_run(cloud: Cloud, run_id: str) -> Run:

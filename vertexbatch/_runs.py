@@ -24,10 +24,11 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from opentelemetry.metrics import NoOpMeterProvider
 
+from ._cached import cached_job, cached_status, fill_cache
 from ._cloud import Cloud
 from ._errors import InvalidRequestError
 from ._identity import look_up, resubmit, submit
@@ -187,7 +188,10 @@ class Run:
                     "cannot go on until that id's folder is removed; nothing was adopted",
                     field="id",
                 )
-            if staged.job is None:
+            if not staged.manifest.rows:  # every key answered from the answer cache
+                job = cached_job(staged.spec)
+                found.append(_Attempt(job, cached_status(job)))
+            elif staged.job is None:
                 found.append(_Attempt(None, None))
             else:
                 found.append(_Attempt(staged.spec.to_job(staged.job), status_of(staged.job)))
@@ -428,9 +432,18 @@ class Run:
     def _results(self) -> Iterator[Result]:
         for shard in self.shards:
             job = self._shard_job(shard)
+            manifest = read_manifest(self._cloud.staging, shard.id)
+            # A cache=True run's answers fill the cache once its shard is finished.
+            answers: dict[str, Mapping[str, Any]] | None = (
+                {} if manifest is not None and manifest.cache else None
+            )
             for result in self._shard_results(shard):
                 self._cloud.telemetry.record(result, job)
+                if answers is not None and result.ok and not result.cached and result.response:
+                    answers[result.key] = result.response
                 yield result
+            if answers and read_done(self._cloud.staging, shard) is not None:
+                fill_cache(self._cloud.staging, job, answers, manifest)
 
     def _answer_online(
         self, shard: Shard, attempts: list[_Attempt], concurrency: int

@@ -87,11 +87,18 @@ def read_key_map(staging: Staging, job: Job) -> KeyMap:
         JobError: the key map is gone, damaged or does not match the manifest.
     """
     manifest = job_manifest(staging, job)
-    records = _Verified(staging, job, _beside_input(job, KEYS), manifest.rows, manifest.keys_md5)
+    records = _keys(staging, job, manifest)
     try:
-        return KeyMap.from_records(records)
+        keys = KeyMap.from_records(records)
     except ValueError as exc:
         raise records.damaged(str(exc)) from None
+    keys.fills_cache = manifest.cache
+    return keys
+
+
+def _keys(staging: Staging, job: Job, manifest: Manifest) -> _Verified:
+    uri = _beside_input(job, KEYS)
+    return _Verified(staging, job, uri, manifest.key_count, manifest.keys_md5)
 
 
 def read_staged_lines(staging: Staging, job: Job, keys: set[str]) -> Iterator[StagedLine]:
@@ -99,11 +106,16 @@ def read_staged_lines(staging: Staging, job: Job, keys: set[str]) -> Iterator[St
 
     The input and the key map were written from one stream, so their lines pair up in order;
     both are checked against the manifest as they are read (an error at the end of the stream
-    aborts whatever is being staged from it).
+    aborts whatever is being staged from it). A deduplicated key (a key record carrying an
+    earlier key's digest, with no input line of its own) comes back as an alias of the first
+    wanted key of its line, or with the line itself when that key is not wanted.
     """
     manifest = job_manifest(staging, job)
-    records = _Verified(staging, job, _beside_input(job, KEYS), manifest.rows, manifest.keys_md5)
+    records = _keys(staging, job, manifest)
     inputs = _Verified(staging, job, job.input_uri, manifest.rows, manifest.md5)
+    if manifest.keys:
+        yield from _deduplicated(records, iter(inputs), keys)
+        return
     for number, (record, data) in enumerate(zip(records, inputs, strict=True), start=1):
         try:
             key, digest, canonical = parse_key_record(record)
@@ -111,3 +123,38 @@ def read_staged_lines(staging: Staging, job: Job, keys: set[str]) -> Iterator[St
             raise records.damaged(f"line {number}: {exc}") from None
         if key in keys:
             yield StagedLine(key=key, digest=digest, canonical=canonical, data=data + b"\n")
+
+
+def _deduplicated(
+    records: _Verified, inputs: Iterator[bytes], keys: set[str]
+) -> Iterator[StagedLine]:
+    """``read_staged_lines`` of a deduplicated input: each line's wanted keys, in order.
+
+    Holds the key records (as a key map does), never the input lines. Keys answered from the
+    answer cache have no line and are never read back (their answers are ok).
+    """
+    by_line: dict[str, list[tuple[str, str]]] = {}
+    order: list[str] = []
+    for number, record in enumerate(records, start=1):
+        try:
+            key, digest, canonical = parse_key_record(record)
+        except ValueError as exc:
+            raise records.damaged(f"line {number}: {exc}") from None
+        if digest.startswith("c"):  # answered from the answer cache: no input line
+            continue
+        if digest not in by_line:
+            by_line[digest] = []
+            order.append(digest)
+        by_line[digest].append((key, canonical))
+    for digest in order:
+        data = next(inputs, None)
+        if data is None:
+            raise records.damaged(f"more lines than {records.uri.rsplit('/', 1)[0]}/input.jsonl")
+        wanted = [(key, canonical) for key, canonical in by_line[digest] if key in keys]
+        if wanted:
+            first, canonical = wanted[0]
+            yield StagedLine(key=first, digest=digest, canonical=canonical, data=data + b"\n")
+            for key, canonical in wanted[1:]:
+                yield StagedLine(key=key, digest=digest, canonical=canonical, data=b"")
+    if next(inputs, None) is not None:
+        raise records.damaged("fewer lines than the staged input")

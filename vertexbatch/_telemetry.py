@@ -52,7 +52,9 @@ class Telemetry:
             "gen_ai.request.model": job.model,
         }
         usage = result.usage
-        if usage.input or usage.output:
+        # Tokens are recorded once per paid line: not again for the other keys of a
+        # deduplicated line, nor for an answer from the cache.
+        if (usage.input or usage.output) and not (result.shared or result.cached):
             self._tokens.record(usage.input, {**base, "gen_ai.token.type": "input"})
             self._tokens.record(usage.output, {**base, "gen_ai.token.type": "output"})
         attributes = {**base, "vertexbatch.outcome": result.outcome}

@@ -160,3 +160,27 @@ def traced() -> vb.Client:
     from opentelemetry.sdk.trace import TracerProvider
 
     return vb.Client.from_env(tracer_provider=TracerProvider())
+
+
+def cost(client: vb.Client, requests: list[vb.ClaudeRequest]) -> float | None:
+    plan: vb.Plan = client.plan_claude(
+        "nightly-2",
+        "claude-opus-5-5@default",
+        requests,
+        dedupe=True,
+        count_tokens=True,
+        prices=[vb.Price("claude-opus", input=5.0, output=25.0)],
+    )
+    assert plan.to_send <= plan.distinct <= plan.requests and plan.jobs in (0, 1)
+    table: tuple[vb.Price, ...] = vb.PRICES
+    assert vb.PRICES_DATE and vb.PRICES_SOURCE and table
+    said: tuple[str, ...] = plan.assumptions
+    assert said and plan.to_dict()["model"]
+    job = client.submit_claude("nightly-2", "claude-opus-5-5@default", requests, dedupe=True)
+    shared = [r.key for r in client.results(job) if r.shared or r.cached]
+    gemini: vb.Plan = client.plan_gemini(
+        "g", "gemini-3.8-flash", [vb.GeminiRequest("k", "...")], shard_size=1000
+    )
+    run = client.run_gemini("g", "gemini-3.8-flash", [vb.GeminiRequest("k", "...")], dedupe=True)
+    assert shared is not None and run.keys and gemini.jobs >= 0
+    return plan.cost_high

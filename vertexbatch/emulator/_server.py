@@ -13,6 +13,8 @@ Routes (under `/v1/` and `/v1beta1/`, `$alt` ignored, enums always strings):
     GET    publishers/{pub}/models/{m}                                 getPublisherModel
     GET    /v3/projects/{p}  (Resource Manager, no version prefix)     getProject
     POST   /v3/projects/{p}:testIamPermissions                         testIamPermissions
+    POST   .../publishers/google/models/{m}:countTokens                     (see `_count_tokens`)
+    POST   .../publishers/anthropic/models/count-tokens:rawPredict          (see `_count_tokens`)
 
 `{p}` is the stack's project id or any project number. Errors use the Google envelope with no
 `details`. Request and response content never reaches a log line.
@@ -34,6 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from vertexbatch.emulator._count_tokens import COUNT_OPS, COUNT_ROUTES, count_tokens
 from vertexbatch.emulator._errors import ApiError, envelope
 from vertexbatch.emulator._jobs import JobStore
 from vertexbatch.emulator._model import answer_claude, answer_gemini
@@ -47,6 +50,7 @@ logger = logging.getLogger("vertexbatch.emulator")
 _PREFIX = r"^/(?P<version>v1|v1beta1)/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/"
 _MODEL = r"publishers/(?P<pub>[^/]+)/models/(?P<model>[^/:]+)"
 _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
+    *COUNT_ROUTES,  # first: Claude's count-tokens:rawPredict would match rawPredict
     ("POST", re.compile(_PREFIX + r"batchPredictionJobs$"), "create"),
     ("GET", re.compile(_PREFIX + r"batchPredictionJobs$"), "list"),
     ("GET", re.compile(_PREFIX + r"batchPredictionJobs/(?P<id>[^/:]+)$"), "get"),
@@ -85,6 +89,7 @@ _PERMISSIONS = {
     "getPublisherModel": "get",
     "getProject": "get",
     "testIamPermissions": "get",
+    **{op: "predict" for op in COUNT_OPS},
 }
 
 
@@ -220,6 +225,9 @@ class Service:
             if found is None:
                 raise ApiError(404, "Operation not found.", "NOT_FOUND")
             return found
+        if op in COUNT_OPS:
+            request = _json_body(body, required=True)
+            return count_tokens(op, params, request, store.catalogue, store.project_number)
         return self._online(op, params, _json_body(body, required=True))
 
     def _online(self, op: str, params: dict[str, str], request: Any) -> dict[str, Any]:

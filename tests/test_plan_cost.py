@@ -1,0 +1,154 @@
+"""Plans before paying: counts, tokens and cost of a submission, with nothing staged."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import vertexbatch as vb
+from tests.helpers import CLAUDE, GEMINI, claude_request, jobs_in, request_line, write_lines
+from vertexbatch._cli import main
+from vertexbatch._estimate import GEMINI_DEFAULT_OUTPUT, estimate_tokens, output_ceiling
+from vertexbatch._prices import price_of
+from vertexbatch.emulator import LocalStack
+
+
+def _requests() -> list[vb.ClaudeRequest]:
+    # Three distinct requests among five keys; "x" twice more.
+    texts = ["Review diff one.", "Review diff two.", "Review diff one.", "Other.", "Other."]
+    return [claude_request(f"k{i}", text, max_tokens=100) for i, text in enumerate(texts)]
+
+
+def _nothing_staged(stack: LocalStack, bucket: str) -> bool:
+    return not list(stack.storage_client().list_blobs(bucket)) and not jobs_in(stack, bucket)
+
+
+def test_price_table_matches_the_longest_part_and_takes_overrides() -> None:
+    """The most specific family wins; a caller's price comes before the shipped table."""
+    assert price_of("gemini-3.8-flash-lite").match == "flash-lite"  # type: ignore[union-attr]
+    assert price_of("gemini-3.8-flash").match == "flash"  # type: ignore[union-attr]
+    assert price_of("claude-opus-5-5@default").match == "claude-opus"  # type: ignore[union-attr]
+    assert price_of("llama-4") is None
+    mine = vb.Price("opus-5-5", 1.0, 2.0)
+    assert price_of("claude-opus-5-5@default", [mine]) == mine
+    with pytest.raises(vb.InvalidRequestError, match="output must be a number"):
+        vb.Price("x", 1.0, -2.0)
+    assert vb.PRICES_DATE and "http" in vb.PRICES_SOURCE and vb.PRICES
+
+
+def test_estimates_read_text_and_ceilings() -> None:
+    """The estimate counts text (not structure) at 4 characters a token; ceilings per provider."""
+    body = {"anthropic_version": "v", "max_tokens": 7, "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "x" * 40}]}]}  # fmt: skip
+    assert estimate_tokens(body) == 10 + 3
+    assert output_ceiling("anthropic", body) == 7
+    assert output_ceiling("google", {"generationConfig": {"maxOutputTokens": 9}}) == 9
+    assert output_ceiling("google", {"contents": []}) == GEMINI_DEFAULT_OUTPUT
+
+
+def test_plan_claude_counts_and_costs_without_staging(
+    client: vb.Client, stack: LocalStack, bucket: str
+) -> None:
+    """A plan counts keys, distinct requests, lines, bytes, jobs, tokens and a cost range."""
+    plain = client.plan_claude("p1", CLAUDE, _requests())
+    assert (plain.requests, plain.distinct, plain.cached, plain.to_send, plain.jobs) == (
+        5,
+        3,
+        0,
+        5,
+        1,
+    )
+    assert plain.max_output_tokens == 500 and not plain.tokens_exact
+    deduped = client.plan_claude("p1", CLAUDE, _requests(), dedupe=True)
+    assert (deduped.to_send, deduped.max_output_tokens) == (3, 300)
+    assert deduped.bytes < plain.bytes and deduped.input_tokens < plain.input_tokens
+    assert deduped.price is not None and deduped.cost_low is not None
+    expected_low = deduped.input_tokens * deduped.price.input * 0.5 / 1e6
+    assert deduped.cost_low == pytest.approx(expected_low)
+    assert deduped.cost_high == pytest.approx(expected_low + 300 * deduped.price.output * 0.5 / 1e6)
+    assert any("repeated request" in a for a in plain.assumptions)
+    assert _nothing_staged(stack, bucket)
+    # The plan's bytes are what submit stages.
+    job = client.submit_claude("p1", CLAUDE, _requests(), dedupe=True)
+    blob = stack.storage_client().bucket(bucket).blob(job.input_uri.split("/", 3)[3])
+    blob.reload()
+    assert blob.size == deduped.bytes
+
+
+def test_exact_counts_match_what_the_job_bills(client: vb.Client, stack: LocalStack) -> None:
+    """count_tokens=True gives the input tokens the answers report, for Claude and Gemini."""
+    plan = client.plan_claude("exact-c", CLAUDE, _requests(), dedupe=True, count_tokens=True)
+    assert plan.tokens_exact
+    job = client.submit_claude("exact-c", CLAUDE, _requests(), dedupe=True)
+    stack.wait_job(job.name)
+    paid = [r for r in client.results(job) if not r.shared]
+    assert plan.input_tokens == sum(r.usage.input for r in paid) > 0
+    gemini = [
+        vb.GeminiRequest("g1", "Classify ticket one.", {"system_instruction": "Be brief."}),
+        vb.GeminiRequest("g2", [{"role": "user", "parts": [{"text": "Two"}]}]),
+    ]
+    plan = client.plan_gemini("exact-g", GEMINI, gemini, count_tokens=True)
+    job = client.submit_gemini("exact-g", GEMINI, gemini)
+    stack.wait_job(job.name)
+    assert plan.input_tokens == sum(r.usage.input for r in client.results(job)) > 0
+    assert plan.max_output_tokens == 2 * GEMINI_DEFAULT_OUTPUT
+
+
+def test_plan_prices_shards_and_refusals(client: vb.Client) -> None:
+    """Prices override the table, an unknown price leaves the cost unknown, shards are jobs."""
+    mine = client.plan_claude("p2", CLAUDE, _requests(), prices=[vb.Price("claude", 2.0, 4.0)])
+    assert mine.price == vb.Price("claude", 2.0, 4.0)
+    unknown = client.plan_gemini("p2", "gemini-9-ultra", [vb.GeminiRequest("a", "hi")])
+    assert unknown.cost_low is None and any("no price known" in a for a in unknown.assumptions)
+    run = client.plan_claude("p2", CLAUDE, _requests(), shard_size=2)
+    assert run.jobs == 3
+    with pytest.raises(vb.InvalidRequestError, match="appears twice"):
+        client.plan_claude("p2", CLAUDE, [claude_request("a", "x"), claude_request("a", "y")])
+    with pytest.raises(vb.InvalidRequestError, match="shard_size"):
+        client.plan_claude("p2", CLAUDE, _requests(), shard_size=0)
+
+
+def test_count_tokens_for_a_model_the_stack_does_not_serve(client: vb.Client) -> None:
+    """The local count-tokens endpoints refuse an unknown model as Vertex does (404)."""
+    from google.genai import errors as genai_errors
+
+    with pytest.raises(genai_errors.ClientError, match="404"):
+        client.plan_gemini("p3", "gemini-0-none", [vb.GeminiRequest("a", "hi")], count_tokens=True)
+    import anthropic
+
+    with pytest.raises(anthropic.NotFoundError):
+        client.plan_claude(
+            "p3", "claude-none@default", [claude_request("a", "hi")], count_tokens=True
+        )
+
+
+def test_command_dry_run(stack: LocalStack, bucket: str, tmp_path: Path) -> None:
+    """`submit --dry-run` and `run submit --dry-run` print the plan and stage nothing."""
+    path = write_lines(
+        tmp_path / "in.jsonl", [request_line("a"), request_line("b"), request_line("c", "Else")]
+    )
+    env = stack.environment(bucket, prefix="jobs")
+    base = ["--provider", "claude", "--model", CLAUDE, "--dry-run"]
+    table = CliRunner().invoke(
+        main, ["submit", *base, "--id", "d1", "--dedupe", str(path)], env=env
+    )
+    assert table.exit_code == 0, table.output
+    assert "nothing staged or created" in table.stdout
+    assert "  to send         2" in table.stdout and "assumptions:" in table.stdout
+    printed = CliRunner().invoke(
+        main,
+        ["run", "submit", *base, "--id", "r1", "--shard-size", "1", "--json", str(path)],
+        env=env,
+    )
+    assert printed.exit_code == 0, printed.output
+    plan = json.loads(printed.stdout)
+    assert (plan["requests"], plan["to_send"], plan["jobs"]) == (3, 3, 3)
+    assert plan["price"]["match"] == "claude-opus" and plan["assumptions"]
+    counted = CliRunner().invoke(
+        main, ["submit", *base, "--id", "d1", "--count-tokens", "--json", str(path)], env=env
+    )
+    assert json.loads(counted.stdout)["tokens_exact"] is True
+    assert _nothing_staged(stack, bucket)

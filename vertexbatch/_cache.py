@@ -1,0 +1,219 @@
+"""The answer cache in GCS: ok answers keyed by provider, model and canonical request digest.
+
+Layout, under the client's bucket and prefix (``_cache`` cannot be a submission id)::
+
+    PREFIX/_cache/PROVIDER/MODEL/PP/TTTTTTTTTT-WRITER.jsonl
+
+``PP`` is the first two hex digits of the canonical digest (256 shards), ``TTTTTTTTTT`` the
+Unix time the entries were written and ``WRITER`` the submission id whose results filled them:
+one object per shard per completed job, written create-only, so two writers never touch one
+object and a writer that runs twice finds its objects there. Each line is one entry::
+
+    {"d": DIGEST, "m": MODEL, "t": UNIX_TIME, "h": HASH_OF_RESPONSE, "r": RESPONSE}
+
+A lookup of many requests lists the model's folder once and reads only the shards its digests
+fall in, several at a time: a few hundred reads at most, never one per request. An entry that
+does not parse, names another model or shard, or whose response does not hash to ``h`` is a
+miss, with a warning that names the object, never its content. Entries older than the caller's
+``ttl`` are misses too (the time in the object name skips whole objects unread). Retention is
+the caller's: a GCS lifecycle rule on ``PREFIX/_cache/`` (see docs/cost.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from ._errors import InvalidRequestError
+from ._keymap import digest_text
+from ._models import Provider
+from ._staging import JSONL, Staging
+
+__all__ = ["CACHE_FOLDER", "AnswerCache", "Entry", "check_ttl", "entry_line", "parse_entry"]
+
+logger = logging.getLogger("vertexbatch")
+
+CACHE_FOLDER = "_cache"
+# Shards read at once: GCS reads are latency-bound, and a lookup touches at most 256 per writer.
+_READERS = 16
+_SORTED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+# An entry line as ``entry_line`` writes it: sorted keys d, h, m, r, t, compact separators.
+_LINE = re.compile(
+    rb'\{"d":"(?P<d>[0-9a-f]{32})","h":"(?P<h>[0-9a-f]{32})","m":(?P<m>"[^"\\]*"),'
+    rb'"r":(?P<r>.*),"t":(?P<t>[0-9]{1,12})\}',
+    re.DOTALL,
+)
+_NAME = re.compile(
+    r"(?P<pp>[0-9a-f]{2})/(?P<time>[0-9]{10})-(?P<writer>[a-z0-9][a-z0-9._-]*)\.jsonl"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One cached answer: the request's canonical digest, the response as its JSON text (as
+    written, never parsed by a lookup), and when it was written."""
+
+    digest: str
+    response: bytes
+    created: int
+
+
+def response_hash(response: Mapping[str, Any]) -> str:
+    return digest_text(_SORTED.encode(response))
+
+
+def _hash_of_text(text: bytes) -> str:
+    return hashlib.sha256(text).hexdigest()[:32]
+
+
+def entry_line(digest: str, model: str, response: Mapping[str, Any], created: int) -> bytes:
+    """The JSONL line of one entry."""
+    record = {"d": digest, "m": model, "t": created, "h": response_hash(response), "r": response}
+    return _SORTED.encode(record).encode("utf-8") + b"\n"
+
+
+def parse_entry(raw: bytes, model: str, shard: str) -> Entry | None:
+    """The entry of one line, or ``None`` if it is damaged (any field off, hash included).
+
+    Read without parsing the answer: a line is written with sorted keys and compact
+    separators, so its fields sit in a fixed order, and the answer's hash is checked on the
+    bytes between ``"r":`` and ``,"t":`` — the very text it was taken of when written.
+    """
+    match = _LINE.fullmatch(raw.rstrip(b"\r\n"))
+    if match is None or match["m"] != json.dumps(model).encode("utf-8"):
+        return None
+    digest = match["d"].decode("ascii")
+    response = match["r"]
+    if not digest.startswith(shard) or match["h"].decode("ascii") != _hash_of_text(response):
+        return None
+    if not response.startswith(b"{"):
+        return None
+    return Entry(digest, response, int(match["t"]))
+
+
+def check_ttl(ttl: object) -> timedelta | None:
+    """``ttl`` if it is ``None`` or a positive ``timedelta``; else ``InvalidRequestError``."""
+    if ttl is None or (isinstance(ttl, timedelta) and ttl > timedelta(0)):
+        return ttl
+    raise InvalidRequestError(
+        f"cache_ttl must be a positive datetime.timedelta or None, got {ttl!r}", field="cache_ttl"
+    )
+
+
+class AnswerCache:
+    """The cache of one provider and model under a client's bucket and prefix."""
+
+    def __init__(
+        self,
+        staging: Staging,
+        provider: Provider,
+        model: str,
+        *,
+        ttl: timedelta | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._staging = staging
+        self._model = model
+        self._ttl = ttl
+        self._clock = clock
+        folder = staging.folder(CACHE_FOLDER)
+        self._path = folder.name(f"{provider}/{model}")
+        self.uri = folder.uri(f"{provider}/{model}")
+
+    def lookup(self, digests: Iterable[str]) -> dict[str, Entry]:
+        """The entries the cache holds for ``digests`` (the newest of each), read shard by shard.
+
+        Raises:
+            google.api_core.exceptions.GoogleAPICallError: listing or reading failed after
+                retries (an object deleted between listing and reading is a miss).
+        """
+        wanted: dict[str, set[str]] = defaultdict(set)
+        for digest in digests:
+            wanted[digest[:2]].add(digest)
+        if not wanted:
+            return {}
+        oldest = -1 if self._ttl is None else int(self._clock() - self._ttl.total_seconds())
+        objects: list[tuple[str, str]] = []
+        start = len(self.uri) + 1
+        for uri, _ in self._staging.list_names(self.uri):
+            match = _NAME.fullmatch(uri[start:])
+            if match is None:
+                continue  # not an entry object: someone else's file
+            if match["pp"] in wanted and int(match["time"]) >= oldest:
+                objects.append((uri, match["pp"]))
+        found: dict[str, Entry] = {}
+        with ThreadPoolExecutor(max_workers=_READERS) as pool:
+            for entries in pool.map(
+                lambda o: self._read(o[0], o[1], wanted[o[1]], oldest), objects
+            ):
+                for entry in entries:
+                    held = found.get(entry.digest)
+                    if held is None or entry.created > held.created:
+                        found[entry.digest] = entry
+        return found
+
+    def _read(self, uri: str, shard: str, wanted: set[str], oldest: int) -> list[Entry]:
+        from google.api_core import exceptions as api_exceptions
+
+        entries: list[Entry] = []
+        damaged = 0
+        try:
+            for raw in self._staging.read_lines(uri):
+                if not raw.strip():
+                    continue
+                # Sorted keys: the digest is the line's first field, so an entry nobody asked
+                # for is passed over before it is checked.
+                if not raw.startswith(b'{"d":"'):
+                    damaged += 1
+                    continue
+                if raw[6:38].decode("ascii", "replace") not in wanted:
+                    continue
+                entry = parse_entry(raw, self._model, shard)
+                if entry is None:
+                    damaged += 1
+                elif entry.created >= oldest:
+                    entries.append(entry)
+        except api_exceptions.NotFound:  # deleted since the listing (a lifecycle rule, say)
+            return []
+        if damaged:
+            logger.warning(
+                "answer cache: %d damaged entr%s in %s ignored (looked up as misses)",
+                damaged,
+                "y" if damaged == 1 else "ies",
+                uri,
+            )
+        return entries
+
+    def fill(self, writer: str, answers: Mapping[str, Mapping[str, Any]]) -> int:
+        """Write ``answers`` (canonical digest -> ok response) as ``writer``'s entries.
+
+        One create-only object per shard; an object already there (the same writer before) is
+        left as it is. Returns the entries written.
+        """
+        created = int(self._clock())
+        shards: dict[str, list[bytes]] = defaultdict(list)
+        for digest in sorted(answers):
+            shards[digest[:2]].append(entry_line(digest, self._model, answers[digest], created))
+
+        def write(item: tuple[str, list[bytes]]) -> int:
+            shard, lines = item
+            upload = self._staging.upload(
+                f"{self._path}/{shard}/{created:010d}-{writer}.jsonl", JSONL
+            )
+            for line in lines:
+                upload.write(line)
+            return len(lines) if upload.finish() else 0
+
+        with ThreadPoolExecutor(max_workers=_READERS) as pool:
+            written = sum(pool.map(write, shards.items()))
+        logger.info("answer cache: %d entries written under %s by %s", written, self.uri, writer)
+        return written

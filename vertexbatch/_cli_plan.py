@@ -1,0 +1,113 @@
+"""The command's ``--dedupe``, ``--cache`` and ``--dry-run``: the options, and plans printed."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import click
+
+from ._client import Client
+from ._estimate import Plan
+
+__all__ = [
+    "cache_options",
+    "dedupe_option",
+    "dry_run_options",
+    "echo_plan",
+    "plan_lines",
+    "plan_of",
+]
+
+
+def _dollars(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:,.4f}"
+
+
+def plan_lines(plan: Plan, what: str) -> list[str]:
+    """The table ``--dry-run`` prints (``--json`` prints ``Plan.to_dict()``)."""
+    tokens = "counted" if plan.tokens_exact else "estimated"
+    rows = [
+        ("requests", f"{plan.requests:,}"),
+        ("distinct", f"{plan.distinct:,}"),
+        ("cached", f"{plan.cached:,}"),
+        ("to send", f"{plan.to_send:,}"),
+        ("bytes", f"{plan.bytes:,}"),
+        ("jobs", f"{plan.jobs:,}"),
+        ("input tokens", f"{plan.input_tokens:,} ({tokens})"),
+        ("output ceiling", f"{plan.max_output_tokens:,} tokens"),
+        ("cost (batch)", f"{_dollars(plan.cost_low)} to {_dollars(plan.cost_high)}"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    lines = [f"dry run of {what}: {plan.provider} model {plan.model}; nothing staged or created"]
+    lines += [f"  {name:<{width}}  {value}" for name, value in rows]
+    lines += ["assumptions:"] + [f"  - {a}" for a in plan.assumptions]
+    return lines
+
+
+def dry_run_options(command: Any) -> Any:
+    command = click.option(
+        "--count-tokens",
+        is_flag=True,
+        help="With --dry-run: count input tokens with the provider's count-tokens API.",
+    )(command)
+    return click.option(
+        "--dry-run",
+        is_flag=True,
+        help="Print the plan (requests, distinct, to send, jobs, tokens, cost); stage nothing.",
+    )(command)
+
+
+def plan_of(
+    client: Client,
+    provider: str,
+    submission_id: str,
+    model: str,
+    lines: Any,
+    dedupe: bool,
+    count_tokens: bool,
+    shard_size: int | None = None,
+    *,
+    cache: bool = False,
+    ttl: timedelta | None = None,
+) -> Plan:
+    planner = client.plan_claude if provider == "claude" else client.plan_gemini
+    return planner(
+        submission_id,
+        model,
+        iter(lines),
+        dedupe=dedupe,
+        cache=cache,
+        cache_ttl=ttl,
+        count_tokens=count_tokens,
+        shard_size=shard_size,
+    )
+
+
+def echo_plan(plan: Plan, what: str, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(plan.to_dict()))
+    else:
+        click.echo("\n".join(plan_lines(plan, what)))
+
+
+def cache_options(command: Any) -> Any:
+    command = click.option(
+        "--cache-ttl",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        help="With --cache: entries older than this many seconds are misses.",
+    )(command)
+    return click.option(
+        "--cache",
+        is_flag=True,
+        help="Answer from the answer cache what it holds; fill it with the ok answers.",
+    )(command)
+
+
+dedupe_option = click.option(
+    "--dedupe",
+    is_flag=True,
+    help="Stage equal requests once; every key still gets the (shared) answer.",
+)

@@ -1,0 +1,80 @@
+"""Batch prices per model family: a small dated table with its sources, overridable (pure).
+
+The figures are online list prices in US dollars per million tokens, as the sources below gave
+them on the dates below; Vertex batch prediction bills them at half (``BATCH_DISCOUNT``). They
+are for an estimate before paying, not a bill: regional prices, long-context tiers (over 200,000
+input tokens), prompt-cache rates and contract discounts are not modelled. Callers with their
+own rates pass ``Price`` values (``prices=`` on ``plan_*``; the command uses the table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ._errors import InvalidRequestError
+
+__all__ = ["BATCH_DISCOUNT", "PRICES", "PRICES_DATE", "PRICES_SOURCE", "Price", "price_of"]
+
+# Vertex AI bills batch prediction at 50% of the online rate, for Claude and Gemini alike.
+BATCH_DISCOUNT = 0.5
+
+# The date of the newest source (the table was compiled from them on 2026-11-30). The sources
+# are secondary tabulations of the providers' list prices: check the pricing pages before relying
+# on a figure, and pass your own ``Price`` when they differ.
+PRICES_DATE = "2026-06"
+PRICES_SOURCE = (
+    "Claude: Anthropic list prices, as tabulated at "
+    "https://deploybase.ai/articles/claude-api-pricing "
+    "(as of 2026-03-21; Opus 4.5/4.6, Sonnet 4.x, Haiku 4.5); Gemini: Vertex AI list prices as "
+    "quoted at https://redresscompliance.com/google-cloud-vertex-ai-gemini-negotiation-download "
+    "(2026-06; Gemini 2.5 Pro, Flash Lite) and https://deploybase.ai/articles/"
+    "google-vertex-ai-pricing-complete-cost-breakdown (Gemini 2.5 Flash); batch at 50% per "
+    "https://cloud.google.com/vertex-ai/generative-ai/pricing; compiled 2026-11-30"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """Online list prices of one model (or family), US dollars per million tokens.
+
+    ``match`` is a part of the bare model id (``"opus"``, ``"gemini-3.8-flash"``): the most
+    specific (longest) match wins. Batch prices are these times ``BATCH_DISCOUNT``.
+    """
+
+    match: str
+    input: float
+    output: float
+
+    def __post_init__(self) -> None:
+        if not self.match or not isinstance(self.match, str):
+            raise InvalidRequestError("a Price needs a model id part to match", field="prices")
+        for name in ("input", "output"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise InvalidRequestError(
+                    f"Price {self.match!r}: {name} must be a number of dollars >= 0",
+                    field="prices",
+                )
+
+
+PRICES: tuple[Price, ...] = (
+    Price("claude-opus", 5.00, 25.00),
+    Price("claude-sonnet", 3.00, 15.00),
+    Price("claude-haiku", 1.00, 5.00),
+    Price("flash-lite", 0.10, 0.40),
+    Price("flash", 0.30, 2.50),
+    Price("pro", 1.25, 10.00),
+)
+
+
+def price_of(model: str, prices: Iterable[Price] = ()) -> Price | None:
+    """The price of ``model``: the caller's table first, then ``PRICES``; ``None`` if unknown."""
+    given = tuple(prices)
+    if not all(isinstance(p, Price) for p in given):
+        raise InvalidRequestError("prices must be vertexbatch.Price values", field="prices")
+    for table in (given, PRICES):
+        found = [p for p in table if p.match in model]
+        if found:
+            return max(found, key=lambda p: len(p.match))
+    return None
