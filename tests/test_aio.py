@@ -323,3 +323,21 @@ def test_deadline_type_is_checked_without_a_loop(client: vb.Client) -> None:
     )
     with pytest.raises(vb.InvalidRequestError, match="timezone"):
         asyncio.run(client.aio.wait(job, deadline=datetime.now() + timedelta(hours=1)))
+
+
+async def test_dedupe_cache_and_plans_pass_through(client: vb.Client, stack: LocalStack) -> None:
+    """``dedupe``, ``cache`` and the plans reach the blocking core unchanged."""
+    aio = client.aio
+    requests = [claude_request("a", "same"), claude_request("b", "same")]
+    plan = await aio.plan_claude("aio-pay", CLAUDE, requests, dedupe=True, cache=True)
+    assert (plan.requests, plan.distinct, plan.to_send, plan.jobs) == (2, 1, 1, 1)
+    job = await aio.submit_claude("aio-pay", CLAUDE, requests, dedupe=True, cache=True)
+    await aio.wait(job, floor=0.01, ceiling=0.05)
+    results = {r.key: r async for r in aio.results(job)}  # a cache=True pass fills the cache
+    assert [results[k].shared for k in ("a", "b")] == [False, True]
+    again = await aio.plan_gemini("aio-pay-g", GEMINI, gemini_requests(2), dedupe=True)
+    assert again.requests == 2
+    answered = await aio.submit_claude("aio-pay-2", CLAUDE, requests, cache=True)
+    assert answered.name == "cached:aio-pay-2"
+    run = await aio.run_claude("aio-pay-run", CLAUDE, requests, dedupe=True, cache=True)
+    assert [r.cached async for r in run.results()] == [True, True]

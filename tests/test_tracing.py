@@ -135,6 +135,11 @@ def test_no_request_text_reaches_a_span(
     stack.settle()
     run.advance(deadline=datetime.now(UTC) - timedelta(seconds=1), fallback="online")
     assert len(list(run.results())) == 4
+    plan = traced.plan_claude("marker-plan", CLAUDE, requests, cache=True, count_tokens=True)
+    assert plan.requests == 4
+    cached = traced.submit_claude("marker-cached", CLAUDE, requests, dedupe=True, cache=True)
+    vb.wait(traced, cached, floor=0.01, ceiling=0.05)
+    assert len(list(traced.results(cached))) == 4
 
     spans = exporter.get_finished_spans()
     names = {s.name for s in spans}
@@ -150,6 +155,7 @@ def test_no_request_text_reaches_a_span(
         "run.advance",
         "run.results",
         "online_fallback",
+        "plan",
     ):
         assert f"vertexbatch.{name}" in names
     assert not [text for text in strings_of(spans) if marker in text or "plain" in text]
