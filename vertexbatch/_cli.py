@@ -22,12 +22,13 @@ Exit codes (an error is one line on stderr, never a traceback, never request con
         printed, as a command killed by SIGPIPE
 
 What is printed is made in ``_cli_render``, request files are read by ``_cli_requests``, and the
-shared options live in ``_cli_options``; this module wires them into click commands.
+shared options live in ``_cli_options``; this module wires them into the single-job commands and
+adds the groups kept apart: ``run`` (``_cli_runs``), ``emulator`` and ``demo`` (``_cli_local``),
+``doctor`` (``_cli_doctor``), ``probe`` (``_cli_probe``).
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
@@ -35,18 +36,18 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import click
 
 from ._cli_doctor import doctor
-from ._cli_options import ENVIRONMENT_HELP, cloud_client, cloud_command, verbose
+from ._cli_local import demo, emulator
+from ._cli_options import ENVIRONMENT_HELP, cloud_client, cloud_command, file_argument, verbose
 from ._cli_plan import cache_options, dedupe_option, dry_run_options, echo_plan, plan_of
 from ._cli_probe import probe
 from ._cli_render import (
     OUTCOMES,
-    RUN_OUTCOMES,
     ExitCode,
     Fail,
     Progress,
@@ -54,22 +55,16 @@ from ._cli_render import (
     job_lines,
     result_record,
     results_summary,
-    run_exit_code,
-    run_line,
-    run_record,
-    run_result_record,
-    run_results_summary,
     status_exit_code,
     status_line,
     status_note,
     status_record,
 )
 from ._cli_requests import check_provider, naming_the_line, open_requests, request_lines
+from ._cli_runs import run_group
 from ._client import Client
-from ._config import BUCKET
-from ._errors import InvalidRequestError, WaitTimeout
+from ._errors import WaitTimeout
 from ._models import Job, Result, Status
-from ._runs import DEFAULT_SHARD_SIZE, Run, RunSummary
 from ._wait import wait
 
 # ExitCode is the command's contract with scripts: importable from the command's own module.
@@ -121,17 +116,6 @@ def _find(client: Client, submission_id: str) -> Job:
     return job
 
 
-def _open_run(client: Client, run_id: str) -> Run:
-    try:
-        return client.open_run(run_id)
-    except InvalidRequestError as exc:
-        # field "run" marks an absent ledger; an invalid id or a ledger that cannot be read stay
-        # invalid requests (exit 3).
-        if exc.field == "run":
-            raise Fail(ExitCode.NOT_FOUND, str(exc)) from exc
-        raise
-
-
 def _echo_job(job: Job, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(job.to_dict()))
@@ -160,34 +144,7 @@ def _echo_results(
     click.echo(results_summary(counts, keys=keys, where=where), err=True)
 
 
-def _echo_run(run: Run, summary: RunSummary, as_json: bool, *, created: bool = False) -> None:
-    if as_json:
-        click.echo(json.dumps(run_record(summary, shards=len(run.shards))))
-        return
-    click.echo(run_line(summary, created=created))
-
-
-def _deadline(value: str | None) -> datetime | None:
-    """The ``--deadline`` as an aware datetime; a usage error if it is not one."""
-    if value is None:
-        return None
-    example = "e.g. 2026-11-30T06:00:00+00:00 or 2026-11-30T06:00:00Z"
-    try:
-        deadline = datetime.fromisoformat(value)
-    except ValueError:
-        raise Fail(
-            ExitCode.USAGE, f"--deadline {value!r} is not an ISO 8601 date and time, {example}"
-        ) from None
-    if deadline.utcoffset() is None:
-        raise Fail(ExitCode.USAGE, f"--deadline {value!r} has no timezone: add one, {example}")
-    return deadline
-
-
 # -- the commands -------------------------------------------------------------------------------
-
-# A path, not click.File: a file that cannot be opened is the command's one-line error (exit 2),
-# not click's usage text.
-_file_argument = click.argument("file", type=click.Path(allow_dash=True))
 
 
 @click.group(cls=_Group, epilog=ENVIRONMENT_HELP)
@@ -213,7 +170,7 @@ def main() -> None:
 @dedupe_option
 @cache_options
 @dry_run_options
-@_file_argument
+@file_argument
 @cloud_command
 def submit(
     provider: str,
@@ -384,261 +341,9 @@ def watch(submission_id: str, floor: float, ceiling: float, timeout: float | Non
     click.get_current_context().exit(int(status_exit_code(st)))
 
 
-@main.group("run")
-def run_group() -> None:
-    """Runs: many requests over shards and attempts until every key is answered.
-
-    Submit once, then advance (by hand, in a loop or from a scheduler) until done; all state
-    is in GCS under the run id. run advance / run status exit 0 once the run is done, 10 before.
-    """
-
-
-@run_group.command("submit")
-@click.option(
-    "--provider", type=click.Choice(["claude", "gemini"]), required=True, help="Whose model."
-)
-@click.option("--model", required=True, help="Bare Vertex model id, e.g. claude-opus-5-5@default.")
-@click.option("--id", "run_id", required=True, help="Run id (shards are RUN_ID.s0, .s1, ...).")
-@click.option(
-    "--shard-size",
-    type=click.IntRange(min=1),
-    default=DEFAULT_SHARD_SIZE,
-    show_default=True,
-    help="Most rows per shard (one job each; Vertex allows 200,000).",
-)
-@click.option(
-    "--attempts",
-    type=click.IntRange(1, 99),
-    default=3,
-    show_default=True,
-    help="Most attempts per key.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
-@dedupe_option
-@cache_options
-@dry_run_options
-@_file_argument
-@cloud_command
-def run_submit(
-    provider: str,
-    model: str,
-    run_id: str,
-    shard_size: int,
-    attempts: int,
-    as_json: bool,
-    dedupe: bool,
-    cache: bool,
-    cache_ttl: float | None,
-    dry_run: bool,
-    count_tokens: bool,
-    file: str,
-) -> None:
-    """Start a run of the requests of FILE (JSONL, - for stdin).
-
-    The lines are those of `vertexbatch submit`. Stages every shard, creates the first jobs and
-    prints the run's summary; the same id and file again rejoin the run.
-    """
-    check_provider(provider, model)
-    client = cloud_client()
-    with open_requests(file) as stream:
-        lines = request_lines(stream, provider)
-        with naming_the_line(lines):
-            ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
-            if dry_run:
-                plan = plan_of(
-                    client,
-                    provider,
-                    run_id,
-                    model,
-                    lines,
-                    dedupe,
-                    count_tokens,
-                    shard_size,
-                    cache=cache,
-                    ttl=ttl,
-                )
-                echo_plan(plan, f"run {run_id!r}", as_json)
-                return
-            start = client.run_claude if provider == "claude" else client.run_gemini
-            run = start(
-                run_id,
-                model,
-                iter(lines),  # type: ignore[arg-type]
-                shard_size=shard_size,
-                max_attempts=attempts,
-                dedupe=dedupe,
-                cache=cache,
-                cache_ttl=ttl,
-            )
-    _echo_run(run, run.status(), as_json)
-
-
-@run_group.command("advance")
-@click.argument("run_id", metavar="RUN_ID")
-@click.option(
-    "--deadline",
-    metavar="ISO8601",
-    help="Past this moment (with a timezone) make no new attempt.",
-)
-@click.option(
-    "--fallback",
-    type=click.Choice(["online"]),
-    help="Past --deadline, cancel the jobs and answer unsettled keys through the online APIs.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
-@cloud_command
-def run_advance(run_id: str, deadline: str | None, fallback: str | None, as_json: bool) -> None:
-    """Take one step of the run; exit 0 once it is done, 10 before.
-
-    A step creates jobs, resubmits retryable and missing keys while attempts remain, and
-    finishes shards. It is safe to call from any number of processes at once.
-    """
-    when = _deadline(deadline)
-    if fallback and when is None:
-        raise Fail(ExitCode.USAGE, "--fallback online needs --deadline")
-    client = cloud_client()
-    run = _open_run(client, run_id)
-    summary = run.advance(deadline=when, fallback="online" if fallback else None)
-    _echo_run(run, summary, as_json, created=True)
-    click.get_current_context().exit(int(run_exit_code(summary)))
-
-
-@run_group.command("status")
-@click.argument("run_id", metavar="RUN_ID")
-@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
-@cloud_command
-def run_status(run_id: str, as_json: bool) -> None:
-    """Print where the run stands; exit 0 once it is done, 10 before. Changes nothing."""
-    client = cloud_client()
-    run = _open_run(client, run_id)
-    summary = run.status()
-    _echo_run(run, summary, as_json)
-    click.get_current_context().exit(int(run_exit_code(summary)))
-
-
-@run_group.command("results")
-@click.argument("run_id", metavar="RUN_ID")
-@click.option(
-    "--only",
-    type=click.Choice(list(RUN_OUTCOMES)),
-    multiple=True,
-    help="Print only keys with this outcome or run_outcome (repeatable), e.g. exhausted.",
-)
-@cloud_command
-def run_results(run_id: str, only: tuple[str, ...]) -> None:
-    """Print one JSON line per key of the run; a summary goes to stderr.
-
-    Each key's latest attempt wins. The fields are those of `vertexbatch results`, then
-    attempts (how many attempts held the key) and run_outcome (ok, refused, truncated, failed,
-    exhausted: retryable or missing with no attempt left, or pending: its shard is not
-    finished), the words `run status` counts; the summary counts them as it does.
-    """
-    client = cloud_client()
-    run = _open_run(client, run_id)
-    counts: Counter[str] = Counter()
-    for item in run.key_results():
-        counts[item.outcome] += 1
-        if not only or item.result.outcome in only or item.outcome in only:
-            click.echo(json.dumps(run_result_record(item), ensure_ascii=False))
-    click.echo(run_results_summary(counts, keys=run.keys), err=True)
-
-
-_port = click.IntRange(0, 65535)
-
-
-@main.command()
-@click.option(
-    "--bucket",
-    envvar=BUCKET.variable,
-    show_envvar=True,
-    default="vertexbatch-local",
-    show_default=True,
-    help="Bucket to create on the local GCS server.",
-)
-@click.option(
-    "--row-seconds", type=float, default=0.05, show_default=True, help="Time each row takes."
-)
-@click.option(
-    "--port", type=_port, default=0, help="Port of the Vertex service [default: a free one]."
-)
-@click.option(
-    "--gcs-port", type=_port, default=0, help="Port of the GCS server [default: a free one]."
-)
-@click.option(
-    "--env-file",
-    type=click.Path(dir_okay=False),
-    help="Write the export lines to this file once the stack serves (removed when it stops).",
-)
-@click.option(
-    "--probe-report",
-    type=click.Path(dir_okay=False, exists=True),
-    help="Behave as this `vertexbatch probe` report says the real service did.",
-)
-@verbose
-def emulator(
-    bucket: str,
-    row_seconds: float,
-    port: int,
-    gcs_port: int,
-    env_file: str | None,
-    probe_report: str | None,
-) -> None:
-    """Run the local stack (GCS + Vertex) until Ctrl-C or SIGTERM; print its environment.
-
-    The export lines go to stdout, and with --env-file to a file. From a shell, give fixed
-    ports and an env file, then source it where you run commands; a restart on the same ports
-    keeps those exports right:
-
-    \b
-      vertexbatch emulator --port 9100 --gcs-port 9101 --env-file .vertexbatch.env
-      source .vertexbatch.env          # in another shell, or after the file appears
-
-    It keeps running, so `eval "$(vertexbatch emulator)"` would never return: use the file.
-    """
-    if port and port == gcs_port:
-        raise Fail(ExitCode.USAGE, f"--port and --gcs-port must differ (both {port})")
-    try:
-        from .emulator import Timing, run_foreground
-    except ImportError as exc:
-        raise Fail(ExitCode.USAGE, _LOCAL_EXTRA.format(exc=exc)) from exc
-    try:
-        run_foreground(
-            bucket=bucket,
-            timing=Timing(row_seconds=row_seconds),
-            port=port,
-            gcs_port=gcs_port,
-            env_file=env_file,
-            probe_report=probe_report,
-        )
-    except ValueError as exc:  # not a probe report
-        raise Fail(ExitCode.USAGE, f"--probe-report: {exc}") from None
-    except OSError as exc:
-        if exc.errno != errno.EADDRINUSE:
-            raise
-        raise Fail(
-            ExitCode.USAGE,
-            f"cannot start the local stack: {exc.strerror} (another vertexbatch emulator?): "
-            "stop it, or choose another --port / --gcs-port",
-        ) from None
-
-
-_LOCAL_EXTRA = (
-    "the local stack needs the 'local' extra ({exc}): pip install 'vertexbatch[cli,local]'"
-)
-
-
-@main.command()
-@click.option("--fast", is_flag=True, help="No simulated latency (for tests).")
-@verbose
-def demo(fast: bool) -> None:
-    """Run a Claude and a Gemini batch on a local stack and show what happened to each request."""
-    try:
-        from ._demo import run_demo
-    except ImportError as exc:
-        raise Fail(ExitCode.USAGE, _LOCAL_EXTRA.format(exc=exc)) from exc
-    run_demo(out=sys.stdout, fast=fast, tty=sys.stdout.isatty())
-
-
+main.add_command(run_group)
+main.add_command(emulator)
+main.add_command(demo)
 main.add_command(doctor)
 main.add_command(probe)
 

@@ -29,7 +29,14 @@ from ._config import (
 )
 from ._errors import InvalidRequestError
 
-__all__ = ["ENVIRONMENT_HELP", "cloud_client", "cloud_command", "config_flags", "verbose"]
+__all__ = [
+    "ENVIRONMENT_HELP",
+    "cloud_client",
+    "cloud_command",
+    "config_flags",
+    "file_argument",
+    "verbose",
+]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -171,3 +178,8 @@ def cloud_command(f: F) -> F:
     for option in reversed(_CONFIG_OPTIONS):
         f = option(f)
     return f
+
+
+# A path, not click.File: a file that cannot be opened is the command's one-line error (exit 2),
+# not click's usage text.
+file_argument = click.argument("file", type=click.Path(allow_dash=True))
