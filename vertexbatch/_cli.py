@@ -36,7 +36,6 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterable
-from datetime import timedelta
 from typing import Any
 
 import click
@@ -44,7 +43,7 @@ import click
 from ._cli_doctor import doctor
 from ._cli_local import demo, emulator
 from ._cli_options import ENVIRONMENT_HELP, cloud_client, cloud_command, file_argument, verbose
-from ._cli_plan import cache_options, dedupe_option, dry_run_options, echo_plan, plan_of
+from ._cli_plan import PayOnce, echo_plan, pay_options, plan_of
 from ._cli_probe import probe
 from ._cli_render import (
     OUTCOMES,
@@ -167,9 +166,7 @@ def main() -> None:
 @click.option("--model", required=True, help="Bare Vertex model id, e.g. claude-opus-5-5@default.")
 @click.option("--id", "submission_id", required=True, help="Submission id (idempotency key).")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
-@dedupe_option
-@cache_options
-@dry_run_options
+@pay_options
 @file_argument
 @cloud_command
 def submit(
@@ -177,11 +174,7 @@ def submit(
     model: str,
     submission_id: str,
     as_json: bool,
-    dedupe: bool,
-    cache: bool,
-    cache_ttl: float | None,
-    dry_run: bool,
-    count_tokens: bool,
+    pay: PayOnce,
     file: str,
 ) -> None:
     """Submit the requests of FILE (JSONL, - for stdin) under an id; the same id adopts its job.
@@ -194,39 +187,17 @@ def submit(
     with open_requests(file) as stream:
         lines = request_lines(stream, provider)
         with naming_the_line(lines):
-            ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
-            if dry_run:
-                plan = plan_of(
-                    client,
-                    provider,
-                    submission_id,
-                    model,
-                    lines,
-                    dedupe,
-                    count_tokens,
-                    cache=cache,
-                    ttl=ttl,
-                )
+            if pay.dry_run:
+                plan = plan_of(client, provider, submission_id, model, lines, pay)
                 echo_plan(plan, f"submission {submission_id!r}", as_json)
                 return
-            if provider == "claude":
-                job = client.submit_claude(
-                    submission_id,
-                    model,
-                    iter(lines),  # type: ignore[arg-type]
-                    dedupe=dedupe,
-                    cache=cache,
-                    cache_ttl=ttl,
-                )
-            else:
-                job = client.submit_gemini(
-                    submission_id,
-                    model,
-                    iter(lines),  # type: ignore[arg-type]
-                    dedupe=dedupe,
-                    cache=cache,
-                    cache_ttl=ttl,
-                )
+            submit = client.submit_claude if provider == "claude" else client.submit_gemini
+            job = submit(
+                submission_id,
+                model,
+                iter(lines),  # type: ignore[arg-type]
+                **pay.submit_arguments(),
+            )
     _echo_job(job, as_json)
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -11,14 +13,7 @@ import click
 from ._client import Client
 from ._estimate import Plan
 
-__all__ = [
-    "cache_options",
-    "dedupe_option",
-    "dry_run_options",
-    "echo_plan",
-    "plan_lines",
-    "plan_of",
-]
+__all__ = ["PayOnce", "echo_plan", "pay_options", "plan_lines", "plan_of"]
 
 
 def _dollars(value: float | None) -> str:
@@ -46,42 +41,24 @@ def plan_lines(plan: Plan, what: str) -> list[str]:
     return lines
 
 
-def dry_run_options(command: Any) -> Any:
-    command = click.option(
-        "--count-tokens",
-        is_flag=True,
-        help="With --dry-run: count input tokens with the provider's count-tokens API.",
-    )(command)
-    return click.option(
-        "--dry-run",
-        is_flag=True,
-        help="Print the plan (requests, distinct, to send, jobs, tokens, cost); stage nothing.",
-    )(command)
-
-
 def plan_of(
     client: Client,
     provider: str,
     submission_id: str,
     model: str,
     lines: Any,
-    dedupe: bool,
-    count_tokens: bool,
+    pay: PayOnce,
     shard_size: int | None = None,
-    *,
-    cache: bool = False,
-    ttl: timedelta | None = None,
 ) -> Plan:
+    """The plan ``--dry-run`` prints: ``plan_claude`` or ``plan_gemini`` with the options."""
     planner = client.plan_claude if provider == "claude" else client.plan_gemini
     return planner(
         submission_id,
         model,
         iter(lines),
-        dedupe=dedupe,
-        cache=cache,
-        cache_ttl=ttl,
-        count_tokens=count_tokens,
+        count_tokens=pay.count_tokens,
         shard_size=shard_size,
+        **pay.submit_arguments(),
     )
 
 
@@ -92,22 +69,65 @@ def echo_plan(plan: Plan, what: str, as_json: bool) -> None:
         click.echo("\n".join(plan_lines(plan, what)))
 
 
-def cache_options(command: Any) -> Any:
-    command = click.option(
-        "--cache-ttl",
-        type=click.FloatRange(min=0, min_open=True),
-        default=None,
-        help="With --cache: entries older than this many seconds are misses.",
-    )(command)
-    return click.option(
-        "--cache",
-        is_flag=True,
-        help="Answer from the answer cache what it holds; fill it with the ok answers.",
-    )(command)
+@dataclass(frozen=True, slots=True)
+class PayOnce:
+    """What ``--dedupe``, ``--cache``, ``--cache-ttl``, ``--dry-run`` and ``--count-tokens`` ask."""
+
+    dedupe: bool
+    cache: bool
+    cache_ttl: timedelta | None
+    dry_run: bool
+    count_tokens: bool
+
+    def submit_arguments(self) -> dict[str, Any]:
+        """The keyword arguments ``submit_*``, ``run_*`` and ``plan_*`` take from these."""
+        return {"dedupe": self.dedupe, "cache": self.cache, "cache_ttl": self.cache_ttl}
 
 
-dedupe_option = click.option(
-    "--dedupe",
-    is_flag=True,
-    help="Stage equal requests once; every key still gets the (shared) answer.",
-)
+def pay_options(command: Any) -> Any:
+    """The five options, handed to ``command`` as one ``pay: PayOnce``."""
+
+    @functools.wraps(command)
+    def with_pay(
+        *args: Any,
+        dedupe: bool,
+        cache: bool,
+        cache_ttl: float | None,
+        dry_run: bool,
+        count_tokens: bool,
+        **kwargs: Any,
+    ) -> Any:
+        ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
+        pay = PayOnce(dedupe, cache, ttl, dry_run, count_tokens)
+        return command(*args, pay=pay, **kwargs)
+
+    for option in (
+        click.option(
+            "--count-tokens",
+            is_flag=True,
+            help="With --dry-run: count input tokens with the provider's count-tokens API.",
+        ),
+        click.option(
+            "--dry-run",
+            is_flag=True,
+            help="Print the plan (requests, distinct, to send, jobs, tokens, cost); stage nothing.",
+        ),
+        click.option(
+            "--cache-ttl",
+            type=click.FloatRange(min=0, min_open=True),
+            default=None,
+            help="With --cache: entries older than this many seconds are misses.",
+        ),
+        click.option(
+            "--cache",
+            is_flag=True,
+            help="Answer from the answer cache what it holds; fill it with the ok answers.",
+        ),
+        click.option(
+            "--dedupe",
+            is_flag=True,
+            help="Stage equal requests once; every key still gets the (shared) answer.",
+        ),
+    ):
+        with_pay = option(with_pay)
+    return with_pay

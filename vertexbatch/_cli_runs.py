@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import click
 
 from ._cli_options import cloud_client, cloud_command, file_argument
-from ._cli_plan import cache_options, dedupe_option, dry_run_options, echo_plan, plan_of
+from ._cli_plan import PayOnce, echo_plan, pay_options, plan_of
 from ._cli_render import (
     RUN_OUTCOMES,
     ExitCode,
@@ -95,9 +95,7 @@ def run_group() -> None:
     help="Most attempts per key.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
-@dedupe_option
-@cache_options
-@dry_run_options
+@pay_options
 @file_argument
 @cloud_command
 def run_submit(
@@ -107,11 +105,7 @@ def run_submit(
     shard_size: int,
     attempts: int,
     as_json: bool,
-    dedupe: bool,
-    cache: bool,
-    cache_ttl: float | None,
-    dry_run: bool,
-    count_tokens: bool,
+    pay: PayOnce,
     file: str,
 ) -> None:
     """Start a run of the requests of FILE (JSONL, - for stdin).
@@ -124,20 +118,8 @@ def run_submit(
     with open_requests(file) as stream:
         lines = request_lines(stream, provider)
         with naming_the_line(lines):
-            ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
-            if dry_run:
-                plan = plan_of(
-                    client,
-                    provider,
-                    run_id,
-                    model,
-                    lines,
-                    dedupe,
-                    count_tokens,
-                    shard_size,
-                    cache=cache,
-                    ttl=ttl,
-                )
+            if pay.dry_run:
+                plan = plan_of(client, provider, run_id, model, lines, pay, shard_size)
                 echo_plan(plan, f"run {run_id!r}", as_json)
                 return
             start = client.run_claude if provider == "claude" else client.run_gemini
@@ -147,9 +129,7 @@ def run_submit(
                 iter(lines),  # type: ignore[arg-type]
                 shard_size=shard_size,
                 max_attempts=attempts,
-                dedupe=dedupe,
-                cache=cache,
-                cache_ttl=ttl,
+                **pay.submit_arguments(),
             )
     _echo_run(run, run.status(), as_json)
 
