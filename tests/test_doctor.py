@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from click.testing import CliRunner, Result
 
+from tests.gcs_gate import deny_bucket_metadata
 from vertexbatch._cli import ExitCode, main
 from vertexbatch._config import Config
 from vertexbatch._doctor import DOCTOR_OBJECT, check_location, check_model
@@ -181,3 +182,33 @@ def test_a_bucket_in_another_region_fails(stack_env: str) -> None:
     line = lines_by_check(result.output)["bucket-location"]
     assert line.startswith("fail ") and "US-CENTRAL1" in line and "europe-west4" in line
     assert doctor("--location", "us-central1").exit_code == ExitCode.OK
+
+
+def test_an_object_only_caller_warns_on_the_bucket_and_still_checks_objects(
+    stack: LocalStack, stack_env: str
+) -> None:
+    """roles/storage.objectAdmin (docs/operations.md's grant) cannot GET the bucket: GCS answers
+    403 there. doctor warns that it cannot see the metadata, and bucket-objects proves access."""
+    with deny_bucket_metadata(stack.storage_endpoint) as gate:
+        result = doctor("--storage-endpoint", gate)
+    assert result.exit_code == ExitCode.OK, result.output
+    lines = lines_by_check(result.output)
+    assert lines["bucket"].startswith("warn ") and "cannot see" in lines["bucket"]
+    assert "vertexbatch does not need it" in lines["bucket"]
+    assert lines["bucket-location"].startswith("skip ")
+    assert lines["bucket-objects"].startswith("ok "), lines["bucket-objects"]
+    assert lines["service-agent"].startswith("warn ") and "cannot tell" in lines["service-agent"]
+
+
+def test_an_object_only_caller_on_a_missing_bucket_fails_at_bucket_objects(
+    stack: LocalStack, stack_env: str
+) -> None:
+    """With the metadata GET refused, a bucket that does not exist shows at its object create."""
+    with deny_bucket_metadata(stack.storage_endpoint) as gate:
+        result = doctor("--storage-endpoint", gate, "--bucket", "t-no-such-bucket-behind-gate")
+    assert result.exit_code == ExitCode.CHECK_FAILED, result.output
+    lines = lines_by_check(result.output)
+    assert lines["bucket"].startswith("warn ")
+    line = lines["bucket-objects"]
+    assert line.startswith("fail ") and "t-no-such-bucket-behind-gate does not exist" in line
+    assert lines["service-agent"].startswith("skip ")

@@ -10,7 +10,8 @@ runs them:
     vertex           one ``list_batch_prediction_jobs`` call (page size 1)
     job-create       Resource Manager ``projects.testIamPermissions`` for
                      ``aiplatform.batchPredictionJobs.create`` on the project: no job is made
-    bucket           the bucket exists (``lookup_bucket``)
+    bucket           the bucket exists (``lookup_bucket``); a refused lookup is ``warn``:
+                     object roles cannot read bucket metadata, and vertexbatch never does
     bucket-location  the bucket's location is one the job's region can use (``_doctor_rules``)
     bucket-objects   create (create-only), read and delete ``PREFIX/.vertexbatch-doctor-<random>``
     service-agent    the bucket's IAM policy grants the Vertex AI service agent read and create
@@ -72,6 +73,10 @@ DOCTOR_OBJECT = ".vertexbatch-doctor-"
 
 CREATE_PERMISSION = "aiplatform.batchPredictionJobs.create"
 LOOKUP_TIMEOUT = 30.0  # seconds for each lookup: one answer, no retries (a warn says why)
+_CREATE_BUCKET = (
+    "create it in the job's region (gcloud storage buckets create gs://{bucket}) or set "
+    "--bucket / VERTEXBATCH_BUCKET."
+)
 DEFAULT_MODELS = ("claude-opus-5-5@default", "gemini-3.8-flash")
 """The models ``model`` looks up when ``--model`` is not given (the demo's and the docs')."""
 
@@ -200,17 +205,19 @@ def check_vertex(cloud: Cloud) -> tuple[Check, str | None]:
 
 
 def check_bucket(cloud: Cloud, bucket: str) -> Check:
-    """The bucket exists."""
+    """The bucket exists; ``warn`` when its metadata is refused (object roles only)."""
     from google.api_core import exceptions as api_exceptions
 
     try:
         found = cloud.staging.bucket_exists()
     except api_exceptions.Forbidden:
+        # Object roles (roles/storage.objectAdmin, the one docs/operations.md grants) carry no
+        # storage.buckets.get: the lookup is refused though every object call works.
         return Check(
             "bucket",
-            "fail",
-            f"the caller may not read bucket {bucket}: grant storage.buckets.get on it "
-            "(e.g. roles/storage.legacyBucketReader).",
+            "warn",
+            f"cannot see gs://{bucket}'s metadata (no storage.buckets.get): vertexbatch does not "
+            "need it, but doctor cannot check its location; bucket-objects checks access.",
         )
     except Exception as exc:
         return Check("bucket", "fail", f"GCS did not answer ({_short(exc)}): {_fix(exc)}")
@@ -218,8 +225,7 @@ def check_bucket(cloud: Cloud, bucket: str) -> Check:
         return Check(
             "bucket",
             "fail",
-            f"bucket {bucket} does not exist: create it in the job's region "
-            f"(gcloud storage buckets create gs://{bucket}) or set --bucket / VERTEXBATCH_BUCKET.",
+            f"bucket {bucket} does not exist: {_CREATE_BUCKET.format(bucket=bucket)}",
         )
     return Check("bucket", "ok", f"gs://{bucket} exists")
 
@@ -259,6 +265,8 @@ def _object_failure(exc: BaseException, step: str, bucket: str) -> str:
 
     if isinstance(exc, api_exceptions.Forbidden):
         return f"the caller may not {step} objects in gs://{bucket}: grant {OBJECT_ROLE} on it."
+    if isinstance(exc, api_exceptions.NotFound) and step == "create":
+        return f"bucket {bucket} does not exist: {_CREATE_BUCKET.format(bucket=bucket)}"
     return f"{step} failed ({_short(exc)}): {_fix(exc)}"
 
 
@@ -578,6 +586,19 @@ def run_checks(
         checks.append(
             check_service_agent(found.gcs, found.projects, config.project, config.bucket, listed)
         )
+    elif bucket.result == "warn":
+        # The metadata was refused: the object round trip is what shows the bucket is usable.
+        checks.append(Check("bucket-location", "skip", "needs the bucket's metadata"))
+        objects = check_bucket_objects(cloud, config.bucket, config.prefix)
+        checks.append(objects)
+        if objects.result == "ok":
+            checks.append(
+                check_service_agent(
+                    found.gcs, found.projects, config.project, config.bucket, listed
+                )
+            )
+        else:
+            checks.append(Check("service-agent", "skip", "needs bucket-objects"))
     else:
         for name in ("bucket-location", "bucket-objects", "service-agent"):
             checks.append(Check(name, "skip", "needs the bucket"))
