@@ -34,10 +34,16 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a probe report.
 
     Raises:
-        ValueError: the file is not a probe report (no `vertexbatch_probe` version and `facts`).
+        ValueError: the file is not a probe report (no `vertexbatch_probe` version and `facts`),
+            or is a partial one (the probe stopped early).
     """
     with open(path, encoding="utf-8") as handle:
         report = json.load(handle)
+    if isinstance(report, dict) and report.get("partial") is True:
+        raise ValueError(
+            f"{path} is a partial probe report (the probe stopped early, before any facts): "
+            "run vertexbatch probe again"
+        )
     if not isinstance(report, dict) or not isinstance(report.get("facts"), dict):
         raise ValueError(f"{path} is not a vertexbatch probe report (no 'facts')")
     if report.get("vertexbatch_probe") != 1:
