@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+import pytest
 from click.testing import CliRunner, Result
 
+import vertexbatch as vb
 from tests.gcs_gate import deny_bucket_metadata
 from vertexbatch._cli import ExitCode, main
 from vertexbatch._config import Config
@@ -53,7 +55,11 @@ def test_doctor_is_all_ok_on_the_local_stack(stack_env: str) -> None:
         assert lines[name].startswith("ok "), lines[name]
     assert lines["credentials"].startswith("skip ")
     assert "anonymous on the local stack" in lines["credentials"]
-    assert "claude-opus-5-5, gemini-3.8-flash found in us-central1" in lines["model"]
+    assert lines["model"].endswith(
+        "claude-opus-5-5 exists for publisher anthropic (version default not checked); "
+        "gemini-3.8-flash exists for publisher google"
+    )
+    assert "us-central1" not in lines["model"]  # Model Garden is asked per publisher, not here
     # fake-gcs-server serves no bucket IAM policy: doctor says it cannot tell, never guesses.
     assert lines["service-agent"].startswith("warn ") and "cannot tell" in lines["service-agent"]
     assert "service-123456789012@gcp-sa-aiplatform" in lines["service-agent"]
@@ -110,7 +116,7 @@ def test_a_model_is_looked_up_for_its_publisher(stack: LocalStack, stack_env: st
     assert missing.exit_code == ExitCode.CHECK_FAILED
     line = lines_by_check(missing.output)["model"]
     assert line.startswith("fail ")
-    assert "claude-opus-0-1 is not found for publisher anthropic in us-central1" in line
+    assert "claude-opus-0-1 is not found for publisher anthropic in Model Garden" in line
     assert stack.calls()["getPublisherModel"] == 3
     bad = doctor("--model", "publishers/anthropic/models/claude-opus-5-5")
     assert bad.exit_code == ExitCode.CHECK_FAILED
@@ -212,3 +218,33 @@ def test_an_object_only_caller_on_a_missing_bucket_fails_at_bucket_objects(
     line = lines["bucket-objects"]
     assert line.startswith("fail ") and "t-no-such-bucket-behind-gate does not exist" in line
     assert lines["service-agent"].startswith("skip ")
+
+
+@pytest.mark.parametrize(
+    "location", ["us-east5", "europe-west4", "northamerica-northeast1", "me-central2"]
+)
+def test_a_region_name_is_ok_and_says_only_that(location: str) -> None:
+    check = check_location(Config("p", location, "b"), "claude-opus-5-5@default")
+    assert (check.result, check.detail) == ("ok", f"{location} is a region name")
+
+
+@pytest.mark.parametrize("location", ["US", "us", "us_east5", "useast5", "us-east", "Us-east5", ""])
+def test_a_location_that_is_no_region_name_fails_naming_it_and_the_rule(location: str) -> None:
+    check = check_location(Config("p", location, "b"), None)
+    assert check.result == "fail"
+    assert f"location {location!r} is not a region name" in check.detail
+    assert "such as us-east5" in check.detail
+
+
+def test_a_model_version_the_stack_does_not_serve_is_refused_at_submit(
+    client: vb.Client,
+) -> None:
+    """The stack's catalogue holds @default, @YYYYMMDD and @NNN of a bare id, no other
+    version: doctor does not check the version, so submit must."""
+    request = vb.ClaudeRequest(
+        key="a", params={"max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
+    )
+    with pytest.raises(vb.InvalidRequestError, match="no-such-version"):
+        client.submit_claude("v-bad", "claude-opus-5-5@no-such-version", [request])
+    job = client.submit_claude("v-dated", "claude-opus-5-5@20261001", [request])
+    assert job.name

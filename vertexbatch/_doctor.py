@@ -5,7 +5,8 @@ Each check is one function returning one ``Check`` (its name, ``ok`` / ``warn`` 
 runs them:
 
     configuration    project, location and bucket set (``_config.read_config``)
-    location         regional (Claude batch needs one; ``global`` fails for a Claude model)
+    location         a region name (Claude batch needs one; ``global`` fails for a Claude
+                     model); any other string fails
     credentials      application default credentials found, and whose; skipped on the stack
     vertex           one ``list_batch_prediction_jobs`` call (page size 1)
     job-create       Resource Manager ``projects.testIamPermissions`` for
@@ -19,7 +20,8 @@ runs them:
                      name the ``vertex`` check listed); "cannot tell"
                      (warn) when the policy or the number is not readable, never a guess
     model            each model exists for its publisher (``ModelGardenServiceClient.
-                     get_publisher_model``, aiplatform_v1); ``DEFAULT_MODELS`` without --model
+                     get_publisher_model``, aiplatform_v1, without ``@version``: the version
+                     is not checked); ``DEFAULT_MODELS`` without --model
 
 A check that needs an earlier one to have passed is skipped, saying which. A check that cannot
 tell says so as ``warn``. Nothing here imports a Google SDK at its top: the checks that need
@@ -28,6 +30,7 @@ one import it.
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -71,6 +74,8 @@ AIPLATFORM_ROLE = "roles/aiplatform.user"
 OBJECT_ROLE = "roles/storage.objectAdmin"
 DOCTOR_OBJECT = ".vertexbatch-doctor-"
 
+REGION_NAME = re.compile(r"[a-z]+-[a-z]+\d+")
+"""A Google Cloud region name's form: us-east5, europe-west4, northamerica-northeast1."""
 CREATE_PERMISSION = "aiplatform.batchPredictionJobs.create"
 LOOKUP_TIMEOUT = 30.0  # seconds for each lookup: one answer, no retries (a warn says why)
 _CREATE_BUCKET = (
@@ -146,11 +151,22 @@ def check_configuration(
 
 
 def check_location(config: Config, model: str | None = None) -> Check:
-    """The location is regional: Claude batch jobs need one (``global`` does not run them)."""
+    """The location is a region name (Claude batch jobs need one), or ``global`` for Gemini.
+
+    Only the name's form is checked: which models a region serves is not something doctor can
+    ask, so ``ok`` never claims it.
+    """
     location = config.location
-    if location != "global":
-        return Check("location", "ok", f"{location} is regional")
     fix = "set --location (or GOOGLE_CLOUD_LOCATION) to a region such as us-east5."
+    if location != "global":
+        if REGION_NAME.fullmatch(location):
+            return Check("location", "ok", f"{location} is a region name")
+        return Check(
+            "location",
+            "fail",
+            f"location {location!r} is not a region name (lowercase letters, a hyphen, letters "
+            f"and digits, such as us-east5 or europe-west4) nor 'global': {fix}",
+        )
     provider = _provider(model)
     if provider == "gemini":
         return Check("location", "ok", "global (Gemini batch runs there)")
@@ -292,7 +308,9 @@ def check_model(
 ) -> Check:
     """Each model is well formed and exists for its publisher (``get_publisher_model``).
 
-    The lookup names the model without its ``@version``: a version is checked at submit.
+    The lookup names the model without its ``@version`` (GetPublisherModel documents the name
+    ``publishers/P/models/M``, no version), so ``ok`` says the version was not checked: Vertex
+    checks it at submit. Nor does it name a location: Model Garden answers per publisher.
     Without ``garden`` (no configuration, no credentials) only the form is checked.
     """
     from google.api_core import exceptions as api_exceptions
@@ -314,13 +332,17 @@ def check_model(
             return Check(
                 "model",
                 "fail",
-                f"model {bare} is not found for publisher {publisher} in {config.location}: "
-                "check the id in Model Garden, enable the model there, or pass another --model.",
+                f"model {bare} is not found for publisher {publisher} in Model Garden: "
+                "check the id there, enable the model, or pass another --model.",
             )
         except Exception as exc:
             unsure.append(f"{bare} ({_short(exc, 80)})")
             continue
-        found.append(bare)
+        version = model.partition("@")[2]
+        found.append(
+            f"{bare} exists for publisher {publisher}"
+            + (f" (version {version} not checked)" if version else "")
+        )
     if garden is None or config is None:
         return Check("model", "skip", f"{', '.join(models)}: well formed; lookup needs the above")
     if unsure:
@@ -330,7 +352,7 @@ def check_model(
             f"cannot tell whether {', '.join(unsure)} exists: grant the caller "
             f"{AIPLATFORM_ROLE}, or check the model in Model Garden.",
         )
-    return Check("model", "ok", f"{', '.join(found)} found in {config.location}")
+    return Check("model", "ok", "; ".join(found))
 
 
 def check_job_create(projects: resourcemanager_v3.ProjectsClient, project: str) -> Check:
