@@ -523,3 +523,45 @@ def test_an_interval_below_five_seconds_is_refused_against_vertex(stack_env: str
     )
     assert result.exit_code == ExitCode.INVALID_REQUEST, result.output
     assert "interval 1 s is below 5 s" in result.output
+
+
+def test_a_report_whose_providers_differ_keeps_each_providers_facts(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    """Claude echoes custom_id and an object request, Gemini neither: a stack rebuilt from that
+    report shows both providers' facts, none taken over by the other's."""
+    from vertexbatch.emulator._report import options_from_report
+
+    stack.set_job_options(
+        JobOptions(
+            echo_siblings=True,
+            request_echo="object",
+            gemini_echo_siblings=False,
+            gemini_request_echo="string",
+        )
+    )
+    first = tmp_path / "service.json"
+    assert probe(first, "--yes").exit_code == ExitCode.OK
+    facts = load(first)["facts"]
+    assert (facts["claude.custom_id_echoed"], facts["gemini.sibling_echoed"]) == (True, False)
+    assert (facts["claude.request_echo"], facts["gemini.request_echo"]) == ("object", "string")
+    options, _ = options_from_report(load(first))
+    assert (options.siblings_echoed("anthropic"), options.siblings_echoed("google")) == (
+        True,
+        False,
+    )
+    assert options.echo_of_request("anthropic") == "object"
+    assert options.echo_of_request("google") == "string"
+    with LocalStack.from_probe_report(first) as rebuilt:
+        rebuilt.create_bucket("rebuilt")
+        second = tmp_path / "rebuilt.json"
+        result = probe(second, "--yes", env=rebuilt.environment("rebuilt", prefix="jobs"))
+        assert result.exit_code == ExitCode.OK, result.output
+    again = load(second)["facts"]
+    for key in (
+        "claude.custom_id_echoed",
+        "gemini.sibling_echoed",
+        "claude.request_echo",
+        "gemini.request_echo",
+    ):
+        assert again[key] == facts[key], key
