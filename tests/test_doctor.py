@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -12,7 +13,13 @@ import vertexbatch as vb
 from tests.gcs_gate import deny_bucket_metadata
 from vertexbatch._cli import ExitCode, main
 from vertexbatch._config import Config
-from vertexbatch._doctor import DOCTOR_OBJECT, check_location, check_model
+from vertexbatch._doctor import (
+    DOCTOR_OBJECT,
+    Check,
+    check_credentials,
+    check_location,
+    check_model,
+)
 from vertexbatch.emulator import LocalStack
 
 ORDER = [
@@ -248,3 +255,71 @@ def test_a_model_version_the_stack_does_not_serve_is_refused_at_submit(
         client.submit_claude("v-bad", "claude-opus-5-5@no-such-version", [request])
     job = client.submit_claude("v-dated", "claude-opus-5-5@20261001", [request])
     assert job.name
+
+
+class _MetadataCredentials:
+    """Stands in for GCE / Cloud Run credentials: the email is "default" until a refresh."""
+
+    def __init__(self, refused: bool = False) -> None:
+        self.service_account_email = "default"
+        self.refreshed = 0
+        self.refused = refused
+
+    def refresh(self, request: object) -> None:
+        from google.auth.exceptions import RefreshError
+
+        self.refreshed += 1
+        if self.refused:
+            raise RefreshError("invalid_grant: Token has been expired or revoked.")
+        self.service_account_email = "runner@my-project.iam.gserviceaccount.com"
+
+
+def _user_credentials(refused: bool) -> Any:
+    """Real user credentials whose refresh answers as Google's token endpoint would."""
+    import google.oauth2.credentials
+    from google.auth.exceptions import RefreshError
+
+    class User(google.oauth2.credentials.Credentials):
+        def refresh(self, request: object) -> None:
+            if refused:
+                raise RefreshError("invalid_grant: Token has been expired or revoked.")
+
+    return User(token=None, refresh_token="r", client_id="c", client_secret="s")
+
+
+def _with_credentials(monkeypatch: pytest.MonkeyPatch, credentials: Any) -> None:
+    import google.auth
+
+    monkeypatch.setattr(google.auth, "default", lambda **kwargs: (credentials, "my-project"))
+
+
+CLOUD = Config("my-project", "us-east5", "b")
+
+
+def test_credentials_are_refreshed_before_naming_their_account(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A metadata-server account shows its real email only after a refresh: doctor refreshes."""
+    credentials = _MetadataCredentials()
+    _with_credentials(monkeypatch, credentials)
+    check = check_credentials(CLOUD)
+    assert credentials.refreshed == 1
+    assert (check.result, check.detail) == (
+        "ok",
+        "service account runner@my-project.iam.gserviceaccount.com",
+    )
+    _with_credentials(monkeypatch, _user_credentials(refused=False))
+    assert check_credentials(CLOUD) == Check("credentials", "ok", "user credentials (ADC)")
+
+
+@pytest.mark.parametrize("kind", ["metadata", "user"])
+def test_expired_credentials_fail_with_the_login_fix(
+    monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """Credentials whose refresh is refused are a fail naming the gcloud command, not ok."""
+    refused = _MetadataCredentials(refused=True) if kind == "metadata" else _user_credentials(True)
+    _with_credentials(monkeypatch, refused)
+    check = check_credentials(CLOUD)
+    assert check.result == "fail"
+    assert "gcloud auth application-default login" in check.detail
+    assert "expired or revoked" in check.detail

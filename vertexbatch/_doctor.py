@@ -7,7 +7,8 @@ runs them:
     configuration    project, location and bucket set (``_config.read_config``)
     location         a region name (Claude batch needs one; ``global`` fails for a Claude
                      model); any other string fails
-    credentials      application default credentials found, and whose; skipped on the stack
+    credentials      application default credentials found and refreshed once, and whose
+                     (a refused refresh fails); skipped on the stack
     vertex           one ``list_batch_prediction_jobs`` call (page size 1)
     job-create       Resource Manager ``projects.testIamPermissions`` for
                      ``aiplatform.batchPredictionJobs.create`` on the project: no job is made
@@ -76,6 +77,7 @@ DOCTOR_OBJECT = ".vertexbatch-doctor-"
 
 REGION_NAME = re.compile(r"[a-z]+-[a-z]+\d+")
 """A Google Cloud region name's form: us-east5, europe-west4, northamerica-northeast1."""
+CLOUD_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 CREATE_PERMISSION = "aiplatform.batchPredictionJobs.create"
 LOOKUP_TIMEOUT = 30.0  # seconds for each lookup: one answer, no retries (a warn says why)
 _CREATE_BUCKET = (
@@ -176,27 +178,50 @@ def check_location(config: Config, model: str | None = None) -> Check:
 
 
 def check_credentials(config: Config) -> Check:
-    """Application default credentials, and whose (an email or "user credentials"), no secret."""
+    """Application default credentials, refreshed once (so they are known to work, and a GCE or
+    Cloud Run account shows its email), and whose: an email or "user credentials"; no secret."""
     if on_local_stack(config):
         return Check("credentials", "skip", "anonymous on the local stack")
     import google.auth
-    from google.auth.exceptions import DefaultCredentialsError
+    import google.oauth2.credentials
+    from google.auth.exceptions import DefaultCredentialsError, RefreshError
+    from google.auth.transport.requests import Request
 
+    login = "run 'gcloud auth application-default login'"
     try:
-        credentials, _ = google.auth.default()
+        credentials, _ = google.auth.default(scopes=[CLOUD_SCOPE])
     except DefaultCredentialsError:
         return Check(
             "credentials",
             "fail",
-            "no application default credentials: run 'gcloud auth application-default login' "
-            "or set GOOGLE_APPLICATION_CREDENTIALS to a key file.",
+            f"no application default credentials: {login} or set GOOGLE_APPLICATION_CREDENTIALS "
+            "to a key file.",
         )
+    try:
+        credentials.refresh(Request())  # type: ignore[no-untyped-call]
+    except RefreshError as exc:
+        return Check(
+            "credentials",
+            "fail",
+            f"the application default credentials were refused ({_short(exc, 100)}): they are "
+            f"expired or revoked; {login} again (or check GOOGLE_APPLICATION_CREDENTIALS).",
+        )
+    except Exception as exc:
+        return Check(
+            "credentials",
+            "warn",
+            f"cannot tell whether the credentials work: refreshing them failed "
+            f"({_short(exc, 100)}): {_fix(exc)}",
+        )
+    # A GCE or Cloud Run account names itself "default" until refreshed: read it after.
     email = getattr(credentials, "service_account_email", None)
     if isinstance(email, str) and "@" in email:
         return Check("credentials", "ok", f"service account {email}")
-    if type(credentials).__module__ == "google.oauth2.credentials":
-        return Check("credentials", "ok", "user credentials")
-    return Check("credentials", "ok", f"{type(credentials).__name__} credentials")
+    if isinstance(credentials, google.oauth2.credentials.Credentials):
+        account = getattr(credentials, "account", "") or ""
+        who = f" of {account}" if "@" in account else ""
+        return Check("credentials", "ok", f"user credentials (ADC){who}")
+    return Check("credentials", "ok", f"{type(credentials).__name__} credentials (ADC)")
 
 
 def check_vertex(cloud: Cloud) -> tuple[Check, str | None]:
