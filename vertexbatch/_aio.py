@@ -34,7 +34,7 @@ from ._online import CONCURRENCY
 from ._prices import Price
 from ._runs import DEFAULT_SHARD_SIZE, KeyResult, Run, RunSummary
 from ._tracing import job_attributes
-from ._wait import Schedule
+from ._wait import Schedule, check_client
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -305,6 +305,7 @@ class AsyncClient:
     """
 
     def __init__(self, client: Client) -> None:
+        check_client(client, "use client.aio, or AsyncClient(client)")
         self._client = client
         self._pool = _Pool()
 
