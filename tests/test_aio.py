@@ -207,7 +207,11 @@ async def test_results_stream_a_few_chunks_ahead() -> None:
 
     stream = _aio.ResultStream("test", items())
     assert [await anext(stream) for _ in range(3)] == [0, 1, 2]
-    await asyncio.to_thread(lambda: None)  # let the producer run on
+    producer = stream._producer
+    assert producer is not None
+    # Wait until the thread stops reading (every slot taken), not for a while: unbounded, it
+    # would never park, and would run through all 100,000 items.
+    assert await asyncio.to_thread(producer.parked.wait, 30), f"never parked; pulled {pulled}"
     assert pulled <= _aio.CHUNK * (_aio.SLOTS + 2)
     await stream.aclose()
     assert await asyncio.to_thread(closed.wait, 10)
@@ -231,6 +235,28 @@ async def test_breaking_out_and_dropping_the_stream_stops_it() -> None:
         assert item == 0
         break
     del stream
+    assert await asyncio.to_thread(closed.wait, 10)
+
+
+async def test_a_break_alone_leaves_a_held_stream_parked_until_aclose() -> None:
+    """docs/asyncio.md: ``break`` with the stream still held stops nothing; ``aclose`` does."""
+    closed = threading.Event()
+
+    def items() -> Iterator[int]:
+        try:
+            yield from range(100_000)
+        finally:
+            closed.set()
+
+    stream = _aio.ResultStream("test", items())
+    async for item in stream:
+        assert item == 0
+        break
+    producer = stream._producer
+    assert producer is not None
+    assert await asyncio.to_thread(producer.parked.wait, 30)
+    assert not closed.is_set()  # parked, still open: the thread waits for a slot
+    await stream.aclose()
     assert await asyncio.to_thread(closed.wait, 10)
 
 

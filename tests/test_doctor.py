@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 
+import vertexbatch as vb
+from tests.gcs_gate import deny_bucket_metadata
 from vertexbatch._cli import ExitCode, main
 from vertexbatch._config import Config
-from vertexbatch._doctor import DOCTOR_OBJECT, check_location, check_model
+from vertexbatch._doctor import (
+    DOCTOR_OBJECT,
+    Check,
+    check_credentials,
+    check_location,
+    check_model,
+)
 from vertexbatch.emulator import LocalStack
 
 ORDER = [
@@ -52,7 +62,11 @@ def test_doctor_is_all_ok_on_the_local_stack(stack_env: str) -> None:
         assert lines[name].startswith("ok "), lines[name]
     assert lines["credentials"].startswith("skip ")
     assert "anonymous on the local stack" in lines["credentials"]
-    assert "claude-opus-5-5, gemini-3.8-flash found in us-central1" in lines["model"]
+    assert lines["model"].endswith(
+        "claude-opus-5-5 exists for publisher anthropic (version default not checked); "
+        "gemini-3.8-flash exists for publisher google"
+    )
+    assert "us-central1" not in lines["model"]  # Model Garden is asked per publisher, not here
     # fake-gcs-server serves no bucket IAM policy: doctor says it cannot tell, never guesses.
     assert lines["service-agent"].startswith("warn ") and "cannot tell" in lines["service-agent"]
     assert "service-123456789012@gcp-sa-aiplatform" in lines["service-agent"]
@@ -109,7 +123,7 @@ def test_a_model_is_looked_up_for_its_publisher(stack: LocalStack, stack_env: st
     assert missing.exit_code == ExitCode.CHECK_FAILED
     line = lines_by_check(missing.output)["model"]
     assert line.startswith("fail ")
-    assert "claude-opus-0-1 is not found for publisher anthropic in us-central1" in line
+    assert "claude-opus-0-1 is not found for publisher anthropic in Model Garden" in line
     assert stack.calls()["getPublisherModel"] == 3
     bad = doctor("--model", "publishers/anthropic/models/claude-opus-5-5")
     assert bad.exit_code == ExitCode.CHECK_FAILED
@@ -181,3 +195,131 @@ def test_a_bucket_in_another_region_fails(stack_env: str) -> None:
     line = lines_by_check(result.output)["bucket-location"]
     assert line.startswith("fail ") and "US-CENTRAL1" in line and "europe-west4" in line
     assert doctor("--location", "us-central1").exit_code == ExitCode.OK
+
+
+def test_an_object_only_caller_warns_on_the_bucket_and_still_checks_objects(
+    stack: LocalStack, stack_env: str
+) -> None:
+    """roles/storage.objectAdmin (docs/operations.md's grant) cannot GET the bucket: GCS answers
+    403 there. doctor warns that it cannot see the metadata, and bucket-objects proves access."""
+    with deny_bucket_metadata(stack.storage_endpoint) as gate:
+        result = doctor("--storage-endpoint", gate)
+    assert result.exit_code == ExitCode.OK, result.output
+    lines = lines_by_check(result.output)
+    assert lines["bucket"].startswith("warn ") and "cannot see" in lines["bucket"]
+    assert "vertexbatch does not need it" in lines["bucket"]
+    assert lines["bucket-location"].startswith("skip ")
+    assert lines["bucket-objects"].startswith("ok "), lines["bucket-objects"]
+    assert lines["service-agent"].startswith("warn ") and "cannot tell" in lines["service-agent"]
+
+
+def test_an_object_only_caller_on_a_missing_bucket_fails_at_bucket_objects(
+    stack: LocalStack, stack_env: str
+) -> None:
+    """With the metadata GET refused, a bucket that does not exist shows at its object create."""
+    with deny_bucket_metadata(stack.storage_endpoint) as gate:
+        result = doctor("--storage-endpoint", gate, "--bucket", "t-no-such-bucket-behind-gate")
+    assert result.exit_code == ExitCode.CHECK_FAILED, result.output
+    lines = lines_by_check(result.output)
+    assert lines["bucket"].startswith("warn ")
+    line = lines["bucket-objects"]
+    assert line.startswith("fail ") and "t-no-such-bucket-behind-gate does not exist" in line
+    assert lines["service-agent"].startswith("skip ")
+
+
+@pytest.mark.parametrize(
+    "location", ["us-east5", "europe-west4", "northamerica-northeast1", "me-central2"]
+)
+def test_a_region_name_is_ok_and_says_only_that(location: str) -> None:
+    check = check_location(Config("p", location, "b"), "claude-opus-5-5@default")
+    assert (check.result, check.detail) == ("ok", f"{location} is a region name")
+
+
+@pytest.mark.parametrize("location", ["US", "us", "us_east5", "useast5", "us-east", "Us-east5", ""])
+def test_a_location_that_is_no_region_name_fails_naming_it_and_the_rule(location: str) -> None:
+    check = check_location(Config("p", location, "b"), None)
+    assert check.result == "fail"
+    assert f"location {location!r} is not a region name" in check.detail
+    assert "such as us-east5" in check.detail
+
+
+def test_a_model_version_the_stack_does_not_serve_is_refused_at_submit(
+    client: vb.Client,
+) -> None:
+    """The stack's catalogue holds @default, @YYYYMMDD and @NNN of a bare id, no other
+    version: doctor does not check the version, so submit must."""
+    request = vb.ClaudeRequest(
+        key="a", params={"max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
+    )
+    with pytest.raises(vb.InvalidRequestError, match="no-such-version"):
+        client.submit_claude("v-bad", "claude-opus-5-5@no-such-version", [request])
+    job = client.submit_claude("v-dated", "claude-opus-5-5@20261001", [request])
+    assert job.name
+
+
+class _MetadataCredentials:
+    """Stands in for GCE / Cloud Run credentials: the email is "default" until a refresh."""
+
+    def __init__(self, refused: bool = False) -> None:
+        self.service_account_email = "default"
+        self.refreshed = 0
+        self.refused = refused
+
+    def refresh(self, request: object) -> None:
+        from google.auth.exceptions import RefreshError
+
+        self.refreshed += 1
+        if self.refused:
+            raise RefreshError("invalid_grant: Token has been expired or revoked.")
+        self.service_account_email = "runner@my-project.iam.gserviceaccount.com"
+
+
+def _user_credentials(refused: bool) -> Any:
+    """Real user credentials whose refresh answers as Google's token endpoint would."""
+    import google.oauth2.credentials
+    from google.auth.exceptions import RefreshError
+
+    class User(google.oauth2.credentials.Credentials):
+        def refresh(self, request: object) -> None:
+            if refused:
+                raise RefreshError("invalid_grant: Token has been expired or revoked.")
+
+    return User(token=None, refresh_token="r", client_id="c", client_secret="s")
+
+
+def _with_credentials(monkeypatch: pytest.MonkeyPatch, credentials: Any) -> None:
+    import google.auth
+
+    monkeypatch.setattr(google.auth, "default", lambda **kwargs: (credentials, "my-project"))
+
+
+CLOUD = Config("my-project", "us-east5", "b")
+
+
+def test_credentials_are_refreshed_before_naming_their_account(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A metadata-server account shows its real email only after a refresh: doctor refreshes."""
+    credentials = _MetadataCredentials()
+    _with_credentials(monkeypatch, credentials)
+    check = check_credentials(CLOUD)
+    assert credentials.refreshed == 1
+    assert (check.result, check.detail) == (
+        "ok",
+        "service account runner@my-project.iam.gserviceaccount.com",
+    )
+    _with_credentials(monkeypatch, _user_credentials(refused=False))
+    assert check_credentials(CLOUD) == Check("credentials", "ok", "user credentials (ADC)")
+
+
+@pytest.mark.parametrize("kind", ["metadata", "user"])
+def test_expired_credentials_fail_with_the_login_fix(
+    monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """Credentials whose refresh is refused are a fail naming the gcloud command, not ok."""
+    refused = _MetadataCredentials(refused=True) if kind == "metadata" else _user_credentials(True)
+    _with_credentials(monkeypatch, refused)
+    check = check_credentials(CLOUD)
+    assert check.result == "fail"
+    assert "gcloud auth application-default login" in check.detail
+    assert "expired or revoked" in check.detail

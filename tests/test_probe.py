@@ -104,10 +104,56 @@ def test_a_default_stack_shows_the_local_defaults(
     assert "vertexbatch: probe: claude: JOB_STATE_SUCCEEDED after" in result.output
 
 
+KEPT = frozenset(
+    {
+        "",  # an empty status
+        "Bad Request",  # a status prefix
+        # Enums the report keeps by design (_probe_shape.ENUM_KEYS): stop reasons, finish
+        # reasons, roles (the probe's own invalid role "critic" included), types, statuses.
+        "INVALID_ARGUMENT",
+        "MAX_TOKENS",
+        "ON_DEMAND",
+        "STOP",
+        "TEXT",
+        "assistant",
+        "critic",
+        "end_turn",
+        "max_tokens",
+        "message",
+        "model",
+        "text",
+        "user",
+    }
+)
+"""Every string of the probe's staged input and output rows the report may hold: an allow-list,
+so any other value that reaches the report is a leak, however short or plain."""
+
+
+def values(value: Any) -> Iterator[str]:
+    """Every string value in a JSON value, nested JSON (also after a status prefix) opened."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from values(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from values(item)
+    elif isinstance(value, str):
+        yield value
+        head, sep, tail = value.partition(": ")
+        for text in (value, tail if sep else ""):
+            if text.startswith(("{", "[")):
+                with contextlib.suppress(ValueError):
+                    yield from values(json.loads(text))
+        if sep and tail.startswith("{"):
+            yield head
+
+
+@pytest.mark.parametrize("options", [JobOptions(), DIFFERENT], ids=["default", "different"])
 def test_the_report_keeps_no_request_or_response_text(
-    stack: LocalStack, stack_env: str, tmp_path: Path
+    stack: LocalStack, stack_env: str, tmp_path: Path, options: JobOptions
 ) -> None:
-    """No string of the staged input or of the output rows reaches the report, bar enums."""
+    """No string value of the staged input or the output rows reaches the report, bar KEPT."""
+    stack.set_job_options(options)
     out = tmp_path / "report.json"
     assert probe(out, "--yes").exit_code == ExitCode.OK
     report = load(out)
@@ -115,10 +161,10 @@ def test_the_report_keeps_no_request_or_response_text(
     written: set[str] = set()
     for blob in gcs.list_blobs(stack_env, prefix="jobs/probe-"):
         for line in blob.download_as_bytes().splitlines():
-            written.update(strings(json.loads(line)))
+            written.update(values(json.loads(line)))
     assert any("Local model answer" in s for s in written)  # the rows were read
-    kept = set(strings(report)) - {job["model"] for job in report["jobs"].values()}
-    leaked = {s for s in written & kept if len(s) > 3 and not s.replace("_", "").isalpha()}
+    models = {job["model"] for job in report["jobs"].values()}  # the probe's own settings
+    leaked = (written & set(strings(report))) - KEPT - models
     assert not leaked
     for text in ("Local model answer", "primary colour", "Count from one", "msg_vrtx_"):
         assert text not in out.read_text()
@@ -230,7 +276,8 @@ def test_a_refused_create_cancels_the_job_already_made(
     result = probe(out, "--yes", "--gemini-model", "gemini-nope-1")
     assert result.exit_code == ExitCode.CLOUD_ERROR, result.output
     assert "404" in result.output and "gemini-nope-1" in result.output
-    assert not out.exists()
+    report = load(out)  # partial: the Claude job's name, so it can be found again
+    assert report["partial"] is True and list(report["jobs"]) == ["claude"]
     [job] = jobs_in(stack, stack_env)
     assert job["model"].endswith("/claude-opus-5-5@default")
     assert stack.wait_job(job["name"])["state"] == "JOB_STATE_CANCELLED"
@@ -378,3 +425,189 @@ def test_the_poll_interval_defaults_to_half_a_second_on_the_local_stack(
     assert all(
         job["states"][-1]["state"] == "JOB_STATE_SUCCEEDED" for job in report["jobs"].values()
     )
+
+
+def _states_after_settling(stack: LocalStack, bucket: str) -> dict[str, str]:
+    """Each of the bucket's jobs' end state, by model publisher, once the stack let them end."""
+    return {
+        job["model"].split("/")[1]: stack.wait_job(job["name"])["state"]
+        for job in jobs_in(stack, bucket)
+    }
+
+
+def test_ctrl_c_while_polling_cancels_both_jobs_and_hands_back_a_partial_report(
+    stack: LocalStack, stack_env: str
+) -> None:
+    """A KeyboardInterrupt in the poll loop cancels every live job, names it, and re-raises."""
+    from vertexbatch._probe import run_probe
+
+    stack.faults.hold(state="RUNNING")
+    pauses: list[float] = []
+    lines: list[str] = []
+    partials: list[dict[str, Any]] = []
+
+    def interrupt(seconds: float) -> None:
+        pauses.append(seconds)
+        if len(pauses) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_probe(
+            stack.environment(stack_env),
+            interval=0.01,
+            sleep=interrupt,
+            progress=lines.append,
+            on_partial=partials.append,
+        )
+    assert _states_after_settling(stack, stack_env) == {
+        "anthropic": "JOB_STATE_CANCELLED",
+        "google": "JOB_STATE_CANCELLED",
+    }
+    [report] = partials
+    assert report["partial"] is True and report["stopped_by"] == "KeyboardInterrupt"
+    assert "facts" not in report and "rows" not in report
+    for job in report["jobs"].values():
+        assert job["cancel"] == "requested"
+        assert any(job["resource"] in line and "stopped early" in line for line in lines), lines
+
+
+def test_ctrl_c_between_the_two_creates_cancels_the_first_job(
+    stack: LocalStack, stack_env: str
+) -> None:
+    """An interrupt right after the Claude create (here from progress) cancels that job."""
+    from vertexbatch._probe import run_probe
+
+    stack.faults.hold(state="PENDING")
+
+    def progress(line: str) -> None:
+        if "claude: created" in line:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_probe(stack.environment(stack_env), interval=0.01, progress=progress)
+    assert _states_after_settling(stack, stack_env) == {"anthropic": "JOB_STATE_CANCELLED"}
+
+
+def test_a_get_that_keeps_failing_cancels_both_jobs_and_writes_a_partial_report(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    """Polls refused for good (403): the error is raised, the jobs cancelled, --out partial."""
+    stack.faults.hold(state="RUNNING")
+    stack.faults.fail("get", status=403, times=1000)
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(
+        main, ["probe", "--yes", "--out", str(out), "--interval", "0.01"], catch_exceptions=False
+    )
+    assert result.exit_code != ExitCode.OK
+    assert "403" in result.output
+    stack.faults.reset()
+    assert _states_after_settling(stack, stack_env) == {
+        "anthropic": "JOB_STATE_CANCELLED",
+        "google": "JOB_STATE_CANCELLED",
+    }
+    report = load(out)
+    assert report["partial"] is True and report["stopped_by"] == "Forbidden"
+    assert "partial report (no rows, no facts) written to" in result.output
+    with pytest.raises(ValueError, match="partial"):
+        LocalStack.from_probe_report(out)
+
+
+def test_a_refused_cancel_at_the_timeout_is_an_error_not_a_report(
+    stack: LocalStack, stack_env: str
+) -> None:
+    """Only FAILED_PRECONDITION (the job ended meanwhile) is a quiet cancel; a 400 is raised."""
+    from google.api_core import exceptions as api_exceptions
+
+    from vertexbatch._probe import run_probe
+
+    stack.faults.hold(state="PENDING")
+    stack.faults.fail("cancel", status=400)
+    partials: list[dict[str, Any]] = []
+    with pytest.raises(api_exceptions.BadRequest) as raised:
+        run_probe(
+            stack.environment(stack_env),
+            interval=0.01,
+            timeout=0.0,
+            sleep=lambda seconds: None,
+            on_partial=partials.append,
+        )
+    assert not isinstance(raised.value, api_exceptions.FailedPrecondition)
+    assert partials[0]["jobs"]["claude"]["timed_out"] is True  # its cancel was the refused one
+    assert set(_states_after_settling(stack, stack_env).values()) == {"JOB_STATE_CANCELLED"}
+
+
+def test_cancelling_a_job_that_already_ended_is_quiet(stack: LocalStack, client: vb.Client) -> None:
+    """Vertex's 400 FAILED_PRECONDITION for a finished job reads as "already ended"."""
+    import requests
+
+    from vertexbatch._probe import _cancel_live, _Job
+
+    job = client.submit_claude("ended", "claude-opus-5-5@default", [CLAIM])
+    ended = stack.wait_job(job.name)
+    assert ended["state"] == "JOB_STATE_SUCCEEDED"
+    probe_job = _Job("claude", "claude-opus-5-5@default", ended, 0.0)
+    policy = vb.RetryPolicy.no_wait()
+    assert _cancel_live(requests.Session(), stack.vertex_endpoint, policy, probe_job) is False
+
+
+def test_an_interval_below_five_seconds_is_refused_against_vertex(stack_env: str) -> None:
+    """Against real Vertex (no endpoints) --interval must be >= 5 s; nothing is called."""
+    from vertexbatch._probe import run_probe
+
+    env = {
+        "GOOGLE_CLOUD_PROJECT": "p",
+        "GOOGLE_CLOUD_LOCATION": "us-east5",
+        "VERTEXBATCH_BUCKET": "b",
+    }
+    with pytest.raises(vb.InvalidRequestError, match=r"interval 0 s is below 5 s") as raised:
+        run_probe(env, interval=0.0)
+    assert raised.value.field == "interval"
+    result = CliRunner().invoke(
+        main,
+        ["probe", "--yes", "--out", "r.json", "--interval", "1"],
+        env={"STORAGE_EMULATOR_HOST": None, "VERTEXBATCH_VERTEX_ENDPOINT": None},
+    )
+    assert result.exit_code == ExitCode.INVALID_REQUEST, result.output
+    assert "interval 1 s is below 5 s" in result.output
+
+
+def test_a_report_whose_providers_differ_keeps_each_providers_facts(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    """Claude echoes custom_id and an object request, Gemini neither: a stack rebuilt from that
+    report shows both providers' facts, none taken over by the other's."""
+    from vertexbatch.emulator._report import options_from_report
+
+    stack.set_job_options(
+        JobOptions(
+            echo_siblings=True,
+            request_echo="object",
+            gemini_echo_siblings=False,
+            gemini_request_echo="string",
+        )
+    )
+    first = tmp_path / "service.json"
+    assert probe(first, "--yes").exit_code == ExitCode.OK
+    facts = load(first)["facts"]
+    assert (facts["claude.custom_id_echoed"], facts["gemini.sibling_echoed"]) == (True, False)
+    assert (facts["claude.request_echo"], facts["gemini.request_echo"]) == ("object", "string")
+    options, _ = options_from_report(load(first))
+    assert (options.siblings_echoed("anthropic"), options.siblings_echoed("google")) == (
+        True,
+        False,
+    )
+    assert options.echo_of_request("anthropic") == "object"
+    assert options.echo_of_request("google") == "string"
+    with LocalStack.from_probe_report(first) as rebuilt:
+        rebuilt.create_bucket("rebuilt")
+        second = tmp_path / "rebuilt.json"
+        result = probe(second, "--yes", env=rebuilt.environment("rebuilt", prefix="jobs"))
+        assert result.exit_code == ExitCode.OK, result.output
+    again = load(second)["facts"]
+    for key in (
+        "claude.custom_id_echoed",
+        "gemini.sibling_echoed",
+        "claude.request_echo",
+        "gemini.request_echo",
+    ):
+        assert again[key] == facts[key], key

@@ -581,7 +581,7 @@ def test_a_model_the_catalogue_does_not_hold(
 
 
 def test_the_default_catalogue_and_its_code() -> None:
-    """The default catalogue holds the models the project uses, any version of each; another
+    """The default catalogue holds the models the project uses, in Vertex's version forms; another
     code may be asked for, and only anthropic and google models are taken."""
     from vertexbatch.emulator import DEFAULT_MODELS
     from vertexbatch.emulator._catalogue import Catalogue
@@ -591,6 +591,9 @@ def test_the_default_catalogue_and_its_code() -> None:
     assert "gemini-3.8-flash" in DEFAULT_MODELS["google"]
     catalogue = Catalogue(missing_code=400)
     assert catalogue.holds("anthropic", "claude-opus-5-5@default")
+    assert catalogue.holds("anthropic", "claude-opus-5-5@20261001")
+    assert catalogue.holds("anthropic", "claude-opus-5-5")
+    assert not catalogue.holds("anthropic", "claude-opus-5-5@no-such-version")
     assert not catalogue.holds("anthropic", "gemini-3.8-flash")
     with pytest.raises(ApiError) as info:
         catalogue.check("1", "us-central1", "google", "gemini-0.0")

@@ -128,3 +128,14 @@ def test_wait_is_bounded_by_the_job_lifetime(client: vb.Client, stack: LocalStac
     with pytest.raises(vb.WaitTimeout):
         vb.wait(client, job, floor=60.0, ceiling=3600.0, sleep=clock.sleep, now=clock.now)
     assert clock.moment - created == timedelta(hours=96)
+
+
+def test_wait_refuses_a_job_given_as_the_client(client: vb.Client, stack: LocalStack) -> None:
+    """``vb.wait(job, job)`` is InvalidRequestError naming the argument and the right call."""
+    job = client.submit_claude("swapped", "claude-opus-5-5@default", [claude_request("k", "hi")])
+    with pytest.raises(vb.InvalidRequestError, match=r"not Job: call vertexbatch\.wait") as raised:
+        vb.wait(job, job, floor=0.01)  # type: ignore[arg-type]
+    assert raised.value.field == "client"
+    assert "client must be a vertexbatch.Client" in str(raised.value)
+    with pytest.raises(vb.InvalidRequestError, match=r"not Job: use client\.aio"):
+        vb.AsyncClient(job)  # type: ignore[arg-type]

@@ -34,7 +34,7 @@ from ._online import CONCURRENCY
 from ._prices import Price
 from ._runs import DEFAULT_SHARD_SIZE, KeyResult, Run, RunSummary
 from ._tracing import job_attributes
-from ._wait import Schedule
+from ._wait import Schedule, check_client
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -116,6 +116,8 @@ class _Producer(Generic[T]):
         self.ready: asyncio.Queue[list[T] | BaseException | object] = asyncio.Queue()
         self.slots = threading.Semaphore(SLOTS)
         self.stopped = threading.Event()
+        # Set while the thread waits for a free slot: it reads no further (the bound holds).
+        self.parked = threading.Event()
 
     def stop(self) -> None:
         if not self.stopped.is_set():
@@ -124,7 +126,10 @@ class _Producer(Generic[T]):
 
     def _hand(self, item: list[T] | BaseException | object) -> bool:
         """Give the loop one item once a slot is free; ``False`` once the stream is closed."""
-        self.slots.acquire()
+        if not self.slots.acquire(blocking=False):
+            self.parked.set()
+            self.slots.acquire()
+            self.parked.clear()
         if self.stopped.is_set():
             return False
         try:
@@ -300,6 +305,7 @@ class AsyncClient:
     """
 
     def __init__(self, client: Client) -> None:
+        check_client(client, "use client.aio, or AsyncClient(client)")
         self._client = client
         self._pool = _Pool()
 

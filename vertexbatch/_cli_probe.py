@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -30,7 +31,8 @@ __all__ = ["probe"]
 @click.option("--gemini-model", default="gemini-3.8-flash", show_default=True)
 @click.option(
     "--interval", type=click.FloatRange(min=0.0), default=None,
-    help="Seconds between polls [default: 30; 0.5 on the local stack].",
+    help="Seconds between polls, at least 5 against Vertex [default: 30; 0.5 on the local "
+    "stack].",
 )  # fmt: skip
 @click.option(
     "--timeout", type=click.FloatRange(min=0.0), default=6 * 3600.0, show_default=True,
@@ -74,6 +76,10 @@ def probe(
     def progress(line: str) -> None:
         click.echo(f"vertexbatch: probe: {line}", err=True)
 
+    def partial(report: dict[str, Any]) -> None:
+        out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        progress(f"stopped early: partial report (no rows, no facts) written to {out}")
+
     report = run_probe(
         os.environ,
         config_flags(),
@@ -82,6 +88,7 @@ def probe(
         timeout=timeout,
         progress=progress,
         invalid_rows=not no_invalid_rows,
+        on_partial=partial,
     )
     out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     click.echo(f"report written to {out}")

@@ -5,12 +5,15 @@ Each check is one function returning one ``Check`` (its name, ``ok`` / ``warn`` 
 runs them:
 
     configuration    project, location and bucket set (``_config.read_config``)
-    location         regional (Claude batch needs one; ``global`` fails for a Claude model)
-    credentials      application default credentials found, and whose; skipped on the stack
+    location         a region name (Claude batch needs one; ``global`` fails for a Claude
+                     model); any other string fails
+    credentials      application default credentials found and refreshed once, and whose
+                     (a refused refresh fails); skipped on the stack
     vertex           one ``list_batch_prediction_jobs`` call (page size 1)
     job-create       Resource Manager ``projects.testIamPermissions`` for
                      ``aiplatform.batchPredictionJobs.create`` on the project: no job is made
-    bucket           the bucket exists (``lookup_bucket``)
+    bucket           the bucket exists (``lookup_bucket``); a refused lookup is ``warn``:
+                     object roles cannot read bucket metadata, and vertexbatch never does
     bucket-location  the bucket's location is one the job's region can use (``_doctor_rules``)
     bucket-objects   create (create-only), read and delete ``PREFIX/.vertexbatch-doctor-<random>``
     service-agent    the bucket's IAM policy grants the Vertex AI service agent read and create
@@ -18,7 +21,8 @@ runs them:
                      name the ``vertex`` check listed); "cannot tell"
                      (warn) when the policy or the number is not readable, never a guess
     model            each model exists for its publisher (``ModelGardenServiceClient.
-                     get_publisher_model``, aiplatform_v1); ``DEFAULT_MODELS`` without --model
+                     get_publisher_model``, aiplatform_v1, without ``@version``: the version
+                     is not checked); ``DEFAULT_MODELS`` without --model
 
 A check that needs an earlier one to have passed is skipped, saying which. A check that cannot
 tell says so as ``warn``. Nothing here imports a Google SDK at its top: the checks that need
@@ -27,6 +31,7 @@ one import it.
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -70,8 +75,15 @@ AIPLATFORM_ROLE = "roles/aiplatform.user"
 OBJECT_ROLE = "roles/storage.objectAdmin"
 DOCTOR_OBJECT = ".vertexbatch-doctor-"
 
+REGION_NAME = re.compile(r"[a-z]+-[a-z]+\d+")
+"""A Google Cloud region name's form: us-east5, europe-west4, northamerica-northeast1."""
+CLOUD_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 CREATE_PERMISSION = "aiplatform.batchPredictionJobs.create"
 LOOKUP_TIMEOUT = 30.0  # seconds for each lookup: one answer, no retries (a warn says why)
+_CREATE_BUCKET = (
+    "create it in the job's region (gcloud storage buckets create gs://{bucket}) or set "
+    "--bucket / VERTEXBATCH_BUCKET."
+)
 DEFAULT_MODELS = ("claude-opus-5-5@default", "gemini-3.8-flash")
 """The models ``model`` looks up when ``--model`` is not given (the demo's and the docs')."""
 
@@ -141,11 +153,22 @@ def check_configuration(
 
 
 def check_location(config: Config, model: str | None = None) -> Check:
-    """The location is regional: Claude batch jobs need one (``global`` does not run them)."""
+    """The location is a region name (Claude batch jobs need one), or ``global`` for Gemini.
+
+    Only the name's form is checked: which models a region serves is not something doctor can
+    ask, so ``ok`` never claims it.
+    """
     location = config.location
-    if location != "global":
-        return Check("location", "ok", f"{location} is regional")
     fix = "set --location (or GOOGLE_CLOUD_LOCATION) to a region such as us-east5."
+    if location != "global":
+        if REGION_NAME.fullmatch(location):
+            return Check("location", "ok", f"{location} is a region name")
+        return Check(
+            "location",
+            "fail",
+            f"location {location!r} is not a region name (lowercase letters, a hyphen, letters "
+            f"and digits, such as us-east5 or europe-west4) nor 'global': {fix}",
+        )
     provider = _provider(model)
     if provider == "gemini":
         return Check("location", "ok", "global (Gemini batch runs there)")
@@ -155,27 +178,50 @@ def check_location(config: Config, model: str | None = None) -> Check:
 
 
 def check_credentials(config: Config) -> Check:
-    """Application default credentials, and whose (an email or "user credentials"), no secret."""
+    """Application default credentials, refreshed once (so they are known to work, and a GCE or
+    Cloud Run account shows its email), and whose: an email or "user credentials"; no secret."""
     if on_local_stack(config):
         return Check("credentials", "skip", "anonymous on the local stack")
     import google.auth
-    from google.auth.exceptions import DefaultCredentialsError
+    import google.oauth2.credentials
+    from google.auth.exceptions import DefaultCredentialsError, RefreshError
+    from google.auth.transport.requests import Request
 
+    login = "run 'gcloud auth application-default login'"
     try:
-        credentials, _ = google.auth.default()
+        credentials, _ = google.auth.default(scopes=[CLOUD_SCOPE])
     except DefaultCredentialsError:
         return Check(
             "credentials",
             "fail",
-            "no application default credentials: run 'gcloud auth application-default login' "
-            "or set GOOGLE_APPLICATION_CREDENTIALS to a key file.",
+            f"no application default credentials: {login} or set GOOGLE_APPLICATION_CREDENTIALS "
+            "to a key file.",
         )
+    try:
+        credentials.refresh(Request())  # type: ignore[no-untyped-call]
+    except RefreshError as exc:
+        return Check(
+            "credentials",
+            "fail",
+            f"the application default credentials were refused ({_short(exc, 100)}): they are "
+            f"expired or revoked; {login} again (or check GOOGLE_APPLICATION_CREDENTIALS).",
+        )
+    except Exception as exc:
+        return Check(
+            "credentials",
+            "warn",
+            f"cannot tell whether the credentials work: refreshing them failed "
+            f"({_short(exc, 100)}): {_fix(exc)}",
+        )
+    # A GCE or Cloud Run account names itself "default" until refreshed: read it after.
     email = getattr(credentials, "service_account_email", None)
     if isinstance(email, str) and "@" in email:
         return Check("credentials", "ok", f"service account {email}")
-    if type(credentials).__module__ == "google.oauth2.credentials":
-        return Check("credentials", "ok", "user credentials")
-    return Check("credentials", "ok", f"{type(credentials).__name__} credentials")
+    if isinstance(credentials, google.oauth2.credentials.Credentials):
+        account = getattr(credentials, "account", "") or ""
+        who = f" of {account}" if "@" in account else ""
+        return Check("credentials", "ok", f"user credentials (ADC){who}")
+    return Check("credentials", "ok", f"{type(credentials).__name__} credentials (ADC)")
 
 
 def check_vertex(cloud: Cloud) -> tuple[Check, str | None]:
@@ -200,17 +246,19 @@ def check_vertex(cloud: Cloud) -> tuple[Check, str | None]:
 
 
 def check_bucket(cloud: Cloud, bucket: str) -> Check:
-    """The bucket exists."""
+    """The bucket exists; ``warn`` when its metadata is refused (object roles only)."""
     from google.api_core import exceptions as api_exceptions
 
     try:
         found = cloud.staging.bucket_exists()
     except api_exceptions.Forbidden:
+        # Object roles (roles/storage.objectAdmin, the one docs/operations.md grants) carry no
+        # storage.buckets.get: the lookup is refused though every object call works.
         return Check(
             "bucket",
-            "fail",
-            f"the caller may not read bucket {bucket}: grant storage.buckets.get on it "
-            "(e.g. roles/storage.legacyBucketReader).",
+            "warn",
+            f"cannot see gs://{bucket}'s metadata (no storage.buckets.get): vertexbatch does not "
+            "need it, but doctor cannot check its location; bucket-objects checks access.",
         )
     except Exception as exc:
         return Check("bucket", "fail", f"GCS did not answer ({_short(exc)}): {_fix(exc)}")
@@ -218,8 +266,7 @@ def check_bucket(cloud: Cloud, bucket: str) -> Check:
         return Check(
             "bucket",
             "fail",
-            f"bucket {bucket} does not exist: create it in the job's region "
-            f"(gcloud storage buckets create gs://{bucket}) or set --bucket / VERTEXBATCH_BUCKET.",
+            f"bucket {bucket} does not exist: {_CREATE_BUCKET.format(bucket=bucket)}",
         )
     return Check("bucket", "ok", f"gs://{bucket} exists")
 
@@ -259,6 +306,8 @@ def _object_failure(exc: BaseException, step: str, bucket: str) -> str:
 
     if isinstance(exc, api_exceptions.Forbidden):
         return f"the caller may not {step} objects in gs://{bucket}: grant {OBJECT_ROLE} on it."
+    if isinstance(exc, api_exceptions.NotFound) and step == "create":
+        return f"bucket {bucket} does not exist: {_CREATE_BUCKET.format(bucket=bucket)}"
     return f"{step} failed ({_short(exc)}): {_fix(exc)}"
 
 
@@ -284,7 +333,9 @@ def check_model(
 ) -> Check:
     """Each model is well formed and exists for its publisher (``get_publisher_model``).
 
-    The lookup names the model without its ``@version``: a version is checked at submit.
+    The lookup names the model without its ``@version`` (GetPublisherModel documents the name
+    ``publishers/P/models/M``, no version), so ``ok`` says the version was not checked: Vertex
+    checks it at submit. Nor does it name a location: Model Garden answers per publisher.
     Without ``garden`` (no configuration, no credentials) only the form is checked.
     """
     from google.api_core import exceptions as api_exceptions
@@ -306,13 +357,17 @@ def check_model(
             return Check(
                 "model",
                 "fail",
-                f"model {bare} is not found for publisher {publisher} in {config.location}: "
-                "check the id in Model Garden, enable the model there, or pass another --model.",
+                f"model {bare} is not found for publisher {publisher} in Model Garden: "
+                "check the id there, enable the model, or pass another --model.",
             )
         except Exception as exc:
             unsure.append(f"{bare} ({_short(exc, 80)})")
             continue
-        found.append(bare)
+        version = model.partition("@")[2]
+        found.append(
+            f"{bare} exists for publisher {publisher}"
+            + (f" (version {version} not checked)" if version else "")
+        )
     if garden is None or config is None:
         return Check("model", "skip", f"{', '.join(models)}: well formed; lookup needs the above")
     if unsure:
@@ -322,7 +377,7 @@ def check_model(
             f"cannot tell whether {', '.join(unsure)} exists: grant the caller "
             f"{AIPLATFORM_ROLE}, or check the model in Model Garden.",
         )
-    return Check("model", "ok", f"{', '.join(found)} found in {config.location}")
+    return Check("model", "ok", "; ".join(found))
 
 
 def check_job_create(projects: resourcemanager_v3.ProjectsClient, project: str) -> Check:
@@ -578,6 +633,19 @@ def run_checks(
         checks.append(
             check_service_agent(found.gcs, found.projects, config.project, config.bucket, listed)
         )
+    elif bucket.result == "warn":
+        # The metadata was refused: the object round trip is what shows the bucket is usable.
+        checks.append(Check("bucket-location", "skip", "needs the bucket's metadata"))
+        objects = check_bucket_objects(cloud, config.bucket, config.prefix)
+        checks.append(objects)
+        if objects.result == "ok":
+            checks.append(
+                check_service_agent(
+                    found.gcs, found.projects, config.project, config.bucket, listed
+                )
+            )
+        else:
+            checks.append(Check("service-agent", "skip", "needs bucket-objects"))
     else:
         for name in ("bucket-location", "bucket-objects", "service-agent"):
             checks.append(Check(name, "skip", "needs the bucket"))

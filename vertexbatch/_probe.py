@@ -23,7 +23,6 @@ user's bucket; the input is ours, the output the service's).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import secrets
 import time
@@ -33,6 +32,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ._config import Config, local_retry, read_config
+from ._errors import InvalidRequestError
 from ._probe_shape import (
     differences,
     facts,
@@ -56,6 +56,7 @@ PROBE_MODELS: Mapping[str, str] = {
 REPORT_VERSION = 1
 INTERVAL = 30.0  # seconds between polls of a real job
 LOCAL_INTERVAL = 0.5
+MIN_INTERVAL = 5.0  # the shortest poll interval against real Vertex
 TERMINAL = frozenset(
     {
         "JOB_STATE_SUCCEEDED",
@@ -122,9 +123,25 @@ def _call(session: requests.Session, method: str, url: str, body: Any = None) ->
 
     response = session.request(method, url, json=body, timeout=60)
     if response.status_code >= 400:
-        raise api_exceptions.from_http_response(response)  # type: ignore[no-untyped-call]
+        error = api_exceptions.from_http_response(response)  # type: ignore[no-untyped-call]
+        if _error_status(response) == "FAILED_PRECONDITION":
+            # Over REST api_core maps 400 to BadRequest whatever the cause; the body's status
+            # tells a job that already ended (cancel) from a bad request.
+            raise api_exceptions.FailedPrecondition(  # type: ignore[no-untyped-call]
+                error.message, response=response
+            ) from None
+        raise error
     answer: dict[str, Any] = response.json() if response.content else {}
     return answer
+
+
+def _error_status(response: requests.Response) -> str | None:
+    """The ``error.status`` of a Google REST error body, if it has one."""
+    try:
+        status = response.json()["error"]["status"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return status if isinstance(status, str) else None
 
 
 def _get(session: requests.Session, base: str, job: _Job) -> dict[str, Any]:
@@ -148,6 +165,7 @@ class _Job:
         self.last = created
         self.states: list[dict[str, Any]] = [{"state": created.get("state"), "seconds": 0.0}]
         self.timed_out = False
+        self.cancel: str | None = None  # when the probe stopped early: what its cancel did
 
     @property
     def state(self) -> str:
@@ -175,6 +193,7 @@ def run_probe(
     sleep: Callable[[float], None] = time.sleep,
     retry: RetryPolicy | None = None,
     invalid_rows: bool = True,
+    on_partial: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Submit the two probe jobs, wait for them, and return the report (a JSON-ready dict).
 
@@ -182,15 +201,26 @@ def run_probe(
     refused connection is final); creates are never retried, as in ``submit``: a lost create
     answer would make a second job.
 
+    When anything stops the probe after a job exists (a refused create, a get that keeps
+    failing, Ctrl-C), every job not yet ended is cancelled and named through ``progress``, and
+    ``on_partial`` gets a partial report (``"partial": true``: the jobs' names, fields and
+    states, no rows or facts) before the error is raised again.
+
     Raises:
-        InvalidRequestError: the configuration is incomplete.
+        InvalidRequestError: the configuration is incomplete, or ``interval`` is below
+            ``MIN_INTERVAL`` against real Vertex.
         google.api_core.exceptions.GoogleAPICallError: a create or get was refused.
     """
-    from google.api_core import exceptions as api_exceptions
-
     from ._doctor import lookups, on_local_stack
 
     config = read_config(env, flags if flags is not None else {})
+    if interval is not None and interval < MIN_INTERVAL and not on_local_stack(config):
+        # Back-to-back gets for up to six hours spend the project's read quota for nothing.
+        raise InvalidRequestError(
+            f"interval {interval:g} s is below {MIN_INTERVAL:g} s: against Vertex, poll at most "
+            f"every {MIN_INTERVAL:g} seconds (the local stack takes any interval >= 0)",
+            field="interval",
+        )
     policy = retry or RetryPolicy()
     if on_local_stack(config):
         policy = local_retry(policy)
@@ -202,18 +232,63 @@ def run_probe(
     folder = "/".join(p for p in (config.prefix.strip("/"), f"probe-{stamp}") if p)
     parent = f"{base}/v1/projects/{config.project}/locations/{config.location}"
     jobs: dict[str, _Job] = {}
+    header: dict[str, Any] = {
+        "vertexbatch_probe": REPORT_VERSION,
+        "location": config.location,
+        "local_stack": on_local_stack(config),
+        "invalid_rows": invalid_rows,
+        "folder": f"gs://{config.bucket}/{folder}/",
+    }
     try:
         _create_all(
             gcs, session, config, parent, folder, stamp, models, jobs, clock, progress, invalid_rows
         )
-    except Exception as exc:
-        # A job already created would run and bill for nothing: cancel it, then raise.
-        for job in jobs.values():
+        _poll(jobs, session, base, policy, interval, timeout, clock, sleep, progress)
+        report_jobs: dict[str, dict[str, Any]] = {}
+        report_rows: dict[str, list[dict[str, Any]]] = {}
+        row_summaries: dict[str, list[dict[str, Any]]] = {}
+        for name, job in jobs.items():
+            entry, rows = policy.call("read a probe job's output", partial(_read_output, gcs, job))
+            report_jobs[name] = entry
+            report_rows[name] = rows
+            # Facts from the main file's rows; then every parsed row is dropped: only shapes stay.
+            row_summaries[name] = [
+                row_facts(_PUBLISHERS[name], r["_row"]) for r in rows if r["file"] == entry["main"]
+            ]
+            for r in rows:
+                del r["_row"]
+    except BaseException as exc:
+        # Ctrl-C, a get that keeps failing, a refused create: a job left live runs and bills for
+        # nothing, and the user needs its name. Cancel what is live, hand back what was seen.
+        _stop_all(jobs, exc, session, base, policy, progress)
+        if on_partial is not None and jobs:
             try:
-                policy.call("cancel a probe job", partial(_cancel, session, base, job))
-            except Exception as cancel_exc:
-                exc.add_note(f"cancelling {job.resource} failed too: {type(cancel_exc).__name__}")
+                on_partial(_partial_report(header, jobs, exc))
+            except Exception as write_exc:
+                exc.add_note(f"the partial report was not written: {type(write_exc).__name__}")
         raise
+    found = facts(report_jobs, row_summaries)
+    return {
+        **header,
+        "jobs": report_jobs,
+        "rows": report_rows,
+        "facts": found,
+        "differences": differences(found),
+    }
+
+
+def _poll(
+    jobs: Mapping[str, _Job],
+    session: requests.Session,
+    base: str,
+    policy: RetryPolicy,
+    interval: float,
+    timeout: float,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
+    progress: Callable[[str], None],
+) -> None:
+    """Get each live job every ``interval`` until all ended; cancel those live at ``timeout``."""
     ends = clock() + timeout
     while any(job.state not in TERMINAL for job in jobs.values()):
         if clock() >= ends:
@@ -221,12 +296,10 @@ def run_probe(
                 if job.state not in TERMINAL:
                     job.timed_out = True
                     progress(f"{job.name}: still {job.state} after {timeout:.0f} s: cancelling")
-                    # FAILED_PRECONDITION: it ended meanwhile; the get below says how.
-                    with contextlib.suppress(api_exceptions.BadRequest):
-                        policy.call("cancel a probe job", partial(_cancel, session, base, job))
+                    _cancel_live(session, base, policy, job)  # a failed cancel raises
                     got = policy.call("get a probe job", partial(_get, session, base, job))
                     job.saw(got, clock())
-            break
+            return
         sleep(interval)
         for job in jobs.values():
             if job.state in TERMINAL:
@@ -235,30 +308,63 @@ def run_probe(
             now = clock()
             if job.saw(got, now):
                 progress(f"{job.name}: {job.state} after {now - job.started:.0f} s")
-    report_jobs: dict[str, dict[str, Any]] = {}
-    report_rows: dict[str, list[dict[str, Any]]] = {}
-    row_summaries: dict[str, list[dict[str, Any]]] = {}
-    for name, job in jobs.items():
-        entry, rows = policy.call("read a probe job's output", partial(_read_output, gcs, job))
-        report_jobs[name] = entry
-        report_rows[name] = rows
-        # Facts from the main file's rows; then every parsed row is dropped: only shapes stay.
-        row_summaries[name] = [
-            row_facts(_PUBLISHERS[name], r["_row"]) for r in rows if r["file"] == entry["main"]
-        ]
-        for r in rows:
-            del r["_row"]
-    found = facts(report_jobs, row_summaries)
+
+
+def _cancel_live(session: requests.Session, base: str, policy: RetryPolicy, job: _Job) -> bool:
+    """Cancel a job; False when it had already ended (FAILED_PRECONDITION). Other errors raise."""
+    from google.api_core import exceptions as api_exceptions
+
+    try:
+        policy.call("cancel a probe job", partial(_cancel, session, base, job))
+    except api_exceptions.FailedPrecondition:
+        return False
+    return True
+
+
+def _stop_all(
+    jobs: Mapping[str, _Job],
+    exc: BaseException,
+    session: requests.Session,
+    base: str,
+    policy: RetryPolicy,
+    progress: Callable[[str], None],
+) -> None:
+    """Cancel every job not seen to end, naming each; a cancel that fails is noted on ``exc``."""
+    for job in jobs.values():
+        if job.state in TERMINAL:
+            continue
+        try:
+            asked = _cancel_live(session, base, policy, job)
+        except Exception as cancel_exc:
+            job.cancel = f"failed ({type(cancel_exc).__name__})"
+            line = f"cancelling {job.resource} failed ({type(cancel_exc).__name__}): cancel it"
+            progress(f"{job.name}: {line}")
+            exc.add_note(line)
+            continue
+        job.cancel = "requested" if asked else "already ended"
+        progress(f"{job.name}: stopped early: cancel of {job.resource} {job.cancel}")
+
+
+def _partial_report(
+    header: Mapping[str, Any], jobs: Mapping[str, _Job], exc: BaseException
+) -> dict[str, Any]:
+    """What was seen before the probe stopped: each job's name, fields and states, no rows."""
     return {
-        "vertexbatch_probe": REPORT_VERSION,
-        "location": config.location,
-        "local_stack": on_local_stack(config),
-        "invalid_rows": invalid_rows,
-        "folder": f"gs://{config.bucket}/{folder}/",
-        "jobs": report_jobs,
-        "rows": report_rows,
-        "facts": found,
-        "differences": differences(found),
+        **header,
+        "partial": True,
+        "stopped_by": type(exc).__name__,
+        "jobs": {
+            name: {
+                "model": job.model,
+                "resource": job.resource,
+                "create_fields": job.create_fields,
+                "fields": sorted(job.fields),
+                "states": job.states,
+                "timed_out": job.timed_out,
+                "cancel": job.cancel,
+            }
+            for name, job in jobs.items()
+        },
     }
 
 

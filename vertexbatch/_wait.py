@@ -19,10 +19,33 @@ from ._tracing import job_attributes
 if TYPE_CHECKING:
     from ._client import Client
 
-__all__ = ["MAX_JOB_LIFETIME", "Schedule", "check_deadline", "poll_delays", "wait"]
+__all__ = [
+    "MAX_JOB_LIFETIME",
+    "Schedule",
+    "check_client",
+    "check_deadline",
+    "poll_delays",
+    "wait",
+]
 
 # Vertex lets a batch job queue up to 72 h and run up to 24 h; past that it cannot be running.
 MAX_JOB_LIFETIME = timedelta(hours=96)
+
+
+def check_client(client: object, how: str) -> None:
+    """Refuse anything but a ``Client`` before it is used (a swapped argument, say).
+
+    Raises:
+        InvalidRequestError: ``client`` is not a ``vertexbatch.Client`` (``field == "client"``);
+            ``how`` is the right call, for the message.
+    """
+    from ._client import Client  # not at the top: _client imports this module's users
+
+    if not isinstance(client, Client):
+        raise InvalidRequestError(
+            f"client must be a vertexbatch.Client, not {type(client).__name__}: {how}",
+            field="client",
+        )
 
 
 def check_deadline(deadline: object) -> datetime | None:
@@ -128,10 +151,12 @@ def wait(
         sleep / now: injectable for tests and event loops.
 
     Raises:
-        InvalidRequestError: the deadline is not a timezone-aware ``datetime``.
+        InvalidRequestError: ``client`` is not a ``Client``, ``job`` not a ``Job``, or the
+            deadline is not a timezone-aware ``datetime``.
         WaitTimeout: the deadline passed, or the job outlived any Vertex job (96 h); it carries
             the last status.
     """
+    check_client(client, "call vertexbatch.wait(client, job)")
     schedule = Schedule(
         job, deadline=deadline, timeout=timeout, floor=floor, ceiling=ceiling, now=now
     )

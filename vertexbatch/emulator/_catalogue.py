@@ -9,13 +9,14 @@ project's tests, docs, demo and benchmarks use; `LocalStack(models=...)` replace
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 from vertexbatch.emulator._errors import ApiError
 
-__all__ = ["DEFAULT_MODELS", "PUBLISHERS", "Catalogue"]
+__all__ = ["DEFAULT_MODELS", "PUBLISHERS", "VERSION_FORM", "Catalogue"]
 
 PUBLISHERS: tuple[str, ...] = ("anthropic", "google")
 
@@ -25,9 +26,13 @@ DEFAULT_MODELS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "google": ("gemini-3.8-flash", "gemini-2.5-flash"),
     }
 )
-"""The default catalogue, by publisher. An id without `@` holds every version of the model
-(`claude-opus-5-5` holds `claude-opus-5-5@default` and `claude-opus-5-5@20261001`); one with
-`@` holds only that version."""
+"""The default catalogue, by publisher. An id without `@` holds the model with no version and
+every version of the forms Vertex uses (`VERSION_FORM`: `claude-opus-5-5@default`,
+`claude-opus-5-5@20261001`, `gemini-9@001`), never another (`@no-such-version`); one with `@`
+holds only that version."""
+
+VERSION_FORM = re.compile(r"default|\d{8}|\d{3}")
+"""The versions a bare catalogue id holds: `default`, a date `YYYYMMDD`, a number `NNN`."""
 
 
 class Catalogue:
@@ -71,10 +76,16 @@ class Catalogue:
             return {publisher: tuple(sorted(ids)) for publisher, ids in self._models.items()}
 
     def holds(self, publisher: str, model: str) -> bool:
-        """Whether `publisher/model` is served: the id itself, or its model without `@version`."""
+        """Whether `publisher/model` is served: the id itself, or its model without `@version`
+        when the version has a form Vertex uses (`VERSION_FORM`)."""
         with self._lock:
             ids = self._models.get(publisher)
-            return ids is not None and (model in ids or model.partition("@")[0] in ids)
+            if ids is None:
+                return False
+            bare, at, version = model.partition("@")
+            return model in ids or (
+                bare in ids and (not at or VERSION_FORM.fullmatch(version) is not None)
+            )
 
     def check(self, project_number: str, location: str, publisher: str, model: str) -> None:
         """Raise the ApiError Vertex answers when the model is not served."""

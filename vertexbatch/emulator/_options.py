@@ -88,6 +88,9 @@ class JobOptions:
             beside `request`) in its output row. False: rows carry no id of their own.
         request_echo: "object" (`"request": {...}`) or "string" (the echoed request as a JSON
             string).
+        gemini_echo_siblings: echo_siblings for Gemini rows alone. None: as echo_siblings.
+            The two providers' batch services are apart: a probe report may show them differ.
+        gemini_request_echo: request_echo for Gemini rows alone. None: as request_echo.
         partially_succeeded: a job with a failed row ends JOB_STATE_PARTIALLY_SUCCEEDED
             instead of JOB_STATE_SUCCEEDED (its output is the same).
         output_time_offset: seconds from the job's createTime to the time that names its output
@@ -105,6 +108,8 @@ class JobOptions:
     request_echo: RequestEcho = "object"
     partially_succeeded: bool = False
     output_time_offset: float = -1.886
+    gemini_echo_siblings: bool | None = None
+    gemini_request_echo: RequestEcho | None = None
 
     def __post_init__(self) -> None:
         if self.claude_success_shape not in CLAUDE_SUCCESS_SHAPES:
@@ -115,3 +120,17 @@ class JobOptions:
             raise ValueError(f"gemini_error_shape must be one of {GEMINI_ERROR_SHAPES}")
         if self.request_echo not in REQUEST_ECHOES:
             raise ValueError(f"request_echo must be one of {REQUEST_ECHOES}")
+        if self.gemini_request_echo is not None and self.gemini_request_echo not in REQUEST_ECHOES:
+            raise ValueError(f"gemini_request_echo must be None or one of {REQUEST_ECHOES}")
+
+    def siblings_echoed(self, provider: str) -> bool:
+        """Whether rows of this provider ("anthropic", "google") keep their sibling keys."""
+        if provider == "google" and self.gemini_echo_siblings is not None:
+            return self.gemini_echo_siblings
+        return self.echo_siblings
+
+    def echo_of_request(self, provider: str) -> RequestEcho:
+        """How rows of this provider echo the request: "object" or "string"."""
+        if provider == "google" and self.gemini_request_echo is not None:
+            return self.gemini_request_echo
+        return self.request_echo

@@ -34,10 +34,16 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a probe report.
 
     Raises:
-        ValueError: the file is not a probe report (no `vertexbatch_probe` version and `facts`).
+        ValueError: the file is not a probe report (no `vertexbatch_probe` version and `facts`),
+            or is a partial one (the probe stopped early).
     """
     with open(path, encoding="utf-8") as handle:
         report = json.load(handle)
+    if isinstance(report, dict) and report.get("partial") is True:
+        raise ValueError(
+            f"{path} is a partial probe report (the probe stopped early, before any facts): "
+            "run vertexbatch probe again"
+        )
     if not isinstance(report, dict) or not isinstance(report.get("facts"), dict):
         raise ValueError(f"{path} is not a vertexbatch probe report (no 'facts')")
     if report.get("vertexbatch_probe") != 1:
@@ -61,15 +67,23 @@ def options_from_report(report: Mapping[str, Any]) -> tuple[JobOptions, Timing]:
     facts: Mapping[str, Any] = report.get("facts") or {}
     options = JobOptions()
     changes: dict[str, Any] = {}
+    # Each provider's row facts set its own option (Gemini's apart): one seen for one provider
+    # only sets both, as the stack did before it could tell them apart.
     siblings = _first(facts, "claude.custom_id_echoed", "gemini.sibling_echoed")
     if isinstance(siblings, bool):
         changes["echo_siblings"] = siblings
+    gemini_siblings = _first(facts, "gemini.sibling_echoed")
+    if isinstance(gemini_siblings, bool) and gemini_siblings != siblings:
+        changes["gemini_echo_siblings"] = gemini_siblings
     labels = _first(facts, "gemini.labels_echoed")
     if isinstance(labels, bool):
         changes["echo_labels"] = labels
     echo = _first(facts, "claude.request_echo", "gemini.request_echo")
     if echo in ("object", "string"):
         changes["request_echo"] = echo
+    gemini_echo = _first(facts, "gemini.request_echo")
+    if gemini_echo in ("object", "string") and gemini_echo != echo:
+        changes["gemini_request_echo"] = gemini_echo
     response = _first(facts, "claude.response")
     if response in ("object", "string", "body"):
         changes["claude_success_shape"] = response

@@ -57,10 +57,12 @@ def format_row(
     if provider == "google" and not options.echo_labels and isinstance(request, dict):
         request = {k: v for k, v in request.items() if k != "labels"}
     row: dict[str, Any] = {"status": "", "processed_time": processed_time(moment)}
-    if options.echo_siblings:
+    if options.siblings_echoed(provider):
         row.update((k, v) for k, v in line.items() if k not in ("request", "status", "response"))
     row["request"] = (
-        json.dumps(request, ensure_ascii=False) if options.request_echo == "string" else request
+        json.dumps(request, ensure_ascii=False)
+        if options.echo_of_request(provider) == "string"
+        else request
     )
     if answer.error is not None:
         error = answer.error
