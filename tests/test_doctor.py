@@ -227,12 +227,21 @@ def test_an_object_only_caller_on_a_missing_bucket_fails_at_bucket_objects(
     assert lines["service-agent"].startswith("skip ")
 
 
-@pytest.mark.parametrize(
-    "location", ["us-east5", "europe-west4", "northamerica-northeast1", "me-central2"]
-)
-def test_a_region_name_is_ok_and_says_only_that(location: str) -> None:
+@pytest.mark.parametrize("location", ["us-east5", "europe-west4", "northamerica-northeast1"])
+def test_a_listed_region_is_ok_and_says_only_that(location: str) -> None:
     check = check_location(Config("p", location, "b"), "claude-opus-5-5@default")
-    assert (check.result, check.detail) == ("ok", f"{location} is a region name")
+    assert (check.result, check.detail) == (
+        "ok",
+        f"{location} is a region Generative AI is offered in",
+    )
+
+
+@pytest.mark.parametrize("location", ["me-central2", "us-west3", "africa-south1"])
+def test_a_region_outside_googles_generative_ai_list_warns_naming_the_list(location: str) -> None:
+    check = check_location(Config("p", location, "b"), "claude-opus-5-5@default")
+    assert check.result == "warn"
+    assert check.detail.startswith(f"{location} is not among the regions in Google's list")
+    assert "read 2026-11-30" in check.detail
 
 
 @pytest.mark.parametrize("location", ["US", "us", "us_east5", "useast5", "us-east", "Us-east5", ""])

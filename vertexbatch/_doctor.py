@@ -38,7 +38,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from ._config import Config, build_client, read_config
-from ._doctor_rules import AGENT_ROLE, agent_grants, bucket_location_fit, service_agent
+from ._doctor_rules import (
+    AGENT_ROLE,
+    GENAI_REGIONS,
+    GENAI_REGIONS_SOURCE,
+    agent_grants,
+    bucket_location_fit,
+    service_agent,
+)
 from ._errors import InvalidRequestError
 from ._rules import check_model as check_model_id
 
@@ -155,14 +162,22 @@ def check_configuration(
 def check_location(config: Config, model: str | None = None) -> Check:
     """The location is a region name (Claude batch jobs need one), or ``global`` for Gemini.
 
-    Only the name's form is checked: which models a region serves is not something doctor can
-    ask, so ``ok`` never claims it.
+    ``ok`` for a region in Google's dated list of Generative AI regions (``GENAI_REGIONS``),
+    ``warn`` for another region name: which models a region serves, and whether in batch, is
+    not something doctor can ask, so ``ok`` never claims it (the model check and a first job do).
     """
     location = config.location
     fix = "set --location (or GOOGLE_CLOUD_LOCATION) to a region such as us-east5."
     if location != "global":
+        if location in GENAI_REGIONS:
+            return Check("location", "ok", f"{location} is a region Generative AI is offered in")
         if REGION_NAME.fullmatch(location):
-            return Check("location", "ok", f"{location} is a region name")
+            return Check(
+                "location",
+                "warn",
+                f"{location} is not among the regions in {GENAI_REGIONS_SOURCE}: check that "
+                "it serves your model, or choose a listed region such as us-east5.",
+            )
         return Check(
             "location",
             "fail",

@@ -23,6 +23,8 @@ from typing import Any, Literal
 
 __all__ = [
     "AGENT_ROLE",
+    "GENAI_REGIONS",
+    "GENAI_REGIONS_SOURCE",
     "Fit",
     "Grants",
     "agent_grants",
@@ -35,6 +37,23 @@ Fit = Literal["ok", "warn", "fail"]
 READ, CREATE = "storage.objects.get", "storage.objects.create"
 AGENT_ROLE = "roles/storage.objectViewer and roles/storage.objectCreator"
 """The roles doctor's fix grants the service agent on the bucket (docs/operations.md's)."""
+
+GENAI_REGIONS = frozenset(
+    {
+        "us-central1", "us-east1", "us-east4", "us-east5", "us-south1", "us-west1", "us-west4",
+        "northamerica-northeast1", "southamerica-east1",
+        "europe-central2", "europe-north1", "europe-southwest1", "europe-west1", "europe-west2",
+        "europe-west3", "europe-west4", "europe-west6", "europe-west8", "europe-west9",
+        "asia-east1", "asia-east2", "asia-northeast1", "asia-northeast3", "asia-south1",
+        "asia-southeast1", "australia-southeast1", "me-west1",
+    }
+)  # fmt: skip
+"""The regions Google lists for Generative AI on Vertex AI (``GENAI_REGIONS_SOURCE``). Which
+models, and whether batch, each region serves varies by model: the list only rules regions out."""
+GENAI_REGIONS_SOURCE = (
+    "Google's list of Generative AI on Vertex AI regions "
+    "(firebase.google.com/docs/vertex-ai/locations, read 2026-11-30)"
+)
 
 MULTI_REGIONS = ("us", "eu", "asia")
 _OUTSIDE_EU = frozenset({"europe-west2", "europe-west6"})  # London, Zurich
