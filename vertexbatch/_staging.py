@@ -334,21 +334,10 @@ class Staging:
         byte (which no JSON text holds, so it reads as a damaged line) and the rest of it is
         passed over as it streams by: no more than ``max_line`` bytes of one line are held.
         """
-        blob = self._blob(uri_or_name)
-        offset = 0
         tail: list[bytes] = []  # the line being read, in pieces while it spans reads
         held = 0
         skipping = False  # passing over the rest of a line cut at max_line
-        while True:
-            try:
-                data = self._policy.call(
-                    f"read {blob.name}", functools.partial(_read_range, blob, offset)
-                )
-            except api_exceptions.RequestRangeNotSatisfiable:
-                data = b""
-            offset += len(data)
-            if not data:
-                break
+        for data in self._ranges(self._blob(uri_or_name)):
             lines = data.split(b"\n")
             last = lines.pop()
             if lines:
@@ -370,7 +359,42 @@ class Staging:
                 if max_line is not None and held > max_line:
                     yield b"".join(tail)[:max_line] + b"\0"
                     tail, held, skipping = [], 0, True
-            if len(data) < _READ_CHUNK:
-                break
         if tail:
             yield b"".join(tail)
+
+    def _ranges(self, blob: storage.Blob) -> Iterator[bytes]:
+        """An object's bytes in ranges, in order; each transient failure retried where it was.
+
+        Past the first range, the next is read by one background thread while the caller works
+        on this one (at most one read ahead); its error surfaces here, in the caller's thread.
+        """
+
+        def read(offset: int) -> bytes:
+            try:
+                data: bytes = self._policy.call(
+                    f"read {blob.name}", functools.partial(_read_range, blob, offset)
+                )
+            except api_exceptions.RequestRangeNotSatisfiable:
+                data = b""
+            return data
+
+        data = read(0)
+        if len(data) < _READ_CHUNK:  # the whole object in one read: no thread
+            if data:
+                yield data
+            return
+        reader = ThreadPoolExecutor(1, thread_name_prefix="vertexbatch-read")
+        try:
+            offset = len(data)
+            while True:
+                ahead = reader.submit(read, offset)
+                yield data
+                data = ahead.result()
+                offset += len(data)
+                if len(data) < _READ_CHUNK:
+                    break
+            if data:
+                yield data
+        finally:
+            # A caller that stops early leaves at most one read to finish on its own.
+            reader.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,165 @@
+"""The throughput paths give exactly what the plain ones give: range reads with one read ahead,
+key records read without a JSON parser."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+
+import pytest
+from google.api_core import exceptions as api_exceptions
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import vertexbatch as vb
+from vertexbatch import _keymap, _staging
+from vertexbatch._keymap import key_digest, parse_key_record
+from vertexbatch._lines import StagedLine
+from vertexbatch._staging import Staging
+from vertexbatch.emulator import LocalStack
+
+CHUNK = 1024  # ranges this small stand for 4 MiB ones: many reads, lines across their ends
+
+
+def _staging_of(stack: LocalStack, bucket: str) -> Staging:
+    return Staging(stack.storage_client(), bucket, "p", vb.RetryPolicy.no_wait())
+
+
+def _put(stack: LocalStack, bucket: str, name: str, data: bytes) -> None:
+    stack.storage_client().bucket(bucket).blob(name).upload_from_string(data)
+
+
+def _expected(data: bytes) -> list[bytes]:
+    lines = data.split(b"\n")
+    return lines[:-1] if lines[-1] == b"" else lines
+
+
+@pytest.mark.parametrize(
+    "size",
+    [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK, 5 * CHUNK + 17, 40 * CHUNK],
+)
+def test_ranges_read_ahead_give_every_line_once_in_order(
+    stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    """Objects of 0 to 40 ranges, sizes at and around range ends, lines spanning ranges."""
+    monkeypatch.setattr(_staging, "_READ_CHUNK", CHUNK)
+    text = b"".join(b"line %d %s\n" % (i, b"x" * (i * 37 % 300)) for i in range(2000))[:size]
+    _put(stack, bucket, "p/obj", text)
+    assert list(_staging_of(stack, bucket).read_lines("p/obj")) == _expected(text)
+
+
+def test_a_long_line_is_cut_across_ranges_read_ahead(
+    stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``max_line`` still holds with reads ahead: the line is cut and the next lines follow."""
+    monkeypatch.setattr(_staging, "_READ_CHUNK", CHUNK)
+    text = b"short\n" + b"y" * (7 * CHUNK + 3) + b"\nafter\nlast"
+    _put(stack, bucket, "p/obj", text)
+    lines = list(_staging_of(stack, bucket).read_lines("p/obj", max_line=2 * CHUNK))
+    assert lines == [b"short", b"y" * (2 * CHUNK) + b"\0", b"after", b"last"]
+
+
+def test_a_failed_read_ahead_raises_in_the_caller(
+    stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The third range fails (the object deleted meanwhile, say): the reader gets the error
+    after the lines of the ranges before it, and no line is skipped or repeated."""
+    monkeypatch.setattr(_staging, "_READ_CHUNK", CHUNK)
+    text = b"".join(b"%05d\n" % i for i in range(2000))  # 6 bytes a line, 12,000 bytes
+    _put(stack, bucket, "p/obj", text)
+    real = _staging._read_range
+    calls: list[int] = []
+
+    def failing(blob: object, start: int) -> bytes:
+        calls.append(start)
+        if start == 2 * CHUNK:
+            raise api_exceptions.NotFound("gone")
+        return real(blob, start)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_staging, "_read_range", failing)
+    seen: list[bytes] = []
+    with pytest.raises(api_exceptions.NotFound):
+        for line in _staging_of(stack, bucket).read_lines("p/obj"):
+            seen.append(line)
+    assert seen == _expected(text[: 2 * CHUNK])[:-1]  # the line cut at the range end is held
+    assert calls == [0, CHUNK, 2 * CHUNK]
+
+
+def test_a_reader_that_stops_early_leaves_no_thread_behind(
+    stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_staging, "_READ_CHUNK", CHUNK)
+    _put(stack, bucket, "p/obj", b"abc\n" * 5000)
+    lines = _staging_of(stack, bucket).read_lines("p/obj")
+    assert next(lines) == b"abc"
+    lines.close()
+    for thread in threading.enumerate():
+        if thread.name.startswith("vertexbatch-read"):
+            thread.join(timeout=30)
+            assert not thread.is_alive()
+
+
+def _json_parse(raw: bytes, monkeypatch: pytest.MonkeyPatch) -> object:
+    """What ``parse_key_record`` answers through ``json.loads`` alone."""
+    with monkeypatch.context() as m:
+        m.setattr(_keymap, "_PLAIN_RECORD", re.compile(rb"(?!)"))  # matches nothing
+        try:
+            return parse_key_record(raw)
+        except ValueError as exc:
+            return ("ValueError", str(exc))
+
+
+def _fast_parse(raw: bytes) -> object:
+    try:
+        return parse_key_record(raw)
+    except ValueError as exc:
+        return ("ValueError", str(exc))
+
+
+@settings(max_examples=300, deadline=None)
+@given(key=st.text(min_size=1, max_size=40))
+def test_every_key_record_as_written_reads_back(key: str) -> None:
+    """Any key (quotes, backslashes, control characters, non-ASCII) round-trips."""
+    digest = key_digest(key)
+    line = StagedLine(key=key, digest=digest, canonical="0123456789abcdef" * 2, data=b"")
+    try:
+        record = line.key_record()
+    except UnicodeEncodeError:  # a lone surrogate: such a key is refused before staging
+        return
+    assert parse_key_record(record.rstrip(b"\n")) == (key, digest, "0123456789abcdef" * 2)
+
+
+_PARTS = st.sampled_from(
+    [b'["', b'"]', b'","', b"k" + b"a" * 32, b"0" * 32, b"key", b"\\", b'"', b"\x1f", b"\x7f",
+     b"\xc3\xa9", b"\xed\xa0\x80", b"\xff", b" ", b"[", b"]", b"k", b"A" * 32, b"\\u00e9", b""]
+)  # fmt: skip
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    parts=st.lists(_PARTS, max_size=9),
+    key=st.binary(max_size=12),
+    canonical=st.sampled_from([b"", b"0" * 32, b"f" * 31, b"a" * 33, b"0" * 31 + b"g"]),
+)
+def test_records_read_without_a_parser_read_as_json_reads_them(
+    parts: list[bytes], key: bytes, canonical: bytes
+) -> None:
+    """Near-records and damaged ones: the fast path gives json.loads' answer, error included."""
+    raws = [
+        b"".join(parts),
+        b'["' + key + b'","k' + b"0" * 32 + b'","' + canonical + b'"]',
+        b'["' + key + b'","' + b"".join(parts) + b'","' + canonical + b'"]',
+    ]
+    with pytest.MonkeyPatch.context() as m:
+        for raw in raws:
+            assert _fast_parse(raw) == _json_parse(raw, m), raw
+
+
+def test_record_with_escapes_and_non_ascii_reads_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ['a"b', "a\\b", "tab\there", "été", "🙂", "\x7f", "k" * 300]:
+        raw = json.dumps([key, key_digest(key), ""], ensure_ascii=False).encode()
+        compact = json.dumps([key, key_digest(key), ""], separators=(",", ":")).encode()
+        for record in (raw, compact, compact.replace(b"\\u00e9", "é".encode())):
+            expected = (key, key_digest(key), "")
+            assert _fast_parse(record) == _json_parse(record, monkeypatch) == expected
