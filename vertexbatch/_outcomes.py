@@ -396,6 +396,8 @@ def _count(value: object) -> int:
     """A token count; anything missing, null or not a count is 0."""
     if type(value) is int:  # the usual case, first: every row has several counts
         return value if 0 < value <= _MAX_COUNT else 0
+    if value is None:  # the next most usual: a count the provider left out
+        return 0
     if isinstance(value, bool):
         return 0
     if isinstance(value, int | float) and value == value and 0 < value <= _MAX_COUNT:

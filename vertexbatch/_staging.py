@@ -39,8 +39,14 @@ JSON = "application/json"
 # The fake GCS server and real GCS both enforce create-only on multipart uploads; the client uses
 # multipart up to 8 MiB, so smaller objects go in one request and larger ones stream in chunks.
 _SINGLE_REQUEST_LIMIT = 8 * 1024 * 1024
-_CHUNK = 8 * 1024 * 1024
+# Upload chunks (a multiple of 256 KiB, as resumable uploads require). Each request costs: on
+# fake-gcs-server 150 MB take 2.7 s in 8 MiB chunks, 2.1 s in 12 MiB, 1.2 s in 32 MiB. A chunk
+# is held about twice at its peak (one being built, one in the writer's buffer): 12 MiB keeps
+# staging 60,000 requests under integration_tests/test_memory.py's 48 MB.
+_CHUNK = 12 * 1024 * 1024
 _READ_CHUNK = 4 * 1024 * 1024
+# What the upload thread joins before each write into the writer's buffer.
+_PIECE = 1024 * 1024
 # Manifests, records and ledgers are KBs (a ledger lists at most a few thousand shards).
 _SMALL_OBJECT_MAX = 4 * 1024 * 1024
 
@@ -109,17 +115,17 @@ class CreateOnlyUpload:
                 retry=self._policy.api_core_retry(),
             )
             self._sender = ThreadPoolExecutor(1, thread_name_prefix="vertexbatch-upload")
-            self._send()
-        elif self._writer is not None and self._pending_size >= _CHUNK:
+        if self._writer is not None and self._pending_size >= _CHUNK:
+            # Whole chunks: the writer keeps what is short of one until the next write.
             self._send()
 
     def _send(self) -> None:
-        chunk = b"".join(self._pending)
-        self._pending.clear()
+        pieces = self._pending
+        self._pending = []
         self._pending_size = 0
         self._settle()
         if not self.exists and self._sender is not None:
-            self._in_flight = self._sender.submit(self._writer.write, chunk)
+            self._in_flight = self._sender.submit(_write_pieces, self._writer, pieces)
 
     def _settle(self) -> None:
         """Wait for the chunk in flight; a 412 means the object exists."""
@@ -185,6 +191,19 @@ class CreateOnlyUpload:
                 self._in_flight.result()
             self._in_flight = None
         self._close_writer()
+
+
+def _write_pieces(writer: Any, pieces: list[bytes]) -> None:
+    """Write a chunk's pieces, each let go once the writer has copied it: a chunk in flight is
+    held by the writer alone, not also by the list it was built in."""
+    pieces.reverse()  # taken from the end: popping from the front would be quadratic
+    while pieces:
+        batch = [pieces.pop()]
+        size = len(batch[0])
+        while pieces and size < _PIECE:
+            batch.append(pieces.pop())
+            size += len(batch[-1])
+        writer.write(b"".join(batch) if len(batch) > 1 else batch[0])
 
 
 def _read_range(blob: storage.Blob, start: int) -> bytes:
