@@ -163,3 +163,151 @@ def test_record_with_escapes_and_non_ascii_reads_as_json(monkeypatch: pytest.Mon
         for record in (raw, compact, compact.replace(b"\\u00e9", "é".encode())):
             expected = (key, key_digest(key), "")
             assert _fast_parse(record) == _json_parse(record, monkeypatch) == expected
+
+
+@settings(max_examples=500, deadline=None)
+@given(key=st.text(min_size=1, max_size=60), canonical=st.sampled_from(["", "ab" * 16]))
+def test_key_records_are_what_json_writes(key: str, canonical: str) -> None:
+    """The key record built directly is byte for byte json's compact encoding of it."""
+    line = StagedLine(key=key, digest=key_digest(key), canonical=canonical, data=b"")
+    expected = json.dumps([key, line.digest, canonical], ensure_ascii=False, separators=(",", ":"))
+    try:
+        want = expected.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate: not UTF-8 either way
+        with pytest.raises(UnicodeEncodeError):
+            line.key_record()
+        return
+    assert line.key_record() == want
+
+
+# --- orjson writes staged lines byte for byte as json does -----------------------------------
+
+_STDLIB_SORTED = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False
+)
+_FLOATS = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
+    [0.0, -0.0, 1e-4, 9.999999999999999e-05, 1e-05, 1e16, 9999999999999998.0, 1e300, 5e-324,
+     0.1, 0.2, 1.0, 2.5, 1 / 3, 123456789012345.67, -1e-7, float("nan"), float("inf")]
+)  # fmt: skip
+_INTS = st.integers() | st.sampled_from(
+    [2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1, 10**30, -(10**30)]
+)
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(
+    ['"', "\\", "\n\r\t\b\f", "\x00\x1f\x7f", "é", "\u2028\u2029", "\ufeff", "🙂", "\U0010ffff"]
+)
+_JSON = st.recursive(
+    st.none() | st.booleans() | _INTS | _FLOATS | _TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+    max_leaves=25,
+)
+
+
+def _stdlib(value: object) -> bytes | str:
+    try:
+        return _STDLIB_SORTED.encode(value).encode()
+    except (TypeError, ValueError) as exc:
+        return type(exc).__name__
+
+
+def _ours(value: object) -> bytes | str:
+    from vertexbatch._importer import scan
+    from vertexbatch._lines import _sorted_json
+
+    bad, _, _, fixed = scan(value)  # a bad line (an empty key, say) is refused before writing:
+    # the walk stopped there, so what it says of floats is not the whole story.
+    try:
+        return _sorted_json(value, fixed and not bad)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        return type(exc).__name__
+
+
+@settings(max_examples=3000, deadline=None)
+@given(value=st.dictionaries(_TEXT, _JSON, max_size=6))
+def test_sorted_json_is_byte_for_byte_what_json_writes(value: dict[str, object]) -> None:
+    """Non-ASCII, escapes, large integers, floats of every size, NaN: the same bytes, or the
+    same refusal."""
+    assert _ours(value) == _stdlib(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": float("nan")},
+        {"a": [float("inf")]},
+        {"a": {"b": -float("inf")}},
+        {"x": "\ud800"},  # a lone surrogate: not UTF-8
+        {"\udfff": 1},
+    ],
+)
+def test_what_json_refuses_is_refused(value: dict[str, object]) -> None:
+    assert _ours(value) == _stdlib(value) != b""
+    assert isinstance(_ours(value), str)  # an exception's name, not bytes
+
+
+def test_edge_values_are_written_as_json_writes_them() -> None:
+    deep: object = 1
+    for _ in range(15):
+        deep = {"d": [deep]}
+    for value in [
+        {"big": 2**64, "neg": -(2**63) - 1, "huge": 10**100, "u64": 2**64 - 1},
+        {"small": 1e-05, "tiny": 5e-324, "large": 1e16, "exp": 1.5e300, "neg0": -0.0},
+        {"é": "ü", "🙂": ["\u2028", "\x00", "\x7f"], "B": 1, "a": 2, "\uffff": 3},
+        {"deep": deep},
+    ]:
+        assert _ours(value) == _stdlib(value)
+        assert isinstance(_ours(value), bytes)
+
+
+def _both_ways(build: object, request: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vertexbatch import _lines
+
+    fast = build(request)  # type: ignore[operator]
+    with monkeypatch.context() as m:
+        m.setattr(_lines, "_sorted_json", lambda body, fixed: _STDLIB_SORTED.encode(body).encode())
+        plain = build(request)  # type: ignore[operator]
+    assert fast == plain  # data, digest, canonical digest: every byte
+    assert fast.key_record() == plain.key_record()
+
+
+def test_staged_lines_are_the_same_bytes_without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claude and Gemini lines (the benchmark's requests and edge cases): same line, digests."""
+    from benchmarks import workload
+    from vertexbatch._lines import claude_line, gemini_line
+
+    for request in workload.claude_requests(50):
+        _both_ways(claude_line, request, monkeypatch)
+    for request in workload.gemini_requests(50):
+        _both_ways(gemini_line, request, monkeypatch)
+    odd = {"n": [1e-05, 2**70, 0.5], "t": "é\n🙂", "z": None, "e": [], "i": 3.0}
+    claude = vb.ClaudeRequest(
+        "k-é",
+        {"max_tokens": 5, "temperature": 1e-05, "metadata": {"user_id": "ü"},
+         "messages": [{"role": "user", "content": "x", "extra": odd}]},
+    )  # fmt: skip
+    _both_ways(claude_line, claude, monkeypatch)
+    gemini = vb.GeminiRequest(
+        "g-🙂",
+        [{"role": "user", "parts": [{"text": "\u2028 é"}]}],
+        {"temperature": 0.7, "labels": {"team": "ü-x"}, "max_output_tokens": 2**40},
+    )
+    _both_ways(gemini_line, gemini, monkeypatch)
+
+
+@settings(max_examples=300, deadline=None)
+@given(params=st.dictionaries(st.sampled_from(["temperature", "top_p", "metadata"]), _JSON))
+def test_claude_lines_with_any_values_are_the_same_bytes_without_orjson(
+    params: dict[str, object],
+) -> None:
+    from vertexbatch._errors import InvalidRequestError
+    from vertexbatch._lines import claude_line
+
+    request = vb.ClaudeRequest("k", {"max_tokens": 5, "messages": [], **params})
+    with pytest.MonkeyPatch.context() as m:
+        try:
+            _both_ways(claude_line, request, m)
+        except InvalidRequestError:  # refused: it must be refused both ways
+            with pytest.raises(InvalidRequestError):
+                from vertexbatch import _lines
+
+                m.setattr(_lines, "_sorted_json", lambda b, f: _STDLIB_SORTED.encode(b).encode())
+                claude_line(request)

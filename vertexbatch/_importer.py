@@ -37,10 +37,10 @@ MAX_DEPTH = 15
 _SPACE = re.compile(r"\s").search
 
 
-def scan(value: Any) -> tuple[bool, bool, bool]:
+def scan(value: Any) -> tuple[bool, bool, bool, bool]:
     """Check a line in one walk: whether it breaks a rule, and what it is made of.
 
-    Returns ``(bad, canonical, plain)``:
+    Returns ``(bad, canonical, plain, fixed)``:
 
     - ``bad``: some part would make the importer reject the line: an empty object anywhere
       (``{}``), a ``null`` inside a list, nesting deeper than 15 levels (lists and objects), a
@@ -50,12 +50,15 @@ def scan(value: Any) -> tuple[bool, bool, bool]:
       own canonical form (see ``_lines.canonical_digest``);
     - ``plain``: every node is JSON data of the exact built-in types (``False`` for a pydantic
       model or a ``str`` subclass, say: convert, scan again; still ``False`` after converting
-      means some node is not JSON data at all).
+      means some node is not JSON data at all);
+    - ``fixed``: every float is 0 or between 1e-4 and 1e16 in size, which ``json`` writes without
+      an exponent, and so does orjson, alike (outside that range they differ: ``1e-05`` and
+      ``0.00001``); ``False`` for NaN and Infinity too.
 
     NaN, Infinity and strings that are not UTF-8 are left to the strict encoder that writes the
     line. One walk does all this because every one of up to 200,000 lines goes through here.
     """
-    canonical = plain = True
+    canonical = plain = fixed = True
     # The fast walk carries no paths; a line with a problem is walked again to name the place.
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
@@ -63,32 +66,37 @@ def scan(value: Any) -> tuple[bool, bool, bool]:
         kind = type(node)
         if kind is dict:
             if depth > MAX_DEPTH or not node:
-                return True, False, plain
+                return True, False, plain, fixed
             for k, v in node.items():
                 # Nearly every key is an identifier, which passes every rule in one call.
                 if type(k) is not str or not k.isidentifier():
                     if type(k) is not str:
                         if not isinstance(k, str):
-                            return True, False, plain  # json.dumps would write 1 as "1"
+                            return True, False, plain, fixed  # json.dumps would write 1 as "1"
                         plain = False  # a str subclass: converted to str, then scanned again
                     elif not k or k[0] == "$" or _SPACE(k):
-                        return True, False, plain
+                        return True, False, plain, fixed
                 if type(v) not in _LEAVES:
                     stack.append((v, depth + 1))
         elif kind is list:
             if depth > MAX_DEPTH:
-                return True, False, plain
+                return True, False, plain, fixed
             canonical = canonical and bool(node)
             for v in node:
                 if type(v) not in _LEAVES:
                     if v is None:
-                        return True, False, plain  # "Only optional fields can be set to NULL"
+                        return True, False, plain, fixed  # "Only optional fields ... NULL"
                     stack.append((v, depth + 1))
-        elif node is None or (kind is float and node.is_integer()):
+        elif kind is float:
+            if node.is_integer():
+                canonical = False
+            if node and not 1e-4 <= abs(node) < 1e16:  # NaN too: it compares False
+                fixed = False
+        elif node is None:
             canonical = False
-        elif kind is not float:
+        else:
             plain = False
-    return False, canonical, plain
+    return False, canonical, plain, fixed
 
 
 # (top, place, rule): the request's top-level field the place is under ("" for the request
