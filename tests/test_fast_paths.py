@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from typing import Any
 
 import pytest
 from google.api_core import exceptions as api_exceptions
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vertexbatch as vb
-from vertexbatch import _keymap, _staging
+from vertexbatch import _importer, _keymap, _staging
 from vertexbatch._keymap import key_digest, parse_key_record
 from vertexbatch._lines import StagedLine
 from vertexbatch._staging import Staging
@@ -311,3 +312,84 @@ def test_claude_lines_with_any_values_are_the_same_bytes_without_orjson(
 
                 m.setattr(_lines, "_sorted_json", lambda b, f: _STDLIB_SORTED.encode(b).encode())
                 claude_line(request)
+
+
+# --- the field types' tree gives what the path strings gave ----------------------------------
+
+
+class _ReferenceFieldTypes:
+    """FieldTypes as first written (one path string per field): the reference."""
+
+    __slots__ = ("_lines", "_seen")
+
+    def __init__(self) -> None:
+        self._lines = 0
+        # schema path -> (type, line it was first seen on, that line's key)
+        self._seen: dict[str, tuple[str, int, str]] = {}
+
+    def add(self, request: Any, key: str) -> _importer.Problem | None:
+        self._lines += 1
+        line = self._lines
+        seen = self._seen
+        kinds = _importer._KINDS
+        stack: list[tuple[Any, str]] = [(request, "")]
+        # One pass; leaves are checked where they are met (no stack entry), lists and objects
+        # when popped. Written out twice, for objects and lists: every line comes through here.
+        while stack:
+            node, path = stack.pop()
+            kind = kinds[type(node)]
+            first = seen.get(path)
+            if first is None:
+                seen[path] = (kind, line, key)
+            elif first[0] is not kind:
+                return _importer._clash(request, path, kind, first, line, key)
+            if kind is _importer._OBJECT:
+                for name, value in node.items():
+                    where = path + _importer._KEY_STEP + name
+                    cls = type(value)
+                    if cls is dict or cls is list:
+                        stack.append((value, where))
+                        continue
+                    leaf = kinds.get(cls)  # None: null, which fits any type
+                    if leaf is not None:
+                        first = seen.get(where)
+                        if first is None:
+                            seen[where] = (leaf, line, key)
+                        elif first[0] is not leaf:
+                            return _importer._clash(request, where, leaf, first, line, key)
+            else:
+                where = path + _importer._ITEM_STEP
+                for value in node:
+                    cls = type(value)
+                    if cls is dict or cls is list:
+                        stack.append((value, where))
+                        continue
+                    leaf = kinds.get(cls)
+                    if leaf is not None:
+                        first = seen.get(where)
+                        if first is None:
+                            seen[where] = (leaf, line, key)
+                        elif first[0] is not leaf:
+                            return _importer._clash(request, where, leaf, first, line, key)
+        return None
+
+
+_SHAPE_KEYS = st.sampled_from(["a", "b", "text", "parts"])
+_SHAPE_LEAVES = st.sampled_from([None, True, 1, 2.5, "s"])
+_SHAPES = st.recursive(
+    _SHAPE_LEAVES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_SHAPE_KEYS, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(requests=st.lists(st.dictionaries(_SHAPE_KEYS, _SHAPES, max_size=4), max_size=6))
+def test_field_types_find_the_same_clash_as_before(requests: list[dict[str, object]]) -> None:
+    """Lines of few shapes and types: the same first clash, named the same way, or none."""
+    ours, reference = _importer.FieldTypes(), _ReferenceFieldTypes()
+    for number, request in enumerate(requests):
+        found = ours.add(request, f"key-{number}")
+        assert found == reference.add(request, f"key-{number}")
+        if found is not None:
+            break

@@ -295,12 +295,14 @@ class FieldTypes:
     type. Memory grows with the number of distinct field paths, not with the lines.
     """
 
-    __slots__ = ("_lines", "_seen")
+    __slots__ = ("_lines", "_root")
 
     def __init__(self) -> None:
         self._lines = 0
-        # schema path -> (type, line it was first seen on, that line's key)
-        self._seen: dict[str, tuple[str, int, str]] = {}
+        # The schema as a tree: one entry per field path, [type, line it was first seen on, that
+        # line's key, path, fields by name (objects), entry of the items (lists)]. Looking a
+        # field up by name in its parent's entry costs no string building per field.
+        self._root: list[Any] | None = None
 
     def add(self, request: Any, key: str) -> Problem | None:
         """Record one line's request (plain JSON data, already checked by ``scan``).
@@ -312,47 +314,58 @@ class FieldTypes:
         """
         self._lines += 1
         line = self._lines
-        seen = self._seen
         kinds = _KINDS
-        stack: list[tuple[Any, str]] = [(request, "")]
-        # One pass; leaves are checked where they are met (no stack entry), lists and objects
-        # when popped. Written out twice, for objects and lists: every line comes through here.
+        # (node, parent entry, field name; None for a list's item): lists and objects are
+        # checked when popped, leaves where they are met, in the order of the first version.
+        stack: list[tuple[Any, list[Any] | None, str | None]] = [(request, None, None)]
         while stack:
-            node, path = stack.pop()
+            node, parent, name = stack.pop()
             kind = kinds[type(node)]
-            first = seen.get(path)
-            if first is None:
-                seen[path] = (kind, line, key)
-            elif first[0] is not kind:
-                return _clash(request, path, kind, first, line, key)
+            if parent is None:
+                entry = self._root
+                if entry is None:
+                    entry = self._root = [kind, line, key, "", {}, None]
+            elif name is None:
+                entry = parent[5]
+                if entry is None:
+                    entry = parent[5] = [kind, line, key, parent[3] + _ITEM_STEP, {}, None]
+            else:
+                entry = parent[4].get(name)
+                if entry is None:
+                    path = parent[3] + _KEY_STEP + name
+                    entry = parent[4][name] = [kind, line, key, path, {}, None]
+            if entry[0] is not kind:
+                return _clash(request, entry[3], kind, (entry[0], entry[1], entry[2]), line, key)
             if kind is _OBJECT:
-                for name, value in node.items():
-                    where = path + _KEY_STEP + name
+                fields = entry[4]
+                for field_name, value in node.items():
                     cls = type(value)
                     if cls is dict or cls is list:
-                        stack.append((value, where))
+                        stack.append((value, entry, field_name))
                         continue
                     leaf = kinds.get(cls)  # None: null, which fits any type
                     if leaf is not None:
-                        first = seen.get(where)
-                        if first is None:
-                            seen[where] = (leaf, line, key)
-                        elif first[0] is not leaf:
-                            return _clash(request, where, leaf, first, line, key)
+                        found = fields.get(field_name)
+                        if found is None:
+                            path = entry[3] + _KEY_STEP + field_name
+                            fields[field_name] = [leaf, line, key, path, {}, None]
+                        elif found[0] is not leaf:
+                            first = (found[0], found[1], found[2])
+                            return _clash(request, found[3], leaf, first, line, key)
             else:
-                where = path + _ITEM_STEP
                 for value in node:
                     cls = type(value)
                     if cls is dict or cls is list:
-                        stack.append((value, where))
+                        stack.append((value, entry, None))
                         continue
                     leaf = kinds.get(cls)
                     if leaf is not None:
-                        first = seen.get(where)
-                        if first is None:
-                            seen[where] = (leaf, line, key)
-                        elif first[0] is not leaf:
-                            return _clash(request, where, leaf, first, line, key)
+                        found = entry[5]
+                        if found is None:
+                            entry[5] = [leaf, line, key, entry[3] + _ITEM_STEP, {}, None]
+                        elif found[0] is not leaf:
+                            first = (found[0], found[1], found[2])
+                            return _clash(request, found[3], leaf, first, line, key)
         return None
 
 
