@@ -10,8 +10,8 @@ high-water mark is reset first (``/proc/self/clear_refs``), so nothing before th
 Peak RSS is the process's own high-water mark (``VmHWM`` in ``/proc/self/status``), read after the
 operation: not ``ru_maxrss``, which survives ``exec`` and can report the parent's size.
 
-Two baselines: *raw*, streamed (8 MiB chunks, line by line), and *naive*, what users write without
-vertexbatch: ``json.dumps`` every line into one string and ``upload_from_string``;
+Two baselines: *raw*, streamed (vertexbatch's chunk size, line by line), and *naive*, what users
+write without vertexbatch: ``json.dumps`` every line into one string and ``upload_from_string``;
 ``download_as_bytes``, ``splitlines`` and ``json.loads``.
 """
 
@@ -38,11 +38,12 @@ from google.cloud import storage
 
 import vertexbatch as vb
 from benchmarks import workload
+from vertexbatch._staging import _CHUNK
 
 __all__ = ["CountingSession", "main"]
 
 JSONL = "application/jsonl"
-RAW_CHUNK = 8 * 1024 * 1024  # the raw baseline streams with the same chunk size vertexbatch uses
+RAW_CHUNK = _CHUNK  # the raw baseline streams with the same chunk size vertexbatch uses
 _OBJECT = re.compile(r"^(?:/download)?/storage/v1/b/[^/]+/o/(?P<name>.+)$")
 
 
