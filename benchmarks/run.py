@@ -12,9 +12,9 @@ service; one at a time) and runs every measurement in a fresh child process
    generator up to job creation (jobs are held PENDING, so the emulator does no work meanwhile).
    The order rotates between repeats.
 2. Results, ``repeats`` rounds over the output the local Vertex service wrote for the last staged
-   job (Vertex's ``predictions.jsonl`` format): the raw baseline streams the file and
-   ``json.loads`` every line, the naive one ``download_as_bytes``, ``splitlines``, ``json.loads``;
-   vertexbatch iterates ``results()``.
+   job (Vertex's ``predictions.jsonl`` format): the raw baseline downloads the file and
+   ``json.loads`` every line, the naive one likewise with ``splitlines`` (the two differ only in
+   how lines are split); vertexbatch iterates ``results()``.
 3. Calls: Vertex calls (counted by the stack) and GCS requests (counted in the child's HTTP
    session) of one submit, one status and one results pass, also at N=1.
 
@@ -446,8 +446,8 @@ def render(cases: list[Case]) -> str:
             "",
             _table(STAGING_HEADERS, _staging_rows(timed)),
             "",
-            "Results: iterating results() over Vertex-format output, vs streamed download + "
-            "json.loads per line",
+            "Results: iterating results() over Vertex-format output, vs download + json.loads per "
+            "line",
             "",
             _table(RESULTS_HEADERS, _results_rows(timed)),
             "",
