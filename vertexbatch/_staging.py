@@ -44,9 +44,10 @@ _SINGLE_REQUEST_LIMIT = 8 * 1024 * 1024
 # is held about twice at its peak (one being built, one in the writer's buffer): 12 MiB keeps
 # staging 60,000 requests under integration_tests/test_memory.py's 48 MB.
 _CHUNK = 12 * 1024 * 1024
-# Range reads, one read ahead: 100,000 results (197 MB) took 1.72 s in 4 MiB ranges, 1.59 s in
-# 8 MiB and 1.71 s in 16 MiB (medians of 3, local stack); two ranges and a range's lines are held.
-_READ_CHUNK = 8 * 1024 * 1024
+# Range reads, one read ahead. 8 MiB ranges were no faster in the benchmark (100,000 and 200,000
+# results, both providers: 1.69x to 1.86x the naive time, against 1.62x to 1.85x in 4 MiB) and
+# peaked 20 MB higher; two ranges and a range's lines are held.
+_READ_CHUNK = 4 * 1024 * 1024
 # What the upload thread joins before each write into the writer's buffer.
 _PIECE = 1024 * 1024
 # Manifests, records and ledgers are KBs (a ledger lists at most a few thousand shards).
