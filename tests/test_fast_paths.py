@@ -393,3 +393,46 @@ def test_field_types_find_the_same_clash_as_before(requests: list[dict[str, obje
         assert found == reference.add(request, f"key-{number}")
         if found is not None:
             break
+
+
+# --- output lines parsed by json's scanner directly read as json.loads reads them -------------
+
+
+def _loaded(load: Any, text: bytes) -> object:
+    try:
+        return ("ok", repr(load(text)))  # repr: NaN is not equal to itself
+    except ValueError as exc:
+        return ("ValueError", str(exc))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    value=st.dictionaries(_TEXT, _JSON, max_size=5),
+    before=st.sampled_from(["", " ", "\n", "\ufeff"]),
+    after=st.sampled_from(["", " ", "\r", "{}", "x", "}", ","]),
+    cut=st.integers(min_value=0, max_value=3),
+)
+def test_output_lines_read_as_json_loads_reads_them(
+    value: dict[str, object], before: str, after: str, cut: int
+) -> None:
+    """Objects with whitespace, a byte-order mark, extra data or cut short: the same value, or
+    the same error."""
+    from vertexbatch._json import load_json
+
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = text[: len(text) - cut] + after
+    data = (before + text).encode("utf-8", "surrogatepass")
+    expected = _loaded(json.loads, data[3:] if before == "\ufeff" else data)
+    assert _loaded(load_json, data) == expected
+
+
+@pytest.mark.parametrize(
+    "text", [b'{"a":}', b'{"":nul{}', b'{"a":[1,}', b'{"a":{"b":}}', b'{"a" 1}', b"{,}"]
+)
+def test_a_value_missing_inside_an_object_is_a_value_error(text: bytes) -> None:
+    """json's scanner says so with StopIteration, which must not escape (in a generator it
+    would become a RuntimeError): the line is refused as json.loads refuses it."""
+    from vertexbatch._json import load_json
+
+    assert _loaded(load_json, text) == _loaded(json.loads, text)
+    assert _loaded(load_json, text)[0] == "ValueError"

@@ -67,9 +67,13 @@ def load_json(text: str | bytes) -> Any:
     if text[:1] == "{" and text[-1:] == "}":
         # The usual line, one object and no whitespace around it: json.loads' own scanner,
         # without its wrapper's work; anything else (and its error message) from json.loads.
-        value, end = _SCAN(text, 0)
-        if end == len(text):
-            return value
+        try:
+            value, end = _SCAN(text, 0)
+        except StopIteration:  # a value expected somewhere: json.loads says where, below
+            pass
+        else:
+            if end == len(text):
+                return value
     return json.loads(text)
 
 
