@@ -7,6 +7,12 @@ stack's memory and the emulator's threads never count against the code measured 
 Peak RSS growth is the high-water mark during the operation minus the RSS just before it, after
 imports, client construction and a warm-up that touches the same code paths. On Linux the
 high-water mark is reset first (``/proc/self/clear_refs``), so nothing before the operation counts.
+Peak RSS is the process's own high-water mark (``VmHWM`` in ``/proc/self/status``), read after the
+operation: not ``ru_maxrss``, which survives ``exec`` and can report the parent's size.
+
+Two baselines: *raw*, streamed (vertexbatch's chunk size, line by line), and *naive*, what users
+write without vertexbatch: ``json.dumps`` every line into one string and ``upload_from_string``;
+``download_as_bytes``, ``splitlines`` and ``json.loads``.
 """
 
 from __future__ import annotations
@@ -32,11 +38,12 @@ from google.cloud import storage
 
 import vertexbatch as vb
 from benchmarks import workload
+from vertexbatch._staging import _CHUNK
 
 __all__ = ["CountingSession", "main"]
 
 JSONL = "application/jsonl"
-RAW_CHUNK = 8 * 1024 * 1024  # the raw baseline streams with the same chunk size vertexbatch uses
+RAW_CHUNK = _CHUNK  # the raw baseline streams with the same chunk size vertexbatch uses
 _OBJECT = re.compile(r"^(?:/download)?/storage/v1/b/[^/]+/o/(?P<name>.+)$")
 
 
@@ -167,6 +174,25 @@ def _stage_raw(spec: dict[str, Any], store: storage.Client, client: vb.Client) -
     return warm, run
 
 
+def _stage_naive(spec: dict[str, Any], store: storage.Client, client: vb.Client) -> Op:
+    """Every line into one string, one ``upload_from_string`` (the same bytes as raw)."""
+    provider, n = spec["provider"], spec["n"]
+    blob = store.bucket(spec["bucket"]).blob(spec["object"])
+
+    def dumps(line: dict[str, Any]) -> str:
+        return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+
+    def warm() -> None:
+        dumps(next(workload.raw_lines(provider, 1)))
+
+    def run() -> dict[str, Any]:
+        text = "\n".join(dumps(line) for line in workload.raw_lines(provider, n)) + "\n"
+        blob.upload_from_string(text, content_type=JSONL)
+        return {"bytes": len(text)}
+
+    return warm, run
+
+
 def _stage_vb(spec: dict[str, Any], store: storage.Client, client: vb.Client) -> Op:
     from vertexbatch._lines import claude_line, gemini_line
 
@@ -227,6 +253,26 @@ def _results_raw(spec: dict[str, Any], store: storage.Client, client: vb.Client)
     return warm, run
 
 
+def _results_naive(spec: dict[str, Any], store: storage.Client, client: vb.Client) -> Op:
+    """Each output file whole, split into lines, ``json.loads`` each (rows not kept)."""
+
+    def warm() -> None:
+        json.loads(b'{"status": "", "request": {"a": [1, 2.5, null]}}')
+
+    def run() -> dict[str, Any]:
+        lines = 0
+        for blob in _output_blobs(store, spec):
+            data = blob.download_as_bytes()
+            for raw in data.splitlines():
+                if raw:
+                    json.loads(raw)
+                    lines += 1
+            del data
+        return {"lines": lines}
+
+    return warm, run
+
+
 def _results_vb(spec: dict[str, Any], store: storage.Client, client: vb.Client) -> Op:
     job = vb.Job.from_dict(spec["job"])
 
@@ -255,9 +301,11 @@ def _key_map(spec: dict[str, Any], store: storage.Client, client: vb.Client) -> 
 
 OPS: dict[str, Callable[[dict[str, Any], storage.Client, vb.Client], Op]] = {
     "stage_raw": _stage_raw,
+    "stage_naive": _stage_naive,
     "stage_vb": _stage_vb,
     "status": _status,
     "results_raw": _results_raw,
+    "results_naive": _results_naive,
     "results_vb": _results_vb,
     "key_map": _key_map,
 }
@@ -285,6 +333,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         "cpu": cpu,
         "rss_before": before,
         "peak_growth": max(peak - before, 0),
+        "peak_rss": peak,
         "peak_exact": exact,
         "gcs": dict(session.kinds),
         "gcs_total": sum(session.kinds.values()),

@@ -6,13 +6,15 @@ For each provider and N, this process starts a LocalStack (fake-gcs-server and t
 service; one at a time) and runs every measurement in a fresh child process
 (``benchmarks.measure``) that only talks to the stack's endpoints:
 
-1. Staging, ``repeats`` pairs: the raw baseline (the same requests serialised with ``json`` and
-   streamed as one object with google-cloud-storage) and ``submit_*`` from a generator up to job
-   creation (jobs are held PENDING, so the emulator does no work meanwhile). The pair's order
-   alternates between repeats.
-2. Results, ``repeats`` pairs over the output the local Vertex service wrote for the last staged
+1. Staging, ``repeats`` rounds: the raw baseline (the same requests serialised with ``json`` and
+   streamed as one object with google-cloud-storage), the naive baseline (every line
+   ``json.dumps``-ed into one string, one ``upload_from_string``) and ``submit_*`` from a
+   generator up to job creation (jobs are held PENDING, so the emulator does no work meanwhile).
+   The order rotates between repeats.
+2. Results, ``repeats`` rounds over the output the local Vertex service wrote for the last staged
    job (Vertex's ``predictions.jsonl`` format): the raw baseline downloads the file and
-   ``json.loads`` every line; vertexbatch iterates ``results()``.
+   ``json.loads`` every line, the naive one likewise with ``splitlines`` (the two differ only in
+   how lines are split); vertexbatch iterates ``results()``.
 3. Calls: Vertex calls (counted by the stack) and GCS requests (counted in the child's HTTP
    session) of one submit, one status and one results pass, also at N=1.
 
@@ -22,6 +24,8 @@ Then the cold start (``benchmarks.cold_start``, no stack): ``import vertexbatch`
 ``--only stall`` runs ``benchmarks.loop_stall`` alone: the longest event-loop gap under
 ``client.aio`` during a ``--stall-size`` (default 20,000) request submit and results pass.
 ``--only cache`` runs the answer-cache and dedupe benchmark alone (``benchmarks.cache``).
+
+``--baselines raw`` or ``--baselines naive`` measures one baseline only.
 
 Figures are medians; ratios are taken pair by pair, then the median. Every object is deleted after
 use and each (provider, N) gets a fresh stack and bucket, so fake-gcs-server's memory stays bounded.
@@ -56,6 +60,9 @@ TARGET_RESULTS_RATIO = 2.0
 TARGET_RSS_MB = 150.0
 TARGET_AT = 200_000
 CALL_SIZES = (1,)
+# Against the naive way (issue 16): time and peak RSS (VmHWM) ratios, vertexbatch / naive.
+TARGET_NAIVE = {"staging": (1.0, 0.5), "results": (1.5, 0.5)}
+BASELINES = ("raw", "naive")
 
 
 @dataclass
@@ -65,8 +72,10 @@ class Case:
     provider: str
     n: int
     stage_raw: list[dict[str, Any]] = field(default_factory=list)
+    stage_naive: list[dict[str, Any]] = field(default_factory=list)
     stage_vb: list[dict[str, Any]] = field(default_factory=list)
     results_raw: list[dict[str, Any]] = field(default_factory=list)
+    results_naive: list[dict[str, Any]] = field(default_factory=list)
     results_vb: list[dict[str, Any]] = field(default_factory=list)
     key_map: dict[str, Any] | None = None
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # op -> {vertex, gcs, ...}
@@ -103,8 +112,17 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
 class Bench:
     """One provider and N on one LocalStack."""
 
-    def __init__(self, stack: Any, provider: str, n: int, repeats: int, log: TextIO) -> None:
+    def __init__(
+        self,
+        stack: Any,
+        provider: str,
+        n: int,
+        repeats: int,
+        log: TextIO,
+        baselines: Sequence[str] = BASELINES,
+    ) -> None:
         self.stack = stack
+        self.baselines = tuple(baselines)
         self.provider = provider
         self.n = n
         self.repeats = repeats
@@ -159,20 +177,16 @@ class Bench:
             sub_id = f"bench-{self.provider}-{self.n}-r{rep}"
             raw_object = f"raw/{sub_id}.jsonl"
             self.stack.faults.hold(display_name=sub_id, state="PENDING")
-            order = ("stage_raw", "stage_vb") if rep % 2 == 0 else ("stage_vb", "stage_raw")
             pair: dict[str, dict[str, Any]] = {}
-            for op in order:
+            for op in _rotated("stage", self.baselines, rep):
                 pair[op] = self.counted(op, id=sub_id, object=raw_object)
-            raw, lib = pair["stage_raw"], pair["stage_vb"]
-            case.stage_raw.append(raw)
+                if op != "stage_vb":
+                    self.delete(raw_object)
+            lib = pair["stage_vb"]
             case.stage_vb.append(lib)
-            _log(
-                f"{self.provider} N={self.n} staging #{rep + 1}: raw {raw['seconds']:.2f}s "
-                f"vb {lib['seconds']:.2f}s ({lib['seconds'] / raw['seconds']:.2f}x), "
-                f"RSS +{lib['peak_growth'] / MB:.0f} MB",
-                self.log,
-            )
-            self.delete(raw_object)
+            for base in self.baselines:
+                getattr(case, f"stage_{base}").append(pair[f"stage_{base}"])
+            _log(f"{self.provider} N={self.n} staging #{rep + 1}: {_versus(pair)}", self.log)
             if last:
                 job = lib["job"]
                 case.calls["submit"] = {"vertex": lib["vertex"], **_gcs(lib)}
@@ -195,21 +209,37 @@ class Bench:
         case.calls["status"] = {"vertex": status["vertex"], **_gcs(status)}
         case.key_map = _child(self.spec("key_map", job=job))
         for rep in range(self.repeats):
-            order = ("results_raw", "results_vb") if rep % 2 == 0 else ("results_vb", "results_raw")
-            pair = {op: self.counted(op, job=job) for op in order}
-            raw, lib = pair["results_raw"], pair["results_vb"]
-            case.results_raw.append(raw)
+            ops = _rotated("results", self.baselines, rep)
+            pair = {op: self.counted(op, job=job) for op in ops}
+            lib = pair["results_vb"]
             case.results_vb.append(lib)
+            for base in self.baselines:
+                getattr(case, f"results_{base}").append(pair[f"results_{base}"])
             if lib["lines"] != self.n:
                 raise RuntimeError(f"results yielded {lib['lines']} results for {self.n} keys")
-            _log(
-                f"{self.provider} N={self.n} results #{rep + 1}: raw {raw['seconds']:.2f}s "
-                f"vb {lib['seconds']:.2f}s ({lib['seconds'] / raw['seconds']:.2f}x), "
-                f"RSS +{lib['peak_growth'] / MB:.0f} MB",
-                self.log,
-            )
+            _log(f"{self.provider} N={self.n} results #{rep + 1}: {_versus(pair)}", self.log)
         last = case.results_vb[-1]
         case.calls["results"] = {"vertex": last["vertex"], **_gcs(last)}
+
+
+def _rotated(step: str, baselines: Sequence[str], rep: int) -> list[str]:
+    """The ops of one round, their order rotating between rounds."""
+    ops = [f"{step}_{base}" for base in baselines] + [f"{step}_vb"]
+    shift = rep % len(ops)
+    return ops[shift:] + ops[:shift]
+
+
+def _versus(pair: dict[str, dict[str, Any]]) -> str:
+    """One round in words: vertexbatch against each baseline, time and peak RSS."""
+    lib = next(r for op, r in pair.items() if op.endswith("_vb"))
+    words = [f"vb {lib['seconds']:.2f}s RSS {lib['peak_rss'] / MB:.0f} MB"]
+    for op, r in pair.items():
+        if not op.endswith("_vb"):
+            words.append(
+                f"{op.split('_')[-1]} {r['seconds']:.2f}s ({lib['seconds'] / r['seconds']:.2f}x) "
+                f"RSS {r['peak_rss'] / MB:.0f} MB ({lib['peak_rss'] / r['peak_rss']:.2f}x)"
+            )
+    return ", ".join(words)
 
 
 def _gcs(result: dict[str, Any]) -> dict[str, Any]:
@@ -279,6 +309,10 @@ RESULTS_HEADERS = [
     "raw CPU s", "vb CPU s", "CPU vb/raw", "raw RSS+ MB", "vb RSS+ MB", "key map MB",
     "vb RSS+ beyond map MB", "target (<=2x, <=150 MB)",
 ]  # fmt: skip
+NAIVE_HEADERS = [
+    "provider", "N", "step", "naive s", "vb s", "vb/naive", "naive peak RSS MB",
+    "vb peak RSS MB", "RSS vb/naive", "target", "verdict",
+]  # fmt: skip
 CALLS_HEADERS = ["provider", "N", "call", "Vertex", "GCS", "GCS by kind", "output read once"]
 
 
@@ -337,6 +371,34 @@ def _results_rows(cases: list[Case]) -> list[list[str]]:
     return rows
 
 
+def _naive_rows(cases: list[Case]) -> list[list[str]]:
+    rows = []
+    for c in cases:
+        for step, naive, lib in (
+            ("staging", c.stage_naive, c.stage_vb),
+            ("results", c.results_naive, c.results_vb),
+        ):
+            if not naive:
+                continue
+            time_ratio = _ratio(lib, naive)
+            rss_ratio = _ratio(lib, naive, "peak_rss")
+            max_time, max_rss = TARGET_NAIVE[step]
+            rows.append([
+                c.provider,
+                f"{c.n:,}",
+                step,
+                f"{_median([r['seconds'] for r in naive]):.2f}",
+                f"{_median([r['seconds'] for r in lib]):.2f}",
+                f"{time_ratio:.2f}",
+                _mb(_median([r["peak_rss"] for r in naive])),
+                _mb(_median([r["peak_rss"] for r in lib])),
+                f"{rss_ratio:.2f}",
+                f"<={max_time}x time, <={max_rss}x RSS",
+                _verdict(time_ratio <= max_time and rss_ratio <= max_rss),
+            ])  # fmt: skip
+    return rows
+
+
 def _read_once(call: dict[str, Any]) -> str:
     sizes = call.get("object_sizes", {})
     read = call.get("read_bytes", {})
@@ -378,17 +440,30 @@ def _calls_rows(cases: list[Case]) -> list[list[str]]:
 
 
 def render(cases: list[Case]) -> str:
-    """The three tables, as Markdown."""
+    """The tables, as Markdown."""
     timed = [c for c in cases if c.timed]
-    parts = [
-        "Staging: submit_* from a generator up to job creation, vs json + one streamed upload",
-        "",
-        _table(STAGING_HEADERS, _staging_rows(timed)),
-        "",
-        "Results: iterating results() over Vertex-format output, vs download + json.loads per line",
-        "",
-        _table(RESULTS_HEADERS, _results_rows(timed)),
-        "",
+    parts = []
+    if any(c.stage_raw for c in timed):
+        parts += [
+            "Staging: submit_* from a generator up to job creation, vs json + one streamed upload",
+            "",
+            _table(STAGING_HEADERS, _staging_rows(timed)),
+            "",
+            "Results: iterating results() over Vertex-format output, vs download + json.loads per "
+            "line",
+            "",
+            _table(RESULTS_HEADERS, _results_rows(timed)),
+            "",
+        ]
+    if any(c.stage_naive for c in timed):
+        parts += [
+            "Against the naive way: json.dumps every line into one string + upload_from_string; "
+            "download_as_bytes + splitlines + json.loads (peak RSS: each process's VmHWM)",
+            "",
+            _table(NAIVE_HEADERS, _naive_rows(timed)),
+            "",
+        ]
+    parts += [
         "Calls: one submit, one status, one full results pass",
         "",
         _table(CALLS_HEADERS, _calls_rows(cases)),
@@ -404,6 +479,13 @@ def _sizes(text: str, *, allow_none: bool = False) -> list[int]:
     if (not sizes and not allow_none) or any(s < 1 for s in sizes):
         raise argparse.ArgumentTypeError("sizes are positive integers, comma-separated")
     return sizes
+
+
+def _baselines(text: str) -> list[str]:
+    names = [b.strip() for b in text.split(",") if b.strip()]
+    if not names or any(b not in BASELINES for b in names):
+        raise argparse.ArgumentTypeError("baselines are raw and/or naive")
+    return [b for b in BASELINES if b in names]
 
 
 def _call_sizes(text: str) -> list[int]:
@@ -443,6 +525,10 @@ def main(argv: list[str] | None = None) -> int:
         "--call-sizes", type=_call_sizes, default=list(CALL_SIZES),
         help='extra N counted for calls only (default 1; "" for none)',
     )  # fmt: skip
+    parser.add_argument(
+        "--baselines", type=_baselines, default=list(BASELINES),
+        help="raw (streamed) and/or naive (one string, one download); default both",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write every raw figure here")
     parser.add_argument(
         "--only", choices=["import", "batch", "stall", "cache"],
@@ -474,6 +560,8 @@ def main(argv: list[str] | None = None) -> int:
         f"--repeats {args.repeats}",
         f"--providers {','.join(args.providers)}",
     ]  # fmt: skip
+    if cases and args.baselines != list(BASELINES):
+        words.append(f"--baselines {','.join(args.baselines)}")
     if args.only:
         words.append(f"--only {args.only}")
     if cold is not None:
@@ -538,7 +626,8 @@ def _batch(args: argparse.Namespace) -> list[Case]:
             # of deleted objects (3.5 GB RSS after two 200k cases, every object deleted).
             with LocalStack(claude_concurrency=1000) as stack:
                 case = Case(provider, n, timed=timed)
-                Bench(stack, provider, n, args.repeats if timed else 1, sys.stderr).run(case)
+                repeats = args.repeats if timed else 1
+                Bench(stack, provider, n, repeats, sys.stderr, args.baselines).run(case)
             cases.append(case)
             _log(
                 f"{provider} N={n} done; fake-gcs-server RSS at the end "

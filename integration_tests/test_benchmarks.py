@@ -35,7 +35,7 @@ def _table(output: str, headers: list[str]) -> list[list[str]]:
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_benchmark_command_prints_every_table_and_column() -> None:
-    """`python -m benchmarks.run` at N=200, one repeat, prints four tables, all cells filled."""
+    """`python -m benchmarks.run` at N=200, one repeat, prints five tables, all cells filled."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
         [
@@ -55,6 +55,12 @@ def test_benchmark_command_prints_every_table_and_column() -> None:
     staging = _table(out, run.STAGING_HEADERS)
     results = _table(out, run.RESULTS_HEADERS)
     calls = _table(out, run.CALLS_HEADERS)
+    naive = _table(out, run.NAIVE_HEADERS)
+    assert [r[:3] for r in naive] == [
+        [p, "200", step] for p in ("claude", "gemini") for step in ("staging", "results")
+    ]
+    assert all(len(r) == len(run.NAIVE_HEADERS) and all(r) for r in naive)
+    assert all(r[-1] in ("ok", "MISS") for r in naive)
     assert [r[:2] for r in staging] == [["claude", "200"], ["gemini", "200"]]
     assert [r[:2] for r in results] == [["claude", "200"], ["gemini", "200"]]
     for row, headers in [(r, run.STAGING_HEADERS) for r in staging] + [

@@ -37,10 +37,10 @@ MAX_DEPTH = 15
 _SPACE = re.compile(r"\s").search
 
 
-def scan(value: Any) -> tuple[bool, bool, bool]:
+def scan(value: Any) -> tuple[bool, bool, bool, bool]:
     """Check a line in one walk: whether it breaks a rule, and what it is made of.
 
-    Returns ``(bad, canonical, plain)``:
+    Returns ``(bad, canonical, plain, fixed)``:
 
     - ``bad``: some part would make the importer reject the line: an empty object anywhere
       (``{}``), a ``null`` inside a list, nesting deeper than 15 levels (lists and objects), a
@@ -50,12 +50,15 @@ def scan(value: Any) -> tuple[bool, bool, bool]:
       own canonical form (see ``_lines.canonical_digest``);
     - ``plain``: every node is JSON data of the exact built-in types (``False`` for a pydantic
       model or a ``str`` subclass, say: convert, scan again; still ``False`` after converting
-      means some node is not JSON data at all).
+      means some node is not JSON data at all);
+    - ``fixed``: every float is 0 or between 1e-4 and 1e16 in size, which ``json`` writes without
+      an exponent, and so does orjson, alike (outside that range they differ: ``1e-05`` and
+      ``0.00001``); ``False`` for NaN and Infinity too.
 
     NaN, Infinity and strings that are not UTF-8 are left to the strict encoder that writes the
     line. One walk does all this because every one of up to 200,000 lines goes through here.
     """
-    canonical = plain = True
+    canonical = plain = fixed = True
     # The fast walk carries no paths; a line with a problem is walked again to name the place.
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
@@ -63,32 +66,37 @@ def scan(value: Any) -> tuple[bool, bool, bool]:
         kind = type(node)
         if kind is dict:
             if depth > MAX_DEPTH or not node:
-                return True, False, plain
+                return True, False, plain, fixed
             for k, v in node.items():
                 # Nearly every key is an identifier, which passes every rule in one call.
                 if type(k) is not str or not k.isidentifier():
                     if type(k) is not str:
                         if not isinstance(k, str):
-                            return True, False, plain  # json.dumps would write 1 as "1"
+                            return True, False, plain, fixed  # json.dumps would write 1 as "1"
                         plain = False  # a str subclass: converted to str, then scanned again
                     elif not k or k[0] == "$" or _SPACE(k):
-                        return True, False, plain
+                        return True, False, plain, fixed
                 if type(v) not in _LEAVES:
                     stack.append((v, depth + 1))
         elif kind is list:
             if depth > MAX_DEPTH:
-                return True, False, plain
+                return True, False, plain, fixed
             canonical = canonical and bool(node)
             for v in node:
                 if type(v) not in _LEAVES:
                     if v is None:
-                        return True, False, plain  # "Only optional fields can be set to NULL"
+                        return True, False, plain, fixed  # "Only optional fields ... NULL"
                     stack.append((v, depth + 1))
-        elif node is None or (kind is float and node.is_integer()):
+        elif kind is float:
+            if node.is_integer():
+                canonical = False
+            if node and not 1e-4 <= abs(node) < 1e16:  # NaN too: it compares False
+                fixed = False
+        elif node is None:
             canonical = False
-        elif kind is not float:
+        else:
             plain = False
-    return False, canonical, plain
+    return False, canonical, plain, fixed
 
 
 # (top, place, rule): the request's top-level field the place is under ("" for the request
@@ -287,12 +295,14 @@ class FieldTypes:
     type. Memory grows with the number of distinct field paths, not with the lines.
     """
 
-    __slots__ = ("_lines", "_seen")
+    __slots__ = ("_lines", "_root")
 
     def __init__(self) -> None:
         self._lines = 0
-        # schema path -> (type, line it was first seen on, that line's key)
-        self._seen: dict[str, tuple[str, int, str]] = {}
+        # The schema as a tree: one entry per field path, [type, line it was first seen on, that
+        # line's key, path, fields by name (objects), entry of the items (lists)]. Looking a
+        # field up by name in its parent's entry costs no string building per field.
+        self._root: list[Any] | None = None
 
     def add(self, request: Any, key: str) -> Problem | None:
         """Record one line's request (plain JSON data, already checked by ``scan``).
@@ -304,47 +314,58 @@ class FieldTypes:
         """
         self._lines += 1
         line = self._lines
-        seen = self._seen
         kinds = _KINDS
-        stack: list[tuple[Any, str]] = [(request, "")]
-        # One pass; leaves are checked where they are met (no stack entry), lists and objects
-        # when popped. Written out twice, for objects and lists: every line comes through here.
+        # (node, parent entry, field name; None for a list's item): lists and objects are
+        # checked when popped, leaves where they are met, in the order of the first version.
+        stack: list[tuple[Any, list[Any] | None, str | None]] = [(request, None, None)]
         while stack:
-            node, path = stack.pop()
+            node, parent, name = stack.pop()
             kind = kinds[type(node)]
-            first = seen.get(path)
-            if first is None:
-                seen[path] = (kind, line, key)
-            elif first[0] is not kind:
-                return _clash(request, path, kind, first, line, key)
+            if parent is None:
+                entry = self._root
+                if entry is None:
+                    entry = self._root = [kind, line, key, "", {}, None]
+            elif name is None:
+                entry = parent[5]
+                if entry is None:
+                    entry = parent[5] = [kind, line, key, parent[3] + _ITEM_STEP, {}, None]
+            else:
+                entry = parent[4].get(name)
+                if entry is None:
+                    path = parent[3] + _KEY_STEP + name
+                    entry = parent[4][name] = [kind, line, key, path, {}, None]
+            if entry[0] is not kind:
+                return _clash(request, entry[3], kind, (entry[0], entry[1], entry[2]), line, key)
             if kind is _OBJECT:
-                for name, value in node.items():
-                    where = path + _KEY_STEP + name
+                fields = entry[4]
+                for field_name, value in node.items():
                     cls = type(value)
                     if cls is dict or cls is list:
-                        stack.append((value, where))
+                        stack.append((value, entry, field_name))
                         continue
                     leaf = kinds.get(cls)  # None: null, which fits any type
                     if leaf is not None:
-                        first = seen.get(where)
-                        if first is None:
-                            seen[where] = (leaf, line, key)
-                        elif first[0] is not leaf:
-                            return _clash(request, where, leaf, first, line, key)
+                        found = fields.get(field_name)
+                        if found is None:
+                            path = entry[3] + _KEY_STEP + field_name
+                            fields[field_name] = [leaf, line, key, path, {}, None]
+                        elif found[0] is not leaf:
+                            first = (found[0], found[1], found[2])
+                            return _clash(request, found[3], leaf, first, line, key)
             else:
-                where = path + _ITEM_STEP
                 for value in node:
                     cls = type(value)
                     if cls is dict or cls is list:
-                        stack.append((value, where))
+                        stack.append((value, entry, None))
                         continue
                     leaf = kinds.get(cls)
                     if leaf is not None:
-                        first = seen.get(where)
-                        if first is None:
-                            seen[where] = (leaf, line, key)
-                        elif first[0] is not leaf:
-                            return _clash(request, where, leaf, first, line, key)
+                        found = entry[5]
+                        if found is None:
+                            entry[5] = [leaf, line, key, entry[3] + _ITEM_STEP, {}, None]
+                        elif found[0] is not leaf:
+                            first = (found[0], found[1], found[2])
+                            return _clash(request, found[3], leaf, first, line, key)
         return None
 
 

@@ -192,7 +192,7 @@ def classify_gemini_response(response: Mapping[str, Any], *, key: str) -> Result
     usage = _gemini_usage(_get(response, "usageMetadata", "usage_metadata"))
 
     feedback = _get(response, "promptFeedback", "prompt_feedback")
-    if isinstance(feedback, Mapping):
+    if feedback is not None and isinstance(feedback, Mapping):
         block = _enum_text(_get(feedback, "blockReason", "block_reason"))
         if block:
             detail = _text_or(_get(feedback, "blockReasonMessage", "block_reason_message"), "")
@@ -201,7 +201,9 @@ def classify_gemini_response(response: Mapping[str, Any], *, key: str) -> Result
     candidates = _get(response, "candidates", "candidates")
     if not isinstance(candidates, list) or not candidates:
         return _unusable(key, "NO_CANDIDATES", transient=True, usage=usage, response=response)
-    candidate = candidates[0] if isinstance(candidates[0], Mapping) else {}
+    candidate = candidates[0]
+    if type(candidate) is not dict and not isinstance(candidate, Mapping):
+        candidate = {}
 
     finish = _finish_reason(_get(candidate, "finishReason", "finish_reason"))
     if not finish:
@@ -327,42 +329,42 @@ def _claude_usage(usage: object) -> Usage:
 
 def _gemini_content(content: object) -> tuple[str, bool]:
     """Return (the non-thought text parts joined in order, whether a part is a function call)."""
-    if not isinstance(content, Mapping):
+    if type(content) is not dict and not isinstance(content, Mapping):
         return "", False
-    parts = _get(content, "parts", "parts")
+    parts = content.get("parts")
     if not isinstance(parts, list):
         return "", False
     texts: list[str] = []
     function_call = False
     for part in parts:
-        if not isinstance(part, Mapping) or part.get("thought") is True:
+        if type(part) is not dict and not isinstance(part, Mapping):
+            continue
+        if part.get("thought") is True:
             continue
         text = part.get("text")
-        if isinstance(text, str):
+        if type(text) is str or isinstance(text, str):
             texts.append(text)
-        if _get(part, "functionCall", "function_call") is not None:
+        if part.get("functionCall") is not None or part.get("function_call") is not None:
             function_call = True
     return "".join(texts), function_call
 
 
 def _gemini_usage(meta: object) -> Usage:
     """Usage with the online clients' meaning: prompt includes cached tokens, output thoughts."""
-    if not isinstance(meta, Mapping):
+    if type(meta) is not dict and not isinstance(meta, Mapping):
         return Usage()
-
-    def count(camel: str, snake: str) -> int:
-        return _count(_get(meta, camel, snake))
-
     return Usage(
-        input=count("promptTokenCount", "prompt_token_count")
-        + count("toolUsePromptTokenCount", "tool_use_prompt_token_count"),
-        output=count("candidatesTokenCount", "candidates_token_count")
-        + count("thoughtsTokenCount", "thoughts_token_count"),
-        cache_read=count("cachedContentTokenCount", "cached_content_token_count"),
+        input=_count(_get(meta, "promptTokenCount", "prompt_token_count"))
+        + _count(_get(meta, "toolUsePromptTokenCount", "tool_use_prompt_token_count")),
+        output=_count(_get(meta, "candidatesTokenCount", "candidates_token_count"))
+        + _count(_get(meta, "thoughtsTokenCount", "thoughts_token_count")),
+        cache_read=_count(_get(meta, "cachedContentTokenCount", "cached_content_token_count")),
     )
 
 
 def _finish_reason(value: object) -> str:
+    if type(value) is str:  # the usual case, first
+        return value
     if isinstance(value, int) and not isinstance(value, bool | enum.Enum):
         return _FINISH_REASONS.get(value, str(value))
     return _enum_text(value)
@@ -396,6 +398,8 @@ def _count(value: object) -> int:
     """A token count; anything missing, null or not a count is 0."""
     if type(value) is int:  # the usual case, first: every row has several counts
         return value if 0 < value <= _MAX_COUNT else 0
+    if value is None:  # the next most usual: a count the provider left out
+        return 0
     if isinstance(value, bool):
         return 0
     if isinstance(value, int | float) and value == value and 0 < value <= _MAX_COUNT:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator
+from itertools import islice
 from typing import TypeVar
 
 from ._errors import JobError, job_errors
@@ -41,6 +42,9 @@ def job_manifest(staging: Staging, job: Job) -> Manifest:
 
 T = TypeVar("T")
 
+# Lines read ahead of the caller (a few hundred KB of key records, a MB or so of input lines).
+_BATCH = 512
+
 
 def _reading(job: Job, uri: str, read: Callable[[], T]) -> T:
     with job_errors(job.name, reading=uri):
@@ -62,13 +66,15 @@ class _Verified:
         count = 0
         lines = _reading(self._job, self.uri, lambda: iter(self._staging.read_lines(self.uri)))
         while True:
-            line = _reading(self._job, self.uri, lambda: next(lines, None))
-            if line is None:
+            # A batch of lines per boundary crossing: a key map has up to 200,000 of them.
+            batch = _reading(self._job, self.uri, lambda: list(islice(lines, _BATCH)))
+            if not batch:
                 break
-            digest.update(line)
-            digest.update(b"\n")
-            count += 1
-            yield line
+            for line in batch:
+                digest.update(line)
+                digest.update(b"\n")
+            count += len(batch)
+            yield from batch
         if count != self._rows or (self._md5 and digest.hexdigest() != self._md5):
             raise self.damaged(f"{count} lines, {self._rows} staged")
 

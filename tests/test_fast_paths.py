@@ -1,0 +1,438 @@
+"""The throughput paths give exactly what the plain ones give: range reads with one read ahead,
+key records read without a JSON parser."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from typing import Any
+
+import pytest
+from google.api_core import exceptions as api_exceptions
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import vertexbatch as vb
+from vertexbatch import _importer, _keymap, _staging
+from vertexbatch._keymap import key_digest, parse_key_record
+from vertexbatch._lines import StagedLine
+from vertexbatch._staging import Staging
+from vertexbatch.emulator import LocalStack
+
+CHUNK = 1024  # ranges this small stand for 4 MiB ones: many reads, lines across their ends
+
+
+def _staging_of(stack: LocalStack, bucket: str) -> Staging:
+    return Staging(stack.storage_client(), bucket, "p", vb.RetryPolicy.no_wait())
+
+
+def _put(stack: LocalStack, bucket: str, name: str, data: bytes) -> None:
+    stack.storage_client().bucket(bucket).blob(name).upload_from_string(data)
+
+
+def _expected(data: bytes) -> list[bytes]:
+    lines = data.split(b"\n")
+    return lines[:-1] if lines[-1] == b"" else lines
+
+
+@pytest.mark.parametrize(
+    "size",
+    [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK, 5 * CHUNK + 17, 40 * CHUNK],
+)
+def test_ranges_read_ahead_give_every_line_once_in_order(
+    stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    """Objects of 0 to 40 ranges, sizes at and around range ends, lines spanning ranges."""
+    monkeypatch.setattr(_staging, "_READ_CHUNK", CHUNK)
+    text = b"".join(b"line %d %s\n" % (i, b"x" * (i * 37 % 300)) for i in range(2000))[:size]
+    _put(stack, bucket, "p/obj", text)
+    assert list(_staging_of(stack, bucket).read_lines("p/obj")) == _expected(text)
+
+
+def test_a_long_line_is_cut_across_ranges_read_ahead(
+    stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``max_line`` still holds with reads ahead: the line is cut and the next lines follow."""
+    monkeypatch.setattr(_staging, "_READ_CHUNK", CHUNK)
+    text = b"short\n" + b"y" * (7 * CHUNK + 3) + b"\nafter\nlast"
+    _put(stack, bucket, "p/obj", text)
+    lines = list(_staging_of(stack, bucket).read_lines("p/obj", max_line=2 * CHUNK))
+    assert lines == [b"short", b"y" * (2 * CHUNK) + b"\0", b"after", b"last"]
+
+
+def test_a_failed_read_ahead_raises_in_the_caller(
+    stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The third range fails (the object deleted meanwhile, say): the reader gets the error
+    after the lines of the ranges before it, and no line is skipped or repeated."""
+    monkeypatch.setattr(_staging, "_READ_CHUNK", CHUNK)
+    text = b"".join(b"%05d\n" % i for i in range(2000))  # 6 bytes a line, 12,000 bytes
+    _put(stack, bucket, "p/obj", text)
+    real = _staging._read_range
+    calls: list[int] = []
+
+    def failing(blob: object, start: int) -> bytes:
+        calls.append(start)
+        if start == 2 * CHUNK:
+            raise api_exceptions.NotFound("gone")
+        return real(blob, start)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_staging, "_read_range", failing)
+    seen: list[bytes] = []
+    with pytest.raises(api_exceptions.NotFound):
+        for line in _staging_of(stack, bucket).read_lines("p/obj"):
+            seen.append(line)
+    assert seen == _expected(text[: 2 * CHUNK])[:-1]  # the line cut at the range end is held
+    assert calls == [0, CHUNK, 2 * CHUNK]
+
+
+def test_a_reader_that_stops_early_leaves_no_thread_behind(
+    stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_staging, "_READ_CHUNK", CHUNK)
+    _put(stack, bucket, "p/obj", b"abc\n" * 5000)
+    lines = _staging_of(stack, bucket).read_lines("p/obj")
+    assert next(lines) == b"abc"
+    lines.close()
+    for thread in threading.enumerate():
+        if thread.name.startswith("vertexbatch-read"):
+            thread.join(timeout=30)
+            assert not thread.is_alive()
+
+
+def _json_parse(raw: bytes, monkeypatch: pytest.MonkeyPatch) -> object:
+    """What ``parse_key_record`` answers through ``json.loads`` alone."""
+    with monkeypatch.context() as m:
+        m.setattr(_keymap, "_PLAIN_RECORD", re.compile(rb"(?!)"))  # matches nothing
+        try:
+            return parse_key_record(raw)
+        except ValueError as exc:
+            return ("ValueError", str(exc))
+
+
+def _fast_parse(raw: bytes) -> object:
+    try:
+        return parse_key_record(raw)
+    except ValueError as exc:
+        return ("ValueError", str(exc))
+
+
+@settings(max_examples=300, deadline=None)
+@given(key=st.text(min_size=1, max_size=40))
+def test_every_key_record_as_written_reads_back(key: str) -> None:
+    """Any key (quotes, backslashes, control characters, non-ASCII) round-trips."""
+    digest = key_digest(key)
+    line = StagedLine(key=key, digest=digest, canonical="0123456789abcdef" * 2, data=b"")
+    try:
+        record = line.key_record()
+    except UnicodeEncodeError:  # a lone surrogate: such a key is refused before staging
+        return
+    assert parse_key_record(record.rstrip(b"\n")) == (key, digest, "0123456789abcdef" * 2)
+
+
+_PARTS = st.sampled_from(
+    [b'["', b'"]', b'","', b"k" + b"a" * 32, b"0" * 32, b"key", b"\\", b'"', b"\x1f", b"\x7f",
+     b"\xc3\xa9", b"\xed\xa0\x80", b"\xff", b" ", b"[", b"]", b"k", b"A" * 32, b"\\u00e9", b""]
+)  # fmt: skip
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    parts=st.lists(_PARTS, max_size=9),
+    key=st.binary(max_size=12),
+    canonical=st.sampled_from([b"", b"0" * 32, b"f" * 31, b"a" * 33, b"0" * 31 + b"g"]),
+)
+def test_records_read_without_a_parser_read_as_json_reads_them(
+    parts: list[bytes], key: bytes, canonical: bytes
+) -> None:
+    """Near-records and damaged ones: the fast path gives json.loads' answer, error included."""
+    raws = [
+        b"".join(parts),
+        b'["' + key + b'","k' + b"0" * 32 + b'","' + canonical + b'"]',
+        b'["' + key + b'","' + b"".join(parts) + b'","' + canonical + b'"]',
+    ]
+    with pytest.MonkeyPatch.context() as m:
+        for raw in raws:
+            assert _fast_parse(raw) == _json_parse(raw, m), raw
+
+
+def test_record_with_escapes_and_non_ascii_reads_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ['a"b', "a\\b", "tab\there", "été", "🙂", "\x7f", "k" * 300]:
+        raw = json.dumps([key, key_digest(key), ""], ensure_ascii=False).encode()
+        compact = json.dumps([key, key_digest(key), ""], separators=(",", ":")).encode()
+        for record in (raw, compact, compact.replace(b"\\u00e9", "é".encode())):
+            expected = (key, key_digest(key), "")
+            assert _fast_parse(record) == _json_parse(record, monkeypatch) == expected
+
+
+@settings(max_examples=500, deadline=None)
+@given(key=st.text(min_size=1, max_size=60), canonical=st.sampled_from(["", "ab" * 16]))
+def test_key_records_are_what_json_writes(key: str, canonical: str) -> None:
+    """The key record built directly is byte for byte json's compact encoding of it."""
+    line = StagedLine(key=key, digest=key_digest(key), canonical=canonical, data=b"")
+    expected = json.dumps([key, line.digest, canonical], ensure_ascii=False, separators=(",", ":"))
+    try:
+        want = expected.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate: not UTF-8 either way
+        with pytest.raises(UnicodeEncodeError):
+            line.key_record()
+        return
+    assert line.key_record() == want
+
+
+# --- orjson writes staged lines byte for byte as json does -----------------------------------
+
+_STDLIB_SORTED = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False
+)
+_FLOATS = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
+    [0.0, -0.0, 1e-4, 9.999999999999999e-05, 1e-05, 1e16, 9999999999999998.0, 1e300, 5e-324,
+     0.1, 0.2, 1.0, 2.5, 1 / 3, 123456789012345.67, -1e-7, float("nan"), float("inf")]
+)  # fmt: skip
+_INTS = st.integers() | st.sampled_from(
+    [2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1, 10**30, -(10**30)]
+)
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(
+    ['"', "\\", "\n\r\t\b\f", "\x00\x1f\x7f", "é", "\u2028\u2029", "\ufeff", "🙂", "\U0010ffff"]
+)
+_JSON = st.recursive(
+    st.none() | st.booleans() | _INTS | _FLOATS | _TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+    max_leaves=25,
+)
+
+
+def _stdlib(value: object) -> bytes | str:
+    try:
+        return _STDLIB_SORTED.encode(value).encode()
+    except (TypeError, ValueError) as exc:
+        return type(exc).__name__
+
+
+def _ours(value: object) -> bytes | str:
+    from vertexbatch._importer import scan
+    from vertexbatch._lines import _sorted_json
+
+    bad, _, _, fixed = scan(value)  # a bad line (an empty key, say) is refused before writing:
+    # the walk stopped there, so what it says of floats is not the whole story.
+    try:
+        return _sorted_json(value, fixed and not bad)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        return type(exc).__name__
+
+
+@settings(max_examples=3000, deadline=None)
+@given(value=st.dictionaries(_TEXT, _JSON, max_size=6))
+def test_sorted_json_is_byte_for_byte_what_json_writes(value: dict[str, object]) -> None:
+    """Non-ASCII, escapes, large integers, floats of every size, NaN: the same bytes, or the
+    same refusal."""
+    assert _ours(value) == _stdlib(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": float("nan")},
+        {"a": [float("inf")]},
+        {"a": {"b": -float("inf")}},
+        {"x": "\ud800"},  # a lone surrogate: not UTF-8
+        {"\udfff": 1},
+    ],
+)
+def test_what_json_refuses_is_refused(value: dict[str, object]) -> None:
+    assert _ours(value) == _stdlib(value) != b""
+    assert isinstance(_ours(value), str)  # an exception's name, not bytes
+
+
+def test_edge_values_are_written_as_json_writes_them() -> None:
+    deep: object = 1
+    for _ in range(15):
+        deep = {"d": [deep]}
+    for value in [
+        {"big": 2**64, "neg": -(2**63) - 1, "huge": 10**100, "u64": 2**64 - 1},
+        {"small": 1e-05, "tiny": 5e-324, "large": 1e16, "exp": 1.5e300, "neg0": -0.0},
+        {"é": "ü", "🙂": ["\u2028", "\x00", "\x7f"], "B": 1, "a": 2, "\uffff": 3},
+        {"deep": deep},
+    ]:
+        assert _ours(value) == _stdlib(value)
+        assert isinstance(_ours(value), bytes)
+
+
+def _both_ways(build: object, request: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vertexbatch import _lines
+
+    fast = build(request)  # type: ignore[operator]
+    with monkeypatch.context() as m:
+        m.setattr(_lines, "_sorted_json", lambda body, fixed: _STDLIB_SORTED.encode(body).encode())
+        plain = build(request)  # type: ignore[operator]
+    assert fast == plain  # data, digest, canonical digest: every byte
+    assert fast.key_record() == plain.key_record()
+
+
+def test_staged_lines_are_the_same_bytes_without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claude and Gemini lines (the benchmark's requests and edge cases): same line, digests."""
+    from benchmarks import workload
+    from vertexbatch._lines import claude_line, gemini_line
+
+    for request in workload.claude_requests(50):
+        _both_ways(claude_line, request, monkeypatch)
+    for request in workload.gemini_requests(50):
+        _both_ways(gemini_line, request, monkeypatch)
+    odd = {"n": [1e-05, 2**70, 0.5], "t": "é\n🙂", "z": None, "e": [], "i": 3.0}
+    claude = vb.ClaudeRequest(
+        "k-é",
+        {"max_tokens": 5, "temperature": 1e-05, "metadata": {"user_id": "ü"},
+         "messages": [{"role": "user", "content": "x", "extra": odd}]},
+    )  # fmt: skip
+    _both_ways(claude_line, claude, monkeypatch)
+    gemini = vb.GeminiRequest(
+        "g-🙂",
+        [{"role": "user", "parts": [{"text": "\u2028 é"}]}],
+        {"temperature": 0.7, "labels": {"team": "ü-x"}, "max_output_tokens": 2**40},
+    )
+    _both_ways(gemini_line, gemini, monkeypatch)
+
+
+@settings(max_examples=300, deadline=None)
+@given(params=st.dictionaries(st.sampled_from(["temperature", "top_p", "metadata"]), _JSON))
+def test_claude_lines_with_any_values_are_the_same_bytes_without_orjson(
+    params: dict[str, object],
+) -> None:
+    from vertexbatch._errors import InvalidRequestError
+    from vertexbatch._lines import claude_line
+
+    request = vb.ClaudeRequest("k", {"max_tokens": 5, "messages": [], **params})
+    with pytest.MonkeyPatch.context() as m:
+        try:
+            _both_ways(claude_line, request, m)
+        except InvalidRequestError:  # refused: it must be refused both ways
+            with pytest.raises(InvalidRequestError):
+                from vertexbatch import _lines
+
+                m.setattr(_lines, "_sorted_json", lambda b, f: _STDLIB_SORTED.encode(b).encode())
+                claude_line(request)
+
+
+# --- the field types' tree gives what the path strings gave ----------------------------------
+
+
+class _ReferenceFieldTypes:
+    """FieldTypes as first written (one path string per field): the reference."""
+
+    __slots__ = ("_lines", "_seen")
+
+    def __init__(self) -> None:
+        self._lines = 0
+        # schema path -> (type, line it was first seen on, that line's key)
+        self._seen: dict[str, tuple[str, int, str]] = {}
+
+    def add(self, request: Any, key: str) -> _importer.Problem | None:
+        self._lines += 1
+        line = self._lines
+        seen = self._seen
+        kinds = _importer._KINDS
+        stack: list[tuple[Any, str]] = [(request, "")]
+        # One pass; leaves are checked where they are met (no stack entry), lists and objects
+        # when popped. Written out twice, for objects and lists: every line comes through here.
+        while stack:
+            node, path = stack.pop()
+            kind = kinds[type(node)]
+            first = seen.get(path)
+            if first is None:
+                seen[path] = (kind, line, key)
+            elif first[0] is not kind:
+                return _importer._clash(request, path, kind, first, line, key)
+            if kind is _importer._OBJECT:
+                for name, value in node.items():
+                    where = path + _importer._KEY_STEP + name
+                    cls = type(value)
+                    if cls is dict or cls is list:
+                        stack.append((value, where))
+                        continue
+                    leaf = kinds.get(cls)  # None: null, which fits any type
+                    if leaf is not None:
+                        first = seen.get(where)
+                        if first is None:
+                            seen[where] = (leaf, line, key)
+                        elif first[0] is not leaf:
+                            return _importer._clash(request, where, leaf, first, line, key)
+            else:
+                where = path + _importer._ITEM_STEP
+                for value in node:
+                    cls = type(value)
+                    if cls is dict or cls is list:
+                        stack.append((value, where))
+                        continue
+                    leaf = kinds.get(cls)
+                    if leaf is not None:
+                        first = seen.get(where)
+                        if first is None:
+                            seen[where] = (leaf, line, key)
+                        elif first[0] is not leaf:
+                            return _importer._clash(request, where, leaf, first, line, key)
+        return None
+
+
+_SHAPE_KEYS = st.sampled_from(["a", "b", "text", "parts"])
+_SHAPE_LEAVES = st.sampled_from([None, True, 1, 2.5, "s"])
+_SHAPES = st.recursive(
+    _SHAPE_LEAVES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_SHAPE_KEYS, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(requests=st.lists(st.dictionaries(_SHAPE_KEYS, _SHAPES, max_size=4), max_size=6))
+def test_field_types_find_the_same_clash_as_before(requests: list[dict[str, object]]) -> None:
+    """Lines of few shapes and types: the same first clash, named the same way, or none."""
+    ours, reference = _importer.FieldTypes(), _ReferenceFieldTypes()
+    for number, request in enumerate(requests):
+        found = ours.add(request, f"key-{number}")
+        assert found == reference.add(request, f"key-{number}")
+        if found is not None:
+            break
+
+
+# --- output lines parsed by json's scanner directly read as json.loads reads them -------------
+
+
+def _loaded(load: Any, text: bytes) -> object:
+    try:
+        return ("ok", repr(load(text)))  # repr: NaN is not equal to itself
+    except ValueError as exc:
+        return ("ValueError", str(exc))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    value=st.dictionaries(_TEXT, _JSON, max_size=5),
+    before=st.sampled_from(["", " ", "\n", "\ufeff"]),
+    after=st.sampled_from(["", " ", "\r", "{}", "x", "}", ","]),
+    cut=st.integers(min_value=0, max_value=3),
+)
+def test_output_lines_read_as_json_loads_reads_them(
+    value: dict[str, object], before: str, after: str, cut: int
+) -> None:
+    """Objects with whitespace, a byte-order mark, extra data or cut short: the same value, or
+    the same error."""
+    from vertexbatch._json import load_json
+
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = text[: len(text) - cut] + after
+    data = (before + text).encode("utf-8", "surrogatepass")
+    expected = _loaded(json.loads, data[3:] if before == "\ufeff" else data)
+    assert _loaded(load_json, data) == expected
+
+
+@pytest.mark.parametrize(
+    "text", [b'{"a":}', b'{"":nul{}', b'{"a":[1,}', b'{"a":{"b":}}', b'{"a" 1}', b"{,}"]
+)
+def test_a_value_missing_inside_an_object_is_a_value_error(text: bytes) -> None:
+    """json's scanner says so with StopIteration, which must not escape (in a generator it
+    would become a RuntimeError): the line is refused as json.loads refuses it."""
+    from vertexbatch._json import load_json
+
+    assert _loaded(load_json, text) == _loaded(json.loads, text)
+    assert _loaded(load_json, text)[0] == "ValueError"
