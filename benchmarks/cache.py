@@ -9,7 +9,7 @@ On one LocalStack, for N Claude requests of the benchmark workload (1-2 KB lines
    takes once a ``cache=True`` job is read to the end): 256 create-only shard objects.
 2. ``repeats`` pairs, order alternating: *staging* — ``submit_claude`` of the N requests up to
    job creation (the job is held PENDING) — and *lookup* — ``AnswerCache.lookup`` of the N
-   requests' canonical digests against the N entries (one listing, the shards read in
+   requests' exact digests against the N entries (one listing, the shards read in
    parallel). The ratio lookup / staging is the issue's target (at most 1.0).
 3. Once: ``submit_claude(..., cache=True)`` of the same N requests, answered whole from the
    cache (no job): building the lines, the lookup, staging the cached answers and the key map.
@@ -78,6 +78,7 @@ def measure_cache(n: int, repeats: int) -> dict[str, Any]:
     import vertexbatch as vb
     from vertexbatch._cache import AnswerCache
     from vertexbatch._client import cloud_of
+    from vertexbatch._dedupe import exact_digest
     from vertexbatch._lines import claude_line
     from vertexbatch.emulator import LocalStack
 
@@ -88,7 +89,7 @@ def measure_cache(n: int, repeats: int) -> dict[str, Any]:
         stack.faults.hold(state="PENDING")  # staging is timed up to job creation only
         client = stack.client(bucket=bucket, prefix="bench", retry=vb.RetryPolicy.no_wait())
         staging = cloud_of(client).staging
-        digests = [claude_line(r).canonical for r in workload.claude_requests(n)]
+        digests = [exact_digest(claude_line(r).data)[1] for r in workload.claude_requests(n)]
         cache = AnswerCache(staging, "anthropic", workload.CLAUDE_MODEL)
         fill, written = _timed(
             lambda: cache.fill("bench-fill", {d: _answer(i) for i, d in enumerate(digests)})

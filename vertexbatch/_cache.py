@@ -1,13 +1,14 @@
-"""The answer cache in GCS: ok answers keyed by provider, model and canonical request digest.
+"""The answer cache in GCS: ok answers keyed by provider, model and exact request digest.
 
 Layout, under the client's bucket and prefix (``_cache`` cannot be a submission id)::
 
     PREFIX/_cache/PROVIDER/MODEL/PP/TTTTTTTTTT-WRITER.jsonl
 
-``PP`` is the first two hex digits of the canonical digest (256 shards), ``TTTTTTTTTT`` the
-Unix time the entries were written and ``WRITER`` the submission id whose results filled them:
-one object per shard per completed job, written create-only, so two writers never touch one
-object and a writer that runs twice finds its objects there. Each line is one entry::
+``PP`` is the first two hex digits of the exact digest (``_dedupe.exact_digest``; 256 shards),
+``TTTTTTTTTT`` the Unix time the entries were written and ``WRITER`` the submission id whose
+results filled them: one object per shard per completed job, written create-only, so two writers
+never touch one object and a writer that runs twice finds its objects there. Each line is one
+entry::
 
     {"d": DIGEST, "m": MODEL, "t": UNIX_TIME, "h": HASH_OF_RESPONSE, "r": RESPONSE}
 
@@ -34,7 +35,6 @@ from datetime import timedelta
 from typing import Any
 
 from ._errors import InvalidRequestError
-from ._keymap import digest_text
 from ._models import Provider
 from ._staging import JSONL, Staging
 
@@ -45,7 +45,9 @@ logger = logging.getLogger("vertexbatch")
 CACHE_FOLDER = "_cache"
 # Shards read at once: GCS reads are latency-bound, and a lookup touches at most 256 per writer.
 _READERS = 16
-_SORTED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+# ASCII only: an answer may hold an escaped lone surrogate (JSON allows it, UTF-8 cannot hold
+# it), and every answer must be writable.
+_SORTED = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), sort_keys=True)
 # An entry line as ``entry_line`` writes it: sorted keys d, h, m, r, t, compact separators.
 _LINE = re.compile(
     rb'\{"d":"(?P<d>[0-9a-f]{32})","h":"(?P<h>[0-9a-f]{32})","m":(?P<m>"[^"\\]*"),'
@@ -59,7 +61,7 @@ _NAME = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One cached answer: the request's canonical digest, the response as its JSON text (as
+    """One cached answer: the request's exact digest, the response as its JSON text (as
     written, never parsed by a lookup), and when it was written."""
 
     digest: str
@@ -68,7 +70,7 @@ class Entry:
 
 
 def response_hash(response: Mapping[str, Any]) -> str:
-    return digest_text(_SORTED.encode(response))
+    return _hash_of_text(_SORTED.encode(response).encode("ascii"))
 
 
 def _hash_of_text(text: bytes) -> str:
@@ -78,7 +80,7 @@ def _hash_of_text(text: bytes) -> str:
 def entry_line(digest: str, model: str, response: Mapping[str, Any], created: int) -> bytes:
     """The JSONL line of one entry."""
     record = {"d": digest, "m": model, "t": created, "h": response_hash(response), "r": response}
-    return _SORTED.encode(record).encode("utf-8") + b"\n"
+    return _SORTED.encode(record).encode("ascii") + b"\n"
 
 
 def parse_entry(raw: bytes, model: str, shard: str) -> Entry | None:
@@ -144,7 +146,8 @@ class AnswerCache:
         oldest = -1 if self._ttl is None else int(self._clock() - self._ttl.total_seconds())
         objects: list[tuple[str, str]] = []
         start = len(self.uri) + 1
-        for uri, _ in self._staging.list_names(self.uri):
+        # The folder's slash: ``gemini-3.8-flash`` must not list ``gemini-3.8-flash-lite``.
+        for uri, _ in self._staging.list_names(self.uri + "/"):
             match = _NAME.fullmatch(uri[start:])
             if match is None:
                 continue  # not an entry object: someone else's file
@@ -194,7 +197,7 @@ class AnswerCache:
         return entries
 
     def fill(self, writer: str, answers: Mapping[str, Mapping[str, Any]]) -> int:
-        """Write ``answers`` (canonical digest -> ok response) as ``writer``'s entries.
+        """Write ``answers`` (exact digest -> ok response) as ``writer``'s entries.
 
         One create-only object per shard; an object already there (the same writer before) is
         left as it is. Returns the entries written.

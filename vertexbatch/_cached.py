@@ -1,17 +1,20 @@
 """A submission made with ``cache=True``: answered in part (or whole) from the answer cache.
 
-Submitting: every request's canonical digest is looked up in the cache (``_cache``) before
-anything is staged. A key the cache answers gets a key record with ``cache_digest(key)`` and no
-input line, and its answer is staged in the submission's folder, create-only, as
-``cached-<MD5>.jsonl`` (one ``{"d": cache digest, "r": response}`` line per key); the manifest
-records ``cache``, ``cached`` and that MD5, so the id claims those answers with its rows and a
-retry carries on with the same ones (it reads them back from the staged key map rather than
-asking the cache again). When every key is cached, no Vertex job is created: the record says the
-id was answered from the cache, and the ``Job`` is named ``cached:ID``.
+Submitting: every request's exact digest (``_dedupe.exact_digest``) is looked up in the cache
+(``_cache``) before anything is staged. A key the cache answers gets a key record with
+``cache_digest(key)`` and no input line, and its answer is staged in the submission's folder,
+create-only, as ``cached-<MD5>.jsonl`` (one ``{"d": cache digest, "x": exact digest, "r":
+response}`` line per key). Then ``cache.claim.json`` (create-only, before any row is staged)
+claims that set for the id: a retry after a crash, a second submitter of the id, or a run
+re-staging a shard reads the claim instead of asking the cache again, so it stages the same rows
+whatever the cache holds by then. The manifest records ``cache``, ``cached`` and that MD5 with the
+rows. When every key is cached, no Vertex job is created: the record says the id was answered
+from the cache, and the ``Job`` is named ``cached:ID``.
 
 Reading: ``read_cached`` yields the staged answers (``Result.cached``), verified against the
-manifest; ``fill_cache`` stores a ``cache=True`` submission's ok answers in the cache (``results``
-calls it once the job is terminal and its results have been read to the end).
+manifest; ``fill_cache`` stores a ``cache=True`` job's ok answers in the cache, best-effort
+(``Client.results`` and ``Run.results`` call it once a job is terminal and its results have been
+read to the end; ``status`` and ``advance`` never do).
 """
 
 from __future__ import annotations
@@ -24,11 +27,14 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
+from google.api_core.exceptions import NotFound
+
 from ._cache import AnswerCache
+from ._dedupe import exact_digest, exact_digests
 from ._errors import InvalidRequestError, JobError, job_errors
 from ._keymap import KeyMap, cache_digest, parse_key_record
 from ._lines import StagedLine
-from ._manifest import KEYS, RECORD, Manifest, read_manifest
+from ._manifest import KEYS, RECORD, Manifest
 from ._models import Job, Provider, Result, Status
 from ._outcomes import classify_row
 from ._staged import job_manifest
@@ -50,6 +56,8 @@ logger = logging.getLogger("vertexbatch")
 # The name of the job of an id answered wholly from the cache: no Vertex job exists.
 CACHED_PREFIX = "cached:"
 FILLED = "cache.filled.json"
+# Which keys an id took from the cache, claimed before any row is staged (``answer_from_cache``).
+CLAIM = "cache.claim.json"
 
 
 def cached_name(manifest_md5: str) -> str:
@@ -102,83 +110,133 @@ def answer_from_cache(
 ) -> tuple[list[StagedLine], Callable[[Manifest], Manifest]]:
     """The lines to stage for a ``cache=True`` submission, and how to amend its manifest.
 
-    The lines are held (every digest is looked up before anything is staged). The answers of
-    the cached keys are staged now, create-only under their MD5, so the manifest written after
-    the rows can claim them.
+    The lines are held (every digest is looked up before anything is staged). Which keys the
+    cache answers is decided once per id: the first submitter stages their answers, create-only
+    under their MD5, then claims them in ``cache.claim.json`` (create-only) before staging any
+    row. Every later attempt — a retry after a crash before the manifest, a second process, a
+    run re-staging a half-staged shard — reads that claim and takes the same keys, whatever the
+    cache holds by then, so it stages the same rows.
+
+    Raises:
+        InvalidRequestError: the id's claim names keys or requests these lines do not have
+            (the id is claimed for other rows), or its staged answers are damaged.
     """
-    held = list(lines)
-    staged = read_manifest(staging, submission_id)
-    answers: dict[str, Mapping[str, Any]] = {}  # key -> response
-    if staged is not None and staged.cache:
-        # A retry: the same keys come from the cache as the first time, whatever it holds now.
-        for key in _staged_cached_keys(staging, submission_id, staged):
-            answers[key] = {}
-        out = [_cached_line(line) if line.key in answers else line for line in held]
-        counted = len(answers)
-        amend_md5 = staged.cached_md5
-    else:
-        found = AnswerCache(staging, provider, model, ttl=ttl).lookup(
-            {line.canonical for line in held}
-        )
-        out = []
-        body = hashlib.md5(usedforsecurity=False)
-        text: list[bytes] = []
-        for line in held:
-            entry = found.get(line.canonical)
-            if entry is None:
-                out.append(line)
-                continue
+    held = list(exact_digests(lines))
+    folder = staging.folder(submission_id)
+    claim = staging.read_json(folder.name(CLAIM))
+    if claim is None:
+        mine = _claim(staging, submission_id, provider, model, held, ttl)
+        claim = mine if mine is not None else staging.read_json(folder.name(CLAIM))
+    cached_md5, claimed = _claimed(staging, submission_id, claim)
+    out: list[StagedLine] = []
+    for line, exact in held:
+        want = claimed.pop(cache_digest(line.key), None)
+        if want is None:
+            out.append(line)
+        elif want == exact:
             out.append(_cached_line(line))
-            # The answer's text as the cache holds it (its hash checked): not parsed here.
-            row = b'{"d":"' + cache_digest(line.key).encode("ascii") + b'","r":'
-            row += entry.response + b"}\n"
-            text.append(row)
-            body.update(row)
-        counted = len(text)
-        amend_md5 = body.hexdigest() if text else ""
-        if text:
-            upload = staging.upload(
-                staging.folder(submission_id).name(cached_name(amend_md5)), JSONL
-            )
-            for row_bytes in text:
-                upload.write(row_bytes)
-            upload.finish()  # False: staged by an earlier attempt, the same bytes (its MD5)
-        logger.info(
-            "id %s: %d of %d requests answered from the answer cache",
-            submission_id,
-            counted,
-            len(held),
-        )
+        else:
+            raise _other_rows(submission_id, f"request {line.key!r} differs from the one")
+    if claimed:
+        raise _other_rows(submission_id, f"{len(claimed)} key(s) are not among these requests")
+    counted = sum(1 for line in out if line.digest.startswith("c"))
+    logger.info(
+        "id %s: %d of %d requests answered from the answer cache",
+        submission_id,
+        counted,
+        len(held),
+    )
 
     def amend(manifest: Manifest) -> Manifest:
-        return replace(manifest, cache=True, cached=counted, cached_md5=amend_md5)
+        return replace(manifest, cache=True, cached=counted, cached_md5=cached_md5)
 
     return out, amend
+
+
+def _claim(
+    staging: Staging,
+    submission_id: str,
+    provider: Provider,
+    model: str,
+    held: list[tuple[StagedLine, str]],
+    ttl: timedelta | None,
+) -> dict[str, Any] | None:
+    """Look the lines up, stage the answers found and claim them; ``None`` if another
+    submitter claimed the id first (its claim wins)."""
+    found = AnswerCache(staging, provider, model, ttl=ttl).lookup({exact for _, exact in held})
+    body = hashlib.md5(usedforsecurity=False)
+    text: list[bytes] = []
+    for line, exact in held:
+        entry = found.get(exact)
+        if entry is None:
+            continue
+        # The answer's text as the cache holds it (its hash checked): not parsed here.
+        row = b'{"d":"' + cache_digest(line.key).encode("ascii") + b'","x":"'
+        row += exact.encode("ascii") + b'","r":' + entry.response + b"}\n"
+        text.append(row)
+        body.update(row)
+    md5 = body.hexdigest() if text else ""
+    claim: dict[str, Any] = {"cached": len(text), "cached_md5": md5}
+    folder = staging.folder(submission_id)
+    if text:
+        upload = staging.upload(folder.name(cached_name(md5)), JSONL)
+        for row_bytes in text:
+            upload.write(row_bytes)
+        upload.finish()  # False: staged by an earlier attempt, the same bytes (its MD5)
+    return claim if staging.create_json(folder.name(CLAIM), claim) else None
+
+
+def _claimed(staging: Staging, submission_id: str, claim: Any) -> tuple[str, dict[str, str]]:
+    """The MD5 of the answers an id claimed, and each claimed key's cache digest -> the exact
+    digest of its request, read back from the staged answers and checked against the claim."""
+    folder = staging.folder(submission_id)
+    where = folder.uri(CLAIM)
+    if (
+        not isinstance(claim, dict)
+        or type(claim.get("cached")) is not int
+        or not isinstance(claim.get("cached_md5"), str)
+    ):
+        raise InvalidRequestError(
+            f"{where} is not a vertexbatch cache claim: it was damaged or edited; submit under "
+            "a new id",
+            field="staging",
+        )
+    md5, count = claim["cached_md5"], claim["cached"]
+    claimed: dict[str, str] = {}
+    if not count:
+        return md5, claimed
+    uri = folder.uri(cached_name(md5))
+    digest = hashlib.md5(usedforsecurity=False)
+    try:
+        for raw in staging.read_lines(uri):
+            digest.update(raw + b"\n")
+            row = json.loads(raw)
+            claimed[row["d"]] = row["x"]
+    except (ValueError, TypeError, KeyError):
+        claimed = {}
+    except NotFound:
+        claimed, digest = {}, hashlib.md5(usedforsecurity=False)
+    if len(claimed) != count or digest.hexdigest() != md5:
+        raise InvalidRequestError(
+            f"{uri}, the answers id {submission_id!r} claimed from the answer cache, is gone or "
+            "damaged: submit under a new id",
+            field="staging",
+        )
+    return md5, claimed
+
+
+def _other_rows(submission_id: str, why: str) -> InvalidRequestError:
+    return InvalidRequestError(
+        f"submission id {submission_id!r} is already claimed for other rows ({why} it took "
+        "from the answer cache): submit these rows under a new id; nothing staged was changed",
+        field="id",
+    )
 
 
 def _cached_line(line: StagedLine) -> StagedLine:
     return StagedLine(
         key=line.key, digest=cache_digest(line.key), canonical=line.canonical, data=b""
     )
-
-
-def _staged_cached_keys(staging: Staging, submission_id: str, manifest: Manifest) -> list[str]:
-    if not manifest.cached:
-        return []
-    folder = staging.folder(submission_id)
-    keys = []
-    for number, raw in enumerate(staging.read_lines(folder.name(KEYS)), start=1):
-        try:
-            key, digest, _ = parse_key_record(raw)
-        except ValueError as exc:
-            raise InvalidRequestError(
-                f"{folder.uri(KEYS)} line {number} is damaged ({exc}): the answers id "
-                f"{submission_id!r} took from the cache cannot be told; submit under a new id",
-                field="staging",
-            ) from None
-        if digest.startswith("c"):
-            keys.append(key)
-    return keys
 
 
 def read_cached(staging: Staging, job: Job, keys: KeyMap, taken: set[int]) -> Iterator[Result]:
@@ -222,29 +280,46 @@ def read_cached(staging: Staging, job: Job, keys: KeyMap, taken: set[int]) -> It
         raise damaged(f"{count} lines, {manifest.cached} staged")
 
 
-def fill_cache(
-    staging: Staging,
-    job: Job,
-    answers: Mapping[str, Mapping[str, Any]],
-    manifest: Manifest | None = None,
-) -> int:
-    """Store ``answers`` (key -> ok response) of a ``cache=True`` submission (or run shard) in
-    the answer cache, keyed by the canonical digests of its staged key map; once per id.
+def fill_cache(staging: Staging, job: Job, answers: Mapping[str, Mapping[str, Any]]) -> int:
+    """Store ``answers`` (key -> ok response) of a ``cache=True`` job in the answer cache, keyed
+    by the exact digests of its staged input; once per job (an attempt of a run or a
+    resubmission is a job of its own, and fills its own answers).
 
-    Returns the entries written (0: not a ``cache=True`` submission, or filled before).
+    Best-effort: the answers are the caller's already, so a fill that fails (no permission on
+    ``_cache/``, say) is a warning naming the job, never an error, and leaves the job unmarked
+    so a later results pass tries again. Returns the entries written (0: not a ``cache=True``
+    job, filled before, or failed).
     """
     if not answers:
         return 0
-    manifest = manifest or job_manifest(staging, job)
+    try:
+        return _fill(staging, job, answers)
+    except Exception as exc:  # the results were read: a cache write never costs them
+        logger.warning(
+            "answer cache: the ok answers of id %s were not stored (%s); the next results pass "
+            "of the id tries again",
+            job.id,
+            type(exc).__name__,
+        )
+        return 0
+
+
+def _fill(staging: Staging, job: Job, answers: Mapping[str, Mapping[str, Any]]) -> int:
+    manifest = job_manifest(staging, job)
     folder = staging.folder(job.id)
     if not manifest.cache or staging.exists(folder.name(FILLED)):
         return 0
-    by_digest: dict[str, Mapping[str, Any]] = {}
+    answered: dict[str, str] = {}  # line digest -> the key whose answer it is
     for raw in staging.read_lines(folder.name(KEYS)):
-        key, _, canonical = parse_key_record(raw)
-        response = answers.get(key)
-        if response is not None and canonical:
-            by_digest[canonical] = response
-    written = AnswerCache(staging, job.provider, job.model).fill(job.id, by_digest)
+        key, digest, _ = parse_key_record(raw)
+        if key in answers and digest.startswith("k"):
+            answered.setdefault(digest, key)
+    by_exact: dict[str, Mapping[str, Any]] = {}
+    for raw in staging.read_lines(job.input_uri):
+        digest, exact = exact_digest(raw)
+        owner = answered.get(digest)
+        if owner is not None:
+            by_exact[exact] = answers[owner]
+    written = AnswerCache(staging, job.provider, job.model).fill(job.id, by_exact)
     staging.create_json(folder.name(FILLED), {"entries": written, "id": job.id})
     return written

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Self
 
 from ._cache import AnswerCache, check_ttl
-from ._cached import answer_from_cache, cached_status, is_cached_job
+from ._cached import answer_from_cache, cached_status, fill_cache, is_cached_job
 from ._cloud import Cloud
 from ._config import DEFAULT_PREFIX, build_client
 from ._dedupe import dedupe as dedupe_lines
@@ -417,7 +417,13 @@ class Client:
         cloud = self._cloud
         if not is_cached_job(job):
             check_job(job)
-        results = iter_results(cloud.vertex, cloud.staging, job, cloud.telemetry)
+        results = iter_results(
+            cloud.vertex,
+            cloud.staging,
+            job,
+            cloud.telemetry,
+            fill=functools.partial(fill_cache, cloud.staging, job),
+        )
         return cloud.tracing.passing(results, job_attributes(job))
 
     @traced("resubmit", _tracing_of)

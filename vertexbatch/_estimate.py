@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ._dedupe import exact_digest
 from ._lines import StagedLine
 from ._manifest import Tally
 from ._models import Provider
@@ -37,7 +38,7 @@ class Plan:
     Attributes:
         provider / model: as given.
         requests: the keys given.
-        distinct: distinct requests among them (by canonical digest).
+        distinct: distinct requests among them (by exact digest, as dedupe counts them).
         cached: keys the answer cache holds (0 without ``cache=True``).
         to_send: lines that would be staged and paid (with ``dedupe``, once per distinct
             request; never for a cached key).
@@ -108,7 +109,7 @@ def output_ceiling(provider: Provider, body: Mapping[str, Any]) -> int:
 @dataclass(slots=True)
 class _Row:
     key: str
-    canonical: str
+    exact: str
     size: int
     tokens: int
     ceiling: int
@@ -130,7 +131,7 @@ def build_plan(
 
     Args:
         dedupe: as on submit.
-        lookup: canonical digests -> those the answer cache holds (``cache=True``).
+        lookup: exact digests -> those the answer cache holds (``cache=True``).
         count: request bodies -> their exact input tokens (``count_tokens=True``).
         prices: the caller's prices, before the shipped table.
         shard_size: plan a run cut in shards of this many keys (``None``: one submission,
@@ -146,7 +147,7 @@ def build_plan(
         rows.append(
             _Row(
                 key=line.key,
-                canonical=line.canonical,
+                exact=exact_digest(line.data)[1],
                 size=len(line.data),
                 tokens=estimate_tokens(body),
                 ceiling=output_ceiling(provider, body),
@@ -154,7 +155,7 @@ def build_plan(
             )
         )
     assumptions: list[str] = []
-    cached_digests = lookup([r.canonical for r in rows]) if lookup is not None and rows else set()
+    cached_digests = lookup([r.exact for r in rows]) if lookup is not None and rows else set()
     sent: set[str] = set()
     send: list[_Row] = []
     shard_sends: list[int] = []
@@ -163,12 +164,12 @@ def build_plan(
         if shard_size is not None and index % shard_size == 0:
             shard_sends.append(0)
             sent = set()  # a run dedupes within each shard
-        if row.canonical in cached_digests:
+        if row.exact in cached_digests:
             cached += 1
             continue
-        if dedupe and row.canonical in sent:
+        if dedupe and row.exact in sent:
             continue
-        sent.add(row.canonical)
+        sent.add(row.exact)
         send.append(row)
         if shard_sends:
             shard_sends[-1] += 1
@@ -196,7 +197,7 @@ def build_plan(
     assumptions.extend(
         _assumptions(provider, model, price, exact=exact, dedupe=dedupe, cache=lookup is not None)
     )
-    distinct = len({r.canonical for r in rows})
+    distinct = len({r.exact for r in rows})
     if not dedupe and distinct < len(rows):
         assumptions.append(
             f"{len(rows) - distinct} repeated request(s) are sent and paid again: dedupe=True "

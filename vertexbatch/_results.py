@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ._cached import cached_status, fill_cache, is_cached_job, read_cached
+from ._cached import cached_status, is_cached_job, read_cached
 from ._dedupe import shared_result
 from ._errors import LineError, MissingError, job_errors
 from ._json import load_json
@@ -39,9 +39,16 @@ def output_files(directory: str, names: list[str]) -> list[str]:
 
 
 def iter_results(
-    vertex: Vertex, staging: Staging, job: Job, telemetry: Telemetry
+    vertex: Vertex,
+    staging: Staging,
+    job: Job,
+    telemetry: Telemetry,
+    fill: Callable[[Mapping[str, Mapping[str, Any]]], object] | None = None,
 ) -> Iterator[Result]:
     """Stream the job's results; once it is terminal, yield the missing keys last, in order.
+
+    ``fill`` (a caller's results pass of a ``cache=True`` job) is given the job's ok answers
+    (key -> response) once it is terminal and read to the end.
 
     Raises:
         JobError: the job does not exist, or its key map or output cannot be read.
@@ -67,7 +74,9 @@ def iter_results(
         yield result
     echoed: dict[str, int] = {}
     # A cache=True submission's ok answers, stored in the answer cache once all are read.
-    answers: dict[str, Mapping[str, Any]] | None = {} if keys.fills_cache else None
+    answers: dict[str, Mapping[str, Any]] | None = (
+        {} if keys.fills_cache and fill is not None else None
+    )
     for uri in files:
         for result in read_output_file(staging, uri, keys, taken, job, echoed=echoed):
             telemetry.record(result, job)
@@ -87,8 +96,8 @@ def iter_results(
                 result = Result(key=key, error=error)
                 telemetry.record(result, job)
                 yield result
-    if answers and status.terminal:
-        fill_cache(staging, job, answers)
+    if answers and status.terminal and fill is not None:
+        fill(answers)
 
 
 def _missing_message(status: Status) -> str:

@@ -1,0 +1,206 @@
+"""The answer cache never costs a result, never blocks a retry, never shares a wrong answer."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from google.api_core import exceptions as api_exceptions
+
+import vertexbatch as vb
+from tests.helpers import CLAUDE, claude_request
+from vertexbatch._staging import Staging
+from vertexbatch.emulator import LocalStack
+
+
+def _requests(n: int) -> list[vb.ClaudeRequest]:
+    return [claude_request(f"k{i}", f"Summarise item {i}.") for i in range(n)]
+
+
+def _fill(client: vb.Client, stack: LocalStack, id: str, requests: list) -> dict[str, vb.Result]:
+    job = client.submit_claude(id, CLAUDE, requests, cache=True)
+    if not job.name.startswith("cached:"):
+        stack.wait_job(job.name)
+    return {r.key: r for r in client.results(job)}
+
+
+def _names(stack: LocalStack, bucket: str, prefix: str) -> list[str]:
+    return sorted(b.name for b in stack.storage_client().list_blobs(bucket, prefix=prefix))
+
+
+def _forbid_cache_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A caller without storage.objects.create on ``_cache/`` (GCS answers 403)."""
+    real = Staging.upload
+
+    def upload(self: Staging, name: str, *args: Any, **kwargs: Any) -> Any:
+        if "/_cache/" in name:
+            raise api_exceptions.Forbidden("no storage.objects.create on _cache/")
+        return real(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(Staging, "upload", upload)
+
+
+def test_a_failing_fill_costs_no_result_and_is_retried(
+    client: vb.Client,
+    stack: LocalStack,
+    bucket: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A cache write refused (403): results yields every key and ends cleanly, with a warning
+    naming the id; the next results pass, allowed to write, fills the cache."""
+    job = client.submit_claude("ro", CLAUDE, _requests(3), cache=True)
+    stack.wait_job(job.name)
+    with monkeypatch.context() as patch:
+        _forbid_cache_writes(patch)
+        with caplog.at_level(logging.WARNING, logger="vertexbatch"):
+            for _ in range(2):
+                assert sorted(r.key for r in client.results(job) if r.ok) == ["k0", "k1", "k2"]
+    warned = [r.getMessage() for r in caplog.records if "not stored" in r.getMessage()]
+    assert len(warned) == 2 and all("id ro" in w and "Forbidden" in w for w in warned)
+    assert _names(stack, bucket, "jobs/_cache/") == []
+    assert _names(stack, bucket, "jobs/ro/cache.filled") == []  # left for a later pass
+    list(client.results(job))
+    assert _names(stack, bucket, "jobs/_cache/") != []
+    assert client.submit_claude("ro2", CLAUDE, _requests(3), cache=True).name == "cached:ro2"
+
+
+def test_an_answer_with_a_lone_surrogate_is_cached(
+    client: vb.Client, stack: LocalStack, bucket: str
+) -> None:
+    """JSON may escape a lone surrogate, which UTF-8 cannot hold: the entry is written escaped,
+    and the answer comes back from the cache as it was."""
+    job = client.submit_claude("sg", CLAUDE, _requests(2), cache=True)
+    stack.wait_job(job.name)
+    store = stack.storage_client().bucket(bucket)
+    [out] = [n for n in _names(stack, bucket, "jobs/sg/output/") if n.endswith(".jsonl")]
+    text = store.blob(out).download_as_bytes()
+    store.blob(out).upload_from_string(text.replace(b"Local model answer", b"cut \\ud83d", 1))
+    first = {r.key: r for r in client.results(job)}
+    assert all(r.ok for r in first.values())
+    [cut] = [r for r in first.values() if "\ud83d" in (r.text or "")]
+    again = client.submit_claude("sg2", CLAUDE, _requests(2), cache=True)
+    assert again.name == "cached:sg2"
+    second = {r.key: r for r in client.results(again)}
+    assert second[cut.key].text == cut.text and second[cut.key].cached
+
+
+def test_run_steps_never_write_to_the_cache(
+    client: vb.Client, stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """status and advance only read: a fill that would fail cannot stop a run, and a run's
+    results pass is what fills the cache."""
+    run = client.run_claude("rf", CLAUDE, _requests(3), cache=True)
+    stack.settle()
+    with monkeypatch.context() as patch:
+        _forbid_cache_writes(patch)
+        assert run.status().outcomes == {"ok": 3}
+        assert run.advance().done
+        assert run.status().done
+    assert _names(stack, bucket, "jobs/_cache/") == []
+    assert _names(stack, bucket, "jobs/rf.s0/cache.filled") == []
+    assert sorted(r.key for r in run.results()) == ["k0", "k1", "k2"]
+    assert _names(stack, bucket, "jobs/_cache/") != []
+
+
+def _crash_before_manifest(monkeypatch: pytest.MonkeyPatch, id: str) -> None:
+    """The submitter dies after staging the rows, before the manifest (a killed process)."""
+    real = Staging.create_json
+
+    def create_json(self: Staging, name: str, value: Any) -> bool:
+        if name.endswith(f"/{id}/manifest.json"):
+            raise KeyboardInterrupt("killed")
+        return real(self, name, value)
+
+    monkeypatch.setattr(Staging, "create_json", create_json)
+
+
+@pytest.mark.parametrize("change", ["filled", "expired"])
+def test_a_retry_after_a_crash_before_the_manifest_carries_on(
+    client: vb.Client,
+    stack: LocalStack,
+    bucket: str,
+    monkeypatch: pytest.MonkeyPatch,
+    change: str,
+) -> None:
+    """The cache changes between a crash and the retry (more entries, or the hit expired): the
+    retry takes the keys the first attempt claimed, stages the same rows and goes on."""
+    requests = _requests(4)
+    _fill(client, stack, "seed", requests[:1])  # k0 cached
+    with monkeypatch.context() as patch:
+        _crash_before_manifest(patch, "x1")
+        with pytest.raises(KeyboardInterrupt):
+            client.submit_claude("x1", CLAUDE, requests, cache=True)
+    assert _names(stack, bucket, "jobs/x1/manifest.json") == []
+    if change == "filled":
+        _fill(client, stack, "more", requests[1:3])  # now k1 and k2 are cached too
+    else:
+        for name in _names(stack, bucket, "jobs/_cache/"):  # a lifecycle rule deleted k0's
+            stack.storage_client().bucket(bucket).blob(name).delete()
+    job = client.submit_claude("x1", CLAUDE, requests, cache=True)
+    stack.wait_job(job.name)
+    results = {r.key: r for r in client.results(job)}
+    assert [results[f"k{i}"].cached for i in range(4)] == [True, False, False, False]
+    assert all(r.ok for r in results.values())
+    assert client.submit_claude("x1", CLAUDE, requests, cache=True) == job
+
+
+def test_a_claim_for_other_requests_is_refused(
+    client: vb.Client, stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claimed key whose request changed before the retry is not given the claimed answer."""
+    _fill(client, stack, "seed2", _requests(1))
+    with monkeypatch.context() as patch:
+        _crash_before_manifest(patch, "x2")
+        with pytest.raises(KeyboardInterrupt):
+            client.submit_claude("x2", CLAUDE, _requests(2), cache=True)
+    changed = [claude_request("k0", "Something else."), _requests(2)[1]]
+    with pytest.raises(vb.InvalidRequestError, match="already claimed for other rows") as err:
+        client.submit_claude("x2", CLAUDE, changed, cache=True)
+    assert "'k0'" in str(err.value)
+
+
+def _tool_request(key: str, tool_input: dict[str, Any]) -> vb.ClaudeRequest:
+    """A request whose tool_use input differs only by what the canonical digest ignores."""
+    messages = [
+        {"role": "user", "content": "Price the order."},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "price", "input": tool_input}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}],
+        },
+    ]
+    return vb.ClaudeRequest(key, {"max_tokens": 32, "messages": messages})
+
+
+PAIRS = [
+    ({"sku": "x", "discount": None}, {"sku": "x"}),
+    ({"sku": "x", "qty": 2.0}, {"sku": "x", "qty": 2}),
+    ({"sku": "x", "tags": []}, {"sku": "x"}),
+]
+
+
+@pytest.mark.parametrize(("one", "other"), PAIRS)
+def test_requests_that_differ_only_in_nulls_or_number_form_are_not_shared(
+    client: vb.Client, stack: LocalStack, bucket: str, one: dict, other: dict
+) -> None:
+    """Dedupe stages both; the answer cache holds one and does not answer the other with it."""
+    pair = [_tool_request("a", one), _tool_request("b", other)]
+    job = client.submit_claude("dd", CLAUDE, pair, dedupe=True)
+    blob = stack.storage_client().bucket(bucket).blob("jobs/dd/input.jsonl")
+    assert len(blob.download_as_bytes().splitlines()) == 2
+    stack.wait_job(job.name)
+    assert not any(r.shared for r in client.results(job))
+    _fill(client, stack, "c1", pair[:1])
+    plan = client.plan_claude("c2", CLAUDE, pair, cache=True, dedupe=True)
+    assert (plan.distinct, plan.cached, plan.to_send) == (2, 1, 1)
+    second = client.submit_claude("c2", CLAUDE, pair, cache=True)
+    assert second.name != "cached:c2"
+    stack.wait_job(second.name)
+    cached = {r.key: r.cached for r in client.results(second)}
+    assert cached == {"a": True, "b": False}
+
