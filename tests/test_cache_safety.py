@@ -204,3 +204,49 @@ def test_requests_that_differ_only_in_nulls_or_number_form_are_not_shared(
     cached = {r.key: r.cached for r in client.results(second)}
     assert cached == {"a": True, "b": False}
 
+
+def _two_of_four(client: vb.Client, stack: LocalStack, job: vb.Job | None) -> None:
+    """Let ``job`` answer two rows, then cancel it: the other two are missing."""
+    assert job is not None
+    stack.wait_job(
+        job.name, until=lambda j: j.get("completionStats", {}).get("successfulCount") == "2"
+    )
+    client.cancel(job)
+    stack.wait_job(job.name)
+
+
+def test_a_runs_retried_keys_fill_the_cache(client: vb.Client, stack: LocalStack) -> None:
+    """Each attempt of a cache=True run fills the cache with its own ok answers."""
+    stack.faults.hold(display_name="rr.s0", state="RUNNING", after_rows=2)
+    run = client.run_claude("rr", CLAUDE, _requests(4), cache=True)
+    _two_of_four(client, stack, client.find("rr.s0"))
+    while not run.advance().done:
+        stack.settle()
+    assert client.find("rr.s0.r1") is not None
+    assert sorted(r.key for r in run.results() if r.ok) == ["k0", "k1", "k2", "k3"]
+    assert client.plan_claude("rr-next", CLAUDE, _requests(4), cache=True).cached == 4
+
+
+def test_a_resubmission_of_a_cache_job_fills_the_cache(
+    client: vb.Client, stack: LocalStack
+) -> None:
+    """Client.resubmit carries cache=True: the resubmitted answers fill the cache too."""
+    stack.faults.hold(display_name="cs", state="RUNNING", after_rows=2)
+    job = client.submit_claude("cs", CLAUDE, _requests(4), cache=True)
+    _two_of_four(client, stack, job)
+    assert sum(r.ok for r in client.results(job)) == 2
+    again = client.resubmit(job)
+    stack.wait_job(again.name)
+    assert sum(r.ok for r in client.results(again)) == 2
+    assert client.plan_claude("cs-next", CLAUDE, _requests(4), cache=True).cached == 4
+
+
+def test_resubmitting_a_cached_key_is_refused_by_name(client: vb.Client, stack: LocalStack) -> None:
+    """A key answered from the cache has nothing to resubmit: the error names it."""
+    _fill(client, stack, "seed3", _requests(1))
+    job = client.submit_claude("pc", CLAUDE, _requests(3), cache=True)
+    for keys in (["k0", "k1"], ["k0"]):
+        with pytest.raises(vb.InvalidRequestError, match="answered from the answer cache") as err:
+            client.resubmit(job, keys=keys)
+        assert "'k0'" in str(err.value) and err.value.field == "keys"
+    assert client.resubmit(job, keys=["k1"]).keys == 1

@@ -379,19 +379,37 @@ def resubmit(
 ) -> Job:
     """Submit ``keys`` of ``job`` again under ``submission_id``, read back from its staged input.
 
+    A resubmission of a ``cache=True`` job is made with ``cache`` too: its ok answers fill the
+    answer cache when its results are read, as the first job's do.
+
     Raises:
-        InvalidRequestError: a key is not in the job, or the id is held by another origin.
+        InvalidRequestError: a key is not in the job or was answered from the answer cache (it
+            has an ok answer and no staged line), or the id is held by another origin.
         JobError: the job's staged input or key map is gone or damaged.
     """
-    unknown = keys.difference(read_key_map(staging, job).keys)
+    key_map = read_key_map(staging, job)
+    unknown = keys.difference(key_map.keys)
     if unknown:
         raise InvalidRequestError(
             f"keys {sorted(unknown)[:5]} are not in job {job.name}", field="keys"
         )
+    cached = keys.intersection(key_map.cached_keys()) if key_map.cached else set()
+    if cached:
+        raise InvalidRequestError(
+            f"keys {sorted(cached)[:5]} of job {job.name} were answered from the answer cache: "
+            "each has an ok answer and no staged request, so there is nothing to resubmit for "
+            "them; leave them out of keys",
+            field="keys",
+        )
     lines = read_staged_lines(staging, job, keys)
+    amend = _with_cache if key_map.fills_cache else None
     return stage_and_submit(
-        staging, vertex, policy, submission_id, job.provider, job.model, lines, origin
+        staging, vertex, policy, submission_id, job.provider, job.model, lines, origin, amend
     )
+
+
+def _with_cache(manifest: Manifest) -> Manifest:
+    return replace(manifest, cache=True)
 
 
 @dataclass(frozen=True, slots=True)
