@@ -79,7 +79,11 @@ def test_plan_claude_counts_and_costs_without_staging(
 
 
 def test_exact_counts_match_what_the_job_bills(client: vb.Client, stack: LocalStack) -> None:
-    """count_tokens=True gives the input tokens the answers report, for Claude and Gemini."""
+    """count_tokens=True reaches both count-tokens endpoints and sums their counts per line sent.
+
+    The local stack's count and its answers' usage come from one function, so this checks the
+    plumbing (which lines are counted, dedupe, the sum), not the providers' counting.
+    """
     plan = client.plan_claude("exact-c", CLAUDE, _requests(), dedupe=True, count_tokens=True)
     assert plan.tokens_exact
     job = client.submit_claude("exact-c", CLAUDE, _requests(), dedupe=True)
@@ -111,18 +115,48 @@ def test_plan_prices_shards_and_refusals(client: vb.Client) -> None:
         client.plan_claude("p2", CLAUDE, _requests(), shard_size=0)
 
 
-def test_count_tokens_for_a_model_the_stack_does_not_serve(client: vb.Client) -> None:
-    """The local count-tokens endpoints refuse an unknown model as Vertex does (404)."""
-    from google.genai import errors as genai_errors
-
-    with pytest.raises(genai_errors.ClientError, match="404"):
+def test_count_tokens_for_a_model_the_stack_does_not_serve(
+    client: vb.Client, stack: LocalStack, bucket: str, tmp_path: Path
+) -> None:
+    """A count refused (404, as Vertex refuses an unknown model) is an InvalidRequestError
+    naming the model and location; the command exits with the invalid-request code."""
+    with pytest.raises(vb.InvalidRequestError, match="'gemini-0-none' in location") as err:
         client.plan_gemini("p3", "gemini-0-none", [vb.GeminiRequest("a", "hi")], count_tokens=True)
-    import anthropic
-
-    with pytest.raises(anthropic.NotFoundError):
+    assert err.value.field == "model" and "404" in str(err.value)
+    with pytest.raises(vb.InvalidRequestError, match="'claude-none@default' in location") as err:
         client.plan_claude(
-            "p3", "claude-none@default", [claude_request("a", "hi")], count_tokens=True
+            "p3", "claude-none@default", [claude_request("a", "SECRET")], count_tokens=True
         )
+    assert err.value.field == "model" and "SECRET" not in str(err.value)
+    path = write_lines(tmp_path / "in.jsonl", [request_line("a", "SECRET")])
+    base = ["submit", "--provider", "claude", "--model", "claude-none@default", "--id", "d"]
+    printed = CliRunner().invoke(
+        main, [*base, "--dry-run", "--count-tokens", str(path)], env=stack.environment(bucket)
+    )
+    assert printed.exit_code == 3, printed.output
+    assert "invalid request" in printed.output and "SECRET" not in printed.output
+
+
+@pytest.mark.parametrize(("op", "provider"), [("countTokensClaude", "c"), ("countTokens", "g")])
+def test_count_tokens_retries_transient_failures(
+    client: vb.Client, stack: LocalStack, op: str, provider: str
+) -> None:
+    """A count that fails transiently is retried under the client's policy; one that keeps
+    failing is a VertexBatchError with its status, not a provider SDK error."""
+
+    def plan() -> vb.Plan:
+        if provider == "c":
+            return client.plan_claude("p4", CLAUDE, [claude_request("a", "hi")], count_tokens=True)
+        return client.plan_gemini("p4", GEMINI, [vb.GeminiRequest("a", "hi")], count_tokens=True)
+
+    stack.faults.fail(op, status=503, times=2)
+    stack.reset_calls()
+    assert plan().tokens_exact
+    assert stack.calls()[op] == 3
+    stack.faults.fail(op, status=429, times=client.retry.attempts)
+    with pytest.raises(vb.VertexBatchError, match="429") as err:
+        plan()
+    assert not isinstance(err.value, vb.InvalidRequestError)
 
 
 def test_command_dry_run(stack: LocalStack, bucket: str, tmp_path: Path) -> None:
