@@ -237,7 +237,10 @@ def _assumptions(
         "cost range: low = input only; high = every line writing its whole output ceiling",
     ]
     if price is None:
-        said.append(f"no price known for model {model!r}: pass prices= for a cost")
+        said.append(
+            f"no price known for model {model!r}: the shipped table (of {PRICES_DATE}) prices "
+            "only the model families it lists (vertexbatch.PRICES); pass prices= for a cost"
+        )
     else:
         said.append(
             f"batch price = {BATCH_DISCOUNT:.0%} of ${price.input:g} input / ${price.output:g} "
