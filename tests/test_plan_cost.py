@@ -211,3 +211,47 @@ def test_command_dry_run(stack: LocalStack, bucket: str, tmp_path: Path) -> None
     )
     assert json.loads(counted.stdout)["tokens_exact"] is True
     assert _nothing_staged(stack, bucket)
+
+
+def test_a_plan_reads_what_the_id_already_holds(
+    client: vb.Client, stack: LocalStack, bucket: str, tmp_path: Path
+) -> None:
+    """An id already submitted: the plan names its job and nothing to pay, as submit returns
+    it; other rows under a claimed id: the plan refuses them as submit does; a plan writes
+    nothing either way."""
+    job = client.submit_claude("held", CLAUDE, _requests(), dedupe=True)
+    plan = client.plan_claude("held", CLAUDE, _requests(), dedupe=True, prices=[_OPUS])
+    assert plan.submitted == job.name and (plan.to_send, plan.jobs, plan.cost_high) == (0, 0, 0)
+    assert plan.requests == 5 and any("already submitted" in a for a in plan.assumptions)
+    assert client.submit_claude("held", CLAUDE, _requests(), dedupe=True) == job
+
+    def staged() -> list[str]:
+        return sorted(
+            b.name for b in stack.storage_client().list_blobs(bucket, prefix="jobs/held/")
+        )
+
+    stack.wait_job(job.name)
+    before = staged()
+    for other in ({"dedupe": False}, {"cache": True}):
+        with pytest.raises(vb.InvalidRequestError, match="already claimed"):
+            client.plan_claude("held", CLAUDE, _requests(), **other)  # type: ignore[arg-type]
+        with pytest.raises(vb.InvalidRequestError, match="already claimed"):
+            client.submit_claude("held", CLAUDE, _requests(), **other)  # type: ignore[arg-type]
+    assert staged() == before
+    rows = [json.dumps({"key": r.key, "params": r.params}) for r in _requests()]
+    path = write_lines(tmp_path / "held.jsonl", rows)
+    base = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "held", "--dedupe"]
+    printed = CliRunner().invoke(
+        main, [*base, "--dry-run", str(path)], env=stack.environment(bucket, prefix="jobs")
+    )
+    assert printed.exit_code == 0, printed.output
+    assert f"submitted       {job.name}" in printed.stdout
+    fresh = client.plan_claude("fresh", CLAUDE, _requests())
+    assert fresh.submitted == "" and fresh.jobs == 1
+    # Answered whole from the cache, then planned again after the cache changed.
+    first = client.submit_claude("cx", CLAUDE, _requests()[:2], cache=True)
+    stack.wait_job(first.name)
+    list(client.results(first))
+    whole = client.submit_claude("cx2", CLAUDE, _requests()[:2], cache=True)
+    planned = client.plan_claude("cx2", CLAUDE, _requests()[:2], cache=True)
+    assert (planned.submitted, planned.cached) == (whole.name, 2) == ("cached:cx2", 2)

@@ -34,7 +34,7 @@ from ._dedupe import exact_digest, exact_digests
 from ._errors import InvalidRequestError, JobError, job_errors
 from ._keymap import KeyMap, cache_digest, parse_key_record
 from ._lines import StagedLine
-from ._manifest import KEYS, RECORD, Manifest
+from ._manifest import KEYS, RECORD, Manifest, read_manifest
 from ._models import Job, Provider, Result, Status
 from ._outcomes import classify_row
 from ._staged import job_manifest
@@ -124,7 +124,11 @@ def answer_from_cache(
     held = list(exact_digests(lines))
     folder = staging.folder(submission_id)
     claim = staging.read_json(folder.name(CLAIM))
-    if claim is None:
+    if claim is None and read_manifest(staging, submission_id) is not None:
+        # Claimed for rows staged without the cache: nothing is looked up or written, and
+        # staging refuses these rows as other rows.
+        claim = {"cached": 0, "cached_md5": ""}
+    elif claim is None:
         mine = _claim(staging, submission_id, provider, model, held, ttl)
         claim = mine if mine is not None else staging.read_json(folder.name(CLAIM))
     cached_md5, claimed = _claimed(staging, submission_id, claim)

@@ -41,6 +41,9 @@ def plan_lines(plan: Plan, what: str) -> list[str]:
     ]
     width = max(len(name) for name, _ in rows)
     lines = [f"dry run of {what}: {plan.provider} model {plan.model}; nothing staged or created"]
+    if plan.submitted:
+        rows.append(("submitted", f"{plan.submitted} (submitting again returns it)"))
+        width = max(width, len("submitted"))
     lines += [f"  {name:<{width}}  {value}" for name, value in rows]
     lines += ["assumptions:"] + [f"  - {a}" for a in plan.assumptions]
     return lines

@@ -51,6 +51,9 @@ class Plan:
             line writing its whole output ceiling. ``None`` when no price is known.
         price: the online list price used (``None``: unknown model, pass ``prices=``).
         assumptions: what the figures rest on, in words.
+        submitted: the job the id already holds for these requests (``cached:ID`` for one
+            answered from the cache): submitting them again returns it, so nothing is sent or
+            paid. ``""`` when submitting would stage or create.
     """
 
     provider: Provider
@@ -68,6 +71,7 @@ class Plan:
     cost_high: float | None
     price: Price | None
     assumptions: tuple[str, ...] = field(default=())
+    submitted: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (what ``--dry-run --json`` prints)."""
@@ -219,6 +223,38 @@ def build_plan(
         cost_high=high,
         price=price,
         assumptions=tuple(assumptions),
+    )
+
+
+def submitted_plan(
+    provider: Provider,
+    model: str,
+    lines: list[StagedLine],
+    job: str,
+    cached: int,
+    prices: Iterable[Price] = (),
+) -> Plan:
+    """The plan of requests the id already holds as ``job``: nothing to send or pay."""
+    return Plan(
+        provider=provider,
+        model=model,
+        requests=len(lines),
+        distinct=len({exact_digest(line.data)[1] for line in lines}),
+        cached=cached,
+        to_send=0,
+        bytes=0,
+        jobs=0,
+        input_tokens=0,
+        max_output_tokens=0,
+        tokens_exact=True,
+        cost_low=0.0,
+        cost_high=0.0,
+        price=price_of(model, prices),
+        assumptions=(
+            f"already submitted as job {job}: submitting these requests under this id again "
+            "returns that job; nothing more is sent or paid",
+        ),
+        submitted=job,
     )
 
 
