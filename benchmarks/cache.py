@@ -11,9 +11,11 @@ On one LocalStack, for N Claude requests of the benchmark workload (1-2 KB lines
    job creation (the job is held PENDING) — and *lookup* — ``AnswerCache.lookup`` of the N
    requests' exact digests against the N entries (one listing, the shards read in
    parallel). The ratio lookup / staging is the issue's target (at most 1.0).
-3. Once: ``submit_claude(..., cache=True)`` of the same N requests, answered whole from the
+3. The same lookup against the same N entries filled by ``WRITERS`` jobs instead of one (up to
+   256 objects each): a lookup reads every object of the shards it needs.
+4. Once: ``submit_claude(..., cache=True)`` of the same N requests, answered whole from the
    cache (no job): building the lines, the lookup, staging the cached answers and the key map.
-4. Dedupe: N requests of which only N/10 are distinct, ``submit_claude(..., dedupe=True)``
+5. Dedupe: N requests of which only N/10 are distinct, ``submit_claude(..., dedupe=True)``
    against the plain submit of the same requests (lines staged and seconds).
 
 Figures are wall seconds, medians of the repeats; the table goes to stdout.
@@ -39,6 +41,8 @@ from benchmarks import workload  # noqa: E402  (after the path is set, run as a 
 __all__ = ["main", "measure_cache"]
 
 TARGET_LOOKUP_RATIO = 1.0
+# Jobs that fill the cache in the many-writers row.
+WRITERS = 40
 
 
 def _timed(action: Callable[[], Any]) -> tuple[float, Any]:
@@ -71,6 +75,31 @@ def _repeated(n: int, distinct: int) -> Iterator[Any]:
     for i in range(n):
         _, params = workload.request_parts("claude", i % distinct)
         yield vb.ClaudeRequest(f"rep-{i:07d}", params)
+
+
+def _many_writers(stack: Any, bucket: str, digests: list[str], repeats: int) -> dict[str, Any]:
+    """The same entries filled by ``WRITERS`` jobs (up to 256 objects each) and looked up: a
+    lookup reads every object of the shards it needs, so it grows with the jobs that filled
+    the cache (nothing compacts it), not with the requests."""
+    import vertexbatch as vb
+    from vertexbatch._cache import AnswerCache
+    from vertexbatch._client import cloud_of
+
+    client = stack.client(bucket=bucket, prefix="bench-writers", retry=vb.RetryPolicy.no_wait())
+    staging = cloud_of(client).staging
+    cache = AnswerCache(staging, "anthropic", workload.CLAUDE_MODEL)
+    per = -(-len(digests) // WRITERS)
+    for w in range(WRITERS):
+        part = digests[w * per : (w + 1) * per]
+        cache.fill(f"bench-fill-{w}", {d: _answer(w * per + i) for i, d in enumerate(part)})
+    objects = len(staging.list_names(cache.uri + "/"))
+    lookups = []
+    for _ in range(repeats):
+        seconds, found = _timed(lambda: cache.lookup(digests))
+        assert len(found) == len(digests), len(found)
+        lookups.append(seconds)
+    _log(f"{WRITERS} writers, {objects} objects: lookup {statistics.median(lookups):.2f} s")
+    return {"writers": WRITERS, "objects": objects, "lookup": lookups}
 
 
 def measure_cache(n: int, repeats: int) -> dict[str, Any]:
@@ -118,6 +147,7 @@ def measure_cache(n: int, repeats: int) -> dict[str, Any]:
                 f"repeat {repeat + 1}: staging {figures['staging'][-1]:.2f} s, "
                 f"lookup {figures['lookup'][-1]:.2f} s"
             )
+        figures["writers"] = _many_writers(stack, bucket, digests, repeats)
         seconds, job = _timed(
             lambda: client.submit_claude(
                 "all-cached", workload.CLAUDE_MODEL, workload.claude_requests(n), cache=True
@@ -150,6 +180,7 @@ def render(figures: dict[str, Any]) -> str:
     ratio = statistics.median(ratios)
     verdict = "MET" if ratio <= TARGET_LOOKUP_RATIO else "MISSED"
     dedupe = figures["dedupe"]
+    spread = figures["writers"]
     rows = [
         ("fill the cache with N entries (256 shard objects)", f"{figures['fill']:.2f} s", ""),
         ("staging N requests (submit up to job creation)", f"{stage:.2f} s", "1.00x"),
@@ -157,6 +188,12 @@ def render(figures: dict[str, Any]) -> str:
             "lookup of N requests against N entries",
             f"{look:.2f} s",
             f"{ratio:.2f}x (target <= {TARGET_LOOKUP_RATIO:.1f}: {verdict})",
+        ),
+        (
+            f"the same lookup, the N entries filled by {spread['writers']} jobs "
+            f"({spread['objects']:,} objects)",
+            f"{statistics.median(spread['lookup']):.2f} s",
+            f"{statistics.median(spread['lookup']) / stage:.2f}x",
         ),
         (
             "submit(cache=True), every request cached (no job)",

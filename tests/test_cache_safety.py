@@ -250,3 +250,27 @@ def test_resubmitting_a_cached_key_is_refused_by_name(client: vb.Client, stack: 
             client.resubmit(job, keys=keys)
         assert "'k0'" in str(err.value) and err.value.field == "keys"
     assert client.resubmit(job, keys=["k1"]).keys == 1
+
+
+def test_a_lookup_lists_only_its_own_models_folder(
+    client: vb.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``gemini-3.8-flash`` is a prefix of ``gemini-3.8-flash-lite``: a lookup of the first
+    never lists the second's objects."""
+    from vertexbatch._cache import AnswerCache
+    from vertexbatch._client import cloud_of
+
+    staging = cloud_of(client).staging
+    digest = "ab" * 16
+    AnswerCache(staging, "google", "gemini-3.8-flash-lite").fill("w1", {digest: {"x": 1}})
+    listed: list[str] = []
+    real = Staging.list_names
+
+    def list_names(self: Staging, uri_prefix: str) -> list[tuple[str, int]]:
+        found = real(self, uri_prefix)
+        listed.extend(name for name, _ in found)
+        return found
+
+    monkeypatch.setattr(Staging, "list_names", list_names)
+    assert AnswerCache(staging, "google", "gemini-3.8-flash").lookup([digest]) == {}
+    assert not [name for name in listed if "flash-lite" in name]

@@ -146,8 +146,9 @@ class AnswerCache:
         oldest = -1 if self._ttl is None else int(self._clock() - self._ttl.total_seconds())
         objects: list[tuple[str, str]] = []
         start = len(self.uri) + 1
-        # The folder's slash: ``gemini-3.8-flash`` must not list ``gemini-3.8-flash-lite``.
-        for uri, _ in self._staging.list_names(self.uri + "/"):
+        # ``list_names`` lists the folder (a trailing slash): ``gemini-3.8-flash`` never lists
+        # ``gemini-3.8-flash-lite``.
+        for uri, _ in self._staging.list_names(self.uri):
             match = _NAME.fullmatch(uri[start:])
             if match is None:
                 continue  # not an entry object: someone else's file
