@@ -274,3 +274,28 @@ def test_a_lookup_lists_only_its_own_models_folder(
     monkeypatch.setattr(Staging, "list_names", list_names)
     assert AnswerCache(staging, "google", "gemini-3.8-flash").lookup([digest]) == {}
     assert not [name for name in listed if "flash-lite" in name]
+
+
+def test_a_large_fill_is_written_in_parts_of_bounded_size(
+    client: vb.Client, stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A results pass holds at most FILL_BUFFER bytes of answers: past it, they are written as
+    a part of their own (``ID.p1``, ...), and every answer reaches the cache."""
+    from vertexbatch import _cached
+
+    monkeypatch.setattr(_cached, "FILL_BUFFER", 600)  # about two answers
+    held: list[int] = []
+    real = _cached.CacheFill._write
+
+    def write(self: _cached.CacheFill) -> bool:
+        held.append(self._size)
+        return real(self)
+
+    monkeypatch.setattr(_cached.CacheFill, "_write", write)
+    job = client.submit_claude("big", CLAUDE, _requests(7), cache=True)
+    stack.wait_job(job.name)
+    assert sum(r.ok for r in client.results(job)) == 7
+    assert len(held) >= 3 and max(held) < 600 + 400
+    writers = {name.rsplit("-", 1)[1] for name in _names(stack, bucket, "jobs/_cache/")}
+    assert {"big.jsonl", "big.p1.jsonl", "big.p2.jsonl"} <= writers
+    assert client.submit_claude("big2", CLAUDE, _requests(7), cache=True).name == "cached:big2"

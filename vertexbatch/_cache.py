@@ -38,7 +38,16 @@ from ._errors import InvalidRequestError
 from ._models import Provider
 from ._staging import JSONL, Staging
 
-__all__ = ["CACHE_FOLDER", "AnswerCache", "Entry", "check_ttl", "entry_line", "parse_entry"]
+__all__ = [
+    "CACHE_FOLDER",
+    "AnswerCache",
+    "Entry",
+    "check_ttl",
+    "encode_response",
+    "entry_line",
+    "entry_text",
+    "parse_entry",
+]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -77,10 +86,32 @@ def _hash_of_text(text: bytes) -> str:
     return hashlib.sha256(text).hexdigest()[:32]
 
 
+def encode_response(response: Mapping[str, Any]) -> bytes:
+    """An answer's JSON text as an entry holds it (sorted keys, compact, ASCII)."""
+    return _SORTED.encode(response).encode("ascii")
+
+
+def entry_text(digest: str, model: str, text: bytes, created: int) -> bytes:
+    """The JSONL line of one entry whose answer is ``text`` (``encode_response``'s): the line
+    ``_SORTED`` writes for the record, built around the text as it is."""
+    return (
+        b'{"d":"'
+        + digest.encode("ascii")
+        + b'","h":"'
+        + _hash_of_text(text).encode("ascii")
+        + b'","m":'
+        + _SORTED.encode(model).encode("ascii")
+        + b',"r":'
+        + text
+        + b',"t":'
+        + str(created).encode("ascii")
+        + b"}\n"
+    )
+
+
 def entry_line(digest: str, model: str, response: Mapping[str, Any], created: int) -> bytes:
     """The JSONL line of one entry."""
-    record = {"d": digest, "m": model, "t": created, "h": response_hash(response), "r": response}
-    return _SORTED.encode(record).encode("ascii") + b"\n"
+    return entry_text(digest, model, encode_response(response), created)
 
 
 def parse_entry(raw: bytes, model: str, shard: str) -> Entry | None:
@@ -203,10 +234,14 @@ class AnswerCache:
         One create-only object per shard; an object already there (the same writer before) is
         left as it is. Returns the entries written.
         """
+        return self.fill_text(writer, {d: encode_response(r) for d, r in answers.items()})
+
+    def fill_text(self, writer: str, texts: Mapping[str, bytes]) -> int:
+        """``fill`` of answers given as their text (exact digest -> ``encode_response``'s)."""
         created = int(self._clock())
         shards: dict[str, list[bytes]] = defaultdict(list)
-        for digest in sorted(answers):
-            shards[digest[:2]].append(entry_line(digest, self._model, answers[digest], created))
+        for digest in sorted(texts):
+            shards[digest[:2]].append(entry_text(digest, self._model, texts[digest], created))
 
         def write(item: tuple[str, list[bytes]]) -> int:
             shard, lines = item

@@ -12,9 +12,9 @@ rows. When every key is cached, no Vertex job is created: the record says the id
 from the cache, and the ``Job`` is named ``cached:ID``.
 
 Reading: ``read_cached`` yields the staged answers (``Result.cached``), verified against the
-manifest; ``fill_cache`` stores a ``cache=True`` job's ok answers in the cache, best-effort
-(``Client.results`` and ``Run.results`` call it once a job is terminal and its results have been
-read to the end; ``status`` and ``advance`` never do).
+manifest; ``CacheFill`` stores a ``cache=True`` job's ok answers in the cache as a caller's
+results pass reads them (``Client.results``, ``Run.results``, ``Run.key_results``; ``status``
+and ``advance`` never fill), best-effort and in bounded memory.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 
 from google.api_core.exceptions import NotFound
 
-from ._cache import AnswerCache
+from ._cache import AnswerCache, encode_response
 from ._dedupe import exact_digest, exact_digests
 from ._errors import InvalidRequestError, JobError, job_errors
 from ._keymap import KeyMap, cache_digest, parse_key_record
@@ -45,8 +45,8 @@ __all__ = [
     "CACHED_PREFIX",
     "answer_from_cache",
     "cached_job",
+    "CacheFill",
     "cached_status",
-    "fill_cache",
     "is_cached_job",
     "read_cached",
 ]
@@ -284,46 +284,106 @@ def read_cached(staging: Staging, job: Job, keys: KeyMap, taken: set[int]) -> It
         raise damaged(f"{count} lines, {manifest.cached} staged")
 
 
-def fill_cache(staging: Staging, job: Job, answers: Mapping[str, Mapping[str, Any]]) -> int:
-    """Store ``answers`` (key -> ok response) of a ``cache=True`` job in the answer cache, keyed
-    by the exact digests of its staged input; once per job (an attempt of a run or a
-    resubmission is a job of its own, and fills its own answers).
+# What a results pass holds of a job's ok answers before writing them (their JSON text, not
+# parsed): past it, the answers held are written as a part of their own, so filling adds a
+# bounded amount to a pass's memory whatever the job's size.
+FILL_BUFFER = 64 * 1024 * 1024
 
-    Best-effort: the answers are the caller's already, so a fill that fails (no permission on
-    ``_cache/``, say) is a warning naming the job, never an error, and leaves the job unmarked
-    so a later results pass tries again. Returns the entries written (0: not a ``cache=True``
-    job, filled before, or failed).
+
+class CacheFill:
+    """A ``cache=True`` job's ok answers, stored in the answer cache as a results pass reads
+    them: ``iter_results`` calls ``add`` for each, and ``finish`` once the terminal job is read
+    to the end. Once per job (an attempt of a run or a resubmission is a job of its own, and
+    fills its own answers); keyed by the exact digests of the job's staged input.
+
+    Answers are held as their entry text, at most ``limit`` bytes; past it they are written as
+    a part (``ID``, then ``ID.p1``, ``ID.p2``, ... as writers). Best-effort: the answers are the
+    caller's already, so a fill that fails (no permission on ``_cache/``, say) is a warning
+    naming the job, never an error; the job is left unmarked and the next pass tries again.
     """
-    if not answers:
+
+    def __init__(self, staging: Staging, job: Job, limit: int | None = None) -> None:
+        self._staging = staging
+        self._job = job
+        self._limit = FILL_BUFFER if limit is None else limit
+        self._on: bool | None = None  # None until the first answer: is the job to be filled?
+        self._held: dict[str, bytes] = {}  # key -> answer text
+        self._size = 0
+        self._parts = 0
+        self._written = 0
+        self._exact: dict[str, str] | None = None  # key -> exact digest, read when first needed
+
+    def add(self, key: str, response: Mapping[str, Any]) -> None:
+        """Hold one ok answer (written when the buffer is full or the pass ends)."""
+        if self._on is None:
+            self._on = self._attempt(self._to_fill)
+        if not self._on:
+            return
+        text = encode_response(response)
+        self._held[key] = text
+        self._size += len(text)
+        if self._size >= self._limit:
+            self._on = self._attempt(self._write)
+
+    def finish(self) -> int:
+        """Write what is held and mark the job filled; returns the entries written."""
+        if self._on and self._attempt(self._write) and self._attempt(self._mark):
+            return self._written
         return 0
-    try:
-        return _fill(staging, job, answers)
-    except Exception as exc:  # the results were read: a cache write never costs them
-        logger.warning(
-            "answer cache: the ok answers of id %s were not stored (%s); the next results pass "
-            "of the id tries again",
-            job.id,
-            type(exc).__name__,
+
+    def _attempt(self, step: Callable[[], bool]) -> bool:
+        try:
+            return step()
+        except Exception as exc:  # the results were read: a cache write never costs them
+            logger.warning(
+                "answer cache: the ok answers of id %s were not stored (%s); the next results "
+                "pass of the id tries again",
+                self._job.id,
+                type(exc).__name__,
+            )
+            self._held.clear()
+            self._on = False
+            return False
+
+    def _to_fill(self) -> bool:
+        manifest = job_manifest(self._staging, self._job)
+        folder = self._staging.folder(self._job.id)
+        return manifest.cache and not self._staging.exists(folder.name(FILLED))
+
+    def _write(self) -> bool:
+        if not self._held:
+            return True
+        exact = self._exact_digests()
+        texts = {exact[key]: text for key, text in self._held.items() if key in exact}
+        writer = self._job.id if not self._parts else f"{self._job.id}.p{self._parts}"
+        cache = AnswerCache(self._staging, self._job.provider, self._job.model)
+        self._written += cache.fill_text(writer, texts)
+        self._parts += 1
+        self._held.clear()
+        self._size = 0
+        return True
+
+    def _mark(self) -> bool:
+        folder = self._staging.folder(self._job.id)
+        self._staging.create_json(
+            folder.name(FILLED), {"entries": self._written, "id": self._job.id}
         )
-        return 0
+        return True
 
-
-def _fill(staging: Staging, job: Job, answers: Mapping[str, Mapping[str, Any]]) -> int:
-    manifest = job_manifest(staging, job)
-    folder = staging.folder(job.id)
-    if not manifest.cache or staging.exists(folder.name(FILLED)):
-        return 0
-    answered: dict[str, str] = {}  # line digest -> the key whose answer it is
-    for raw in staging.read_lines(folder.name(KEYS)):
-        key, digest, _ = parse_key_record(raw)
-        if key in answers and digest.startswith("k"):
-            answered.setdefault(digest, key)
-    by_exact: dict[str, Mapping[str, Any]] = {}
-    for raw in staging.read_lines(job.input_uri):
-        digest, exact = exact_digest(raw)
-        owner = answered.get(digest)
-        if owner is not None:
-            by_exact[exact] = answers[owner]
-    written = AnswerCache(staging, job.provider, job.model).fill(job.id, by_exact)
-    staging.create_json(folder.name(FILLED), {"entries": written, "id": job.id})
-    return written
+    def _exact_digests(self) -> dict[str, str]:
+        """Each answered line's key -> the exact digest of its request, read from the staged
+        key map and input (a line's first key: a shared key's answer is that key's)."""
+        if self._exact is None:
+            folder = self._staging.folder(self._job.id)
+            first: dict[str, str] = {}  # line digest -> its first key
+            for raw in self._staging.read_lines(folder.name(KEYS)):
+                key, digest, _ = parse_key_record(raw)
+                if digest.startswith("k"):
+                    first.setdefault(digest, key)
+            self._exact = {}
+            for raw in self._staging.read_lines(self._job.input_uri):
+                digest, exact = exact_digest(raw)
+                owner = first.get(digest)
+                if owner is not None:
+                    self._exact[owner] = exact
+        return self._exact

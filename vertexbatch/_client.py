@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Self
 
 from ._cache import AnswerCache, check_ttl
-from ._cached import answer_from_cache, cached_status, fill_cache, is_cached_job
+from ._cached import CacheFill, answer_from_cache, cached_status, is_cached_job
 from ._cloud import Cloud
 from ._config import DEFAULT_PREFIX, build_client
 from ._dedupe import dedupe as dedupe_lines
@@ -432,7 +432,7 @@ class Client:
             cloud.staging,
             job,
             cloud.telemetry,
-            fill=functools.partial(fill_cache, cloud.staging, job),
+            fill=CacheFill(cloud.staging, job),
         )
         return cloud.tracing.passing(results, job_attributes(job))
 

@@ -19,7 +19,6 @@ does is decided by the pure planner in ``_plan``; this module reads the state an
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -29,7 +28,7 @@ from typing import Literal
 
 from opentelemetry.metrics import NoOpMeterProvider
 
-from ._cached import cached_job, cached_status, fill_cache
+from ._cached import CacheFill, cached_job, cached_status
 from ._cloud import Cloud
 from ._errors import InvalidRequestError
 from ._identity import look_up, resubmit, submit
@@ -393,7 +392,7 @@ class Run:
         latest = len(jobs) - 1
         for index in range(latest, -1, -1):
             job = jobs[index]
-            filler = functools.partial(fill_cache, staging, job) if fill else None
+            filler = CacheFill(staging, job) if fill else None
             for result in iter_results(cloud.vertex, staging, job, _SILENT, filler):
                 if result.key not in seen:
                     seen.add(result.key)
