@@ -12,7 +12,9 @@ On one LocalStack, for N Claude requests of the benchmark workload (1-2 KB lines
    requests' exact digests against the N entries (one listing, the shards read in
    parallel). The ratio lookup / staging is the issue's target (at most 1.0).
 3. The same lookup against the same N entries filled by ``WRITERS`` jobs instead of one (up to
-   256 objects each): a lookup reads every object of the shards it needs.
+   256 objects each): a lookup reads every object of the shards it needs; then a lookup that
+   may write (a submit's, on a clock past ``COMPACT_MARGIN``) merges each shard's objects into
+   one, and the same lookup again after the merge.
 4. Once: ``submit_claude(..., cache=True)`` of the same N requests, answered whole from the
    cache (no job): building the lines, the lookup, staging the cached answers and the key map.
 5. Dedupe: N requests of which only N/10 are distinct, ``submit_claude(..., dedupe=True)``
@@ -82,7 +84,7 @@ def _many_writers(stack: Any, bucket: str, digests: list[str], repeats: int) -> 
     lookup reads every object of the shards it needs, so it grows with the jobs that filled
     the cache (nothing compacts it), not with the requests."""
     import vertexbatch as vb
-    from vertexbatch._cache import AnswerCache
+    from vertexbatch._cache import COMPACT_MARGIN, AnswerCache
     from vertexbatch._client import cloud_of
 
     client = stack.client(bucket=bucket, prefix="bench-writers", retry=vb.RetryPolicy.no_wait())
@@ -99,7 +101,29 @@ def _many_writers(stack: Any, bucket: str, digests: list[str], repeats: int) -> 
         assert len(found) == len(digests), len(found)
         lookups.append(seconds)
     _log(f"{WRITERS} writers, {objects} objects: lookup {statistics.median(lookups):.2f} s")
-    return {"writers": WRITERS, "objects": objects, "lookup": lookups}
+    # A submit's lookup may merge a shard's objects; only objects older than the margin are
+    # merged, so it runs on a clock past it (as a submit made later would).
+    later = AnswerCache(
+        staging,
+        "anthropic",
+        workload.CLAUDE_MODEL,
+        clock=lambda: time.time() + COMPACT_MARGIN + 60,
+    )
+    merge, found = _timed(lambda: later.lookup(digests, compact=True))
+    assert len(found) == len(digests), len(found)
+    merged = []
+    for _ in range(repeats):
+        seconds, found = _timed(lambda: later.lookup(digests))
+        assert len(found) == len(digests), len(found)
+        merged.append(seconds)
+    _log(f"merging lookup {merge:.2f} s, then {statistics.median(merged):.2f} s")
+    return {
+        "writers": WRITERS,
+        "objects": objects,
+        "lookup": lookups,
+        "merge": merge,
+        "merged": merged,
+    }
 
 
 def measure_cache(n: int, repeats: int) -> dict[str, Any]:
@@ -194,6 +218,16 @@ def render(figures: dict[str, Any]) -> str:
             f"({spread['objects']:,} objects)",
             f"{statistics.median(spread['lookup']):.2f} s",
             f"{statistics.median(spread['lookup']) / stage:.2f}x",
+        ),
+        (
+            "the first lookup that may write (a submit's): merges each shard's objects",
+            f"{spread['merge']:.2f} s",
+            f"{spread['merge'] / stage:.2f}x",
+        ),
+        (
+            "the same lookup after the merge",
+            f"{statistics.median(spread['merged']):.2f} s",
+            f"{statistics.median(spread['merged']) / stage:.2f}x",
         ),
         (
             "submit(cache=True), every request cached (no job)",

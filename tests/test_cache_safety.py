@@ -299,3 +299,46 @@ def test_a_large_fill_is_written_in_parts_of_bounded_size(
     writers = {name.rsplit("-", 1)[1] for name in _names(stack, bucket, "jobs/_cache/")}
     assert {"big.jsonl", "big.p1.jsonl", "big.p2.jsonl"} <= writers
     assert client.submit_claude("big2", CLAUDE, _requests(7), cache=True).name == "cached:big2"
+
+
+def test_a_submits_lookup_merges_a_shard_many_jobs_filled(
+    client: vb.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Twelve fills leave twelve objects in a shard; a lookup that may write (later than the
+    margin) merges them into one, after which lookups read it and the newer objects only, and
+    find the same answers. A plan's lookup never writes."""
+    import time
+
+    from vertexbatch._cache import COMPACT_MARGIN, AnswerCache
+    from vertexbatch._client import cloud_of
+
+    staging = cloud_of(client).staging
+    digests = [f"ab{i:030x}" for i in range(12)]
+    for i, digest in enumerate(digests):
+        AnswerCache(staging, "anthropic", CLAUDE).fill(f"w{i}", {digest: {"n": i}})
+    reads: list[str] = []
+    real = Staging.read_lines
+
+    def read_lines(self: Staging, uri: str, **kwargs: Any) -> Any:
+        reads.append(uri)
+        return real(self, uri, **kwargs)
+
+    monkeypatch.setattr(Staging, "read_lines", read_lines)
+
+    def later() -> float:
+        return time.time() + COMPACT_MARGIN + 60
+
+    cache = AnswerCache(staging, "anthropic", CLAUDE, clock=later)
+    before = cache.lookup(digests)  # may not write: nothing merged
+    assert len(before) == 12 and len(reads) == 12
+    assert not [uri for uri in reads if "/merged/" in uri]
+    reads.clear()
+    assert cache.lookup(digests, compact=True) == before
+    cache.fill("w-new", {"ab" + "f" * 30: {"n": 99}})  # a fill after the merge
+    reads.clear()
+    after = cache.lookup([*digests, "ab" + "f" * 30])
+    assert {d: e.response for d, e in after.items() if d in before} == {
+        d: e.response for d, e in before.items()
+    }
+    assert len(after) == 13
+    assert len(reads) == 2 and sum("/merged/" in uri for uri in reads) == 1

@@ -13,11 +13,15 @@ entry::
     {"d": DIGEST, "m": MODEL, "t": UNIX_TIME, "h": HASH_OF_RESPONSE, "r": RESPONSE}
 
 A lookup of many requests lists the model's folder once and reads only the shards its digests
-fall in, several at a time: a few hundred reads at most, never one per request. An entry that
-does not parse, names another model or shard, or whose response does not hash to ``h`` is a
-miss, with a warning that names the object, never its content. Entries older than the caller's
-``ttl`` are misses too (the time in the object name skips whole objects unread). Retention is
-the caller's: a GCS lifecycle rule on ``PREFIX/_cache/`` (see docs/cost.md).
+fall in, several at a time: a few hundred reads at most, never one per request. Each filling job
+adds an object to a shard; once a shard holds more than ``COMPACT_AT``, a submit's lookup merges
+them into ``PP/merged/TTTTTTTTTT-HASH.jsonl`` (the newest entry of each digest from the objects
+older than ``TTTTTTTTTT``), and later lookups read that object and the newer ones only. An
+entry that does not parse, names another model or shard, or whose response does not hash to
+``h`` is a miss, with a warning that names the object, never its content. Entries older than the
+caller's ``ttl`` are misses too (the time in the object name skips whole objects unread).
+Retention is the caller's: a GCS lifecycle rule on ``PREFIX/_cache/`` (see docs/cost.md); a
+merged object is new, so a rule's age counts from the merge for the entries it holds.
 """
 
 from __future__ import annotations
@@ -66,6 +70,26 @@ _LINE = re.compile(
 _NAME = re.compile(
     r"(?P<pp>[0-9a-f]{2})/(?P<time>[0-9]{10})-(?P<writer>[a-z0-9][a-z0-9._-]*)\.jsonl"
 )
+_MERGED = re.compile(r"(?P<pp>[0-9a-f]{2})/merged/(?P<time>[0-9]{10})-[0-9a-f]{16}\.jsonl")
+# A shard holding more objects than this is merged by the next lookup that may write.
+COMPACT_AT = 8
+# Only objects older than this (seconds) are merged: a fill still writing (its objects are
+# named by the time it began) is never left out of a merge that stands for its time.
+COMPACT_MARGIN = 600
+
+
+def _current(listed: list[tuple[int, str, bool]]) -> tuple[list[tuple[int, str]], int]:
+    """The objects of a shard a lookup reads, and the time of the newest merged one (-1: none).
+
+    A merged object named ``T`` holds every entry of the shard's objects older than ``T``: it
+    stands for them, so they are passed over; objects from ``T`` on are read beside it.
+    """
+    merged = [(time_, uri) for time_, uri, is_merged in listed if is_merged]
+    floor, newest = max(merged) if merged else (-1, "")
+    objects = [(time_, uri) for time_, uri, is_merged in listed if not is_merged and time_ >= floor]
+    if newest:
+        objects.append((floor, newest))
+    return objects, floor
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +186,14 @@ class AnswerCache:
         self._path = folder.name(f"{provider}/{model}")
         self.uri = folder.uri(f"{provider}/{model}")
 
-    def lookup(self, digests: Iterable[str]) -> dict[str, Entry]:
+    def lookup(self, digests: Iterable[str], *, compact: bool = False) -> dict[str, Entry]:
         """The entries the cache holds for ``digests`` (the newest of each), read shard by shard.
+
+        With ``compact`` (a submit's lookup; never a plan's, which writes nothing), a wanted
+        shard holding more than ``COMPACT_AT`` objects is merged as it is read: its entries
+        (the newest of each digest) from objects older than ``COMPACT_MARGIN`` are written
+        into one create-only ``PP/merged/`` object, and later lookups read that object and the
+        objects newer than it instead of them all. A merge that fails is a warning.
 
         Raises:
             google.api_core.exceptions.GoogleAPICallError: listing or reading failed after
@@ -174,29 +204,96 @@ class AnswerCache:
             wanted[digest[:2]].add(digest)
         if not wanted:
             return {}
-        oldest = -1 if self._ttl is None else int(self._clock() - self._ttl.total_seconds())
-        objects: list[tuple[str, str]] = []
+        now = int(self._clock())
+        oldest = -1 if self._ttl is None else int(now - self._ttl.total_seconds())
+        listed = self._listed()
+        plain: list[tuple[str, str]] = []  # (object, shard) read for the wanted entries only
+        merging: list[tuple[str, list[tuple[int, str]], int]] = []  # (shard, objects, cut)
+        for shard in wanted:
+            objects, floor = _current(listed.get(shard, []))
+            cut = now - COMPACT_MARGIN
+            if compact and len(objects) > COMPACT_AT and cut > floor:
+                merging.append((shard, objects, cut))
+            else:
+                plain.extend((uri, shard) for time_, uri in objects if time_ >= oldest)
+        found: dict[str, Entry] = {}
+
+        def keep(entries: list[Entry]) -> None:
+            for entry in entries:
+                held = found.get(entry.digest)
+                if held is None or entry.created > held.created:
+                    found[entry.digest] = entry
+
+        with ThreadPoolExecutor(max_workers=_READERS) as pool:
+            for entries in pool.map(lambda o: self._read(o[0], o[1], wanted[o[1]], oldest), plain):
+                keep(entries)
+            for entries in pool.map(
+                lambda m: self._merge(m[0], m[1], m[2], wanted[m[0]], oldest), merging
+            ):
+                keep(entries)
+        return found
+
+    def _listed(self) -> dict[str, list[tuple[int, str, bool]]]:
+        """The folder's entry objects by shard: (time, object, merged?)."""
+        by_shard: dict[str, list[tuple[int, str, bool]]] = defaultdict(list)
         start = len(self.uri) + 1
         # ``list_names`` lists the folder (a trailing slash): ``gemini-3.8-flash`` never lists
         # ``gemini-3.8-flash-lite``.
         for uri, _ in self._staging.list_names(self.uri):
-            match = _NAME.fullmatch(uri[start:])
-            if match is None:
-                continue  # not an entry object: someone else's file
-            if match["pp"] in wanted and int(match["time"]) >= oldest:
-                objects.append((uri, match["pp"]))
-        found: dict[str, Entry] = {}
-        with ThreadPoolExecutor(max_workers=_READERS) as pool:
-            for entries in pool.map(
-                lambda o: self._read(o[0], o[1], wanted[o[1]], oldest), objects
-            ):
-                for entry in entries:
-                    held = found.get(entry.digest)
-                    if held is None or entry.created > held.created:
-                        found[entry.digest] = entry
+            rest = uri[start:]
+            match = _NAME.fullmatch(rest)
+            merged = match is None
+            if merged:
+                match = _MERGED.fullmatch(rest)
+            if match is not None:  # else not an entry object: someone else's file
+                by_shard[match["pp"]].append((int(match["time"]), uri, merged))
+        return by_shard
+
+    def _merge(
+        self, shard: str, objects: list[tuple[int, str]], cut: int, wanted: set[str], oldest: int
+    ) -> list[Entry]:
+        """Read a shard's objects whole: the wanted entries, and one merged object of the
+        entries of those older than ``cut`` (named by ``cut``: it stands for them all)."""
+        found: list[Entry] = []
+        merged: dict[str, Entry] = {}
+        for time_, uri in objects:
+            for entry in self._read(uri, shard, None, -1):
+                if entry.digest in wanted and entry.created >= oldest:
+                    found.append(entry)
+                held = merged.get(entry.digest)
+                if time_ < cut and (held is None or entry.created > held.created):
+                    merged[entry.digest] = entry
+        try:
+            self._write_merged(shard, cut, merged, len(objects))
+        except Exception as exc:  # the lookup's answers stand; a later lookup merges
+            logger.warning(
+                "answer cache: shard %s of %s was not merged (%s)",
+                shard,
+                self.uri,
+                type(exc).__name__,
+            )
         return found
 
-    def _read(self, uri: str, shard: str, wanted: set[str], oldest: int) -> list[Entry]:
+    def _write_merged(self, shard: str, cut: int, merged: dict[str, Entry], read: int) -> None:
+        text = b"".join(
+            entry_text(digest, self._model, merged[digest].response, merged[digest].created)
+            for digest in sorted(merged)
+        )
+        name = f"{self._path}/{shard}/merged/{cut:010d}-{_hash_of_text(text)[:16]}.jsonl"
+        upload = self._staging.upload(name, JSONL)
+        upload.write(text)
+        upload.finish()  # False: the same merge, written by a concurrent lookup
+        logger.info(
+            "answer cache: %d objects of shard %s of %s merged (%d entries)",
+            read,
+            shard,
+            self.uri,
+            len(merged),
+        )
+
+    def _read(self, uri: str, shard: str, wanted: set[str] | None, oldest: int) -> list[Entry]:
+        """The entries of one object: the ``wanted`` ones (``None``: all), not older than
+        ``oldest``."""
         from google.api_core import exceptions as api_exceptions
 
         entries: list[Entry] = []
@@ -210,7 +307,7 @@ class AnswerCache:
                 if not raw.startswith(b'{"d":"'):
                     damaged += 1
                     continue
-                if raw[6:38].decode("ascii", "replace") not in wanted:
+                if wanted is not None and raw[6:38].decode("ascii", "replace") not in wanted:
                     continue
                 entry = parse_entry(raw, self._model, shard)
                 if entry is None:

@@ -167,7 +167,8 @@ def _claim(
 ) -> dict[str, Any] | None:
     """Look the lines up, stage the answers found and claim them; ``None`` if another
     submitter claimed the id first (its claim wins)."""
-    found = AnswerCache(staging, provider, model, ttl=ttl).lookup({exact for _, exact in held})
+    cache = AnswerCache(staging, provider, model, ttl=ttl)
+    found = cache.lookup({exact for _, exact in held}, compact=True)
     body = hashlib.md5(usedforsecurity=False)
     text: list[bytes] = []
     for line, exact in held:
