@@ -255,3 +255,43 @@ def test_a_plan_reads_what_the_id_already_holds(
     whole = client.submit_claude("cx2", CLAUDE, _requests()[:2], cache=True)
     planned = client.plan_claude("cx2", CLAUDE, _requests()[:2], cache=True)
     assert (planned.submitted, planned.cached) == (whole.name, 2) == ("cached:cx2", 2)
+
+
+def test_count_tokens_sends_what_anthropics_endpoint_takes(
+    client: vb.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Claude count posts to ``count-tokens:rawPredict`` with the model in the body, the
+    counted parameters only (no max_tokens or temperature, which the endpoint refuses) and an
+    anthropic_version, as recorded on the wire."""
+    import httpx2 as httpx
+    from anthropic import AnthropicVertex
+
+    from vertexbatch import _online, _tokens
+
+    sent: list[httpx.Request] = []
+
+    def recording(cloud: object) -> AnthropicVertex:
+        api: AnthropicVertex = _online.claude_api(cloud)  # type: ignore[arg-type]
+        hooks = {"request": [lambda request: sent.append(request)]}
+        http = httpx.Client(event_hooks=hooks)  # type: ignore[arg-type]
+        return api.with_options(http_client=http)
+
+    monkeypatch.setattr(_tokens, "claude_api", recording)
+    request = vb.ClaudeRequest(
+        "a",
+        {
+            "max_tokens": 50,
+            "temperature": 0.2,
+            "system": "Be brief.",
+            "messages": [{"role": "user", "content": "Count me."}],
+        },
+    )
+    plan = client.plan_claude("wire", CLAUDE, [request], count_tokens=True)
+    assert plan.tokens_exact and plan.input_tokens > 0
+    [call] = sent
+    assert call.method == "POST"
+    assert call.url.path.endswith("/publishers/anthropic/models/count-tokens:rawPredict")
+    body = json.loads(call.content)
+    assert body["model"] == CLAUDE and body["anthropic_version"]  # the SDK's Vertex version
+    assert set(body) == {"model", "anthropic_version", "messages", "system"}
+    assert body["system"] == [{"type": "text", "text": "Be brief."}]
