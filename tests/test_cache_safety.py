@@ -342,3 +342,28 @@ def test_a_submits_lookup_merges_a_shard_many_jobs_filled(
     }
     assert len(after) == 13
     assert len(reads) == 2 and sum("/merged/" in uri for uri in reads) == 1
+
+
+def test_two_submitters_of_one_id_take_the_first_claim(
+    client: vb.Client, stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another submitter of the id claims first (when the cache held nothing): this one finds
+    its claim taken, goes on with the other's, and stages every row, as the other does."""
+    _fill(client, stack, "seed4", _requests(2))  # k0, k1 cached now
+    real = Staging.create_json
+    raced: list[str] = []
+
+    def create_json(self: Staging, name: str, value: Any) -> bool:
+        if name.endswith("/two/cache.claim.json") and not raced:
+            raced.append(name)
+            assert real(self, name, {"cached": 0, "cached_md5": ""})  # the other, first
+        return real(self, name, value)
+
+    monkeypatch.setattr(Staging, "create_json", create_json)
+    job = client.submit_claude("two", CLAUDE, _requests(3), cache=True)
+    assert raced
+    blob = stack.storage_client().bucket(bucket).blob("jobs/two/input.jsonl")
+    assert len(blob.download_as_bytes().splitlines()) == 3
+    stack.wait_job(job.name)
+    assert not any(r.cached for r in client.results(job))
+    assert client.submit_claude("two", CLAUDE, _requests(3), cache=True) == job
