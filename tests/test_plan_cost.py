@@ -232,7 +232,7 @@ def test_a_plan_reads_what_the_id_already_holds(
 
     stack.wait_job(job.name)
     before = staged()
-    for other in ({"dedupe": False}, {"cache": True}):
+    for other in ({"dedupe": False}, {"dedupe": True, "cache": True}):
         with pytest.raises(vb.InvalidRequestError, match="already claimed"):
             client.plan_claude("held", CLAUDE, _requests(), **other)  # type: ignore[arg-type]
         with pytest.raises(vb.InvalidRequestError, match="already claimed"):

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from google.api_core import exceptions as api_exceptions
 
-from ._cached import CLAIM, answer_from_cache, cached_job, record_cached
+from ._cached import answer_from_cache, cached_job, record_cached
 from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError, JobError, job_errors
 from ._lines import StagedLine
@@ -481,9 +481,9 @@ def held_job(
         return None
     given_lines = list(dedupe_lines(iter(lines))) if dedupe else lines
     amend = None
-    # The keys the id took from the cache, read back from its claim (never looked up: the
-    # claim is what a submit would reuse, and a plan writes nothing).
-    if cache and staging.read_json(staging.folder(submission_id).name(CLAIM)) is not None:
+    # The keys the id took from the cache, read back from its claim: with a manifest there,
+    # ``answer_from_cache`` neither looks up nor writes (a plan writes nothing).
+    if cache:
         given_lines, amend = answer_from_cache(
             staging, submission_id, provider, model, iter(given_lines), None
         )
