@@ -9,11 +9,15 @@ On one LocalStack, for N Claude requests of the benchmark workload (1-2 KB lines
    takes once a ``cache=True`` job is read to the end): 256 create-only shard objects.
 2. ``repeats`` pairs, order alternating: *staging* — ``submit_claude`` of the N requests up to
    job creation (the job is held PENDING) — and *lookup* — ``AnswerCache.lookup`` of the N
-   requests' canonical digests against the N entries (one listing, the shards read in
+   requests' exact digests against the N entries (one listing, the shards read in
    parallel). The ratio lookup / staging is the issue's target (at most 1.0).
-3. Once: ``submit_claude(..., cache=True)`` of the same N requests, answered whole from the
+3. The same lookup against the same N entries filled by ``WRITERS`` jobs instead of one (up to
+   256 objects each): a lookup reads every object of the shards it needs; then a lookup that
+   may write (a submit's, on a clock past ``COMPACT_MARGIN``) merges each shard's objects into
+   one, and the same lookup again after the merge.
+4. Once: ``submit_claude(..., cache=True)`` of the same N requests, answered whole from the
    cache (no job): building the lines, the lookup, staging the cached answers and the key map.
-4. Dedupe: N requests of which only N/10 are distinct, ``submit_claude(..., dedupe=True)``
+5. Dedupe: N requests of which only N/10 are distinct, ``submit_claude(..., dedupe=True)``
    against the plain submit of the same requests (lines staged and seconds).
 
 Figures are wall seconds, medians of the repeats; the table goes to stdout.
@@ -39,6 +43,8 @@ from benchmarks import workload  # noqa: E402  (after the path is set, run as a 
 __all__ = ["main", "measure_cache"]
 
 TARGET_LOOKUP_RATIO = 1.0
+# Jobs that fill the cache in the many-writers row.
+WRITERS = 40
 
 
 def _timed(action: Callable[[], Any]) -> tuple[float, Any]:
@@ -73,11 +79,59 @@ def _repeated(n: int, distinct: int) -> Iterator[Any]:
         yield vb.ClaudeRequest(f"rep-{i:07d}", params)
 
 
+def _many_writers(stack: Any, bucket: str, digests: list[str], repeats: int) -> dict[str, Any]:
+    """The same entries filled by ``WRITERS`` jobs (up to 256 objects each) and looked up: a
+    lookup reads every object of the shards it needs, so it grows with the jobs that filled
+    the cache (nothing compacts it), not with the requests."""
+    import vertexbatch as vb
+    from vertexbatch._cache import COMPACT_MARGIN, AnswerCache
+    from vertexbatch._client import cloud_of
+
+    client = stack.client(bucket=bucket, prefix="bench-writers", retry=vb.RetryPolicy.no_wait())
+    staging = cloud_of(client).staging
+    cache = AnswerCache(staging, "anthropic", workload.CLAUDE_MODEL)
+    per = -(-len(digests) // WRITERS)
+    for w in range(WRITERS):
+        part = digests[w * per : (w + 1) * per]
+        cache.fill(f"bench-fill-{w}", {d: _answer(w * per + i) for i, d in enumerate(part)})
+    objects = len(staging.list_names(cache.uri + "/"))
+    lookups = []
+    for _ in range(repeats):
+        seconds, found = _timed(lambda: cache.lookup(digests))
+        assert len(found) == len(digests), len(found)
+        lookups.append(seconds)
+    _log(f"{WRITERS} writers, {objects} objects: lookup {statistics.median(lookups):.2f} s")
+    # A submit's lookup may merge a shard's objects; only objects older than the margin are
+    # merged, so it runs on a clock past it (as a submit made later would).
+    later = AnswerCache(
+        staging,
+        "anthropic",
+        workload.CLAUDE_MODEL,
+        clock=lambda: time.time() + COMPACT_MARGIN + 60,
+    )
+    merge, found = _timed(lambda: later.lookup(digests, compact=True))
+    assert len(found) == len(digests), len(found)
+    merged = []
+    for _ in range(repeats):
+        seconds, found = _timed(lambda: later.lookup(digests))
+        assert len(found) == len(digests), len(found)
+        merged.append(seconds)
+    _log(f"merging lookup {merge:.2f} s, then {statistics.median(merged):.2f} s")
+    return {
+        "writers": WRITERS,
+        "objects": objects,
+        "lookup": lookups,
+        "merge": merge,
+        "merged": merged,
+    }
+
+
 def measure_cache(n: int, repeats: int) -> dict[str, Any]:
     """Every figure of the cache benchmark for ``n`` requests (see the module docstring)."""
     import vertexbatch as vb
     from vertexbatch._cache import AnswerCache
     from vertexbatch._client import cloud_of
+    from vertexbatch._dedupe import exact_digest
     from vertexbatch._lines import claude_line
     from vertexbatch.emulator import LocalStack
 
@@ -88,7 +142,7 @@ def measure_cache(n: int, repeats: int) -> dict[str, Any]:
         stack.faults.hold(state="PENDING")  # staging is timed up to job creation only
         client = stack.client(bucket=bucket, prefix="bench", retry=vb.RetryPolicy.no_wait())
         staging = cloud_of(client).staging
-        digests = [claude_line(r).canonical for r in workload.claude_requests(n)]
+        digests = [exact_digest(claude_line(r).data)[1] for r in workload.claude_requests(n)]
         cache = AnswerCache(staging, "anthropic", workload.CLAUDE_MODEL)
         fill, written = _timed(
             lambda: cache.fill("bench-fill", {d: _answer(i) for i, d in enumerate(digests)})
@@ -117,6 +171,7 @@ def measure_cache(n: int, repeats: int) -> dict[str, Any]:
                 f"repeat {repeat + 1}: staging {figures['staging'][-1]:.2f} s, "
                 f"lookup {figures['lookup'][-1]:.2f} s"
             )
+        figures["writers"] = _many_writers(stack, bucket, digests, repeats)
         seconds, job = _timed(
             lambda: client.submit_claude(
                 "all-cached", workload.CLAUDE_MODEL, workload.claude_requests(n), cache=True
@@ -149,6 +204,7 @@ def render(figures: dict[str, Any]) -> str:
     ratio = statistics.median(ratios)
     verdict = "MET" if ratio <= TARGET_LOOKUP_RATIO else "MISSED"
     dedupe = figures["dedupe"]
+    spread = figures["writers"]
     rows = [
         ("fill the cache with N entries (256 shard objects)", f"{figures['fill']:.2f} s", ""),
         ("staging N requests (submit up to job creation)", f"{stage:.2f} s", "1.00x"),
@@ -156,6 +212,22 @@ def render(figures: dict[str, Any]) -> str:
             "lookup of N requests against N entries",
             f"{look:.2f} s",
             f"{ratio:.2f}x (target <= {TARGET_LOOKUP_RATIO:.1f}: {verdict})",
+        ),
+        (
+            f"the same lookup, the N entries filled by {spread['writers']} jobs "
+            f"({spread['objects']:,} objects)",
+            f"{statistics.median(spread['lookup']):.2f} s",
+            f"{statistics.median(spread['lookup']) / stage:.2f}x",
+        ),
+        (
+            "the first lookup that may write (a submit's): merges each shard's objects",
+            f"{spread['merge']:.2f} s",
+            f"{spread['merge'] / stage:.2f}x",
+        ),
+        (
+            "the same lookup after the merge",
+            f"{statistics.median(spread['merged']):.2f} s",
+            f"{statistics.median(spread['merged']) / stage:.2f}x",
         ),
         (
             "submit(cache=True), every request cached (no job)",

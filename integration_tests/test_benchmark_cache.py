@@ -26,6 +26,7 @@ def test_cache_benchmark_prints_its_table() -> None:
     out = proc.stdout
     assert out.startswith("# python -m benchmarks.run --only cache --sizes 300 --repeats 2")
     rows = [line for line in out.splitlines() if line.startswith("| ") and " s |" in line]
-    assert len(rows) == 6, out
+    assert len(rows) == 9, out
+    assert "filled by 40 jobs" in out
     assert "lookup of N requests against N entries" in out and "target <= 1.0" in out
     assert "submit(dedupe=True), the same: 30 lines staged" in out

@@ -8,6 +8,8 @@ import pytest
 
 from tests.helpers import CLAUDE, jobs_in
 from vertexbatch._cache import parse_entry
+from vertexbatch._dedupe import exact_digest
+from vertexbatch._lines import claude_line
 from vertexbatch.emulator import LocalStack
 
 from . import _cache_workers, _workers
@@ -56,15 +58,24 @@ def test_two_processes_fill_and_read_one_cache(stack: LocalStack, bucket: str) -
     for name in halves:
         job = client.find(f"read-{name}")
         assert job is not None and job.name == f"cached:read-{name}"
-    # Both processes filled from the shared job at once: whatever objects they left, every
-    # entry in them is whole (create-only objects, one writer each).
+    # Both processes filled from the shared job at once: the entries they left name exactly its
+    # two requests, and both read ids got the answers that job gave.
+    shared_texts = {r.key: r.text for r in client.results(shared)}
+    for name in halves:
+        _, read = reports[name]
+        assert {key: read[key][0] for key in shared_texts} == shared_texts
     names = [
         b.name
         for b in stack.storage_client().list_blobs(bucket, prefix="jobs/_cache/")
         if b.name.endswith("-fill-shared.jsonl")
     ]
-    assert names
+    digests = set()
     for object_name in names:
         shard = object_name.rsplit("/", 2)[1]
         data = stack.storage_client().bucket(bucket).blob(object_name).download_as_bytes()
-        assert all(parse_entry(line, CLAUDE, shard) is not None for line in data.splitlines())
+        for line in data.splitlines():
+            entry = parse_entry(line, CLAUDE, shard)
+            assert entry is not None
+            digests.add(entry.digest)
+    wanted = {exact_digest(claude_line(r).data)[1] for r in _cache_workers.requests([8, 9])}
+    assert digests == wanted

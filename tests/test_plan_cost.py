@@ -22,18 +22,42 @@ def _requests() -> list[vb.ClaudeRequest]:
     return [claude_request(f"k{i}", text, max_tokens=100) for i, text in enumerate(texts)]
 
 
+# The stack's Claude model is newer than the shipped table: tests price it themselves.
+_OPUS = vb.Price("claude-opus-5-5", 5.0, 25.0)
+
+
 def _nothing_staged(stack: LocalStack, bucket: str) -> bool:
     return not list(stack.storage_client().list_blobs(bucket)) and not jobs_in(stack, bucket)
 
 
-def test_price_table_matches_the_longest_part_and_takes_overrides() -> None:
-    """The most specific family wins; a caller's price comes before the shipped table."""
-    assert price_of("gemini-3.8-flash-lite").match == "flash-lite"  # type: ignore[union-attr]
-    assert price_of("gemini-3.8-flash").match == "flash"  # type: ignore[union-attr]
-    assert price_of("claude-opus-5-5@default").match == "claude-opus"  # type: ignore[union-attr]
-    assert price_of("llama-4") is None
-    mine = vb.Price("opus-5-5", 1.0, 2.0)
-    assert price_of("claude-opus-5-5@default", [mine]) == mine
+def test_price_table_matches_families_by_generation_and_takes_overrides() -> None:
+    """A model gets the price of its own family (the longest match), never a neighbour
+    generation's; a caller's price comes before the shipped table."""
+
+    def match(model: str, prices: tuple[vb.Price, ...] = ()) -> str | None:
+        found = price_of(model, prices)
+        return None if found is None else found.match
+
+    assert match("gemini-2.5-flash-lite") == "gemini-2.5-flash-lite"
+    assert match("gemini-2.5-flash-001") == "gemini-2.5-flash"
+    assert match("publishers/google/models/gemini-2.5-pro") == "gemini-2.5-pro"
+    assert match("claude-opus-4-5@20251101") == "claude-opus-4-5"
+    assert match("claude-sonnet-4@20250514") == match("claude-sonnet-4-5@20250929")
+    assert match("claude-haiku-4-5@20251001") == "claude-haiku-4-5"
+    for other in (
+        "claude-opus-4-1@20250805",
+        "claude-opus-4@20250514",
+        "claude-3-opus@20240229",
+        "claude-3-5-haiku@20241022",
+        "gemini-2.0-flash-001",
+        "gemini-3-pro-preview",
+        CLAUDE,
+        "llama-4",
+    ):
+        assert match(other) is None, other
+    mine = vb.Price("claude-opus-5-5", 1.0, 2.0)
+    assert price_of(CLAUDE, [mine]) == mine
+    assert match("claude-opus-5-50", (mine,)) is None
     with pytest.raises(vb.InvalidRequestError, match="output must be a number"):
         vb.Price("x", 1.0, -2.0)
     assert vb.PRICES_DATE and "http" in vb.PRICES_SOURCE and vb.PRICES
@@ -62,7 +86,7 @@ def test_plan_claude_counts_and_costs_without_staging(
         1,
     )
     assert plain.max_output_tokens == 500 and not plain.tokens_exact
-    deduped = client.plan_claude("p1", CLAUDE, _requests(), dedupe=True)
+    deduped = client.plan_claude("p1", CLAUDE, _requests(), dedupe=True, prices=[_OPUS])
     assert (deduped.to_send, deduped.max_output_tokens) == (3, 300)
     assert deduped.bytes < plain.bytes and deduped.input_tokens < plain.input_tokens
     assert deduped.price is not None and deduped.cost_low is not None
@@ -79,7 +103,11 @@ def test_plan_claude_counts_and_costs_without_staging(
 
 
 def test_exact_counts_match_what_the_job_bills(client: vb.Client, stack: LocalStack) -> None:
-    """count_tokens=True gives the input tokens the answers report, for Claude and Gemini."""
+    """count_tokens=True reaches both count-tokens endpoints and sums their counts per line sent.
+
+    The local stack's count and its answers' usage come from one function, so this checks the
+    plumbing (which lines are counted, dedupe, the sum), not the providers' counting.
+    """
     plan = client.plan_claude("exact-c", CLAUDE, _requests(), dedupe=True, count_tokens=True)
     assert plan.tokens_exact
     job = client.submit_claude("exact-c", CLAUDE, _requests(), dedupe=True)
@@ -111,18 +139,48 @@ def test_plan_prices_shards_and_refusals(client: vb.Client) -> None:
         client.plan_claude("p2", CLAUDE, _requests(), shard_size=0)
 
 
-def test_count_tokens_for_a_model_the_stack_does_not_serve(client: vb.Client) -> None:
-    """The local count-tokens endpoints refuse an unknown model as Vertex does (404)."""
-    from google.genai import errors as genai_errors
-
-    with pytest.raises(genai_errors.ClientError, match="404"):
+def test_count_tokens_for_a_model_the_stack_does_not_serve(
+    client: vb.Client, stack: LocalStack, bucket: str, tmp_path: Path
+) -> None:
+    """A count refused (404, as Vertex refuses an unknown model) is an InvalidRequestError
+    naming the model and location; the command exits with the invalid-request code."""
+    with pytest.raises(vb.InvalidRequestError, match="'gemini-0-none' in location") as err:
         client.plan_gemini("p3", "gemini-0-none", [vb.GeminiRequest("a", "hi")], count_tokens=True)
-    import anthropic
-
-    with pytest.raises(anthropic.NotFoundError):
+    assert err.value.field == "model" and "404" in str(err.value)
+    with pytest.raises(vb.InvalidRequestError, match="'claude-none@default' in location") as err:
         client.plan_claude(
-            "p3", "claude-none@default", [claude_request("a", "hi")], count_tokens=True
+            "p3", "claude-none@default", [claude_request("a", "SECRET")], count_tokens=True
         )
+    assert err.value.field == "model" and "SECRET" not in str(err.value)
+    path = write_lines(tmp_path / "in.jsonl", [request_line("a", "SECRET")])
+    base = ["submit", "--provider", "claude", "--model", "claude-none@default", "--id", "d"]
+    printed = CliRunner().invoke(
+        main, [*base, "--dry-run", "--count-tokens", str(path)], env=stack.environment(bucket)
+    )
+    assert printed.exit_code == 3, printed.output
+    assert "invalid request" in printed.output and "SECRET" not in printed.output
+
+
+@pytest.mark.parametrize(("op", "provider"), [("countTokensClaude", "c"), ("countTokens", "g")])
+def test_count_tokens_retries_transient_failures(
+    client: vb.Client, stack: LocalStack, op: str, provider: str
+) -> None:
+    """A count that fails transiently is retried under the client's policy; one that keeps
+    failing is a VertexBatchError with its status, not a provider SDK error."""
+
+    def plan() -> vb.Plan:
+        if provider == "c":
+            return client.plan_claude("p4", CLAUDE, [claude_request("a", "hi")], count_tokens=True)
+        return client.plan_gemini("p4", GEMINI, [vb.GeminiRequest("a", "hi")], count_tokens=True)
+
+    stack.faults.fail(op, status=503, times=2)
+    stack.reset_calls()
+    assert plan().tokens_exact
+    assert stack.calls()[op] == 3
+    stack.faults.fail(op, status=429, times=client.retry.attempts)
+    with pytest.raises(vb.VertexBatchError, match="429") as err:
+        plan()
+    assert not isinstance(err.value, vb.InvalidRequestError)
 
 
 def test_command_dry_run(stack: LocalStack, bucket: str, tmp_path: Path) -> None:
@@ -146,9 +204,94 @@ def test_command_dry_run(stack: LocalStack, bucket: str, tmp_path: Path) -> None
     assert printed.exit_code == 0, printed.output
     plan = json.loads(printed.stdout)
     assert (plan["requests"], plan["to_send"], plan["jobs"]) == (3, 3, 3)
-    assert plan["price"]["match"] == "claude-opus" and plan["assumptions"]
+    assert plan["price"] is None and plan["cost_low"] is None
+    assert any("no price known" in said for said in plan["assumptions"])
     counted = CliRunner().invoke(
         main, ["submit", *base, "--id", "d1", "--count-tokens", "--json", str(path)], env=env
     )
     assert json.loads(counted.stdout)["tokens_exact"] is True
     assert _nothing_staged(stack, bucket)
+
+
+def test_a_plan_reads_what_the_id_already_holds(
+    client: vb.Client, stack: LocalStack, bucket: str, tmp_path: Path
+) -> None:
+    """An id already submitted: the plan names its job and nothing to pay, as submit returns
+    it; other rows under a claimed id: the plan refuses them as submit does; a plan writes
+    nothing either way."""
+    job = client.submit_claude("held", CLAUDE, _requests(), dedupe=True)
+    plan = client.plan_claude("held", CLAUDE, _requests(), dedupe=True, prices=[_OPUS])
+    assert plan.submitted == job.name and (plan.to_send, plan.jobs, plan.cost_high) == (0, 0, 0)
+    assert plan.requests == 5 and any("already submitted" in a for a in plan.assumptions)
+    assert client.submit_claude("held", CLAUDE, _requests(), dedupe=True) == job
+
+    def staged() -> list[str]:
+        return sorted(
+            b.name for b in stack.storage_client().list_blobs(bucket, prefix="jobs/held/")
+        )
+
+    stack.wait_job(job.name)
+    before = staged()
+    for other in ({"dedupe": False}, {"dedupe": True, "cache": True}):
+        with pytest.raises(vb.InvalidRequestError, match="already claimed"):
+            client.plan_claude("held", CLAUDE, _requests(), **other)  # type: ignore[arg-type]
+        with pytest.raises(vb.InvalidRequestError, match="already claimed"):
+            client.submit_claude("held", CLAUDE, _requests(), **other)  # type: ignore[arg-type]
+    assert staged() == before
+    rows = [json.dumps({"key": r.key, "params": r.params}) for r in _requests()]
+    path = write_lines(tmp_path / "held.jsonl", rows)
+    base = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "held", "--dedupe"]
+    printed = CliRunner().invoke(
+        main, [*base, "--dry-run", str(path)], env=stack.environment(bucket, prefix="jobs")
+    )
+    assert printed.exit_code == 0, printed.output
+    assert f"submitted       {job.name}" in printed.stdout
+    fresh = client.plan_claude("fresh", CLAUDE, _requests())
+    assert fresh.submitted == "" and fresh.jobs == 1
+    # Answered whole from the cache, then planned again after the cache changed.
+    first = client.submit_claude("cx", CLAUDE, _requests()[:2], cache=True)
+    stack.wait_job(first.name)
+    list(client.results(first))
+    whole = client.submit_claude("cx2", CLAUDE, _requests()[:2], cache=True)
+    planned = client.plan_claude("cx2", CLAUDE, _requests()[:2], cache=True)
+    assert (planned.submitted, planned.cached) == (whole.name, 2) == ("cached:cx2", 2)
+
+
+def test_count_tokens_sends_what_anthropics_endpoint_takes(
+    client: vb.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Claude count posts to ``count-tokens:rawPredict`` with the model in the body, the
+    counted parameters only (no max_tokens or temperature, which the endpoint refuses) and an
+    anthropic_version, as recorded on the wire."""
+    import httpx2 as httpx
+    from anthropic import AnthropicVertex
+
+    from vertexbatch import _online, _tokens
+
+    sent: list[httpx.Request] = []
+
+    def recording(cloud: object) -> AnthropicVertex:
+        api: AnthropicVertex = _online.claude_api(cloud)  # type: ignore[arg-type]
+        hooks = {"request": [lambda request: sent.append(request)]}
+        http = httpx.Client(event_hooks=hooks)  # type: ignore[arg-type]
+        return api.with_options(http_client=http)
+
+    monkeypatch.setattr(_tokens, "claude_api", recording)
+    request = vb.ClaudeRequest(
+        "a",
+        {
+            "max_tokens": 50,
+            "temperature": 0.2,
+            "system": "Be brief.",
+            "messages": [{"role": "user", "content": "Count me."}],
+        },
+    )
+    plan = client.plan_claude("wire", CLAUDE, [request], count_tokens=True)
+    assert plan.tokens_exact and plan.input_tokens > 0
+    [call] = sent
+    assert call.method == "POST"
+    assert call.url.path.endswith("/publishers/anthropic/models/count-tokens:rawPredict")
+    body = json.loads(call.content)
+    assert body["model"] == CLAUDE and body["anthropic_version"]  # the SDK's Vertex version
+    assert set(body) == {"model", "anthropic_version", "messages", "system"}
+    assert body["system"] == [{"type": "text", "text": "Be brief."}]

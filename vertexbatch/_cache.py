@@ -1,22 +1,27 @@
-"""The answer cache in GCS: ok answers keyed by provider, model and canonical request digest.
+"""The answer cache in GCS: ok answers keyed by provider, model and exact request digest.
 
 Layout, under the client's bucket and prefix (``_cache`` cannot be a submission id)::
 
     PREFIX/_cache/PROVIDER/MODEL/PP/TTTTTTTTTT-WRITER.jsonl
 
-``PP`` is the first two hex digits of the canonical digest (256 shards), ``TTTTTTTTTT`` the
-Unix time the entries were written and ``WRITER`` the submission id whose results filled them:
-one object per shard per completed job, written create-only, so two writers never touch one
-object and a writer that runs twice finds its objects there. Each line is one entry::
+``PP`` is the first two hex digits of the exact digest (``_dedupe.exact_digest``; 256 shards),
+``TTTTTTTTTT`` the Unix time the entries were written and ``WRITER`` the submission id whose
+results filled them: one object per shard per completed job, written create-only, so two writers
+never touch one object and a writer that runs twice finds its objects there. Each line is one
+entry::
 
     {"d": DIGEST, "m": MODEL, "t": UNIX_TIME, "h": HASH_OF_RESPONSE, "r": RESPONSE}
 
 A lookup of many requests lists the model's folder once and reads only the shards its digests
-fall in, several at a time: a few hundred reads at most, never one per request. An entry that
-does not parse, names another model or shard, or whose response does not hash to ``h`` is a
-miss, with a warning that names the object, never its content. Entries older than the caller's
-``ttl`` are misses too (the time in the object name skips whole objects unread). Retention is
-the caller's: a GCS lifecycle rule on ``PREFIX/_cache/`` (see docs/cost.md).
+fall in, several at a time: a few hundred reads at most, never one per request. Each filling job
+adds an object to a shard; once a shard holds more than ``COMPACT_AT``, a submit's lookup merges
+them into ``PP/merged/TTTTTTTTTT-HASH.jsonl`` (the newest entry of each digest from the objects
+older than ``TTTTTTTTTT``), and later lookups read that object and the newer ones only. An
+entry that does not parse, names another model or shard, or whose response does not hash to
+``h`` is a miss, with a warning that names the object, never its content. Entries older than the
+caller's ``ttl`` are misses too (the time in the object name skips whole objects unread).
+Retention is the caller's: a GCS lifecycle rule on ``PREFIX/_cache/`` (see docs/cost.md); a
+merged object is new, so a rule's age counts from the merge for the entries it holds.
 """
 
 from __future__ import annotations
@@ -34,18 +39,28 @@ from datetime import timedelta
 from typing import Any
 
 from ._errors import InvalidRequestError
-from ._keymap import digest_text
 from ._models import Provider
 from ._staging import JSONL, Staging
 
-__all__ = ["CACHE_FOLDER", "AnswerCache", "Entry", "check_ttl", "entry_line", "parse_entry"]
+__all__ = [
+    "CACHE_FOLDER",
+    "AnswerCache",
+    "Entry",
+    "check_ttl",
+    "encode_response",
+    "entry_line",
+    "entry_text",
+    "parse_entry",
+]
 
 logger = logging.getLogger("vertexbatch")
 
 CACHE_FOLDER = "_cache"
 # Shards read at once: GCS reads are latency-bound, and a lookup touches at most 256 per writer.
 _READERS = 16
-_SORTED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+# ASCII only: an answer may hold an escaped lone surrogate (JSON allows it, UTF-8 cannot hold
+# it), and every answer must be writable.
+_SORTED = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), sort_keys=True)
 # An entry line as ``entry_line`` writes it: sorted keys d, h, m, r, t, compact separators.
 _LINE = re.compile(
     rb'\{"d":"(?P<d>[0-9a-f]{32})","h":"(?P<h>[0-9a-f]{32})","m":(?P<m>"[^"\\]*"),'
@@ -55,11 +70,31 @@ _LINE = re.compile(
 _NAME = re.compile(
     r"(?P<pp>[0-9a-f]{2})/(?P<time>[0-9]{10})-(?P<writer>[a-z0-9][a-z0-9._-]*)\.jsonl"
 )
+_MERGED = re.compile(r"(?P<pp>[0-9a-f]{2})/merged/(?P<time>[0-9]{10})-[0-9a-f]{16}\.jsonl")
+# A shard holding more objects than this is merged by the next lookup that may write.
+COMPACT_AT = 8
+# Only objects older than this (seconds) are merged: a fill still writing (its objects are
+# named by the time it began) is never left out of a merge that stands for its time.
+COMPACT_MARGIN = 600
+
+
+def _current(listed: list[tuple[int, str, bool]]) -> tuple[list[tuple[int, str]], int]:
+    """The objects of a shard a lookup reads, and the time of the newest merged one (-1: none).
+
+    A merged object named ``T`` holds every entry of the shard's objects older than ``T``: it
+    stands for them, so they are passed over; objects from ``T`` on are read beside it.
+    """
+    merged = [(time_, uri) for time_, uri, is_merged in listed if is_merged]
+    floor, newest = max(merged) if merged else (-1, "")
+    objects = [(time_, uri) for time_, uri, is_merged in listed if not is_merged and time_ >= floor]
+    if newest:
+        objects.append((floor, newest))
+    return objects, floor
 
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One cached answer: the request's canonical digest, the response as its JSON text (as
+    """One cached answer: the request's exact digest, the response as its JSON text (as
     written, never parsed by a lookup), and when it was written."""
 
     digest: str
@@ -68,17 +103,39 @@ class Entry:
 
 
 def response_hash(response: Mapping[str, Any]) -> str:
-    return digest_text(_SORTED.encode(response))
+    return _hash_of_text(_SORTED.encode(response).encode("ascii"))
 
 
 def _hash_of_text(text: bytes) -> str:
     return hashlib.sha256(text).hexdigest()[:32]
 
 
+def encode_response(response: Mapping[str, Any]) -> bytes:
+    """An answer's JSON text as an entry holds it (sorted keys, compact, ASCII)."""
+    return _SORTED.encode(response).encode("ascii")
+
+
+def entry_text(digest: str, model: str, text: bytes, created: int) -> bytes:
+    """The JSONL line of one entry whose answer is ``text`` (``encode_response``'s): the line
+    ``_SORTED`` writes for the record, built around the text as it is."""
+    return (
+        b'{"d":"'
+        + digest.encode("ascii")
+        + b'","h":"'
+        + _hash_of_text(text).encode("ascii")
+        + b'","m":'
+        + _SORTED.encode(model).encode("ascii")
+        + b',"r":'
+        + text
+        + b',"t":'
+        + str(created).encode("ascii")
+        + b"}\n"
+    )
+
+
 def entry_line(digest: str, model: str, response: Mapping[str, Any], created: int) -> bytes:
     """The JSONL line of one entry."""
-    record = {"d": digest, "m": model, "t": created, "h": response_hash(response), "r": response}
-    return _SORTED.encode(record).encode("utf-8") + b"\n"
+    return entry_text(digest, model, encode_response(response), created)
 
 
 def parse_entry(raw: bytes, model: str, shard: str) -> Entry | None:
@@ -129,8 +186,14 @@ class AnswerCache:
         self._path = folder.name(f"{provider}/{model}")
         self.uri = folder.uri(f"{provider}/{model}")
 
-    def lookup(self, digests: Iterable[str]) -> dict[str, Entry]:
+    def lookup(self, digests: Iterable[str], *, compact: bool = False) -> dict[str, Entry]:
         """The entries the cache holds for ``digests`` (the newest of each), read shard by shard.
+
+        With ``compact`` (a submit's lookup; never a plan's, which writes nothing), a wanted
+        shard holding more than ``COMPACT_AT`` objects is merged as it is read: its entries
+        (the newest of each digest) from objects older than ``COMPACT_MARGIN`` are written
+        into one create-only ``PP/merged/`` object, and later lookups read that object and the
+        objects newer than it instead of them all. A merge that fails is a warning.
 
         Raises:
             google.api_core.exceptions.GoogleAPICallError: listing or reading failed after
@@ -141,27 +204,96 @@ class AnswerCache:
             wanted[digest[:2]].add(digest)
         if not wanted:
             return {}
-        oldest = -1 if self._ttl is None else int(self._clock() - self._ttl.total_seconds())
-        objects: list[tuple[str, str]] = []
-        start = len(self.uri) + 1
-        for uri, _ in self._staging.list_names(self.uri):
-            match = _NAME.fullmatch(uri[start:])
-            if match is None:
-                continue  # not an entry object: someone else's file
-            if match["pp"] in wanted and int(match["time"]) >= oldest:
-                objects.append((uri, match["pp"]))
+        now = int(self._clock())
+        oldest = -1 if self._ttl is None else int(now - self._ttl.total_seconds())
+        listed = self._listed()
+        plain: list[tuple[str, str]] = []  # (object, shard) read for the wanted entries only
+        merging: list[tuple[str, list[tuple[int, str]], int]] = []  # (shard, objects, cut)
+        for shard in wanted:
+            objects, floor = _current(listed.get(shard, []))
+            cut = now - COMPACT_MARGIN
+            if compact and len(objects) > COMPACT_AT and cut > floor:
+                merging.append((shard, objects, cut))
+            else:
+                plain.extend((uri, shard) for time_, uri in objects if time_ >= oldest)
         found: dict[str, Entry] = {}
+
+        def keep(entries: list[Entry]) -> None:
+            for entry in entries:
+                held = found.get(entry.digest)
+                if held is None or entry.created > held.created:
+                    found[entry.digest] = entry
+
         with ThreadPoolExecutor(max_workers=_READERS) as pool:
+            for entries in pool.map(lambda o: self._read(o[0], o[1], wanted[o[1]], oldest), plain):
+                keep(entries)
             for entries in pool.map(
-                lambda o: self._read(o[0], o[1], wanted[o[1]], oldest), objects
+                lambda m: self._merge(m[0], m[1], m[2], wanted[m[0]], oldest), merging
             ):
-                for entry in entries:
-                    held = found.get(entry.digest)
-                    if held is None or entry.created > held.created:
-                        found[entry.digest] = entry
+                keep(entries)
         return found
 
-    def _read(self, uri: str, shard: str, wanted: set[str], oldest: int) -> list[Entry]:
+    def _listed(self) -> dict[str, list[tuple[int, str, bool]]]:
+        """The folder's entry objects by shard: (time, object, merged?)."""
+        by_shard: dict[str, list[tuple[int, str, bool]]] = defaultdict(list)
+        start = len(self.uri) + 1
+        # ``list_names`` lists the folder (a trailing slash): ``gemini-3.8-flash`` never lists
+        # ``gemini-3.8-flash-lite``.
+        for uri, _ in self._staging.list_names(self.uri):
+            rest = uri[start:]
+            match = _NAME.fullmatch(rest)
+            merged = match is None
+            if merged:
+                match = _MERGED.fullmatch(rest)
+            if match is not None:  # else not an entry object: someone else's file
+                by_shard[match["pp"]].append((int(match["time"]), uri, merged))
+        return by_shard
+
+    def _merge(
+        self, shard: str, objects: list[tuple[int, str]], cut: int, wanted: set[str], oldest: int
+    ) -> list[Entry]:
+        """Read a shard's objects whole: the wanted entries, and one merged object of the
+        entries of those older than ``cut`` (named by ``cut``: it stands for them all)."""
+        found: list[Entry] = []
+        merged: dict[str, Entry] = {}
+        for time_, uri in objects:
+            for entry in self._read(uri, shard, None, -1):
+                if entry.digest in wanted and entry.created >= oldest:
+                    found.append(entry)
+                held = merged.get(entry.digest)
+                if time_ < cut and (held is None or entry.created > held.created):
+                    merged[entry.digest] = entry
+        try:
+            self._write_merged(shard, cut, merged, len(objects))
+        except Exception as exc:  # the lookup's answers stand; a later lookup merges
+            logger.warning(
+                "answer cache: shard %s of %s was not merged (%s)",
+                shard,
+                self.uri,
+                type(exc).__name__,
+            )
+        return found
+
+    def _write_merged(self, shard: str, cut: int, merged: dict[str, Entry], read: int) -> None:
+        text = b"".join(
+            entry_text(digest, self._model, merged[digest].response, merged[digest].created)
+            for digest in sorted(merged)
+        )
+        name = f"{self._path}/{shard}/merged/{cut:010d}-{_hash_of_text(text)[:16]}.jsonl"
+        upload = self._staging.upload(name, JSONL)
+        upload.write(text)
+        upload.finish()  # False: the same merge, written by a concurrent lookup
+        logger.info(
+            "answer cache: %d objects of shard %s of %s merged (%d entries)",
+            read,
+            shard,
+            self.uri,
+            len(merged),
+        )
+
+    def _read(self, uri: str, shard: str, wanted: set[str] | None, oldest: int) -> list[Entry]:
+        """The entries of one object: the ``wanted`` ones (``None``: all), not older than
+        ``oldest``."""
         from google.api_core import exceptions as api_exceptions
 
         entries: list[Entry] = []
@@ -175,7 +307,7 @@ class AnswerCache:
                 if not raw.startswith(b'{"d":"'):
                     damaged += 1
                     continue
-                if raw[6:38].decode("ascii", "replace") not in wanted:
+                if wanted is not None and raw[6:38].decode("ascii", "replace") not in wanted:
                     continue
                 entry = parse_entry(raw, self._model, shard)
                 if entry is None:
@@ -194,15 +326,19 @@ class AnswerCache:
         return entries
 
     def fill(self, writer: str, answers: Mapping[str, Mapping[str, Any]]) -> int:
-        """Write ``answers`` (canonical digest -> ok response) as ``writer``'s entries.
+        """Write ``answers`` (exact digest -> ok response) as ``writer``'s entries.
 
         One create-only object per shard; an object already there (the same writer before) is
         left as it is. Returns the entries written.
         """
+        return self.fill_text(writer, {d: encode_response(r) for d, r in answers.items()})
+
+    def fill_text(self, writer: str, texts: Mapping[str, bytes]) -> int:
+        """``fill`` of answers given as their text (exact digest -> ``encode_response``'s)."""
         created = int(self._clock())
         shards: dict[str, list[bytes]] = defaultdict(list)
-        for digest in sorted(answers):
-            shards[digest[:2]].append(entry_line(digest, self._model, answers[digest], created))
+        for digest in sorted(texts):
+            shards[digest[:2]].append(entry_text(digest, self._model, texts[digest], created))
 
         def write(item: tuple[str, list[bytes]]) -> int:
             shard, lines = item

@@ -1,17 +1,20 @@
 """A submission made with ``cache=True``: answered in part (or whole) from the answer cache.
 
-Submitting: every request's canonical digest is looked up in the cache (``_cache``) before
-anything is staged. A key the cache answers gets a key record with ``cache_digest(key)`` and no
-input line, and its answer is staged in the submission's folder, create-only, as
-``cached-<MD5>.jsonl`` (one ``{"d": cache digest, "r": response}`` line per key); the manifest
-records ``cache``, ``cached`` and that MD5, so the id claims those answers with its rows and a
-retry carries on with the same ones (it reads them back from the staged key map rather than
-asking the cache again). When every key is cached, no Vertex job is created: the record says the
-id was answered from the cache, and the ``Job`` is named ``cached:ID``.
+Submitting: every request's exact digest (``_dedupe.exact_digest``) is looked up in the cache
+(``_cache``) before anything is staged. A key the cache answers gets a key record with
+``cache_digest(key)`` and no input line, and its answer is staged in the submission's folder,
+create-only, as ``cached-<MD5>.jsonl`` (one ``{"d": cache digest, "x": exact digest, "r":
+response}`` line per key). Then ``cache.claim.json`` (create-only, before any row is staged)
+claims that set for the id: a retry after a crash, a second submitter of the id, or a run
+re-staging a shard reads the claim instead of asking the cache again, so it stages the same rows
+whatever the cache holds by then. The manifest records ``cache``, ``cached`` and that MD5 with the
+rows. When every key is cached, no Vertex job is created: the record says the id was answered
+from the cache, and the ``Job`` is named ``cached:ID``.
 
 Reading: ``read_cached`` yields the staged answers (``Result.cached``), verified against the
-manifest; ``fill_cache`` stores a ``cache=True`` submission's ok answers in the cache (``results``
-calls it once the job is terminal and its results have been read to the end).
+manifest; ``CacheFill`` stores a ``cache=True`` job's ok answers in the cache as a caller's
+results pass reads them (``Client.results``, ``Run.results``, ``Run.key_results``; ``status``
+and ``advance`` never fill), best-effort and in bounded memory.
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from ._cache import AnswerCache
+from google.api_core.exceptions import NotFound
+
+from ._cache import AnswerCache, encode_response
+from ._dedupe import exact_digest, exact_digests
 from ._errors import InvalidRequestError, JobError, job_errors
 from ._keymap import KeyMap, cache_digest, parse_key_record
 from ._lines import StagedLine
@@ -39,8 +45,8 @@ __all__ = [
     "CACHED_PREFIX",
     "answer_from_cache",
     "cached_job",
+    "CacheFill",
     "cached_status",
-    "fill_cache",
     "is_cached_job",
     "read_cached",
 ]
@@ -50,6 +56,8 @@ logger = logging.getLogger("vertexbatch")
 # The name of the job of an id answered wholly from the cache: no Vertex job exists.
 CACHED_PREFIX = "cached:"
 FILLED = "cache.filled.json"
+# Which keys an id took from the cache, claimed before any row is staged (``answer_from_cache``).
+CLAIM = "cache.claim.json"
 
 
 def cached_name(manifest_md5: str) -> str:
@@ -102,83 +110,138 @@ def answer_from_cache(
 ) -> tuple[list[StagedLine], Callable[[Manifest], Manifest]]:
     """The lines to stage for a ``cache=True`` submission, and how to amend its manifest.
 
-    The lines are held (every digest is looked up before anything is staged). The answers of
-    the cached keys are staged now, create-only under their MD5, so the manifest written after
-    the rows can claim them.
+    The lines are held (every digest is looked up before anything is staged). Which keys the
+    cache answers is decided once per id: the first submitter stages their answers, create-only
+    under their MD5, then claims them in ``cache.claim.json`` (create-only) before staging any
+    row. Every later attempt — a retry after a crash before the manifest, a second process, a
+    run re-staging a half-staged shard — reads that claim and takes the same keys, whatever the
+    cache holds by then, so it stages the same rows.
+
+    Raises:
+        InvalidRequestError: the id's claim names keys or requests these lines do not have
+            (the id is claimed for other rows), or its staged answers are damaged.
     """
-    held = list(lines)
-    staged = read_manifest(staging, submission_id)
-    answers: dict[str, Mapping[str, Any]] = {}  # key -> response
-    if staged is not None and staged.cache:
-        # A retry: the same keys come from the cache as the first time, whatever it holds now.
-        for key in _staged_cached_keys(staging, submission_id, staged):
-            answers[key] = {}
-        out = [_cached_line(line) if line.key in answers else line for line in held]
-        counted = len(answers)
-        amend_md5 = staged.cached_md5
-    else:
-        found = AnswerCache(staging, provider, model, ttl=ttl).lookup(
-            {line.canonical for line in held}
-        )
-        out = []
-        body = hashlib.md5(usedforsecurity=False)
-        text: list[bytes] = []
-        for line in held:
-            entry = found.get(line.canonical)
-            if entry is None:
-                out.append(line)
-                continue
+    held = list(exact_digests(lines))
+    folder = staging.folder(submission_id)
+    claim = staging.read_json(folder.name(CLAIM))
+    if claim is None and read_manifest(staging, submission_id) is not None:
+        # Claimed for rows staged without the cache: nothing is looked up or written, and
+        # staging refuses these rows as other rows.
+        claim = {"cached": 0, "cached_md5": ""}
+    elif claim is None:
+        mine = _claim(staging, submission_id, provider, model, held, ttl)
+        claim = mine if mine is not None else staging.read_json(folder.name(CLAIM))
+    cached_md5, claimed = _claimed(staging, submission_id, claim)
+    out: list[StagedLine] = []
+    for line, exact in held:
+        want = claimed.pop(cache_digest(line.key), None)
+        if want is None:
+            out.append(line)
+        elif want == exact:
             out.append(_cached_line(line))
-            # The answer's text as the cache holds it (its hash checked): not parsed here.
-            row = b'{"d":"' + cache_digest(line.key).encode("ascii") + b'","r":'
-            row += entry.response + b"}\n"
-            text.append(row)
-            body.update(row)
-        counted = len(text)
-        amend_md5 = body.hexdigest() if text else ""
-        if text:
-            upload = staging.upload(
-                staging.folder(submission_id).name(cached_name(amend_md5)), JSONL
-            )
-            for row_bytes in text:
-                upload.write(row_bytes)
-            upload.finish()  # False: staged by an earlier attempt, the same bytes (its MD5)
-        logger.info(
-            "id %s: %d of %d requests answered from the answer cache",
-            submission_id,
-            counted,
-            len(held),
-        )
+        else:
+            raise _other_rows(submission_id, f"request {line.key!r} differs from the one")
+    if claimed:
+        raise _other_rows(submission_id, f"{len(claimed)} key(s) are not among these requests")
+    counted = sum(1 for line in out if line.digest.startswith("c"))
+    logger.info(
+        "id %s: %d of %d requests answered from the answer cache",
+        submission_id,
+        counted,
+        len(held),
+    )
 
     def amend(manifest: Manifest) -> Manifest:
-        return replace(manifest, cache=True, cached=counted, cached_md5=amend_md5)
+        return replace(manifest, cache=True, cached=counted, cached_md5=cached_md5)
 
     return out, amend
+
+
+def _claim(
+    staging: Staging,
+    submission_id: str,
+    provider: Provider,
+    model: str,
+    held: list[tuple[StagedLine, str]],
+    ttl: timedelta | None,
+) -> dict[str, Any] | None:
+    """Look the lines up, stage the answers found and claim them; ``None`` if another
+    submitter claimed the id first (its claim wins)."""
+    cache = AnswerCache(staging, provider, model, ttl=ttl)
+    found = cache.lookup({exact for _, exact in held}, compact=True)
+    body = hashlib.md5(usedforsecurity=False)
+    text: list[bytes] = []
+    for line, exact in held:
+        entry = found.get(exact)
+        if entry is None:
+            continue
+        # The answer's text as the cache holds it (its hash checked): not parsed here.
+        row = b'{"d":"' + cache_digest(line.key).encode("ascii") + b'","x":"'
+        row += exact.encode("ascii") + b'","r":' + entry.response + b"}\n"
+        text.append(row)
+        body.update(row)
+    md5 = body.hexdigest() if text else ""
+    claim: dict[str, Any] = {"cached": len(text), "cached_md5": md5}
+    folder = staging.folder(submission_id)
+    if text:
+        upload = staging.upload(folder.name(cached_name(md5)), JSONL)
+        for row_bytes in text:
+            upload.write(row_bytes)
+        upload.finish()  # False: staged by an earlier attempt, the same bytes (its MD5)
+    return claim if staging.create_json(folder.name(CLAIM), claim) else None
+
+
+def _claimed(staging: Staging, submission_id: str, claim: Any) -> tuple[str, dict[str, str]]:
+    """The MD5 of the answers an id claimed, and each claimed key's cache digest -> the exact
+    digest of its request, read back from the staged answers and checked against the claim."""
+    folder = staging.folder(submission_id)
+    where = folder.uri(CLAIM)
+    if (
+        not isinstance(claim, dict)
+        or type(claim.get("cached")) is not int
+        or not isinstance(claim.get("cached_md5"), str)
+    ):
+        raise InvalidRequestError(
+            f"{where} is not a vertexbatch cache claim: it was damaged or edited; submit under "
+            "a new id",
+            field="staging",
+        )
+    md5, count = claim["cached_md5"], claim["cached"]
+    claimed: dict[str, str] = {}
+    if not count:
+        return md5, claimed
+    uri = folder.uri(cached_name(md5))
+    digest = hashlib.md5(usedforsecurity=False)
+    try:
+        for raw in staging.read_lines(uri):
+            digest.update(raw + b"\n")
+            row = json.loads(raw)
+            claimed[row["d"]] = row["x"]
+    except (ValueError, TypeError, KeyError):
+        claimed = {}
+    except NotFound:
+        claimed, digest = {}, hashlib.md5(usedforsecurity=False)
+    if len(claimed) != count or digest.hexdigest() != md5:
+        raise InvalidRequestError(
+            f"{uri}, the answers id {submission_id!r} claimed from the answer cache, is gone or "
+            "damaged: submit under a new id",
+            field="staging",
+        )
+    return md5, claimed
+
+
+def _other_rows(submission_id: str, why: str) -> InvalidRequestError:
+    return InvalidRequestError(
+        f"submission id {submission_id!r} is already claimed for other rows ({why} it took "
+        "from the answer cache): submit these rows under a new id; nothing staged was changed",
+        field="id",
+    )
 
 
 def _cached_line(line: StagedLine) -> StagedLine:
     return StagedLine(
         key=line.key, digest=cache_digest(line.key), canonical=line.canonical, data=b""
     )
-
-
-def _staged_cached_keys(staging: Staging, submission_id: str, manifest: Manifest) -> list[str]:
-    if not manifest.cached:
-        return []
-    folder = staging.folder(submission_id)
-    keys = []
-    for number, raw in enumerate(staging.read_lines(folder.name(KEYS)), start=1):
-        try:
-            key, digest, _ = parse_key_record(raw)
-        except ValueError as exc:
-            raise InvalidRequestError(
-                f"{folder.uri(KEYS)} line {number} is damaged ({exc}): the answers id "
-                f"{submission_id!r} took from the cache cannot be told; submit under a new id",
-                field="staging",
-            ) from None
-        if digest.startswith("c"):
-            keys.append(key)
-    return keys
 
 
 def read_cached(staging: Staging, job: Job, keys: KeyMap, taken: set[int]) -> Iterator[Result]:
@@ -222,29 +285,106 @@ def read_cached(staging: Staging, job: Job, keys: KeyMap, taken: set[int]) -> It
         raise damaged(f"{count} lines, {manifest.cached} staged")
 
 
-def fill_cache(
-    staging: Staging,
-    job: Job,
-    answers: Mapping[str, Mapping[str, Any]],
-    manifest: Manifest | None = None,
-) -> int:
-    """Store ``answers`` (key -> ok response) of a ``cache=True`` submission (or run shard) in
-    the answer cache, keyed by the canonical digests of its staged key map; once per id.
+# What a results pass holds of a job's ok answers before writing them (their JSON text, not
+# parsed): past it, the answers held are written as a part of their own, so filling adds a
+# bounded amount to a pass's memory whatever the job's size.
+FILL_BUFFER = 64 * 1024 * 1024
 
-    Returns the entries written (0: not a ``cache=True`` submission, or filled before).
+
+class CacheFill:
+    """A ``cache=True`` job's ok answers, stored in the answer cache as a results pass reads
+    them: ``iter_results`` calls ``add`` for each, and ``finish`` once the terminal job is read
+    to the end. Once per job (an attempt of a run or a resubmission is a job of its own, and
+    fills its own answers); keyed by the exact digests of the job's staged input.
+
+    Answers are held as their entry text, at most ``limit`` bytes; past it they are written as
+    a part (``ID``, then ``ID.p1``, ``ID.p2``, ... as writers). Best-effort: the answers are the
+    caller's already, so a fill that fails (no permission on ``_cache/``, say) is a warning
+    naming the job, never an error; the job is left unmarked and the next pass tries again.
     """
-    if not answers:
+
+    def __init__(self, staging: Staging, job: Job, limit: int | None = None) -> None:
+        self._staging = staging
+        self._job = job
+        self._limit = FILL_BUFFER if limit is None else limit
+        self._on: bool | None = None  # None until the first answer: is the job to be filled?
+        self._held: dict[str, bytes] = {}  # key -> answer text
+        self._size = 0
+        self._parts = 0
+        self._written = 0
+        self._exact: dict[str, str] | None = None  # key -> exact digest, read when first needed
+
+    def add(self, key: str, response: Mapping[str, Any]) -> None:
+        """Hold one ok answer (written when the buffer is full or the pass ends)."""
+        if self._on is None:
+            self._on = self._attempt(self._to_fill)
+        if not self._on:
+            return
+        text = encode_response(response)
+        self._held[key] = text
+        self._size += len(text)
+        if self._size >= self._limit:
+            self._on = self._attempt(self._write)
+
+    def finish(self) -> int:
+        """Write what is held and mark the job filled; returns the entries written."""
+        if self._on and self._attempt(self._write) and self._attempt(self._mark):
+            return self._written
         return 0
-    manifest = manifest or job_manifest(staging, job)
-    folder = staging.folder(job.id)
-    if not manifest.cache or staging.exists(folder.name(FILLED)):
-        return 0
-    by_digest: dict[str, Mapping[str, Any]] = {}
-    for raw in staging.read_lines(folder.name(KEYS)):
-        key, _, canonical = parse_key_record(raw)
-        response = answers.get(key)
-        if response is not None and canonical:
-            by_digest[canonical] = response
-    written = AnswerCache(staging, job.provider, job.model).fill(job.id, by_digest)
-    staging.create_json(folder.name(FILLED), {"entries": written, "id": job.id})
-    return written
+
+    def _attempt(self, step: Callable[[], bool]) -> bool:
+        try:
+            return step()
+        except Exception as exc:  # the results were read: a cache write never costs them
+            logger.warning(
+                "answer cache: the ok answers of id %s were not stored (%s); the next results "
+                "pass of the id tries again",
+                self._job.id,
+                type(exc).__name__,
+            )
+            self._held.clear()
+            self._on = False
+            return False
+
+    def _to_fill(self) -> bool:
+        manifest = job_manifest(self._staging, self._job)
+        folder = self._staging.folder(self._job.id)
+        return manifest.cache and not self._staging.exists(folder.name(FILLED))
+
+    def _write(self) -> bool:
+        if not self._held:
+            return True
+        exact = self._exact_digests()
+        texts = {exact[key]: text for key, text in self._held.items() if key in exact}
+        writer = self._job.id if not self._parts else f"{self._job.id}.p{self._parts}"
+        cache = AnswerCache(self._staging, self._job.provider, self._job.model)
+        self._written += cache.fill_text(writer, texts)
+        self._parts += 1
+        self._held.clear()
+        self._size = 0
+        return True
+
+    def _mark(self) -> bool:
+        folder = self._staging.folder(self._job.id)
+        self._staging.create_json(
+            folder.name(FILLED), {"entries": self._written, "id": self._job.id}
+        )
+        return True
+
+    def _exact_digests(self) -> dict[str, str]:
+        """Each answered line's key -> the exact digest of its request, read from the staged
+        key map and input (a line's first key: a shared key's answer is that key's)."""
+        if self._exact is None:
+            folder = self._staging.folder(self._job.id)
+            first: dict[str, str] = {}  # line digest -> its first key
+            for raw in self._staging.read_lines(folder.name(KEYS)):
+                key, digest, _ = parse_key_record(raw)
+                if digest.startswith("k"):
+                    first.setdefault(digest, key)
+            self._exact = {}
+            for raw in self._staging.read_lines(self._job.input_uri):
+                digest, exact = exact_digest(raw)
+                owner = first.get(digest)
+                if owner is not None:
+                    self._exact[owner] = exact
+        return self._exact

@@ -32,10 +32,18 @@ def plan_lines(plan: Plan, what: str) -> list[str]:
         ("jobs", f"{plan.jobs:,}"),
         ("input tokens", f"{plan.input_tokens:,} ({tokens})"),
         ("output ceiling", f"{plan.max_output_tokens:,} tokens"),
-        ("cost (batch)", f"{_dollars(plan.cost_low)} to {_dollars(plan.cost_high)}"),
+        (
+            "cost (batch)",
+            "unknown (no price known)"
+            if plan.cost_low is None
+            else f"{_dollars(plan.cost_low)} to {_dollars(plan.cost_high)}",
+        ),
     ]
     width = max(len(name) for name, _ in rows)
     lines = [f"dry run of {what}: {plan.provider} model {plan.model}; nothing staged or created"]
+    if plan.submitted:
+        rows.append(("submitted", f"{plan.submitted} (submitting again returns it)"))
+        width = max(width, len("submitted"))
     lines += [f"  {name:<{width}}  {value}" for name, value in rows]
     lines += ["assumptions:"] + [f"  - {a}" for a in plan.assumptions]
     return lines

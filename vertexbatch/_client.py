@@ -8,13 +8,13 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Self
 
 from ._cache import AnswerCache, check_ttl
-from ._cached import answer_from_cache, cached_status, is_cached_job
+from ._cached import CacheFill, answer_from_cache, cached_status, is_cached_job
 from ._cloud import Cloud
 from ._config import DEFAULT_PREFIX, build_client
 from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError, job_errors
-from ._estimate import Plan, build_plan
-from ._identity import find, resubmit, stage_and_submit
+from ._estimate import Plan, build_plan, submitted_plan
+from ._identity import find, held_job, resubmit, stage_and_submit
 from ._lines import StagedLine, claude_line, gemini_line
 from ._manifest import resubmit_origin
 from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Result, Status
@@ -368,7 +368,17 @@ class Client:
             )
         prices = tuple(prices)
         expected = ClaudeRequest if provider == "anthropic" else GeminiRequest
-        lines = _staged_lines(requests, expected, build)
+        lines: Iterable[StagedLine] = _staged_lines(requests, expected, build)
+        if shard_size is None:  # what the id already holds: a submit would return its job
+            held = list(lines)
+            cloud = self._cloud
+            found = held_job(
+                cloud.staging, cloud.vertex, id, provider, model, held, dedupe=dedupe, cache=cache
+            )
+            if found is not None:
+                job, cached = found
+                return submitted_plan(provider, model, held, job.name, cached, prices)
+            lines = held
         count = token_counter(self._cloud, provider, model) if count_tokens else None
         lookup = None
         if cache:
@@ -417,7 +427,13 @@ class Client:
         cloud = self._cloud
         if not is_cached_job(job):
             check_job(job)
-        results = iter_results(cloud.vertex, cloud.staging, job, cloud.telemetry)
+        results = iter_results(
+            cloud.vertex,
+            cloud.staging,
+            job,
+            cloud.telemetry,
+            fill=CacheFill(cloud.staging, job),
+        )
         return cloud.tracing.passing(results, job_attributes(job))
 
     @traced("resubmit", _tracing_of)

@@ -1,7 +1,10 @@
 """Dedupe: stage each distinct request once, and give its answer to every key that sent it.
 
-Pure. Requests are equal when their canonical digests are (``_keymap.canonical_digest``: key
-order, nulls and Gemini labels do not count). The first key of a request is staged as usual;
+Pure. Requests are equal when their *exact* digests are (``exact_digest``: the request as
+staged, keys sorted, without the key it travels under). Not the canonical digest, which matches
+Vertex's echo and so ignores nulls, empty values and ``2.0`` against ``2``: requests that differ
+only there may mean different things (a tool input ``{"discount": null}`` is not ``{}``), and
+must not share an answer. The first key of a request is staged as usual;
 each later key with the same request becomes an *alias*: a key record that carries the first
 key's digest and no input line. ``KeyMap`` then leads the one answered line to all its keys, and
 ``shared_result`` gives each of them the same outcome under its own key.
@@ -9,6 +12,8 @@ key's digest and no input line. ``KeyMap`` then leads the one answered line to a
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
@@ -16,7 +21,59 @@ from ._errors import ResultError
 from ._lines import StagedLine
 from ._models import Result
 
-__all__ = ["alias_of", "dedupe", "is_alias", "shared_result"]
+__all__ = ["alias_of", "dedupe", "exact_digest", "exact_digests", "is_alias", "shared_result"]
+
+# A staged line is ``{"<id field>":"<key digest>","request":<request>}`` (``_lines``).
+_HEADS = (b'{"custom_id":"', b'{"vb_key":"')
+_MID = b'","request":'
+_DIGEST_LENGTH = 33
+# As ``_lines`` writes a request: what it staged sorts and encodes to the same text again.
+_SORTED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def exact_digest(data: bytes) -> tuple[str, str]:
+    """The key digest a staged line travels under, and the exact digest of its request.
+
+    The exact digest is taken of the request as staged (sorted keys, compact, strict JSON: one
+    text per request) without the key's digest; a Gemini request's labels are left out too (they
+    tag the job, they never change its answer). A line of any other shape gets a digest of the
+    whole line, which names its key: it equals no other line's, so it is never shared (and its
+    key digest is "").
+    """
+    line = data.rstrip(b"\n")
+    for head in _HEADS:
+        if not line.startswith(head):
+            continue
+        start = len(head) + _DIGEST_LENGTH
+        digest = line[len(head) : start]
+        if line[start : start + len(_MID)] != _MID or not line.endswith(b"}"):
+            break
+        if head == _HEADS[0]:  # Claude: the request's bytes as staged, sorted already
+            return digest.decode("ascii", "replace"), _hex(line[start + len(_MID) : -1])
+        try:  # Gemini: the labels, the key's digest among them, come out
+            request = json.loads(line)["request"]
+            request.pop("labels", None)
+            body = _SORTED.encode(request).encode("utf-8")
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+            break
+        return digest.decode("ascii", "replace"), _hex(body)
+    return "", _hex(b"line:" + line)
+
+
+def _hex(text: bytes) -> str:
+    return hashlib.sha256(text).hexdigest()[:32]
+
+
+def exact_digests(lines: Iterable[StagedLine]) -> Iterator[tuple[StagedLine, str]]:
+    """Each line with the exact digest of its request; an alias (no data) gets its first line's."""
+    by_line: dict[str, str] = {}
+    for line in lines:
+        if line.data:
+            exact = exact_digest(line.data)[1]
+            by_line[line.digest] = exact
+        else:
+            exact = by_line.get(line.digest, "")
+        yield line, exact
 
 
 def is_alias(line: StagedLine) -> bool:
@@ -36,13 +93,14 @@ def dedupe(lines: Iterable[StagedLine]) -> Iterator[StagedLine]:
     """
     first: dict[str, StagedLine] = {}
     for line in lines:
-        if not line.canonical or is_alias(line):
+        if is_alias(line):
             yield line
             continue
-        earlier = first.get(line.canonical)
+        exact = exact_digest(line.data)[1]
+        earlier = first.get(exact)
         if earlier is None:
             # Only what the alias needs is kept, not the line's bytes.
-            first[line.canonical] = StagedLine(line.key, line.digest, line.canonical, b"")
+            first[exact] = StagedLine(line.key, line.digest, line.canonical, b"")
             yield line
         else:
             yield alias_of(line, earlier)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ._dedupe import exact_digest
 from ._lines import StagedLine
 from ._manifest import Tally
 from ._models import Provider
@@ -37,7 +38,7 @@ class Plan:
     Attributes:
         provider / model: as given.
         requests: the keys given.
-        distinct: distinct requests among them (by canonical digest).
+        distinct: distinct requests among them (by exact digest, as dedupe counts them).
         cached: keys the answer cache holds (0 without ``cache=True``).
         to_send: lines that would be staged and paid (with ``dedupe``, once per distinct
             request; never for a cached key).
@@ -50,6 +51,9 @@ class Plan:
             line writing its whole output ceiling. ``None`` when no price is known.
         price: the online list price used (``None``: unknown model, pass ``prices=``).
         assumptions: what the figures rest on, in words.
+        submitted: the job the id already holds for these requests (``cached:ID`` for one
+            answered from the cache): submitting them again returns it, so nothing is sent or
+            paid. ``""`` when submitting would stage or create.
     """
 
     provider: Provider
@@ -67,6 +71,7 @@ class Plan:
     cost_high: float | None
     price: Price | None
     assumptions: tuple[str, ...] = field(default=())
+    submitted: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (what ``--dry-run --json`` prints)."""
@@ -108,7 +113,7 @@ def output_ceiling(provider: Provider, body: Mapping[str, Any]) -> int:
 @dataclass(slots=True)
 class _Row:
     key: str
-    canonical: str
+    exact: str
     size: int
     tokens: int
     ceiling: int
@@ -130,7 +135,7 @@ def build_plan(
 
     Args:
         dedupe: as on submit.
-        lookup: canonical digests -> those the answer cache holds (``cache=True``).
+        lookup: exact digests -> those the answer cache holds (``cache=True``).
         count: request bodies -> their exact input tokens (``count_tokens=True``).
         prices: the caller's prices, before the shipped table.
         shard_size: plan a run cut in shards of this many keys (``None``: one submission,
@@ -146,7 +151,7 @@ def build_plan(
         rows.append(
             _Row(
                 key=line.key,
-                canonical=line.canonical,
+                exact=exact_digest(line.data)[1],
                 size=len(line.data),
                 tokens=estimate_tokens(body),
                 ceiling=output_ceiling(provider, body),
@@ -154,7 +159,7 @@ def build_plan(
             )
         )
     assumptions: list[str] = []
-    cached_digests = lookup([r.canonical for r in rows]) if lookup is not None and rows else set()
+    cached_digests = lookup([r.exact for r in rows]) if lookup is not None and rows else set()
     sent: set[str] = set()
     send: list[_Row] = []
     shard_sends: list[int] = []
@@ -163,12 +168,12 @@ def build_plan(
         if shard_size is not None and index % shard_size == 0:
             shard_sends.append(0)
             sent = set()  # a run dedupes within each shard
-        if row.canonical in cached_digests:
+        if row.exact in cached_digests:
             cached += 1
             continue
-        if dedupe and row.canonical in sent:
+        if dedupe and row.exact in sent:
             continue
-        sent.add(row.canonical)
+        sent.add(row.exact)
         send.append(row)
         if shard_sends:
             shard_sends[-1] += 1
@@ -196,7 +201,7 @@ def build_plan(
     assumptions.extend(
         _assumptions(provider, model, price, exact=exact, dedupe=dedupe, cache=lookup is not None)
     )
-    distinct = len({r.canonical for r in rows})
+    distinct = len({r.exact for r in rows})
     if not dedupe and distinct < len(rows):
         assumptions.append(
             f"{len(rows) - distinct} repeated request(s) are sent and paid again: dedupe=True "
@@ -221,6 +226,38 @@ def build_plan(
     )
 
 
+def submitted_plan(
+    provider: Provider,
+    model: str,
+    lines: list[StagedLine],
+    job: str,
+    cached: int,
+    prices: Iterable[Price] = (),
+) -> Plan:
+    """The plan of requests the id already holds as ``job``: nothing to send or pay."""
+    return Plan(
+        provider=provider,
+        model=model,
+        requests=len(lines),
+        distinct=len({exact_digest(line.data)[1] for line in lines}),
+        cached=cached,
+        to_send=0,
+        bytes=0,
+        jobs=0,
+        input_tokens=0,
+        max_output_tokens=0,
+        tokens_exact=True,
+        cost_low=0.0,
+        cost_high=0.0,
+        price=price_of(model, prices),
+        assumptions=(
+            f"already submitted as job {job}: submitting these requests under this id again "
+            "returns that job; nothing more is sent or paid",
+        ),
+        submitted=job,
+    )
+
+
 def _assumptions(
     provider: Provider, model: str, price: Price | None, *, exact: bool, dedupe: bool, cache: bool
 ) -> list[str]:
@@ -236,7 +273,10 @@ def _assumptions(
         "cost range: low = input only; high = every line writing its whole output ceiling",
     ]
     if price is None:
-        said.append(f"no price known for model {model!r}: pass prices= for a cost")
+        said.append(
+            f"no price known for model {model!r}: the shipped table (of {PRICES_DATE}) prices "
+            "only the model families it lists (vertexbatch.PRICES); pass prices= for a cost"
+        )
     else:
         said.append(
             f"batch price = {BATCH_DISCOUNT:.0%} of ${price.input:g} input / ${price.output:g} "

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from google.api_core import exceptions as api_exceptions
 
-from ._cached import cached_job, record_cached
+from ._cached import answer_from_cache, cached_job, record_cached
+from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError, JobError, job_errors
 from ._lines import StagedLine
 from ._manifest import (
@@ -36,6 +37,7 @@ from ._manifest import (
     Manifest,
     Tally,
     claim_conflict,
+    measure,
     no_rows,
     read_manifest,
 )
@@ -50,7 +52,16 @@ from ._vertex import JobSpec, Vertex, is_live
 if TYPE_CHECKING:
     from google.cloud.aiplatform_v1 import BatchPredictionJob as BatchJob
 
-__all__ = ["Staged", "find", "look_up", "resubmit", "stage", "stage_and_submit", "submit"]
+__all__ = [
+    "Staged",
+    "find",
+    "held_job",
+    "look_up",
+    "resubmit",
+    "stage",
+    "stage_and_submit",
+    "submit",
+]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -379,19 +390,37 @@ def resubmit(
 ) -> Job:
     """Submit ``keys`` of ``job`` again under ``submission_id``, read back from its staged input.
 
+    A resubmission of a ``cache=True`` job is made with ``cache`` too: its ok answers fill the
+    answer cache when its results are read, as the first job's do.
+
     Raises:
-        InvalidRequestError: a key is not in the job, or the id is held by another origin.
+        InvalidRequestError: a key is not in the job or was answered from the answer cache (it
+            has an ok answer and no staged line), or the id is held by another origin.
         JobError: the job's staged input or key map is gone or damaged.
     """
-    unknown = keys.difference(read_key_map(staging, job).keys)
+    key_map = read_key_map(staging, job)
+    unknown = keys.difference(key_map.keys)
     if unknown:
         raise InvalidRequestError(
             f"keys {sorted(unknown)[:5]} are not in job {job.name}", field="keys"
         )
+    cached = keys.intersection(key_map.cached_keys()) if key_map.cached else set()
+    if cached:
+        raise InvalidRequestError(
+            f"keys {sorted(cached)[:5]} of job {job.name} were answered from the answer cache: "
+            "each has an ok answer and no staged request, so there is nothing to resubmit for "
+            "them; leave them out of keys",
+            field="keys",
+        )
     lines = read_staged_lines(staging, job, keys)
+    amend = _with_cache if key_map.fills_cache else None
     return stage_and_submit(
-        staging, vertex, policy, submission_id, job.provider, job.model, lines, origin
+        staging, vertex, policy, submission_id, job.provider, job.model, lines, origin, amend
     )
+
+
+def _with_cache(manifest: Manifest) -> Manifest:
+    return replace(manifest, cache=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -427,3 +456,45 @@ def find(vertex: Vertex, staging: Staging, submission_id: str) -> Job | None:
     if staged is None or staged.job is None:
         return None
     return staged.spec.to_job(staged.job)
+
+
+def held_job(
+    staging: Staging,
+    vertex: Vertex,
+    submission_id: str,
+    provider: Provider,
+    model: str,
+    lines: list[StagedLine],
+    *,
+    dedupe: bool,
+    cache: bool,
+) -> tuple[Job, int] | None:
+    """The job submitting ``lines`` under the id would return without creating one (a plan's
+    question), and how many of its keys the cache answered; read-only. ``None`` if nothing is
+    staged, or it is staged with no job yet.
+
+    Raises:
+        InvalidRequestError: the id is claimed for other rows: submit would refuse them.
+    """
+    staged = look_up(vertex, staging, submission_id)
+    if staged is None:
+        return None
+    given_lines = list(dedupe_lines(iter(lines))) if dedupe else lines
+    amend = None
+    # The keys the id took from the cache, read back from its claim: with a manifest there,
+    # ``answer_from_cache`` neither looks up nor writes (a plan writes nothing).
+    if cache:
+        given_lines, amend = answer_from_cache(
+            staging, submission_id, provider, model, iter(given_lines), None
+        )
+    given = measure(submission_id, provider, model, given_lines)
+    if amend is not None:
+        given = amend(given)
+    if not staged.manifest.claims_same(given):
+        if not (staged.manifest.rejected and _only_model_differs(staged.manifest, given)):
+            raise claim_conflict(submission_id, staged.manifest, given)
+        return None  # the same rows Vertex refused under another model: submit tries again
+    cached = staged.manifest.cached
+    if not staged.manifest.rows:
+        return cached_job(staged.spec), cached
+    return None if staged.job is None else (staged.spec.to_job(staged.job), cached)

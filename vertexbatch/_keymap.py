@@ -191,6 +191,10 @@ class KeyMap:
         """The other keys answered by the line of key ``index`` (a line's first key)."""
         return self._shared.get(index, [])
 
+    def cached_keys(self) -> list[str]:
+        """The keys answered from the answer cache (no input line of their own)."""
+        return [self.keys[index] for index in self._by_cache.values()]
+
     def cached_index(self, digest: str) -> int | None:
         """The index of the key a cached answer's ``cache_digest`` names, or ``None``."""
         if len(digest) != 33 or digest[0] != "c":

@@ -203,6 +203,8 @@ def claim_conflict(
         )
     elif (staged.provider, staged.model) != (given.provider, given.model):
         what = f"{staged.provider} model {staged.model!r}, not {given.model!r}"
+    elif staged.cache != given.cache:
+        what = f"rows submitted with cache={staged.cache}, not cache={given.cache}"
     else:
         what = (
             f"other rows ({staged.rows} rows, MD5 {staged.md5}; these are {given.rows} rows, "

@@ -38,8 +38,11 @@ PRICES_SOURCE = (
 class Price:
     """Online list prices of one model (or family), US dollars per million tokens.
 
-    ``match`` is a part of the bare model id (``"opus"``, ``"gemini-3.8-flash"``): the most
-    specific (longest) match wins. Batch prices are these times ``BATCH_DISCOUNT``.
+    ``match`` is a model family: a bare model id (no ``@version``, no publisher path), which
+    matches itself and the ids that continue it after a ``-`` (``"claude-sonnet-4"`` matches
+    ``claude-sonnet-4@20250514`` and ``claude-sonnet-4-5@20250929``, not ``claude-sonnet-40``
+    nor ``claude-3-sonnet``). The most specific (longest) match wins. Batch prices are these
+    times ``BATCH_DISCOUNT``.
     """
 
     match: str
@@ -58,13 +61,16 @@ class Price:
                 )
 
 
+# Only the generations the sources price: another generation (Opus 4.1, Gemini 2.0 Flash, a
+# model newer than the table) has no price here rather than a neighbour's, and a plan says so.
 PRICES: tuple[Price, ...] = (
-    Price("claude-opus", 5.00, 25.00),
-    Price("claude-sonnet", 3.00, 15.00),
-    Price("claude-haiku", 1.00, 5.00),
-    Price("flash-lite", 0.10, 0.40),
-    Price("flash", 0.30, 2.50),
-    Price("pro", 1.25, 10.00),
+    Price("claude-opus-4-5", 5.00, 25.00),
+    Price("claude-opus-4-6", 5.00, 25.00),
+    Price("claude-sonnet-4", 3.00, 15.00),
+    Price("claude-haiku-4-5", 1.00, 5.00),
+    Price("gemini-2.5-flash-lite", 0.10, 0.40),
+    Price("gemini-2.5-flash", 0.30, 2.50),
+    Price("gemini-2.5-pro", 1.25, 10.00),
 )
 
 
@@ -73,8 +79,9 @@ def price_of(model: str, prices: Iterable[Price] = ()) -> Price | None:
     given = tuple(prices)
     if not all(isinstance(p, Price) for p in given):
         raise InvalidRequestError("prices must be vertexbatch.Price values", field="prices")
+    bare = model.rsplit("/", 1)[-1].partition("@")[0]
     for table in (given, PRICES):
-        found = [p for p in table if p.match in model]
+        found = [p for p in table if bare == p.match or bare.startswith(p.match + "-")]
         if found:
             return max(found, key=lambda p: len(p.match))
     return None

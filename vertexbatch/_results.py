@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
-from ._cached import cached_status, fill_cache, is_cached_job, read_cached
+from ._cached import CacheFill, cached_status, is_cached_job, read_cached
 from ._dedupe import shared_result
 from ._errors import LineError, MissingError, job_errors
 from ._json import load_json
@@ -39,9 +38,16 @@ def output_files(directory: str, names: list[str]) -> list[str]:
 
 
 def iter_results(
-    vertex: Vertex, staging: Staging, job: Job, telemetry: Telemetry
+    vertex: Vertex,
+    staging: Staging,
+    job: Job,
+    telemetry: Telemetry,
+    fill: CacheFill | None = None,
 ) -> Iterator[Result]:
     """Stream the job's results; once it is terminal, yield the missing keys last, in order.
+
+    ``fill`` (a caller's results pass of a ``cache=True`` job) is given the job's ok answers
+    when the job was terminal as the pass began, and finished once it is read to the end.
 
     Raises:
         JobError: the job does not exist, or its key map or output cannot be read.
@@ -66,13 +72,13 @@ def iter_results(
         telemetry.record(result, job)
         yield result
     echoed: dict[str, int] = {}
-    # A cache=True submission's ok answers, stored in the answer cache once all are read.
-    answers: dict[str, Mapping[str, Any]] | None = {} if keys.fills_cache else None
+    # A cache=True job's ok answers go to the answer cache (a caller's pass of a terminal job).
+    sink = fill if keys.fills_cache and status.terminal else None
     for uri in files:
         for result in read_output_file(staging, uri, keys, taken, job, echoed=echoed):
             telemetry.record(result, job)
-            if answers is not None and result.ok and not result.shared and result.response:
-                answers[result.key] = result.response
+            if sink is not None and result.ok and not result.shared and result.response:
+                sink.add(result.key, result.response)
             yield result
     if status.terminal:
         missing = _missing_message(status)
@@ -87,8 +93,8 @@ def iter_results(
                 result = Result(key=key, error=error)
                 telemetry.record(result, job)
                 yield result
-    if answers and status.terminal:
-        fill_cache(staging, job, answers)
+    if sink is not None:
+        sink.finish()
 
 
 def _missing_message(status: Status) -> str:

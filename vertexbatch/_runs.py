@@ -24,11 +24,11 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal
 
 from opentelemetry.metrics import NoOpMeterProvider
 
-from ._cached import cached_job, cached_status, fill_cache
+from ._cached import CacheFill, cached_job, cached_status
 from ._cloud import Cloud
 from ._errors import InvalidRequestError
 from ._identity import look_up, resubmit, submit
@@ -369,8 +369,14 @@ class Run:
         """
         return (result for result, _ in self._shard_tries(shard, self._attempts(shard)))
 
-    def _shard_tries(self, shard: Shard, attempts: list[_Attempt]) -> Iterator[tuple[Result, int]]:
-        """``_shard_results`` with the number of attempts that held each key."""
+    def _shard_tries(
+        self, shard: Shard, attempts: list[_Attempt], *, fill: bool = False
+    ) -> Iterator[tuple[Result, int]]:
+        """``_shard_results`` with the number of attempts that held each key.
+
+        ``fill``: a caller's results pass: each terminal attempt of a ``cache=True`` run fills
+        the answer cache with its own ok answers (steps and ``status`` never write to it).
+        """
         cloud = self._cloud
         staging = cloud.staging
         first = self._shard_job(shard)
@@ -385,7 +391,9 @@ class Run:
         seen = {keys.keys[i] for i in taken}
         latest = len(jobs) - 1
         for index in range(latest, -1, -1):
-            for result in iter_results(cloud.vertex, staging, jobs[index], _SILENT):
+            job = jobs[index]
+            filler = CacheFill(staging, job) if fill else None
+            for result in iter_results(cloud.vertex, staging, job, _SILENT, filler):
                 if result.key not in seen:
                     seen.add(result.key)
                     # Attempt i+1 holds exactly the keys attempt i left unsettled, and a finished
@@ -411,7 +419,7 @@ class Run:
                     [self._open(shard, attempts).view()], self._looking()
                 ).actions
             )
-            for result, tries in self._shard_tries(shard, attempts):
+            for result, tries in self._shard_tries(shard, attempts, fill=True):
                 self._cloud.telemetry.record(result, job)
                 if not final:
                     outcome = "pending"
@@ -432,18 +440,9 @@ class Run:
     def _results(self) -> Iterator[Result]:
         for shard in self.shards:
             job = self._shard_job(shard)
-            manifest = read_manifest(self._cloud.staging, shard.id)
-            # A cache=True run's answers fill the cache once its shard is finished.
-            answers: dict[str, Mapping[str, Any]] | None = (
-                {} if manifest is not None and manifest.cache else None
-            )
-            for result in self._shard_results(shard):
+            for result, _ in self._shard_tries(shard, self._attempts(shard), fill=True):
                 self._cloud.telemetry.record(result, job)
-                if answers is not None and result.ok and not result.cached and result.response:
-                    answers[result.key] = result.response
                 yield result
-            if answers and read_done(self._cloud.staging, shard) is not None:
-                fill_cache(self._cloud.staging, job, answers, manifest)
 
     def _answer_online(
         self, shard: Shard, attempts: list[_Attempt], concurrency: int

@@ -3,8 +3,11 @@
 Claude: ``AnthropicVertex().messages.count_tokens`` (Vertex's
 ``publishers/anthropic/models/count-tokens:rawPredict``). Gemini: google-genai's
 ``models.count_tokens`` (``publishers/google/models/MODEL:countTokens``). The local stack answers
-both. Calls run a few at a time; a failing call raises (a plan with a wrong count is worse than
-none).
+both. Calls run a few at a time, each retried under the client's ``RetryPolicy`` when it fails
+transiently (429, 5xx, a dropped connection); a call that still fails raises (a plan with a
+wrong count is worse than none): a 400 or 404 as ``InvalidRequestError(field="model")`` naming
+the model and location, anything else as ``VertexBatchError`` with its status and type. Neither
+quotes the provider's message, which may echo the request.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ._cloud import Cloud
+from ._errors import InvalidRequestError, VertexBatchError
 from ._models import Provider
 from ._online import claude_api, gemini_api
 
@@ -33,13 +37,46 @@ def token_counter(
     def count(bodies: list[Mapping[str, Any]]) -> list[int]:
         api = claude_api(cloud) if provider == "anthropic" else gemini_api(cloud)
         one = _claude(api, model) if provider == "anthropic" else _gemini(api, model)
+
+        def counted(body: Mapping[str, Any]) -> int:
+            try:
+                return cloud.retry.call(f"count tokens with {model}", lambda: one(body))
+            except Exception as exc:
+                raise _count_error(exc, provider, model, cloud.location) from None
+
         try:
             with ThreadPoolExecutor(max_workers=_CONCURRENCY) as pool:
-                return list(pool.map(one, bodies))
+                return list(pool.map(counted, bodies))
         finally:
             api.close()
 
     return count
+
+
+def _status(exc: BaseException) -> int | None:
+    """The HTTP status of a failed SDK call (anthropic ``status_code``, google-genai ``code``)."""
+    for attribute in ("status_code", "code"):
+        value = getattr(exc, attribute, None)
+        if type(value) is int:
+            return value
+    return None
+
+
+def _count_error(exc: Exception, provider: Provider, model: str, location: str) -> VertexBatchError:
+    """The error of a count that failed for good: what was refused, never the message."""
+    status = _status(exc)
+    what = f"{status} {type(exc).__name__}" if status else type(exc).__name__
+    if status in (400, 404):
+        return InvalidRequestError(
+            f"counting tokens with {provider} model {model!r} in location {location!r} was "
+            f"refused: {what} (is the model offered in this location, and named by its Vertex "
+            "id?); plan without count_tokens to estimate instead",
+            field="model",
+        )
+    return VertexBatchError(
+        f"counting tokens with {provider} model {model!r} in location {location!r} failed: "
+        f"{what}, after the client's retries; plan without count_tokens to estimate instead"
+    )
 
 
 def _claude(api: Any, model: str) -> Callable[[Mapping[str, Any]], int]:

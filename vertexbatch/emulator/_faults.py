@@ -30,6 +30,8 @@ OPS = frozenset(
         "delete",
         "generateContent",
         "rawPredict",
+        "countTokens",
+        "countTokensClaude",
         "getPublisherModel",
         "getProject",
         "testIamPermissions",
