@@ -24,6 +24,8 @@ async def test_loop_keeps_ticking(client: vb.Client) -> None:
     """
     stall = await stalls(client, 20_000)
     assert stall.results == 20_000
-    assert stall.gap < 1.0, stall
-    assert stall.submit_gap < max(0.1, stall.submit_seconds / 2), stall
-    assert stall.results_gap < max(0.1, stall.results_seconds / 2), stall
+    # A call run on the loop leaves a gap about as long as its phase; a loaded machine's
+    # scheduling hiccups stay well under three quarters of it.
+    assert stall.gap < 2.0, stall
+    assert stall.submit_gap < max(0.1, stall.submit_seconds * 0.75), stall
+    assert stall.results_gap < max(0.1, stall.results_seconds * 0.75), stall
