@@ -111,3 +111,37 @@ def free_ports(n: int) -> list[int]:
     finally:
         for sock in sockets:
             sock.close()
+
+
+def fill_cache(
+    client: vb.Client, stack: LocalStack, id: str, requests: list[vb.ClaudeRequest]
+) -> dict[str, vb.Result]:
+    """Submit with cache=True, wait, and read the results to the end (which fills the cache)."""
+    job = client.submit_claude(id, CLAUDE, requests, cache=True)
+    if not job.name.startswith("cached:"):
+        stack.wait_job(job.name)
+    return {r.key: r for r in client.results(job)}
+
+
+def object_names(stack: LocalStack, bucket: str, prefix: str) -> list[str]:
+    """The names of the bucket's objects under ``prefix``, sorted."""
+    return sorted(b.name for b in stack.storage_client().list_blobs(bucket, prefix=prefix))
+
+
+def client_with_spans(stack: LocalStack, bucket: str, exporter: Any) -> vb.Client:
+    """A client on the stack (prefix "jobs", no retry waits) whose spans go to ``exporter``."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return vb.Client.for_endpoints(
+        vertex_endpoint=stack.vertex_endpoint,
+        storage_endpoint=stack.storage_endpoint,
+        project=stack.project,
+        location=stack.location,
+        bucket=bucket,
+        prefix="jobs",
+        tracer_provider=provider,
+        retry=vb.RetryPolicy.no_wait(),
+    )

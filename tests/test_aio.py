@@ -9,12 +9,18 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, GEMINI, claude_request, claude_requests, gemini_requests, jobs_in
+from tests.helpers import (
+    CLAUDE,
+    GEMINI,
+    claude_request,
+    claude_requests,
+    client_with_spans,
+    gemini_requests,
+    jobs_in,
+)
 from tests.test_tracing import tree
 from vertexbatch import _aio
 from vertexbatch.emulator import LocalStack
@@ -305,18 +311,7 @@ async def test_runs(client: vb.Client, stack: LocalStack) -> None:
 async def test_async_calls_give_the_same_spans(stack: LocalStack, bucket: str) -> None:
     """An awaited submit and results pass record the same span tree as the sync calls."""
     exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    client = vb.Client.for_endpoints(
-        vertex_endpoint=stack.vertex_endpoint,
-        storage_endpoint=stack.storage_endpoint,
-        project=stack.project,
-        location=stack.location,
-        bucket=bucket,
-        prefix="jobs",
-        tracer_provider=provider,
-        retry=vb.RetryPolicy.no_wait(),
-    )
+    client = client_with_spans(stack, bucket, exporter)
     job = await client.aio.submit_claude("spans-a", CLAUDE, claude_requests(2))
     stack.wait_job(job.name)
     await client.aio.wait(job, floor=0.01, ceiling=0.05)

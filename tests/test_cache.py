@@ -14,7 +14,16 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, GEMINI, claude_request, jobs_in, request_line, write_lines
+from tests.helpers import (
+    CLAUDE,
+    GEMINI,
+    claude_request,
+    fill_cache,
+    jobs_in,
+    object_names,
+    request_line,
+    write_lines,
+)
 from vertexbatch._cache import entry_line
 from vertexbatch._cli import main
 from vertexbatch._lines import claude_line
@@ -23,18 +32,6 @@ from vertexbatch.emulator import LocalStack
 
 def _requests(n: int = 4, *, extra: tuple[vb.ClaudeRequest, ...] = ()) -> list[vb.ClaudeRequest]:
     return [claude_request(f"k{i}", f"Summarise item {i}.") for i in range(n)] + list(extra)
-
-
-def _fill(client: vb.Client, stack: LocalStack, id: str, requests: list) -> dict[str, vb.Result]:
-    """Submit with cache=True, wait, and read the results to the end (which fills the cache)."""
-    job = client.submit_claude(id, CLAUDE, requests, cache=True)
-    if not job.name.startswith("cached:"):
-        stack.wait_job(job.name)
-    return {r.key: r for r in client.results(job)}
-
-
-def _names(stack: LocalStack, bucket: str, prefix: str) -> list[str]:
-    return sorted(b.name for b in stack.storage_client().list_blobs(bucket, prefix=prefix))
 
 
 def _input_rows(stack: LocalStack, bucket: str, id: str) -> int:
@@ -48,9 +45,9 @@ def test_second_submission_sends_only_what_the_cache_lacks(
     """Ok answers fill the cache; a later cache=True id stages only misses, marks the rest."""
     refused = claude_request("no", "Refuse [[vb:refuse]]")
     cut = claude_request("cut", "Cut [[vb:truncate]]")
-    first = _fill(client, stack, "c1", _requests(extra=(refused, cut)))
+    first = fill_cache(client, stack, "c1", _requests(extra=(refused, cut)))
     assert not any(r.cached for r in first.values())
-    entries = _names(stack, bucket, "jobs/_cache/anthropic/")
+    entries = object_names(stack, bucket, "jobs/_cache/anthropic/")
     assert len(entries) >= 1 and all(n.endswith("-c1.jsonl") for n in entries)
     stored = b"".join(
         stack.storage_client().bucket(bucket).blob(n).download_as_bytes() for n in entries
@@ -58,11 +55,11 @@ def test_second_submission_sends_only_what_the_cache_lacks(
     assert len(stored.splitlines()) == 4  # refusals and truncations are never cached
 
     second_requests = _requests(extra=(refused, claude_request("new", "A new one.")))
-    staged = _names(stack, bucket, "jobs/")
+    staged = object_names(stack, bucket, "jobs/")
     plan = client.plan_claude("c2", CLAUDE, second_requests, cache=True)
     assert (plan.requests, plan.cached, plan.to_send, plan.jobs) == (6, 4, 2, 1)
-    assert _names(stack, bucket, "jobs/") == staged  # a plan writes nothing
-    second = _fill(client, stack, "c2", second_requests)
+    assert object_names(stack, bucket, "jobs/") == staged  # a plan writes nothing
+    second = fill_cache(client, stack, "c2", second_requests)
     assert _input_rows(stack, bucket, "c2") == 2
     assert [k for k, r in sorted(second.items()) if r.cached] == ["k0", "k1", "k2", "k3"]
     for key in ("k0", "k3"):
@@ -76,7 +73,7 @@ def test_all_cached_submission_has_no_job_and_reads_like_any(
     client: vb.Client, stack: LocalStack, bucket: str, tmp_path: Path
 ) -> None:
     """Every key cached: no Vertex job; find, status, results and the command still work."""
-    _fill(client, stack, "full-1", _requests())
+    fill_cache(client, stack, "full-1", _requests())
     before = len(jobs_in(stack, bucket))
     plan = client.plan_claude("full-2", CLAUDE, _requests(), cache=True)
     assert (plan.cached, plan.to_send, plan.jobs, plan.input_tokens) == (4, 0, 0, 0)
@@ -110,15 +107,15 @@ def test_a_damaged_entry_is_a_miss_and_a_warning(
     client: vb.Client, stack: LocalStack, bucket: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """An entry whose answer no longer hashes to its record is sent again, never answered."""
-    _fill(client, stack, "d1", _requests(2))
+    fill_cache(client, stack, "d1", _requests(2))
     digest = claude_line(_requests(2)[0]).canonical
-    [name] = _names(stack, bucket, f"jobs/_cache/anthropic/{CLAUDE}/{digest[:2]}/")
+    [name] = object_names(stack, bucket, f"jobs/_cache/anthropic/{CLAUDE}/{digest[:2]}/")
     blob = stack.storage_client().bucket(bucket).blob(name)
     damaged = blob.download_as_bytes().replace(b"Local model answer", b"Forged model answer")
     blob.upload_from_string(damaged)
     with caplog.at_level(logging.WARNING, logger="vertexbatch"):
         plan = client.plan_claude("d2", CLAUDE, _requests(2), cache=True)
-        results = _fill(client, stack, "d2", _requests(2))
+        results = fill_cache(client, stack, "d2", _requests(2))
     assert plan.cached == 1
     assert "damaged entr" in caplog.text and name in caplog.text
     assert "Forged" not in caplog.text
@@ -153,7 +150,7 @@ def test_ttl_is_honoured_at_lookup(client: vb.Client, stack: LocalStack, bucket:
 
 def test_the_cache_is_keyed_by_model_and_request(client: vb.Client, stack: LocalStack) -> None:
     """Another model, or a request differing in any parameter, is a miss."""
-    _fill(client, stack, "m1", _requests(1))
+    fill_cache(client, stack, "m1", _requests(1))
     other_model = client.plan_claude("m2", "claude-sonnet-5@default", _requests(1), cache=True)
     assert other_model.cached == 0
     hotter = [vb.ClaudeRequest("k0", {**_requests(1)[0].params, "temperature": 1.0})]
@@ -168,7 +165,7 @@ def test_without_cache_nothing_is_filled_or_read(
     job = client.submit_claude("n1", CLAUDE, _requests(2))
     stack.wait_job(job.name)
     list(client.results(job))
-    assert _names(stack, bucket, "jobs/_cache/") == []
+    assert object_names(stack, bucket, "jobs/_cache/") == []
     with pytest.raises(vb.InvalidRequestError, match="already claimed"):
         client.submit_claude("n1", CLAUDE, _requests(2), cache=True)
 
@@ -178,10 +175,10 @@ def test_a_retry_keeps_the_answers_it_staged(
 ) -> None:
     """Submitting a cache=True id again carries on with its staged answers, whatever the cache
     holds now."""
-    _fill(client, stack, "r0", _requests(1))
+    fill_cache(client, stack, "r0", _requests(1))
     first = client.submit_claude("r1", CLAUDE, _requests(3), cache=True)  # k0 cached
     stack.wait_job(first.name)
-    _fill(client, stack, "r2", _requests(3))  # now the cache holds k1 and k2 as well
+    fill_cache(client, stack, "r2", _requests(3))  # now the cache holds k1 and k2 as well
     assert client.submit_claude("r1", CLAUDE, _requests(3), cache=True) == first
     assert _input_rows(stack, bucket, "r1") == 2
 
@@ -190,9 +187,9 @@ def test_damaged_staged_answers_fail_results(
     client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     """A submission's staged cached answers that no longer match its manifest are an error."""
-    _fill(client, stack, "s0", _requests(2))
+    fill_cache(client, stack, "s0", _requests(2))
     job = client.submit_claude("s1", CLAUDE, _requests(2), cache=True)
-    [name] = _names(stack, bucket, "jobs/s1/cached-")
+    [name] = object_names(stack, bucket, "jobs/s1/cached-")
     blob = stack.storage_client().bucket(bucket).blob(name)
     blob.upload_from_string(blob.download_as_bytes().replace(b"Local", b"Other"))
     with pytest.raises(vb.JobError, match="damaged"):
@@ -235,7 +232,7 @@ def test_cached_answers_record_no_tokens(stack: LocalStack, bucket: str) -> None
         retry=vb.RetryPolicy.no_wait(),
         meter_provider=MeterProvider(metric_readers=[reader]),
     )
-    _fill(client, stack, "tm0", _requests(2))
+    fill_cache(client, stack, "tm0", _requests(2))
     before = reader.get_metrics_data()
     tokens_before = _input_sum(before)
     job = client.submit_claude("tm1", CLAUDE, _requests(2), cache=True)
@@ -275,7 +272,7 @@ def test_command_cache(stack: LocalStack, bucket: str, tmp_path: Path) -> None:
 
 def test_run_with_cache(client: vb.Client, stack: LocalStack, bucket: str) -> None:
     """A shard the cache answers whole gets no job; a run's finished results fill the cache."""
-    _fill(client, stack, "rc0", _requests(2))  # k0, k1 cached
+    fill_cache(client, stack, "rc0", _requests(2))  # k0, k1 cached
     requests = _requests(4)  # shard 0: k0, k1 (cached); shard 1: k2, k3 (sent)
     run = client.run_claude("rc", CLAUDE, requests, shard_size=2, cache=True)
     created = [j for j in jobs_in(stack, bucket) if j["displayName"].startswith("rc.")]
@@ -297,7 +294,7 @@ def test_run_with_cache(client: vb.Client, stack: LocalStack, bucket: str) -> No
 def test_command_run_cache(stack: LocalStack, bucket: str, tmp_path: Path) -> None:
     """`run submit --cache` answers a shard the cache holds without a job."""
     client = stack.client(bucket=bucket, prefix="jobs", retry=vb.RetryPolicy.no_wait())
-    _fill(client, stack, "crc0", [claude_request("a", "Review this diff.")])
+    fill_cache(client, stack, "crc0", [claude_request("a", "Review this diff.")])
     path = write_lines(tmp_path / "in.jsonl", [request_line("a")])
     env = stack.environment(bucket, prefix="jobs")
     args = ["run", "submit", "--provider", "claude", "--model", CLAUDE, "--id", "crc", "--cache"]
@@ -310,7 +307,7 @@ def test_command_run_cache(stack: LocalStack, bucket: str, tmp_path: Path) -> No
 
 def test_an_id_answered_whole_has_nothing_to_resubmit(client: vb.Client, stack: LocalStack) -> None:
     """Resubmitting an id answered from the cache says why there is nothing to send."""
-    _fill(client, stack, "w0", _requests(1))
+    fill_cache(client, stack, "w0", _requests(1))
     job = client.submit_claude("w1", CLAUDE, _requests(1), cache=True)
     with pytest.raises(vb.InvalidRequestError, match="answered from the answer cache"):
         client.resubmit(job)

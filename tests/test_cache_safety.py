@@ -9,24 +9,13 @@ import pytest
 from google.api_core import exceptions as api_exceptions
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, claude_request
+from tests.helpers import CLAUDE, claude_request, fill_cache, object_names
 from vertexbatch._staging import Staging
 from vertexbatch.emulator import LocalStack
 
 
 def _requests(n: int) -> list[vb.ClaudeRequest]:
     return [claude_request(f"k{i}", f"Summarise item {i}.") for i in range(n)]
-
-
-def _fill(client: vb.Client, stack: LocalStack, id: str, requests: list) -> dict[str, vb.Result]:
-    job = client.submit_claude(id, CLAUDE, requests, cache=True)
-    if not job.name.startswith("cached:"):
-        stack.wait_job(job.name)
-    return {r.key: r for r in client.results(job)}
-
-
-def _names(stack: LocalStack, bucket: str, prefix: str) -> list[str]:
-    return sorted(b.name for b in stack.storage_client().list_blobs(bucket, prefix=prefix))
 
 
 def _forbid_cache_writes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -59,10 +48,10 @@ def test_a_failing_fill_costs_no_result_and_is_retried(
                 assert sorted(r.key for r in client.results(job) if r.ok) == ["k0", "k1", "k2"]
     warned = [r.getMessage() for r in caplog.records if "not stored" in r.getMessage()]
     assert len(warned) == 2 and all("id ro" in w and "Forbidden" in w for w in warned)
-    assert _names(stack, bucket, "jobs/_cache/") == []
-    assert _names(stack, bucket, "jobs/ro/cache.filled") == []  # left for a later pass
+    assert object_names(stack, bucket, "jobs/_cache/") == []
+    assert object_names(stack, bucket, "jobs/ro/cache.filled") == []  # left for a later pass
     list(client.results(job))
-    assert _names(stack, bucket, "jobs/_cache/") != []
+    assert object_names(stack, bucket, "jobs/_cache/") != []
     assert client.submit_claude("ro2", CLAUDE, _requests(3), cache=True).name == "cached:ro2"
 
 
@@ -74,7 +63,7 @@ def test_an_answer_with_a_lone_surrogate_is_cached(
     job = client.submit_claude("sg", CLAUDE, _requests(2), cache=True)
     stack.wait_job(job.name)
     store = stack.storage_client().bucket(bucket)
-    [out] = [n for n in _names(stack, bucket, "jobs/sg/output/") if n.endswith(".jsonl")]
+    [out] = [n for n in object_names(stack, bucket, "jobs/sg/output/") if n.endswith(".jsonl")]
     text = store.blob(out).download_as_bytes()
     store.blob(out).upload_from_string(text.replace(b"Local model answer", b"cut \\ud83d", 1))
     first = {r.key: r for r in client.results(job)}
@@ -98,10 +87,10 @@ def test_run_steps_never_write_to_the_cache(
         assert run.status().outcomes == {"ok": 3}
         assert run.advance().done
         assert run.status().done
-    assert _names(stack, bucket, "jobs/_cache/") == []
-    assert _names(stack, bucket, "jobs/rf.s0/cache.filled") == []
+    assert object_names(stack, bucket, "jobs/_cache/") == []
+    assert object_names(stack, bucket, "jobs/rf.s0/cache.filled") == []
     assert sorted(r.key for r in run.results()) == ["k0", "k1", "k2"]
-    assert _names(stack, bucket, "jobs/_cache/") != []
+    assert object_names(stack, bucket, "jobs/_cache/") != []
 
 
 def _crash_before_manifest(monkeypatch: pytest.MonkeyPatch, id: str) -> None:
@@ -127,16 +116,16 @@ def test_a_retry_after_a_crash_before_the_manifest_carries_on(
     """The cache changes between a crash and the retry (more entries, or the hit expired): the
     retry takes the keys the first attempt claimed, stages the same rows and goes on."""
     requests = _requests(4)
-    _fill(client, stack, "seed", requests[:1])  # k0 cached
+    fill_cache(client, stack, "seed", requests[:1])  # k0 cached
     with monkeypatch.context() as patch:
         _crash_before_manifest(patch, "x1")
         with pytest.raises(KeyboardInterrupt):
             client.submit_claude("x1", CLAUDE, requests, cache=True)
-    assert _names(stack, bucket, "jobs/x1/manifest.json") == []
+    assert object_names(stack, bucket, "jobs/x1/manifest.json") == []
     if change == "filled":
-        _fill(client, stack, "more", requests[1:3])  # now k1 and k2 are cached too
+        fill_cache(client, stack, "more", requests[1:3])  # now k1 and k2 are cached too
     else:
-        for name in _names(stack, bucket, "jobs/_cache/"):  # a lifecycle rule deleted k0's
+        for name in object_names(stack, bucket, "jobs/_cache/"):  # a lifecycle rule deleted k0's
             stack.storage_client().bucket(bucket).blob(name).delete()
     job = client.submit_claude("x1", CLAUDE, requests, cache=True)
     stack.wait_job(job.name)
@@ -150,7 +139,7 @@ def test_a_claim_for_other_requests_is_refused(
     client: vb.Client, stack: LocalStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A claimed key whose request changed before the retry is not given the claimed answer."""
-    _fill(client, stack, "seed2", _requests(1))
+    fill_cache(client, stack, "seed2", _requests(1))
     with monkeypatch.context() as patch:
         _crash_before_manifest(patch, "x2")
         with pytest.raises(KeyboardInterrupt):
@@ -195,7 +184,7 @@ def test_requests_that_differ_only_in_nulls_or_number_form_are_not_shared(
     assert len(blob.download_as_bytes().splitlines()) == 2
     stack.wait_job(job.name)
     assert not any(r.shared for r in client.results(job))
-    _fill(client, stack, "c1", pair[:1])
+    fill_cache(client, stack, "c1", pair[:1])
     plan = client.plan_claude("c2", CLAUDE, pair, cache=True, dedupe=True)
     assert (plan.distinct, plan.cached, plan.to_send) == (2, 1, 1)
     second = client.submit_claude("c2", CLAUDE, pair, cache=True)
@@ -243,7 +232,7 @@ def test_a_resubmission_of_a_cache_job_fills_the_cache(
 
 def test_resubmitting_a_cached_key_is_refused_by_name(client: vb.Client, stack: LocalStack) -> None:
     """A key answered from the cache has nothing to resubmit: the error names it."""
-    _fill(client, stack, "seed3", _requests(1))
+    fill_cache(client, stack, "seed3", _requests(1))
     job = client.submit_claude("pc", CLAUDE, _requests(3), cache=True)
     for keys in (["k0", "k1"], ["k0"]):
         with pytest.raises(vb.InvalidRequestError, match="answered from the answer cache") as err:
@@ -296,7 +285,7 @@ def test_a_large_fill_is_written_in_parts_of_bounded_size(
     stack.wait_job(job.name)
     assert sum(r.ok for r in client.results(job)) == 7
     assert len(held) >= 3 and max(held) < 600 + 400
-    writers = {name.rsplit("-", 1)[1] for name in _names(stack, bucket, "jobs/_cache/")}
+    writers = {name.rsplit("-", 1)[1] for name in object_names(stack, bucket, "jobs/_cache/")}
     assert {"big.jsonl", "big.p1.jsonl", "big.p2.jsonl"} <= writers
     assert client.submit_claude("big2", CLAUDE, _requests(7), cache=True).name == "cached:big2"
 
@@ -349,7 +338,7 @@ def test_two_submitters_of_one_id_take_the_first_claim(
 ) -> None:
     """Another submitter of the id claims first (when the cache held nothing): this one finds
     its claim taken, goes on with the other's, and stages every row, as the other does."""
-    _fill(client, stack, "seed4", _requests(2))  # k0, k1 cached now
+    fill_cache(client, stack, "seed4", _requests(2))  # k0, k1 cached now
     real = Staging.create_json
     raced: list[str] = []
 

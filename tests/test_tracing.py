@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, claude_request
+from tests.helpers import CLAUDE, claude_request, client_with_spans
 from vertexbatch.emulator import LocalStack
 
 
@@ -25,18 +25,7 @@ def exporter() -> InMemorySpanExporter:
 @pytest.fixture
 def traced(stack: LocalStack, bucket: str, exporter: InMemorySpanExporter) -> vb.Client:
     """A client on the stack whose spans go to ``exporter``."""
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return vb.Client.for_endpoints(
-        vertex_endpoint=stack.vertex_endpoint,
-        storage_endpoint=stack.storage_endpoint,
-        project=stack.project,
-        location=stack.location,
-        bucket=bucket,
-        prefix="jobs",
-        tracer_provider=provider,
-        retry=vb.RetryPolicy.no_wait(),
-    )
+    return client_with_spans(stack, bucket, exporter)
 
 
 def tree(spans: tuple[ReadableSpan, ...]) -> list[tuple[str, list[str]]]:
