@@ -183,6 +183,11 @@ class KeyMap:
         """How many staged lines the keys travel on (fewer than keys with ``dedupe=True``)."""
         return len(self.keys) - len(self._primary) - self.cached
 
+    @property
+    def sharing(self) -> bool:
+        """Whether any line answers several keys (``dedupe=True`` found repeated requests)."""
+        return bool(self._shared)
+
     def primary(self, index: int) -> int:
         """The index of the first key of the line ``index`` travels on (itself, usually)."""
         return self._primary.get(index, index)

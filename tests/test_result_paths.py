@@ -1,0 +1,236 @@
+"""The results fast paths give exactly what the checked paths give: results built through slot
+setters, usual rows classified without the wrapper and status checks, metrics attributes reused."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+import vertexbatch as vb
+from vertexbatch._models import Job, Refusal, Result, Usage, result_of, usage_of
+from vertexbatch._outcomes import classify_row
+from vertexbatch._telemetry import OPERATION, PROVIDER, Telemetry
+
+from .test_outcomes import ALL_ROWS
+
+_COUNTS = st.integers(min_value=0, max_value=2**63 - 1)
+_ERRORS = st.sampled_from(
+    [
+        None,
+        vb.RefusedError("request refused by the provider", key="k"),
+        vb.TruncatedError("answer stopped at the token limit", key="k"),
+        vb.LineError("x", key="k", status="NOT_FINISHED", transient=True),
+        vb.LineError("x", key="k", code=400, status="INVALID_ARGUMENT", transient=False),
+        vb.MissingError("no output line for this key", key="k"),
+        vb.ResultError("x", key="k"),  # "failed", as a permanent LineError: told apart by type
+    ]
+)
+
+
+def _fields(value: object) -> list[tuple[str, object]]:
+    return [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    counts=st.tuples(_COUNTS, _COUNTS, _COUNTS, _COUNTS),
+    key=st.text(min_size=1, max_size=8),
+    text=st.text(max_size=8),
+    stop=st.text(max_size=8),
+    refusal=st.none() | st.builds(Refusal, st.text(max_size=4), st.text(max_size=4)),
+    error=_ERRORS,
+    response=st.none() | st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+def test_results_built_fast_are_the_constructors_results(
+    counts: tuple[int, int, int, int],
+    key: str,
+    text: str,
+    stop: str,
+    refusal: Refusal | None,
+    error: vb.ResultError | None,
+    response: dict[str, int] | None,
+) -> None:
+    """Every field the same object, equal, the same hash and repr, frozen, pickled alike."""
+    usage, plain_usage = usage_of(*counts), Usage(*counts)
+    assert _fields(usage) == _fields(plain_usage)
+    assert (usage, hash(usage), repr(usage)) == (plain_usage, hash(plain_usage), repr(plain_usage))
+    fast = result_of(key, text, usage, stop, refusal, error, response)
+    plain = Result(
+        key=key, text=text, usage=usage, stop=stop, refusal=refusal, error=error, response=response
+    )
+    assert all(a is b for (_, a), (_, b) in zip(_fields(fast), _fields(plain), strict=True))
+    assert (fast, hash(fast), repr(fast)) == (plain, hash(plain), repr(plain))
+    assert (fast.ok, fast.outcome) == (plain.ok, plain.outcome)
+    assert pickle.dumps(fast) == pickle.dumps(plain)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.key = "other"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        usage.input = 1  # type: ignore[misc]
+
+
+def _checked(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The same row as mappings that are not dicts: classify_row takes its checked path."""
+    response = row.get("response")
+    if isinstance(response, dict):
+        return MappingProxyType({**row, "response": MappingProxyType(response)})
+    return MappingProxyType(dict(row))
+
+
+def _same(fast: Result, checked: Result) -> None:
+    assert _fields(fast)[:5] == _fields(checked)[:5]  # key, text, usage, stop, refusal
+    assert type(fast.error) is type(checked.error)
+    assert repr(fast.error) == repr(checked.error)
+    if fast.error is not None:
+        assert vars(fast.error) == vars(checked.error)
+    assert (fast.response is None) == (checked.response is None)
+    if fast.response is not None:
+        assert dict(fast.response) == dict(checked.response)  # type: ignore[arg-type]
+    assert (fast.shared, fast.cached, fast.outcome) == (
+        checked.shared,
+        checked.cached,
+        checked.outcome,
+    )
+
+
+@pytest.mark.parametrize(("line", "provider"), ALL_ROWS)
+def test_every_row_kind_classifies_as_the_checked_path_does(
+    line: dict[str, Any], provider: vb.Provider
+) -> None:
+    """Each row of test_outcomes' tables (answers, refusals, truncations, failures, wrappers,
+    usage shapes), for both providers: the same Result field by field."""
+    for row in (line, {**line, "status": None}, {**line, "status": ""}):
+        _same(
+            classify_row(row, key="k", provider=provider),
+            classify_row(_checked(row), key="k", provider=provider),
+        )
+
+
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 2**64) | st.floats() | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+_CLAUDE_KEYS = st.sampled_from(
+    ["type", "content", "stop_reason", "usage", "stop_details", "error", "body"]
+)
+_GEMINI_KEYS = st.sampled_from(
+    ["candidates", "usageMetadata", "usage_metadata", "promptFeedback", "error", "body"]
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    claude=st.dictionaries(_CLAUDE_KEYS, _VALUES, max_size=5),
+    gemini=st.dictionaries(_GEMINI_KEYS, _VALUES, max_size=5),
+    stop=st.sampled_from(["end_turn", "max_tokens", "refusal", "pause_turn", "tool_use", None, 3]),
+    finish=st.sampled_from(["STOP", "MAX_TOKENS", "SAFETY", 2, None, ""]),
+    text=_VALUES,
+    counts=st.dictionaries(
+        st.sampled_from(
+            ["input_tokens", "output_tokens", "promptTokenCount", "thoughtsTokenCount"]
+        ),
+        _VALUES,
+    ),
+)
+def test_any_response_classifies_as_the_checked_path_does(
+    claude: dict[str, Any],
+    gemini: dict[str, Any],
+    stop: object,
+    finish: object,
+    text: object,
+    counts: dict[str, Any],
+) -> None:
+    """Responses of any shape, near the usual one and far from it: the same Result."""
+    claude.setdefault("stop_reason", stop)
+    claude.setdefault("content", [{"type": "text", "text": text}])
+    claude.setdefault("usage", counts)
+    gemini.setdefault(
+        "candidates", [{"content": {"parts": [{"text": text}]}, "finishReason": finish}]
+    )
+    gemini.setdefault("usageMetadata", counts)
+    for response, provider in ((claude, "anthropic"), (gemini, "google")):
+        row = {"status": "", "processed_time": "t", "response": response}
+        fast = classify_row(row, key="k", provider=provider)  # type: ignore[arg-type]
+        _same(fast, classify_row(_checked(row), key="k", provider=provider))  # type: ignore[arg-type]
+
+
+class _Before(Telemetry):
+    """Telemetry.record as it was before its attribute sets were reused."""
+
+    def record(self, result: Result, job: Job) -> None:
+        base = {
+            "gen_ai.operation.name": OPERATION,
+            "gen_ai.provider.name": PROVIDER,
+            "gen_ai.request.model": job.model,
+        }
+        usage = result.usage
+        if (usage.input or usage.output) and not (result.shared or result.cached):
+            self._tokens.record(usage.input, {**base, "gen_ai.token.type": "input"})
+            self._tokens.record(usage.output, {**base, "gen_ai.token.type": "output"})
+        attributes = {**base, "vertexbatch.outcome": result.outcome}
+        if result.error is not None:
+            attributes["error.type"] = type(result.error).__name__
+        self._results.add(1, attributes)
+
+
+def _points(reader: InMemoryMetricReader) -> dict[str, list[tuple[object, ...]]]:
+    data = reader.get_metrics_data()
+    out: dict[str, list[tuple[object, ...]]] = {}
+    for rm in data.resource_metrics if data is not None else ():
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                out[metric.name] = sorted(
+                    (
+                        tuple(sorted(p.attributes.items())),
+                        getattr(p, "value", None),
+                        getattr(p, "sum", None),
+                        getattr(p, "count", None),
+                        tuple(getattr(p, "bucket_counts", ())),
+                    )
+                    for p in metric.data.data_points
+                )
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    results=st.lists(
+        st.tuples(
+            st.sampled_from(["m1", "m2"]),
+            st.integers(0, 5000),
+            st.integers(0, 5000),
+            _ERRORS,
+            st.booleans(),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_metrics_read_as_before(results: list[tuple[str, int, int, Any, bool, bool]]) -> None:
+    """Results of two models, every outcome, shared and cached: a metrics reader sees the same
+    points (attributes, counts, sums, buckets) as with attribute sets built per result."""
+    ours_reader, before_reader = InMemoryMetricReader(), InMemoryMetricReader()
+    ours = Telemetry(MeterProvider(metric_readers=[ours_reader]))
+    before = _Before(MeterProvider(metric_readers=[before_reader]))
+    for model, given_in, given_out, error, shared, cached in results:
+        job = Job("i", "n", "anthropic", model, "gs://b/i", "gs://b/o", 1)
+        result = dataclasses.replace(
+            Result(key="k", usage=Usage(given_in, given_out), error=error),
+            shared=shared,
+            cached=cached,
+        )
+        ours.record(result, job)
+        before.record(result, job)
+    assert _points(ours_reader) == _points(before_reader)
