@@ -4,6 +4,7 @@ setters, usual rows classified without the wrapper and status checks, metrics at
 from __future__ import annotations
 
 import dataclasses
+import json
 import pickle
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -16,6 +17,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import vertexbatch as vb
+from vertexbatch._keymap import KeyMap, key_digest, parse_key_record
 from vertexbatch._models import Job, Refusal, Result, Usage, result_of, usage_of
 from vertexbatch._outcomes import classify_row
 from vertexbatch._telemetry import OPERATION, PROVIDER, Telemetry
@@ -234,3 +236,76 @@ def test_metrics_read_as_before(results: list[tuple[str, int, int, Any, bool, bo
         ours.record(result, job)
         before.record(result, job)
     assert _points(ours_reader) == _points(before_reader)
+
+
+def _state(km: KeyMap) -> tuple[object, ...]:
+    return (
+        km.keys,
+        km._by_digest,
+        list(km._canonical),
+        km._shared,
+        km._primary,
+        km.cached,
+        km._by_cache,
+        km.lines,
+        km.sharing,
+    )
+
+
+def _added(records: list[bytes]) -> tuple[object, ...] | str:
+    """What ``KeyMap.add`` makes of the records one by one (the checked path)."""
+    km, seen = KeyMap(), set()
+    for number, raw in enumerate(records, start=1):
+        try:
+            key, digest, canonical = parse_key_record(raw)
+        except ValueError as exc:
+            return f"line {number}: {exc}"
+        if key in seen:
+            return f"line {number}: a key appears twice"
+        seen.add(key)
+        km.add(key, digest, canonical)
+    return _state(km)
+
+
+def _from_records(records: list[bytes]) -> tuple[object, ...] | str:
+    try:
+        return _state(KeyMap.from_records(records))
+    except ValueError as exc:
+        return str(exc)
+
+
+_RECORD_KEYS = st.sampled_from(["a", "b", "é", 'q"', "t\\", "\x01", "🙂"]) | st.text(max_size=4)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    records=st.lists(
+        st.tuples(_RECORD_KEYS, st.integers(0, 3), st.sampled_from(["k", "c"]), st.booleans()),
+        max_size=12,
+    ),
+    damage=st.sampled_from([None, b"\xff", b"\xed\xa0\x80", b"[]", b'["x","k1"]']),
+    where=st.integers(0, 12),
+)
+def test_key_maps_read_fast_are_what_add_makes(
+    records: list[tuple[str, int, str, bool]], damage: bytes | None, where: int
+) -> None:
+    """Plain records, records with escapes, deduplicated keys (a digest seen before), cached
+    keys, repeated keys, damaged and non-UTF-8 lines: the same key map, or the same error."""
+    lines = []
+    for key, line, kind, canonical in records:
+        digest = kind + key_digest(f"line {line}")[1:]
+        lines.append(
+            json.dumps(
+                [key, digest, "ab" * 16 if canonical else ""], separators=(",", ":")
+            ).encode()
+        )
+        if key and key.isalpha():  # the same key written raw, as StagedLine.key_record writes
+            lines[-1] = lines[-1].replace(json.dumps(key).encode(), b'"' + key.encode() + b'"')
+    if damage is not None:
+        lines.insert(
+            min(where, len(lines)),
+            b'["' + damage + b'","' + key_digest("x").encode() + b'",""]'
+            if damage[:1] != b"["
+            else damage,
+        )
+    assert _from_records(lines) == _added(lines)

@@ -164,15 +164,36 @@ class KeyMap:
         """
         km = cls()
         seen: set[str] = set()
+        # What ``add`` does for a plain record of a key with a line of its own (every record,
+        # usually), without the calls: up to 200,000 records are read before the first result.
+        keys, by_digest, canonicals, plain = km.keys, km._by_digest, km._canonical, _PLAIN_RECORD
         for number, raw in enumerate(lines, start=1):
+            match = plain.fullmatch(raw)
+            if match is not None:
+                try:
+                    key = match[1].decode("utf-8", "surrogatepass")  # as json.loads decodes
+                except UnicodeDecodeError:
+                    match = None  # refused below, as json.loads refuses it
+                else:
+                    index = len(keys)
+                    if by_digest.setdefault(int(match[2][1:17], 16), index) != index:
+                        match = None  # a line's other key (dedupe): ``add`` records it, below
+            if match is not None:
+                if key in seen:
+                    raise ValueError(f"line {number}: a key appears twice")
+                seen.add(key)
+                keys.append(key)
+                canonical = match[3]
+                canonicals.append(int(canonical[:16], 16) if canonical else 0)
+                continue
             try:
-                key, digest, canonical = parse_key_record(raw)
+                key, digest, canonical_text = parse_key_record(raw)
             except ValueError as exc:
                 raise ValueError(f"line {number}: {exc}") from None
             if key in seen:
                 raise ValueError(f"line {number}: a key appears twice")
             seen.add(key)
-            km.add(key, digest, canonical)
+            km.add(key, digest, canonical_text)
         return km
 
     def __len__(self) -> int:
