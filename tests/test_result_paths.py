@@ -309,3 +309,45 @@ def test_key_maps_read_fast_are_what_add_makes(
             else damage,
         )
     assert _from_records(lines) == _added(lines)
+
+
+def _match_id_checked(km: KeyMap, row: dict[str, Any]) -> int | None:
+    """``KeyMap.match_id`` through ``_digest_index`` (the checked path)."""
+    for name in ("custom_id", "vb_key"):
+        value = row.get(name)
+        if isinstance(value, str):
+            index = km._digest_index(value)
+            if index is not None:
+                return index
+    request = row.get("request")
+    labels = request.get("labels") if isinstance(request, dict) else None
+    value = labels.get("vb_key") if isinstance(labels, dict) else None
+    return km._digest_index(value) if isinstance(value, str) else None
+
+
+_DIGESTS = st.sampled_from([key_digest("a"), key_digest("b"), key_digest("absent")]) | st.builds(
+    lambda digest, at, char: digest[:at] + char + digest[at + 1 :],
+    st.sampled_from([key_digest("a"), key_digest("b")]),
+    st.integers(0, 34),
+    st.sampled_from([" ", "_", "+", "-", "g", "A", "é", "", "0"]),
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    custom_id=st.none() | _DIGESTS | st.integers(),
+    sibling=st.none() | _DIGESTS,
+    label=st.none() | _DIGESTS,
+)
+def test_ids_match_as_digest_index_matches_them(
+    custom_id: object, sibling: str | None, label: str | None
+) -> None:
+    """Digests found, absent, cut, lengthened, with spaces, underscores, signs or upper case
+    (which ``int`` reads), not strings: the same key, or none."""
+    km = KeyMap()
+    km.add("a", key_digest("a"), "")
+    km.add("b", key_digest("b"), "")
+    row: dict[str, Any] = {"custom_id": custom_id, "vb_key": sibling}
+    if label is not None:
+        row["request"] = {"labels": {"vb_key": label}}
+    assert km.match_id(row) == _match_id_checked(km, row)

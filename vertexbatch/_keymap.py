@@ -260,8 +260,12 @@ class KeyMap:
         """The index of the key whose digest the row carries (``custom_id``, ``vb_key``, label)."""
         for name in ("custom_id", KEY_FIELD):  # checked first: nearly every row has one
             value = row.get(name)
-            if type(value) is str:
-                index = self._digest_index(value)
+            if type(value) is str and len(value) == 33 and value[0] == "k":
+                # _digest_index, without its calls: once per output row.
+                try:
+                    index = self._by_digest.get(int(value[1:17], 16))
+                except ValueError:
+                    continue
                 if index is not None:
                     return index
         request = row.get("request")
