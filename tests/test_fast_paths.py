@@ -436,3 +436,55 @@ def test_a_value_missing_inside_an_object_is_a_value_error(text: bytes) -> None:
 
     assert _loaded(load_json, text) == _loaded(json.loads, text)
     assert _loaded(load_json, text)[0] == "ValueError"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'{"n":9223372036854775807,"m":-9223372036854775808,"u":18446744073709551615}',
+        b'{"n":18446744073709551616}',  # past 64 bits: orjson would read a float
+        b'{"n":-9223372036854775809}',
+        b'{"n":-9999999999999999999}',  # 19 digits, below -2**63
+        b'{"n":[1,{"m":123456789012345678901234567890}]}',
+        b'{"n":1234567890123456789.5,"s":"12345678901234567890"}',
+        b'{"n":1e400,"m":-1e400}',  # json: infinities; orjson refuses
+        b'{"n":NaN,"m":Infinity,"k":-Infinity}',
+        b'{"s":"\\ud800","t":"\\udc00x","u":"\\ud83d\\u0041"}',  # lone surrogates
+        b'{"s":"\xed\xa0\x80"}',  # a surrogate written in UTF-8
+        b'\xef\xbb\xbf{"a":1}',
+        b'{"a":1,"a":2,"b":{"c":3,"c":[]}}',
+        b'{"f":[0.1,1e-7,5e-324,2.4e-324,1.7976931348623157e308,-0.0,1E5]}',
+        b'{"s":"\\u00e9\xc3\xa9\\u2028\\n\\"\\\\"}',
+        b'{"a":"x\x01"}',  # a raw control character: both refuse
+        b"{" + b'"a":[' * 64 + b"1" + b"]" * 64 + b"}",
+        b'{"a":' + b"[" * 128 + b"]" * 128 + b"}",  # deeper than MAX_DEPTH
+        b'{"s":"' + b"[" * 200 + b'"}',  # brackets in a string are not nesting
+    ],
+)
+def test_output_lines_read_by_orjson_read_as_json_loads_reads_them(text: bytes) -> None:
+    """The edges where orjson and json part: big integers, NaN, infinities, surrogates, a
+    byte-order mark, depth: the same value (the same types) or the same error."""
+    from vertexbatch._json import load_json
+
+    expected = _loaded(json.loads, text[3:] if text.startswith(b"\xef\xbb\xbf") else text)
+    if text.startswith(b'{"a":[[[['):  # 129 levels: refused before parsing
+        expected = ("ValueError", "JSON nested deeper than 128 levels")
+    assert _loaded(load_json, text) == expected
+
+
+@settings(max_examples=1500, deadline=None)
+@given(number=_INTS | _FLOATS, digits=st.text("0123456789", min_size=1, max_size=40))
+def test_numbers_read_by_orjson_read_as_json_loads_reads_them(number: object, digits: str) -> None:
+    """Any integer or float json writes, and any run of digits as an integer, a fraction and an
+    exponent: the same number of the same type as json.loads reads."""
+    from vertexbatch._json import load_json
+
+    for text in (
+        json.dumps({"n": number}),
+        f'{{"n":{digits.lstrip("0") or "0"}}}',
+        f'{{"n":-{digits.lstrip("0") or "0"}}}',
+        f'{{"n":0.{digits}}}',
+        f'{{"n":1.{digits}e-{len(digits)}}}',
+    ):
+        data = text.encode()
+        assert _loaded(load_json, data) == _loaded(json.loads, data)

@@ -9,6 +9,13 @@ and never exhausts the stack:
 - wrappers (a JSON string holding JSON, ``{"body": ...}``, ``{"error": ...}``) are looked through
   at most ``MAX_UNWRAP`` levels deep;
 - a string is read as a number only when ``int()`` reads it cheaply (``is_number``).
+
+An output line is parsed by orjson when that gives what ``json.loads`` gives: orjson reads every
+JSON text as json does, except that it reads integers outside 64 bits as floats (json: exact
+integers) and refuses what json also accepts (NaN, Infinity, lone surrogates, a byte-order mark,
+numbers too large for a float). A line with a run of 19 or more digits anywhere goes to json
+(an integer outside 64 bits has at least 19 digits), and so does every line orjson refuses: the
+value, or the error, is json's (``tests/test_fast_paths.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ import re
 from collections.abc import Callable
 from itertools import accumulate, takewhile
 from typing import Any, Final
+
+import orjson
 
 __all__ = ["MAX_DEPTH", "MAX_UNWRAP", "is_number", "load_json", "too_deep"]
 
@@ -39,6 +48,10 @@ _MAX_DIGITS: Final = 19
 _JSON_STRING: Final = re.compile(rb'"[^"]*"?')
 _BRACKET_STEPS: Final = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 _NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
+# For the orjson path: every digit becomes 0 (opening brackets are deleted: that only joins runs,
+# never splits one), and a run this long may be an integer orjson would read as a float.
+_DIGITS_AS_ZERO: Final = bytes(48 if 48 <= b <= 57 else b for b in range(256))
+_LONG_DIGITS: Final = b"0" * 19
 # The scanner ``json.loads`` uses (same options): the value at an index and where it ends.
 _SCAN: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
@@ -56,8 +69,15 @@ def load_json(text: str | bytes) -> Any:
     if isinstance(text, str):
         deep = too_deep(text)
     else:
-        # One pass that drops the opening brackets: a little cheaper than counting each kind.
-        deep = len(text) - len(text.translate(None, b"[{")) > MAX_DEPTH
+        # One pass that drops the opening brackets (a little cheaper than counting each kind)
+        # and marks digits for the orjson path.
+        marked = text.translate(_DIGITS_AS_ZERO, b"[{")
+        deep = len(text) - len(marked) > MAX_DEPTH
+        if not deep and _LONG_DIGITS not in marked:
+            try:
+                return orjson.loads(text)
+            except orjson.JSONDecodeError:  # json reads it, or says why not: below
+                pass
         deep = deep and _nesting(text) > MAX_DEPTH
         text = text.decode("utf-8", "surrogatepass")  # as json.loads does, but UTF-8 only
         if text[:1] == "\ufeff":

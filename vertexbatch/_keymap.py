@@ -164,15 +164,36 @@ class KeyMap:
         """
         km = cls()
         seen: set[str] = set()
+        # What ``add`` does for a plain record of a key with a line of its own (every record,
+        # usually), without the calls: up to 200,000 records are read before the first result.
+        keys, by_digest, canonicals, plain = km.keys, km._by_digest, km._canonical, _PLAIN_RECORD
         for number, raw in enumerate(lines, start=1):
+            match = plain.fullmatch(raw)
+            if match is not None:
+                try:
+                    key = match[1].decode("utf-8", "surrogatepass")  # as json.loads decodes
+                except UnicodeDecodeError:
+                    match = None  # refused below, as json.loads refuses it
+                else:
+                    index = len(keys)
+                    if by_digest.setdefault(int(match[2][1:17], 16), index) != index:
+                        match = None  # a line's other key (dedupe): ``add`` records it, below
+            if match is not None:
+                if key in seen:
+                    raise ValueError(f"line {number}: a key appears twice")
+                seen.add(key)
+                keys.append(key)
+                canonical = match[3]
+                canonicals.append(int(canonical[:16], 16) if canonical else 0)
+                continue
             try:
-                key, digest, canonical = parse_key_record(raw)
+                key, digest, canonical_text = parse_key_record(raw)
             except ValueError as exc:
                 raise ValueError(f"line {number}: {exc}") from None
             if key in seen:
                 raise ValueError(f"line {number}: a key appears twice")
             seen.add(key)
-            km.add(key, digest, canonical)
+            km.add(key, digest, canonical_text)
         return km
 
     def __len__(self) -> int:
@@ -182,6 +203,11 @@ class KeyMap:
     def lines(self) -> int:
         """How many staged lines the keys travel on (fewer than keys with ``dedupe=True``)."""
         return len(self.keys) - len(self._primary) - self.cached
+
+    @property
+    def sharing(self) -> bool:
+        """Whether any line answers several keys (``dedupe=True`` found repeated requests)."""
+        return bool(self._shared)
 
     def primary(self, index: int) -> int:
         """The index of the first key of the line ``index`` travels on (itself, usually)."""
@@ -238,8 +264,12 @@ class KeyMap:
         """The index of the key whose digest the row carries (``custom_id``, ``vb_key``, label)."""
         for name in ("custom_id", KEY_FIELD):  # checked first: nearly every row has one
             value = row.get(name)
-            if type(value) is str:
-                index = self._digest_index(value)
+            if type(value) is str and len(value) == 33 and value[0] == "k":
+                # _digest_index, without its calls: once per output row.
+                try:
+                    index = self._by_digest.get(int(value[1:17], 16))
+                except ValueError:
+                    continue
                 if index is not None:
                     return index
         request = row.get("request")

@@ -38,7 +38,7 @@ from typing import Any, Final
 from ._errors import InvalidRequestError, RefusedError, TruncatedError
 from ._failures import is_error_body, line_error_for, parse_error_object, parse_status, safe_name
 from ._json import MAX_UNWRAP, is_number, load_json
-from ._models import Provider, Refusal, Result, Usage
+from ._models import Provider, Refusal, Result, Usage, result_of, usage_of
 
 __all__ = ["classify_claude_message", "classify_gemini_response", "classify_row"]
 
@@ -90,7 +90,19 @@ def classify_row(row: Mapping[str, Any], *, key: str, provider: Provider) -> Res
             f"provider must be 'anthropic' or 'google', got {provider!r}", field="provider"
         )
     status = row.get("status")
-    response, unreadable = _decode_response(row.get("response"))
+    response = row.get("response")
+    # The usual row: no status, a response object with no wrapper: what the checks below come
+    # to for it, without them.
+    if (
+        (status is None or (type(status) is str and not status))
+        and type(response) is dict
+        and response
+        and "body" not in response
+    ):
+        if provider == "anthropic":
+            return classify_claude_message(response, key=key)
+        return classify_gemini_response(response, key=key)
+    response, unreadable = _decode_response(response)
 
     if response is None and not unreadable and _blank(status) and _blank(row.get("processed_time")):
         return Result(
@@ -161,7 +173,7 @@ def classify_claude_message(message: Mapping[str, Any], *, key: str) -> Result:
         return _truncated(key, text, usage=usage, stop=stop, response=message)
     if stop in _CLAUDE_ANSWERED:
         if text or tool_use:
-            return Result(key=key, text=text, usage=usage, stop=stop, response=message)
+            return result_of(key, text, usage, stop, None, None, message)
         return _unusable(
             key, "EMPTY_RESPONSE", transient=True, usage=usage, stop=stop, response=message
         )
@@ -211,7 +223,7 @@ def classify_gemini_response(response: Mapping[str, Any], *, key: str) -> Result
     text, function_call = _gemini_content(_get(candidate, "content", "content"))
     if finish == "STOP":
         if text or function_call:
-            return Result(key=key, text=text, usage=usage, stop=finish, response=response)
+            return result_of(key, text, usage, finish, None, None, response)
         return _unusable(
             key, "EMPTY_RESPONSE", transient=True, usage=usage, stop=finish, response=response
         )
@@ -319,11 +331,11 @@ def _claude_content(content: object) -> tuple[str, bool]:
 def _claude_usage(usage: object) -> Usage:
     if type(usage) is not dict and not isinstance(usage, Mapping):
         return Usage()
-    return Usage(
-        input=_count(usage.get("input_tokens")),
-        output=_count(usage.get("output_tokens")),
-        cache_read=_count(usage.get("cache_read_input_tokens")),
-        cache_write=_count(usage.get("cache_creation_input_tokens")),
+    return usage_of(
+        _count(usage.get("input_tokens")),
+        _count(usage.get("output_tokens")),
+        _count(usage.get("cache_read_input_tokens")),
+        _count(usage.get("cache_creation_input_tokens")),
     )
 
 
@@ -353,12 +365,13 @@ def _gemini_usage(meta: object) -> Usage:
     """Usage with the online clients' meaning: prompt includes cached tokens, output thoughts."""
     if type(meta) is not dict and not isinstance(meta, Mapping):
         return Usage()
-    return Usage(
-        input=_count(_get(meta, "promptTokenCount", "prompt_token_count"))
+    return usage_of(
+        _count(_get(meta, "promptTokenCount", "prompt_token_count"))
         + _count(_get(meta, "toolUsePromptTokenCount", "tool_use_prompt_token_count")),
-        output=_count(_get(meta, "candidatesTokenCount", "candidates_token_count"))
+        _count(_get(meta, "candidatesTokenCount", "candidates_token_count"))
         + _count(_get(meta, "thoughtsTokenCount", "thoughts_token_count")),
-        cache_read=_count(_get(meta, "cachedContentTokenCount", "cached_content_token_count")),
+        _count(_get(meta, "cachedContentTokenCount", "cached_content_token_count")),
+        0,
     )
 
 

@@ -134,6 +134,7 @@ def read_output_file(
     skipped = 0
     earlier = echoed if echoed is not None else {}
     here: Counter[str] = Counter()
+    sharing = keys.sharing  # whether any line answers several keys (dedupe; none, usually)
     with job_errors(job.name, reading=uri):
         lines = staging.read_lines(uri, max_line=_MAX_LINE)
         for raw in lines:
@@ -198,7 +199,8 @@ def read_output_file(
                     ),
                 )
             yield result
-            yield from _shared(keys, index, result, taken)
+            if sharing:
+                yield from _shared(keys, index, result, taken)
     for content, count in here.items():
         if count > earlier.get(content, 0):
             earlier[content] = count

@@ -45,19 +45,46 @@ class Telemetry:
             description="Batch results yielded, by outcome",
         )
 
+        # Attribute sets built once per model, outcome and error type, then reused (never
+        # modified): one result per output row, and building them was most of the cost.
+        self._attributes: dict[tuple[str, str, str], dict[str, str]] = {}
+        self._token_attributes: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
+
     def record(self, result: Result, job: Job) -> None:
-        base = {
-            "gen_ai.operation.name": OPERATION,
-            "gen_ai.provider.name": PROVIDER,
-            "gen_ai.request.model": job.model,
-        }
         usage = result.usage
         # Tokens are recorded once per paid line: not again for the other keys of a
         # deduplicated line, nor for an answer from the cache.
         if (usage.input or usage.output) and not (result.shared or result.cached):
-            self._tokens.record(usage.input, {**base, "gen_ai.token.type": "input"})
-            self._tokens.record(usage.output, {**base, "gen_ai.token.type": "output"})
-        attributes = {**base, "vertexbatch.outcome": result.outcome}
-        if result.error is not None:
-            attributes["error.type"] = type(result.error).__name__
+            tokens = self._token_attributes.get(job.model)
+            if tokens is None:
+                if len(self._token_attributes) >= _MAX_SETS:
+                    self._token_attributes.clear()
+                tokens = self._token_attributes[job.model] = (
+                    {**_base(job), "gen_ai.token.type": "input"},
+                    {**_base(job), "gen_ai.token.type": "output"},
+                )
+            self._tokens.record(usage.input, tokens[0])
+            self._tokens.record(usage.output, tokens[1])
+        error = result.error
+        kind = "" if error is None else type(error).__name__
+        attributes = self._attributes.get((job.model, result.outcome, kind))
+        if attributes is None:
+            if len(self._attributes) >= _MAX_SETS:  # many models in one long-lived client
+                self._attributes.clear()
+            attributes = {**_base(job), "vertexbatch.outcome": result.outcome}
+            if error is not None:
+                attributes["error.type"] = kind
+            self._attributes[(job.model, result.outcome, kind)] = attributes
         self._results.add(1, attributes)
+
+
+# Attribute sets kept before starting over (models x outcomes x error types).
+_MAX_SETS = 256
+
+
+def _base(job: Job) -> dict[str, str]:
+    return {
+        "gen_ai.operation.name": OPERATION,
+        "gen_ai.provider.name": PROVIDER,
+        "gen_ai.request.model": job.model,
+    }

@@ -1,0 +1,353 @@
+"""The results fast paths give exactly what the checked paths give: results built through slot
+setters, usual rows classified without the wrapper and status checks, metrics attributes reused."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pickle
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+import vertexbatch as vb
+from vertexbatch._keymap import KeyMap, key_digest, parse_key_record
+from vertexbatch._models import Job, Refusal, Result, Usage, result_of, usage_of
+from vertexbatch._outcomes import classify_row
+from vertexbatch._telemetry import OPERATION, PROVIDER, Telemetry
+
+from .test_outcomes import ALL_ROWS
+
+_COUNTS = st.integers(min_value=0, max_value=2**63 - 1)
+_ERRORS = st.sampled_from(
+    [
+        None,
+        vb.RefusedError("request refused by the provider", key="k"),
+        vb.TruncatedError("answer stopped at the token limit", key="k"),
+        vb.LineError("x", key="k", status="NOT_FINISHED", transient=True),
+        vb.LineError("x", key="k", code=400, status="INVALID_ARGUMENT", transient=False),
+        vb.MissingError("no output line for this key", key="k"),
+        vb.ResultError("x", key="k"),  # "failed", as a permanent LineError: told apart by type
+    ]
+)
+
+
+def _fields(value: object) -> list[tuple[str, object]]:
+    return [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    counts=st.tuples(_COUNTS, _COUNTS, _COUNTS, _COUNTS),
+    key=st.text(min_size=1, max_size=8),
+    text=st.text(max_size=8),
+    stop=st.text(max_size=8),
+    refusal=st.none() | st.builds(Refusal, st.text(max_size=4), st.text(max_size=4)),
+    error=_ERRORS,
+    response=st.none() | st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+def test_results_built_fast_are_the_constructors_results(
+    counts: tuple[int, int, int, int],
+    key: str,
+    text: str,
+    stop: str,
+    refusal: Refusal | None,
+    error: vb.ResultError | None,
+    response: dict[str, int] | None,
+) -> None:
+    """Every field the same object, equal, the same hash and repr, frozen, pickled alike."""
+    usage, plain_usage = usage_of(*counts), Usage(*counts)
+    assert _fields(usage) == _fields(plain_usage)
+    assert (usage, hash(usage), repr(usage)) == (plain_usage, hash(plain_usage), repr(plain_usage))
+    fast = result_of(key, text, usage, stop, refusal, error, response)
+    plain = Result(
+        key=key, text=text, usage=usage, stop=stop, refusal=refusal, error=error, response=response
+    )
+    assert all(a is b for (_, a), (_, b) in zip(_fields(fast), _fields(plain), strict=True))
+    assert (fast, hash(fast), repr(fast)) == (plain, hash(plain), repr(plain))
+    assert (fast.ok, fast.outcome) == (plain.ok, plain.outcome)
+    assert pickle.dumps(fast) == pickle.dumps(plain)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.key = "other"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        usage.input = 1  # type: ignore[misc]
+
+
+def _checked(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The same row as mappings that are not dicts: classify_row takes its checked path."""
+    response = row.get("response")
+    if isinstance(response, dict):
+        return MappingProxyType({**row, "response": MappingProxyType(response)})
+    return MappingProxyType(dict(row))
+
+
+def _same(fast: Result, checked: Result) -> None:
+    assert _fields(fast)[:5] == _fields(checked)[:5]  # key, text, usage, stop, refusal
+    assert type(fast.error) is type(checked.error)
+    assert repr(fast.error) == repr(checked.error)
+    if fast.error is not None:
+        assert vars(fast.error) == vars(checked.error)
+    assert (fast.response is None) == (checked.response is None)
+    if fast.response is not None:
+        assert dict(fast.response) == dict(checked.response)  # type: ignore[arg-type]
+    assert (fast.shared, fast.cached, fast.outcome) == (
+        checked.shared,
+        checked.cached,
+        checked.outcome,
+    )
+
+
+@pytest.mark.parametrize(("line", "provider"), ALL_ROWS)
+def test_every_row_kind_classifies_as_the_checked_path_does(
+    line: dict[str, Any], provider: vb.Provider
+) -> None:
+    """Each row of test_outcomes' tables (answers, refusals, truncations, failures, wrappers,
+    usage shapes), for both providers: the same Result field by field."""
+    for row in (line, {**line, "status": None}, {**line, "status": ""}):
+        _same(
+            classify_row(row, key="k", provider=provider),
+            classify_row(_checked(row), key="k", provider=provider),
+        )
+
+
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 2**64) | st.floats() | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+_CLAUDE_KEYS = st.sampled_from(
+    ["type", "content", "stop_reason", "usage", "stop_details", "error", "body"]
+)
+_GEMINI_KEYS = st.sampled_from(
+    ["candidates", "usageMetadata", "usage_metadata", "promptFeedback", "error", "body"]
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    claude=st.dictionaries(_CLAUDE_KEYS, _VALUES, max_size=5),
+    gemini=st.dictionaries(_GEMINI_KEYS, _VALUES, max_size=5),
+    stop=st.sampled_from(["end_turn", "max_tokens", "refusal", "pause_turn", "tool_use", None, 3]),
+    finish=st.sampled_from(["STOP", "MAX_TOKENS", "SAFETY", 2, None, ""]),
+    text=_VALUES,
+    counts=st.dictionaries(
+        st.sampled_from(
+            ["input_tokens", "output_tokens", "promptTokenCount", "thoughtsTokenCount"]
+        ),
+        _VALUES,
+    ),
+)
+def test_any_response_classifies_as_the_checked_path_does(
+    claude: dict[str, Any],
+    gemini: dict[str, Any],
+    stop: object,
+    finish: object,
+    text: object,
+    counts: dict[str, Any],
+) -> None:
+    """Responses of any shape, near the usual one and far from it: the same Result."""
+    claude.setdefault("stop_reason", stop)
+    claude.setdefault("content", [{"type": "text", "text": text}])
+    claude.setdefault("usage", counts)
+    gemini.setdefault(
+        "candidates", [{"content": {"parts": [{"text": text}]}, "finishReason": finish}]
+    )
+    gemini.setdefault("usageMetadata", counts)
+    for response, provider in ((claude, "anthropic"), (gemini, "google")):
+        row = {"status": "", "processed_time": "t", "response": response}
+        fast = classify_row(row, key="k", provider=provider)  # type: ignore[arg-type]
+        _same(fast, classify_row(_checked(row), key="k", provider=provider))  # type: ignore[arg-type]
+
+
+class _Before(Telemetry):
+    """Telemetry.record as it was before its attribute sets were reused."""
+
+    def record(self, result: Result, job: Job) -> None:
+        base = {
+            "gen_ai.operation.name": OPERATION,
+            "gen_ai.provider.name": PROVIDER,
+            "gen_ai.request.model": job.model,
+        }
+        usage = result.usage
+        if (usage.input or usage.output) and not (result.shared or result.cached):
+            self._tokens.record(usage.input, {**base, "gen_ai.token.type": "input"})
+            self._tokens.record(usage.output, {**base, "gen_ai.token.type": "output"})
+        attributes = {**base, "vertexbatch.outcome": result.outcome}
+        if result.error is not None:
+            attributes["error.type"] = type(result.error).__name__
+        self._results.add(1, attributes)
+
+
+def _points(reader: InMemoryMetricReader) -> dict[str, list[tuple[object, ...]]]:
+    data = reader.get_metrics_data()
+    out: dict[str, list[tuple[object, ...]]] = {}
+    for rm in data.resource_metrics if data is not None else ():
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                out[metric.name] = sorted(
+                    (
+                        tuple(sorted(p.attributes.items())),
+                        getattr(p, "value", None),
+                        getattr(p, "sum", None),
+                        getattr(p, "count", None),
+                        tuple(getattr(p, "bucket_counts", ())),
+                    )
+                    for p in metric.data.data_points
+                )
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    results=st.lists(
+        st.tuples(
+            st.sampled_from(["m1", "m2"]),
+            st.integers(0, 5000),
+            st.integers(0, 5000),
+            _ERRORS,
+            st.booleans(),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_metrics_read_as_before(results: list[tuple[str, int, int, Any, bool, bool]]) -> None:
+    """Results of two models, every outcome, shared and cached: a metrics reader sees the same
+    points (attributes, counts, sums, buckets) as with attribute sets built per result."""
+    ours_reader, before_reader = InMemoryMetricReader(), InMemoryMetricReader()
+    ours = Telemetry(MeterProvider(metric_readers=[ours_reader]))
+    before = _Before(MeterProvider(metric_readers=[before_reader]))
+    for model, given_in, given_out, error, shared, cached in results:
+        job = Job("i", "n", "anthropic", model, "gs://b/i", "gs://b/o", 1)
+        result = dataclasses.replace(
+            Result(key="k", usage=Usage(given_in, given_out), error=error),
+            shared=shared,
+            cached=cached,
+        )
+        ours.record(result, job)
+        before.record(result, job)
+    assert _points(ours_reader) == _points(before_reader)
+
+
+def _state(km: KeyMap) -> tuple[object, ...]:
+    return (
+        km.keys,
+        km._by_digest,
+        list(km._canonical),
+        km._shared,
+        km._primary,
+        km.cached,
+        km._by_cache,
+        km.lines,
+        km.sharing,
+    )
+
+
+def _added(records: list[bytes]) -> tuple[object, ...] | str:
+    """What ``KeyMap.add`` makes of the records one by one (the checked path)."""
+    km, seen = KeyMap(), set()
+    for number, raw in enumerate(records, start=1):
+        try:
+            key, digest, canonical = parse_key_record(raw)
+        except ValueError as exc:
+            return f"line {number}: {exc}"
+        if key in seen:
+            return f"line {number}: a key appears twice"
+        seen.add(key)
+        km.add(key, digest, canonical)
+    return _state(km)
+
+
+def _from_records(records: list[bytes]) -> tuple[object, ...] | str:
+    try:
+        return _state(KeyMap.from_records(records))
+    except ValueError as exc:
+        return str(exc)
+
+
+_RECORD_KEYS = st.sampled_from(["a", "b", "é", 'q"', "t\\", "\x01", "🙂"]) | st.text(max_size=4)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    records=st.lists(
+        st.tuples(_RECORD_KEYS, st.integers(0, 3), st.sampled_from(["k", "c"]), st.booleans()),
+        max_size=12,
+    ),
+    damage=st.sampled_from([None, b"\xff", b"\xed\xa0\x80", b"[]", b'["x","k1"]']),
+    where=st.integers(0, 12),
+)
+def test_key_maps_read_fast_are_what_add_makes(
+    records: list[tuple[str, int, str, bool]], damage: bytes | None, where: int
+) -> None:
+    """Plain records, records with escapes, deduplicated keys (a digest seen before), cached
+    keys, repeated keys, damaged and non-UTF-8 lines: the same key map, or the same error."""
+    lines = []
+    for key, line, kind, canonical in records:
+        digest = kind + key_digest(f"line {line}")[1:]
+        lines.append(
+            json.dumps(
+                [key, digest, "ab" * 16 if canonical else ""], separators=(",", ":")
+            ).encode()
+        )
+        if key and key.isalpha():  # the same key written raw, as StagedLine.key_record writes
+            lines[-1] = lines[-1].replace(json.dumps(key).encode(), b'"' + key.encode() + b'"')
+    if damage is not None:
+        lines.insert(
+            min(where, len(lines)),
+            b'["' + damage + b'","' + key_digest("x").encode() + b'",""]'
+            if damage[:1] != b"["
+            else damage,
+        )
+    assert _from_records(lines) == _added(lines)
+
+
+def _match_id_checked(km: KeyMap, row: dict[str, Any]) -> int | None:
+    """``KeyMap.match_id`` through ``_digest_index`` (the checked path)."""
+    for name in ("custom_id", "vb_key"):
+        value = row.get(name)
+        if isinstance(value, str):
+            index = km._digest_index(value)
+            if index is not None:
+                return index
+    request = row.get("request")
+    labels = request.get("labels") if isinstance(request, dict) else None
+    value = labels.get("vb_key") if isinstance(labels, dict) else None
+    return km._digest_index(value) if isinstance(value, str) else None
+
+
+_DIGESTS = st.sampled_from([key_digest("a"), key_digest("b"), key_digest("absent")]) | st.builds(
+    lambda digest, at, char: digest[:at] + char + digest[at + 1 :],
+    st.sampled_from([key_digest("a"), key_digest("b")]),
+    st.integers(0, 34),
+    st.sampled_from([" ", "_", "+", "-", "g", "A", "é", "", "0"]),
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    custom_id=st.none() | _DIGESTS | st.integers(),
+    sibling=st.none() | _DIGESTS,
+    label=st.none() | _DIGESTS,
+)
+def test_ids_match_as_digest_index_matches_them(
+    custom_id: object, sibling: str | None, label: str | None
+) -> None:
+    """Digests found, absent, cut, lengthened, with spaces, underscores, signs or upper case
+    (which ``int`` reads), not strings: the same key, or none."""
+    km = KeyMap()
+    km.add("a", key_digest("a"), "")
+    km.add("b", key_digest("b"), "")
+    row: dict[str, Any] = {"custom_id": custom_id, "vb_key": sibling}
+    if label is not None:
+        row["request"] = {"labels": {"vb_key": label}}
+    assert km.match_id(row) == _match_id_checked(km, row)
