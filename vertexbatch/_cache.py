@@ -475,9 +475,13 @@ class AnswerCache:
         """
         return self.fill_text(writer, {d: encode_response(r) for d, r in answers.items()})
 
-    def fill_text(self, writer: str, texts: Mapping[str, bytes]) -> int:
-        """``fill`` of answers given as their text (exact digest -> ``encode_response``'s)."""
-        created = int(self._clock())
+    def fill_text(
+        self, writer: str, texts: Mapping[str, bytes], *, created: int | None = None
+    ) -> int:
+        """``fill`` of answers given as their text (exact digest -> ``encode_response``'s),
+        dated ``created`` (default: now). The object names are the writer's and the date's
+        alone: the same writer and date again finds its objects there and writes nothing."""
+        created = int(self._clock()) if created is None else created
         shards: dict[str, list[bytes]] = defaultdict(list)
         for digest in sorted(texts):
             shards[digest[:2]].append(entry_text(digest, self._model, texts[digest], created))
