@@ -135,17 +135,7 @@ def answer_from_cache(
         mine = _claim(staging, submission_id, provider, model, held, ttl)
         claim = mine if mine is not None else staging.read_json(folder.name(CLAIM))
     cached_md5, claimed = _claimed(staging, submission_id, claim)
-    out: list[StagedLine] = []
-    for line, exact in held:
-        want = claimed.pop(cache_digest(line.key), None)
-        if want is None:
-            out.append(line)
-        elif want == exact:
-            out.append(_cached_line(line))
-        else:
-            raise _other_rows(submission_id, f"request {line.key!r} differs from the one")
-    if claimed:
-        raise _other_rows(submission_id, f"{len(claimed)} key(s) are not among these requests")
+    out = _take_claimed(submission_id, held, claimed)
     counted = sum(1 for line in out if line.digest.startswith("c"))
     logger.info(
         "id %s: %d of %d requests answered from the answer cache",
@@ -158,6 +148,48 @@ def answer_from_cache(
         return replace(manifest, cache=True, cached=counted, cached_md5=cached_md5)
 
     return out, amend
+
+
+def _take_claimed(
+    submission_id: str, held: list[tuple[StagedLine, str]], claimed: dict[str, str]
+) -> list[StagedLine]:
+    """The lines to stage given an id's claim (each claimed key's line made a cached one).
+
+    Raises:
+        InvalidRequestError: the claim names keys or requests these lines do not have.
+    """
+    claimed = dict(claimed)
+    out: list[StagedLine] = []
+    for line, exact in held:
+        want = claimed.pop(cache_digest(line.key), None)
+        if want is None:
+            out.append(line)
+        elif want == exact:
+            out.append(_cached_line(line))
+        else:
+            raise _other_rows(submission_id, f"request {line.key!r} differs from the one")
+    if claimed:
+        raise _other_rows(submission_id, f"{len(claimed)} key(s) are not among these requests")
+    return out
+
+
+def claimed_digests(
+    staging: Staging, submission_id: str, lines: Iterator[StagedLine]
+) -> set[str] | None:
+    """The exact digests of the requests an id claimed from the cache (``cache.claim.json``,
+    left by a submit that stopped before its manifest), or ``None`` if it claimed nothing yet;
+    read-only: what a plan counts as cached, since a submit takes the claim, not the cache.
+
+    Raises:
+        InvalidRequestError: the claim is damaged, or names keys or requests these lines do
+            not have (a submit would refuse them).
+    """
+    claim = staging.read_json(staging.folder(submission_id).name(CLAIM))
+    if claim is None:
+        return None
+    _, claimed = _claimed(staging, submission_id, claim)
+    _take_claimed(submission_id, list(exact_digests(lines)), claimed)
+    return set(claimed.values())
 
 
 def _claim(

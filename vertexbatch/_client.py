@@ -8,7 +8,13 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Self
 
 from ._cache import AnswerCache, check_ttl
-from ._cached import CacheFill, answer_from_cache, cached_status, is_cached_job
+from ._cached import (
+    CacheFill,
+    answer_from_cache,
+    cached_status,
+    claimed_digests,
+    is_cached_job,
+)
 from ._cloud import Cloud
 from ._config import DEFAULT_PREFIX, build_client
 from ._dedupe import dedupe as dedupe_lines
@@ -381,7 +387,19 @@ class Client:
             lines = held
         count = token_counter(self._cloud, provider, model) if count_tokens else None
         lookup = None
-        if cache:
+        claimed = None
+        if cache and shard_size is None:  # a submit that stopped before its manifest: its claim
+            held = list(lines)
+            given = dedupe_lines(iter(held)) if dedupe else iter(held)
+            claimed = claimed_digests(self._cloud.staging, id, given)
+            lines = held
+        if claimed is not None:
+            taken = claimed
+
+            def lookup(digests: list[str]) -> set[str]:
+                return taken.intersection(digests)
+
+        elif cache:
             answers = AnswerCache(self._cloud.staging, provider, model, ttl=ttl)
 
             def lookup(digests: list[str]) -> set[str]:
