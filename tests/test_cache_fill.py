@@ -93,9 +93,10 @@ def test_a_bug_in_a_merge_raises(client: vb.Client, monkeypatch: pytest.MonkeyPa
 
     staging = cloud_of(client).staging
     for w in range(9):
-        AnswerCache(staging, "anthropic", CLAUDE, clock=lambda: 1_000 + w).fill(
-            f"w{w}", {f"ab{w:030x}": {"n": w}}
+        old = AnswerCache(
+            staging, "anthropic", CLAUDE, clock=itertools.repeat(1_000.0 + w).__next__
         )
+        old.fill(f"w{w}", {f"ab{w:030x}": {"n": w}})
 
     def write_merged(self: AnswerCache, *args: Any) -> None:
         raise KeyError("a bug")
