@@ -5,9 +5,10 @@ Layout, under the client's bucket and prefix (``_cache`` cannot be a submission 
     PREFIX/_cache/PROVIDER/MODEL/PP/TTTTTTTTTT-WRITER.jsonl
 
 ``PP`` is the first two hex digits of the exact digest (``_dedupe.exact_digest``; 256 shards),
-``TTTTTTTTTT`` the Unix time the entries were written and ``WRITER`` the submission id whose
-results filled them: one object per shard per completed job, written create-only, so two writers
-never touch one object and a writer that runs twice finds its objects there. Each line is one
+``TTTTTTTTTT`` the Unix time the entries are dated by (a job's first fill: ``CacheFill``) and
+``WRITER`` the submission id whose results filled them (``ID.pN`` for a part): one object per
+shard per completed job, written create-only, so two writers never touch one object and a
+writer that runs twice finds its objects there. Each line is one
 entry::
 
     {"d": DIGEST, "m": MODEL, "t": UNIX_TIME, "h": HASH_OF_RESPONSE, "r": RESPONSE}
