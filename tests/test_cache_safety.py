@@ -135,6 +135,31 @@ def test_a_retry_after_a_crash_before_the_manifest_carries_on(
     assert client.submit_claude("x1", CLAUDE, requests, cache=True) == job
 
 
+def test_a_plan_counts_what_a_crashed_submits_claim_took(
+    client: vb.Client, stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache fills up between a crash before the manifest and a plan: the plan counts the
+    keys the id claimed (as the retried submit will), not what the cache holds now, and
+    refuses rows the claim does not fit, as submit does."""
+    requests = _requests(4)
+    fill_cache(client, stack, "seedp", requests[:1])  # k0 cached
+    with monkeypatch.context() as patch:
+        _crash_before_manifest(patch, "xp")
+        with pytest.raises(KeyboardInterrupt):
+            client.submit_claude("xp", CLAUDE, requests, cache=True)
+    fill_cache(client, stack, "morep", requests)  # every request is cached now
+    assert client.plan_claude("fresh", CLAUDE, requests, cache=True).cached == 4
+    plan = client.plan_claude("xp", CLAUDE, requests, cache=True)
+    assert (plan.cached, plan.to_send, plan.jobs) == (1, 3, 1)
+    changed = [claude_request("k0", "Something else."), *requests[1:]]
+    with pytest.raises(vb.InvalidRequestError, match="already claimed for other rows"):
+        client.plan_claude("xp", CLAUDE, changed, cache=True)
+    job = client.submit_claude("xp", CLAUDE, requests, cache=True)
+    assert job.keys == 4
+    stack.wait_job(job.name)
+    assert sum(r.cached for r in client.results(job)) == plan.cached
+
+
 def test_a_claim_for_other_requests_is_refused(
     client: vb.Client, stack: LocalStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:

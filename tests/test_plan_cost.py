@@ -257,6 +257,45 @@ def test_a_plan_reads_what_the_id_already_holds(
     assert (planned.submitted, planned.cached) == (whole.name, 2) == ("cached:cx2", 2)
 
 
+def test_a_run_plan_reads_what_the_run_id_already_holds(
+    client: vb.Client, stack: LocalStack, bucket: str, tmp_path: Path
+) -> None:
+    """A run id already started with these requests: the plan (and `run submit --dry-run`)
+    says it rejoins, with nothing to pay and the shards not finished; other requests, a
+    shard size or a model that differ are refused as run_claude refuses them; nothing is
+    written."""
+    client.run_claude("rp", CLAUDE, _requests(), shard_size=2)
+    plan = client.plan_claude("rp", CLAUDE, _requests(), shard_size=2, prices=[_OPUS])
+    assert plan.submitted == "run:rp" and (plan.to_send, plan.jobs, plan.cost_high) == (0, 0, 0)
+    assert any("3 shards (5 keys) are not finished" in said for said in plan.assumptions)
+
+    def staged() -> list[str]:
+        return sorted(b.name for b in stack.storage_client().list_blobs(bucket, prefix="jobs/"))
+
+    before = staged()
+    for other, match in (
+        ({"requests": _requests()[:1]}, "already holds another run"),
+        ({"shard_size": 3}, "cuts these requests differently"),
+        ({"cache": True}, "already holds another run"),
+    ):
+        given = {"requests": _requests(), "shard_size": 2, **other}
+        for call in (client.plan_claude, client.run_claude):
+            with pytest.raises(vb.InvalidRequestError, match=match):
+                call("rp", CLAUDE, **given)  # type: ignore[operator]
+    assert staged() == before
+    rows = [json.dumps({"key": r.key, "params": r.params}) for r in _requests()]
+    path = write_lines(tmp_path / "rp.jsonl", rows)
+    args = ["--provider", "claude", "--model", CLAUDE, "--id", "rp", "--shard-size", "2"]
+    printed = CliRunner().invoke(
+        main,
+        ["run", "submit", *args, "--dry-run", "--json", str(path)],
+        env=stack.environment(bucket, prefix="jobs"),
+    )
+    assert printed.exit_code == 0, printed.output
+    assert json.loads(printed.stdout)["submitted"] == "run:rp"
+    assert staged() == before
+
+
 def test_count_tokens_sends_what_anthropics_endpoint_takes(
     client: vb.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,23 +5,32 @@ Layout, under the client's bucket and prefix (``_cache`` cannot be a submission 
     PREFIX/_cache/PROVIDER/MODEL/PP/TTTTTTTTTT-WRITER.jsonl
 
 ``PP`` is the first two hex digits of the exact digest (``_dedupe.exact_digest``; 256 shards),
-``TTTTTTTTTT`` the Unix time the entries were written and ``WRITER`` the submission id whose
-results filled them: one object per shard per completed job, written create-only, so two writers
-never touch one object and a writer that runs twice finds its objects there. Each line is one
+``TTTTTTTTTT`` the Unix time the entries are dated by (a job's first fill: ``CacheFill``) and
+``WRITER`` the submission id whose results filled them (``ID.pN`` for a part): one object per
+shard per completed job, written create-only, so two writers never touch one object and a
+writer that runs twice finds its objects there. Each line is one
 entry::
 
     {"d": DIGEST, "m": MODEL, "t": UNIX_TIME, "h": HASH_OF_RESPONSE, "r": RESPONSE}
 
 A lookup of many requests lists the model's folder once and reads only the shards its digests
 fall in, several at a time: a few hundred reads at most, never one per request. Each filling job
-adds an object to a shard; once a shard holds more than ``COMPACT_AT``, a submit's lookup merges
-them into ``PP/merged/TTTTTTTTTT-HASH.jsonl`` (the newest entry of each digest from the objects
-older than ``TTTTTTTTTT``), and later lookups read that object and the newer ones only. An
-entry that does not parse, names another model or shard, or whose response does not hash to
-``h`` is a miss, with a warning that names the object, never its content. Entries older than the
-caller's ``ttl`` are misses too (the time in the object name skips whole objects unread).
-Retention is the caller's: a GCS lifecycle rule on ``PREFIX/_cache/`` (see docs/cost.md); a
-merged object is new, so a rule's age counts from the merge for the entries it holds.
+adds an object to a shard; once a shard holds more than ``COMPACT_AT`` objects older than
+``COMPACT_MARGIN`` that no merged object holds yet, a submit's lookup merges them into
+``PP/merged/TTTTTTTTTT-HASH.jsonl``: a header line ``{"n": ENTRIES, "replaces": [NAMES]}``
+naming exactly the objects it holds (the previous merged object's among them), then the newest
+entry of each digest from them, each with its own write time ``t``. Later lookups read the
+newest merged object and every object its header does not name, whatever the times in their
+names (a writer's clock, or a fill slower than the margin, never hides an object). A merged
+object that is damaged (a header or a wanted entry that does not parse, or fewer entries than
+its header counts) is passed over with a warning, and the objects it named are read instead
+(they still exist). An entry that does not parse, names another model or shard, or whose
+response does not hash to ``h`` is a miss, with a warning that names the object, never its
+content. Entries older than the caller's ``ttl`` are misses too (the time in the object name
+skips whole objects unread). Retention is the caller's: GCS lifecycle rules on
+``PREFIX/_cache/`` (see docs/cost.md); a merged object's ``customTime`` is its oldest entry's
+write time, so a ``daysSinceCustomTime`` rule deletes it once that entry is due, and lookups
+fall back to the younger objects it named.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ._errors import InvalidRequestError
@@ -51,6 +60,7 @@ __all__ = [
     "entry_line",
     "entry_text",
     "parse_entry",
+    "storage_errors",
 ]
 
 logger = logging.getLogger("vertexbatch")
@@ -78,18 +88,65 @@ COMPACT_AT = 8
 COMPACT_MARGIN = 600
 
 
-def _current(listed: list[tuple[int, str, bool]]) -> tuple[list[tuple[int, str]], int]:
-    """The objects of a shard a lookup reads, and the time of the newest merged one (-1: none).
+def storage_errors() -> tuple[type[BaseException], ...]:
+    """The errors of a failed storage call (after retries): what a best-effort cache write
+    passes over. Anything else is a bug, and raises. Built when a write fails: the storage
+    libraries are imported by then."""
+    import requests
+    import urllib3
+    from google.api_core import exceptions as api_exceptions
+    from google.auth import exceptions as auth_exceptions
+    from google.resumable_media import common as media_common
 
-    A merged object named ``T`` holds every entry of the shard's objects older than ``T``: it
-    stands for them, so they are passed over; objects from ``T`` on are read beside it.
-    """
-    merged = [(time_, uri) for time_, uri, is_merged in listed if is_merged]
-    floor, newest = max(merged) if merged else (-1, "")
-    objects = [(time_, uri) for time_, uri, is_merged in listed if not is_merged and time_ >= floor]
-    if newest:
-        objects.append((floor, newest))
-    return objects, floor
+    from ._errors import VertexBatchError
+
+    return (
+        api_exceptions.GoogleAPICallError,
+        api_exceptions.RetryError,
+        auth_exceptions.TransportError,
+        requests.RequestException,
+        urllib3.exceptions.HTTPError,
+        media_common.InvalidResponse,
+        media_common.DataCorruption,
+        OSError,
+        VertexBatchError,
+    )
+
+
+def _parse_header(raw: bytes) -> tuple[int, list[str]] | None:
+    """A merged object's header line: its entry count and the names it replaces."""
+    try:
+        header = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(header, dict) or set(header) != {"n", "replaces"}:
+        return None
+    count, names = header["n"], header["replaces"]
+    if type(count) is not int or not isinstance(names, list):
+        return None
+    if not all(isinstance(name, str) for name in names):
+        return None
+    return count, names
+
+
+@dataclass(frozen=True, slots=True)
+class _Object:
+    """One entry object of a shard, as listed: the time in its name, its name under the model's
+    folder (``PP/...``, as a merged object's header names it) and its URI."""
+
+    time: int
+    name: str
+    uri: str
+    merged: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Merged:
+    """What a lookup read of a shard's newest merged object: its wanted entries, and the
+    objects it holds (itself included), or ``None`` when it was damaged."""
+
+    entries: list[Entry]
+    replaces: frozenset[str] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,10 +247,11 @@ class AnswerCache:
         """The entries the cache holds for ``digests`` (the newest of each), read shard by shard.
 
         With ``compact`` (a submit's lookup; never a plan's, which writes nothing), a wanted
-        shard holding more than ``COMPACT_AT`` objects is merged as it is read: its entries
-        (the newest of each digest) from objects older than ``COMPACT_MARGIN`` are written
-        into one create-only ``PP/merged/`` object, and later lookups read that object and the
-        objects newer than it instead of them all. A merge that fails is a warning.
+        shard holding more than ``COMPACT_AT`` objects older than ``COMPACT_MARGIN`` that its
+        newest merged object does not hold is merged as it is read: those objects and the
+        merged one go into one create-only ``PP/merged/`` object whose header names them, and
+        later lookups read it and the objects it does not name instead of them all. A merge
+        that fails on storage is a warning.
 
         Raises:
             google.api_core.exceptions.GoogleAPICallError: listing or reading failed after
@@ -206,16 +264,8 @@ class AnswerCache:
             return {}
         now = int(self._clock())
         oldest = -1 if self._ttl is None else int(now - self._ttl.total_seconds())
+        cut = now - COMPACT_MARGIN
         listed = self._listed()
-        plain: list[tuple[str, str]] = []  # (object, shard) read for the wanted entries only
-        merging: list[tuple[str, list[tuple[int, str]], int]] = []  # (shard, objects, cut)
-        for shard in wanted:
-            objects, floor = _current(listed.get(shard, []))
-            cut = now - COMPACT_MARGIN
-            if compact and len(objects) > COMPACT_AT and cut > floor:
-                merging.append((shard, objects, cut))
-            else:
-                plain.extend((uri, shard) for time_, uri in objects if time_ >= oldest)
         found: dict[str, Entry] = {}
 
         def keep(entries: list[Entry]) -> None:
@@ -224,18 +274,54 @@ class AnswerCache:
                 if held is None or entry.created > held.created:
                     found[entry.digest] = entry
 
+        heads = {
+            shard: max(merged, key=lambda o: (o.time, o.name))
+            for shard in wanted
+            if (merged := [o for o in listed.get(shard, []) if o.merged])
+        }
+        plain: list[tuple[_Object, str]] = []  # (object, shard) read for the wanted entries only
+        # (shard, newest merged object, is it sound?, objects to merge, names it held)
+        merging: list[tuple[str, _Object | None, bool, list[_Object], set[str]]] = []
         with ThreadPoolExecutor(max_workers=_READERS) as pool:
-            for entries in pool.map(lambda o: self._read(o[0], o[1], wanted[o[1]], oldest), plain):
+            read_heads = dict(
+                zip(
+                    heads,
+                    pool.map(lambda s: self._read_merged(heads[s], s, wanted[s], oldest), heads),
+                    strict=True,
+                )
+            )
+            for shard in wanted:
+                objects = listed.get(shard, [])
+                head = heads.get(shard)
+                held: frozenset[str] = frozenset()
+                sound = head is not None and read_heads[shard].replaces is not None
+                if head is not None and not sound:  # damaged: its objects are read instead
+                    objects = [o for o in objects if o is not head]
+                elif head is not None:
+                    keep(read_heads[shard].entries)
+                    held = read_heads[shard].replaces or held
+                rest = [o for o in objects if o.name not in held]
+                eligible = [o for o in rest if o.time < cut]
+                if compact and len(eligible) > COMPACT_AT:
+                    present = {o.name for o in objects}
+                    held_now = {n for n in held if n in present}
+                    merging.append((shard, head, sound, eligible, held_now))
+                    rest = [o for o in rest if o.time >= cut]
+                plain.extend((o, shard) for o in rest if o.time >= oldest)
+            for entries in pool.map(
+                lambda o: self._read(o[0].uri, o[1], wanted[o[1]], oldest, header=o[0].merged),
+                plain,
+            ):
                 keep(entries)
             for entries in pool.map(
-                lambda m: self._merge(m[0], m[1], m[2], wanted[m[0]], oldest), merging
+                lambda m: self._merge(*m, cut=cut, wanted=wanted[m[0]], oldest=oldest), merging
             ):
                 keep(entries)
         return found
 
-    def _listed(self) -> dict[str, list[tuple[int, str, bool]]]:
-        """The folder's entry objects by shard: (time, object, merged?)."""
-        by_shard: dict[str, list[tuple[int, str, bool]]] = defaultdict(list)
+    def _listed(self) -> dict[str, list[_Object]]:
+        """The folder's entry objects by shard."""
+        by_shard: dict[str, list[_Object]] = defaultdict(list)
         start = len(self.uri) + 1
         # ``list_names`` lists the folder (a trailing slash): ``gemini-3.8-flash`` never lists
         # ``gemini-3.8-flash-lite``.
@@ -246,60 +332,117 @@ class AnswerCache:
             if merged:
                 match = _MERGED.fullmatch(rest)
             if match is not None:  # else not an entry object: someone else's file
-                by_shard[match["pp"]].append((int(match["time"]), uri, merged))
+                by_shard[match["pp"]].append(_Object(int(match["time"]), rest, uri, merged))
         return by_shard
 
+    def _read_merged(self, head: _Object, shard: str, wanted: set[str], oldest: int) -> _Merged:
+        """The wanted entries of a merged object and the names it holds (itself among them);
+        ``replaces`` is ``None``, with a warning naming the object, if it is damaged."""
+        from google.api_core import exceptions as api_exceptions
+
+        lines = iter(self._staging.read_lines(head.uri))
+        entries: list[Entry] = []
+        try:
+            header = _parse_header(next(lines, b""))
+            count = 0
+            for raw in lines:
+                if not raw.strip():
+                    continue
+                count += 1
+                if not raw.startswith(b'{"d":"'):
+                    header = None
+                elif raw[6:38].decode("ascii", "replace") in wanted:
+                    entry = parse_entry(raw, self._model, shard)
+                    if entry is None:
+                        header = None
+                    elif entry.created >= oldest:
+                        entries.append(entry)
+        except api_exceptions.NotFound:  # deleted since the listing: its objects are read
+            return _Merged([], None)
+        if header is None or header[0] != count:
+            logger.warning(
+                "answer cache: merged object %s is damaged; the objects it merged are read instead",
+                head.uri,
+            )
+            return _Merged([], None)
+        return _Merged(entries, frozenset(header[1]) | {head.name})
+
     def _merge(
-        self, shard: str, objects: list[tuple[int, str]], cut: int, wanted: set[str], oldest: int
+        self,
+        shard: str,
+        head: _Object | None,
+        sound: bool,
+        eligible: list[_Object],
+        held: set[str],
+        *,
+        cut: int,
+        wanted: set[str],
+        oldest: int,
     ) -> list[Entry]:
-        """Read a shard's objects whole: the wanted entries, and one merged object of the
-        entries of those older than ``cut`` (named by ``cut``: it stands for them all)."""
+        """Read ``eligible`` (and ``head``, the shard's newest merged object, if ``sound``)
+        whole: the wanted entries, and one merged object of all their entries, whose header
+        names them, what ``head`` held (``held``) and ``head`` itself (a damaged one too: the
+        objects it named are read, never it)."""
         found: list[Entry] = []
         merged: dict[str, Entry] = {}
-        for time_, uri in objects:
-            for entry in self._read(uri, shard, None, -1):
+        sources = [*eligible, *([head] if head is not None and sound else [])]
+        for source in sources:
+            for entry in self._read(source.uri, shard, None, -1, header=source.merged):
                 if entry.digest in wanted and entry.created >= oldest:
                     found.append(entry)
-                held = merged.get(entry.digest)
-                if time_ < cut and (held is None or entry.created > held.created):
+                kept = merged.get(entry.digest)
+                if kept is None or entry.created > kept.created:
                     merged[entry.digest] = entry
+        replaces = held | {o.name for o in sources} | ({head.name} if head else set())
+        # Named after the newest merged object, whatever the clocks: it stands in for it.
+        time_ = max(cut, head.time + 1 if head is not None else cut)
         try:
-            self._write_merged(shard, cut, merged, len(objects))
-        except Exception as exc:  # the lookup's answers stand; a later lookup merges
+            self._write_merged(shard, time_, merged, sorted(replaces))
+        except storage_errors() as exc:  # the lookup's answers stand; a later lookup merges
             logger.warning(
                 "answer cache: shard %s of %s was not merged (%s)",
                 shard,
                 self.uri,
                 type(exc).__name__,
             )
+            logger.debug("answer cache: the merge of shard %s failed", shard, exc_info=True)
         return found
 
-    def _write_merged(self, shard: str, cut: int, merged: dict[str, Entry], read: int) -> None:
-        text = b"".join(
+    def _write_merged(
+        self, shard: str, time_: int, merged: dict[str, Entry], replaces: list[str]
+    ) -> None:
+        header = _SORTED.encode({"n": len(merged), "replaces": replaces}).encode("ascii") + b"\n"
+        text = header + b"".join(
             entry_text(digest, self._model, merged[digest].response, merged[digest].created)
             for digest in sorted(merged)
         )
-        name = f"{self._path}/{shard}/merged/{cut:010d}-{_hash_of_text(text)[:16]}.jsonl"
-        upload = self._staging.upload(name, JSONL)
+        name = f"{self._path}/{shard}/merged/{time_:010d}-{_hash_of_text(text)[:16]}.jsonl"
+        oldest = min((entry.created for entry in merged.values()), default=time_)
+        upload = self._staging.upload(name, JSONL, custom_time=datetime.fromtimestamp(oldest, UTC))
         upload.write(text)
         upload.finish()  # False: the same merge, written by a concurrent lookup
         logger.info(
             "answer cache: %d objects of shard %s of %s merged (%d entries)",
-            read,
+            len(replaces),
             shard,
             self.uri,
             len(merged),
         )
 
-    def _read(self, uri: str, shard: str, wanted: set[str] | None, oldest: int) -> list[Entry]:
+    def _read(
+        self, uri: str, shard: str, wanted: set[str] | None, oldest: int, *, header: bool = False
+    ) -> list[Entry]:
         """The entries of one object: the ``wanted`` ones (``None``: all), not older than
-        ``oldest``."""
+        ``oldest``. A merged object's first line (``header``) is its header, not an entry."""
         from google.api_core import exceptions as api_exceptions
 
         entries: list[Entry] = []
         damaged = 0
         try:
-            for raw in self._staging.read_lines(uri):
+            lines = iter(self._staging.read_lines(uri))
+            if header:
+                next(lines, None)
+            for raw in lines:
                 if not raw.strip():
                     continue
                 # Sorted keys: the digest is the line's first field, so an entry nobody asked
@@ -333,9 +476,13 @@ class AnswerCache:
         """
         return self.fill_text(writer, {d: encode_response(r) for d, r in answers.items()})
 
-    def fill_text(self, writer: str, texts: Mapping[str, bytes]) -> int:
-        """``fill`` of answers given as their text (exact digest -> ``encode_response``'s)."""
-        created = int(self._clock())
+    def fill_text(
+        self, writer: str, texts: Mapping[str, bytes], *, created: int | None = None
+    ) -> int:
+        """``fill`` of answers given as their text (exact digest -> ``encode_response``'s),
+        dated ``created`` (default: now). The object names are the writer's and the date's
+        alone: the same writer and date again finds its objects there and writes nothing."""
+        created = int(self._clock()) if created is None else created
         shards: dict[str, list[bytes]] = defaultdict(list)
         for digest in sorted(texts):
             shards[digest[:2]].append(entry_text(digest, self._model, texts[digest], created))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from datetime import timedelta
@@ -29,7 +30,7 @@ from typing import Any
 
 from google.api_core.exceptions import NotFound
 
-from ._cache import AnswerCache, encode_response
+from ._cache import AnswerCache, encode_response, storage_errors
 from ._dedupe import exact_digest, exact_digests
 from ._errors import InvalidRequestError, JobError, job_errors
 from ._keymap import KeyMap, cache_digest, parse_key_record
@@ -56,6 +57,8 @@ logger = logging.getLogger("vertexbatch")
 # The name of the job of an id answered wholly from the cache: no Vertex job exists.
 CACHED_PREFIX = "cached:"
 FILLED = "cache.filled.json"
+# When a job's fill began: the date its parts are named by, the same on every pass.
+FILLING = "cache.filling.json"
 # Which keys an id took from the cache, claimed before any row is staged (``answer_from_cache``).
 CLAIM = "cache.claim.json"
 
@@ -132,17 +135,7 @@ def answer_from_cache(
         mine = _claim(staging, submission_id, provider, model, held, ttl)
         claim = mine if mine is not None else staging.read_json(folder.name(CLAIM))
     cached_md5, claimed = _claimed(staging, submission_id, claim)
-    out: list[StagedLine] = []
-    for line, exact in held:
-        want = claimed.pop(cache_digest(line.key), None)
-        if want is None:
-            out.append(line)
-        elif want == exact:
-            out.append(_cached_line(line))
-        else:
-            raise _other_rows(submission_id, f"request {line.key!r} differs from the one")
-    if claimed:
-        raise _other_rows(submission_id, f"{len(claimed)} key(s) are not among these requests")
+    out = _take_claimed(submission_id, held, claimed)
     counted = sum(1 for line in out if line.digest.startswith("c"))
     logger.info(
         "id %s: %d of %d requests answered from the answer cache",
@@ -155,6 +148,48 @@ def answer_from_cache(
         return replace(manifest, cache=True, cached=counted, cached_md5=cached_md5)
 
     return out, amend
+
+
+def _take_claimed(
+    submission_id: str, held: list[tuple[StagedLine, str]], claimed: dict[str, str]
+) -> list[StagedLine]:
+    """The lines to stage given an id's claim (each claimed key's line made a cached one).
+
+    Raises:
+        InvalidRequestError: the claim names keys or requests these lines do not have.
+    """
+    claimed = dict(claimed)
+    out: list[StagedLine] = []
+    for line, exact in held:
+        want = claimed.pop(cache_digest(line.key), None)
+        if want is None:
+            out.append(line)
+        elif want == exact:
+            out.append(_cached_line(line))
+        else:
+            raise _other_rows(submission_id, f"request {line.key!r} differs from the one")
+    if claimed:
+        raise _other_rows(submission_id, f"{len(claimed)} key(s) are not among these requests")
+    return out
+
+
+def claimed_digests(
+    staging: Staging, submission_id: str, lines: Iterator[StagedLine]
+) -> set[str] | None:
+    """The exact digests of the requests an id claimed from the cache (``cache.claim.json``,
+    left by a submit that stopped before its manifest), or ``None`` if it claimed nothing yet;
+    read-only: what a plan counts as cached, since a submit takes the claim, not the cache.
+
+    Raises:
+        InvalidRequestError: the claim is damaged, or names keys or requests these lines do
+            not have (a submit would refuse them).
+    """
+    claim = staging.read_json(staging.folder(submission_id).name(CLAIM))
+    if claim is None:
+        return None
+    _, claimed = _claimed(staging, submission_id, claim)
+    _take_claimed(submission_id, list(exact_digests(lines)), claimed)
+    return set(claimed.values())
 
 
 def _claim(
@@ -298,9 +333,13 @@ class CacheFill:
     fills its own answers); keyed by the exact digests of the job's staged input.
 
     Answers are held as their entry text, at most ``limit`` bytes; past it they are written as
-    a part (``ID``, then ``ID.p1``, ``ID.p2``, ... as writers). Best-effort: the answers are the
-    caller's already, so a fill that fails (no permission on ``_cache/``, say) is a warning
-    naming the job, never an error; the job is left unmarked and the next pass tries again.
+    a part (``ID``, then ``ID.p1``, ``ID.p2``, ... as writers). Every part is dated by the first
+    pass that filled the job (``cache.filling.json``, create-only), so a pass that stopped early
+    and a later one name their parts alike: the later finds the parts written and writes them
+    not again (parts are cut at the same answers: the job's results in the same order).
+    Best-effort on storage: the answers are the caller's already, so a fill that fails on GCS
+    (no permission on ``_cache/``, say) is a warning naming the job, never an error; the job is
+    left unmarked and the next pass tries again. Any other error is a bug, and raises.
     """
 
     def __init__(self, staging: Staging, job: Job, limit: int | None = None) -> None:
@@ -313,6 +352,7 @@ class CacheFill:
         self._parts = 0
         self._written = 0
         self._exact: dict[str, str] | None = None  # key -> exact digest, read when first needed
+        self._date: int | None = None  # the parts' date, read or set when first written
 
     def add(self, key: str, response: Mapping[str, Any]) -> None:
         """Hold one ok answer (written when the buffer is full or the pass ends)."""
@@ -335,13 +375,15 @@ class CacheFill:
     def _attempt(self, step: Callable[[], bool]) -> bool:
         try:
             return step()
-        except Exception as exc:  # the results were read: a cache write never costs them
+        except storage_errors() as exc:  # the results were read: storage never costs them
             logger.warning(
                 "answer cache: the ok answers of id %s were not stored (%s); the next results "
                 "pass of the id tries again",
                 self._job.id,
                 type(exc).__name__,
             )
+            # The traceback names calls and objects, never an answer's content.
+            logger.debug("answer cache: the fill of id %s failed", self._job.id, exc_info=True)
             self._held.clear()
             self._on = False
             return False
@@ -358,11 +400,25 @@ class CacheFill:
         texts = {exact[key]: text for key, text in self._held.items() if key in exact}
         writer = self._job.id if not self._parts else f"{self._job.id}.p{self._parts}"
         cache = AnswerCache(self._staging, self._job.provider, self._job.model)
-        self._written += cache.fill_text(writer, texts)
+        self._written += cache.fill_text(writer, texts, created=self._dated())
         self._parts += 1
         self._held.clear()
         self._size = 0
         return True
+
+    def _dated(self) -> int:
+        """The date of the job's parts: the first pass's, recorded create-only."""
+        if self._date is None:
+            name = self._staging.folder(self._job.id).name(FILLING)
+            now = int(time.time())
+            if self._staging.create_json(name, {"t": now}):
+                self._date = now
+            else:
+                held = self._staging.read_json(name)
+                date = held.get("t") if isinstance(held, dict) else None
+                # Damaged: parts dated now are new objects (answers again, never wrong ones).
+                self._date = date if type(date) is int and date > 0 else now
+        return self._date
 
     def _mark(self) -> bool:
         folder = self._staging.folder(self._job.id)

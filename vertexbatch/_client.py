@@ -8,13 +8,20 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Self
 
 from ._cache import AnswerCache, check_ttl
-from ._cached import CacheFill, answer_from_cache, cached_status, is_cached_job
+from ._cached import (
+    CacheFill,
+    answer_from_cache,
+    cached_status,
+    claimed_digests,
+    is_cached_job,
+)
 from ._cloud import Cloud
 from ._config import DEFAULT_PREFIX, build_client
 from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError, job_errors
 from ._estimate import Plan, build_plan, submitted_plan
 from ._identity import find, held_job, resubmit, stage_and_submit
+from ._ledger import Ledger, Shard
 from ._lines import StagedLine, claude_line, gemini_line
 from ._manifest import resubmit_origin
 from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Result, Status
@@ -22,7 +29,7 @@ from ._prices import Price
 from ._results import iter_results
 from ._retry import RetryPolicy
 from ._rules import check_id, check_job, check_key, check_model, next_attempt_id
-from ._run_start import create_run
+from ._run_start import create_run, held_run
 from ._run_start import open_run as load_run
 from ._runs import DEFAULT_SHARD_SIZE, Run
 from ._staging import Staging
@@ -368,21 +375,38 @@ class Client:
             )
         prices = tuple(prices)
         expected = ClaudeRequest if provider == "anthropic" else GeminiRequest
-        lines: Iterable[StagedLine] = _staged_lines(requests, expected, build)
+        # Held: what the id (or run id) already holds is checked against them first.
+        held = list(_staged_lines(requests, expected, build))
+        cloud = self._cloud
         if shard_size is None:  # what the id already holds: a submit would return its job
-            held = list(lines)
-            cloud = self._cloud
             found = held_job(
                 cloud.staging, cloud.vertex, id, provider, model, held, dedupe=dedupe, cache=cache
             )
             if found is not None:
                 job, cached = found
                 return submitted_plan(provider, model, held, job.name, cached, prices)
-            lines = held
-        count = token_counter(self._cloud, provider, model) if count_tokens else None
+        else:  # what the run id already holds: starting these would rejoin it, or be refused
+            run = held_run(
+                cloud, id, provider, model, held, shard_size=shard_size, dedupe=dedupe, cache=cache
+            )
+            if run is not None:
+                return submitted_plan(
+                    provider, model, held, f"run:{id}", run[1], prices, said=_rejoined(run)
+                )
+        count = token_counter(cloud, provider, model) if count_tokens else None
         lookup = None
-        if cache:
-            answers = AnswerCache(self._cloud.staging, provider, model, ttl=ttl)
+        claimed = None
+        if cache and shard_size is None:  # a submit that stopped before its manifest: its claim
+            given = dedupe_lines(iter(held)) if dedupe else iter(held)
+            claimed = claimed_digests(cloud.staging, id, given)
+        if claimed is not None:
+            taken = claimed
+
+            def lookup(digests: list[str]) -> set[str]:
+                return taken.intersection(digests)
+
+        elif cache:
+            answers = AnswerCache(cloud.staging, provider, model, ttl=ttl)
 
             def lookup(digests: list[str]) -> set[str]:
                 return set(answers.lookup(digests))
@@ -390,7 +414,7 @@ class Client:
         return build_plan(
             provider,
             model,
-            lines,
+            held,
             dedupe=dedupe,
             lookup=lookup,
             count=count,
@@ -615,3 +639,14 @@ def _built_lines(
             )
         check_key(request.key, seen)
         yield build(request, types)
+
+
+def _rejoined(run: tuple[Ledger, int, list[Shard]]) -> str:
+    """What a plan of a run the id already holds says."""
+    ledger, _, pending = run
+    left = sum(shard.keys for shard in pending)
+    return (
+        f"run {ledger.id} already holds these requests ({len(ledger.shards)} shards): starting "
+        f"it again rejoins it and stages or pays nothing more; {len(pending)} shards "
+        f"({left} keys) are not finished yet, and their jobs are paid as the run goes on"
+    )

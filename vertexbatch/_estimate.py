@@ -52,7 +52,8 @@ class Plan:
         price: the online list price used (``None``: unknown model, pass ``prices=``).
         assumptions: what the figures rest on, in words.
         submitted: the job the id already holds for these requests (``cached:ID`` for one
-            answered from the cache): submitting them again returns it, so nothing is sent or
+            answered from the cache; ``run:ID`` for a run plan of a run the id already holds):
+            submitting them again returns it (rejoins the run), so nothing more is sent or
             paid. ``""`` when submitting would stage or create.
     """
 
@@ -233,8 +234,10 @@ def submitted_plan(
     job: str,
     cached: int,
     prices: Iterable[Price] = (),
+    said: str = "",
 ) -> Plan:
-    """The plan of requests the id already holds as ``job``: nothing to send or pay."""
+    """The plan of requests the id already holds as ``job``: nothing to send or pay.
+    ``said`` says so in other words (a run's)."""
     return Plan(
         provider=provider,
         model=model,
@@ -251,7 +254,8 @@ def submitted_plan(
         cost_high=0.0,
         price=price_of(model, prices),
         assumptions=(
-            f"already submitted as job {job}: submitting these requests under this id again "
+            said
+            or f"already submitted as job {job}: submitting these requests under this id again "
             "returns that job; nothing more is sent or paid",
         ),
         submitted=job,

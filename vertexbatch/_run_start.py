@@ -20,6 +20,7 @@ from ._ledger import (
     Ledger,
     Shard,
     check_run_id,
+    read_done,
     read_ledger,
     write_ledger,
 )
@@ -29,7 +30,7 @@ from ._models import Provider
 from ._rules import MAX_INPUT_BYTES
 from ._runs import Run
 
-__all__ = ["create_run", "open_run"]
+__all__ = ["create_run", "held_run", "open_run"]
 
 
 class _Shards:
@@ -152,6 +153,39 @@ def _other_cut(ledger: Ledger, shard_size: int) -> InvalidRequestError:
     )
 
 
+def held_run(
+    cloud: Cloud,
+    run_id: str,
+    provider: Provider,
+    model: str,
+    lines: Iterable[StagedLine],
+    *,
+    shard_size: int,
+    dedupe: bool = False,
+    cache: bool = False,
+) -> tuple[Ledger, int, list[Shard]] | None:
+    """The run starting ``lines`` under ``run_id`` would rejoin (a plan's question), how
+    many of its keys the cache answered, and its shards not finished yet; read-only. ``None``
+    if the id holds no run.
+
+    Raises:
+        InvalidRequestError: the id holds another run (other requests, model or shard size):
+            starting these would be refused, with the same message.
+    """
+    check_run_id(run_id)
+    ledger = read_ledger(cloud.staging, run_id)
+    if ledger is None:
+        return None
+    cutter = _Shards(lines, shard_size, dedupe)
+    # A plan takes no max_attempts: the run's own is checked, not a default's.
+    staged = _check_rejoin(
+        cloud, ledger, provider, model, ledger.max_attempts, shard_size, cutter, cache
+    )
+    cached = sum(manifest.cached for manifest in staged)
+    pending = [shard for shard in ledger.shards if read_done(cloud.staging, shard) is None]
+    return ledger, cached, pending
+
+
 def _check_rejoin(
     cloud: Cloud,
     ledger: Ledger,
@@ -162,8 +196,9 @@ def _check_rejoin(
     cutter: _Shards,
     cache: bool = False,
     cache_ttl: timedelta | None = None,
-) -> None:
-    """Raise unless these rows are the staged run's rows; reads only, stages nothing.
+) -> list[Manifest]:
+    """Raise unless these rows are the staged run's rows; reads only, stages nothing. Returns
+    the shards' manifests.
 
     The error says what differs: the provider, the model, the attempts, how the requests are
     cut into shards, or the requests themselves.
@@ -188,6 +223,7 @@ def _check_rejoin(
             f"{max_attempts}: rejoin it with {ledger.max_attempts}, or use a new run id",
         )
     last = len(ledger.shards) - 1
+    manifests: list[Manifest] = []
     for index, shard in enumerate(ledger.shards):
         if not cutter.more():
             raise _other_run(run)
@@ -199,6 +235,7 @@ def _check_rejoin(
             given = amend(given)
         staged = read_manifest(cloud.staging, shard.id)
         if staged is not None and staged.claims_same(given):
+            manifests.append(staged)
             continue
         # More rows than a full staged shard, or a full new shard smaller than the staged one:
         # the same requests cut at another size.
@@ -209,6 +246,7 @@ def _check_rejoin(
         raise _other_run(run)
     if cutter.more():
         raise _other_run(run)
+    return manifests
 
 
 def _from_cache(

@@ -21,6 +21,7 @@ import json
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from google.api_core import exceptions as api_exceptions
@@ -238,9 +239,14 @@ class Staging:
             return self._client.bucket(bucket).blob(name)
         return self._bucket.blob(uri_or_name)
 
-    def upload(self, name: str, content_type: str) -> CreateOnlyUpload:
-        """A create-only streamed upload to ``name``."""
-        return CreateOnlyUpload(self._blob(name), content_type, self._policy)
+    def upload(
+        self, name: str, content_type: str, *, custom_time: datetime | None = None
+    ) -> CreateOnlyUpload:
+        """A create-only streamed upload to ``name`` (with ``customTime``, for lifecycle rules)."""
+        blob = self._blob(name)
+        if custom_time is not None:
+            blob.custom_time = custom_time
+        return CreateOnlyUpload(blob, content_type, self._policy)
 
     def create_json(self, name: str, value: Any) -> bool:
         """Write a small JSON object create-only; ``False`` if it already existed."""
