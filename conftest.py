@@ -1,49 +1,33 @@
 """Fixtures of the whole suite (tests/ and integration_tests/): one local stack per session.
 
-Each test gets the stack with its faults, job options and call counts reset, and a fresh bucket;
-afterwards its faults are reset again (releasing held jobs and calls) and every job settles, so
-that no job of one test is still running in the next.
+``local_stack``, ``stack`` and ``bucket`` are the ones docs/testing.md tells users to copy
+(``docs/examples/testing/conftest.py``), imported from there so the page shows what the suite
+runs: each test gets the stack with its faults, job options and call counts reset, and a fresh
+bucket; afterwards its faults are reset again and every job settles. This file adds the client
+under the prefix ``jobs`` and ``stack_env``.
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
+import importlib.util
+from pathlib import Path
 
 import pytest
 
 import vertexbatch as vb
-from vertexbatch.emulator import JobOptions, LocalStack
+from vertexbatch.emulator import LocalStack
 
+_spec = importlib.util.spec_from_file_location(
+    "vertexbatch_docs_testing_conftest",
+    Path(__file__).parent / "docs" / "examples" / "testing" / "conftest.py",
+)
+assert _spec is not None and _spec.loader is not None
+_shown = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_shown)
 
-@pytest.fixture(scope="session")
-def local_stack() -> Iterator[LocalStack]:
-    """The local Vertex + GCS stack, started once for the session (use `stack` in a test)."""
-    with LocalStack() as stack:
-        yield stack
-
-
-def _clean(stack: LocalStack) -> None:
-    stack.faults.reset()
-    stack.set_job_options(JobOptions())
-
-
-@pytest.fixture
-def stack(local_stack: LocalStack) -> Iterator[LocalStack]:
-    """The session's stack, reset for this test; every job has settled when the test is over."""
-    _clean(local_stack)
-    local_stack.reset_calls()
-    yield local_stack
-    _clean(local_stack)
-    local_stack.settle(timeout=60)
-
-
-@pytest.fixture
-def bucket(stack: LocalStack) -> str:
-    """A fresh bucket for this test."""
-    name = f"t-{uuid.uuid4().hex[:20]}"
-    stack.create_bucket(name)
-    return name
+local_stack = _shown.local_stack
+stack = _shown.stack
+bucket = _shown.bucket
 
 
 @pytest.fixture
