@@ -226,17 +226,18 @@ async def test_results_stream_a_few_chunks_ahead() -> None:
         await anext(stream)
 
 
+def _counting_up(closed: threading.Event) -> Iterator[int]:
+    """A long blocking iterator that sets ``closed`` once it is closed (or ends)."""
+    try:
+        yield from range(100_000)
+    finally:
+        closed.set()
+
+
 async def test_breaking_out_and_dropping_the_stream_stops_it() -> None:
     """``break`` out of ``async for``, then the stream dropped: the thread closes the iterator."""
     closed = threading.Event()
-
-    def items() -> Iterator[int]:
-        try:
-            yield from range(100_000)
-        finally:
-            closed.set()
-
-    stream = _aio.ResultStream("test", items())
+    stream = _aio.ResultStream("test", _counting_up(closed))
     async for item in stream:
         assert item == 0
         break
@@ -247,14 +248,7 @@ async def test_breaking_out_and_dropping_the_stream_stops_it() -> None:
 async def test_a_break_alone_leaves_a_held_stream_parked_until_aclose() -> None:
     """docs/asyncio.md: ``break`` with the stream still held stops nothing; ``aclose`` does."""
     closed = threading.Event()
-
-    def items() -> Iterator[int]:
-        try:
-            yield from range(100_000)
-        finally:
-            closed.set()
-
-    stream = _aio.ResultStream("test", items())
+    stream = _aio.ResultStream("test", _counting_up(closed))
     async for item in stream:
         assert item == 0
         break
