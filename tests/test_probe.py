@@ -230,6 +230,29 @@ def test_from_probe_report_refuses_other_files(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b"\xa7\xff{}", "UnicodeDecodeError"),
+        (b'{"facts": {', "JSONDecodeError"),
+        (
+            b'{"facts": {}, "pad": "' + b"x" * (5 * 1024 * 1024) + b'"}',
+            "larger than a probe report",
+        ),
+    ],
+)
+def test_a_damaged_deep_or_huge_report_is_refused_clearly(
+    tmp_path: Path, content: bytes, said: str
+) -> None:
+    """Whatever the file holds, the answer is one ValueError naming the file and the reason."""
+    path = tmp_path / "report.json"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=said) as caught:
+        LocalStack.from_probe_report(path)
+    assert str(path) in str(caught.value) and len(str(caught.value)) < 300
+
+
+@pytest.mark.parametrize(
     ("row", "expected"),
     [
         ({"status": "", "response": {"x": 1}}, "empty"),

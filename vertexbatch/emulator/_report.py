@@ -30,15 +30,29 @@ _ERROR_SHAPES = {
 }
 
 
+MAX_REPORT = 4 * 1024 * 1024  # a report is a few kilobytes: anything this large is not one
+
+
 def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a probe report.
 
     Raises:
-        ValueError: the file is not a probe report (no `vertexbatch_probe` version and `facts`),
-            or is a partial one (the probe stopped early).
+        ValueError: the file is not a probe report (not UTF-8 JSON, nested too deeply, over
+            ``MAX_REPORT`` bytes, no `vertexbatch_probe` version and `facts`), or is a partial
+            one (the probe stopped early).
     """
-    with open(path, encoding="utf-8") as handle:
-        report = json.load(handle)
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_REPORT + 1)
+    if len(data) > MAX_REPORT:
+        raise ValueError(f"{path} is larger than a probe report can be ({MAX_REPORT} bytes)")
+    try:
+        report = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ValueError(f"{path} is not a vertexbatch probe report (nested too deeply)") from None
+    except ValueError as exc:  # not UTF-8, or not JSON
+        raise ValueError(
+            f"{path} is not a vertexbatch probe report ({type(exc).__name__})"
+        ) from None
     if isinstance(report, dict) and report.get("partial") is True:
         raise ValueError(
             f"{path} is a partial probe report (the probe stopped early, before any facts): "
