@@ -38,12 +38,12 @@ from google.cloud import storage
 
 import vertexbatch as vb
 from benchmarks import workload
-from vertexbatch._staging import _CHUNK
+from vertexbatch._upload import CHUNK
 
 __all__ = ["CountingSession", "main"]
 
 JSONL = "application/jsonl"
-RAW_CHUNK = _CHUNK  # the raw baseline streams with the same chunk size vertexbatch uses
+RAW_CHUNK = CHUNK  # the raw baseline streams with the same chunk size vertexbatch uses
 _OBJECT = re.compile(r"^(?:/download)?/storage/v1/b/[^/]+/o/(?P<name>.+)$")
 
 

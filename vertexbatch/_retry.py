@@ -7,16 +7,13 @@ import random
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import tenacity
 from google.api_core import exceptions as api_exceptions
 from google.auth import exceptions as auth_exceptions
 
 from ._errors import LineError
-
-if TYPE_CHECKING:
-    from google.api_core import retry as api_retry
 
 __all__ = [
     "LOCAL_STACK_HINT",
@@ -180,22 +177,6 @@ class RetryPolicy:
             "reraise": True,
             "before_sleep": log_retry,
         }
-
-    def api_core_retry(self) -> api_retry.Retry:
-        """The same policy for calls google-api-core retries itself (resumable upload chunks).
-
-        api-core draws its own jittered waits between ``initial`` and ``maximum``; the bounds,
-        the deadline and what counts as transient are this policy's.
-        """
-        from google.api_core import retry as api_retry
-
-        waits = (self.initial, self.maximum) if self.wait else (0.0, 0.0)
-        return api_retry.Retry(
-            predicate=self.retries,
-            initial=waits[0],
-            maximum=waits[1],
-            timeout=self.deadline,
-        )
 
     def call(self, what: str, fn: Callable[[], T]) -> T:
         """Run ``fn`` under this policy; the last exception propagates as itself.

@@ -8,8 +8,8 @@ Layout under ``gs://BUCKET/PREFIX/ID/``::
     job.json        the record: the resource name of the job the id resolved to
     output/         Vertex's output prefix (it writes prediction-model-<time>/predictions.jsonl)
 
-Every object is written create-only (``if_generation_match=0``), so nothing staged is ever
-overwritten, and a partial stream is never finalised (the resumable session is abandoned).
+Every object is written create-only (``if_generation_match=0``, see ``_upload``), so nothing
+staged is ever overwritten, and a partial stream is never finalised (its session is cancelled).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import contextlib
 import functools
 import json
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,7 @@ from google.api_core import exceptions as api_exceptions
 
 from ._errors import InvalidRequestError
 from ._retry import RetryPolicy
+from ._upload import CreateOnlyUpload
 
 if TYPE_CHECKING:
     # Only for annotations: the storage client is built (and imported) by ``Client``.
@@ -37,21 +38,10 @@ __all__ = ["CreateOnlyUpload", "Folder", "Staging", "parse_gs_uri"]
 
 JSONL = "application/jsonl"
 JSON = "application/json"
-# The fake GCS server and real GCS both enforce create-only on multipart uploads; the client uses
-# multipart up to 8 MiB, so smaller objects go in one request and larger ones stream in chunks.
-_SINGLE_REQUEST_LIMIT = 8 * 1024 * 1024
-# Upload chunks (a multiple of 256 KiB, as resumable uploads require). Each request costs: on
-# fake-gcs-server 150 MB take 2.7 s in 8 MiB chunks, 2.1 s in 12 MiB, 1.2 s in 32 MiB. A chunk
-# is held up to three times at the peak (one being built; one in flight, in the writer's buffer
-# and as the request's body): staging 60,000 requests peaks at 40 MB of Python memory in 10 MiB
-# chunks, 46 MB in 12 MiB, against integration_tests/test_memory.py's bound of 48 MB.
-_CHUNK = 10 * 1024 * 1024
 # Range reads, one read ahead. 8 MiB ranges were no faster in the benchmark (100,000 and 200,000
 # results, both providers: 1.69x to 1.86x the naive time, against 1.62x to 1.85x in 4 MiB) and
 # peaked 20 MB higher; two ranges and a range's lines are held.
 _READ_CHUNK = 4 * 1024 * 1024
-# What the upload thread joins before each write into the writer's buffer.
-_PIECE = 1024 * 1024
 # Manifests, records and ledgers are KBs (a ledger lists at most a few thousand shards).
 _SMALL_OBJECT_MAX = 4 * 1024 * 1024
 
@@ -86,131 +76,6 @@ class Folder:
         return self.uri("output")
 
 
-class CreateOnlyUpload:
-    """Streams bytes into a new object; finalises it only on ``finish``, and never overwrites.
-
-    If the object already exists the bytes are dropped and ``finish`` returns ``False``. Past
-    one request's size, chunks are sent by one background thread while the caller builds the
-    next (at most one in flight), so serialising lines and uploading overlap.
-    """
-
-    def __init__(self, blob: storage.Blob, content_type: str, policy: RetryPolicy) -> None:
-        self._blob = blob
-        self._content_type = content_type
-        self._policy = policy
-        self._pending: list[bytes] = []
-        self._pending_size = 0
-        self._writer: Any = None
-        self._sender: ThreadPoolExecutor | None = None
-        self._in_flight: Future[object] | None = None
-        self.exists = False
-
-    def write(self, data: bytes) -> None:
-        if self.exists:
-            return
-        self._pending.append(data)
-        self._pending_size += len(data)
-        if self._writer is None and self._pending_size > _SINGLE_REQUEST_LIMIT:
-            # Too big for one request: switch to a resumable upload, chunk by chunk.
-            self._writer = self._blob.open(
-                "wb",
-                chunk_size=_CHUNK,
-                content_type=self._content_type,
-                if_generation_match=0,
-                retry=self._policy.api_core_retry(),
-            )
-            self._sender = ThreadPoolExecutor(1, thread_name_prefix="vertexbatch-upload")
-        if self._writer is not None and self._pending_size >= _CHUNK:
-            # Whole chunks: the writer keeps what is short of one until the next write.
-            self._send()
-
-    def _send(self) -> None:
-        pieces = self._pending
-        self._pending = []
-        self._pending_size = 0
-        self._settle()
-        if not self.exists and self._sender is not None:
-            self._in_flight = self._sender.submit(_write_pieces, self._writer, pieces)
-
-    def _settle(self) -> None:
-        """Wait for the chunk in flight; a 412 means the object exists."""
-        if self._in_flight is None:
-            return
-        try:
-            self._in_flight.result()
-        except api_exceptions.PreconditionFailed:
-            self._drop()
-        finally:
-            self._in_flight = None
-
-    def _drop(self) -> None:
-        self.exists = True
-        self._pending.clear()
-        self._close_writer()
-
-    def _close_writer(self) -> None:
-        if self._writer is not None:
-            writer, self._writer = self._writer, None
-            writer.terminate()
-        if self._sender is not None:
-            self._sender.shutdown()
-            self._sender = None
-
-    def finish(self) -> bool:
-        """Finalise the object; ``True`` if this call created it, ``False`` if it existed."""
-        try:
-            if self._writer is not None:
-                if self._pending:
-                    self._send()
-                self._settle()
-                if self.exists:
-                    return False
-                self._writer.close()
-                self._writer = None
-                return True
-            if self.exists:
-                return False
-            data = b"".join(self._pending)
-            self._pending.clear()
-            self._policy.call(
-                f"upload {self._blob.name}",
-                lambda: self._blob.upload_from_string(
-                    data, content_type=self._content_type, if_generation_match=0, retry=None
-                ),
-            )
-            return True
-        except api_exceptions.PreconditionFailed:
-            self._drop()
-            return False
-        finally:
-            if self._sender is not None:
-                self._sender.shutdown()
-                self._sender = None
-
-    def abort(self) -> None:
-        """Abandon the upload; nothing is created."""
-        self._pending.clear()
-        if self._in_flight is not None:
-            self._in_flight.cancel()
-            with contextlib.suppress(Exception):  # the caller is already handling an error
-                self._in_flight.result()
-            self._in_flight = None
-        self._close_writer()
-
-
-def _write_pieces(writer: Any, pieces: list[bytes]) -> None:
-    """Write a chunk's pieces, each let go once the writer has copied it: a chunk in flight is
-    held by the writer alone, not also by the list it was built in."""
-    pieces.reverse()  # taken from the end: popping from the front would be quadratic
-    while pieces:
-        batch = [pieces.pop()]
-        size = len(batch[0])
-        while pieces and size < _PIECE:
-            batch.append(pieces.pop())
-            size += len(batch[-1])
-        writer.write(b"".join(batch) if len(batch) > 1 else batch[0])
-
-
 def _read_range(blob: storage.Blob, start: int) -> bytes:
     data: bytes = blob.download_as_bytes(
         start=start, end=start + _READ_CHUNK - 1, retry=None, checksum=None
@@ -243,10 +108,7 @@ class Staging:
         self, name: str, content_type: str, *, custom_time: datetime | None = None
     ) -> CreateOnlyUpload:
         """A create-only streamed upload to ``name`` (with ``customTime``, for lifecycle rules)."""
-        blob = self._blob(name)
-        if custom_time is not None:
-            blob.custom_time = custom_time
-        return CreateOnlyUpload(blob, content_type, self._policy)
+        return CreateOnlyUpload(self._blob(name), content_type, self._policy, custom_time)
 
     def create_json(self, name: str, value: Any) -> bool:
         """Write a small JSON object create-only; ``False`` if it already existed."""

@@ -1,0 +1,189 @@
+"""Create-only uploads (``_upload``): every byte once, in order, through failures GCS can give.
+
+The chunk size is made 512 KiB (two of the protocol's units) so that several chunks take
+little time; the code is the same at 16 MiB. Faults come from ``tests/upload_gate.py``, a gate
+in front of fake-gcs-server that answers resumable uploads as GCS does where it does not.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import random
+from datetime import UTC, datetime
+
+import pytest
+from google.api_core import exceptions as api_exceptions
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
+
+import vertexbatch as vb
+from tests.upload_gate import Gate, upload_gate
+from vertexbatch import _upload
+from vertexbatch._staging import Staging
+from vertexbatch.emulator import LocalStack
+
+CHUNK = 512 * 1024  # two of the protocol's units: the gate can persist one of them alone
+SINGLE = 256 * 1024
+JSONL = "application/jsonl"
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_upload, "CHUNK", CHUNK)
+    monkeypatch.setattr(_upload, "SINGLE_REQUEST_LIMIT", SINGLE)
+
+
+def _lines(size: int, seed: int = 7) -> list[bytes]:
+    """Request-like lines of irregular lengths (non-ASCII included) adding up to ``size``."""
+    rng = random.Random(seed)
+    out: list[bytes] = []
+    held = 0
+    n = 0
+    while held < size:
+        line = f'{{"k":"{n}","t":"{"é€" * rng.randint(1, 400)}"}}\n'.encode()[: size - held]
+        out.append(line)
+        held += len(line)
+        n += 1
+    return out
+
+
+def _staging(endpoint: str, bucket: str) -> Staging:
+    client = storage.Client(
+        project="p",
+        credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+        client_options={"api_endpoint": endpoint},
+    )
+    return Staging(client, bucket, "u", vb.RetryPolicy.no_wait())
+
+
+def _stored(stack: LocalStack, bucket: str, name: str) -> bytes:
+    data: bytes = stack.storage_client().bucket(bucket).blob(name).download_as_bytes()
+    return data
+
+
+def _md5(data: bytes) -> str:
+    return base64.b64encode(hashlib.md5(data).digest()).decode()
+
+
+SIZES = [0, 1, SINGLE, SINGLE + 1, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK, 3 * CHUNK + 17]
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("shape", ["lines", "one write", "writes over two chunks"])
+def test_every_byte_once_in_order(stack: LocalStack, bucket: str, size: int, shape: str) -> None:
+    """Whatever the sizes of the writes, the object is their bytes, and GCS's MD5 agrees."""
+    lines = _lines(size)
+    data = b"".join(lines)
+    writes: list[bytes]
+    if shape == "lines":
+        writes = lines
+    elif shape == "one write":
+        writes = [data] if data else []
+    else:  # a small write, then one larger than two chunks: it is cut across chunks
+        writes = [data[:10], data[10:]] if data else []
+    upload = _staging(stack.storage_endpoint, bucket).upload("u/obj", JSONL)
+    for piece in writes:
+        upload.write(piece)
+    assert upload.finish()
+    assert _stored(stack, bucket, "u/obj") == data
+    blob = stack.storage_client().bucket(bucket).get_blob("u/obj")
+    assert blob is not None and blob.md5_hash == _md5(data) and blob.content_type == JSONL
+
+
+@pytest.mark.parametrize("size", [SINGLE, 3 * CHUNK + 17])
+def test_custom_time_is_set_on_both_paths(stack: LocalStack, bucket: str, size: int) -> None:
+    """One request or resumable, the object carries the customTime lifecycle rules read."""
+    moment = datetime(2026, 11, 30, 12, 0, 1, tzinfo=UTC)
+    staging = _staging(stack.storage_endpoint, bucket)
+    upload = staging.upload("u/timed", JSONL, custom_time=moment)
+    upload.write(b"x" * size)
+    assert upload.finish()
+    blob = stack.storage_client().bucket(bucket).get_blob("u/timed")
+    assert blob is not None and blob.custom_time == moment
+
+
+def _through(stack: LocalStack, bucket: str, gate: Gate, data: list[bytes]) -> bool:
+    upload = _staging(gate.url, bucket).upload("u/gated", JSONL)
+    for piece in data:
+        upload.write(piece)
+    return upload.finish()
+
+
+LINES = _lines(3 * CHUNK + 17)
+DATA = b"".join(LINES)
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [
+        {2: "drop"},  # the server never saw chunk 2: it is sent again
+        {2: "lose"},  # the server kept chunk 2, its answer was lost: not sent again
+        {2: "partial"},  # the server kept part of chunk 2: the rest is sent
+        {1: "drop", 2: "lose", 3: "partial", 5: "drop"},
+        {4: "lose"},  # the last chunk's answer was lost: the object is complete
+        {4: "drop"},  # the last chunk never arrived: sent again, once
+    ],
+    ids=["drop", "lose", "partial", "all", "lose-last", "drop-last"],
+)
+def test_failed_chunks_resume_where_gcs_stopped(
+    stack: LocalStack, bucket: str, faults: dict[int, str]
+) -> None:
+    """After a failure the client asks what GCS holds and goes on from there: no byte twice,
+    none missing, whichever side of the server the failure fell."""
+    with upload_gate(stack.storage_endpoint, Gate(faults=dict(faults))) as gate:
+        assert _through(stack, bucket, gate, LINES)
+    assert gate.violations == []
+    assert gate.status_queries == sum(1 for f in faults.values() if f in ("drop", "lose"))
+    assert _stored(stack, bucket, "u/gated") == DATA
+
+
+def test_a_premature_finalisation_is_deleted_and_raised(stack: LocalStack, bucket: str) -> None:
+    """fake-gcs-server finalises an object on a status query with what it holds; the short
+    object is deleted (nothing blocks a new attempt) and the upload fails, never passing it
+    off as the whole."""
+    gate = Gate(faults={2: "drop"}, forward_status=True)
+    with upload_gate(stack.storage_endpoint, gate), pytest.raises(api_exceptions.Conflict) as err:
+        _through(stack, bucket, gate, LINES)
+    assert "submit again" in str(err.value)
+    assert not _staging(stack.storage_endpoint, bucket).exists("u/gated")
+    assert _staging(stack.storage_endpoint, bucket).upload("u/gated", JSONL).finish()
+
+
+@pytest.mark.parametrize("where", ["initiate", "last chunk"])
+def test_an_object_created_meanwhile_is_left_alone(
+    stack: LocalStack, bucket: str, where: str
+) -> None:
+    """GCS answers 412 at the session's start or at its last chunk when the object exists:
+    finish says so and creates nothing."""
+    gate = Gate(initiate="exists") if where == "initiate" else Gate(faults={4: "exists"})
+    with upload_gate(stack.storage_endpoint, gate):
+        upload = _staging(gate.url, bucket).upload("u/gated", JSONL)
+        for line in LINES:
+            upload.write(line)
+        assert not upload.finish()
+        assert upload.exists
+    assert gate.chunks == (0 if where == "initiate" else 4)
+    assert not _staging(stack.storage_endpoint, bucket).exists("u/gated")
+
+
+def test_a_refused_chunk_is_not_retried(stack: LocalStack, bucket: str) -> None:
+    """A chunk refused for good (not a transient status) fails the upload at once."""
+    gate = Gate(faults={2: "exists"})  # a 412 mid-way: not transient
+    with upload_gate(stack.storage_endpoint, gate):
+        assert not _through(stack, bucket, gate, LINES)
+    assert gate.chunks == 2 and gate.status_queries == 0
+
+
+def test_abort_cancels_the_session(stack: LocalStack, bucket: str) -> None:
+    """An abandoned upload cancels its session: nothing is created, a new attempt succeeds."""
+    with upload_gate(stack.storage_endpoint, Gate()) as gate:
+        upload = _staging(gate.url, bucket).upload("u/gated", JSONL)
+        for line in LINES[: len(LINES) // 2]:
+            upload.write(line)
+        upload.abort()
+    assert gate.chunks >= 1 and gate.cancels == 1
+    assert not _staging(stack.storage_endpoint, bucket).exists("u/gated")
+    with upload_gate(stack.storage_endpoint, Gate()) as gate:
+        assert _through(stack, bucket, gate, LINES)
+    assert _stored(stack, bucket, "u/gated") == DATA
