@@ -187,3 +187,21 @@ def test_abort_cancels_the_session(stack: LocalStack, bucket: str) -> None:
     with upload_gate(stack.storage_endpoint, Gate()) as gate:
         assert _through(stack, bucket, gate, LINES)
     assert _stored(stack, bucket, "u/gated") == DATA
+
+
+@pytest.mark.parametrize("size", [SINGLE, 4 * SINGLE + 5])
+def test_a_smaller_chunk_starts_only_past_one_request(
+    stack: LocalStack, bucket: str, size: int
+) -> None:
+    """An upload with chunks smaller than one request's limit (a key map's) still goes in one
+    request up to the limit (create-only everywhere); past it, chunks go while it is written."""
+    with upload_gate(stack.storage_endpoint, Gate()) as gate:
+        upload = _staging(gate.url, bucket).upload("u/keys", JSONL, chunk=SINGLE // 2)
+        for line in _lines(size):
+            upload.write(line)
+        sent_before_finish = gate.chunks
+        assert upload.finish()
+    # 1 MiB + 5 bytes: 8 whole chunks (the 8th may still be in flight at finish) and the last.
+    assert sent_before_finish in ((0,) if size == SINGLE else (7, 8))
+    assert gate.chunks == (0 if size == SINGLE else 9)
+    assert _stored(stack, bucket, "u/keys") == b"".join(_lines(size))

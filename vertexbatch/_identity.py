@@ -47,6 +47,7 @@ from ._rules import is_job_name
 from ._staged import read_key_map, read_staged_lines
 from ._staging import JSONL, Staging
 from ._tracing import note, step, stepped
+from ._upload import SMALL_CHUNK
 from ._vertex import JobSpec, Vertex, is_live
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ def stage(
     input_upload = keys_upload = None
     if staged is None:
         input_upload = staging.upload(folder.name(INPUT), JSONL)
-        keys_upload = staging.upload(folder.name(KEYS), JSONL)
+        keys_upload = staging.upload(folder.name(KEYS), JSONL, chunk=SMALL_CHUNK)
     try:
         for line in _chain(first, rows):
             record = line.key_record()

@@ -105,10 +105,16 @@ class Staging:
         return self._bucket.blob(uri_or_name)
 
     def upload(
-        self, name: str, content_type: str, *, custom_time: datetime | None = None
+        self,
+        name: str,
+        content_type: str,
+        *,
+        custom_time: datetime | None = None,
+        chunk: int | None = None,
     ) -> CreateOnlyUpload:
-        """A create-only streamed upload to ``name`` (with ``customTime``, for lifecycle rules)."""
-        return CreateOnlyUpload(self._blob(name), content_type, self._policy, custom_time)
+        """A create-only streamed upload to ``name`` (with ``customTime``, for lifecycle rules;
+        ``chunk``: the resumable chunk size, ``_upload.CHUNK`` by default)."""
+        return CreateOnlyUpload(self._blob(name), content_type, self._policy, custom_time, chunk)
 
     def create_json(self, name: str, value: Any) -> bool:
         """Write a small JSON object create-only; ``False`` if it already existed."""

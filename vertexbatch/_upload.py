@@ -35,7 +35,7 @@ from ._retry import RetryPolicy
 if TYPE_CHECKING:
     import google.cloud.storage as storage
 
-__all__ = ["CHUNK", "SINGLE_REQUEST_LIMIT", "CreateOnlyUpload"]
+__all__ = ["CHUNK", "SINGLE_REQUEST_LIMIT", "SMALL_CHUNK", "CreateOnlyUpload"]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -48,6 +48,9 @@ SINGLE_REQUEST_LIMIT = 8 * 1024 * 1024
 # 1.5 s in 10 MiB chunks, 1.0 s in 16 MiB, 0.75 s in 32 MiB (python /tmp-free measure in
 # docs/performance.md, "Staging").
 CHUNK = 16 * 1024 * 1024
+# Smaller chunks for an object that is a few MB at most (a key map: ~85 bytes a request): sent
+# while the lines are built, so little is left to send once they are.
+SMALL_CHUNK = 4 * 1024 * 1024
 # A chunk's pieces (request lines, ~1 KB) are sent joined up to this size: fewer system calls.
 _SEND = 1024 * 1024
 _TIMEOUT = 120.0  # seconds a chunk's request may take; the storage client's default is 60
@@ -247,8 +250,10 @@ class CreateOnlyUpload:
         content_type: str,
         policy: RetryPolicy,
         custom_time: datetime | None = None,
+        chunk: int | None = None,
     ) -> None:
         self._blob = blob
+        self._chunk = CHUNK if chunk is None else chunk
         self._content_type = content_type
         self._policy = policy
         self._custom_time = custom_time
@@ -264,20 +269,23 @@ class CreateOnlyUpload:
             return
         self._pending.append(data)
         self._pending_size += len(data)
-        if self._pending_size >= CHUNK:
-            # Whole chunks go; what is short of one waits for the next write or for finish.
+        if self._pending_size >= self._chunk and (
+            self._session is not None or self._pending_size > SINGLE_REQUEST_LIMIT
+        ):
+            # Past one request's size, whole chunks go; the rest waits for more or for finish.
             self._send_whole_chunks()
 
     def _send_whole_chunks(self) -> None:
-        while self._pending_size >= CHUNK and not self.exists:
-            head, self._pending = _split(self._pending, CHUNK)
-            self._pending_size -= CHUNK
+        chunk = self._chunk
+        while self._pending_size >= chunk and not self.exists:
+            head, self._pending = _split(self._pending, chunk)
+            self._pending_size -= chunk
             self._settle()
             if self.exists:
                 break
             if self._sender is None:
                 self._sender = ThreadPoolExecutor(1, thread_name_prefix="vertexbatch-upload")
-            self._in_flight = self._sender.submit(self._upload, _Pieces(head, CHUNK), None)
+            self._in_flight = self._sender.submit(self._upload, _Pieces(head, chunk), None)
         if self.exists:
             self._pending.clear()
             self._pending_size = 0
