@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import random
 from datetime import UTC, datetime
 
@@ -18,6 +19,7 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
 
 import vertexbatch as vb
+from tests.helpers import CLAUDE, claude_request
 from tests.upload_gate import Gate, upload_gate
 from vertexbatch import _upload
 from vertexbatch._staging import Staging
@@ -82,10 +84,15 @@ def test_every_byte_once_in_order(stack: LocalStack, bucket: str, size: int, sha
         writes = [data] if data else []
     else:  # a small write, then one larger than two chunks: it is cut across chunks
         writes = [data[:10], data[10:]] if data else []
-    upload = _staging(stack.storage_endpoint, bucket).upload("u/obj", JSONL)
+    upload = _staging(stack.storage_endpoint, bucket).upload("u/obj", JSONL, digest=True)
     for piece in writes:
         upload.write(piece)
-    assert upload.finish()
+    if shape == "lines":  # the digest taken after finish counts each byte once too
+        assert upload.finish()
+        assert upload.md5_hex() == hashlib.md5(data).hexdigest()
+    else:
+        assert upload.md5_hex() == hashlib.md5(data).hexdigest()
+        assert upload.finish()
     assert _stored(stack, bucket, "u/obj") == data
     blob = stack.storage_client().bucket(bucket).get_blob("u/obj")
     assert blob is not None and blob.md5_hash == _md5(data) and blob.content_type == JSONL
@@ -104,9 +111,10 @@ def test_custom_time_is_set_on_both_paths(stack: LocalStack, bucket: str, size: 
 
 
 def _through(stack: LocalStack, bucket: str, gate: Gate, data: list[bytes]) -> bool:
-    upload = _staging(gate.url, bucket).upload("u/gated", JSONL)
+    upload = _staging(gate.url, bucket).upload("u/gated", JSONL, digest=True)
     for piece in data:
         upload.write(piece)
+    assert upload.md5_hex() == hashlib.md5(b"".join(data)).hexdigest()  # retries hash once
     return upload.finish()
 
 
@@ -158,9 +166,11 @@ def test_an_object_created_meanwhile_is_left_alone(
     finish says so and creates nothing."""
     gate = Gate(initiate="exists") if where == "initiate" else Gate(faults={4: "exists"})
     with upload_gate(stack.storage_endpoint, gate):
-        upload = _staging(gate.url, bucket).upload("u/gated", JSONL)
+        upload = _staging(gate.url, bucket).upload("u/gated", JSONL, digest=True)
         for line in LINES:
             upload.write(line)
+        # The digest counts every byte written, sent or not: it tells whose the object is.
+        assert upload.md5_hex() == hashlib.md5(DATA).hexdigest()
         assert not upload.finish()
         assert upload.exists
     assert gate.chunks == (0 if where == "initiate" else 4)
@@ -205,3 +215,35 @@ def test_a_smaller_chunk_starts_only_past_one_request(
     assert sent_before_finish in ((0,) if size == SINGLE else (7, 8))
     assert gate.chunks == (0 if size == SINGLE else 9)
     assert _stored(stack, bucket, "u/keys") == b"".join(_lines(size))
+
+
+def test_no_write_after_the_digest(stack: LocalStack, bucket: str) -> None:
+    """Bytes written after the digest was taken would be missing from it: refused."""
+    upload = _staging(stack.storage_endpoint, bucket).upload("u/late", JSONL, digest=True)
+    upload.write(b"a\n")
+    upload.md5_hex()
+    with pytest.raises(RuntimeError, match="after md5_hex"):
+        upload.write(b"b\n")
+    upload.abort()
+
+
+@pytest.mark.parametrize("dedupe", [False, True])
+def test_a_submit_claims_the_md5_of_the_input_it_staged(
+    stack: LocalStack, bucket: str, dedupe: bool
+) -> None:
+    """The manifest's MD5 (the upload's digest, taken in its sending thread) is the staged
+    input's, over several chunks: it is what a later submit of the id compares."""
+    stack.faults.hold(state="PENDING")
+    client = stack.client(bucket=bucket, prefix="u", retry=vb.RetryPolicy.no_wait())
+    # 500 distinct requests of about 2.5 KB, each four times: several chunks either way.
+    requests = [
+        claude_request(f"k{i}", f"{i % 500} " + "é" * (1000 + i % 500), max_tokens=8)
+        for i in range(2000)
+    ]
+    job = client.submit_claude("md5-id", CLAUDE, requests, dedupe=dedupe)
+    store = stack.storage_client().bucket(bucket)
+    staged = store.blob("u/md5-id/input.jsonl").download_as_bytes()
+    assert len(staged) > 2 * CHUNK
+    manifest = json.loads(store.blob("u/md5-id/manifest.json").download_as_bytes())
+    assert manifest["md5"] == hashlib.md5(staged).hexdigest()
+    client.cancel(job)

@@ -94,10 +94,11 @@ def stage(
     if first is None:
         raise no_rows(submission_id)
     staged = read_manifest(staging, submission_id)
-    tally = Tally()
+    # Staging, the input's upload takes its MD5 in its sending thread; else the tally does.
+    tally = Tally(hash_input=staged is not None)
     input_upload = keys_upload = None
     if staged is None:
-        input_upload = staging.upload(folder.name(INPUT), JSONL)
+        input_upload = staging.upload(folder.name(INPUT), JSONL, digest=True)
         keys_upload = staging.upload(folder.name(KEYS), JSONL, chunk=SMALL_CHUNK)
     try:
         for line in _chain(first, rows):
@@ -111,7 +112,8 @@ def stage(
             if upload is not None:
                 upload.abort()
         raise
-    given = tally.manifest(provider, model, origin)
+    md5 = input_upload.md5_hex() if input_upload is not None else None
+    given = tally.manifest(provider, model, origin, md5)
     note({"vertexbatch.requests": tally.rows})
     if amend is not None:
         given = amend(given)

@@ -220,11 +220,12 @@ def claim_conflict(
 class Tally:
     """Counts, sizes and digests rows as they stream past, enforcing Vertex's limits."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, hash_input: bool = True) -> None:
         self.rows = 0
         self.keys = 0
         self.bytes = 0
-        self._md5 = hashlib.md5(usedforsecurity=False)
+        # Off when the input's upload takes the digest (in its sending thread).
+        self._md5 = hashlib.md5(usedforsecurity=False) if hash_input else None
         self._keys_md5 = hashlib.md5(usedforsecurity=False)
 
     def add(self, line: StagedLine, key_record: bytes) -> None:
@@ -246,15 +247,23 @@ class Tally:
                 "Vertex's 1 GB limit for one job: split the requests across ids",
                 field="requests",
             )
-        self._md5.update(line.data)
+        if self._md5 is not None:
+            self._md5.update(line.data)
 
-    def manifest(self, provider: Provider, model: str, origin: str) -> Manifest:
+    def manifest(
+        self, provider: Provider, model: str, origin: str, md5: str | None = None
+    ) -> Manifest:
+        """The manifest of the rows added; ``md5``: the input's, when this tally did not hash it."""
+        if md5 is None:
+            if self._md5 is None:
+                raise ValueError("this tally did not hash the input: pass its md5")
+            md5 = self._md5.hexdigest()
         return Manifest(
             provider=provider,
             model=model,
             rows=self.rows,
             bytes=self.bytes,
-            md5=self._md5.hexdigest(),
+            md5=md5,
             keys_md5=self._keys_md5.hexdigest(),
             origin=origin,
             keys=self.keys if self.keys != self.rows else 0,

@@ -20,6 +20,7 @@ object exists: nothing is written and ``finish`` says so.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 from collections.abc import Iterator
@@ -251,9 +252,15 @@ class CreateOnlyUpload:
         policy: RetryPolicy,
         custom_time: datetime | None = None,
         chunk: int | None = None,
+        digest: bool = False,
     ) -> None:
         self._blob = blob
         self._chunk = CHUNK if chunk is None else chunk
+        # The MD5 of every byte written, taken by the sending thread chunk by chunk (hashlib lets
+        # go of the GIL on large buffers): off the thread that builds the lines.
+        self._md5 = hashlib.md5(usedforsecurity=False) if digest else None
+        self._pending_hashed = False  # the pieces pending are in the digest already
+        self._digest_taken = False
         self._content_type = content_type
         self._policy = policy
         self._custom_time = custom_time
@@ -265,7 +272,11 @@ class CreateOnlyUpload:
         self.exists = False
 
     def write(self, data: bytes) -> None:
+        if self._digest_taken:
+            raise RuntimeError("write after md5_hex(): the digest would miss these bytes")
         if self.exists:
+            if self._md5 is not None:  # the digest still counts: it tells whose object it is
+                self._md5.update(data)
             return
         self._pending.append(data)
         self._pending_size += len(data)
@@ -278,11 +289,11 @@ class CreateOnlyUpload:
     def _send_whole_chunks(self) -> None:
         chunk = self._chunk
         while self._pending_size >= chunk and not self.exists:
-            head, self._pending = _split(self._pending, chunk)
-            self._pending_size -= chunk
-            self._settle()
+            self._settle()  # before the split: a drop hashes all that is pending, in order
             if self.exists:
                 break
+            head, self._pending = _split(self._pending, chunk)
+            self._pending_size -= chunk
             if self._sender is None:
                 self._sender = ThreadPoolExecutor(1, thread_name_prefix="vertexbatch-upload")
             self._in_flight = self._sender.submit(self._upload, _Pieces(head, chunk), None)
@@ -290,8 +301,11 @@ class CreateOnlyUpload:
             self._pending.clear()
             self._pending_size = 0
 
-    def _upload(self, chunk: _Pieces, total: int | None) -> None:
+    def _upload(self, chunk: _Pieces, total: int | None, hashed: bool = False) -> None:
         """Send one chunk under the retry policy, resuming where GCS says it stopped."""
+        if self._md5 is not None and not hashed:
+            for batch in chunk:
+                self._md5.update(batch)
         name = self._blob.name
         if self._session is None:
             self._session = self._policy.call(
@@ -326,6 +340,8 @@ class CreateOnlyUpload:
 
     def _drop(self) -> None:
         self.exists = True
+        self._hash_pending()
+        self._pending_hashed = False  # nothing is pending now
         self._pending.clear()
         self._pending_size = 0
         self._stop_sender()
@@ -335,18 +351,34 @@ class CreateOnlyUpload:
             self._sender.shutdown()
             self._sender = None
 
+    def _hash_pending(self) -> None:
+        if self._md5 is not None and not self._pending_hashed:
+            for batch in _Pieces(self._pending, self._pending_size):
+                self._md5.update(batch)
+            self._pending_hashed = True
+
+    def md5_hex(self) -> str:
+        """The MD5 (hex) of every byte written, with ``digest=True``; call after the last write."""
+        if self._md5 is None:
+            raise RuntimeError("md5_hex() needs an upload made with digest=True")
+        self._settle()  # the chunk in flight is hashed before it is sent
+        self._hash_pending()
+        self._digest_taken = True
+        return self._md5.hexdigest()
+
     def finish(self) -> bool:
         """Finalise the object; ``True`` if this call created it, ``False`` if it existed."""
         try:
             self._settle()
             if self.exists:
                 return False
+            self._hash_pending()
             size = self._pending_size
             if self._session is None and size <= SINGLE_REQUEST_LIMIT:
                 return self._one_request()
             # The last chunk (any size, even none) states the total.
             total = (self._session.sent if self._session else 0) + size
-            self._upload(_Pieces(self._pending, size), total)
+            self._upload(_Pieces(self._pending, size), total, hashed=True)
             self._pending = []
             self._pending_size = 0
             return True
