@@ -1,0 +1,89 @@
+"""Where a submit's time goes on the local stack: the lines, and each upload request.
+
+    python -m benchmarks.upload_chunks --provider claude --n 100000 [--chunk-mib 16] [--repeats 2]
+
+On one LocalStack (the local model held, so only staging runs): N benchmark requests submitted,
+each chunk request of the uploads timed (when it started, how long GCS took to answer, its size),
+then the same bytes sent by the naive way's one ``upload_from_string``. fake-gcs-server
+checksums the whole object again on every chunk, so a chunk's answer takes longer the larger the
+object already is: the sum of the input's chunk times, against the one request, shows what that
+costs at this N and chunk size. Prints one block per repeat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(ROOT))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.upload_chunks")
+    parser.add_argument("--provider", choices=["claude", "gemini"], default="claude")
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--chunk-mib", type=int, default=0, help="default: vertexbatch's")
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args(argv)
+
+    from benchmarks import workload
+    from vertexbatch import _upload
+    from vertexbatch.emulator import LocalStack
+
+    if args.chunk_mib:
+        _upload.CHUNK = args.chunk_mib * 1024 * 1024
+    requests: list[tuple[str, float, float, int]] = []  # object, start, seconds, bytes
+    start = [0.0]
+    send = _upload._Session.send
+
+    def timed_send(session: Any, chunk: Any, total: int | None) -> None:
+        began = time.perf_counter()
+        send(session, chunk, total)
+        name = session._blob.name.rsplit("/", 1)[-1]
+        requests.append((name, began - start[0], time.perf_counter() - began, chunk.size))
+
+    _upload._Session.send = timed_send  # type: ignore[method-assign,assignment]
+    with LocalStack() as stack:
+        stack.faults.hold(state="PENDING")
+        store = stack.storage_client()
+        bucket = store.bucket("upload-chunks")
+        bucket.create()
+        client = stack.client(bucket="upload-chunks", prefix="b")
+        print(f"{args.provider} N={args.n}, {_upload.CHUNK >> 20} MiB chunks")
+        for repeat in range(args.repeats):
+            requests.clear()
+            start[0] = time.perf_counter()
+            if args.provider == "claude":
+                source = workload.claude_requests(args.n)
+                job = client.submit_claude(f"r{repeat}", workload.CLAUDE_MODEL, source)
+            else:
+                source = workload.gemini_requests(args.n)
+                job = client.submit_gemini(f"r{repeat}", workload.GEMINI_MODEL, source)
+            submit = time.perf_counter() - start[0]
+            client.cancel(job)
+            inputs = [r for r in requests if r[0] == "input.jsonl"]
+            data = bucket.blob(f"b/r{repeat}/input.jsonl").download_as_bytes()
+            began = time.perf_counter()
+            bucket.blob(f"b/one-request-{repeat}").upload_from_string(data)
+            one = time.perf_counter() - began
+            del data
+            took = sum(r[2] for r in inputs)
+            how = f"{len(inputs)} chunk requests, {took:.2f} s in all" + (
+                f" (the last {inputs[-1][2]:.2f} s)" if inputs else " (one multipart request)"
+            )
+            print(
+                f"  submit {submit:.2f} s; input: {how}, against {one:.2f} s for the same bytes "
+                "in one request"
+            )
+            for name, at, seconds, size in requests:
+                print(f"    {name:12} at {at:5.2f} s: {seconds:.3f} s for {size / 2**20:5.1f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,29 @@
+"""Smoke run of the upload-chunk benchmark, so it keeps working (no figure asserted)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_upload_chunk_benchmark_times_each_chunk() -> None:
+    """12,000 Claude requests (about 19 MB): one 16 MiB chunk and the last, each timed."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.upload_chunks", "--n", "12000", "--repeats", "1"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert out.startswith("claude N=12000, 16 MiB chunks"), out
+    assert re.search(r"input: 2 chunk requests, [\d.]+ s in all \(the last [\d.]+ s\)", out), out
+    assert len(re.findall(r"input\.jsonl +at +[\d.]+ s: [\d.]+ s for +[\d.]+ MiB", out)) == 2, out
