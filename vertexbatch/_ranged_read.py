@@ -7,7 +7,9 @@ credentials, endpoint and extra headers, or a session a caller handed in), reads
 ``read`` without decoding it, and checks it against ``Content-Range`` and ``Content-Length``: an
 answer short of what was asked and of the object's end is never taken for the end of the object.
 
-Anything else (a ``Content-Encoding``, an answer that ignored the range, no length) is left to
+An object stored with a ``Content-Encoding`` (gzip) is refused: its ranges are slices of the
+compressed bytes, which ``download_as_bytes`` decoded into garbage or an error. Any other
+answer this does not take (one that ignored the range, or has no length) is left to
 ``download_as_bytes``, as before. Errors are mapped by ``from_http_response``, the function the
 storage client maps its own JSON API errors with, so a status raises the same exception type as
 before (404 ``NotFound``, 416 ``RequestRangeNotSatisfiable``, 503 ``ServiceUnavailable``...).
@@ -19,6 +21,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from google.api_core import exceptions as api_exceptions
+
+from ._errors import InvalidRequestError
 
 if TYPE_CHECKING:
     import google.cloud.storage as storage
@@ -96,12 +100,19 @@ def _get(blob: storage.Blob, start: int, end: int) -> tuple[bytes, bool] | None:
             from google.cloud.exceptions import from_http_response
 
             raise from_http_response(response)  # type: ignore[no-untyped-call]
+        encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding != "identity":
+            # A range of an encoded object is a slice of its compressed bytes: decoded it is
+            # garbage or an error (download_as_bytes did that), undecoded it is not the lines.
+            raise InvalidRequestError(
+                f"gs://{blob.bucket.name}/{blob.name} is stored with Content-Encoding "
+                f"{encoding!r}, which a range read cannot decode: vertexbatch reads objects "
+                "stored as they are (Vertex writes its output so); copy it without the encoding",
+                field="staging",
+            )
         span = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
         length = response.headers.get("Content-Length", "")
-        encoding = response.headers.get("Content-Encoding", "identity").lower()
         if response.status_code != 206 or span is None or not length.isdigit():
-            return None
-        if encoding != "identity":
             return None
         first, last = int(span[1]), int(span[2])
         if first != start or last > end or int(length) != last - first + 1:
