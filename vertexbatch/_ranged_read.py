@@ -57,15 +57,15 @@ class RangeRead:
     def __call__(self) -> bytes:
         try:
             answer = _get(self._blob, self._next, self._end)
+            if answer is None:  # an answer this path does not take: the library reads it
+                data: bytes = self._blob.download_as_bytes(
+                    start=self._next, end=self._end, retry=None, checksum=None
+                )
+                answer = (data, True)
         except api_exceptions.RequestRangeNotSatisfiable:
             if not self._parts:
                 raise
             answer = (b"", True)  # an earlier attempt read up to the end of the object
-        if answer is None:  # an answer this path does not take: the library reads it, as before
-            data: bytes = self._blob.download_as_bytes(
-                start=self._next, end=self._end, retry=None, checksum=None
-            )
-            answer = (data, True)
         data, whole = answer
         if data:
             self._parts.append(data)
