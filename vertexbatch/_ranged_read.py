@@ -87,8 +87,8 @@ def _get(blob: storage.Blob, start: int, end: int) -> tuple[bytes, bool] | None:
     url = blob._get_download_url(client)
     headers = {
         "User-Agent": client._connection.user_agent,
-        # As google-cloud-storage asks: a gzip-encoded object comes as stored, not transcoded
-        # (transcoding ignores the range), and then it is left to the library.
+        # As google-cloud-storage asks: a gzip-encoded object comes as stored, with its
+        # Content-Encoding, not transcoded (which ignores the range); it is refused below.
         "Accept-Encoding": "gzip",
         **(getattr(client, "_extra_headers", None) or {}),
         "Range": f"bytes={start}-{end}",
