@@ -1,10 +1,14 @@
-"""A loopback HTTP gate in front of fake-gcs-server that answers some GCS calls 403.
+"""A loopback HTTP gate in front of fake-gcs-server that answers some GCS calls its own way.
 
 fake-gcs-server has no IAM: it never refuses a caller. Real GCS refuses the bucket metadata GET
 (``storage.buckets.get``) to a caller who holds only object roles such as
-``roles/storage.objectAdmin``, while every object call succeeds. The gate reproduces that over
-real HTTP, so the real ``google-cloud-storage`` client sees GCS's own 403 answer; every other
-request is forwarded unchanged.
+``roles/storage.objectAdmin``, while every object call succeeds. ``deny_bucket_metadata``
+reproduces that over real HTTP, so the real ``google-cloud-storage`` client sees GCS's own 403
+answer; every other request is forwarded unchanged.
+
+``gate`` takes a script that sees each request and may answer it with a status, or forward it
+and spoil the answer as a network or a proxy can: a connection dropped mid-body, a body and
+``Content-Range`` cut short, a header changed.
 """
 
 from __future__ import annotations
@@ -13,19 +17,44 @@ import http.client
 import json
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-__all__ = ["deny_bucket_metadata"]
+__all__ = ["Spoil", "deny_bucket_metadata", "gate"]
 
 _HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "host", "content-length"})
 # The bucket resource itself (GET storage/v1/b/NAME), not its objects, IAM policy or uploads.
 _BUCKET_GET = re.compile(r"^/storage/v1/b/[^/?]+/?(\?.*)?$")
 
 
-def _handler(upstream: str) -> type[BaseHTTPRequestHandler]:
+@dataclass(frozen=True)
+class Spoil:
+    """What the gate does with one request instead of forwarding it unchanged.
+
+    Attributes:
+        status: answer this status with a GCS JSON error body, without forwarding.
+        cut: forward, then send the answer's headers and only this many bytes of its body and
+            close the connection (the client was promised the whole ``Content-Length``).
+        shorten: forward, then send a 206's first this many bytes as a whole answer, with its
+            ``Content-Range`` and ``Content-Length`` saying so.
+        headers: forward, then set these headers on the answer.
+    """
+
+    status: int | None = None
+    cut: int | None = None
+    shorten: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Script = Callable[[str, str, Message], Spoil | None]
+"""Sees a request's method, path and headers; returns how to spoil it, or ``None``."""
+
+
+def _handler(upstream: str, script: Script) -> type[BaseHTTPRequestHandler]:
     target = urlsplit(upstream)
 
     class Gate(BaseHTTPRequestHandler):
@@ -37,8 +66,9 @@ def _handler(upstream: str) -> type[BaseHTTPRequestHandler]:
         def _serve(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
-            if self.command == "GET" and _BUCKET_GET.match(self.path):
-                self._answer(403, {}, _forbidden())
+            spoil = script(self.command, self.path, self.headers)
+            if spoil is not None and spoil.status is not None:
+                self._answer(spoil.status, {"Content-Type": "application/json"}, _error(spoil))
                 return
             connection = http.client.HTTPConnection(target.hostname or "", target.port, timeout=60)
             try:
@@ -47,37 +77,67 @@ def _handler(upstream: str) -> type[BaseHTTPRequestHandler]:
                 answer = connection.getresponse()
                 data = answer.read()
                 kept = {k: v for k, v in answer.getheaders() if k.lower() not in _HOP}
-                self._answer(answer.status, kept, data)
             finally:
                 connection.close()
+            if spoil is None:
+                self._answer(answer.status, kept, data)
+                return
+            kept.update(spoil.headers)
+            if spoil.shorten is not None and answer.status == 206:
+                first, _, total = kept["Content-Range"].removeprefix("bytes ").partition("/")
+                start = int(first.partition("-")[0])
+                data = data[: spoil.shorten]
+                kept["Content-Range"] = f"bytes {start}-{start + len(data) - 1}/{total}"
+            self._answer(answer.status, kept, data, send=spoil.cut)
 
-        def _answer(self, status: int, headers: dict[str, str], data: bytes) -> None:
+        def _answer(
+            self, status: int, headers: dict[str, str], data: bytes, send: int | None = None
+        ) -> None:
             self.send_response(status)
             for key, value in headers.items():
                 self.send_header(key, value)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            self.wfile.write(data if send is None else data[:send])
+            if send is not None:
+                self.wfile.flush()
+                self.close_connection = True  # the rest of the promised body never comes
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 
     return Gate
 
 
-def _forbidden() -> bytes:
-    message = (
-        "caller@example.com does not have storage.buckets.get access to the Google Cloud "
-        "Storage bucket. Permission 'storage.buckets.get' denied on resource (or it may not "
-        "exist)."
-    )
-    error = {"code": 403, "message": message, "errors": [{"reason": "forbidden"}]}
+_FORBIDDEN = (
+    "caller@example.com does not have storage.buckets.get access to the Google Cloud "
+    "Storage bucket. Permission 'storage.buckets.get' denied on resource (or it may not "
+    "exist)."
+)
+
+
+def _error(spoil: Spoil) -> bytes:
+    code = spoil.status or 500
+    message = _FORBIDDEN if code == 403 else f"the gate answered {code}"
+    reason = "forbidden" if code == 403 else "backendError"
+    error = {"code": code, "message": message, "errors": [{"reason": reason}]}
     return json.dumps({"error": error}).encode("utf-8")
+
+
+def _deny_bucket_get(method: str, path: str, headers: Message) -> Spoil | None:
+    return Spoil(status=403) if method == "GET" and _BUCKET_GET.match(path) else None
 
 
 @contextmanager
 def deny_bucket_metadata(upstream: str) -> Iterator[str]:
     """A gate in front of ``upstream`` that refuses bucket metadata GETs; yields its URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream))
+    with gate(upstream, _deny_bucket_get) as url:
+        yield url
+
+
+@contextmanager
+def gate(upstream: str, script: Script) -> Iterator[str]:
+    """A gate in front of ``upstream`` that spoils what ``script`` says; yields its URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream, script))
     thread = threading.Thread(target=server.serve_forever, name="gcs-gate", daemon=True)
     thread.start()
     try:

@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import re
 import threading
+from email.message import Message
 from typing import Any
 
 import pytest
 from google.api_core import exceptions as api_exceptions
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import storage
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +22,8 @@ from vertexbatch._keymap import key_digest, parse_key_record
 from vertexbatch._lines import StagedLine
 from vertexbatch._staging import Staging
 from vertexbatch.emulator import LocalStack
+
+from .gcs_gate import Spoil, gate
 
 CHUNK = 1024  # ranges this small stand for 4 MiB ones: many reads, lines across their ends
 
@@ -64,27 +69,32 @@ def test_a_long_line_is_cut_across_ranges_read_ahead(
 def test_a_failed_read_ahead_raises_in_the_caller(
     stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The third range fails (the object deleted meanwhile, say): the reader gets the error
-    after the lines of the ranges before it, and no line is skipped or repeated."""
+    """The third range fails (GCS answers 404: the object deleted meanwhile, say): the reader
+    gets the error after the lines of the ranges before it, and no line is skipped or repeated."""
     monkeypatch.setattr(_staging, "_READ_CHUNK", CHUNK)
     text = b"".join(b"%05d\n" % i for i in range(2000))  # 6 bytes a line, 12,000 bytes
     _put(stack, bucket, "p/obj", text)
-    real = _staging._read_range
-    calls: list[int] = []
+    asked: list[str] = []
 
-    def failing(blob: object, start: int) -> bytes:
-        calls.append(start)
-        if start == 2 * CHUNK:
-            raise api_exceptions.NotFound("gone")
-        return real(blob, start)  # type: ignore[arg-type]
+    def third_range_gone(method: str, path: str, headers: Message) -> Spoil | None:
+        if not path.startswith("/download/"):
+            return None
+        asked.append(headers.get("Range", ""))
+        return Spoil(status=404) if asked[-1].startswith(f"bytes={2 * CHUNK}-") else None
 
-    monkeypatch.setattr(_staging, "_read_range", failing)
     seen: list[bytes] = []
-    with pytest.raises(api_exceptions.NotFound):
-        for line in _staging_of(stack, bucket).read_lines("p/obj"):
-            seen.append(line)
+    with gate(stack.storage_endpoint, third_range_gone) as url:
+        gated = storage.Client(
+            project=stack.project,
+            credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+            client_options={"api_endpoint": url},
+        )
+        staging = Staging(gated, bucket, "p", vb.RetryPolicy.no_wait())
+        with pytest.raises(api_exceptions.NotFound):
+            for line in staging.read_lines("p/obj"):
+                seen.append(line)
     assert seen == _expected(text[: 2 * CHUNK])[:-1]  # the line cut at the range end is held
-    assert calls == [0, CHUNK, 2 * CHUNK]
+    assert [r.partition("-")[0] for r in asked] == [f"bytes={s}" for s in (0, CHUNK, 2 * CHUNK)]
 
 
 def test_a_reader_that_stops_early_leaves_no_thread_behind(

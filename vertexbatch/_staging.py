@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import functools
 import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from google.api_core import exceptions as api_exceptions
 
 from ._errors import InvalidRequestError
+from ._ranged_read import RangeRead
 from ._retry import RetryPolicy
 from ._upload import CreateOnlyUpload
 
@@ -76,11 +76,9 @@ class Folder:
         return self.uri("output")
 
 
-def _read_range(blob: storage.Blob, start: int) -> bytes:
-    data: bytes = blob.download_as_bytes(
-        start=start, end=start + _READ_CHUNK - 1, retry=None, checksum=None
-    )
-    return data
+def _read_range(blob: storage.Blob, start: int) -> RangeRead:
+    """The range at ``start``, one GET per attempt (a short attempt is resumed where it ended)."""
+    return RangeRead(blob, start, start + _READ_CHUNK - 1)
 
 
 class Staging:
@@ -272,9 +270,7 @@ class Staging:
 
         def read(offset: int) -> bytes:
             try:
-                data: bytes = self._policy.call(
-                    f"read {blob.name}", functools.partial(_read_range, blob, offset)
-                )
+                data = self._policy.call(f"read {blob.name}", _read_range(blob, offset))
             except api_exceptions.RequestRangeNotSatisfiable:
                 data = b""
             return data
