@@ -12,10 +12,12 @@ import hashlib
 import json
 import random
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from google.api_core import exceptions as api_exceptions
 from google.auth.credentials import AnonymousCredentials
+from google.auth.transport.requests import AuthorizedSession
 from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
 
 import vertexbatch as vb
@@ -247,3 +249,35 @@ def test_a_submit_claims_the_md5_of_the_input_it_staged(
     manifest = json.loads(store.blob("u/md5-id/manifest.json").download_as_bytes())
     assert manifest["md5"] == hashlib.md5(staged).hexdigest()
     client.cancel(job)
+
+
+def test_uploads_go_through_the_session_the_storage_client_was_given(
+    stack: LocalStack, bucket: str
+) -> None:
+    """A session handed to ``storage.Client(_http=...)`` (credentials, proxies, counting)
+    carries every request of a resumable upload, with the client's extra headers."""
+
+    class Session(AuthorizedSession):
+        def __init__(self) -> None:
+            super().__init__(AnonymousCredentials())  # type: ignore[no-untyped-call]
+            self.seen: list[tuple[str, str | None]] = []
+
+        def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            self.seen.append((method, (kwargs.get("headers") or {}).get("X-Test")))
+            return super().request(method, url, *args, **kwargs)  # type: ignore[no-untyped-call]
+
+    session = Session()
+    client = storage.Client(
+        project=stack.project,
+        credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+        client_options={"api_endpoint": stack.storage_endpoint},
+        extra_headers={"X-Test": "yes"},
+        _http=session,
+    )
+    upload = Staging(client, bucket, "u", vb.RetryPolicy.no_wait()).upload("u/sess", JSONL)
+    for line in LINES:
+        upload.write(line)
+    assert upload.finish()
+    uploads = [seen for seen in session.seen if seen[0] in ("POST", "PUT")]
+    assert uploads == [("POST", "yes")] + [("PUT", "yes")] * 4
+    assert _stored(stack, bucket, "u/sess") == DATA

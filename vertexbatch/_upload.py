@@ -27,7 +27,6 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from google.api_core import exceptions as api_exceptions
 
@@ -119,27 +118,41 @@ class _Session:
 
     def __init__(self, blob: storage.Blob, content_type: str, custom_time: datetime | None) -> None:
         client = blob.client
-        self._http: Any = client._http  # the client's authorized session: its credentials
+        # What google-cloud-storage's own uploads use: the client's authorized session (its
+        # credentials, or a session handed in), its user agent and extra headers, and its
+        # endpoint (mTLS included).
+        self._http: Any = client._http
+        self._headers: dict[str, str] = {
+            "User-Agent": client._connection.user_agent,
+            **(getattr(client, "_extra_headers", None) or {}),
+        }
         self._blob = blob
         metadata: dict[str, str] = {"name": blob.name, "contentType": content_type}
         if custom_time is not None:
             metadata["customTime"] = _rfc3339(custom_time)
-        bucket = quote(blob.bucket.name, safe="")
-        url = f"{client.api_endpoint}/upload/storage/v1/b/{bucket}/o"
-        response = self._http.request(
+        connection = client._connection
+        host = getattr(connection, "get_api_base_url_for_mtls", None)
+        hostname = host() if host is not None else connection.API_BASE_URL
+        params = {"uploadType": "resumable", "ifGenerationMatch": "0"}
+        if blob.user_project is not None:
+            params["userProject"] = blob.user_project
+        response = self._request(
             "POST",
-            url,
-            params={"uploadType": "resumable", "ifGenerationMatch": "0"},
+            f"{hostname}/upload/storage/v1{blob.bucket.path}/o",
+            params=params,
             data=json.dumps(metadata),
             headers={
                 "Content-Type": "application/json; charset=UTF-8",
                 "X-Upload-Content-Type": content_type,
             },
-            timeout=_TIMEOUT,
         )
         _raise_for(response, ok=(200, 201))
         self.url: str = response.headers["Location"]
         self.sent = 0  # bytes GCS has confirmed
+
+    def _request(self, method: str, url: str, **kwargs: Any) -> Any:
+        kwargs["headers"] = {**self._headers, **kwargs.get("headers", {})}
+        return self._http.request(method, url, timeout=_TIMEOUT, **kwargs)
 
     def send(self, chunk: _Pieces, total: int | None) -> None:
         """Send ``chunk`` (the bytes from ``self.sent`` on); ``total`` if it is the last.
@@ -152,12 +165,8 @@ class _Session:
             last = f"{total}" if total is not None else "*"
             span = f"bytes {self.sent}-{end - 1}/{last}" if end > self.sent else f"bytes */{last}"
             body = chunk.after(self.sent - start) if self.sent > start else chunk
-            response = self._http.request(
-                "PUT",
-                self.url,
-                data=body if body.size else b"",
-                headers={"Content-Range": span},
-                timeout=_TIMEOUT,
+            response = self._request(
+                "PUT", self.url, data=body if body.size else b"", headers={"Content-Range": span}
             )
             if self._settled(response, total) or self.sent >= end:
                 return
@@ -168,9 +177,7 @@ class _Session:
 
     def resume(self, total: int | None) -> bool:
         """Ask GCS what it persisted (after a failure); ``True`` if the object is complete."""
-        response = self._http.request(
-            "PUT", self.url, data=b"", headers={"Content-Range": "bytes */*"}, timeout=_TIMEOUT
-        )
+        response = self._request("PUT", self.url, data=b"", headers={"Content-Range": "bytes */*"})
         return self._settled(response, total)
 
     def _settled(self, response: Any, total: int | None) -> bool:
@@ -210,7 +217,7 @@ class _Session:
 
     def cancel(self) -> None:
         """End the session: GCS drops what it holds and creates nothing."""
-        self._http.request("DELETE", self.url, timeout=_TIMEOUT)
+        self._request("DELETE", self.url)
 
 
 def _raise_for(response: Any, ok: tuple[int, ...]) -> None:
