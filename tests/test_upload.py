@@ -160,6 +160,19 @@ def test_a_premature_finalisation_is_deleted_and_raised(stack: LocalStack, bucke
     assert _staging(stack.storage_endpoint, bucket).upload("u/gated", JSONL).finish()
 
 
+@pytest.mark.parametrize("chunk", [2, 4])
+def test_bytes_changed_on_the_way_are_caught_by_the_md5(
+    stack: LocalStack, bucket: str, chunk: int
+) -> None:
+    """An object of the right size but other bytes is not taken for the upload: deleted and
+    raised, so a new attempt can create it."""
+    gate = Gate(faults={chunk: "corrupt"})
+    with upload_gate(stack.storage_endpoint, gate), pytest.raises(api_exceptions.Conflict) as err:
+        _through(stack, bucket, gate, LINES)
+    assert "its MD5 differs" in str(err.value) and "deleted" in str(err.value)
+    assert not _staging(stack.storage_endpoint, bucket).exists("u/gated")
+
+
 @pytest.mark.parametrize("where", ["initiate", "last chunk"])
 def test_an_object_created_meanwhile_is_left_alone(
     stack: LocalStack, bucket: str, where: str

@@ -13,7 +13,8 @@ n-th chunk request it sees:
 - ``lose``: forward it, then answer 503 (the server has it; the answer was lost);
 - ``partial``: forward its first 256 KiB only and answer 308 with that range (GCS may persist
   part of a chunk);
-- ``exists``: answer 412, as GCS does when the object was created meanwhile.
+- ``exists``: answer 412, as GCS does when the object was created meanwhile;
+- ``corrupt``: forward it with its last byte changed (the size stays right).
 
 ``initiate="exists"`` answers the session's POST 412, as GCS does for an object that exists.
 ``forward_status=True`` lets status queries through, to show what fake-gcs-server does then.
@@ -138,6 +139,8 @@ def _handler(upstream: str, gate: Gate) -> type[BaseHTTPRequestHandler]:
             if fault == "exists":
                 self._answer(412, {}, _error(412, "conditionNotMet"))
                 return
+            if fault == "corrupt" and body:
+                body = body[:-1] + bytes([body[-1] ^ 1])
             if fault == "partial" and len(body) > _QUARTER_MIB:
                 body = body[:_QUARTER_MIB]
                 span = f"bytes {start}-{start + _QUARTER_MIB - 1}/*"

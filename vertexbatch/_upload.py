@@ -19,6 +19,7 @@ object exists: nothing is written and ``finish`` says so.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import json
@@ -149,6 +150,7 @@ class _Session:
         _raise_for(response, ok=(200, 201))
         self.url: str = response.headers["Location"]
         self.sent = 0  # bytes GCS has confirmed
+        self.md5: str | None = None  # base64, once known: what the finalised object must have
 
     def _request(self, method: str, url: str, **kwargs: Any) -> Any:
         kwargs["headers"] = {**self._headers, **kwargs.get("headers", {})}
@@ -193,14 +195,16 @@ class _Session:
         return False  # pragma: no cover  (_raise_for raised)
 
     def _check_complete(self, response: Any, total: int | None) -> None:
-        """A finalised object must hold exactly the bytes sent; else it is deleted, and raised.
+        """A finalised object must hold exactly the bytes sent (their number, and their MD5 when
+        the upload took it); else it is deleted, and raised.
 
         GCS finalises only on the chunk that states the total. fake-gcs-server 1.54 also
         finalises on a status query, with what it has so far: an object short of its bytes,
-        which would otherwise stand in for the whole input.
+        which would otherwise stand in for the whole input. The MD5 catches what the size
+        cannot: bytes changed on the way, or sent out of order.
         """
-        size = _size_of(response)
-        if total is not None and size == total:
+        size, md5 = _size_and_md5(response)
+        if total is not None and size == total and (self.md5 is None or md5 in (None, self.md5)):
             return
         generation = _generation_of(response)
         if generation is not None:  # only that generation: never another writer's object
@@ -208,10 +212,13 @@ class _Session:
                 self._blob.bucket.blob(self._blob.name).delete(
                     if_generation_match=generation, retry=None
                 )
+        if size == total:
+            what = "other bytes than were sent (its MD5 differs)"
+        else:
+            what = f"{size} bytes of {total if total is not None else 'more'}"
         raise api_exceptions.Conflict(  # type: ignore[no-untyped-call]
-            f"GCS finalised {self._blob.name} with {size} bytes of "
-            f"{total if total is not None else 'more'}: "
-            + ("the partial object was deleted; " if generation is not None else "")
+            f"GCS finalised {self._blob.name} with {what}: "
+            + ("the object was deleted; " if generation is not None else "")
             + "submit again"
         )
 
@@ -226,11 +233,13 @@ def _raise_for(response: Any, ok: tuple[int, ...]) -> None:
         raise api_exceptions.from_http_response(response)  # type: ignore[no-untyped-call]
 
 
-def _size_of(response: Any) -> int | None:
+def _size_and_md5(response: Any) -> tuple[int | None, str | None]:
+    """The finalised object's size and MD5 (base64; none for a composite object)."""
     try:
-        return int(response.json()["size"])
-    except (ValueError, KeyError, TypeError):
-        return None
+        resource = response.json()
+        return int(resource["size"]), resource.get("md5Hash")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None, None
 
 
 def _generation_of(response: Any) -> int | None:
@@ -320,6 +329,8 @@ class CreateOnlyUpload:
                 lambda: _Session(self._blob, self._content_type, self._custom_time),
             )
         session = self._session
+        if total is not None and self._md5 is not None:  # the last chunk: all bytes are hashed
+            session.md5 = base64.b64encode(self._md5.digest()).decode("ascii")
         start = session.sent
         failed = False
 
