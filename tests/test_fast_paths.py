@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from google.api_core import exceptions as api_exceptions
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import vertexbatch as vb
@@ -488,3 +488,79 @@ def test_numbers_read_by_orjson_read_as_json_loads_reads_them(number: object, di
     ):
         data = text.encode()
         assert _loaded(load_json, data) == _loaded(json.loads, data)
+
+
+# --- FieldTypes.check gives what scan and add give, in one walk -------------------------------
+
+
+class _Key(str):
+    """A str subclass, as an enum's value is: not plain."""
+
+
+class _Number(int):
+    """An int subclass: not plain."""
+
+
+_CHECK_KEYS = st.sampled_from(["a", "b", "text", "parts", "", "$ref", "a b", "é", _Key("a")])
+_CHECK_LEAVES = st.sampled_from(
+    [None, True, False, 1, 0, 2**70, 2.5, 3.0, -0.0, 1e-05, 1e16, float("nan"), float("inf"),
+     "s", "", _Key("s"), _Number(1), b"x", (1,)]
+)  # fmt: skip
+_CHECK_VALUES = st.recursive(
+    _CHECK_LEAVES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_CHECK_KEYS, inner, max_size=3),
+    max_leaves=14,
+)
+_CHECK_LINES = st.one_of(
+    st.dictionaries(_CHECK_KEYS, _CHECK_VALUES, max_size=4),
+    st.dictionaries(st.sampled_from(["a", "b"]), _SHAPES, max_size=3),  # few types: clashes
+    st.just({"d": json.loads('{"a":' * 14 + "1" + "}" * 14)}),  # 16 levels
+    st.just({"d": json.loads('[{"a":' * 7 + "1" + "}]" * 7)}),  # 15 levels
+    st.just({1: "int key"}),
+    st.lists(_CHECK_VALUES, max_size=2),  # not an object
+)
+
+
+def _reference_check(
+    lines: list[tuple[Any, str]], request: Any, key: str
+) -> tuple[tuple[bool, bool, bool, bool], _importer.Problem | None]:
+    """``scan``, then ``add`` on a fresh FieldTypes that saw only the lines kept before."""
+    found = _importer.scan(request)
+    if found[0] or not found[2]:
+        return found, None
+    types = _importer.FieldTypes()
+    for before, before_key in lines:
+        assert types.add(before, before_key) is None
+    return found, types.add(request, key)
+
+
+@settings(max_examples=2000, deadline=None)
+@example(  # two clashes in one line: the first is named
+    requests=[{"a": 1, "b": "x", "c": [1]}, {"a": "s", "b": 2, "c": {"d": 1}}], refused=[False] * 7
+)
+@example(requests=[{"a": [1], "b": {"c": "s"}}, {"a": ["s"], "b": {"c": 1}}], refused=[False] * 7)
+@example(requests=[{"a": [[1], ["s"]]}, {"a": [[1]]}], refused=[False] * 7)
+@given(
+    requests=st.lists(_CHECK_LINES, max_size=7),
+    refused=st.lists(st.booleans(), min_size=7, max_size=7),
+)
+def test_check_gives_what_scan_and_add_give(requests: list[Any], refused: list[bool]) -> None:
+    """Bad lines, lines that are not plain (str and int subclasses, bytes, tuples), NaN, deep
+    ones, type clashes, lines refused after the check (``undo``): the same four answers (all
+    but those a bad line's early stop leaves open), the same first clash named the same way, and
+    a refused line leaves nothing behind."""
+    types = _importer.FieldTypes()
+    kept: list[tuple[Any, str]] = []
+    for number, request in enumerate(requests):
+        key = f"key-{number}"
+        (bad, canonical, plain, fixed), clash = _reference_check(kept, request, key)
+        got = types.check(request, key)
+        if bad:
+            assert got[0] is True and got[1] is False and got[4] is None
+            continue
+        assert got == (bad, canonical, plain, fixed, clash)
+        if plain and clash is None:
+            if refused[number]:  # refused later (not JSON, say): forgotten
+                types.undo()
+            else:
+                kept.append((request, key))

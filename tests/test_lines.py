@@ -245,3 +245,17 @@ def test_non_json_values_in_contents_are_converted() -> None:
     request = GeminiRequest("a", [{"role": "user", "parts": [types.Part(text="Hi")]}])
     staged = json.loads(gemini_line(request).data)["request"]
     assert staged["contents"] == [{"role": "user", "parts": [{"text": "Hi"}]}]
+
+
+def test_a_refused_line_leaves_no_field_types_behind() -> None:
+    """A line refused after its walk (NaN is not JSON) records no field types: the next lines
+    are numbered and typed as if it was never given."""
+    from vertexbatch._importer import FieldTypes
+
+    types = FieldTypes()
+    claude_line(_claude("k0", temperature=0.5), types)
+    with pytest.raises(InvalidRequestError, match="NaN"):
+        claude_line(_claude("k1", metadata={"user_id": float("nan")}), types)
+    claude_line(_claude("k2", metadata={"user_id": "u"}), types)  # no clash with the NaN line
+    with pytest.raises(InvalidRequestError, match=r"line 3 \(request 'k3'\).* line 1 \("):
+        claude_line(_claude("k3", temperature="hot"), types)

@@ -272,13 +272,17 @@ def import_problem(value: Any) -> str | None:
 
 # The JSON type of a value as the importer fixes a field's type (null fits any: not here).
 _OBJECT = "an object"
+_LIST = "a list"
+_STRING = "a string"
+_NUMBER = "a number"  # an integer and a float are both numbers to the importer
+_BOOLEAN = "a boolean"
 _KINDS: dict[type, str] = {
     dict: _OBJECT,
-    list: "a list",
-    str: "a string",
-    int: "a number",  # an integer and a float are both numbers to the importer
-    float: "a number",
-    bool: "a boolean",
+    list: _LIST,
+    str: _STRING,
+    int: _NUMBER,
+    float: _NUMBER,
+    bool: _BOOLEAN,
 }
 # Separators of a field's path in the schema: not characters of any key the importer accepts.
 _KEY_STEP = "\x00"
@@ -295,7 +299,7 @@ class FieldTypes:
     type. Memory grows with the number of distinct field paths, not with the lines.
     """
 
-    __slots__ = ("_lines", "_root")
+    __slots__ = ("_lines", "_made", "_root")
 
     def __init__(self) -> None:
         self._lines = 0
@@ -303,6 +307,155 @@ class FieldTypes:
         # line's key, path, fields by name (objects), entry of the items (lists)]. Looking a
         # field up by name in its parent's entry costs no string building per field.
         self._root: list[Any] | None = None
+        # Where the line the last ``check`` recorded created entries, for ``undo``: (fields,
+        # name) of an object's field, (entry, None) of a list's items, (None, None) of the root;
+        # None when it recorded nothing.
+        self._made: list[tuple[Any, str | None]] | None = None
+
+    def check(self, request: Any, key: str) -> tuple[bool, bool, bool, bool, Problem | None]:
+        """``scan(request)`` and ``add(request, key)`` in one walk: every line comes here.
+
+        Returns ``scan``'s four answers and ``add``'s first clash, exactly as the two walks give
+        them (tests/test_fast_paths.py compares them) for a request that is an object (or a
+        list). The line stays recorded only when it is plain, not bad and clashes with nothing;
+        any other line leaves nothing behind. A caller that refuses a recorded line for a reason
+        found later calls ``undo``.
+        """
+        if type(request) is not dict and type(request) is not list:
+            self._made = None  # not a request (an object): nothing to record
+            return (*scan(request), None)
+        self._lines += 1
+        line = self._lines
+        made: list[tuple[Any, str | None]] = []
+        self._made = made
+        canonical = plain = fixed = True
+        clash: tuple[str, str, tuple[str, int, str]] | None = None
+        space = _SPACE
+        string, number, boolean, obj, array = _STRING, _NUMBER, _BOOLEAN, _OBJECT, _LIST
+        # (node, parent's entry, field name; None for a list's item, depth): lists and objects,
+        # resolved to their schema entry when popped and leaves where they are met, in the
+        # order of ``add`` (so the first clash is its first clash).
+        stack: list[tuple[Any, list[Any] | None, str | None, int]] = [(request, None, None, 1)]
+        while stack:
+            node, parent, name, depth = stack.pop()
+            if depth > MAX_DEPTH:
+                self.undo()
+                return True, False, plain, fixed, None
+            kind = obj if type(node) is dict else array
+            if parent is None:
+                entry = self._root
+                if entry is None:
+                    entry = self._root = [kind, line, key, "", {}, None]
+                    made.append((None, None))
+            elif name is None:
+                entry = parent[5]
+                if entry is None:
+                    entry = parent[5] = [kind, line, key, parent[3] + _ITEM_STEP, {}, None]
+                    made.append((parent, None))
+            else:
+                entry = parent[4].get(name)
+                if entry is None:
+                    path = parent[3] + _KEY_STEP + name
+                    entry = parent[4][name] = [kind, line, key, path, {}, None]
+                    made.append((parent[4], name))
+            if entry[0] is not kind and clash is None:
+                clash = (entry[3], kind, (entry[0], entry[1], entry[2]))
+            if kind is obj:
+                if not node:
+                    self.undo()
+                    return True, False, plain, fixed, None
+                fields = entry[4]
+                for k, v in node.items():
+                    # Nearly every key is an identifier, which passes every rule in one call.
+                    if type(k) is not str or not k.isidentifier():
+                        if type(k) is not str:
+                            if not isinstance(k, str):
+                                self.undo()
+                                return True, False, plain, fixed, None  # json writes 1 as "1"
+                            plain = False  # a str subclass: converted to str, checked again
+                            k = str.__str__(k)
+                        elif not k or k[0] == "$" or space(k):
+                            self.undo()
+                            return True, False, plain, fixed, None
+                    cls = type(v)
+                    if cls is str:
+                        leaf = string
+                    elif cls is dict or cls is list:
+                        stack.append((v, entry, k, depth + 1))
+                        continue
+                    elif cls is int:
+                        leaf = number
+                    elif cls is bool:
+                        leaf = boolean
+                    elif cls is float:
+                        leaf = number
+                        if v.is_integer():
+                            canonical = False
+                        if v and not 1e-4 <= abs(v) < 1e16:  # NaN too: it compares False
+                            fixed = False
+                    elif v is None:
+                        canonical = False  # and fits any type
+                        continue
+                    else:
+                        plain = False
+                        continue
+                    found = fields.get(k)
+                    if found is None:
+                        fields[k] = [leaf, line, key, entry[3] + _KEY_STEP + k, {}, None]
+                        made.append((fields, k))
+                    elif found[0] is not leaf and clash is None:
+                        clash = (found[3], leaf, (found[0], found[1], found[2]))
+            else:
+                canonical = canonical and bool(node)
+                for v in node:
+                    cls = type(v)
+                    if cls is str:
+                        leaf = string
+                    elif cls is dict or cls is list:
+                        stack.append((v, entry, None, depth + 1))
+                        continue
+                    elif cls is int:
+                        leaf = number
+                    elif cls is bool:
+                        leaf = boolean
+                    elif cls is float:
+                        leaf = number
+                        if v.is_integer():
+                            canonical = False
+                        if v and not 1e-4 <= abs(v) < 1e16:
+                            fixed = False
+                    elif v is None:
+                        self.undo()
+                        return True, False, plain, fixed, None  # "Only optional fields ... NULL"
+                    else:
+                        plain = False
+                        continue
+                    found = entry[5]
+                    if found is None:
+                        entry[5] = [leaf, line, key, entry[3] + _ITEM_STEP, {}, None]
+                        made.append((entry, None))
+                    elif found[0] is not leaf and clash is None:
+                        clash = (found[3], leaf, (found[0], found[1], found[2]))
+        if not plain or clash is not None:
+            self.undo()
+        if clash is None or not plain:
+            return False, canonical, plain, fixed, None
+        path, kind, first = clash
+        return False, canonical, True, fixed, _clash(request, path, kind, first, line, key)
+
+    def undo(self) -> None:
+        """Forget the line the last ``check`` recorded (it was refused after all)."""
+        made, self._made = self._made, None
+        if made is None:
+            return
+        self._lines -= 1
+        for where, name in reversed(made):
+            if where is None:
+                self._root = None
+            elif name is None:
+                where[5] = None
+            else:
+                del where[name]
 
     def add(self, request: Any, key: str) -> Problem | None:
         """Record one line's request (plain JSON data, already checked by ``scan``).

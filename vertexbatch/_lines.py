@@ -126,10 +126,12 @@ def _line(
             that is not a string, a set, ...); the message names the place by documented field
             names and positions only, and no exception is chained to it.
     """
-    bad, canonical, plain, fixed = scan(request)
+    # The importer's rules and the field types across lines in one walk (``FieldTypes.check``).
+    check = types.check if types is not None else _unchecked_types
+    bad, canonical, plain, fixed, clash = check(request, key)
     if not bad and not plain:
         request = _dump(request)
-        bad, canonical, plain, fixed = scan(request)
+        bad, canonical, plain, fixed, clash = check(request, key)
         bad = bad or not plain  # still not plain once converted: not JSON data
     if not bad:
         labels = request.get("labels")
@@ -156,14 +158,19 @@ def _line(
                 data=b'{"%b":"%b","request":%b}\n' % (id_field.encode(), digest.encode(), text),
             )
         except (TypeError, ValueError, RecursionError):  # NaN, not UTF-8, not JSON data
-            pass
+            if types is not None:
+                types.undo()
         else:
-            clash = types.add(request, key) if types is not None else None
             if clash is None:
                 return line
             raise _refused(key, id_field, clash)
     # Raised outside the except block: nothing that holds request content is chained to it.
     raise _refused(key, id_field, problem(_dump(request)))
+
+
+def _unchecked_types(request: Any, key: str) -> tuple[bool, bool, bool, bool, Problem | None]:
+    """``FieldTypes.check``'s answers with no types to check across lines: ``scan``'s."""
+    return (*scan(request), None)
 
 
 def _sorted_json(body: dict[str, Any], fixed: bool) -> bytes:
