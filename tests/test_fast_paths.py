@@ -3,9 +3,11 @@ key records read without a JSON parser."""
 
 from __future__ import annotations
 
+import enum
 import json
 import re
 import threading
+import uuid
 from typing import Any
 
 import pytest
@@ -203,6 +205,9 @@ _JSON = st.recursive(
 )
 
 
+_STDLIB_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def _stdlib(value: object) -> bytes | str:
     try:
         return _STDLIB_SORTED.encode(value).encode()
@@ -228,6 +233,28 @@ def test_sorted_json_is_byte_for_byte_what_json_writes(value: dict[str, object])
     """Non-ASCII, escapes, large integers, floats of every size, NaN: the same bytes, or the
     same refusal."""
     assert _ours(value) == _stdlib(value)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(value=st.dictionaries(_TEXT, _JSON, max_size=6))
+def test_compact_json_is_byte_for_byte_what_json_writes(value: dict[str, object]) -> None:
+    """Labels as staged (keys in their own order): the same bytes as json, or the same
+    refusal."""
+    from vertexbatch._importer import scan
+    from vertexbatch._lines import _compact_json
+
+    def stdlib() -> bytes | str:
+        try:
+            return _STDLIB_COMPACT.encode(value).encode()
+        except (TypeError, ValueError) as exc:
+            return type(exc).__name__
+
+    bad, _, _, fixed = scan(value)
+    try:
+        ours: bytes | str = _compact_json(value, fixed and not bad)
+    except (TypeError, ValueError) as exc:
+        ours = type(exc).__name__
+    assert ours == stdlib()
 
 
 @pytest.mark.parametrize(
@@ -265,6 +292,9 @@ def _both_ways(build: object, request: object, monkeypatch: pytest.MonkeyPatch) 
     fast = build(request)  # type: ignore[operator]
     with monkeypatch.context() as m:
         m.setattr(_lines, "_sorted_json", lambda body, fixed: _STDLIB_SORTED.encode(body).encode())
+        m.setattr(
+            _lines, "_compact_json", lambda value, fixed: _STDLIB_COMPACT.encode(value).encode()
+        )
         plain = build(request)  # type: ignore[operator]
     assert fast == plain  # data, digest, canonical digest: every byte
     assert fast.key_record() == plain.key_record()
@@ -564,3 +594,111 @@ def test_check_gives_what_scan_and_add_give(requests: list[Any], refused: list[b
                 types.undo()
             else:
                 kept.append((request, key))
+
+
+# --- a Gemini config is validated once per distinct config, exactly ---------------------------
+
+
+def _gemini_or_error(request: vb.GeminiRequest) -> object:
+    from vertexbatch._errors import InvalidRequestError
+    from vertexbatch._lines import gemini_line
+
+    try:
+        line = gemini_line(request)
+    except InvalidRequestError as exc:
+        return ("refused", str(exc), exc.field)
+    return line, line.key_record()
+
+
+def _unremembered(request: vb.GeminiRequest, monkeypatch: pytest.MonkeyPatch) -> object:
+    """The line (or the refusal) with no config remembered: the config validated afresh."""
+    from vertexbatch import _lines
+
+    with monkeypatch.context() as m:
+        m.setattr(_lines, "_config_key", lambda config: None)
+        return _gemini_or_error(request)
+
+
+class _Word(str):
+    """A str subclass (as a str enum's member is)."""
+
+
+def test_equal_dict_configs_are_validated_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job's requests with equal dict configs (built per request, as the benchmark's are)
+    validate the config once, and each line is what a freshly validated config gives."""
+    from benchmarks import workload
+    from vertexbatch import _lines
+
+    _lines._PARTS.clear()
+    calls: list[object] = []
+    real = _lines._config
+
+    def counted(key: str, config: object) -> dict[str, Any]:
+        calls.append(config)
+        return real(key, config)
+
+    requests = list(workload.gemini_requests(100))
+    with monkeypatch.context() as m:
+        m.setattr(_lines, "_config", counted)
+        lines = [_gemini_or_error(r) for r in requests]
+    assert len(calls) == 1
+    assert lines == [_unremembered(r, monkeypatch) for r in requests]
+
+
+_CONFIG_VALUES = st.sampled_from(
+    [1, 1.0, True, 0, 0.0, -0.0, 2, 2.0, 1e-05, 1e16, 2**64 - 1, 2**70, float("nan"),
+     float("inf"), "1", "", "é", _Word("x"), "x", None, [], [1], (1,), {}, {"type": "integer"},
+     uuid.UUID(int=1), {"type": "STRING"}, {"a": {}}]
+)  # fmt: skip
+_CONFIG_FIELDS = st.sampled_from(
+    ["temperature", "max_output_tokens", "response_json_schema", "labels", "seed", "top_k",
+     "stop_sequences", "system_instruction", "httpOptions", "not_a_field", "response_schema"]
+)  # fmt: skip
+
+
+class _Colour(enum.Enum):
+    RED = "x"
+
+
+@settings(max_examples=600, deadline=None)
+@example(changes=[("temperature", None), ("temperature", float("nan"))], fresh=[False] * 8)
+@example(changes=[("seed", None), ("seed", float("inf"))], fresh=[True] * 8)
+@example(
+    changes=[("response_json_schema", {"a": v}) for v in (1, 1.0, True, 0.0, -0.0, 0)],
+    fresh=[False] * 8,
+)
+@example(
+    changes=[("labels", {"a": v}) for v in ("x", _Word("x"), _Colour.RED, uuid.UUID(int=1))],
+    fresh=[False] * 8,
+)
+@example(
+    changes=[("response_json_schema", {"a": v}) for v in ("x", _Colour.RED, (1,), [1])],
+    fresh=[False] * 8,
+)
+@given(
+    changes=st.lists(
+        st.tuples(_CONFIG_FIELDS, _CONFIG_VALUES | st.dictionaries(_TEXT, _CONFIG_VALUES)),
+        min_size=1,
+        max_size=8,
+    ),
+    fresh=st.lists(st.booleans(), min_size=8, max_size=8),
+)
+def test_a_config_changed_between_requests_gives_what_it_holds(
+    changes: list[tuple[str, object]], fresh: list[bool]
+) -> None:
+    """One dict config changed in place between requests (or an equal copy given): each line,
+    or its refusal, is what that config validated afresh gives. Values that are equal but not
+    the same JSON (1, 1.0 and True; 0.0 and -0.0), NaN, big integers, a str subclass, a tuple,
+    an unknown or client-only field."""
+    import copy
+
+    from vertexbatch import _lines
+
+    _lines._PARTS.clear()
+    config: dict[str, object] = {"temperature": 0.5}
+    with pytest.MonkeyPatch.context() as m:
+        for number, (name, value) in enumerate(changes):
+            config[name] = value
+            given = copy.deepcopy(config) if fresh[number] else config
+            request = vb.GeminiRequest(f"k{number}", "Hi", given)
+            assert _gemini_or_error(request) == _unremembered(request, m)

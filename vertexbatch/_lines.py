@@ -144,7 +144,7 @@ def _line(
                 text = sorted_body
             else:
                 rest = sorted_body[1:-1]
-                labelled = _STRICT_COMPACT.encode(labels).encode()
+                labelled = _compact_json(labels, fixed)
                 text = b'{%b%b"labels":%b}' % (rest, b"," if rest else b"", labelled)
             line = StagedLine(
                 key=key,
@@ -188,6 +188,17 @@ def _sorted_json(body: dict[str, Any], fixed: bool) -> bytes:
         except orjson.JSONEncodeError:
             pass
     return _STRICT_SORTED.encode(body).encode()
+
+
+def _compact_json(value: Any, fixed: bool) -> bytes:
+    """``_STRICT_COMPACT.encode(value)`` in UTF-8, byte for byte; by orjson when that is the
+    same (as ``_sorted_json``, keys in their own order)."""
+    if fixed:
+        try:
+            return orjson.dumps(value)
+        except orjson.JSONEncodeError:
+            pass
+    return _STRICT_COMPACT.encode(value).encode()
 
 
 def _refused(key: str, id_field: str, found: Problem | None) -> InvalidRequestError:
@@ -519,20 +530,73 @@ def _config_of_json(text: str) -> dict[str, Any]:
 
 
 def gemini_request_body(key: str, contents: Any, config: Any) -> dict[str, Any]:
-    """The ``GenerateContentRequest`` JSON of one Gemini request (pure)."""
+    """The ``GenerateContentRequest`` JSON of one Gemini request (pure).
+
+    What comes from the config is shared between the requests of one config: never modify it.
+    """
     request: dict[str, Any] = {"contents": _contents(key, contents)}
-    generation: dict[str, Any] = {}
-    for name, value in _config(key, config).items():
-        if name in _REQUEST_LEVEL:
-            request[_REQUEST_LEVEL[name]] = value
-        else:
-            generation[name] = value
-    system = request.get("systemInstruction")
-    if isinstance(system, str):
-        request["systemInstruction"] = {"role": "user", "parts": [{"text": system}]}
+    fields, generation = _config_parts(key, config)
+    request.update(fields)
     if generation:
         request["generationConfig"] = generation
     return request
+
+
+# A config's parts (``_config_parts``) by the exact text of the config (``_config_key``).
+_PARTS: dict[bytes, tuple[dict[str, Any], dict[str, Any]]] = {}
+_PARTS_HELD = 64
+
+
+def _config_parts(key: str, config: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The request's fields from a config (wire names, in the config's order) and its
+    ``generationConfig``: validated once per distinct dict config, not once per line.
+
+    A job's requests usually share one config: the same dict, or equal dicts built per request.
+    Remembered by the config's exact text (``_config_key``), not by identity: a caller may change
+    a dict between requests, and an equal dict is as good as the same one.
+    """
+    text = _config_key(config)
+    if text is not None:
+        found = _PARTS.get(text)
+        if found is not None:
+            return found
+    fields: dict[str, Any] = {}
+    generation: dict[str, Any] = {}
+    for name, value in _config(key, config).items():
+        if name in _REQUEST_LEVEL:
+            fields[_REQUEST_LEVEL[name]] = value
+        else:
+            generation[name] = value
+    system = fields.get("systemInstruction")
+    if isinstance(system, str):
+        fields["systemInstruction"] = {"role": "user", "parts": [{"text": system}]}
+    if text is not None:
+        if len(_PARTS) >= _PARTS_HELD:
+            _PARTS.clear()  # a job's configs are few: more means each is used by few lines
+        _PARTS[text] = fields, generation
+    return fields, generation
+
+
+def _config_key(config: Any) -> bytes | None:
+    """A dict config's text, equal for two configs exactly when ``_config`` gives them one
+    answer; ``None`` for any other config (validated each time).
+
+    orjson's sorted text of plain JSON data (``scan``: exact built-in types, string keys) with
+    no NaN or Infinity (``fixed``) tells every value apart: ``1``, ``1.0`` and ``true``, ``0.0``
+    and ``-0.0``, a string and a number. Anything else (a str subclass or an enum, which orjson
+    writes as their value; NaN, which it writes as ``null``; a tuple; integers past 64 bits) is
+    left to ``_config``. ``scan``'s rules for lines (no empty object, key names) do not apply
+    to a config: a config that breaks them is only not remembered.
+    """
+    if type(config) is not dict:
+        return None
+    bad, _, plain, fixed = scan(config)
+    if bad or not plain or not fixed:
+        return None
+    try:
+        return orjson.dumps(config, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:  # an integer past 64 bits, a string that is not UTF-8
+        return None
 
 
 def gemini_line(request: GeminiRequest, types: FieldTypes | None = None) -> StagedLine:
