@@ -259,3 +259,20 @@ def test_a_refused_line_leaves_no_field_types_behind() -> None:
     claude_line(_claude("k2", metadata={"user_id": "u"}), types)  # no clash with the NaN line
     with pytest.raises(InvalidRequestError, match=r"line 3 \(request 'k3'\).* line 1 \("):
         claude_line(_claude("k3", temperature="hot"), types)
+
+
+def test_a_claude_refusal_names_the_place_in_the_callers_shape() -> None:
+    """A string staged as a block (``system``, a message's content) is named as the caller
+    wrote it, not as the block it became; the caller's params are left as they were."""
+    params = {"max_tokens": 5, "system": "\ud800", "messages": [{"role": "user", "content": "x"}]}
+    with pytest.raises(InvalidRequestError, match=r"params\.system is not JSON: not UTF-8"):
+        claude_line(ClaudeRequest("k", params))
+    params["system"] = "fine"
+    params["messages"] = [{"role": "user", "content": "\udc00"}]
+    with pytest.raises(InvalidRequestError, match=r"params\.messages\[0\]\.content is not JSON"):
+        claude_line(ClaudeRequest("k", params))
+    assert params == {
+        "max_tokens": 5,
+        "system": "fine",
+        "messages": [{"role": "user", "content": "\udc00"}],
+    }
