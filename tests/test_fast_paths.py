@@ -566,25 +566,47 @@ def _reference_check(
 
 @settings(max_examples=2000, deadline=None)
 @example(  # two clashes in one line: the first is named
-    requests=[{"a": 1, "b": "x", "c": [1]}, {"a": "s", "b": 2, "c": {"d": 1}}], refused=[False] * 7
+    requests=[{"a": 1, "b": "x", "c": [1]}, {"a": "s", "b": 2, "c": {"d": 1}}],
+    refused=[False] * 7,
+    pool=[1],
+    picks=[],
 )
-@example(requests=[{"a": [1], "b": {"c": "s"}}, {"a": ["s"], "b": {"c": 1}}], refused=[False] * 7)
-@example(requests=[{"a": [[1], ["s"]]}, {"a": [[1]]}], refused=[False] * 7)
+@example(
+    requests=[{"a": [1], "b": {"c": "s"}}, {"a": ["s"], "b": {"c": 1}}],
+    refused=[False] * 7,
+    pool=[1],
+    picks=[],
+)
+@example(requests=[{"a": [[1], ["s"]]}, {"a": [[1]]}], refused=[False] * 7, pool=[1], picks=[])
+@example(  # a shared value noted on a line refused later: walked again when next met
+    requests=[{"x": 1}, {"x": 1}, {"x": 1}],
+    refused=[True] + [False] * 6,
+    pool=[{"k": 1}, {"k": "s"}],
+    picks=[("s", 0), ("s", 0), ("s", 1)],
+)
 @given(
     requests=st.lists(_CHECK_LINES, max_size=7),
     refused=st.lists(st.booleans(), min_size=7, max_size=7),
+    pool=st.lists(_CHECK_VALUES, min_size=1, max_size=3),
+    picks=st.lists(st.tuples(st.sampled_from(["s", "a", "t"]), st.integers(0, 3)), max_size=7),
 )
-def test_check_gives_what_scan_and_add_give(requests: list[Any], refused: list[bool]) -> None:
+def test_check_gives_what_scan_and_add_give(
+    requests: list[Any], refused: list[bool], pool: list[Any], picks: list[tuple[str, int]]
+) -> None:
     """Bad lines, lines that are not plain (str and int subclasses, bytes, tuples), NaN, deep
-    ones, type clashes, lines refused after the check (``undo``): the same four answers (all
-    but those a bad line's early stop leaves open), the same first clash named the same way, and
-    a refused line leaves nothing behind."""
+    ones, type clashes, lines refused after the check (``undo``), values shared between lines
+    (the same objects under ``shared`` fields, walked once): the same four answers (all but
+    those a bad line's early stop leaves open), the same first clash named the same way, and a
+    refused line leaves nothing behind."""
     types = _importer.FieldTypes()
     kept: list[tuple[Any, str]] = []
     for number, request in enumerate(requests):
         key = f"key-{number}"
+        if number < len(picks) and type(request) is dict:  # a shared value, the same object
+            name, which = picks[number]
+            request = {**request, name: pool[which % len(pool)]}
         (bad, canonical, plain, fixed), clash = _reference_check(kept, request, key)
-        got = types.check(request, key)
+        got = types.check(request, key, ("s", "t"))
         if bad:
             assert got[0] is True and got[1] is False and got[4] is None
             continue
@@ -702,3 +724,70 @@ def test_a_config_changed_between_requests_gives_what_it_holds(
             given = copy.deepcopy(config) if fresh[number] else config
             request = vb.GeminiRequest(f"k{number}", "Hi", given)
             assert _gemini_or_error(request) == _unremembered(request, m)
+
+
+def _staged_or_error(requests: list[vb.GeminiRequest]) -> object:
+    from vertexbatch._client import _staged_lines
+    from vertexbatch._errors import InvalidRequestError
+    from vertexbatch._lines import gemini_line
+
+    lines: list[object] = []
+    try:
+        for line in _staged_lines(requests, vb.GeminiRequest, gemini_line):
+            lines.append((line, line.key_record()))
+    except InvalidRequestError as exc:
+        return lines, str(exc)
+    return lines, None
+
+
+_SCHEMA_TYPES = st.sampled_from(["string", ["string", "null"], 1, {"a": 1}, None])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    configs=st.lists(
+        st.fixed_dictionaries(
+            {"response_json_schema": st.fixed_dictionaries({"type": _SCHEMA_TYPES})},
+            optional={
+                "system_instruction": st.sampled_from(["sys", "other"]),
+                "temperature": st.sampled_from([0.5, 1, 2.0]),
+                "labels": st.sampled_from([{"team": "a"}, {"team": "b"}]),
+            },
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    picks=st.lists(st.integers(0, 2), min_size=1, max_size=8),
+)
+def test_lines_of_shared_configs_are_checked_as_fresh_ones(
+    configs: list[dict[str, Any]], picks: list[int]
+) -> None:
+    """Requests drawing equal copies of a few configs (a config's parts shared between lines
+    and walked once): the same lines, or the same first clash between lines, as configs
+    validated afresh for every request."""
+    import copy
+
+    from vertexbatch import _lines
+
+    requests = [
+        vb.GeminiRequest(f"k{n}", "Hi", copy.deepcopy(configs[pick % len(configs)]))
+        for n, pick in enumerate(picks)
+    ]
+    _lines._PARTS.clear()
+    remembered = _staged_or_error(requests)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(_lines, "_config_key", lambda config: None)
+        assert remembered == _staged_or_error(requests)
+
+
+def test_a_shared_config_is_walked_once_per_input() -> None:
+    """The parts of one config shared by a job's lines are noted by the input's field types
+    (and so not walked again), the labels, which each line replaces, aside."""
+    from vertexbatch._importer import FieldTypes
+    from vertexbatch._lines import gemini_line
+
+    types = FieldTypes()
+    config = {"system_instruction": "s", "temperature": 0.5, "labels": {"team": "a"}}
+    lines = [gemini_line(vb.GeminiRequest(f"k{n}", "Hi", dict(config)), types) for n in range(3)]
+    assert sorted(types._shared) == ["generationConfig", "systemInstruction"]
+    assert all(b'"labels":{"team":"a","vb_key":"k' in line.data for line in lines)

@@ -284,6 +284,7 @@ _KINDS: dict[type, str] = {
     float: _NUMBER,
     bool: _BOOLEAN,
 }
+_MISSING = object()
 # Separators of a field's path in the schema: not characters of any key the importer accepts.
 _KEY_STEP = "\x00"
 _ITEM_STEP = "\x01"
@@ -299,7 +300,7 @@ class FieldTypes:
     type. Memory grows with the number of distinct field paths, not with the lines.
     """
 
-    __slots__ = ("_lines", "_made", "_root")
+    __slots__ = ("_lines", "_made", "_root", "_shared")
 
     def __init__(self) -> None:
         self._lines = 0
@@ -311,8 +312,13 @@ class FieldTypes:
         # name) of an object's field, (entry, None) of a list's items, (None, None) of the root;
         # None when it recorded nothing.
         self._made: list[tuple[Any, str | None]] | None = None
+        # Shared values (``check``'s ``shared``) recorded under the request's field of that
+        # name: the value (held, so its id is not reused), and its scan's canonical and fixed.
+        self._shared: dict[str, tuple[Any, bool, bool]] = {}
 
-    def check(self, request: Any, key: str) -> tuple[bool, bool, bool, bool, Problem | None]:
+    def check(
+        self, request: Any, key: str, shared: tuple[str, ...] = ()
+    ) -> tuple[bool, bool, bool, bool, Problem | None]:
         """``scan(request)`` and ``add(request, key)`` in one walk: every line comes here.
 
         Returns ``scan``'s four answers and ``add``'s first clash, exactly as the two walks give
@@ -320,15 +326,28 @@ class FieldTypes:
         list). The line stays recorded only when it is plain, not bad and clashes with nothing;
         any other line leaves nothing behind. A caller that refuses a recorded line for a reason
         found later calls ``undo``.
+
+        ``shared``: fields of the request whose values the caller shares between lines and
+        never modifies (a config's parts, say). Such a value, once recorded under the same
+        field, is not walked again: it has no clash and creates no field, its keys passed, and
+        its scan is known.
         """
         if type(request) is not dict and type(request) is not list:
             self._made = None  # not a request (an object): nothing to record
             return (*scan(request), None)
+        skip: set[str] | None = None
+        canonical = plain = fixed = True
+        if shared and type(request) is dict:
+            for field in shared:
+                seen = self._shared.get(field)
+                if seen is not None and seen[0] is request.get(field, _MISSING):
+                    skip = {field} if skip is None else skip | {field}
+                    canonical = canonical and seen[1]
+                    fixed = fixed and seen[2]
         self._lines += 1
         line = self._lines
         made: list[tuple[Any, str | None]] = []
         self._made = made
-        canonical = plain = fixed = True
         clash: tuple[str, str, tuple[str, int, str]] | None = None
         space = _SPACE
         string, number, boolean, obj, array = _STRING, _NUMBER, _BOOLEAN, _OBJECT, _LIST
@@ -381,7 +400,8 @@ class FieldTypes:
                     if cls is str:
                         leaf = string
                     elif cls is dict or cls is list:
-                        stack.append((v, entry, k, depth + 1))
+                        if skip is None or depth != 1 or k not in skip:
+                            stack.append((v, entry, k, depth + 1))
                         continue
                     elif cls is int:
                         leaf = number
@@ -439,9 +459,19 @@ class FieldTypes:
         if not plain or clash is not None:
             self.undo()
         if clash is None or not plain:
+            if plain and shared and type(request) is dict:
+                self._remember(request, shared, skip)
             return False, canonical, plain, fixed, None
         path, kind, first = clash
         return False, canonical, True, fixed, _clash(request, path, kind, first, line, key)
+
+    def _remember(self, request: dict[str, Any], shared: tuple[str, ...], skip: Any) -> None:
+        """Note the shared values this recorded line walked, with their scan (once each)."""
+        for name in shared:
+            value = request.get(name, _MISSING)
+            if (skip is None or name not in skip) and (type(value) is dict or type(value) is list):
+                _, canonical, _, fixed = scan(value)  # plain and not bad: the line is
+                self._shared[name] = value, canonical, fixed
 
     def undo(self) -> None:
         """Forget the line the last ``check`` recorded (it was refused after all)."""
@@ -449,6 +479,7 @@ class FieldTypes:
         if made is None:
             return
         self._lines -= 1
+        self._shared.clear()  # what it noted may lean on fields it created
         for where, name in reversed(made):
             if where is None:
                 self._root = None

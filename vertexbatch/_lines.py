@@ -113,13 +113,16 @@ def _line(
     id_field: str,
     request: dict[str, Any],
     types: FieldTypes | None = None,
+    shared: tuple[str, ...] = (),
 ) -> StagedLine:
     """Check and serialise one request into its line, with the canonical digest on the way.
 
     The request is serialised once, keys sorted: when it is already canonical (the usual case)
     that text is also the one its canonical digest is taken of. Labels are left out of the
     digest and appended to the line's request. With ``types`` (the field types of the earlier
-    lines of the same input), a field whose type differs from an earlier line's is refused.
+    lines of the same input), a field whose type differs from an earlier line's is refused;
+    ``shared``: fields whose values are shared between lines and never modified (see
+    ``FieldTypes.check``).
 
     Raises:
         InvalidRequestError: the line breaks an importer rule or is not JSON data (NaN, a key
@@ -128,10 +131,10 @@ def _line(
     """
     # The importer's rules and the field types across lines in one walk (``FieldTypes.check``).
     check = types.check if types is not None else _unchecked_types
-    bad, canonical, plain, fixed, clash = check(request, key)
+    bad, canonical, plain, fixed, clash = check(request, key, shared)
     if not bad and not plain:
-        request = _dump(request)
-        bad, canonical, plain, fixed, clash = check(request, key)
+        request = _dump(request)  # copies: shares nothing
+        bad, canonical, plain, fixed, clash = check(request, key, ())
         bad = bad or not plain  # still not plain once converted: not JSON data
     if not bad:
         labels = request.get("labels")
@@ -168,7 +171,9 @@ def _line(
     raise _refused(key, id_field, problem(_dump(request)))
 
 
-def _unchecked_types(request: Any, key: str) -> tuple[bool, bool, bool, bool, Problem | None]:
+def _unchecked_types(
+    request: Any, key: str, shared: tuple[str, ...]
+) -> tuple[bool, bool, bool, bool, Problem | None]:
     """``FieldTypes.check``'s answers with no types to check across lines: ``scan``'s."""
     return (*scan(request), None)
 
@@ -537,22 +542,29 @@ def gemini_request_body(key: str, contents: Any, config: Any) -> dict[str, Any]:
 
     What comes from the config is shared between the requests of one config: never modify it.
     """
+    return _gemini_body(key, contents, config)[0]
+
+
+def _gemini_body(key: str, contents: Any, config: Any) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``gemini_request_body``, and the fields whose values are shared with other requests of
+    an equal dict config (for ``FieldTypes.check``; labels aside, which the line replaces)."""
     request: dict[str, Any] = {"contents": _contents(key, contents)}
-    fields, generation = _config_parts(key, config)
+    fields, generation, shared = _config_parts(key, config)
     request.update(fields)
     if generation:
         request["generationConfig"] = generation
-    return request
+    return request, shared
 
 
 # A config's parts (``_config_parts``) by the exact text of the config (``_config_key``).
-_PARTS: dict[bytes, tuple[dict[str, Any], dict[str, Any]]] = {}
+_PARTS: dict[bytes, tuple[dict[str, Any], dict[str, Any], tuple[str, ...]]] = {}
 _PARTS_HELD = 64
 
 
-def _config_parts(key: str, config: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The request's fields from a config (wire names, in the config's order) and its
-    ``generationConfig``: validated once per distinct dict config, not once per line.
+def _config_parts(key: str, config: Any) -> tuple[dict[str, Any], dict[str, Any], tuple[str, ...]]:
+    """The request's fields from a config (wire names, in the config's order), its
+    ``generationConfig`` and the names of those shared between requests (none when the config
+    is not remembered): validated once per distinct dict config, not once per line.
 
     A job's requests usually share one config: the same dict, or equal dicts built per request.
     Remembered by the config's exact text (``_config_key``), not by identity: a caller may change
@@ -573,11 +585,13 @@ def _config_parts(key: str, config: Any) -> tuple[dict[str, Any], dict[str, Any]
     system = fields.get("systemInstruction")
     if isinstance(system, str):
         fields["systemInstruction"] = {"role": "user", "parts": [{"text": system}]}
-    if text is not None:
-        if len(_PARTS) >= _PARTS_HELD:
-            _PARTS.clear()  # a job's configs are few: more means each is used by few lines
-        _PARTS[text] = fields, generation
-    return fields, generation
+    if text is None:
+        return fields, generation, ()
+    shared = (*(name for name in fields if name != "labels"), "generationConfig")
+    if len(_PARTS) >= _PARTS_HELD:
+        _PARTS.clear()  # a job's configs are few: more means each is used by few lines
+    _PARTS[text] = fields, generation, shared
+    return fields, generation, shared
 
 
 def _config_key(config: Any) -> bytes | None:
@@ -607,7 +621,7 @@ def gemini_line(request: GeminiRequest, types: FieldTypes | None = None) -> Stag
 
     ``types``: the field types of the earlier lines of the same input (``FieldTypes``).
     """
-    body = gemini_request_body(request.key, request.contents, request.config)
+    body, shared = _gemini_body(request.key, request.contents, request.config)
     digest = key_digest(request.key)
     labels = dict(body.get("labels") or {})
     if KEY_FIELD in labels:
@@ -618,4 +632,4 @@ def gemini_line(request: GeminiRequest, types: FieldTypes | None = None) -> Stag
         )
     labels[KEY_FIELD] = digest
     body["labels"] = labels
-    return _line(request.key, digest, KEY_FIELD, body, types)
+    return _line(request.key, digest, KEY_FIELD, body, types, shared)
