@@ -791,3 +791,61 @@ def test_a_shared_config_is_walked_once_per_input() -> None:
     lines = [gemini_line(vb.GeminiRequest(f"k{n}", "Hi", dict(config)), types) for n in range(3)]
     assert sorted(types._shared) == ["generationConfig", "systemInstruction"]
     assert all(b'"labels":{"team":"a","vb_key":"k' in line.data for line in lines)
+
+
+def _claude_staged_or_error(requests: list[vb.ClaudeRequest]) -> object:
+    from vertexbatch._client import _staged_lines
+    from vertexbatch._errors import InvalidRequestError
+    from vertexbatch._lines import claude_line
+
+    lines: list[object] = []
+    try:
+        for line in _staged_lines(requests, vb.ClaudeRequest, claude_line):
+            lines.append((line, line.key_record()))
+    except InvalidRequestError as exc:
+        return lines, str(exc)
+    return lines, None
+
+
+_SYSTEMS = st.sampled_from(
+    ["be brief", "be brief", "é\u2028", _Word("be brief"), [{"type": "text", "text": "x"}],
+     [{"type": "text", "text": 1}], [{"type": "image"}], "", None, 3]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(systems=st.lists(_SYSTEMS, min_size=1, max_size=8))
+def test_lines_of_shared_system_prompts_are_checked_as_fresh_ones(systems: list[object]) -> None:
+    """Claude requests with equal system strings (their blocks shared between lines and walked
+    once) and other systems: the same lines, or the same refusal, as fresh blocks each time."""
+    from vertexbatch import _lines
+
+    requests = [
+        vb.ClaudeRequest(
+            f"k{n}",
+            {"max_tokens": 5, "messages": [{"role": "user", "content": "x"}], "system": system},
+        )
+        for n, system in enumerate(systems)
+    ]
+    _lines._SYSTEM_BLOCKS.clear()
+    shared = _claude_staged_or_error(requests)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(_lines, "_system_blocks", lambda s: [{"type": "text", "text": s}])
+        assert shared == _claude_staged_or_error(requests)
+
+
+def test_a_shared_system_prompt_is_walked_once_per_input() -> None:
+    """Equal system strings become one list of blocks, noted by the input's field types."""
+    from vertexbatch._importer import FieldTypes
+    from vertexbatch._lines import claude_line, one_shape
+
+    types = FieldTypes()
+    params = {"max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
+    for n in range(3):
+        claude_line(
+            vb.ClaudeRequest(f"k{n}", {**params, "system": "".join(["be ", "brief"])}), types
+        )
+    assert list(types._shared) == ["system"]
+    blocks = one_shape({"system": "".join(["be ", "brief"])})["system"]
+    assert blocks == [{"type": "text", "text": "be brief"}]
+    assert types._shared["system"][0] is blocks is one_shape({"system": "be brief"})["system"]

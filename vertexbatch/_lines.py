@@ -257,7 +257,11 @@ def claude_line(request: ClaudeRequest, types: FieldTypes | None = None) -> Stag
             )
     body.setdefault("anthropic_version", ANTHROPIC_VERSION)
     try:
-        return _line(request.key, key_digest(request.key), "custom_id", one_shape(body), types)
+        # A system string's blocks are shared (``_system_blocks``): walked once per input.
+        shared = ("system",) if type(body.get("system")) is str else ()
+        return _line(
+            request.key, key_digest(request.key), "custom_id", one_shape(body), types, shared
+        )
     except InvalidRequestError as exc:
         refused = exc
     body = dict(params)  # as the caller gave it: one_shape changed the copy above
@@ -273,6 +277,22 @@ def _text_blocks(value: Any) -> Any:
     if isinstance(value, str):
         return [{"type": "text", "text": str.__str__(value)}]
     return value
+
+
+# The blocks of a system string (``_system_blocks``), by the string.
+_SYSTEM_BLOCKS: dict[str, list[dict[str, str]]] = {}
+_SYSTEM_HELD = 64
+
+
+def _system_blocks(system: str) -> list[dict[str, str]]:
+    """``_text_blocks`` of a ``str``, one list for equal strings: a job's requests usually
+    share one system prompt, and its blocks are then walked once per input (``shared``)."""
+    found = _SYSTEM_BLOCKS.get(system)
+    if found is None:
+        if len(_SYSTEM_BLOCKS) >= _SYSTEM_HELD:
+            _SYSTEM_BLOCKS.clear()  # many prompts: each is used by few lines
+        found = _SYSTEM_BLOCKS[system] = [{"type": "text", "text": system}]
+    return found
 
 
 def _blocks_of(content: Any) -> Any:
@@ -302,10 +322,12 @@ def one_shape(body: dict[str, Any]) -> dict[str, Any]:
     blocks; Vertex's importer fixes each field's type from the lines it reads, so a job mixing
     the two would fail whole. A string becomes ``[{"type": "text", "text": ...}]``, which
     Anthropic reads the same. ``body`` is a fresh dict and is updated; nothing below it is
-    modified (changed messages are copies).
+    modified (changed messages are copies). A ``system`` string's blocks are shared between
+    the bodies of equal strings: never modify them.
     """
     if "system" in body:
-        body["system"] = _text_blocks(body["system"])
+        system = body["system"]
+        body["system"] = _system_blocks(system) if type(system) is str else _text_blocks(system)
     messages = body.get("messages")
     if type(messages) is list:
         out: list[Any] | None = None
