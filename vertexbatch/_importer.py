@@ -459,7 +459,7 @@ class FieldTypes:
         if not plain or clash is not None:
             self.undo()
         if clash is None or not plain:
-            if plain and shared and type(request) is dict:
+            if plain and shared and type(request) is dict and (not skip or len(skip) < len(shared)):
                 self._remember(request, shared, skip)
             return False, canonical, plain, fixed, None
         path, kind, first = clash

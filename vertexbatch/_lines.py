@@ -138,9 +138,10 @@ def _line(
         bad = bad or not plain  # still not plain once converted: not JSON data
     if not bad:
         labels = request.get("labels")
-        body = (
-            {k: v for k, v in request.items() if k != "labels"} if labels is not None else request
-        )
+        body = request
+        if labels is not None:
+            body = request.copy()
+            del body["labels"]
         try:
             sorted_body = _sorted_json(body, fixed)
             if labels is None:
