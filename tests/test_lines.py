@@ -276,3 +276,13 @@ def test_a_claude_refusal_names_the_place_in_the_callers_shape() -> None:
         "system": "fine",
         "messages": [{"role": "user", "content": "\udc00"}],
     }
+
+
+def test_the_per_line_cpu_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m benchmarks.lines_cpu`` prints a row per provider with its ratios."""
+    from benchmarks import lines_cpu
+
+    lines_cpu.main(["--n", "200", "--repeats", "1"])
+    rows = capsys.readouterr().out.splitlines()
+    assert [row.split(" | ")[0] for row in rows[2:]] == ["| claude", "| gemini"]
+    assert all(row.endswith("x |") for row in rows[2:])
