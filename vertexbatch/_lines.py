@@ -280,9 +280,10 @@ def _text_blocks(value: Any) -> Any:
     return value
 
 
-# The blocks of a system string (``_system_blocks``), by the string.
+# The blocks of a system string (``_system_blocks``), by the string: a few, as prompts may be
+# long and are held until cleared.
 _SYSTEM_BLOCKS: dict[str, list[dict[str, str]]] = {}
-_SYSTEM_HELD = 64
+_SYSTEM_HELD = 16
 
 
 def _system_blocks(system: str) -> list[dict[str, str]]:
