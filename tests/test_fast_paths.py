@@ -578,6 +578,12 @@ def _reference_check(
     picks=[],
 )
 @example(requests=[{"a": [[1], ["s"]]}, {"a": [[1]]}], refused=[False] * 7, pool=[1], picks=[])
+@example(  # a line with a clash leaves none of its fields behind, those before the clash too
+    requests=[{"a": 1}, {"b": "s", "a": "x"}, {"b": 1}],
+    refused=[False] * 7,
+    pool=[1],
+    picks=[],
+)
 @example(  # a shared value noted on a line refused later: walked again when next met
     requests=[{"x": 1}, {"x": 1}, {"x": 1}],
     refused=[True] + [False] * 6,

@@ -13,6 +13,7 @@ importer (``vertexbatch/emulator/_importer.py``) counts the same way.
 
 from __future__ import annotations
 
+import copy
 import functools
 import re
 from collections.abc import Mapping
@@ -325,7 +326,9 @@ class FieldTypes:
         them (tests/test_fast_paths.py compares them) for a request that is an object (or a
         list). The line stays recorded only when it is plain, not bad and clashes with nothing;
         any other line leaves nothing behind. A caller that refuses a recorded line for a reason
-        found later calls ``undo``.
+        found later calls ``undo``. Whether a line has a clash does not depend on the order of
+        the walk, which clash is named first does: a line with one (rare: it is refused) is
+        walked again by ``add``, on a copy of the schema, to name it.
 
         ``shared``: fields of the request whose values the caller shares between lines and
         never modifies (a config's parts, say). Such a value, once recorded under the same
@@ -348,37 +351,27 @@ class FieldTypes:
         line = self._lines
         made: list[tuple[Any, str | None]] = []
         self._made = made
-        clash: tuple[str, str, tuple[str, int, str]] | None = None
         space = _SPACE
         string, number, boolean, obj, array = _STRING, _NUMBER, _BOOLEAN, _OBJECT, _LIST
-        # (node, parent's entry, field name; None for a list's item, depth): lists and objects,
-        # resolved to their schema entry when popped and leaves where they are met, in the
-        # order of ``add`` (so the first clash is its first clash).
-        stack: list[tuple[Any, list[Any] | None, str | None, int]] = [(request, None, None, 1)]
+        # Whether some field's type differs from an earlier one's; which clash ``add`` names
+        # first depends on its order, so a line with one is walked again by ``add`` to name it.
+        clash = False
+        kind = obj if type(request) is dict else array
+        root = self._root
+        if root is None:
+            root = self._root = [kind, line, key, "", {}, None]
+            made.append((None, None))
+        elif root[0] is not kind:
+            clash = True
+        # (node, its entry, depth): lists and objects, their entries found where they are met;
+        # leaves are checked there too.
+        stack: list[tuple[Any, list[Any], int]] = [(request, root, 1)]
         while stack:
-            node, parent, name, depth = stack.pop()
+            node, entry, depth = stack.pop()
             if depth > MAX_DEPTH:
                 self.undo()
                 return True, False, plain, fixed, None
             kind = obj if type(node) is dict else array
-            if parent is None:
-                entry = self._root
-                if entry is None:
-                    entry = self._root = [kind, line, key, "", {}, None]
-                    made.append((None, None))
-            elif name is None:
-                entry = parent[5]
-                if entry is None:
-                    entry = parent[5] = [kind, line, key, parent[3] + _ITEM_STEP, {}, None]
-                    made.append((parent, None))
-            else:
-                entry = parent[4].get(name)
-                if entry is None:
-                    path = parent[3] + _KEY_STEP + name
-                    entry = parent[4][name] = [kind, line, key, path, {}, None]
-                    made.append((parent[4], name))
-            if entry[0] is not kind and clash is None:
-                clash = (entry[3], kind, (entry[0], entry[1], entry[2]))
             if kind is obj:
                 if not node:
                     self.undo()
@@ -400,8 +393,17 @@ class FieldTypes:
                     if cls is str:
                         leaf = string
                     elif cls is dict or cls is list:
-                        if skip is None or depth != 1 or k not in skip:
-                            stack.append((v, entry, k, depth + 1))
+                        if skip is not None and depth == 1 and k in skip:
+                            continue
+                        kind = obj if cls is dict else array
+                        found = fields.get(k)
+                        if found is None:
+                            path = entry[3] + _KEY_STEP + k
+                            found = fields[k] = [kind, line, key, path, {}, None]
+                            made.append((fields, k))
+                        elif found[0] is not kind:
+                            clash = True
+                        stack.append((v, found, depth + 1))
                         continue
                     elif cls is int:
                         leaf = number
@@ -423,8 +425,8 @@ class FieldTypes:
                     if found is None:
                         fields[k] = [leaf, line, key, entry[3] + _KEY_STEP + k, {}, None]
                         made.append((fields, k))
-                    elif found[0] is not leaf and clash is None:
-                        clash = (found[3], leaf, (found[0], found[1], found[2]))
+                    elif found[0] is not leaf:
+                        clash = True
             else:
                 canonical = canonical and bool(node)
                 for v in node:
@@ -432,7 +434,14 @@ class FieldTypes:
                     if cls is str:
                         leaf = string
                     elif cls is dict or cls is list:
-                        stack.append((v, entry, None, depth + 1))
+                        kind = obj if cls is dict else array
+                        found = entry[5]
+                        if found is None:
+                            found = entry[5] = [kind, line, key, entry[3] + _ITEM_STEP, {}, None]
+                            made.append((entry, None))
+                        elif found[0] is not kind:
+                            clash = True
+                        stack.append((v, found, depth + 1))
                         continue
                     elif cls is int:
                         leaf = number
@@ -454,16 +463,22 @@ class FieldTypes:
                     if found is None:
                         entry[5] = [leaf, line, key, entry[3] + _ITEM_STEP, {}, None]
                         made.append((entry, None))
-                    elif found[0] is not leaf and clash is None:
-                        clash = (found[3], leaf, (found[0], found[1], found[2]))
-        if not plain or clash is not None:
+                    elif found[0] is not leaf:
+                        clash = True
+        if not plain or clash:
             self.undo()
-        if clash is None or not plain:
+        if not clash or not plain:
             if plain and shared and type(request) is dict and (not skip or len(skip) < len(shared)):
                 self._remember(request, shared, skip)
             return False, canonical, plain, fixed, None
-        path, kind, first = clash
-        return False, canonical, True, fixed, _clash(request, path, kind, first, line, key)
+        # ``add``'s first clash, on a copy of the schema: this line leaves nothing behind.
+        root, lines = self._root, self._lines
+        self._root = copy.deepcopy(root)
+        try:
+            found = self.add(request, key)
+        finally:
+            self._root, self._lines = root, lines
+        return False, canonical, True, fixed, found
 
     def _remember(self, request: dict[str, Any], shared: tuple[str, ...], skip: Any) -> None:
         """Note the shared values this recorded line walked, with their scan (once each)."""
