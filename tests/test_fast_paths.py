@@ -3,9 +3,11 @@ key records read without a JSON parser."""
 
 from __future__ import annotations
 
+import enum
 import json
 import re
 import threading
+import uuid
 from email.message import Message
 from typing import Any
 
@@ -13,7 +15,7 @@ import pytest
 from google.api_core import exceptions as api_exceptions
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import vertexbatch as vb
@@ -213,6 +215,9 @@ _JSON = st.recursive(
 )
 
 
+_STDLIB_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def _stdlib(value: object) -> bytes | str:
     try:
         return _STDLIB_SORTED.encode(value).encode()
@@ -238,6 +243,28 @@ def test_sorted_json_is_byte_for_byte_what_json_writes(value: dict[str, object])
     """Non-ASCII, escapes, large integers, floats of every size, NaN: the same bytes, or the
     same refusal."""
     assert _ours(value) == _stdlib(value)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(value=st.dictionaries(_TEXT, _JSON, max_size=6))
+def test_compact_json_is_byte_for_byte_what_json_writes(value: dict[str, object]) -> None:
+    """Labels as staged (keys in their own order): the same bytes as json, or the same
+    refusal."""
+    from vertexbatch._importer import scan
+    from vertexbatch._lines import _compact_json
+
+    def stdlib() -> bytes | str:
+        try:
+            return _STDLIB_COMPACT.encode(value).encode()
+        except (TypeError, ValueError) as exc:
+            return type(exc).__name__
+
+    bad, _, _, fixed = scan(value)
+    try:
+        ours: bytes | str = _compact_json(value, fixed and not bad)
+    except (TypeError, ValueError) as exc:
+        ours = type(exc).__name__
+    assert ours == stdlib()
 
 
 @pytest.mark.parametrize(
@@ -275,6 +302,9 @@ def _both_ways(build: object, request: object, monkeypatch: pytest.MonkeyPatch) 
     fast = build(request)  # type: ignore[operator]
     with monkeypatch.context() as m:
         m.setattr(_lines, "_sorted_json", lambda body, fixed: _STDLIB_SORTED.encode(body).encode())
+        m.setattr(
+            _lines, "_compact_json", lambda value, fixed: _STDLIB_COMPACT.encode(value).encode()
+        )
         plain = build(request)  # type: ignore[operator]
     assert fast == plain  # data, digest, canonical digest: every byte
     assert fast.key_record() == plain.key_record()
@@ -498,3 +528,340 @@ def test_numbers_read_by_orjson_read_as_json_loads_reads_them(number: object, di
     ):
         data = text.encode()
         assert _loaded(load_json, data) == _loaded(json.loads, data)
+
+
+# --- FieldTypes.check gives what scan and add give, in one walk -------------------------------
+
+
+class _Key(str):
+    """A str subclass, as an enum's value is: not plain."""
+
+
+class _Number(int):
+    """An int subclass: not plain."""
+
+
+_CHECK_KEYS = st.sampled_from(["a", "b", "text", "parts", "", "$ref", "a b", "é", _Key("a")])
+_CHECK_LEAVES = st.sampled_from(
+    [None, True, False, 1, 0, 2**70, 2.5, 3.0, -0.0, 1e-05, 1e16, float("nan"), float("inf"),
+     "s", "", _Key("s"), _Number(1), b"x", (1,)]
+)  # fmt: skip
+_CHECK_VALUES = st.recursive(
+    _CHECK_LEAVES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_CHECK_KEYS, inner, max_size=3),
+    max_leaves=14,
+)
+_CHECK_LINES = st.one_of(
+    st.dictionaries(_CHECK_KEYS, _CHECK_VALUES, max_size=4),
+    st.dictionaries(st.sampled_from(["a", "b"]), _SHAPES, max_size=3),  # few types: clashes
+    st.just({"d": json.loads('{"a":' * 14 + "1" + "}" * 14)}),  # 16 levels
+    st.just({"d": json.loads('[{"a":' * 7 + "1" + "}]" * 7)}),  # 15 levels
+    st.just({1: "int key"}),
+    st.lists(_CHECK_VALUES, max_size=2),  # not an object
+)
+
+
+def _reference_check(
+    lines: list[tuple[Any, str]], request: Any, key: str
+) -> tuple[tuple[bool, bool, bool, bool], _importer.Problem | None]:
+    """``scan``, then ``add`` on a fresh FieldTypes that saw only the lines kept before."""
+    found = _importer.scan(request)
+    if found[0] or not found[2]:
+        return found, None
+    types = _importer.FieldTypes()
+    for before, before_key in lines:
+        assert types.add(before, before_key) is None
+    return found, types.add(request, key)
+
+
+@settings(max_examples=2000, deadline=None)
+@example(  # two clashes in one line: the first is named
+    requests=[{"a": 1, "b": "x", "c": [1]}, {"a": "s", "b": 2, "c": {"d": 1}}],
+    refused=[False] * 7,
+    pool=[1],
+    picks=[],
+)
+@example(
+    requests=[{"a": [1], "b": {"c": "s"}}, {"a": ["s"], "b": {"c": 1}}],
+    refused=[False] * 7,
+    pool=[1],
+    picks=[],
+)
+@example(requests=[{"a": [[1], ["s"]]}, {"a": [[1]]}], refused=[False] * 7, pool=[1], picks=[])
+@example(  # a line with a clash leaves none of its fields behind, those before the clash too
+    requests=[{"a": 1}, {"b": "s", "a": "x"}, {"b": 1}],
+    refused=[False] * 7,
+    pool=[1],
+    picks=[],
+)
+@example(  # a shared value noted on a line refused later: walked again when next met
+    requests=[{"x": 1}, {"x": 1}, {"x": 1}],
+    refused=[True] + [False] * 6,
+    pool=[{"k": 1}, {"k": "s"}],
+    picks=[("s", 0), ("s", 0), ("s", 1)],
+)
+@given(
+    requests=st.lists(_CHECK_LINES, max_size=7),
+    refused=st.lists(st.booleans(), min_size=7, max_size=7),
+    pool=st.lists(_CHECK_VALUES, min_size=1, max_size=3),
+    picks=st.lists(st.tuples(st.sampled_from(["s", "a", "t"]), st.integers(0, 3)), max_size=7),
+)
+def test_check_gives_what_scan_and_add_give(
+    requests: list[Any], refused: list[bool], pool: list[Any], picks: list[tuple[str, int]]
+) -> None:
+    """Bad lines, lines that are not plain (str and int subclasses, bytes, tuples), NaN, deep
+    ones, type clashes, lines refused after the check (``undo``), values shared between lines
+    (the same objects under ``shared`` fields, walked once): the same four answers (all but
+    those a bad line's early stop leaves open), the same first clash named the same way, and a
+    refused line leaves nothing behind."""
+    types = _importer.FieldTypes()
+    kept: list[tuple[Any, str]] = []
+    for number, request in enumerate(requests):
+        key = f"key-{number}"
+        if number < len(picks) and type(request) is dict:  # a shared value, the same object
+            name, which = picks[number]
+            request = {**request, name: pool[which % len(pool)]}
+        (bad, canonical, plain, fixed), clash = _reference_check(kept, request, key)
+        got = types.check(request, key, ("s", "t"))
+        if bad:
+            assert got[0] is True and got[1] is False and got[4] is None
+            continue
+        assert got == (bad, canonical, plain, fixed, clash)
+        if plain and clash is None:
+            if refused[number]:  # refused later (not JSON, say): forgotten
+                types.undo()
+            else:
+                kept.append((request, key))
+
+
+# --- a Gemini config is validated once per distinct config, exactly ---------------------------
+
+
+def _gemini_or_error(request: vb.GeminiRequest) -> object:
+    from vertexbatch._errors import InvalidRequestError
+    from vertexbatch._lines import gemini_line
+
+    try:
+        line = gemini_line(request)
+    except InvalidRequestError as exc:
+        return ("refused", str(exc), exc.field)
+    return line, line.key_record()
+
+
+def _unremembered(request: vb.GeminiRequest, monkeypatch: pytest.MonkeyPatch) -> object:
+    """The line (or the refusal) with no config remembered: the config validated afresh."""
+    from vertexbatch import _lines
+
+    with monkeypatch.context() as m:
+        m.setattr(_lines, "_config_key", lambda config: None)
+        return _gemini_or_error(request)
+
+
+class _Word(str):
+    """A str subclass (as a str enum's member is)."""
+
+
+def test_equal_dict_configs_are_validated_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job's requests with equal dict configs (built per request, as the benchmark's are)
+    validate the config once, and each line is what a freshly validated config gives."""
+    from benchmarks import workload
+    from vertexbatch import _lines
+
+    _lines._PARTS.clear()
+    calls: list[object] = []
+    real = _lines._config
+
+    def counted(key: str, config: object) -> dict[str, Any]:
+        calls.append(config)
+        return real(key, config)
+
+    requests = list(workload.gemini_requests(100))
+    with monkeypatch.context() as m:
+        m.setattr(_lines, "_config", counted)
+        lines = [_gemini_or_error(r) for r in requests]
+    assert len(calls) == 1
+    assert lines == [_unremembered(r, monkeypatch) for r in requests]
+
+
+_CONFIG_VALUES = st.sampled_from(
+    [1, 1.0, True, 0, 0.0, -0.0, 2, 2.0, 1e-05, 1e16, 2**64 - 1, 2**70, float("nan"),
+     float("inf"), "1", "", "é", _Word("x"), "x", None, [], [1], (1,), {}, {"type": "integer"},
+     uuid.UUID(int=1), {"type": "STRING"}, {"a": {}}]
+)  # fmt: skip
+_CONFIG_FIELDS = st.sampled_from(
+    ["temperature", "max_output_tokens", "response_json_schema", "labels", "seed", "top_k",
+     "stop_sequences", "system_instruction", "httpOptions", "not_a_field", "response_schema"]
+)  # fmt: skip
+
+
+class _Colour(enum.Enum):
+    RED = "x"
+
+
+@settings(max_examples=600, deadline=None)
+@example(changes=[("temperature", None), ("temperature", float("nan"))], fresh=[False] * 8)
+@example(changes=[("seed", None), ("seed", float("inf"))], fresh=[True] * 8)
+@example(
+    changes=[("response_json_schema", {"a": v}) for v in (1, 1.0, True, 0.0, -0.0, 0)],
+    fresh=[False] * 8,
+)
+@example(
+    changes=[("labels", {"a": v}) for v in ("x", _Word("x"), _Colour.RED, uuid.UUID(int=1))],
+    fresh=[False] * 8,
+)
+@example(
+    changes=[("response_json_schema", {"a": v}) for v in ("x", _Colour.RED, (1,), [1])],
+    fresh=[False] * 8,
+)
+@given(
+    changes=st.lists(
+        st.tuples(_CONFIG_FIELDS, _CONFIG_VALUES | st.dictionaries(_TEXT, _CONFIG_VALUES)),
+        min_size=1,
+        max_size=8,
+    ),
+    fresh=st.lists(st.booleans(), min_size=8, max_size=8),
+)
+def test_a_config_changed_between_requests_gives_what_it_holds(
+    changes: list[tuple[str, object]], fresh: list[bool]
+) -> None:
+    """One dict config changed in place between requests (or an equal copy given): each line,
+    or its refusal, is what that config validated afresh gives. Values that are equal but not
+    the same JSON (1, 1.0 and True; 0.0 and -0.0), NaN, big integers, a str subclass, a tuple,
+    an unknown or client-only field."""
+    import copy
+
+    from vertexbatch import _lines
+
+    _lines._PARTS.clear()
+    config: dict[str, object] = {"temperature": 0.5}
+    with pytest.MonkeyPatch.context() as m:
+        for number, (name, value) in enumerate(changes):
+            config[name] = value
+            given = copy.deepcopy(config) if fresh[number] else config
+            request = vb.GeminiRequest(f"k{number}", "Hi", given)
+            assert _gemini_or_error(request) == _unremembered(request, m)
+
+
+def _staged_or_error(requests: list[vb.GeminiRequest]) -> object:
+    from vertexbatch._client import _staged_lines
+    from vertexbatch._errors import InvalidRequestError
+    from vertexbatch._lines import gemini_line
+
+    lines: list[object] = []
+    try:
+        for line in _staged_lines(requests, vb.GeminiRequest, gemini_line):
+            lines.append((line, line.key_record()))
+    except InvalidRequestError as exc:
+        return lines, str(exc)
+    return lines, None
+
+
+_SCHEMA_TYPES = st.sampled_from(["string", ["string", "null"], 1, {"a": 1}, None])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    configs=st.lists(
+        st.fixed_dictionaries(
+            {"response_json_schema": st.fixed_dictionaries({"type": _SCHEMA_TYPES})},
+            optional={
+                "system_instruction": st.sampled_from(["sys", "other"]),
+                "temperature": st.sampled_from([0.5, 1, 2.0]),
+                "labels": st.sampled_from([{"team": "a"}, {"team": "b"}]),
+            },
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    picks=st.lists(st.integers(0, 2), min_size=1, max_size=8),
+)
+def test_lines_of_shared_configs_are_checked_as_fresh_ones(
+    configs: list[dict[str, Any]], picks: list[int]
+) -> None:
+    """Requests drawing equal copies of a few configs (a config's parts shared between lines
+    and walked once): the same lines, or the same first clash between lines, as configs
+    validated afresh for every request."""
+    import copy
+
+    from vertexbatch import _lines
+
+    requests = [
+        vb.GeminiRequest(f"k{n}", "Hi", copy.deepcopy(configs[pick % len(configs)]))
+        for n, pick in enumerate(picks)
+    ]
+    _lines._PARTS.clear()
+    remembered = _staged_or_error(requests)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(_lines, "_config_key", lambda config: None)
+        assert remembered == _staged_or_error(requests)
+
+
+def test_a_shared_config_is_walked_once_per_input() -> None:
+    """The parts of one config shared by a job's lines are noted by the input's field types
+    (and so not walked again), the labels, which each line replaces, aside."""
+    from vertexbatch._importer import FieldTypes
+    from vertexbatch._lines import gemini_line
+
+    types = FieldTypes()
+    config = {"system_instruction": "s", "temperature": 0.5, "labels": {"team": "a"}}
+    lines = [gemini_line(vb.GeminiRequest(f"k{n}", "Hi", dict(config)), types) for n in range(3)]
+    assert sorted(types._shared) == ["generationConfig", "systemInstruction"]
+    assert all(b'"labels":{"team":"a","vb_key":"k' in line.data for line in lines)
+
+
+def _claude_staged_or_error(requests: list[vb.ClaudeRequest]) -> object:
+    from vertexbatch._client import _staged_lines
+    from vertexbatch._errors import InvalidRequestError
+    from vertexbatch._lines import claude_line
+
+    lines: list[object] = []
+    try:
+        for line in _staged_lines(requests, vb.ClaudeRequest, claude_line):
+            lines.append((line, line.key_record()))
+    except InvalidRequestError as exc:
+        return lines, str(exc)
+    return lines, None
+
+
+_SYSTEMS = st.sampled_from(
+    ["be brief", "be brief", "é\u2028", _Word("be brief"), [{"type": "text", "text": "x"}],
+     [{"type": "text", "text": 1}], [{"type": "image"}], "", None, 3]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(systems=st.lists(_SYSTEMS, min_size=1, max_size=8))
+def test_lines_of_shared_system_prompts_are_checked_as_fresh_ones(systems: list[object]) -> None:
+    """Claude requests with equal system strings (their blocks shared between lines and walked
+    once) and other systems: the same lines, or the same refusal, as fresh blocks each time."""
+    from vertexbatch import _lines
+
+    requests = [
+        vb.ClaudeRequest(
+            f"k{n}",
+            {"max_tokens": 5, "messages": [{"role": "user", "content": "x"}], "system": system},
+        )
+        for n, system in enumerate(systems)
+    ]
+    _lines._SYSTEM_BLOCKS.clear()
+    shared = _claude_staged_or_error(requests)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(_lines, "_system_blocks", lambda s: [{"type": "text", "text": s}])
+        assert shared == _claude_staged_or_error(requests)
+
+
+def test_a_shared_system_prompt_is_walked_once_per_input() -> None:
+    """Equal system strings become one list of blocks, noted by the input's field types."""
+    from vertexbatch._importer import FieldTypes
+    from vertexbatch._lines import claude_line, one_shape
+
+    types = FieldTypes()
+    params = {"max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
+    for n in range(3):
+        claude_line(
+            vb.ClaudeRequest(f"k{n}", {**params, "system": "".join(["be ", "brief"])}), types
+        )
+    assert list(types._shared) == ["system"]
+    blocks = one_shape({"system": "".join(["be ", "brief"])})["system"]
+    assert blocks == [{"type": "text", "text": "be brief"}]
+    assert types._shared["system"][0] is blocks is one_shape({"system": "be brief"})["system"]

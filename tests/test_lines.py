@@ -245,3 +245,44 @@ def test_non_json_values_in_contents_are_converted() -> None:
     request = GeminiRequest("a", [{"role": "user", "parts": [types.Part(text="Hi")]}])
     staged = json.loads(gemini_line(request).data)["request"]
     assert staged["contents"] == [{"role": "user", "parts": [{"text": "Hi"}]}]
+
+
+def test_a_refused_line_leaves_no_field_types_behind() -> None:
+    """A line refused after its walk (NaN is not JSON) records no field types: the next lines
+    are numbered and typed as if it was never given."""
+    from vertexbatch._importer import FieldTypes
+
+    types = FieldTypes()
+    claude_line(_claude("k0", temperature=0.5), types)
+    with pytest.raises(InvalidRequestError, match="NaN"):
+        claude_line(_claude("k1", metadata={"user_id": float("nan")}), types)
+    claude_line(_claude("k2", metadata={"user_id": "u"}), types)  # no clash with the NaN line
+    with pytest.raises(InvalidRequestError, match=r"line 3 \(request 'k3'\).* line 1 \("):
+        claude_line(_claude("k3", temperature="hot"), types)
+
+
+def test_a_claude_refusal_names_the_place_in_the_callers_shape() -> None:
+    """A string staged as a block (``system``, a message's content) is named as the caller
+    wrote it, not as the block it became; the caller's params are left as they were."""
+    params = {"max_tokens": 5, "system": "\ud800", "messages": [{"role": "user", "content": "x"}]}
+    with pytest.raises(InvalidRequestError, match=r"params\.system is not JSON: not UTF-8"):
+        claude_line(ClaudeRequest("k", params))
+    params["system"] = "fine"
+    params["messages"] = [{"role": "user", "content": "\udc00"}]
+    with pytest.raises(InvalidRequestError, match=r"params\.messages\[0\]\.content is not JSON"):
+        claude_line(ClaudeRequest("k", params))
+    assert params == {
+        "max_tokens": 5,
+        "system": "fine",
+        "messages": [{"role": "user", "content": "\udc00"}],
+    }
+
+
+def test_the_per_line_cpu_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m benchmarks.lines_cpu`` prints a row per provider with its ratios."""
+    from benchmarks import lines_cpu
+
+    lines_cpu.main(["--n", "200", "--repeats", "1"])
+    rows = capsys.readouterr().out.splitlines()
+    assert [row.split(" | ")[0] for row in rows[2:]] == ["| claude", "| gemini"]
+    assert all(row.endswith("x |") for row in rows[2:])

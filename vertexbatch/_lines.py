@@ -113,57 +113,70 @@ def _line(
     id_field: str,
     request: dict[str, Any],
     types: FieldTypes | None = None,
+    shared: tuple[str, ...] = (),
 ) -> StagedLine:
     """Check and serialise one request into its line, with the canonical digest on the way.
 
     The request is serialised once, keys sorted: when it is already canonical (the usual case)
     that text is also the one its canonical digest is taken of. Labels are left out of the
     digest and appended to the line's request. With ``types`` (the field types of the earlier
-    lines of the same input), a field whose type differs from an earlier line's is refused.
+    lines of the same input), a field whose type differs from an earlier line's is refused;
+    ``shared``: fields whose values are shared between lines and never modified (see
+    ``FieldTypes.check``).
 
     Raises:
         InvalidRequestError: the line breaks an importer rule or is not JSON data (NaN, a key
             that is not a string, a set, ...); the message names the place by documented field
             names and positions only, and no exception is chained to it.
     """
-    bad, canonical, plain, fixed = scan(request)
+    # The importer's rules and the field types across lines in one walk (``FieldTypes.check``).
+    check = types.check if types is not None else _unchecked_types
+    bad, canonical, plain, fixed, clash = check(request, key, shared)
     if not bad and not plain:
-        request = _dump(request)
-        bad, canonical, plain, fixed = scan(request)
+        request = _dump(request)  # copies: shares nothing
+        bad, canonical, plain, fixed, clash = check(request, key, ())
         bad = bad or not plain  # still not plain once converted: not JSON data
     if not bad:
         labels = request.get("labels")
-        body = (
-            {k: v for k, v in request.items() if k != "labels"} if labels is not None else request
-        )
+        body = request
+        if labels is not None:
+            body = request.copy()
+            del body["labels"]
         try:
             sorted_body = _sorted_json(body, fixed)
             if labels is None:
                 text = sorted_body
             else:
                 rest = sorted_body[1:-1]
-                labelled = _STRICT_COMPACT.encode(labels).encode()
+                labelled = _compact_json(labels, fixed)
                 text = b'{%b%b"labels":%b}' % (rest, b"," if rest else b"", labelled)
-            line = StagedLine(
-                key=key,
-                digest=digest,
+            line = StagedLine(  # by position: a third faster than by keyword, once a line
+                key,
+                digest,
                 # As digest_text(text) has it, of the UTF-8 bytes at hand.
-                canonical=(
+                (
                     hashlib.sha256(sorted_body).hexdigest()[:32]
                     if canonical
                     else canonical_digest(request)
                 ),
-                data=b'{"%b":"%b","request":%b}\n' % (id_field.encode(), digest.encode(), text),
+                b'{"%b":"%b","request":%b}\n' % (id_field.encode(), digest.encode(), text),
             )
         except (TypeError, ValueError, RecursionError):  # NaN, not UTF-8, not JSON data
-            pass
+            if types is not None:
+                types.undo()
         else:
-            clash = types.add(request, key) if types is not None else None
             if clash is None:
                 return line
             raise _refused(key, id_field, clash)
     # Raised outside the except block: nothing that holds request content is chained to it.
     raise _refused(key, id_field, problem(_dump(request)))
+
+
+def _unchecked_types(
+    request: Any, key: str, shared: tuple[str, ...]
+) -> tuple[bool, bool, bool, bool, Problem | None]:
+    """``FieldTypes.check``'s answers with no types to check across lines: ``scan``'s."""
+    return (*scan(request), None)
 
 
 def _sorted_json(body: dict[str, Any], fixed: bool) -> bytes:
@@ -181,6 +194,17 @@ def _sorted_json(body: dict[str, Any], fixed: bool) -> bytes:
         except orjson.JSONEncodeError:
             pass
     return _STRICT_SORTED.encode(body).encode()
+
+
+def _compact_json(value: Any, fixed: bool) -> bytes:
+    """``_STRICT_COMPACT.encode(value)`` in UTF-8, byte for byte; by orjson when that is the
+    same (as ``_sorted_json``, keys in their own order)."""
+    if fixed:
+        try:
+            return orjson.dumps(value)
+        except orjson.JSONEncodeError:
+            pass
+    return _STRICT_COMPACT.encode(value).encode()
 
 
 def _refused(key: str, id_field: str, found: Problem | None) -> InvalidRequestError:
@@ -206,13 +230,14 @@ def claude_line(request: ClaudeRequest, types: FieldTypes | None = None) -> Stag
     shapes alike, and Vertex's importer fails a job whose lines mix them (see ``one_shape``).
     ``types``: the field types of the earlier lines of the same input (``FieldTypes``).
     """
-    if not isinstance(request.params, Mapping):
+    params = request.params
+    if type(params) is not dict and not isinstance(params, Mapping):
         raise InvalidRequestError(
             f"params of request {request.key!r} must be a mapping of Anthropic Messages "
-            f"parameters, got {type(request.params).__name__}",
+            f"parameters, got {type(params).__name__}",
             field="params",
         )
-    body = dict(request.params)
+    body = dict(params)
     if "model" in body:
         raise InvalidRequestError(
             f"params of request {request.key!r} set 'model': the job's model is given to "
@@ -233,11 +258,15 @@ def claude_line(request: ClaudeRequest, types: FieldTypes | None = None) -> Stag
             )
     body.setdefault("anthropic_version", ANTHROPIC_VERSION)
     try:
+        # A system string's blocks are shared (``_system_blocks``): walked once per input.
+        shared = ("system",) if type(body.get("system")) is str else ()
         return _line(
-            request.key, key_digest(request.key), "custom_id", one_shape(dict(body)), types
+            request.key, key_digest(request.key), "custom_id", one_shape(body), types, shared
         )
     except InvalidRequestError as exc:
         refused = exc
+    body = dict(params)  # as the caller gave it: one_shape changed the copy above
+    body.setdefault("anthropic_version", ANTHROPIC_VERSION)
     # Outside the except block, so nothing is chained: a place inside the line is named in the
     # caller's own shape (``system``, not ``system[0].text``); a type clash as staged.
     found = problem(_dump(body))
@@ -249,6 +278,23 @@ def _text_blocks(value: Any) -> Any:
     if isinstance(value, str):
         return [{"type": "text", "text": str.__str__(value)}]
     return value
+
+
+# The blocks of a system string (``_system_blocks``), by the string: a few, as prompts may be
+# long and are held until cleared.
+_SYSTEM_BLOCKS: dict[str, list[dict[str, str]]] = {}
+_SYSTEM_HELD = 16
+
+
+def _system_blocks(system: str) -> list[dict[str, str]]:
+    """``_text_blocks`` of a ``str``, one list for equal strings: a job's requests usually
+    share one system prompt, and its blocks are then walked once per input (``shared``)."""
+    found = _SYSTEM_BLOCKS.get(system)
+    if found is None:
+        if len(_SYSTEM_BLOCKS) >= _SYSTEM_HELD:
+            _SYSTEM_BLOCKS.clear()  # many prompts: each is used by few lines
+        found = _SYSTEM_BLOCKS[system] = [{"type": "text", "text": system}]
+    return found
 
 
 def _blocks_of(content: Any) -> Any:
@@ -278,15 +324,17 @@ def one_shape(body: dict[str, Any]) -> dict[str, Any]:
     blocks; Vertex's importer fixes each field's type from the lines it reads, so a job mixing
     the two would fail whole. A string becomes ``[{"type": "text", "text": ...}]``, which
     Anthropic reads the same. ``body`` is a fresh dict and is updated; nothing below it is
-    modified (changed messages are copies).
+    modified (changed messages are copies). A ``system`` string's blocks are shared between
+    the bodies of equal strings: never modify them.
     """
     if "system" in body:
-        body["system"] = _text_blocks(body["system"])
+        system = body["system"]
+        body["system"] = _system_blocks(system) if type(system) is str else _text_blocks(system)
     messages = body.get("messages")
     if type(messages) is list:
         out: list[Any] | None = None
         for i, message in enumerate(messages):
-            if isinstance(message, Mapping) and "content" in message:
+            if (type(message) is dict or isinstance(message, Mapping)) and "content" in message:
                 content = message["content"]
                 blocks = _blocks_of(content)
                 if blocks is not content:
@@ -342,6 +390,8 @@ def _contents(key: str, contents: Any) -> list[Any]:
     # Fast path for the common forms; google-genai's own transformer handles the rest.
     if isinstance(contents, str):
         return [{"role": "user", "parts": [{"text": contents}]}]
+    if type(contents) is list and all(type(c) is dict for c in contents):
+        return list(contents)  # the usual form: plain dicts go as they are (never modified)
     content = _loaded("google.genai.types", "Content")
     kinds = (Mapping,) if content is None else (content, Mapping)
     if isinstance(contents, list) and all(isinstance(c, kinds) for c in contents):
@@ -512,20 +562,82 @@ def _config_of_json(text: str) -> dict[str, Any]:
 
 
 def gemini_request_body(key: str, contents: Any, config: Any) -> dict[str, Any]:
-    """The ``GenerateContentRequest`` JSON of one Gemini request (pure)."""
+    """The ``GenerateContentRequest`` JSON of one Gemini request (pure).
+
+    What comes from the config is shared between the requests of one config: never modify it.
+    """
+    return _gemini_body(key, contents, config)[0]
+
+
+def _gemini_body(key: str, contents: Any, config: Any) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``gemini_request_body``, and the fields whose values are shared with other requests of
+    an equal dict config (for ``FieldTypes.check``; labels aside, which the line replaces)."""
     request: dict[str, Any] = {"contents": _contents(key, contents)}
+    fields, generation, shared = _config_parts(key, config)
+    request.update(fields)
+    if generation:
+        request["generationConfig"] = generation
+    return request, shared
+
+
+# A config's parts (``_config_parts``) by the exact text of the config (``_config_key``).
+_PARTS: dict[bytes, tuple[dict[str, Any], dict[str, Any], tuple[str, ...]]] = {}
+_PARTS_HELD = 64
+
+
+def _config_parts(key: str, config: Any) -> tuple[dict[str, Any], dict[str, Any], tuple[str, ...]]:
+    """The request's fields from a config (wire names, in the config's order), its
+    ``generationConfig`` and the names of those shared between requests (none when the config
+    is not remembered): validated once per distinct dict config, not once per line.
+
+    A job's requests usually share one config: the same dict, or equal dicts built per request.
+    Remembered by the config's exact text (``_config_key``), not by identity: a caller may change
+    a dict between requests, and an equal dict is as good as the same one.
+    """
+    text = _config_key(config)
+    if text is not None:
+        found = _PARTS.get(text)
+        if found is not None:
+            return found
+    fields: dict[str, Any] = {}
     generation: dict[str, Any] = {}
     for name, value in _config(key, config).items():
         if name in _REQUEST_LEVEL:
-            request[_REQUEST_LEVEL[name]] = value
+            fields[_REQUEST_LEVEL[name]] = value
         else:
             generation[name] = value
-    system = request.get("systemInstruction")
+    system = fields.get("systemInstruction")
     if isinstance(system, str):
-        request["systemInstruction"] = {"role": "user", "parts": [{"text": system}]}
-    if generation:
-        request["generationConfig"] = generation
-    return request
+        fields["systemInstruction"] = {"role": "user", "parts": [{"text": system}]}
+    if text is None:
+        return fields, generation, ()
+    shared = (*(name for name in fields if name != "labels"), "generationConfig")
+    if len(_PARTS) >= _PARTS_HELD:
+        _PARTS.clear()  # a job's configs are few: more means each is used by few lines
+    _PARTS[text] = fields, generation, shared
+    return fields, generation, shared
+
+
+def _config_key(config: Any) -> bytes | None:
+    """A dict config's text, equal for two configs exactly when ``_config`` gives them one
+    answer; ``None`` for any other config (validated each time).
+
+    orjson's sorted text of plain JSON data (``scan``: exact built-in types, string keys) with
+    no NaN or Infinity (``fixed``) tells every value apart: ``1``, ``1.0`` and ``true``, ``0.0``
+    and ``-0.0``, a string and a number. Anything else (a str subclass or an enum, which orjson
+    writes as their value; NaN, which it writes as ``null``; a tuple; integers past 64 bits) is
+    left to ``_config``. ``scan``'s rules for lines (no empty object, key names) do not apply
+    to a config: a config that breaks them is only not remembered.
+    """
+    if type(config) is not dict:
+        return None
+    bad, _, plain, fixed = scan(config)
+    if bad or not plain or not fixed:
+        return None
+    try:
+        return orjson.dumps(config, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:  # an integer past 64 bits, a string that is not UTF-8
+        return None
 
 
 def gemini_line(request: GeminiRequest, types: FieldTypes | None = None) -> StagedLine:
@@ -533,7 +645,7 @@ def gemini_line(request: GeminiRequest, types: FieldTypes | None = None) -> Stag
 
     ``types``: the field types of the earlier lines of the same input (``FieldTypes``).
     """
-    body = gemini_request_body(request.key, request.contents, request.config)
+    body, shared = _gemini_body(request.key, request.contents, request.config)
     digest = key_digest(request.key)
     labels = dict(body.get("labels") or {})
     if KEY_FIELD in labels:
@@ -544,4 +656,4 @@ def gemini_line(request: GeminiRequest, types: FieldTypes | None = None) -> Stag
         )
     labels[KEY_FIELD] = digest
     body["labels"] = labels
-    return _line(request.key, digest, KEY_FIELD, body, types)
+    return _line(request.key, digest, KEY_FIELD, body, types, shared)
