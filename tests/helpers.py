@@ -145,3 +145,30 @@ def client_with_spans(stack: LocalStack, bucket: str, exporter: Any) -> vb.Clien
         tracer_provider=provider,
         retry=vb.RetryPolicy.no_wait(),
     )
+
+
+def recording_storage_client(
+    stack: LocalStack, extra_headers: dict[str, str]
+) -> tuple[Any, list[tuple[str, dict[str, str]]]]:
+    """A storage client on the stack over a session of its own (as ``storage.Client(_http=...)``
+    takes one: credentials, proxies, counting), with ``extra_headers``; and the list where that
+    session records each request's method and headers."""
+    from google.auth.credentials import AnonymousCredentials
+    from google.auth.transport.requests import AuthorizedSession
+    from google.cloud import storage
+
+    seen: list[tuple[str, dict[str, str]]] = []
+
+    class Recording(AuthorizedSession):
+        def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            seen.append((method, dict(kwargs.get("headers") or {})))
+            return super().request(method, url, *args, **kwargs)  # type: ignore[no-untyped-call]
+
+    client = storage.Client(
+        project=stack.project,
+        credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+        client_options={"api_endpoint": stack.storage_endpoint},
+        extra_headers=extra_headers,
+        _http=Recording(AnonymousCredentials()),  # type: ignore[no-untyped-call]
+    )
+    return client, seen

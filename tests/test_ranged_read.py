@@ -7,12 +7,10 @@ from __future__ import annotations
 import gzip
 import threading
 from email.message import Message
-from typing import Any
 
 import pytest
 from google.api_core import exceptions as api_exceptions
 from google.auth.credentials import AnonymousCredentials
-from google.auth.transport.requests import AuthorizedSession
 from google.cloud import storage
 
 import vertexbatch as vb
@@ -22,6 +20,7 @@ from vertexbatch._staging import Staging
 from vertexbatch.emulator import LocalStack
 
 from .gcs_gate import Spoil, gate
+from .helpers import recording_storage_client
 
 CHUNK = 1024  # ranges this small stand for 4 MiB ones
 NAME = "p/ré sult #1?.jsonl"  # quoted in the URL: a space, non-ASCII, '#' and '?'
@@ -269,26 +268,9 @@ def test_ranges_go_through_the_session_the_storage_client_was_given(
 ) -> None:
     """A session handed to ``storage.Client(_http=...)`` (credentials, proxies, counting) carries
     every range read, with the client's extra headers."""
-
-    class Session(AuthorizedSession):
-        def __init__(self) -> None:
-            super().__init__(AnonymousCredentials())  # type: ignore[no-untyped-call]
-            self.seen: list[tuple[str | None, str | None]] = []
-
-        def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-            headers = kwargs.get("headers") or {}
-            self.seen.append((headers.get("Range"), headers.get("X-Test")))
-            return super().request(method, url, *args, **kwargs)  # type: ignore[no-untyped-call]
-
     _put(stack, bucket, NAME, LINES[: 3 * CHUNK + 5])
-    session = Session()
-    client = storage.Client(
-        project=stack.project,
-        credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
-        client_options={"api_endpoint": stack.storage_endpoint},
-        extra_headers={"X-Test": "yes"},
-        _http=session,
-    )
+    client, seen = recording_storage_client(stack, {"X-Test": "yes"})
     staging = Staging(client, bucket, "", vb.RetryPolicy.no_wait())
     assert b"".join(staging._ranges(client.bucket(bucket).blob(NAME))) == LINES[: 3 * CHUNK + 5]
-    assert session.seen == [(r, "yes") for r in _ranges(0, CHUNK, 2 * CHUNK, 3 * CHUNK)]
+    got = [(h.get("Range"), h.get("X-Test")) for _, h in seen]
+    assert got == [(r, "yes") for r in _ranges(0, CHUNK, 2 * CHUNK, 3 * CHUNK)]

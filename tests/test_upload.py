@@ -12,16 +12,14 @@ import hashlib
 import json
 import random
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 from google.api_core import exceptions as api_exceptions
 from google.auth.credentials import AnonymousCredentials
-from google.auth.transport.requests import AuthorizedSession
 from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, claude_request
+from tests.helpers import CLAUDE, claude_request, recording_storage_client
 from tests.upload_gate import Gate, upload_gate
 from vertexbatch import _upload
 from vertexbatch._staging import Staging
@@ -270,27 +268,11 @@ def test_uploads_go_through_the_session_the_storage_client_was_given(
     """A session handed to ``storage.Client(_http=...)`` (credentials, proxies, counting)
     carries every request of a resumable upload, with the client's extra headers."""
 
-    class Session(AuthorizedSession):
-        def __init__(self) -> None:
-            super().__init__(AnonymousCredentials())  # type: ignore[no-untyped-call]
-            self.seen: list[tuple[str, str | None]] = []
-
-        def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-            self.seen.append((method, (kwargs.get("headers") or {}).get("X-Test")))
-            return super().request(method, url, *args, **kwargs)  # type: ignore[no-untyped-call]
-
-    session = Session()
-    client = storage.Client(
-        project=stack.project,
-        credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
-        client_options={"api_endpoint": stack.storage_endpoint},
-        extra_headers={"X-Test": "yes"},
-        _http=session,
-    )
+    client, seen = recording_storage_client(stack, {"X-Test": "yes"})
     upload = Staging(client, bucket, "u", vb.RetryPolicy.no_wait()).upload("u/sess", JSONL)
     for line in LINES:
         upload.write(line)
     assert upload.finish()
-    uploads = [seen for seen in session.seen if seen[0] in ("POST", "PUT")]
+    uploads = [(m, h.get("X-Test")) for m, h in seen if m in ("POST", "PUT")]
     assert uploads == [("POST", "yes")] + [("PUT", "yes")] * 4
     assert _stored(stack, bucket, "u/sess") == DATA
