@@ -11,6 +11,7 @@ import base64
 import hashlib
 import json
 import random
+import threading
 from datetime import UTC, datetime
 
 import pytest
@@ -84,7 +85,7 @@ def test_every_byte_once_in_order(stack: LocalStack, bucket: str, size: int, sha
         writes = [data] if data else []
     else:  # a small write, then one larger than two chunks: it is cut across chunks
         writes = [data[:10], data[10:]] if data else []
-    upload = _staging(stack.storage_endpoint, bucket).upload("u/obj", JSONL, digest=True)
+    upload = _staging(stack.storage_endpoint, bucket).upload("u/obj", JSONL)
     for piece in writes:
         upload.write(piece)
     if shape == "lines":  # the digest taken after finish counts each byte once too
@@ -111,7 +112,7 @@ def test_custom_time_is_set_on_both_paths(stack: LocalStack, bucket: str, size: 
 
 
 def _through(stack: LocalStack, bucket: str, gate: Gate, data: list[bytes]) -> bool:
-    upload = _staging(gate.url, bucket).upload("u/gated", JSONL, digest=True)
+    upload = _staging(gate.url, bucket).upload("u/gated", JSONL)
     for piece in data:
         upload.write(piece)
     assert upload.md5_hex() == hashlib.md5(b"".join(data)).hexdigest()  # retries hash once
@@ -144,6 +145,47 @@ def test_failed_chunks_resume_where_gcs_stopped(
     assert gate.violations == []
     assert gate.status_queries == sum(1 for f in faults.values() if f in ("drop", "lose"))
     assert _stored(stack, bucket, "u/gated") == DATA
+
+
+def test_a_chunk_answered_without_progress_is_asked_again(stack: LocalStack, bucket: str) -> None:
+    """A 308 that confirms nothing new is a transient failure: paced and bounded by the retry
+    policy, then resumed from what GCS holds, never resent in a tight loop."""
+    with upload_gate(stack.storage_endpoint, Gate(faults={2: "stall"})) as gate:
+        assert _through(stack, bucket, gate, LINES)
+    assert gate.violations == [] and gate.status_queries == 1 and gate.chunks == 5
+    assert _stored(stack, bucket, "u/gated") == DATA
+
+
+def test_a_last_chunk_answered_308_is_finalised_before_done(stack: LocalStack, bucket: str) -> None:
+    """A last chunk answered 308 with all its bytes held has not created the object: the upload
+    asks GCS to finalise it, and is done only when it answers with the object."""
+    with upload_gate(stack.storage_endpoint, Gate(faults={4: "unfinal"})) as gate:
+        assert _through(stack, bucket, gate, LINES)
+    assert gate.violations == [] and gate.chunks == 5
+    assert _stored(stack, bucket, "u/gated") == DATA
+
+
+def test_a_last_chunk_never_finalised_fails_within_the_policy(
+    stack: LocalStack, bucket: str
+) -> None:
+    """A last chunk answered 308 (all bytes held, object not created) is not taken for done:
+    asked again within the policy's attempts, then raised; nothing is created."""
+    gate = Gate(stall_from=4)
+    with upload_gate(stack.storage_endpoint, gate), pytest.raises(ConnectionError):
+        _through(stack, bucket, gate, LINES)
+    assert 4 < gate.chunks <= 3 + 8  # the last chunk, at most once per attempt
+    assert not _staging(stack.storage_endpoint, bucket).exists("u/gated")
+
+
+def test_bytes_gcs_lost_after_confirming_stop_the_upload(stack: LocalStack, bucket: str) -> None:
+    """GCS confirming fewer bytes than it had (bytes no longer held here to send again) ends
+    the upload with an error; no byte is sent at a wrong place, nothing is created."""
+    gate = Gate(faults={3: "forget"})
+    with upload_gate(stack.storage_endpoint, gate), pytest.raises(api_exceptions.Conflict) as err:
+        _through(stack, bucket, gate, LINES)
+    assert "cannot go on" in str(err.value)
+    assert gate.chunks == 3
+    assert not _staging(stack.storage_endpoint, bucket).exists("u/gated")
 
 
 def test_a_premature_finalisation_is_deleted_and_raised(stack: LocalStack, bucket: str) -> None:
@@ -179,7 +221,7 @@ def test_an_object_created_meanwhile_is_left_alone(
     finish says so and creates nothing."""
     gate = Gate(initiate="exists") if where == "initiate" else Gate(faults={4: "exists"})
     with upload_gate(stack.storage_endpoint, gate):
-        upload = _staging(gate.url, bucket).upload("u/gated", JSONL, digest=True)
+        upload = _staging(gate.url, bucket).upload("u/gated", JSONL)
         for line in LINES:
             upload.write(line)
         # The digest counts every byte written, sent or not: it tells whose the object is.
@@ -212,32 +254,51 @@ def test_abort_cancels_the_session(stack: LocalStack, bucket: str) -> None:
     assert _stored(stack, bucket, "u/gated") == DATA
 
 
-@pytest.mark.parametrize("size", [SINGLE, 4 * SINGLE + 5])
+@pytest.mark.parametrize("size", [2 * SINGLE, 8 * SINGLE + 5])
 def test_a_smaller_chunk_starts_only_past_one_request(
-    stack: LocalStack, bucket: str, size: int
+    stack: LocalStack, bucket: str, size: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An upload with chunks smaller than one request's limit (a key map's) still goes in one
     request up to the limit (create-only everywhere); past it, chunks go while it is written."""
+    monkeypatch.setattr(_upload, "SINGLE_REQUEST_LIMIT", 2 * SINGLE)
     with upload_gate(stack.storage_endpoint, Gate()) as gate:
-        upload = _staging(gate.url, bucket).upload("u/keys", JSONL, chunk=SINGLE // 2)
+        upload = _staging(gate.url, bucket).upload("u/keys", JSONL, chunk=SINGLE)
         for line in _lines(size):
             upload.write(line)
         sent_before_finish = gate.chunks
         assert upload.finish()
-    # 1 MiB + 5 bytes: 8 whole chunks (the 8th may still be in flight at finish) and the last.
-    assert sent_before_finish in ((0,) if size == SINGLE else (7, 8))
-    assert gate.chunks == (0 if size == SINGLE else 9)
+    # 2 MiB + 5 bytes: 8 whole chunks (the 8th may still be in flight at finish) and the last.
+    assert sent_before_finish in ((0,) if size == 2 * SINGLE else (7, 8))
+    assert gate.chunks == (0 if size == 2 * SINGLE else 9)
     assert _stored(stack, bucket, "u/keys") == b"".join(_lines(size))
+
+
+@pytest.mark.parametrize("chunk", [0, 100_000, SINGLE + 1])
+def test_a_chunk_size_off_the_protocol_unit_is_refused(
+    stack: LocalStack, bucket: str, chunk: int
+) -> None:
+    """Every chunk but the last is a multiple of 256 KiB: another size is refused at once."""
+    with pytest.raises(ValueError, match="multiple of 256 KiB"):
+        _staging(stack.storage_endpoint, bucket).upload("u/odd", JSONL, chunk=chunk)
 
 
 def test_no_write_after_the_digest(stack: LocalStack, bucket: str) -> None:
     """Bytes written after the digest was taken would be missing from it: refused."""
-    upload = _staging(stack.storage_endpoint, bucket).upload("u/late", JSONL, digest=True)
+    upload = _staging(stack.storage_endpoint, bucket).upload("u/late", JSONL)
     upload.write(b"a\n")
     upload.md5_hex()
     with pytest.raises(RuntimeError, match="after md5_hex"):
         upload.write(b"b\n")
     upload.abort()
+
+
+def _two_thousand_requests() -> list[vb.ClaudeRequest]:
+    """500 distinct requests of about 2.5 KB, each four times: 5.4 MB, ten whole chunks and a
+    last one (three and a last, deduplicated)."""
+    return [
+        claude_request(f"k{i}", f"{i % 500} " + "é" * (1000 + i % 500), max_tokens=8)
+        for i in range(2000)
+    ]
 
 
 @pytest.mark.parametrize("dedupe", [False, True])
@@ -248,11 +309,7 @@ def test_a_submit_claims_the_md5_of_the_input_it_staged(
     input's, over several chunks: it is what a later submit of the id compares."""
     stack.faults.hold(state="PENDING")
     client = stack.client(bucket=bucket, prefix="u", retry=vb.RetryPolicy.no_wait())
-    # 500 distinct requests of about 2.5 KB, each four times: several chunks either way.
-    requests = [
-        claude_request(f"k{i}", f"{i % 500} " + "é" * (1000 + i % 500), max_tokens=8)
-        for i in range(2000)
-    ]
+    requests = _two_thousand_requests()
     job = client.submit_claude("md5-id", CLAUDE, requests, dedupe=dedupe)
     store = stack.storage_client().bucket(bucket)
     staged = store.blob("u/md5-id/input.jsonl").download_as_bytes()
@@ -276,3 +333,27 @@ def test_uploads_go_through_the_session_the_storage_client_was_given(
     uploads = [(m, h.get("X-Test")) for m, h in seen if m in ("POST", "PUT")]
     assert uploads == [("POST", "yes")] + [("PUT", "yes")] * 4
     assert _stored(stack, bucket, "u/sess") == DATA
+
+
+@pytest.mark.parametrize("chunk", [1, 10])  # the first; the last whole one (seen at the digest)
+def test_a_failed_submit_leaves_no_session_and_no_thread(
+    stack: LocalStack, bucket: str, chunk: int
+) -> None:
+    """A chunk refused for good fails the submit; both uploads are abandoned wherever the
+    failure surfaces: the session is cancelled, no sending thread is left, nothing created."""
+    gate = Gate(faults={chunk: "refuse"})
+    with upload_gate(stack.storage_endpoint, gate):
+        client = vb.Client.for_endpoints(
+            vertex_endpoint=stack.vertex_endpoint,
+            storage_endpoint=gate.url,
+            project=stack.project,
+            location=stack.location,
+            bucket=bucket,
+            prefix="u",
+            retry=vb.RetryPolicy.no_wait(),
+        )
+        with pytest.raises(api_exceptions.Forbidden):
+            client.submit_claude("refused", CLAUDE, _two_thousand_requests())
+    assert gate.chunks == chunk and gate.cancels == 1
+    assert not any(t.name.startswith("vertexbatch-upload") for t in threading.enumerate())
+    assert not _staging(stack.storage_endpoint, bucket).exists("u/refused/input.jsonl")

@@ -14,7 +14,16 @@ n-th chunk request it sees:
 - ``partial``: forward its first 256 KiB only and answer 308 with that range (GCS may persist
   part of a chunk);
 - ``exists``: answer 412, as GCS does when the object was created meanwhile;
-- ``corrupt``: forward it with its last byte changed (the size stays right).
+- ``corrupt``: forward it with its last byte changed (the size stays right);
+- ``stall``: answer 308 confirming nothing new, without forwarding (a server making no progress);
+- ``forget``: answer 503, and from then on confirm 256 KiB less than the server holds (GCS
+  losing bytes it had confirmed).
+
+- ``refuse``: answer 403 (a failure no retry mends);
+- ``unfinal``: forward a last chunk as if it were not the last, and answer 308 confirming all of
+  its bytes (the object is not created yet).
+
+``stall_from=N`` stalls every chunk request from the N-th on.
 
 ``initiate="exists"`` answers the session's POST 412, as GCS does for an object that exists.
 ``forward_status=True`` lets status queries through, to show what fake-gcs-server does then.
@@ -44,6 +53,7 @@ class Gate:
     url: str = ""
     faults: dict[int, str] = field(default_factory=dict)  # n-th chunk request (from 1): fault
     initiate: str = ""
+    stall_from: int = 0
     forward_status: bool = False
     chunks: int = 0  # chunk requests seen (status queries not counted)
     status_queries: int = 0
@@ -122,6 +132,8 @@ def _handler(upstream: str, gate: Gate) -> type[BaseHTTPRequestHandler]:
                     return
                 gate.chunks += 1
                 fault = gate.faults.get(gate.chunks, "")
+                if gate.stall_from and gate.chunks >= gate.stall_from:
+                    fault = "stall"
             match = _RANGE.match(span)
             total = span.rpartition("/")[2]
             if match is None and not (span.startswith("bytes */") and not body):
@@ -136,11 +148,24 @@ def _handler(upstream: str, gate: Gate) -> type[BaseHTTPRequestHandler]:
             if fault == "drop":
                 self._answer(503, {}, _error(503, "backendError"))
                 return
+            if fault == "stall":
+                self._status(upload_id, confirmed)
+                return
+            if fault == "forget":
+                with gate.lock:
+                    gate.confirmed[upload_id] = max(0, confirmed - _QUARTER_MIB)
+                self._answer(503, {}, _error(503, "backendError"))
+                return
             if fault == "exists":
                 self._answer(412, {}, _error(412, "conditionNotMet"))
                 return
+            if fault == "refuse":
+                self._answer(403, {}, _error(403, "forbidden"))
+                return
             if fault == "corrupt" and body:
                 body = body[:-1] + bytes([body[-1] ^ 1])
+            if fault == "unfinal" and total != "*":
+                span = f"bytes {start}-{start + len(body) - 1}/*"
             if fault == "partial" and len(body) > _QUARTER_MIB:
                 body = body[:_QUARTER_MIB]
                 span = f"bytes {start}-{start + _QUARTER_MIB - 1}/*"

@@ -98,8 +98,10 @@ def stage(
     tally = Tally(hash_input=staged is not None)
     input_upload = keys_upload = None
     if staged is None:
-        input_upload = staging.upload(folder.name(INPUT), JSONL, digest=True)
+        input_upload = staging.upload(folder.name(INPUT), JSONL)
         keys_upload = staging.upload(folder.name(KEYS), JSONL, chunk=SMALL_CHUNK)
+    # Until both objects are finished, any failure abandons both uploads (their sessions
+    # cancelled, their sending threads ended): a finished upload has nothing left to abandon.
     try:
         for line in _chain(first, rows):
             record = line.key_record()
@@ -107,30 +109,29 @@ def stage(
             if input_upload is not None and keys_upload is not None:
                 input_upload.write(line.data)
                 keys_upload.write(record)
+        md5 = input_upload.md5_hex() if input_upload is not None else None
+        given = tally.manifest(provider, model, origin, md5)
+        note({"vertexbatch.requests": tally.rows})
+        if amend is not None:
+            given = amend(given)
+        if staged is not None:
+            return _carry_on(staging, submission_id, staged, given)
+        assert input_upload is not None and keys_upload is not None
+        if not input_upload.finish():
+            # Staged by an earlier attempt or a concurrent submitter: same bytes or a conflict.
+            existing = staging.md5(folder.name(INPUT))
+            if existing != given.md5:
+                raise claim_conflict(
+                    submission_id, read_manifest(staging, submission_id), given, existing or ""
+                )
+        # The same rows give the same key map, so a key map already there is this one (a
+        # damaged one is caught when it is read: the manifest holds its MD5).
+        keys_upload.finish()
     except BaseException:
         for upload in (input_upload, keys_upload):
             if upload is not None:
                 upload.abort()
         raise
-    md5 = input_upload.md5_hex() if input_upload is not None else None
-    given = tally.manifest(provider, model, origin, md5)
-    note({"vertexbatch.requests": tally.rows})
-    if amend is not None:
-        given = amend(given)
-    if staged is not None:
-        return _carry_on(staging, submission_id, staged, given)
-    assert input_upload is not None and keys_upload is not None
-    if not input_upload.finish():
-        # Staged by an earlier attempt or a concurrent submitter: same bytes or a conflict.
-        existing = staging.md5(folder.name(INPUT))
-        if existing != given.md5:
-            keys_upload.abort()
-            raise claim_conflict(
-                submission_id, read_manifest(staging, submission_id), given, existing or ""
-            )
-    # The same rows give the same key map, so a key map already there is this one (a damaged
-    # one is caught when it is read: the manifest holds its MD5).
-    keys_upload.finish()
     if staging.create_json(folder.name(MANIFEST), given.to_json()):
         logger.info("staged %d requests under %s", tally.rows, folder.uri(""))
         return given

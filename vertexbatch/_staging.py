@@ -109,14 +109,11 @@ class Staging:
         *,
         custom_time: datetime | None = None,
         chunk: int | None = None,
-        digest: bool = False,
     ) -> CreateOnlyUpload:
         """A create-only streamed upload to ``name`` (with ``customTime``, for lifecycle rules;
-        ``chunk``: the resumable chunk size, ``_upload.CHUNK`` by default; ``digest``: take the
-        MD5 of what is written, ``md5_hex()``)."""
-        return CreateOnlyUpload(
-            self._blob(name), content_type, self._policy, custom_time, chunk, digest
-        )
+        ``chunk``: the resumable chunk size, ``_upload.CHUNK`` by default; the upload takes the
+        MD5 of what is written, ``md5_hex()``, and GCS's must match it)."""
+        return CreateOnlyUpload(self._blob(name), content_type, self._policy, custom_time, chunk)
 
     def create_json(self, name: str, value: Any) -> bool:
         """Write a small JSON object create-only; ``False`` if it already existed."""

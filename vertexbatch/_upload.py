@@ -52,6 +52,8 @@ CHUNK = 16 * 1024 * 1024
 # Smaller chunks for an object that is a few MB at most (a key map: ~85 bytes a request): sent
 # while the lines are built, so little is left to send once they are.
 SMALL_CHUNK = 4 * 1024 * 1024
+# Every chunk but the last is a multiple of this (the protocol's rule).
+_QUANTUM = 256 * 1024
 # A chunk's pieces (request lines, ~1 KB) are sent joined up to this size: fewer system calls.
 _SEND = 1024 * 1024
 _TIMEOUT = 120.0  # seconds a chunk's request may take; the storage client's default is 60
@@ -164,18 +166,20 @@ class _Session:
         start = self.sent
         end = start + chunk.size
         while True:
+            before = self.sent
             last = f"{total}" if total is not None else "*"
             span = f"bytes {self.sent}-{end - 1}/{last}" if end > self.sent else f"bytes */{last}"
             body = chunk.after(self.sent - start) if self.sent > start else chunk
             response = self._request(
                 "PUT", self.url, data=body if body.size else b"", headers={"Content-Range": span}
             )
-            if self._settled(response, total) or self.sent >= end:
+            if self._settled(response, total):
                 return
-            if self.sent < start:  # GCS no longer holds bytes it confirmed: cannot resend them
-                raise api_exceptions.Conflict(  # type: ignore[no-untyped-call]
-                    f"GCS lost confirmed bytes of {self._blob.name}: submit again"
-                )
+            _check_offset(self._blob.name, self.sent - start, chunk.size)
+            if total is None and self.sent == end:
+                return
+            if self.sent <= before:  # the policy paces and bounds asking again
+                raise _NoProgress(f"GCS confirmed no new bytes of {self._blob.name}")
 
     def resume(self, total: int | None) -> bool:
         """Ask GCS what it persisted (after a failure); ``True`` if the object is complete."""
@@ -227,6 +231,21 @@ class _Session:
         self._request("DELETE", self.url)
 
 
+class _NoProgress(ConnectionError):
+    """A chunk answered 308 with nothing more confirmed: transient, retried by the policy."""
+
+
+def _check_offset(name: str, offset: int, size: int) -> None:
+    """GCS's confirmed bytes must fall within the chunk being sent: before it, it lost bytes it
+    had confirmed (which are no longer held here to send again); past it, it holds bytes that
+    were never sent."""
+    if not 0 <= offset <= size:
+        raise api_exceptions.Conflict(  # type: ignore[no-untyped-call]
+            f"GCS confirmed {offset:+d} bytes of {name} from a chunk of {size}: the upload "
+            "cannot go on; submit again"
+        )
+
+
 def _raise_for(response: Any, ok: tuple[int, ...]) -> None:
     if response.status_code not in ok:
         # The storage client's own mapping: 412 is PreconditionFailed, 503 ServiceUnavailable...
@@ -268,13 +287,16 @@ class CreateOnlyUpload:
         policy: RetryPolicy,
         custom_time: datetime | None = None,
         chunk: int | None = None,
-        digest: bool = False,
     ) -> None:
         self._blob = blob
         self._chunk = CHUNK if chunk is None else chunk
+        if self._chunk <= 0 or self._chunk % _QUANTUM:
+            raise ValueError(f"an upload chunk is a positive multiple of 256 KiB, not {chunk}")
+        self._handed = 0  # bytes handed to chunks: the total states them, not GCS's count
+        self._done = False  # finished (created, or found to exist): nothing left to abort
         # The MD5 of every byte written, taken by the sending thread chunk by chunk (hashlib lets
         # go of the GIL on large buffers): off the thread that builds the lines.
-        self._md5 = hashlib.md5(usedforsecurity=False) if digest else None
+        self._md5 = hashlib.md5(usedforsecurity=False)
         self._pending_hashed = False  # the pieces pending are in the digest already
         self._digest_taken = False
         self._content_type = content_type
@@ -291,8 +313,7 @@ class CreateOnlyUpload:
         if self._digest_taken:
             raise RuntimeError("write after md5_hex(): the digest would miss these bytes")
         if self.exists:
-            if self._md5 is not None:  # the digest still counts: it tells whose object it is
-                self._md5.update(data)
+            self._md5.update(data)  # the digest still counts: it tells whose object it is
             return
         self._pending.append(data)
         self._pending_size += len(data)
@@ -310,6 +331,7 @@ class CreateOnlyUpload:
                 break
             head, self._pending = _split(self._pending, chunk)
             self._pending_size -= chunk
+            self._handed += chunk
             if self._sender is None:
                 self._sender = ThreadPoolExecutor(1, thread_name_prefix="vertexbatch-upload")
             self._in_flight = self._sender.submit(self._upload, _Pieces(head, chunk), None)
@@ -319,7 +341,7 @@ class CreateOnlyUpload:
 
     def _upload(self, chunk: _Pieces, total: int | None, hashed: bool = False) -> None:
         """Send one chunk under the retry policy, resuming where GCS says it stopped."""
-        if self._md5 is not None and not hashed:
+        if not hashed:
             for batch in chunk:
                 self._md5.update(batch)
         name = self._blob.name
@@ -329,7 +351,7 @@ class CreateOnlyUpload:
                 lambda: _Session(self._blob, self._content_type, self._custom_time),
             )
         session = self._session
-        if total is not None and self._md5 is not None:  # the last chunk: all bytes are hashed
+        if total is not None:  # the last chunk: every byte is hashed by now
             session.md5 = base64.b64encode(self._md5.digest()).decode("ascii")
         start = session.sent
         failed = False
@@ -339,6 +361,7 @@ class CreateOnlyUpload:
             if failed and session.resume(total):
                 return  # the last chunk's answer was lost: the object is complete
             failed = True
+            _check_offset(name, session.sent - start, chunk.size)
             rest = chunk.after(session.sent - start)
             if rest.size or total is not None:  # a chunk GCS holds whole is not sent again
                 session.send(rest, total)
@@ -370,15 +393,13 @@ class CreateOnlyUpload:
             self._sender = None
 
     def _hash_pending(self) -> None:
-        if self._md5 is not None and not self._pending_hashed:
+        if not self._pending_hashed:
             for batch in _Pieces(self._pending, self._pending_size):
                 self._md5.update(batch)
             self._pending_hashed = True
 
     def md5_hex(self) -> str:
-        """The MD5 (hex) of every byte written, with ``digest=True``; call after the last write."""
-        if self._md5 is None:
-            raise RuntimeError("md5_hex() needs an upload made with digest=True")
+        """The MD5 (hex) of every byte written; call after the last write."""
         self._settle()  # the chunk in flight is hashed before it is sent
         self._hash_pending()
         self._digest_taken = True
@@ -389,24 +410,28 @@ class CreateOnlyUpload:
         try:
             self._settle()
             if self.exists:
+                self._done = True
                 return False
             self._hash_pending()
             size = self._pending_size
             if self._session is None and size <= SINGLE_REQUEST_LIMIT:
                 return self._one_request()
-            # The last chunk (any size, even none) states the total.
-            total = (self._session.sent if self._session else 0) + size
+            # The last chunk (any size, even none) states the total of the bytes written.
+            total = self._handed + size
             self._upload(_Pieces(self._pending, size), total, hashed=True)
             self._pending = []
             self._pending_size = 0
+            self._done = True
             return True
         except api_exceptions.PreconditionFailed:
             self._drop()
+            self._done = True
             return False
         finally:
             self._stop_sender()
 
     def _one_request(self) -> bool:
+        self._done = True  # created, or raised: a one-request upload leaves no session
         data = b"".join(self._pending)
         self._pending.clear()
         self._pending_size = 0
@@ -421,7 +446,9 @@ class CreateOnlyUpload:
         return True
 
     def abort(self) -> None:
-        """Abandon the upload; nothing is created."""
+        """Abandon the upload; nothing is created. Once finished, nothing is left to abort."""
+        if self._done:
+            return
         self._pending.clear()
         self._pending_size = 0
         if self._in_flight is not None:
