@@ -6,7 +6,7 @@ its buffer and again into the request's body, so with the chunk being built that
 chunks held at the peak. Here a chunk's request body is the list of pieces it was built from
 (no copy): two chunks at the peak, so chunks are 16 MiB in less memory than three of 10 MiB.
 Bigger chunks are fewer requests, and fake-gcs-server checksums the whole object again on each
-one, which made 100 MB take 1.5 s in 10 MiB chunks against 1.0 s in 16 MiB.
+one (100 MB took 1.2 to 1.5 s in 10 MiB chunks, about 1.0 s in 16 MiB, on this machine).
 
 Protocol (GCS JSON API, "resumable uploads"): a POST with the object's metadata and
 ``ifGenerationMatch=0`` opens a session (its URL in ``Location``); each chunk is a PUT of a
@@ -44,10 +44,10 @@ logger = logging.getLogger("vertexbatch")
 # multipart uploads, and fake-gcs-server enforces create-only on those (not on resumable ones).
 SINGLE_REQUEST_LIMIT = 8 * 1024 * 1024
 # Resumable chunks: a multiple of 256 KiB, as the protocol requires. Two are held at the peak
-# (one in flight, one being built): staging 60,000 requests peaks near 42 MB of Python memory,
-# under integration_tests/test_memory.py's bound of 48 MB. On fake-gcs-server 100 MB upload in
-# 1.5 s in 10 MiB chunks, 1.0 s in 16 MiB, 0.75 s in 32 MiB (python /tmp-free measure in
-# docs/performance.md, "Staging").
+# (one in flight, one being built): staging 60,000 requests peaks at 34 MB of Python memory,
+# under integration_tests/test_memory.py's bound of 48 MB. fake-gcs-server's answer to a chunk
+# takes longer the larger the object already is: `python -m benchmarks.upload_chunks
+# --chunk-mib N` shows it (docs/performance.md, "Staging, third pass").
 CHUNK = 16 * 1024 * 1024
 # Smaller chunks for an object that is a few MB at most (a key map: ~85 bytes a request): sent
 # while the lines are built, so little is left to send once they are.
