@@ -340,8 +340,10 @@ def test_a_failed_submit_leaves_no_session_and_no_thread(
     stack: LocalStack, bucket: str, chunk: int
 ) -> None:
     """A chunk refused for good fails the submit; both uploads are abandoned wherever the
-    failure surfaces: the session is cancelled, no sending thread is left, nothing created."""
+    failure surfaces: the session is cancelled, no sending thread of this submit is left,
+    nothing is created."""
     gate = Gate(faults={chunk: "refuse"})
+    before = set(threading.enumerate())
     with upload_gate(stack.storage_endpoint, gate):
         client = vb.Client.for_endpoints(
             vertex_endpoint=stack.vertex_endpoint,
@@ -355,5 +357,21 @@ def test_a_failed_submit_leaves_no_session_and_no_thread(
         with pytest.raises(api_exceptions.Forbidden):
             client.submit_claude("refused", CLAUDE, _two_thousand_requests())
     assert gate.chunks == chunk and gate.cancels == 1
-    assert not any(t.name.startswith("vertexbatch-upload") for t in threading.enumerate())
+    left = set(threading.enumerate()) - before
+    assert not any(t.name.startswith("vertexbatch-upload") for t in left)
     assert not _staging(stack.storage_endpoint, bucket).exists("u/refused/input.jsonl")
+
+
+def test_a_failed_chunk_ends_the_upload_even_unaborted(stack: LocalStack, bucket: str) -> None:
+    """A caller that only writes (no abort on error) still leaves no session and no thread: the
+    upload ends itself when a chunk fails for good."""
+    before = set(threading.enumerate())
+    gate = Gate(faults={2: "refuse"})
+    with upload_gate(stack.storage_endpoint, gate), pytest.raises(api_exceptions.Forbidden):
+        upload = _staging(gate.url, bucket).upload("u/gated", JSONL)
+        for line in LINES:
+            upload.write(line)
+        upload.finish()
+    left = set(threading.enumerate()) - before
+    assert not any(t.name.startswith("vertexbatch-upload") for t in left)
+    assert gate.cancels == 1

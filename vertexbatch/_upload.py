@@ -369,15 +369,19 @@ class CreateOnlyUpload:
         self._policy.call(f"upload {name}", attempt)
 
     def _settle(self) -> None:
-        """Wait for the chunk in flight; a 412 means the object exists."""
+        """Wait for the chunk in flight; a 412 means the object exists. Any other failure ends
+        the upload before it is raised (its session cancelled, its thread ended), whoever
+        called: a caller that does not abort leaves nothing behind."""
         if self._in_flight is None:
             return
+        in_flight, self._in_flight = self._in_flight, None
         try:
-            self._in_flight.result()
+            in_flight.result()
         except api_exceptions.PreconditionFailed:
             self._drop()
-        finally:
-            self._in_flight = None
+        except BaseException:
+            self.abort()
+            raise
 
     def _drop(self) -> None:
         self.exists = True
