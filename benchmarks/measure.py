@@ -235,42 +235,32 @@ def _output_blobs(store: storage.Client, spec: dict[str, Any]) -> Iterator[stora
             yield blob
 
 
-def _results_raw(spec: dict[str, Any], store: storage.Client, client: vb.Client) -> Op:
-    def warm() -> None:
-        json.loads(b'{"status": "", "request": {"a": [1, 2.5, null]}}')
+def _results_whole(split: Callable[[bytes], list[bytes]]) -> Callable[..., Op]:
+    """Each output file whole, split into lines by ``split``, ``json.loads`` each (rows not
+    kept): the raw baseline splits at newlines, the naive one with ``splitlines``."""
 
-    def run() -> dict[str, Any]:
-        lines = 0
-        for blob in _output_blobs(store, spec):
-            data = blob.download_as_bytes()
-            for raw in data.split(b"\n"):
-                if raw:
-                    json.loads(raw)
-                    lines += 1
-            del data
-        return {"lines": lines}
+    def op(spec: dict[str, Any], store: storage.Client, client: vb.Client) -> Op:
+        def warm() -> None:
+            json.loads(b'{"status": "", "request": {"a": [1, 2.5, null]}}')
 
-    return warm, run
+        def run() -> dict[str, Any]:
+            lines = 0
+            for blob in _output_blobs(store, spec):
+                data = blob.download_as_bytes()
+                for raw in split(data):
+                    if raw:
+                        json.loads(raw)
+                        lines += 1
+                del data
+            return {"lines": lines}
+
+        return warm, run
+
+    return op
 
 
-def _results_naive(spec: dict[str, Any], store: storage.Client, client: vb.Client) -> Op:
-    """Each output file whole, split into lines, ``json.loads`` each (rows not kept)."""
-
-    def warm() -> None:
-        json.loads(b'{"status": "", "request": {"a": [1, 2.5, null]}}')
-
-    def run() -> dict[str, Any]:
-        lines = 0
-        for blob in _output_blobs(store, spec):
-            data = blob.download_as_bytes()
-            for raw in data.splitlines():
-                if raw:
-                    json.loads(raw)
-                    lines += 1
-            del data
-        return {"lines": lines}
-
-    return warm, run
+_results_raw = _results_whole(lambda data: data.split(b"\n"))
+_results_naive = _results_whole(bytes.splitlines)
 
 
 def _results_vb(spec: dict[str, Any], store: storage.Client, client: vb.Client) -> Op:

@@ -742,14 +742,18 @@ def test_a_config_changed_between_requests_gives_what_it_holds(
             assert _gemini_or_error(request) == _unremembered(request, m)
 
 
-def _staged_or_error(requests: list[vb.GeminiRequest]) -> object:
+def _staged_or_error(requests: list[vb.GeminiRequest] | list[vb.ClaudeRequest]) -> object:
+    """The staged lines and key records of ``requests`` (all of one provider), and the error
+    that stopped them, if any."""
     from vertexbatch._client import _staged_lines
     from vertexbatch._errors import InvalidRequestError
-    from vertexbatch._lines import gemini_line
+    from vertexbatch._lines import claude_line, gemini_line
 
+    claude = bool(requests) and isinstance(requests[0], vb.ClaudeRequest)
+    kind, build = (vb.ClaudeRequest, claude_line) if claude else (vb.GeminiRequest, gemini_line)
     lines: list[object] = []
     try:
-        for line in _staged_lines(requests, vb.GeminiRequest, gemini_line):
+        for line in _staged_lines(requests, kind, build):
             lines.append((line, line.key_record()))
     except InvalidRequestError as exc:
         return lines, str(exc)
@@ -809,20 +813,6 @@ def test_a_shared_config_is_walked_once_per_input() -> None:
     assert all(b'"labels":{"team":"a","vb_key":"k' in line.data for line in lines)
 
 
-def _claude_staged_or_error(requests: list[vb.ClaudeRequest]) -> object:
-    from vertexbatch._client import _staged_lines
-    from vertexbatch._errors import InvalidRequestError
-    from vertexbatch._lines import claude_line
-
-    lines: list[object] = []
-    try:
-        for line in _staged_lines(requests, vb.ClaudeRequest, claude_line):
-            lines.append((line, line.key_record()))
-    except InvalidRequestError as exc:
-        return lines, str(exc)
-    return lines, None
-
-
 _SYSTEMS = st.sampled_from(
     ["be brief", "be brief", "é\u2028", _Word("be brief"), [{"type": "text", "text": "x"}],
      [{"type": "text", "text": 1}], [{"type": "image"}], "", None, 3]
@@ -844,10 +834,10 @@ def test_lines_of_shared_system_prompts_are_checked_as_fresh_ones(systems: list[
         for n, system in enumerate(systems)
     ]
     _lines._SYSTEM_BLOCKS.clear()
-    shared = _claude_staged_or_error(requests)
+    shared = _staged_or_error(requests)
     with pytest.MonkeyPatch.context() as m:
         m.setattr(_lines, "_system_blocks", lambda s: [{"type": "text", "text": s}])
-        assert shared == _claude_staged_or_error(requests)
+        assert shared == _staged_or_error(requests)
 
 
 def test_a_shared_system_prompt_is_walked_once_per_input() -> None:

@@ -46,6 +46,12 @@ __all__ = ["Gate", "upload_gate"]
 _HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "host", "content-length"})
 _RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 _QUARTER_MIB = 256 * 1024
+# Faults answered without forwarding the chunk: the status and reason GCS would give.
+_ANSWERED = {
+    "drop": (503, "backendError"),
+    "exists": (412, "conditionNotMet"),
+    "refuse": (403, "forbidden"),
+}
 
 
 @dataclass
@@ -145,8 +151,9 @@ def _handler(upstream: str, gate: Gate) -> type[BaseHTTPRequestHandler]:
                 gate.violations.append(f"chunk at {start}, but {confirmed} bytes were confirmed")
                 self._answer(400, {}, _error(400, "badRequest"))
                 return
-            if fault == "drop":
-                self._answer(503, {}, _error(503, "backendError"))
+            if fault in _ANSWERED:
+                code, reason = _ANSWERED[fault]
+                self._answer(code, {}, _error(code, reason))
                 return
             if fault == "stall":
                 self._status(upload_id, confirmed)
@@ -155,12 +162,6 @@ def _handler(upstream: str, gate: Gate) -> type[BaseHTTPRequestHandler]:
                 with gate.lock:
                     gate.confirmed[upload_id] = max(0, confirmed - _QUARTER_MIB)
                 self._answer(503, {}, _error(503, "backendError"))
-                return
-            if fault == "exists":
-                self._answer(412, {}, _error(412, "conditionNotMet"))
-                return
-            if fault == "refuse":
-                self._answer(403, {}, _error(403, "forbidden"))
                 return
             if fault == "corrupt" and body:
                 body = body[:-1] + bytes([body[-1] ^ 1])

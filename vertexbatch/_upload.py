@@ -207,10 +207,9 @@ class _Session:
         which would otherwise stand in for the whole input. The MD5 catches what the size
         cannot: bytes changed on the way, or sent out of order.
         """
-        size, md5 = _size_and_md5(response)
+        size, md5, generation = _finalised(response)
         if total is not None and size == total and (self.md5 is None or md5 in (None, self.md5)):
             return
-        generation = _generation_of(response)
         if generation is not None:  # only that generation: never another writer's object
             with contextlib.suppress(api_exceptions.NotFound, api_exceptions.PreconditionFailed):
                 self._blob.bucket.blob(self._blob.name).delete(
@@ -252,19 +251,27 @@ def _raise_for(response: Any, ok: tuple[int, ...]) -> None:
         raise api_exceptions.from_http_response(response)  # type: ignore[no-untyped-call]
 
 
-def _size_and_md5(response: Any) -> tuple[int | None, str | None]:
-    """The finalised object's size and MD5 (base64; none for a composite object)."""
+def _finalised(response: Any) -> tuple[int | None, str | None, int | None]:
+    """The finalised object's size, MD5 (base64; none for a composite object) and generation,
+    each ``None`` where the answer does not say."""
     try:
         resource = response.json()
-        return int(resource["size"]), resource.get("md5Hash")
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return None, None
+    except ValueError:
+        return None, None, None
+    if not isinstance(resource, dict):
+        return None, None, None
+    md5 = resource.get("md5Hash")
+    return (
+        _int(resource.get("size")),
+        md5 if isinstance(md5, str) else None,
+        _int(resource.get("generation")),
+    )
 
 
-def _generation_of(response: Any) -> int | None:
+def _int(value: Any) -> int | None:
     try:
-        return int(response.json()["generation"])
-    except (ValueError, KeyError, TypeError):
+        return int(value)
+    except (ValueError, TypeError):
         return None
 
 
