@@ -375,3 +375,13 @@ def test_a_failed_chunk_ends_the_upload_even_unaborted(stack: LocalStack, bucket
     left = set(threading.enumerate()) - before
     assert not any(t.name.startswith("vertexbatch-upload") for t in left)
     assert gate.cancels == 1
+
+
+def test_an_unreadable_range_header_stops_the_upload(stack: LocalStack, bucket: str) -> None:
+    """A 308 whose Range header cannot be read is a clear error naming the object, not a bare
+    ValueError; nothing is created."""
+    gate = Gate(faults={2: "garble"})
+    with upload_gate(stack.storage_endpoint, gate), pytest.raises(api_exceptions.Conflict) as err:
+        _through(stack, bucket, gate, LINES)
+    assert "unreadable Range header" in str(err.value) and "u/gated" in str(err.value)
+    assert not _staging(stack.storage_endpoint, bucket).exists("u/gated")

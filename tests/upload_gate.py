@@ -20,6 +20,7 @@ n-th chunk request it sees:
   losing bytes it had confirmed).
 
 - ``refuse``: answer 403 (a failure no retry mends);
+- ``garble``: forward it, then answer 308 with an unreadable ``Range`` header;
 - ``unfinal``: forward a last chunk as if it were not the last, and answer 308 confirming all of
   its bytes (the object is not created yet).
 
@@ -179,6 +180,9 @@ def _handler(upstream: str, gate: Gate) -> type[BaseHTTPRequestHandler]:
                 elif status in (200, 201):
                     gate.confirmed[upload_id] = int(total) if total != "*" else confirmed
                     gate.finished[upload_id] = data
+            if fault == "garble":
+                self._answer(308, {"Range": "bytes=zero-many"}, b"")
+                return
             if fault == "lose":
                 self._answer(503, {}, _error(503, "backendError"))
                 return

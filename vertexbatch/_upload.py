@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import re
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -52,6 +53,8 @@ CHUNK = 16 * 1024 * 1024
 # Smaller chunks for an object that is a few MB at most (a key map: ~85 bytes a request): sent
 # while the lines are built, so little is left to send once they are.
 SMALL_CHUNK = 4 * 1024 * 1024
+# What a 308 says GCS holds: "bytes=0-N".
+_RANGE = re.compile(r"bytes=0-(\d{1,18})")
 # Every chunk but the last is a multiple of this (the protocol's rule).
 _QUANTUM = 256 * 1024
 # A chunk's pieces (request lines, ~1 KB) are sent joined up to this size: fewer system calls.
@@ -193,7 +196,16 @@ class _Session:
             return True
         if response.status_code == 308:
             confirmed = response.headers.get("Range")  # "bytes=0-N"; absent: nothing yet
-            self.sent = int(confirmed.rpartition("-")[2]) + 1 if confirmed else 0
+            if not confirmed:
+                self.sent = 0
+                return False
+            held = _RANGE.fullmatch(confirmed.strip())
+            if held is None:
+                raise api_exceptions.Conflict(  # type: ignore[no-untyped-call]
+                    f"GCS answered a chunk of {self._blob.name} with an unreadable Range header "
+                    f"({confirmed[:40]!r}): the upload cannot go on; submit again"
+                )
+            self.sent = int(held.group(1)) + 1
             return False
         _raise_for(response, ok=())
         return False  # pragma: no cover  (_raise_for raised)
