@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         began = time.perf_counter()
         send(session, chunk, total)
         name = session._blob.name.rsplit("/", 1)[-1]
-        requests.append((name, began - start[0], time.perf_counter() - began, chunk.size))
+        requests.append((name, began - start[0], time.perf_counter() - began, len(chunk)))
 
     _upload._Session.send = timed_send  # type: ignore[method-assign,assignment]
     with LocalStack() as stack:
