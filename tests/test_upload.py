@@ -100,6 +100,24 @@ def test_every_byte_once_in_order(stack: LocalStack, bucket: str, size: int, sha
 
 
 @pytest.mark.parametrize("size", [SINGLE, 3 * CHUNK + 17])
+def test_a_buffer_changed_after_write_does_not_change_the_object(
+    stack: LocalStack, bucket: str, size: int
+) -> None:
+    """What is written is what is stored, whatever the caller does with its buffer afterwards
+    (a reused bytearray, as a line writer may keep): one request and resumable chunks alike."""
+    data = b"".join(_lines(size))
+    upload = _staging(stack.storage_endpoint, bucket).upload("u/obj", JSONL)
+    buffer = bytearray()
+    for start in range(0, len(data), 1000):
+        buffer[:] = data[start : start + 1000]
+        upload.write(buffer)  # type: ignore[arg-type]
+        buffer[:] = b"x" * len(buffer)
+    assert upload.finish()
+    assert _stored(stack, bucket, "u/obj") == data
+    assert upload.md5_hex() == hashlib.md5(data).hexdigest()
+
+
+@pytest.mark.parametrize("size", [SINGLE, 3 * CHUNK + 17])
 def test_custom_time_is_set_on_both_paths(stack: LocalStack, bucket: str, size: int) -> None:
     """One request or resumable, the object carries the customTime lifecycle rules read."""
     moment = datetime(2026, 11, 30, 12, 0, 1, tzinfo=UTC)
