@@ -149,7 +149,10 @@ class Bench:
     def counted(self, op: str, **extra: Any) -> dict[str, Any]:
         """Run one child, with the Vertex calls it made."""
         self.stack.reset_calls()
+        server_cpu = _process_cpu(self.stack.gcs_pid)
         result = _child(self.spec(op, **extra))
+        # fake-gcs-server's own CPU meanwhile: where a client that waits spends its time.
+        result["gcs_cpu"] = _process_cpu(self.stack.gcs_pid) - server_cpu
         result["vertex"] = dict(self.stack.calls())
         return result
 
@@ -260,6 +263,16 @@ def _process_rss(pid: int) -> int:
         return 0
 
 
+def _process_cpu(pid: int) -> float:
+    """CPU seconds (user and system) process ``pid`` has used; NaN where /proc cannot say."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
 # Rendering.
 
 
@@ -311,7 +324,8 @@ RESULTS_HEADERS = [
 ]  # fmt: skip
 NAIVE_HEADERS = [
     "provider", "N", "step", "naive s", "vb s", "vb/naive", "naive peak RSS MB",
-    "vb peak RSS MB", "RSS vb/naive", "target", "verdict",
+    "vb peak RSS MB", "RSS vb/naive", "naive CPU s", "vb CPU s", "naive GCS CPU s",
+    "vb GCS CPU s", "target", "verdict",
 ]  # fmt: skip
 CALLS_HEADERS = ["provider", "N", "call", "Vertex", "GCS", "GCS by kind", "output read once"]
 
@@ -393,6 +407,10 @@ def _naive_rows(cases: list[Case]) -> list[list[str]]:
                 _mb(_median([r["peak_rss"] for r in naive])),
                 _mb(_median([r["peak_rss"] for r in lib])),
                 f"{rss_ratio:.2f}",
+                f"{_median([r['cpu'] for r in naive]):.2f}",
+                f"{_median([r['cpu'] for r in lib]):.2f}",
+                f"{_median([r['gcs_cpu'] for r in naive]):.2f}",
+                f"{_median([r['gcs_cpu'] for r in lib]):.2f}",
                 f"<={max_time}x time, <={max_rss}x RSS",
                 _verdict(time_ratio <= max_time and rss_ratio <= max_rss),
             ])  # fmt: skip
@@ -458,7 +476,8 @@ def render(cases: list[Case]) -> str:
     if any(c.stage_naive for c in timed):
         parts += [
             "Against the naive way: json.dumps every line into one string + upload_from_string; "
-            "download_as_bytes + splitlines + json.loads (peak RSS: each process's VmHWM)",
+            "download_as_bytes + splitlines + json.loads (peak RSS: each process's VmHWM; CPU: "
+            "the measuring process's, and fake-gcs-server's meanwhile)",
             "",
             _table(NAIVE_HEADERS, _naive_rows(timed)),
             "",
