@@ -291,6 +291,44 @@ def test_a_smaller_chunk_starts_only_past_one_request(
     assert _stored(stack, bucket, "u/keys") == b"".join(_lines(size))
 
 
+def test_the_writer_lets_the_sending_thread_run_while_a_chunk_is_in_flight(
+    stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a chunk is being sent, ``write`` lets go of the interpreter lock every 64 KiB, so the
+    sending thread is not held up for the switch interval after each socket call; with nothing
+    in flight it does not (the speed itself is the benchmark's: docs/performance.md)."""
+    yields: list[float] = []
+    monkeypatch.setattr(_upload.time, "sleep", yields.append)
+    sending = threading.Event()
+    release = threading.Event()
+    send = _upload._Session.send
+
+    def held_send(session: _upload._Session, chunk: _upload._Chunk, total: int | None) -> None:
+        sending.set()
+        assert release.wait(30)
+        send(session, chunk, total)
+
+    monkeypatch.setattr(_upload._Session, "send", held_send)
+    data = b"".join(_lines(CHUNK + 4 * _upload._YIELD_EVERY))
+    lines = [data[i : i + 1024] for i in range(0, len(data), 1024)]
+    upload = _staging(stack.storage_endpoint, bucket).upload("u/obj", JSONL)
+    first = CHUNK // 1024
+    for line in lines[:first]:  # one whole chunk: handed to the sending thread, nothing yet
+        upload.write(line)
+    assert yields == [] and sending.wait(30)
+    for line in lines[first:]:  # 256 KiB more while that chunk is held in flight
+        upload.write(line)
+    assert yields == [0, 0, 0, 0]
+    release.set()
+    in_flight = upload._in_flight
+    assert in_flight is not None
+    in_flight.result(30)
+    upload.write(b"x" * (2 * _upload._YIELD_EVERY))  # the chunk is answered: no yield
+    assert yields == [0, 0, 0, 0]
+    assert upload.finish()
+    assert _stored(stack, bucket, "u/obj") == data + b"x" * (2 * _upload._YIELD_EVERY)
+
+
 @pytest.mark.parametrize("chunk", [0, 100_000, SINGLE + 1])
 def test_a_chunk_size_off_the_protocol_unit_is_refused(
     stack: LocalStack, bucket: str, chunk: int

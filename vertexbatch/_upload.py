@@ -26,6 +26,7 @@ import hashlib
 import json
 import logging
 import re
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,10 @@ SMALL_CHUNK = 4 * 1024 * 1024
 _RANGE = re.compile(r"bytes=0-(\d{1,18})")
 # Every chunk but the last is a multiple of this (the protocol's rule).
 _QUANTUM = 256 * 1024
+# While a chunk is being sent, the thread writing lets go of the interpreter lock every this
+# many bytes: the sending thread needs it after each socket call, and would otherwise wait for
+# the switch interval (5 ms) each time while lines are built, which holds the server up too.
+_YIELD_EVERY = 64 * 1024
 _TIMEOUT = 120.0  # seconds a chunk's request may take; the storage client's default is 60
 
 
@@ -275,6 +280,7 @@ class CreateOnlyUpload:
         # The bytes not yet handed to a chunk, appended in place (a growing bytearray is
         # extended without copying what it holds); a whole chunk is handed over as it is.
         self._pending = bytearray()
+        self._unyielded = 0
         self._session: _Session | None = None
         self._sender: ThreadPoolExecutor | None = None
         self._in_flight: Future[None] | None = None
@@ -287,6 +293,11 @@ class CreateOnlyUpload:
             self._md5.update(data)  # the digest still counts: it tells whose object it is
             return
         self._pending += data
+        self._unyielded += len(data)
+        if self._unyielded >= _YIELD_EVERY:
+            self._unyielded = 0
+            if self._in_flight is not None and not self._in_flight.done():
+                time.sleep(0)  # the sending thread takes the interpreter lock now, not in 5 ms
         if len(self._pending) >= self._chunk and (
             self._session is not None or len(self._pending) > SINGLE_REQUEST_LIMIT
         ):
