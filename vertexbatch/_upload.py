@@ -399,8 +399,8 @@ class CreateOnlyUpload:
             if self._session is None and len(last) <= SINGLE_REQUEST_LIMIT:
                 return self._one_request()
             # The last chunk (any size, even none) states the total of the bytes written.
-            self._pending = bytearray()
             self._upload(last, self._handed + len(last), hashed=True)
+            self._pending = bytearray()
             self._done = True
             return True
         except api_exceptions.PreconditionFailed:
