@@ -46,7 +46,7 @@ logger = logging.getLogger("vertexbatch")
 # multipart uploads, and fake-gcs-server enforces create-only on those (not on resumable ones).
 SINGLE_REQUEST_LIMIT = 8 * 1024 * 1024
 # Resumable chunks: a multiple of 256 KiB, as the protocol requires. Two are held at the peak
-# (one in flight, one being built): staging 60,000 requests peaks at 34 MB of Python memory,
+# (one in flight, one being built): staging 60,000 requests peaks at 32 MB of Python memory,
 # under integration_tests/test_memory.py's bound of 48 MB. fake-gcs-server's answer to a chunk
 # takes longer the larger the object already is: `python -m benchmarks.upload_chunks
 # --chunk-mib N` shows it (docs/performance.md, "Staging, third pass").
