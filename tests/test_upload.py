@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import random
 import threading
 from datetime import UTC, datetime
@@ -297,8 +298,8 @@ def test_the_writer_lets_the_sending_thread_run_while_a_chunk_is_in_flight(
     """While a chunk is being sent, ``write`` lets go of the interpreter lock every 64 KiB, so the
     sending thread is not held up for the switch interval after each socket call; with nothing
     in flight it does not (the speed itself is the benchmark's: docs/performance.md)."""
-    yields: list[float] = []
-    monkeypatch.setattr(_upload.time, "sleep", yields.append)
+    yields: list[int] = []
+    monkeypatch.setattr(_upload, "_let_sender_run", lambda: yields.append(0))
     sending = threading.Event()
     release = threading.Event()
     send = _upload._Session.send
@@ -327,6 +328,74 @@ def test_the_writer_lets_the_sending_thread_run_while_a_chunk_is_in_flight(
     assert yields == [0, 0, 0, 0]
     assert upload.finish()
     assert _stored(stack, bucket, "u/obj") == data + b"x" * (2 * _upload._YIELD_EVERY)
+
+
+def test_debug_logging_of_google_auth_never_shows_the_bytes(stack: LocalStack, bucket: str) -> None:
+    """With google-auth's request logging on (DEBUG on the ``google`` logger), a request body
+    that decodes as one JSON document is logged as it is: a last chunk that is one whole line
+    would show it. A chunk goes as a view of its buffer, which google-auth does not decode, so
+    no request reaches a log record, in one request or in chunks."""
+    marker = "secret-prompt-7f3a"
+    line = f'{{"k":"last","t":"{marker}"}}\n'.encode()
+    chunked = [*_lines(CHUNK), line]  # the last chunk is exactly that line
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = records.append  # type: ignore[method-assign]
+    google = logging.getLogger("google")
+    level = google.level
+    google.addHandler(handler)
+    google.setLevel(logging.DEBUG)
+    try:
+        for name, data in (("u/one", [line]), ("u/chunked", chunked)):
+            upload = _staging(stack.storage_endpoint, bucket).upload(name, JSONL)
+            for line in data:
+                upload.write(line)
+            assert upload.finish()
+    finally:
+        google.removeHandler(handler)
+        google.setLevel(level)
+    assert any("Making request" in r.getMessage() for r in records)  # the logging was on
+    assert not [r for r in records if marker in repr(r.__dict__)]
+
+
+def test_a_failed_last_chunk_abandons_the_upload(stack: LocalStack, bucket: str) -> None:
+    """A finish that fails (its last chunk refused for good) cancels the session before it
+    raises, whoever called; the upload then takes no more writes and no second finish, which
+    would otherwise send the last bytes again from wherever GCS stopped."""
+    gate = Gate(faults={4: "refuse"})
+    with upload_gate(stack.storage_endpoint, gate):
+        upload = _staging(gate.url, bucket).upload("u/gated", JSONL)
+        for line in LINES:
+            upload.write(line)
+        with pytest.raises(api_exceptions.Forbidden):
+            upload.finish()
+        assert gate.chunks == 4 and gate.cancels == 1
+        for again in (lambda: upload.write(b"more"), upload.finish):
+            with pytest.raises(RuntimeError, match="u/gated after it was abandoned"):
+                again()
+    assert not _staging(stack.storage_endpoint, bucket).exists("u/gated")
+
+
+@pytest.mark.parametrize("size", [SINGLE, 3 * CHUNK + 17])
+def test_an_ended_upload_takes_no_more_writes(stack: LocalStack, bucket: str, size: int) -> None:
+    """After finish (one request or resumable) or abort, a write or another finish is refused
+    with a clear error: never an object of other bytes, or a second session."""
+    data = b"".join(_lines(size))
+    staging = _staging(stack.storage_endpoint, bucket)
+    finished = staging.upload("u/finished", JSONL)
+    finished.write(data)
+    assert finished.finish()
+    for again in (lambda: finished.write(b"more"), finished.finish):
+        with pytest.raises(RuntimeError, match="u/finished after it was finished"):
+            again()
+    assert _stored(stack, bucket, "u/finished") == data
+    abandoned = staging.upload("u/abandoned", JSONL)
+    abandoned.write(data)
+    abandoned.abort()
+    for again in (lambda: abandoned.write(b"more"), abandoned.finish):
+        with pytest.raises(RuntimeError, match="u/abandoned after it was abandoned"):
+            again()
+    assert not staging.exists("u/abandoned")
 
 
 @pytest.mark.parametrize("chunk", [0, 100_000, SINGLE + 1])

@@ -46,8 +46,9 @@ logger = logging.getLogger("vertexbatch")
 # multipart uploads, and fake-gcs-server enforces create-only on those (not on resumable ones).
 SINGLE_REQUEST_LIMIT = 8 * 1024 * 1024
 # Resumable chunks: a multiple of 256 KiB, as the protocol requires. Two are held at the peak
-# (one in flight, one being built): staging 60,000 requests peaks at 32 MB of Python memory,
-# under integration_tests/test_memory.py's bound of 48 MB. fake-gcs-server's answer to a chunk
+# (one in flight, one being built; a bytearray keeps up to a tenth more as slack): staging
+# 60,000 requests peaks at 32 MB of Python memory, under integration_tests/test_memory.py's
+# bound of 48 MB. fake-gcs-server's answer to a chunk
 # takes longer the larger the object already is: `python -m benchmarks.upload_chunks
 # --chunk-mib N` shows it (docs/performance.md, "Staging, third pass").
 CHUNK = 16 * 1024 * 1024
@@ -65,8 +66,14 @@ _YIELD_EVERY = 64 * 1024
 _TIMEOUT = 120.0  # seconds a chunk's request may take; the storage client's default is 60
 
 
-# A chunk: the bytes handed over whole (a bytearray, never changed once handed over).
+# A chunk: a view of the bytes handed over whole (a bytearray, never changed once handed over).
+# A view, not the bytearray: a body with no ``decode`` is not logged as text by google-auth.
 _Chunk = bytes | bytearray | memoryview
+
+
+def _let_sender_run() -> None:
+    """Let go of the interpreter lock, so a thread waiting for it (the sending one) takes it."""
+    time.sleep(0)
 
 
 def _after(chunk: _Chunk, skip: int) -> _Chunk:
@@ -269,6 +276,7 @@ class CreateOnlyUpload:
             raise ValueError(f"an upload chunk is a positive multiple of 256 KiB, not {chunk}")
         self._handed = 0  # bytes handed to chunks: the total states them, not GCS's count
         self._done = False  # finished (created, or found to exist): nothing left to abort
+        self._ended: str | None = None  # "finished" or "abandoned": no more writes
         # The MD5 of every byte written, taken by the sending thread chunk by chunk (hashlib lets
         # go of the GIL on large buffers): off the thread that builds the lines.
         self._md5 = hashlib.md5(usedforsecurity=False)
@@ -289,6 +297,7 @@ class CreateOnlyUpload:
     def write(self, data: bytes) -> None:
         if self._digest_taken:
             raise RuntimeError("write after md5_hex(): the digest would miss these bytes")
+        self._check_open("write to")
         if self.exists:
             self._md5.update(data)  # the digest still counts: it tells whose object it is
             return
@@ -297,7 +306,7 @@ class CreateOnlyUpload:
         if self._unyielded >= _YIELD_EVERY:
             self._unyielded = 0
             if self._in_flight is not None and not self._in_flight.done():
-                time.sleep(0)  # the sending thread takes the interpreter lock now, not in 5 ms
+                _let_sender_run()
         if len(self._pending) >= self._chunk and (
             self._session is not None or len(self._pending) > SINGLE_REQUEST_LIMIT
         ):
@@ -316,7 +325,7 @@ class CreateOnlyUpload:
             self._handed += chunk
             if self._sender is None:
                 self._sender = ThreadPoolExecutor(1, thread_name_prefix="vertexbatch-upload")
-            self._in_flight = self._sender.submit(self._upload, head, None)
+            self._in_flight = self._sender.submit(self._upload, memoryview(head), None)
         if self.exists:
             self._pending = bytearray()
 
@@ -388,7 +397,13 @@ class CreateOnlyUpload:
         return self._md5.hexdigest()
 
     def finish(self) -> bool:
-        """Finalise the object; ``True`` if this call created it, ``False`` if it existed."""
+        """Finalise the object; ``True`` if this call created it, ``False`` if it existed.
+
+        Once called, the upload takes no more writes; one that fails is abandoned (its session
+        cancelled) before the error is raised.
+        """
+        self._check_open("finish")
+        self._ended = "finished"
         try:
             self._settle()
             if self.exists:
@@ -399,14 +414,17 @@ class CreateOnlyUpload:
             if self._session is None and len(last) <= SINGLE_REQUEST_LIMIT:
                 return self._one_request()
             # The last chunk (any size, even none) states the total of the bytes written.
-            self._upload(last, self._handed + len(last), hashed=True)
             self._pending = bytearray()
+            self._upload(memoryview(last), self._handed + len(last), hashed=True)
             self._done = True
             return True
         except api_exceptions.PreconditionFailed:
             self._drop()
             self._done = True
             return False
+        except BaseException:
+            self.abort()
+            raise
         finally:
             self._stop_sender()
 
@@ -424,10 +442,18 @@ class CreateOnlyUpload:
         )
         return True
 
+    def _check_open(self, what: str) -> None:
+        if self._ended is not None:
+            raise RuntimeError(
+                f"{what} the upload of {self._blob.name} after it was {self._ended}: "
+                "start a new upload"
+            )
+
     def abort(self) -> None:
         """Abandon the upload; nothing is created. Once finished, nothing is left to abort."""
         if self._done:
             return
+        self._ended = "abandoned"
         self._pending = bytearray()
         if self._in_flight is not None:
             self._in_flight.cancel()
