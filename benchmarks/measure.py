@@ -96,6 +96,16 @@ class CountingSession(AuthorizedSession):
         self.kinds[kind] += 1
 
 
+def _process_cpu(pid: int | None) -> float:
+    """CPU seconds (user and system) process ``pid`` has used; NaN where /proc cannot say."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
 def _rss() -> int:
     return int(psutil.Process().memory_info().rss)
 
@@ -310,17 +320,21 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     before = _rss()
     exact = _reset_peak()
     session.counting = True
+    gcs_start = _process_cpu(spec.get("gcs_pid"))
     cpu_start = time.process_time()
     start = time.perf_counter()
     extra = run()
     seconds = time.perf_counter() - start
     cpu = time.process_time() - cpu_start
+    # fake-gcs-server's CPU over the same span: where a client that waits spends its time.
+    gcs_cpu = _process_cpu(spec.get("gcs_pid")) - gcs_start
     session.counting = False
     peak = _peak() if exact else max(_peak(), _rss())
     out: dict[str, Any] = {
         "op": spec["op"],
         "seconds": seconds,
         "cpu": cpu,
+        "gcs_cpu": gcs_cpu,
         "rss_before": before,
         "peak_growth": max(peak - before, 0),
         "peak_rss": peak,

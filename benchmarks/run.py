@@ -143,16 +143,14 @@ class Bench:
             "storage_endpoint": self.stack.storage_endpoint,
             "bucket": self.bucket,
             "prefix": self.prefix,
+            "gcs_pid": self.stack.gcs_pid,
             **extra,
         }
 
     def counted(self, op: str, **extra: Any) -> dict[str, Any]:
         """Run one child, with the Vertex calls it made."""
         self.stack.reset_calls()
-        server_cpu = _process_cpu(self.stack.gcs_pid)
         result = _child(self.spec(op, **extra))
-        # fake-gcs-server's own CPU meanwhile: where a client that waits spends its time.
-        result["gcs_cpu"] = _process_cpu(self.stack.gcs_pid) - server_cpu
         result["vertex"] = dict(self.stack.calls())
         return result
 
@@ -261,16 +259,6 @@ def _process_rss(pid: int) -> int:
         return int(psutil.Process(pid).memory_info().rss)
     except Exception:
         return 0
-
-
-def _process_cpu(pid: int) -> float:
-    """CPU seconds (user and system) process ``pid`` has used; NaN where /proc cannot say."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return float("nan")
 
 
 # Rendering.

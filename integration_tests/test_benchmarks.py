@@ -62,7 +62,8 @@ def test_benchmark_command_prints_every_table_and_column() -> None:
     assert all(len(r) == len(run.NAIVE_HEADERS) and all(r) for r in naive)
     assert all(r[-1] in ("ok", "MISS") for r in naive)
     cpu = run.NAIVE_HEADERS.index("naive CPU s")
-    assert all(0 <= float(cell) < 60 for r in naive for cell in r[cpu : cpu + 4]), naive
+    if Path("/proc/self/stat").exists():  # the server's CPU is read from /proc
+        assert all(0 <= float(cell) < 60 for r in naive for cell in r[cpu : cpu + 4]), naive
     assert [r[:2] for r in staging] == [["claude", "200"], ["gemini", "200"]]
     assert [r[:2] for r in results] == [["claude", "200"], ["gemini", "200"]]
     for row, headers in [(r, run.STAGING_HEADERS) for r in staging] + [
