@@ -27,3 +27,21 @@ def test_upload_chunk_benchmark_times_each_chunk() -> None:
     assert out.startswith("claude N=12000, 16 MiB chunks"), out
     assert re.search(r"input: 2 chunk requests, [\d.]+ s in all \(the last [\d.]+ s\)", out), out
     assert len(re.findall(r"input\.jsonl +at +[\d.]+ s: [\d.]+ s for +[\d.]+ MiB", out)) == 2, out
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_tls_benchmark_times_uploads_and_reads_over_https() -> None:
+    """3,000 lines over fake-gcs-server's HTTPS, one round: the four steps, each timed."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.tls", "--n", "3000", "--repeats", "1"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert out.startswith("TLS (fake-gcs-server -scheme https), N=3000 Claude lines"), out
+    steps = re.findall(r"^\| ([a-z ,]+) \| [\d.]+ \| [\d.]+ \|$", out, re.MULTILINE)
+    assert steps == ["upload, writer yields", "upload, no yield", "read, naive", "read, ranges"], (
+        out
+    )

@@ -1,0 +1,168 @@
+"""Uploads and range reads over TLS, as real GCS speaks: fake-gcs-server started with HTTPS.
+
+    python -m benchmarks.tls --n 100000 --repeats 3
+
+The local stack speaks plain HTTP; real GCS speaks TLS, where every socket call moves one TLS
+record at most and the thread making it needs the interpreter lock back after each. This starts
+a fake-gcs-server of its own with ``-scheme https`` (its self-signed certificate is not checked,
+on this benchmark's session only) and measures, in rounds whose order alternates:
+
+- upload: N benchmark Claude lines (``json.dumps`` each, as the naive way builds them) through
+  vertexbatch's create-only upload (16 MiB chunks sent by a thread while the lines are built),
+  with the writer letting the sending thread run every 64 KiB while a chunk is in flight (as
+  shipped), and without (``_YIELD_EVERY`` out of reach);
+- read: a file of N lines (the first request line, N times, stands in for answers),
+  ``download_as_bytes`` + ``splitlines`` + ``json.loads``
+  (the naive way) against vertexbatch's range reads (``Staging.read_lines``: 4 MiB ranges, the
+  next read by a thread while this one is parsed) + ``json.loads``.
+
+Prints the median seconds of each, and each round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(ROOT))
+
+JSONL = "application/jsonl"
+
+
+def _server(port: int, log: Any) -> subprocess.Popen[bytes]:
+    from vertexbatch.emulator._gcs import binary_path
+
+    url = f"https://127.0.0.1:{port}"
+    command = [
+        str(binary_path()), "-scheme", "https", "-host", "127.0.0.1", "-port", str(port),
+        "-backend", "memory", "-external-url", url, "-log-level", "warn",
+    ]  # fmt: skip
+    return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+
+
+def _client(url: str) -> Any:
+    import requests
+    import urllib3
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
+
+    urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+    session = requests.Session()
+    session.verify = False  # the server's self-signed certificate
+    session.trust_env = False  # else a CA bundle named in the environment checks it again
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            session.get(f"{url}/storage/v1/b", timeout=1)
+            break
+        except requests.RequestException:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"fake-gcs-server did not answer on {url}") from None
+            time.sleep(0.05)  # polling a server that is starting
+    return storage.Client(
+        project="tls-bench",
+        credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+        client_options={"api_endpoint": url},
+        _http=session,
+    )
+
+
+def _median(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.tls")
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+
+    import vertexbatch as vb
+    from benchmarks import workload
+    from vertexbatch import _upload
+    from vertexbatch._staging import Staging
+    from vertexbatch.emulator._gcs import free_port
+
+    port = free_port()
+    with tempfile.TemporaryFile() as log:
+        server = _server(port, log)
+        try:
+            client = _client(f"https://127.0.0.1:{port}")
+            bucket = client.bucket("tls-bench")
+            bucket.create()
+            staging = Staging(client, "tls-bench", "b", vb.RetryPolicy())
+            lines = [
+                json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+                for line in workload.raw_lines("claude", 1)
+            ]
+            shipped = _upload._YIELD_EVERY
+
+            def upload(name: str, yield_every: int) -> Callable[[], None]:
+                def run() -> None:
+                    _upload._YIELD_EVERY = yield_every
+                    try:
+                        upload = staging.upload(name, JSONL)
+                        for line in workload.raw_lines("claude", args.n):
+                            upload.write(
+                                json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode(
+                                    "utf-8"
+                                )
+                                + b"\n"
+                            )
+                        assert upload.finish()
+                    finally:
+                        _upload._YIELD_EVERY = shipped
+
+                return run
+
+            output = b"".join(line.encode("utf-8") + b"\n" for line in lines) * args.n
+            bucket.blob("b/output.jsonl").upload_from_string(output, content_type=JSONL)
+            size = len(output)
+            del output
+
+            def naive_read() -> None:
+                whole = bucket.blob("b/output.jsonl").download_as_bytes()
+                assert sum(1 for line in whole.splitlines() if json.loads(line)) == args.n
+
+            def ranged_read() -> None:
+                read = staging.read_lines("b/output.jsonl")
+                assert sum(1 for line in read if json.loads(line)) == args.n
+
+            times: dict[str, list[float]] = {}
+            for rep in range(args.repeats):
+                ops = [
+                    ("upload, writer yields", upload(f"y{rep}.jsonl", shipped)),
+                    ("upload, no yield", upload(f"n{rep}.jsonl", 1 << 62)),
+                    ("read, naive", naive_read),
+                    ("read, ranges", ranged_read),
+                ]
+                if rep % 2:  # the order alternates between rounds
+                    ops = [ops[1], ops[0], ops[3], ops[2]]
+                for what, run in ops:
+                    began = time.perf_counter()
+                    run()
+                    times.setdefault(what, []).append(time.perf_counter() - began)
+        finally:
+            server.terminate()
+            server.wait(30)
+    print(f"TLS (fake-gcs-server -scheme https), N={args.n} Claude lines, {size / 1e6:.0f} MB out")
+    print("| step | median s | rounds s |")
+    print("|---|---|---|")
+    for what, seconds in times.items():
+        rounds = ", ".join(f"{s:.2f}" for s in seconds)
+        print(f"| {what} | {_median(seconds)} | {rounds} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
