@@ -10,7 +10,8 @@ on this benchmark's session only) and measures, in rounds whose order alternates
 - upload: N benchmark Claude lines (``json.dumps`` each, as the naive way builds them) through
   vertexbatch's create-only upload (16 MiB chunks sent by a thread while the lines are built),
   with the writer letting the sending thread run every 64 KiB while a chunk is in flight (as
-  shipped), and without (``_YIELD_EVERY`` out of reach);
+  shipped), and without (``_YIELD_EVERY`` out of reach), against the naive way (the same lines
+  joined into one string, one ``upload_from_string``);
 - read: a file of N lines (the first request line, N times, stands in for answers),
   ``download_as_bytes`` + ``splitlines`` + ``json.loads``
   (the naive way) against vertexbatch's range reads (``Staging.read_lines``: 4 MiB ranges, the
@@ -125,6 +126,16 @@ def main(argv: list[str] | None = None) -> int:
 
                 return run
 
+            def naive_upload(name: str) -> Callable[[], None]:
+                def run() -> None:
+                    text = "\n".join(
+                        json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+                        for line in workload.raw_lines("claude", args.n)
+                    )
+                    bucket.blob(name).upload_from_string(text + "\n", content_type=JSONL)
+
+                return run
+
             output = b"".join(line.encode("utf-8") + b"\n" for line in lines) * args.n
             bucket.blob("b/output.jsonl").upload_from_string(output, content_type=JSONL)
             size = len(output)
@@ -141,13 +152,14 @@ def main(argv: list[str] | None = None) -> int:
             times: dict[str, list[float]] = {}
             for rep in range(args.repeats):
                 ops = [
+                    ("upload, naive", naive_upload(f"naive{rep}.jsonl")),
                     ("upload, writer yields", upload(f"y{rep}.jsonl", shipped)),
                     ("upload, no yield", upload(f"n{rep}.jsonl", 1 << 62)),
                     ("read, naive", naive_read),
                     ("read, ranges", ranged_read),
                 ]
-                if rep % 2:  # the order alternates between rounds
-                    ops = [ops[1], ops[0], ops[3], ops[2]]
+                if rep % 2:  # the order changes between rounds
+                    ops = [ops[2], ops[1], ops[0], ops[4], ops[3]]
                 for what, run in ops:
                     began = time.perf_counter()
                     run()
