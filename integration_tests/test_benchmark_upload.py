@@ -1,4 +1,4 @@
-"""Smoke run of the upload-chunk benchmark, so it keeps working (no figure asserted)."""
+"""Smoke runs of the upload-chunk and TLS benchmarks, so they keep working (no figure asserted)."""
 
 from __future__ import annotations
 
@@ -13,17 +13,22 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _benchmark(module: str, *args: str) -> str:
+    """Run ``python -m benchmarks.<module> args`` from the repository; its standard output."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", f"benchmarks.{module}", *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_upload_chunk_benchmark_times_each_chunk() -> None:
     """12,000 Claude requests (about 19 MB): one 16 MiB chunk and the last, each timed."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.upload_chunks", "--n", "12000", "--repeats", "1"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = proc.stdout
+    out = _benchmark("upload_chunks", "--n", "12000", "--repeats", "1")
     assert out.startswith("claude N=12000, 16 MiB chunks"), out
     assert re.search(r"input: 2 chunk requests, [\d.]+ s in all \(the last [\d.]+ s\)", out), out
     assert len(re.findall(r"input\.jsonl +at +[\d.]+ s: [\d.]+ s for +[\d.]+ MiB", out)) == 2, out
@@ -33,13 +38,7 @@ def test_upload_chunk_benchmark_times_each_chunk() -> None:
 @pytest.mark.timeout(300)
 def test_tls_benchmark_times_uploads_and_reads_over_https() -> None:
     """3,000 lines over fake-gcs-server's HTTPS, one round: the five steps, each timed."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.tls", "--n", "3000", "--repeats", "1"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = proc.stdout
+    out = _benchmark("tls", "--n", "3000", "--repeats", "1")
     assert out.startswith("TLS (fake-gcs-server -scheme https), N=3000 Claude lines"), out
     steps = re.findall(r"^\| ([a-z ,]+) \| [\d.]+ \| [\d.]+ \|$", out, re.MULTILINE)
     assert steps == [
