@@ -53,6 +53,16 @@ def _timed(action: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - started, value
 
 
+def _lookups(cache: Any, digests: list[str], repeats: int) -> list[float]:
+    """Seconds of ``repeats`` lookups of every digest, each finding them all."""
+    seconds = []
+    for _ in range(repeats):
+        took, found = _timed(lambda: cache.lookup(digests))
+        assert len(found) == len(digests), len(found)
+        seconds.append(took)
+    return seconds
+
+
 def _log(message: str) -> None:
     sys.stderr.write(f"[bench cache {time.strftime('%H:%M:%S')}] {message}\n")
     sys.stderr.flush()
@@ -95,11 +105,7 @@ def _many_writers(stack: Any, bucket: str, digests: list[str], repeats: int) -> 
         part = digests[w * per : (w + 1) * per]
         cache.fill(f"bench-fill-{w}", {d: _answer(w * per + i) for i, d in enumerate(part)})
     objects = len(staging.list_names(cache.uri + "/"))
-    lookups = []
-    for _ in range(repeats):
-        seconds, found = _timed(lambda: cache.lookup(digests))
-        assert len(found) == len(digests), len(found)
-        lookups.append(seconds)
+    lookups = _lookups(cache, digests, repeats)
     _log(f"{WRITERS} writers, {objects} objects: lookup {statistics.median(lookups):.2f} s")
     # A submit's lookup may merge a shard's objects; only objects older than the margin are
     # merged, so it runs on a clock past it (as a submit made later would).
@@ -111,11 +117,7 @@ def _many_writers(stack: Any, bucket: str, digests: list[str], repeats: int) -> 
     )
     merge, found = _timed(lambda: later.lookup(digests, compact=True))
     assert len(found) == len(digests), len(found)
-    merged = []
-    for _ in range(repeats):
-        seconds, found = _timed(lambda: later.lookup(digests))
-        assert len(found) == len(digests), len(found)
-        merged.append(seconds)
+    merged = _lookups(later, digests, repeats)
     _log(f"merging lookup {merge:.2f} s, then {statistics.median(merged):.2f} s")
     return {
         "writers": WRITERS,

@@ -135,15 +135,28 @@ def client_with_spans(stack: LocalStack, bucket: str, exporter: Any) -> vb.Clien
 
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return local_client(stack, bucket, tracer_provider=provider)
+
+
+def local_client(
+    stack: LocalStack,
+    bucket: str,
+    *,
+    storage_endpoint: str | None = None,
+    prefix: str = "jobs",
+    **options: Any,
+) -> vb.Client:
+    """A client of the local stack that retries without waiting; its GCS requests go to
+    ``storage_endpoint`` (a gate in front of the stack's) when given."""
     return vb.Client.for_endpoints(
         vertex_endpoint=stack.vertex_endpoint,
-        storage_endpoint=stack.storage_endpoint,
+        storage_endpoint=storage_endpoint or stack.storage_endpoint,
         project=stack.project,
         location=stack.location,
         bucket=bucket,
-        prefix="jobs",
-        tracer_provider=provider,
+        prefix=prefix,
         retry=vb.RetryPolicy.no_wait(),
+        **options,
     )
 
 

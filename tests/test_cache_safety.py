@@ -105,6 +105,16 @@ def _crash_before_manifest(monkeypatch: pytest.MonkeyPatch, id: str) -> None:
     monkeypatch.setattr(Staging, "create_json", create_json)
 
 
+def _submit_killed_before_manifest(
+    client: vb.Client, monkeypatch: pytest.MonkeyPatch, id: str, requests: list[Any]
+) -> None:
+    """A cached submit of ``requests`` under ``id`` whose process dies before the manifest."""
+    with monkeypatch.context() as patch:
+        _crash_before_manifest(patch, id)
+        with pytest.raises(KeyboardInterrupt):
+            client.submit_claude(id, CLAUDE, requests, cache=True)
+
+
 @pytest.mark.parametrize("change", ["filled", "expired"])
 def test_a_retry_after_a_crash_before_the_manifest_carries_on(
     client: vb.Client,
@@ -117,10 +127,7 @@ def test_a_retry_after_a_crash_before_the_manifest_carries_on(
     retry takes the keys the first attempt claimed, stages the same rows and goes on."""
     requests = _requests(4)
     fill_cache(client, stack, "seed", requests[:1])  # k0 cached
-    with monkeypatch.context() as patch:
-        _crash_before_manifest(patch, "x1")
-        with pytest.raises(KeyboardInterrupt):
-            client.submit_claude("x1", CLAUDE, requests, cache=True)
+    _submit_killed_before_manifest(client, monkeypatch, "x1", requests)
     assert object_names(stack, bucket, "jobs/x1/manifest.json") == []
     if change == "filled":
         fill_cache(client, stack, "more", requests[1:3])  # now k1 and k2 are cached too
@@ -143,10 +150,7 @@ def test_a_plan_counts_what_a_crashed_submits_claim_took(
     refuses rows the claim does not fit, as submit does."""
     requests = _requests(4)
     fill_cache(client, stack, "seedp", requests[:1])  # k0 cached
-    with monkeypatch.context() as patch:
-        _crash_before_manifest(patch, "xp")
-        with pytest.raises(KeyboardInterrupt):
-            client.submit_claude("xp", CLAUDE, requests, cache=True)
+    _submit_killed_before_manifest(client, monkeypatch, "xp", requests)
     fill_cache(client, stack, "morep", requests)  # every request is cached now
     assert client.plan_claude("fresh", CLAUDE, requests, cache=True).cached == 4
     plan = client.plan_claude("xp", CLAUDE, requests, cache=True)
@@ -165,10 +169,7 @@ def test_a_claim_for_other_requests_is_refused(
 ) -> None:
     """A claimed key whose request changed before the retry is not given the claimed answer."""
     fill_cache(client, stack, "seed2", _requests(1))
-    with monkeypatch.context() as patch:
-        _crash_before_manifest(patch, "x2")
-        with pytest.raises(KeyboardInterrupt):
-            client.submit_claude("x2", CLAUDE, _requests(2), cache=True)
+    _submit_killed_before_manifest(client, monkeypatch, "x2", _requests(2))
     changed = [claude_request("k0", "Something else."), _requests(2)[1]]
     with pytest.raises(vb.InvalidRequestError, match="already claimed for other rows") as err:
         client.submit_claude("x2", CLAUDE, changed, cache=True)

@@ -21,7 +21,7 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, claude_request, recording_storage_client
+from tests.helpers import CLAUDE, claude_request, local_client, recording_storage_client
 from tests.upload_gate import Gate, upload_gate
 from vertexbatch import _upload
 from vertexbatch._staging import Staging
@@ -470,15 +470,7 @@ def test_a_failed_submit_leaves_no_session_and_no_thread(
     gate = Gate(faults={chunk: "refuse"})
     before = set(threading.enumerate())
     with upload_gate(stack.storage_endpoint, gate):
-        client = vb.Client.for_endpoints(
-            vertex_endpoint=stack.vertex_endpoint,
-            storage_endpoint=gate.url,
-            project=stack.project,
-            location=stack.location,
-            bucket=bucket,
-            prefix="u",
-            retry=vb.RetryPolicy.no_wait(),
-        )
+        client = local_client(stack, bucket, storage_endpoint=gate.url, prefix="u")
         with pytest.raises(api_exceptions.Forbidden):
             client.submit_claude("refused", CLAUDE, _two_thousand_requests())
     assert gate.chunks == chunk and gate.cancels == 1
