@@ -4,15 +4,18 @@
 
 On one LocalStack (the local model held, so only staging runs): N benchmark requests submitted,
 each chunk request of the uploads timed (when it started, how long GCS took to answer, its size),
-then the same bytes sent by the naive way's one ``upload_from_string``. fake-gcs-server
+then the same bytes sent by the naive way's ``upload_from_string`` (one request up to 100 MiB,
+google-cloud-storage's default chunk past that; its requests timed too). fake-gcs-server
 checksums the whole object again on every chunk, so a chunk's answer takes longer the larger the
-object already is: the sum of the input's chunk times, against the one request, shows what that
-costs at this N and chunk size. Prints one block per repeat.
+object already is. A least-squares line through the input's chunk times (all but the last, which
+also commits the object) against the bytes already stored gives that cost per stored GiB, and
+what it came to over this upload. Prints one block per repeat.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -31,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args(argv)
 
+    from google.cloud.storage._media.requests import ResumableUpload
+
     from benchmarks import workload
     from vertexbatch import _upload
     from vertexbatch.emulator import LocalStack
@@ -48,6 +53,17 @@ def main(argv: list[str] | None = None) -> int:
         requests.append((name, began - start[0], time.perf_counter() - began, len(chunk)))
 
     _upload._Session.send = timed_send  # type: ignore[method-assign,assignment]
+    naive_requests: list[float] = []
+    naive_chunk = ResumableUpload.transmit_next_chunk
+
+    def timed_naive_chunk(upload: Any, *args: Any, **kwargs: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return naive_chunk(upload, *args, **kwargs)
+        finally:
+            naive_requests.append(time.perf_counter() - began)
+
+    ResumableUpload.transmit_next_chunk = timed_naive_chunk  # type: ignore[method-assign]
     with LocalStack() as stack:
         stack.faults.hold(state="PENDING")
         store = stack.storage_client()
@@ -68,21 +84,40 @@ def main(argv: list[str] | None = None) -> int:
             client.cancel(job)
             inputs = [r for r in requests if r[0] == "input.jsonl"]
             data = bucket.blob(f"b/r{repeat}/input.jsonl").download_as_bytes()
+            naive_requests.clear()
             began = time.perf_counter()
-            bucket.blob(f"b/one-request-{repeat}").upload_from_string(data)
-            one = time.perf_counter() - began
+            bucket.blob(f"b/naive-{repeat}").upload_from_string(data)
+            naive = time.perf_counter() - began
             del data
             took = sum(r[2] for r in inputs)
             how = f"{len(inputs)} chunk requests, {took:.2f} s in all" + (
                 f" (the last {inputs[-1][2]:.2f} s)" if inputs else " (one multipart request)"
             )
             print(
-                f"  submit {submit:.2f} s; input: {how}, against {one:.2f} s for the same bytes "
-                "in one request"
+                f"  submit {submit:.2f} s; input: {how}, against {naive:.2f} s for the same bytes "
+                f"by upload_from_string ({max(len(naive_requests), 1)} request(s))"
             )
+            print(f"  {_rechecksum(inputs)}")
             for name, at, seconds, size in requests:
                 print(f"    {name:12} at {at:5.2f} s: {seconds:.3f} s for {size / 2**20:5.1f} MiB")
     return 0
+
+
+def _rechecksum(chunks: list[tuple[str, float, float, int]]) -> str:
+    """The fitted cost of the bytes already stored, per chunk, over all but the last chunk."""
+    stored, seconds, offset = [], [], 0
+    for _, _, took, size in chunks:
+        stored.append(offset / 2**30)
+        seconds.append(took)
+        offset += size
+    if len(stored) < 4:  # the last is left out: a line needs two points and one to spare
+        return "re-checksum: too few chunks to fit"
+    slope, intercept = statistics.linear_regression(stored[:-1], seconds[:-1])
+    extra = slope * sum(stored)
+    return (
+        f"re-checksum: {slope:.3f} s per GiB already stored, per chunk (a chunk alone "
+        f"{intercept:.3f} s); {extra:.2f} s of this upload"
+    )
 
 
 if __name__ == "__main__":

@@ -27,11 +27,20 @@ def _benchmark(module: str, *args: str) -> str:
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_upload_chunk_benchmark_times_each_chunk() -> None:
-    """12,000 Claude requests (about 19 MB): one 16 MiB chunk and the last, each timed."""
-    out = _benchmark("upload_chunks", "--n", "12000", "--repeats", "1")
-    assert out.startswith("claude N=12000, 16 MiB chunks"), out
-    assert re.search(r"input: 2 chunk requests, [\d.]+ s in all \(the last [\d.]+ s\)", out), out
-    assert len(re.findall(r"input\.jsonl +at +[\d.]+ s: [\d.]+ s for +[\d.]+ MiB", out)) == 2, out
+    """12,000 Claude requests (about 19 MB) in 4 MiB chunks: each timed, the re-checksum fitted."""
+    out = _benchmark("upload_chunks", "--n", "12000", "--repeats", "1", "--chunk-mib", "4")
+    assert out.startswith("claude N=12000, 4 MiB chunks"), out
+    summary = re.search(
+        r"input: (\d+) chunk requests, [\d.]+ s in all \(the last [\d.]+ s\), against [\d.]+ s "
+        r"for the same bytes by upload_from_string \((\d+) request\(s\)\)",
+        out,
+    )
+    assert summary, out
+    chunks = re.findall(r"input\.jsonl +at +[\d.]+ s: [\d.]+ s for +([\d.]+) MiB", out)
+    assert len(chunks) == int(summary.group(1)) == 5, out
+    assert chunks[:4] == ["4.0"] * 4, out
+    assert summary.group(2) == "1", out  # under 100 MiB: google-cloud-storage's one request
+    assert re.search(r"re-checksum: -?[\d.]+ s per GiB already stored, per chunk", out), out
 
 
 @pytest.mark.slow
