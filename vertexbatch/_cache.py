@@ -48,6 +48,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ._errors import InvalidRequestError
+from ._json import load_json
 from ._models import Provider
 from ._staging import JSONL, Staging
 
@@ -116,7 +117,7 @@ def storage_errors() -> tuple[type[BaseException], ...]:
 def _parse_header(raw: bytes) -> tuple[int, list[str]] | None:
     """A merged object's header line: its entry count and the names it replaces."""
     try:
-        header = json.loads(raw)
+        header = load_json(raw)
     except ValueError:
         return None
     if not isinstance(header, dict) or set(header) != {"n", "replaces"}:

@@ -20,7 +20,6 @@ and ``advance`` never fill), best-effort and in bounded memory.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -33,6 +32,7 @@ from google.api_core.exceptions import NotFound
 from ._cache import AnswerCache, encode_response, storage_errors
 from ._dedupe import exact_digest, exact_digests
 from ._errors import InvalidRequestError, JobError, job_errors
+from ._json import load_json
 from ._keymap import KeyMap, cache_digest, parse_key_record
 from ._lines import StagedLine
 from ._manifest import KEYS, RECORD, Manifest, read_manifest
@@ -250,7 +250,7 @@ def _claimed(staging: Staging, submission_id: str, claim: Any) -> tuple[str, dic
     try:
         for raw in staging.read_lines(uri):
             digest.update(raw + b"\n")
-            row = json.loads(raw)
+            row = load_json(raw)
             claimed[row["d"]] = row["x"]
     except (ValueError, TypeError, KeyError):
         claimed = {}
@@ -305,7 +305,7 @@ def read_cached(staging: Staging, job: Job, keys: KeyMap, taken: set[int]) -> It
             digest.update(raw + b"\n")
             count += 1
             try:
-                row = json.loads(raw)
+                row = load_json(raw)
                 index = keys.cached_index(row["d"])
                 response = row["r"]
             except (ValueError, TypeError, KeyError):

@@ -23,7 +23,6 @@ user's bucket; the input is ours, the output the service's).
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import Callable, Mapping
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._config import Config, local_retry, read_config
 from ._errors import InvalidRequestError
+from ._json import load_json
 from ._probe_shape import (
     differences,
     facts,
@@ -444,7 +444,7 @@ def _read_output(gcs: Any, job: _Job) -> tuple[dict[str, Any], list[dict[str, An
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = load_json(line)
             except ValueError:
                 rows.append({"file": file, "shape": "not JSON", "_row": {}})
                 continue

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from ._json import load_json
+
 __all__ = [
     "LOCAL_DEFAULTS",
     "differences",
@@ -109,7 +111,7 @@ def status_shape(status: str) -> Any:
     if found is None:
         return "text"
     try:
-        tail = json.loads(found.group(2))
+        tail = load_json(found.group(2))
     except ValueError:
         return f"{found.group(1)}: text"
     return {"prefix": found.group(1), "json": shape(tail, row=False)}
@@ -186,7 +188,7 @@ def row_facts(provider: str, row: Mapping[str, Any]) -> dict[str, Any]:
     request = row.get("request")
     if isinstance(request, str):
         try:
-            request = json.loads(request)
+            request = load_json(request)
         except ValueError:
             request = None
     failed = status_format(row) not in ("empty", "absent")
