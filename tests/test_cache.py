@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -183,15 +184,23 @@ def test_a_retry_keeps_the_answers_it_staged(
     assert _input_rows(stack, bucket, "r1") == 2
 
 
+DEEP = b"[" * 100_000 + b"]" * 100_000  # past the recursion limit of json.loads
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [lambda data: data.replace(b"Local", b"Other"), lambda data: DEEP + b"\n" + data],
+    ids=["edited", "nested-too-deeply"],
+)
 def test_damaged_staged_answers_fail_results(
-    client: vb.Client, stack: LocalStack, bucket: str
+    client: vb.Client, stack: LocalStack, bucket: str, damage: Callable[[bytes], bytes]
 ) -> None:
     """A submission's staged cached answers that no longer match its manifest are an error."""
     fill_cache(client, stack, "s0", _requests(2))
     job = client.submit_claude("s1", CLAUDE, _requests(2), cache=True)
     [name] = object_names(stack, bucket, "jobs/s1/cached-")
     blob = stack.storage_client().bucket(bucket).blob(name)
-    blob.upload_from_string(blob.download_as_bytes().replace(b"Local", b"Other"))
+    blob.upload_from_string(damage(blob.download_as_bytes()))
     with pytest.raises(vb.JobError, match="damaged"):
         list(client.results(job))
 

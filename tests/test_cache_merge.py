@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -44,18 +45,29 @@ def test_an_object_named_before_a_merge_but_written_after_it_is_read(
         assert sorted(found) == [_digest(i) for i in (*range(9), 10)]
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda lines: b"".join(lines[:4]),  # truncated: the header and 3 entries
+        lambda lines: b"[" * 100_000 + b"]" * 100_000 + b"\n" + b"".join(lines[1:]),  # deep header
+    ],
+    ids=["truncated", "header-nested-too-deeply"],
+)
 def test_a_damaged_merged_object_falls_back_to_what_it_merged(
-    client: vb.Client, stack: LocalStack, bucket: str, caplog: pytest.LogCaptureFixture
+    client: vb.Client,
+    stack: LocalStack,
+    bucket: str,
+    caplog: pytest.LogCaptureFixture,
+    damage: Callable[[list[bytes]], bytes],
 ) -> None:
-    """The merged object is truncated: lookups read the objects it merged instead (they still
+    """The merged object is damaged: lookups read the objects it merged instead (they still
     exist), with a warning naming it, and lose no entry."""
     for w in range(9):
         _cache(client, NOW - 1200 + w).fill(f"w{w}", {_digest(w): {"n": w}})
     _cache(client, NOW).lookup([_digest(0)], compact=True)
     (name,) = _merged(stack, bucket)
     blob = stack.storage_client().bucket(bucket).blob(name)
-    text = blob.download_as_bytes()
-    blob.upload_from_string(b"".join(text.splitlines(keepends=True)[:4]))  # header + 3 entries
+    blob.upload_from_string(damage(blob.download_as_bytes().splitlines(keepends=True)))
     with caplog.at_level(logging.WARNING, logger="vertexbatch"):
         found = _cache(client, NOW + 1).lookup([_digest(i) for i in range(9)])
     assert sorted(found) == [_digest(i) for i in range(9)]

@@ -176,6 +176,21 @@ def test_a_claim_for_other_requests_is_refused(
     assert "'k0'" in str(err.value)
 
 
+def test_claimed_answers_nested_too_deeply_are_refused_by_name(
+    client: vb.Client, stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answers a crashed submit claimed are damaged (a line nested past json's recursion
+    limit): the retry is refused with the object named, not a bare RecursionError."""
+    fill_cache(client, stack, "seed3", _requests(1))
+    _submit_killed_before_manifest(client, monkeypatch, "x3", _requests(2))
+    [name] = object_names(stack, bucket, "jobs/x3/cached-")
+    blob = stack.storage_client().bucket(bucket).blob(name)
+    blob.upload_from_string(b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    with pytest.raises(vb.InvalidRequestError, match="gone or damaged") as err:
+        client.submit_claude("x3", CLAUDE, _requests(2), cache=True)
+    assert name in str(err.value)
+
+
 def _tool_request(key: str, tool_input: dict[str, Any]) -> vb.ClaudeRequest:
     """A request whose tool_use input differs only by what the canonical digest ignores."""
     messages = [

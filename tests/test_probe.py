@@ -18,7 +18,13 @@ from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
 import vertexbatch as vb
 from tests.helpers import jobs_in
 from vertexbatch._cli import ExitCode, main
-from vertexbatch._probe_shape import LOCAL_DEFAULTS, shape, status_format
+from vertexbatch._probe_shape import (
+    LOCAL_DEFAULTS,
+    row_facts,
+    shape,
+    status_format,
+    status_shape,
+)
 from vertexbatch.emulator import JobOptions, LocalStack, Timing
 
 DIFFERENT = JobOptions(
@@ -265,6 +271,14 @@ def test_a_damaged_deep_or_huge_report_is_refused_clearly(
 )
 def test_status_format(row: dict[str, Any], expected: str) -> None:
     assert status_format(row) == expected
+
+
+def test_rows_nested_too_deeply_are_described_not_raised() -> None:
+    """A status tail or an echoed request string nested past json's recursion limit is text."""
+    deep = "[" * 100_000 + "]" * 100_000
+    assert status_shape(f"Bad Request: {{\"error\": {deep}}}") == "Bad Request: text"
+    facts = row_facts("google", {"status": "", "request": deep, "response": {}})
+    assert facts["labels_echoed"] is False and facts["status"] == "empty"
 
 
 def test_shape_keeps_types_enums_and_status_prefixes_only() -> None:
