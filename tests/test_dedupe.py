@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -16,6 +18,7 @@ from vertexbatch._cli import main
 from vertexbatch._dedupe import dedupe
 from vertexbatch._keymap import KeyMap
 from vertexbatch._lines import claude_line
+from vertexbatch._staging import Staging
 from vertexbatch.emulator import JobOptions, LocalStack
 
 
@@ -86,6 +89,44 @@ def test_dedupe_switched_is_other_rows(client: vb.Client) -> None:
     with pytest.raises(vb.InvalidRequestError, match="already claimed for other rows"):
         client.submit_claude("dd-switch", CLAUDE, _requests())
     assert client.submit_claude("dd-switch", CLAUDE, _requests(), dedupe=True) == first
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        lambda rows: [*rows[:-2], claude_request("g", "Summarise the report."), rows[-1]],
+        lambda rows: [rows[0], rows[1], rows[3], rows[2], *rows[4:]],
+    ],
+    ids=["another-repeat-key", "repeats-in-another-order"],
+)
+def test_the_same_input_with_another_key_map_is_other_rows(
+    client: vb.Client,
+    stack: LocalStack,
+    bucket: str,
+    monkeypatch: pytest.MonkeyPatch,
+    other: Callable[[list[vb.ClaudeRequest]], list[vb.ClaudeRequest]],
+) -> None:
+    """A submit stopped after the key map, before the manifest; another submit of the id stages
+    the same input lines with other keys (repeats have no line of their own): refused, no job
+    made, nothing staged changed; the first rows then carry on and every key is read."""
+    real = Staging.create_json
+
+    def crash(self: Staging, name: str, value: Any) -> bool:
+        if name.endswith("/dd-keys/manifest.json"):
+            raise KeyboardInterrupt("killed")
+        return real(self, name, value)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Staging, "create_json", crash)
+        with pytest.raises(KeyboardInterrupt):
+            client.submit_claude("dd-keys", CLAUDE, _requests(), dedupe=True)
+    with pytest.raises(vb.InvalidRequestError, match="already claimed for other keys") as err:
+        client.submit_claude("dd-keys", CLAUDE, other(_requests()), dedupe=True)
+    assert "key map" in str(err.value)
+    assert jobs_in(stack, bucket) == []
+    job = client.submit_claude("dd-keys", CLAUDE, _requests(), dedupe=True)
+    stack.wait_job(job.name)
+    assert sorted(r.key for r in client.results(job)) == list("abcdef")
 
 
 def test_dedupe_without_repeats_is_the_plain_submission(client: vb.Client) -> None:

@@ -276,7 +276,7 @@ def test_status_format(row: dict[str, Any], expected: str) -> None:
 def test_rows_nested_too_deeply_are_described_not_raised() -> None:
     """A status tail or an echoed request string nested past json's recursion limit is text."""
     deep = "[" * 100_000 + "]" * 100_000
-    assert status_shape(f"Bad Request: {{\"error\": {deep}}}") == "Bad Request: text"
+    assert status_shape(f'Bad Request: {{"error": {deep}}}') == "Bad Request: text"
     facts = row_facts("google", {"status": "", "request": deep, "response": {}})
     assert facts["labels_echoed"] is False and facts["status"] == "empty"
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
+from google.api_core import exceptions as api_exceptions
 from google.cloud import aiplatform_v1
 
 import vertexbatch as vb
@@ -194,6 +196,38 @@ def test_lost_create_response_is_adopted(client: vb.Client, stack: LocalStack) -
     jobs = _jobs_of(stack, client.bucket, "lost-create")
     assert [j["name"] for j in jobs] == [job.name]
     assert stack.calls()["create"] == 1
+
+
+def test_a_lost_create_of_a_submitter_that_adopts_anothers_record_is_cancelled(
+    client: vb.Client, stack: LocalStack
+) -> None:
+    """B's create takes effect but its answer is lost, and B's job lags in list; meanwhile A
+    creates and records its own job. B's retry adopts A's recorded job, and keeps listing until
+    its own lost job shows, then cancels it: one live job."""
+    stack.faults.hold(display_name="lost-b", state="PENDING")  # twins stay live, as real ones do
+    requests = claude_requests(2)
+    stack.faults.fail("create", status=403)  # stage first: both go straight to list and create
+    with pytest.raises(api_exceptions.Forbidden):
+        client.submit_claude("lost-b", MODEL, requests)
+    stack.faults.list_lag(lists=5)  # B's job will lag in list
+    stack.faults.block("create", when="after")
+    out: dict[str, object] = {}
+
+    def submit_b() -> None:
+        try:
+            out["b"] = client.submit_claude("lost-b", MODEL, requests)
+        except Exception as exc:  # reported by the assertion below
+            out["b"] = exc
+
+    b = threading.Thread(target=submit_b)
+    b.start()
+    stack.faults.wait_blocked("create")  # B's job exists; B has no answer yet
+    stack.faults.list_lag(lists=0)  # A's job shows at once
+    a = client.submit_claude("lost-b", MODEL, requests)  # A creates and records its job
+    stack.faults.unblock("create", drop=True)  # B's create answer is lost (503)
+    b.join()
+    assert out["b"] == a
+    assert [j["name"] for j in _live(_jobs_of(stack, client.bucket, "lost-b"))] == [a.name]
 
 
 def test_storms_and_list_lag_leave_one_live_job(client: vb.Client, stack: LocalStack) -> None:

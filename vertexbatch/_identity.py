@@ -124,9 +124,15 @@ def stage(
                 raise claim_conflict(
                     submission_id, read_manifest(staging, submission_id), given, existing or ""
                 )
-        # The same rows give the same key map, so a key map already there is this one (a
-        # damaged one is caught when it is read: the manifest holds its MD5).
-        keys_upload.finish()
+        # The same input can come with another key map (dedupe's repeats and cached keys have
+        # no line of their own, and may be other keys or in another order): one already there
+        # must be this one, or the job's results could never be read.
+        if not keys_upload.finish():
+            existing = staging.md5(folder.name(KEYS))
+            if existing != given.keys_md5:
+                raise claim_conflict(
+                    submission_id, None, given, staged_keys_md5=existing or "unknown"
+                )
     except BaseException:
         for upload in (input_upload, keys_upload):
             if upload is not None:
@@ -337,9 +343,12 @@ def submit(
     else:
         chosen = _follow_record(vertex, staging.read_json(folder.name(RECORD)), spec, where)
         logger.info("id %s was recorded as job %s by another submitter", spec.id, chosen.name)
+        # The recorded job, and each job this caller may have made: the one it was told of
+        # (cancelled now), and any whose create answer was lost (cancelled once listed).
+        expected = 1 + lost_creates
         if created is not None and created.name != chosen.name:
             _cancel(vertex, created, spec)
-        expected = 1
+            expected += 1
     _cancel_twins(vertex, spec, chosen, policy, expected=max(expected, 1), unsure=refused_creates)
     return spec.to_job(chosen)
 

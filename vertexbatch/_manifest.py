@@ -190,9 +190,18 @@ class Manifest:
 
 
 def claim_conflict(
-    submission_id: str, staged: Manifest | None, given: Manifest, staged_md5: str = ""
+    submission_id: str,
+    staged: Manifest | None,
+    given: Manifest,
+    staged_md5: str = "",
+    staged_keys_md5: str = "",
 ) -> InvalidRequestError:
-    if staged is None:
+    if staged is None and staged_keys_md5:
+        # The same input with another key map: other keys for the same lines (dedupe's repeats,
+        # cached keys), or the same keys in another order.
+        what = f"other keys (its staged key map has MD5 {staged_keys_md5}; these rows' key map "
+        what += f"has MD5 {given.keys_md5})"
+    elif staged is None:
         # A submitter stopped after the input, before the manifest: only the input is known.
         what = f"other rows (its staged input has MD5 {staged_md5 or 'unknown'}; these rows "
         what += f"have MD5 {given.md5})"
