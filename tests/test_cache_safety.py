@@ -296,9 +296,9 @@ def test_a_lookup_lists_only_its_own_models_folder(
     listed: list[str] = []
     real = Staging.list_names
 
-    def list_names(self: Staging, uri_prefix: str) -> list[tuple[str, int]]:
+    def list_names(self: Staging, uri_prefix: str) -> list[tuple[str, int, int]]:
         found = real(self, uri_prefix)
-        listed.extend(name for name, _ in found)
+        listed.extend(name for name, _, _ in found)
         return found
 
     monkeypatch.setattr(Staging, "list_names", list_names)

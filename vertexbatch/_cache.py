@@ -326,7 +326,7 @@ class AnswerCache:
         start = len(self.uri) + 1
         # ``list_names`` lists the folder (a trailing slash): ``gemini-3.8-flash`` never lists
         # ``gemini-3.8-flash-lite``.
-        for uri, _ in self._staging.list_names(self.uri):
+        for uri, _, _ in self._staging.list_names(self.uri):
             rest = uri[start:]
             match = _NAME.fullmatch(rest)
             merged = match is None

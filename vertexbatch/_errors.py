@@ -190,6 +190,10 @@ def _rebuild(cls: type[Exception], args: tuple[Any, ...], state: dict[str, Any])
     return cls(*args, **state)
 
 
+class ObjectReplaced(api_exceptions.NotFound):
+    """The generation of an object being read is gone: it was replaced or deleted meanwhile."""
+
+
 @contextlib.contextmanager
 def job_errors(job: str, reading: str = "") -> Iterator[None]:
     """Translate the Google errors of one job's calls into ``JobError``: the one boundary.
@@ -202,6 +206,12 @@ def job_errors(job: str, reading: str = "") -> Iterator[None]:
     """
     try:
         yield
+    except ObjectReplaced as exc:
+        raise JobError(
+            f"{reading or 'an object'} was replaced or deleted while it was read: read the "
+            f"results of job {job} again",
+            job=job,
+        ) from exc
     except api_exceptions.NotFound as exc:
         if reading:
             message = f"{reading} is gone: job {job} cannot be read without it"

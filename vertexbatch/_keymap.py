@@ -100,8 +100,8 @@ def canonical_digest(request: Mapping[str, Any]) -> str:
 class KeyMap:
     """The keys of one job in submission order, and the digests that lead back to them.
 
-    Held compactly (digests as 64-bit integers; the canonical index built only when a row has no
-    id), because a Cloud Function reading 200,000 results has little memory to spare.
+    Held compactly (digests as 128-bit integers, not strings; the canonical index built only when
+    a row has no id), because a Cloud Function reading 200,000 results has little memory to spare.
     """
 
     __slots__ = (
@@ -141,12 +141,12 @@ class KeyMap:
         index = len(self.keys)
         if digest[0] == "c":
             self.cached += 1
-            self._by_cache[_short(digest)] = index
+            self._by_cache[_number(digest)] = index
             self.keys.append(key)
             self._canonical.append(0)  # never matched by an echoed request
             self._by_canonical = None
             return
-        first = self._by_digest.setdefault(_short(digest), index)
+        first = self._by_digest.setdefault(_number(digest), index)
         if first != index:
             self._shared.setdefault(first, []).append(index)
             self._primary[index] = first
@@ -176,7 +176,7 @@ class KeyMap:
                     match = None  # refused below, as json.loads refuses it
                 else:
                     index = len(keys)
-                    if by_digest.setdefault(int(match[2][1:17], 16), index) != index:
+                    if by_digest.setdefault(int(match[2][1:], 16), index) != index:
                         match = None  # a line's other key (dedupe): ``add`` records it, below
             if match is not None:
                 if key in seen:
@@ -226,7 +226,7 @@ class KeyMap:
         if len(digest) != 33 or digest[0] != "c":
             return None
         try:
-            return self._by_cache.get(_short(digest))
+            return self._by_cache.get(_number(digest))
         except ValueError:
             return None
 
@@ -234,7 +234,7 @@ class KeyMap:
         if len(digest) != 33 or digest[0] != "k":
             return None
         try:
-            return self._by_digest.get(_short(digest))
+            return self._by_digest.get(_number(digest))
         except ValueError:
             return None
 
@@ -254,11 +254,14 @@ class KeyMap:
         """The index of the key an output row answers, or ``None``.
 
         Tried in order: the digest in ``custom_id`` or the ``vb_key`` sibling field, the digest in
-        the echoed request's labels, then the canonical digest of the echoed request (the first
-        key with that request not yet ``taken``, so identical requests each get one row).
+        the echoed request's labels, then, for a row that carries no id at all, the canonical
+        digest of the echoed request (the first key with that request not yet ``taken``, so
+        identical requests each get one row).
         """
         index = self.match_id(row)
-        return self.match_echo(row, taken) if index is None else index
+        if index is None and not self.carries_id(row):
+            return self.match_echo(row, taken)
+        return index
 
     def match_id(self, row: Mapping[str, Any]) -> int | None:
         """The index of the key whose digest the row carries (``custom_id``, ``vb_key``, label)."""
@@ -267,7 +270,7 @@ class KeyMap:
             if type(value) is str and len(value) == 33 and value[0] == "k":
                 # _digest_index, without its calls: once per output row.
                 try:
-                    index = self._by_digest.get(int(value[1:17], 16))
+                    index = self._by_digest.get(int(value[1:], 16))
                 except ValueError:
                     continue
                 if index is not None:
@@ -283,6 +286,19 @@ class KeyMap:
                 if index is not None:
                     return index
         return None
+
+    @staticmethod
+    def carries_id(row: Mapping[str, Any]) -> bool:
+        """Whether the row carries an id (a string in ``custom_id``, ``vb_key`` or its label).
+
+        A row that carries one answers the key it names or none: when ``match_id`` finds no key,
+        the row is another job's (or damaged), and must not take a key by its echoed request.
+        """
+        if type(row.get("custom_id")) is str or type(row.get(KEY_FIELD)) is str:
+            return True
+        request = row.get("request")
+        labels = request.get("labels") if isinstance(request, Mapping) else None
+        return isinstance(labels, Mapping) and isinstance(labels.get(KEY_FIELD), str)
 
     def match_echo(self, row: Mapping[str, Any], taken: Container[int] = ()) -> int | None:
         """The first key not yet ``taken`` whose request the row echoes (by canonical digest).
@@ -346,6 +362,11 @@ _HEX32 = re.compile(r"[0-9a-f]{32}")
 _PLAIN_RECORD = re.compile(rb'\["([^"\\\x00-\x1f]+)","(k[0-9a-f]{32})","((?:[0-9a-f]{32})?)"\]')
 
 
-def _short(digest: str) -> int:
-    """64 bits of a key digest: plenty to tell 200,000 keys apart, a third of the memory."""
-    return int(digest[1:17], 16)
+def _number(digest: str) -> int:
+    """The 128 bits of a digest as an integer: half the memory of the string, and all its bits.
+
+    All of them: a row's id that shares only a prefix with a key's digest names another key (or
+    none). ``int`` also reads other spellings of the same number (upper case, ``_``, a sign), never
+    a different one; anything else that is not hex is a ``ValueError``.
+    """
+    return int(digest[1:], 16)

@@ -18,7 +18,7 @@ from ._staging import Staging
 from ._telemetry import Telemetry
 from ._vertex import Vertex, status_of
 
-__all__ = ["iter_results", "output_files", "read_output_file"]
+__all__ = ["damaged_results", "iter_results", "output_files", "read_output_file"]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -63,23 +63,39 @@ def iter_results(
         # no output yet.
         directory = vertex_job.output_info.gcs_output_directory
     keys = read_key_map(staging, job)
-    files: list[str] = []
+    # Each output file is read at the generation listed: one replaced meanwhile is an error,
+    # never a splice of two generations.
+    generations: dict[str, int] = {}
     if directory:
         with job_errors(job.name, reading=directory):
-            files = output_files(directory, [name for name, _ in staging.list_names(directory)])
+            generations = {uri: gen for uri, _, gen in staging.list_names(directory)}
+    files = output_files(directory, list(generations)) if generations else []
     taken: set[int] = set()
     for result in read_cached(staging, job, keys, taken):
         telemetry.record(result, job)
         yield result
     echoed: dict[str, int] = {}
+    damaged: dict[int, Result] = {}
     # A cache=True job's ok answers go to the answer cache (a caller's pass of a terminal job).
     sink = fill if keys.fills_cache and status.terminal else None
     for uri in files:
-        for result in read_output_file(staging, uri, keys, taken, job, echoed=echoed):
+        for result in read_output_file(
+            staging,
+            uri,
+            keys,
+            taken,
+            job,
+            echoed=echoed,
+            damaged=damaged,
+            generation=generations[uri],
+        ):
             telemetry.record(result, job)
             if sink is not None and result.ok and not result.shared and result.response:
                 sink.add(result.key, result.response)
             yield result
+    for result in damaged_results(keys, damaged, taken):
+        telemetry.record(result, job)
+        yield result
     if status.terminal:
         missing = _missing_message(status)
         for index, key in enumerate(keys.keys):
@@ -115,6 +131,19 @@ def _shared(keys: KeyMap, index: int, result: Result, taken: set[int]) -> Iterat
         yield shared_result(result, keys.keys[other])
 
 
+def damaged_results(keys: KeyMap, damaged: dict[int, Result], taken: set[int]) -> Iterator[Result]:
+    """The ``MALFORMED_LINE`` results of damaged lines whose keys no intact row answered.
+
+    Called once a pass has read every file: only then is a damaged line known to be the key's
+    only copy.
+    """
+    for index, result in damaged.items():
+        if index not in taken:
+            taken.add(index)
+            yield result
+            yield from _shared(keys, index, result, taken)
+
+
 def read_output_file(
     staging: Staging,
     uri: str,
@@ -123,20 +152,33 @@ def read_output_file(
     job: Job,
     *,
     echoed: dict[str, int] | None = None,
+    damaged: dict[int, Result] | None = None,
+    generation: int = 0,
 ) -> Iterator[Result]:
     """Yield a result for each line of ``uri`` that answers a key not yet in ``taken``.
 
     A line that is not a JSON object (not UTF-8, nested too deeply, longer than ``_MAX_LINE``)
-    is a ``MALFORMED_LINE`` for the key its id fields name, if they name one. A row with no id is
-    matched by its echoed request; ``echoed`` counts such rows by content across the files of a
-    job, so that a row also present in an earlier file is not credited to a second key.
+    is a ``MALFORMED_LINE`` for the key its id fields name, if they name one, unless an intact
+    row answers that key: its result is put in ``damaged`` for the caller to yield with
+    ``damaged_results`` once the pass has read every file (with no ``damaged``, at the end of
+    this file). A row with an id that names no key is skipped. A row with no id is matched by
+    its echoed request; ``echoed`` counts such rows by content across the files of a job, so
+    that a row also present in an earlier file is not credited to a second key. With
+    ``generation``, the file is read at that generation (``Staging.read_lines``).
     """
+    if damaged is None:
+        pending: dict[int, Result] = {}
+        yield from read_output_file(
+            staging, uri, keys, taken, job, echoed=echoed, damaged=pending, generation=generation
+        )
+        yield from damaged_results(keys, pending, taken)
+        return
     skipped = 0
     earlier = echoed if echoed is not None else {}
     here: Counter[str] = Counter()
     sharing = keys.sharing  # whether any line answers several keys (dedupe; none, usually)
     with job_errors(job.name, reading=uri):
-        lines = staging.read_lines(uri, max_line=_MAX_LINE)
+        lines = staging.read_lines(uri, max_line=_MAX_LINE, generation=generation)
         for raw in lines:
             if not raw.strip():
                 continue
@@ -146,12 +188,13 @@ def read_output_file(
                 row = None
             if type(row) is not dict:
                 index = keys.find_digest(raw)
-                if index is None or index in taken:
+                if index is None or index in taken or index in damaged:
                     skipped += 1
                     continue
-                taken.add(index)
+                # Not taken yet: an intact copy of the row (later in this file, or in another
+                # file: a writer cut short, then retried) still answers the key.
                 key = keys.keys[index]
-                result = Result(
+                damaged[index] = Result(
                     key=key,
                     error=LineError(
                         "output line is not a readable JSON object",
@@ -159,11 +202,12 @@ def read_output_file(
                         status="MALFORMED_LINE",
                     ),
                 )
-                yield result
-                yield from _shared(keys, index, result, taken)
                 continue
             index = keys.match_id(row)
             if index is None:
+                if keys.carries_id(row):  # another job's row, or a damaged id: no key's
+                    skipped += 1
+                    continue
                 # Only the echoed request tells whose row this is. Identical rows in one file are
                 # rows of identical requests; a row already counted in an earlier file is the same
                 # row written twice (incremental and final), never a second key's.

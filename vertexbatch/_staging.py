@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from google.api_core import exceptions as api_exceptions
 
-from ._errors import InvalidRequestError
+from ._errors import InvalidRequestError, ObjectReplaced
 from ._ranged_read import RangeRead
 from ._retry import RetryPolicy
 from ._upload import CreateOnlyUpload
@@ -96,11 +96,11 @@ class Staging:
         path = f"{self._prefix}/{submission_id}" if self._prefix else submission_id
         return Folder(self._bucket.name, path)
 
-    def _blob(self, uri_or_name: str) -> storage.Blob:
+    def _blob(self, uri_or_name: str, generation: int | None = None) -> storage.Blob:
         if uri_or_name.startswith("gs://"):
             bucket, name = parse_gs_uri(uri_or_name)
-            return self._client.bucket(bucket).blob(name)
-        return self._bucket.blob(uri_or_name)
+            return self._client.bucket(bucket).blob(name, generation=generation)
+        return self._bucket.blob(uri_or_name, generation=generation)
 
     def upload(
         self,
@@ -212,28 +212,35 @@ class Staging:
             return None
         return base64.b64decode(blob.md5_hash).hex() if blob.md5_hash else None
 
-    def list_names(self, uri_prefix: str) -> list[tuple[str, int]]:
-        """Names and sizes of the objects under a ``gs://`` prefix (every page)."""
+    def list_names(self, uri_prefix: str) -> list[tuple[str, int, int]]:
+        """URIs, sizes and generations of the objects under a ``gs://`` prefix (every page)."""
         bucket, path = parse_gs_uri(uri_prefix)
         prefix = path.rstrip("/") + "/"
 
-        def listing() -> list[tuple[str, int]]:
+        def listing() -> list[tuple[str, int, int]]:
             blobs = self._client.list_blobs(bucket, prefix=prefix, retry=None)
-            return [(f"gs://{bucket}/{b.name}", int(b.size or 0)) for b in blobs]
+            return [
+                (f"gs://{bucket}/{b.name}", int(b.size or 0), int(b.generation or 0)) for b in blobs
+            ]
 
         return self._policy.call(f"list {uri_prefix}", listing)
 
-    def read_lines(self, uri_or_name: str, *, max_line: int | None = None) -> Iterator[bytes]:
+    def read_lines(
+        self, uri_or_name: str, *, max_line: int | None = None, generation: int = 0
+    ) -> Iterator[bytes]:
         """Stream an object's lines; a transient failure resumes at the byte it stopped at.
 
         With ``max_line``, a longer line is yielded as its first ``max_line`` bytes and a NUL
         byte (which no JSON text holds, so it reads as a damaged line) and the rest of it is
         passed over as it streams by: no more than ``max_line`` bytes of one line are held.
+
+        With ``generation`` (from ``list_names``), every range is read from that generation, so
+        an object replaced meanwhile is never read as a splice of two: ``ObjectReplaced``.
         """
         tail: list[bytes] = []  # the line being read, in pieces while it spans reads
         held = 0
         skipping = False  # passing over the rest of a line cut at max_line
-        for data in self._ranges(self._blob(uri_or_name)):
+        for data in self._ranges(self._blob(uri_or_name, generation or None)):
             lines = data.split(b"\n")
             last = lines.pop()
             if lines:
@@ -270,6 +277,12 @@ class Staging:
                 data = self._policy.call(f"read {blob.name}", _read_range(blob, offset))
             except api_exceptions.RequestRangeNotSatisfiable:
                 data = b""
+            except api_exceptions.NotFound as exc:
+                if blob.generation is None:
+                    raise
+                raise ObjectReplaced(  # type: ignore[no-untyped-call]
+                    f"gs://{blob.bucket.name}/{blob.name} generation {blob.generation} is gone"
+                ) from exc
             return data
 
         data = read(0)
