@@ -35,7 +35,7 @@ from ._errors import InvalidRequestError, JobError, job_errors
 from ._json import load_json
 from ._keymap import KeyMap, cache_digest, parse_key_record
 from ._lines import StagedLine
-from ._manifest import KEYS, RECORD, Manifest, read_manifest
+from ._manifest import KEYS, RECORD, Manifest, check_limits, no_rows, read_manifest
 from ._models import Job, Provider, Result, Status
 from ._outcomes import classify_row
 from ._staged import job_manifest
@@ -121,10 +121,15 @@ def answer_from_cache(
     cache holds by then, so it stages the same rows.
 
     Raises:
-        InvalidRequestError: the id's claim names keys or requests these lines do not have
-            (the id is claimed for other rows), or its staged answers are damaged.
+        InvalidRequestError: no lines; the rows left to stage pass Vertex's limits (before
+            anything is written, so a corrected retry finds no claim); the id's claim names keys
+            or requests these lines do not have (the id is claimed for other rows), or its
+            staged answers are damaged.
     """
     held = list(exact_digests(lines))
+    if not held:
+        # Before any cloud call: a claim of nothing would turn the cache off for the id.
+        raise no_rows(submission_id)
     folder = staging.folder(submission_id)
     claim = staging.read_json(folder.name(CLAIM))
     if claim is None and read_manifest(staging, submission_id) is not None:
@@ -136,6 +141,7 @@ def answer_from_cache(
         claim = mine if mine is not None else staging.read_json(folder.name(CLAIM))
     cached_md5, claimed = _claimed(staging, submission_id, claim)
     out = _take_claimed(submission_id, held, claimed)
+    check_limits(out)  # the rows of a claim already there, before staging reads anything
     counted = sum(1 for line in out if line.digest.startswith("c"))
     logger.info(
         "id %s: %d of %d requests answered from the answer cache",
@@ -204,6 +210,9 @@ def _claim(
     submitter claimed the id first (its claim wins)."""
     cache = AnswerCache(staging, provider, model, ttl=ttl)
     found = cache.lookup({exact for _, exact in held}, compact=True)
+    # Before the answers and the claim are written: a claim of rows staging then refuses
+    # would refuse the corrected retry as other rows.
+    check_limits(line for line, exact in held if exact not in found)
     body = hashlib.md5(usedforsecurity=False)
     text: list[bytes] = []
     for line, exact in held:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Self
 
@@ -549,6 +549,7 @@ class Client:
             dedupe=dedupe,
             cache=cache,
             cache_ttl=check_ttl(cache_ttl),
+            count=len(requests) if isinstance(requests, Sized) else None,
         )
 
     @traced("run.start", _tracing_of)
@@ -578,6 +579,7 @@ class Client:
             dedupe=dedupe,
             cache=cache,
             cache_ttl=check_ttl(cache_ttl),
+            count=len(requests) if isinstance(requests, Sized) else None,
         )
 
     @traced("run.open", _tracing_of)

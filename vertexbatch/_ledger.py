@@ -11,20 +11,25 @@ checked, and a record that does not hold is an ``InvalidRequestError`` naming it
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ._errors import InvalidRequestError
 from ._models import Provider
 from ._rules import MAX_ROWS, check_id
-from ._staging import Staging
+from ._staging import _SMALL_OBJECT_MAX, Staging
 
 __all__ = [
+    "LEDGER_MAX",
     "MAX_ATTEMPTS",
     "Ledger",
     "Shard",
     "attempt_id",
+    "check_ledger_size",
     "check_run_id",
+    "ledger_size",
+    "max_shards",
     "read_done",
     "read_ledger",
     "write_done",
@@ -38,6 +43,8 @@ MAX_ATTEMPTS = 99
 # Room a run id must leave for shard and attempt suffixes (".s9999.r99") within 63 characters.
 RUN_ID_MAX = 52
 FINAL_OUTCOMES = frozenset({"ok", "refused", "truncated", "failed", "exhausted"})
+# The most a ledger may be: Staging reads a record back whole up to this, and refuses more.
+LEDGER_MAX = _SMALL_OBJECT_MAX
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +133,76 @@ class Ledger:
         return cls(run_id, provider, model, attempts, tuple(shards))
 
 
+def _encoded(ledger: Ledger) -> bytes:
+    # As ``Staging.create_json`` writes it (a test checks the two agree).
+    return json.dumps(ledger.to_json(), sort_keys=True, indent=1).encode("utf-8")
+
+
+def ledger_size(
+    run_id: str, provider: Provider, model: str, max_attempts: int, shards: int, max_keys: int
+) -> int:
+    """The bytes of the ledger of ``shards`` shards of at most ``max_keys`` keys each, as
+    ``write_ledger`` writes it: exact when every shard holds ``max_keys``, else an upper bound."""
+    if shards < 1 or max_keys < 1:
+        raise ValueError(f"a ledger has shards of keys, not {shards} shards of {max_keys}")
+
+    def of(n: int) -> int:
+        listed = tuple(Shard(f"{run_id}.s{i}", max_keys) for i in range(n))
+        return len(_encoded(Ledger(run_id, provider, model, max_attempts, listed)))
+
+    one = of(1)
+    # Each further shard adds the same entry, but for the digits of its index (1 in shard 1's).
+    entry = of(2) - one - 1
+    digits, low = 0, 1  # the digits of the indexes 1 to shards - 1
+    while low < shards:
+        digits += (min(shards, low * 10) - low) * len(str(low))
+        low *= 10
+    return one + (shards - 1) * entry + digits
+
+
+def max_shards(
+    run_id: str, provider: Provider, model: str, max_attempts: int, max_keys: int
+) -> int:
+    """The most shards of at most ``max_keys`` keys a run's ledger can hold (``LEDGER_MAX``)."""
+    low, high = 0, LEDGER_MAX  # every shard's entry takes more than a byte
+    while low < high:
+        mid = (low + high + 1) // 2
+        if ledger_size(run_id, provider, model, max_attempts, mid, max_keys) <= LEDGER_MAX:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def check_ledger_size(
+    run_id: str,
+    provider: Provider,
+    model: str,
+    max_attempts: int,
+    shards: int,
+    shard_size: int,
+    *,
+    why: str = "",
+    then: str = "",
+) -> None:
+    """Raise unless the ledger of ``shards`` shards of ``shard_size`` keys can be read back.
+
+    ``why`` says how the number of shards is known, at the start of the message; ``then``
+    ends it.
+    """
+    size = ledger_size(run_id, provider, model, max_attempts, shards, shard_size)
+    if size <= LEDGER_MAX:
+        return
+    most = max_shards(run_id, provider, model, max_attempts, shard_size)
+    raise InvalidRequestError(
+        f"{why or f'{shards:,} shards'}: the ledger of run {run_id!r} would be {size:,} bytes, "
+        f"over the {LEDGER_MAX:,} a ledger may be, as it is read back whole (it holds at most "
+        f"{most:,} shards under this run id with shard_size={shard_size}); use a larger "
+        f"shard_size{then}",
+        field="shard_size",
+    )
+
+
 def read_ledger(staging: Staging, run_id: str) -> Ledger | None:
     """The run's ledger, ``None`` if there is no run under the id."""
     folder = staging.folder(run_id)
@@ -134,7 +211,19 @@ def read_ledger(staging: Staging, run_id: str) -> Ledger | None:
 
 
 def write_ledger(staging: Staging, ledger: Ledger) -> bool:
-    """Write the ledger create-only; ``False`` if the id already holds another run."""
+    """Write the ledger create-only; ``False`` if the id already holds another run.
+
+    Raises:
+        InvalidRequestError: the ledger is over ``LEDGER_MAX``: it could never be read back.
+    """
+    size = len(_encoded(ledger))
+    if size > LEDGER_MAX:
+        raise InvalidRequestError(
+            f"{len(ledger.shards):,} shards: the ledger of run {ledger.id!r} would be {size:,} "
+            f"bytes, over the {LEDGER_MAX:,} a ledger may be, as it is read back whole; use a "
+            "larger shard_size",
+            field="shard_size",
+        )
     name = staging.folder(ledger.id).name(LEDGER)
     return staging.create_json(name, ledger.to_json()) or read_ledger(staging, ledger.id) == ledger
 

@@ -29,6 +29,7 @@ __all__ = [
     "RECORD",
     "Manifest",
     "Tally",
+    "check_limits",
     "claim_conflict",
     "measure",
     "no_rows",
@@ -244,18 +245,7 @@ class Tally:
             return
         self.rows += 1
         self.bytes += len(line.data)
-        if self.rows > MAX_ROWS:
-            raise InvalidRequestError(
-                f"more than {MAX_ROWS:,} requests for one job, which is Vertex's limit: "
-                "split them across ids (runs shard automatically)",
-                field="requests",
-            )
-        if self.bytes > MAX_INPUT_BYTES:
-            raise InvalidRequestError(
-                f"input passed {MAX_INPUT_BYTES:,} bytes at request {line.key!r}, over "
-                "Vertex's 1 GB limit for one job: split the requests across ids",
-                field="requests",
-            )
+        _check_limits(self.rows, self.bytes, line.key)
         if self._md5 is not None:
             self._md5.update(line.data)
 
@@ -277,6 +267,34 @@ class Tally:
             origin=origin,
             keys=self.keys if self.keys != self.rows else 0,
         )
+
+
+def _check_limits(rows: int, size: int, key: str) -> None:
+    """Raise if ``rows`` rows of ``size`` bytes in all, the last keyed ``key``, pass one job's
+    limits."""
+    if rows > MAX_ROWS:
+        raise InvalidRequestError(
+            f"more than {MAX_ROWS:,} requests for one job, which is Vertex's limit: "
+            "split them across ids (runs shard automatically)",
+            field="requests",
+        )
+    if size > MAX_INPUT_BYTES:
+        raise InvalidRequestError(
+            f"input passed {MAX_INPUT_BYTES:,} bytes at request {key!r}, over "
+            "Vertex's 1 GB limit for one job: split the requests across ids",
+            field="requests",
+        )
+
+
+def check_limits(lines: Iterable[StagedLine]) -> None:
+    """Raise as ``Tally.add`` would staging these lines as one job: over Vertex's row or byte
+    limit. Lines with no data (a deduplicated or cached key) are no rows."""
+    rows = size = 0
+    for line in lines:
+        if line.data:
+            rows += 1
+            size += len(line.data)
+            _check_limits(rows, size, line.key)
 
 
 def no_rows(submission_id: str) -> InvalidRequestError:

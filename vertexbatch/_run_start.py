@@ -19,6 +19,7 @@ from ._ledger import (
     MAX_ATTEMPTS,
     Ledger,
     Shard,
+    check_ledger_size,
     check_run_id,
     read_done,
     read_ledger,
@@ -73,13 +74,16 @@ def create_run(
     dedupe: bool = False,
     cache: bool = False,
     cache_ttl: timedelta | None = None,
+    count: int | None = None,
 ) -> Run:
     """Stage every shard, write the ledger, and take the first ``advance`` step.
 
     With ``dedupe``, each shard stages each distinct request once (requests repeated across
     shards are staged once per shard). With ``cache``, each shard stages only what the answer
     cache does not hold (a shard it answers whole gets no job), and ``Run.results`` fills the
-    cache with the ok answers of each finished shard.
+    cache with the ok answers of each finished shard. ``count``: the number of requests, when
+    known before they are read (a list), so that a run of more shards than its ledger can hold
+    is refused before any cloud call, not only once that many shards are cut.
     """
     check_run_id(run_id)
     if type(shard_size) is not int or shard_size < 1:
@@ -90,6 +94,19 @@ def create_run(
         raise InvalidRequestError(
             f"max_attempts must be a whole number from 1 to {MAX_ATTEMPTS}, got {max_attempts!r}",
             field="max_attempts",
+        )
+    if count is not None and count > shard_size:
+        # At least this many shards (more when 1 GB cuts one short): a ledger too big to read
+        # back is refused before anything is staged, so the same run id can be started again.
+        at_least = -(-count // shard_size)
+        check_ledger_size(
+            run_id,
+            provider,
+            model,
+            max_attempts,
+            at_least,
+            shard_size,
+            why=f"{count:,} requests in shards of {shard_size:,} make at least {at_least:,} shards",
         )
     # The first request is checked before any cloud call.
     cutter = _Shards(lines, shard_size, dedupe)
@@ -107,6 +124,21 @@ def create_run(
         origin = run_origin(run_id)
         shards: list[Shard] = []
         while cutter.more():
+            # A stream's length is known only as it is cut: refused before the shard the
+            # ledger cannot hold is staged, and long before any job is created.
+            check_ledger_size(
+                run_id,
+                provider,
+                model,
+                max_attempts,
+                len(shards) + 1,
+                shard_size,
+                why=f"more than {len(shards):,} shards",
+                then=(
+                    f" and a new run id (its first {len(shards):,} shards were staged before "
+                    "the number of requests was known: pass a list to have it checked first)"
+                ),
+            )
             shard_id = f"{run_id}.s{len(shards)}"
             try:
                 lines, amend = _from_cache(
