@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from typing import Any
 
 import pytest
 from google.api_core import exceptions as api_exceptions
@@ -11,6 +12,7 @@ from google.cloud import aiplatform_v1
 
 import vertexbatch as vb
 from tests.helpers import claude_requests, gemini_requests, jobs_in
+from vertexbatch._staging import Staging
 from vertexbatch.emulator import LocalStack
 
 MODEL = "claude-opus-5-5@default"
@@ -187,6 +189,29 @@ def test_record_naming_missing_job(client: vb.Client, stack: LocalStack, bucket:
         client.submit_claude("bad-record", MODEL, claude_requests(1))
     with pytest.raises(vb.InvalidRequestError, match="does not exist"):
         client.find("bad-record")
+
+
+def test_a_job_made_while_another_recorded_a_ghost_is_cancelled(
+    client: vb.Client, stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """This caller creates a job, but another submitter's record (naming a job that no longer
+    exists) is there first: the error names the record, and the job made is cancelled, not left
+    running with nothing naming it."""
+    stack.faults.hold(display_name="ghost", state="PENDING")
+    parent = f"projects/{stack.project}/locations/{stack.location}"
+    ghost = f"{parent}/batchPredictionJobs/1234567890123456789"
+    real = Staging.create_json
+
+    def create_json(self: Staging, name: str, value: Any) -> bool:
+        if name.endswith("/ghost/job.json"):
+            real(self, name, {"name": ghost, "id": "ghost"})  # the other submitter's, first
+        return real(self, name, value)
+
+    monkeypatch.setattr(Staging, "create_json", create_json)
+    with pytest.raises(vb.InvalidRequestError, match="1234567890123456789, which does not exist"):
+        client.submit_claude("ghost", MODEL, claude_requests(1))
+    jobs = _jobs_of(stack, client.bucket, "ghost")
+    assert len(jobs) == 1 and _live(jobs) == []
 
 
 def test_lost_create_response_is_adopted(client: vb.Client, stack: LocalStack) -> None:

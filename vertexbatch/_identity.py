@@ -341,7 +341,16 @@ def submit(
         logger.info("recorded job %s for id %s", chosen.name, spec.id)
         expected = lost_creates + (1 if created is not None else 0)
     else:
-        chosen = _follow_record(vertex, staging.read_json(folder.name(RECORD)), spec, where)
+        record = staging.read_json(folder.name(RECORD))
+        try:
+            chosen = _follow_record(vertex, record, spec, where)
+        except BaseException:
+            # The record is unusable: a job this caller made, and the record does not name,
+            # would run on with nothing naming it.
+            named = record.get("name") if isinstance(record, dict) else None
+            if created is not None and named != created.name:
+                _cancel(vertex, created, spec)
+            raise
         logger.info("id %s was recorded as job %s by another submitter", spec.id, chosen.name)
         # The recorded job, and each job this caller may have made: the one it was told of
         # (cancelled now), and any whose create answer was lost (cancelled once listed).
