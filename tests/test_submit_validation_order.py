@@ -17,6 +17,7 @@ from vertexbatch import _ledger, _manifest
 from vertexbatch._client import cloud_of
 from vertexbatch._ledger import (
     LEDGER_MAX,
+    MAX_ATTEMPTS,
     Ledger,
     Shard,
     ledger_size,
@@ -220,6 +221,27 @@ def test_run_of_too_many_shards_is_refused_before_any_cloud_call(
     assert raised.value.field == "shard_size"
     assert seen == []
     assert sum(stack.calls().values()) == 0
+
+
+def test_a_plan_of_a_run_refuses_what_the_run_refuses_before_any_cloud_call(
+    counted: tuple[vb.Client, list[str]], stack: LocalStack
+) -> None:
+    """plan_claude with shard_size is held to run_claude's rules: a ledger too big to read back,
+    a run id too long for its shard and attempt suffixes; no GCS or Vertex call."""
+    client, seen = counted
+    most = max_shards(RUN_ID, "anthropic", CLAUDE, MAX_ATTEMPTS, 1)
+    with pytest.raises(vb.InvalidRequestError, match="over the 4,194,304 a ledger may be") as err:
+        client.plan_claude(RUN_ID, CLAUDE, claude_requests(most + 1), shard_size=1)
+    assert err.value.field == "shard_size"
+    with pytest.raises(vb.InvalidRequestError) as err:
+        client.plan_claude("r" * 60, CLAUDE, claude_requests(2), shard_size=1)
+    with pytest.raises(vb.InvalidRequestError) as same:
+        client.run_claude("r" * 60, CLAUDE, claude_requests(2), shard_size=1)
+    assert str(err.value) == str(same.value)
+    assert seen == []
+    assert sum(stack.calls().values()) == 0
+    plan = client.plan_claude(RUN_ID, CLAUDE, claude_requests(most), shard_size=1)
+    assert plan.jobs == most
 
 
 def test_run_over_the_ledger_limit_then_a_larger_shard_size_goes_through(
