@@ -185,3 +185,89 @@ def recording_storage_client(
         _http=Recording(AnonymousCredentials()),  # type: ignore[no-untyped-call]
     )
     return client, seen
+
+
+FINAL_OUTPUT = "predictions.jsonl"
+INCREMENTAL_OUTPUT = "incremental_predictions/predictions_1.jsonl"
+
+
+class OutputFiles:
+    """A finished job whose output files a test rewrites with the real storage client."""
+
+    def __init__(self, stack: LocalStack, bucket: str, job: vb.Job, directory: str) -> None:
+        from vertexbatch._keymap import key_digest
+
+        self.job = job
+        self.bucket = stack.storage_client().bucket(bucket)
+        self.prefix = directory.removeprefix(f"gs://{bucket}/")
+        data = self.bucket.blob(f"{self.prefix}/{FINAL_OUTPUT}").download_as_bytes()
+        by_digest = {key_digest(f"key-{i}"): f"key-{i}" for i in range(job.keys)}
+        self.rows: dict[str, dict[str, Any]] = {}
+        for raw in data.splitlines():
+            row = json.loads(raw)
+            key = by_digest.get(row.get("custom_id") or row.get("vb_key"))
+            if key is not None:
+                self.rows.setdefault(key, row)
+
+    def write(self, final: list[bytes], incremental: list[bytes] | None = None) -> None:
+        """Replace the output directory with these lines (no incremental file when None)."""
+        for blob in self.bucket.list_blobs(prefix=self.prefix + "/"):
+            blob.delete()
+        self.bucket.blob(f"{self.prefix}/{FINAL_OUTPUT}").upload_from_string(
+            b"\n".join(final) + b"\n"
+        )
+        if incremental is not None:
+            self.bucket.blob(f"{self.prefix}/{INCREMENTAL_OUTPUT}").upload_from_string(
+                b"\n".join(incremental) + b"\n"
+            )
+
+    def line(self, key: str, **changes: Any) -> bytes:
+        """The row of ``key`` as a line, with fields replaced (``None`` removes one)."""
+        row = {**self.rows[key], **changes}
+        return json.dumps({k: v for k, v in row.items() if v is not None}).encode()
+
+    def without_ids(self, key: str) -> dict[str, Any]:
+        """The row of ``key`` as Vertex writes it when it echoes neither id nor label."""
+        row = {k: v for k, v in self.rows[key].items() if k not in ("custom_id", "vb_key")}
+        row["request"] = {k: v for k, v in row["request"].items() if k != "labels"}
+        return row
+
+    def with_raw(self, key: str, field: str, raw: bytes, *, ids: bool = True) -> bytes:
+        """The row of ``key`` with ``field`` set to raw JSON text (first when ``ids`` is false)."""
+        row = self.rows[key] if ids else self.without_ids(key)
+        rest = json.dumps({k: v for k, v in row.items() if k != field}).encode()
+        return b'{"' + field.encode() + b'": ' + raw + b", " + rest[1:]
+
+    def with_id(self, key: str, digest: str, carrier: str, status: str) -> bytes:
+        """``key``'s echoed request as a failed row (``status``) whose id is ``digest``, in
+        ``carrier`` only: ``custom_id`` (Claude), ``vb_key`` (the Gemini sibling field) or
+        ``label`` (the Gemini request label)."""
+        row = self.without_ids(key)
+        row.pop("response", None)
+        row["status"] = status
+        if carrier == "label":
+            row["request"]["labels"] = {"vb_key": digest}
+        else:
+            row[carrier] = digest
+        return json.dumps(row).encode()
+
+
+def finished_output(
+    client: vb.Client,
+    stack: LocalStack,
+    bucket: str,
+    provider: str,
+    name: str,
+    *,
+    n: int = 4,
+    text: str | None = None,
+) -> OutputFiles:
+    """Submit ``n`` requests of ``provider`` under ``name``, wait for the job: its output."""
+    if provider == "anthropic":
+        claude = claude_requests(n, text=text) if text else claude_requests(n)
+        job = client.submit_claude(name, CLAUDE, claude)
+    else:
+        gemini = gemini_requests(n, text=text) if text else gemini_requests(n)
+        job = client.submit_gemini(name, GEMINI, gemini)
+    final = stack.wait_job(job.name)
+    return OutputFiles(stack, bucket, job, final["outputInfo"]["gcsOutputDirectory"])

@@ -17,89 +17,27 @@ from typing import Any, cast
 import pytest
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, GEMINI, claude_request, claude_requests, gemini_requests
+from tests.helpers import (
+    CLAUDE,
+    FINAL_OUTPUT,
+    INCREMENTAL_OUTPUT,
+    OutputFiles,
+    claude_request,
+    finished_output,
+)
 from vertexbatch._keymap import KeyMap, cache_digest, key_digest
 from vertexbatch._models import Job
 from vertexbatch._results import read_output_file
 from vertexbatch._staging import Staging
 from vertexbatch.emulator import LocalStack
 
-FINAL = "predictions.jsonl"
-INCREMENTAL = "incremental_predictions/predictions_1.jsonl"
 PROVIDERS = ["anthropic", "google"]
 # An error row: were it credited to a key, that key would not be ok.
 ERROR_STATUS = 'Bad Request: {"error": {"code": 400, "message": "x"}}'
 
 
-class Output:
-    """A finished job whose output files a test rewrites."""
-
-    def __init__(self, stack: LocalStack, bucket: str, job: vb.Job, directory: str) -> None:
-        self.job = job
-        self.bucket = stack.storage_client().bucket(bucket)
-        self.prefix = directory.removeprefix(f"gs://{bucket}/")
-        data = self.bucket.blob(f"{self.prefix}/{FINAL}").download_as_bytes()
-        by_digest = {key_digest(f"key-{i}"): f"key-{i}" for i in range(job.keys)}
-        self.rows: dict[str, dict[str, Any]] = {}
-        for raw in data.splitlines():
-            row = json.loads(raw)
-            key = by_digest.get(row.get("custom_id") or row.get("vb_key"))
-            if key is not None:
-                self.rows.setdefault(key, row)
-
-    def write(self, final: list[bytes], incremental: list[bytes] | None = None) -> None:
-        """Replace the output directory with these lines (no incremental file when None)."""
-        for blob in self.bucket.list_blobs(prefix=self.prefix + "/"):
-            blob.delete()
-        self.bucket.blob(f"{self.prefix}/{FINAL}").upload_from_string(b"\n".join(final) + b"\n")
-        if incremental is not None:
-            self.bucket.blob(f"{self.prefix}/{INCREMENTAL}").upload_from_string(
-                b"\n".join(incremental) + b"\n"
-            )
-
-    def line(self, key: str) -> bytes:
-        """The row of ``key`` as Vertex wrote it."""
-        return json.dumps(self.rows[key]).encode()
-
-    def without_ids(self, key: str) -> bytes:
-        """The row of ``key`` as Vertex writes it when it echoes neither id nor label."""
-        row = {k: v for k, v in self.rows[key].items() if k not in ("custom_id", "vb_key")}
-        row["request"] = {k: v for k, v in row["request"].items() if k != "labels"}
-        return json.dumps(row).encode()
-
-    def with_id(self, key: str, digest: str, carrier: str) -> bytes:
-        """``key``'s echoed request as an error row whose id is ``digest``, in ``carrier`` only.
-
-        ``carrier``: ``custom_id`` (Claude), ``vb_key`` (the Gemini sibling field) or ``label``
-        (the Gemini request label).
-        """
-        row = json.loads(self.without_ids(key))
-        row.pop("response", None)
-        row["status"] = ERROR_STATUS
-        if carrier == "label":
-            row["request"]["labels"] = {"vb_key": digest}
-        else:
-            row[carrier] = digest
-        return json.dumps(row).encode()
-
-
-def _finish(
-    client: vb.Client,
-    stack: LocalStack,
-    bucket: str,
-    provider: str,
-    name: str,
-    n: int = 3,
-    text: str | None = None,
-) -> Output:
-    if provider == "anthropic":
-        claude = claude_requests(n, text=text) if text else claude_requests(n)
-        job = client.submit_claude(name, CLAUDE, claude)
-    else:
-        gemini = gemini_requests(n, text=text) if text else gemini_requests(n)
-        job = client.submit_gemini(name, GEMINI, gemini)
-    final = stack.wait_job(job.name)
-    return Output(stack, bucket, job, final["outputInfo"]["gcsOutputDirectory"])
+def _no_ids(out: OutputFiles, key: str) -> bytes:
+    return json.dumps(out.without_ids(key)).encode()
 
 
 def _results(client: vb.Client, job: vb.Job) -> list[vb.Result]:
@@ -142,11 +80,11 @@ def test_row_with_an_unknown_id_takes_no_key(
 ) -> None:
     """A row echoing key-0's request under another job's id is skipped (and logged): key-0 is
     answered by its own row, or missing without one; never by the foreign row."""
-    out = _finish(
-        client, stack, bucket, provider, f"foreign-{provider}-{carrier}-{own_row}".lower()
+    out = finished_output(
+        client, stack, bucket, provider, f"foreign-{provider}-{carrier}-{own_row}".lower(), n=3
     )
-    foreign = out.with_id("key-0", key_digest("another job's key"), carrier)
-    not_a_digest = out.with_id("key-0", "nobody", carrier)
+    foreign = out.with_id("key-0", key_digest("another job's key"), carrier, ERROR_STATUS)
+    not_a_digest = out.with_id("key-0", "nobody", carrier, ERROR_STATUS)
     lines = [foreign, not_a_digest, out.line("key-1"), out.line("key-2")]
     out.write([*lines, out.line("key-0")] if own_row else lines)
 
@@ -165,9 +103,11 @@ def test_row_with_an_unknown_id_takes_no_twin(
 ) -> None:
     """Identical requests: a foreign row of that request takes neither the twin with its own
     row nor the twin whose row came back without ids."""
-    out = _finish(client, stack, bucket, provider, f"foreign-twins-{provider}", n=2, text="Same.")
-    foreign = out.with_id("key-0", key_digest("elsewhere"), _carriers(provider)[0])
-    out.write([foreign, out.line("key-0"), out.without_ids("key-1")])
+    out = finished_output(
+        client, stack, bucket, provider, f"foreign-twins-{provider}", n=2, text="Same."
+    )
+    foreign = out.with_id("key-0", key_digest("elsewhere"), _carriers(provider)[0], ERROR_STATUS)
+    out.write([foreign, out.line("key-0"), _no_ids(out, "key-1")])
 
     results = _results(client, out.job)
 
@@ -194,14 +134,14 @@ def test_damaged_copy_does_not_shadow_an_intact_copy(
 ) -> None:
     """key-0's cut line comes first; its intact row later in the file, or in an incremental
     shard (with its id or only its echoed request), answers it."""
-    out = _finish(client, stack, bucket, provider, f"shadow-{provider}-{where}")
+    out = finished_output(client, stack, bucket, provider, f"shadow-{provider}-{where}", n=3)
     cut = _cut(out.line("key-0"))
     if where == "same-file":
         out.write([cut, out.line("key-1"), out.line("key-0"), out.line("key-2")])
     elif where == "incremental":
         out.write([out.line("key-1"), out.line("key-2"), cut], [out.line("key-0")])
     else:
-        out.write([out.line("key-1"), out.line("key-2"), cut], [out.without_ids("key-0")])
+        out.write([out.line("key-1"), out.line("key-2"), cut], [_no_ids(out, "key-0")])
 
     results = _results(client, out.job)
 
@@ -214,7 +154,7 @@ def test_damaged_only_copy_is_one_malformed_line_before_the_missing(
 ) -> None:
     """A key whose every copy is damaged (one in each file) ends as one non-retryable
     MALFORMED_LINE, after the answered keys and before the missing ones."""
-    out = _finish(client, stack, bucket, provider, f"damaged-only-{provider}", n=4)
+    out = finished_output(client, stack, bucket, provider, f"damaged-only-{provider}", n=4)
     cut = _cut(out.line("key-0"))
     out.write([cut, out.line("key-1"), cut], [out.line("key-2"), cut[:-3]])
 
@@ -241,13 +181,15 @@ def test_damaged_copy_of_a_deduplicated_line(
     prefix = directory.removeprefix(f"gs://{bucket}/")
     rows = {
         row["custom_id"]: json.dumps(row).encode()
-        for row in map(json.loads, files.blob(f"{prefix}/{FINAL}").download_as_bytes().splitlines())
+        for row in map(
+            json.loads, files.blob(f"{prefix}/{FINAL_OUTPUT}").download_as_bytes().splitlines()
+        )
     }
     shared, other = rows[key_digest("a")], rows[key_digest("b")]
 
-    files.blob(f"{prefix}/{FINAL}").upload_from_string(_cut(shared) + b"\n" + other + b"\n")
+    files.blob(f"{prefix}/{FINAL_OUTPUT}").upload_from_string(_cut(shared) + b"\n" + other + b"\n")
     damaged = {r.key: r for r in list(client.results(job))}
-    files.blob(f"{prefix}/{INCREMENTAL}").upload_from_string(shared + b"\n")
+    files.blob(f"{prefix}/{INCREMENTAL_OUTPUT}").upload_from_string(shared + b"\n")
     answered = {r.key: r for r in list(client.results(job))}
 
     assert sorted(damaged) == sorted(answered) == ["a", "b", "c"]
@@ -302,8 +244,10 @@ def test_id_sharing_only_a_prefix_with_a_digest_takes_no_key(
 ) -> None:
     """An error row whose id shares key-0's first 64 bits only, read before key-0's own row,
     answers no key: key-0 is answered by its own row."""
-    out = _finish(client, stack, bucket, provider, f"prefix-{provider}-{carrier}".lower())
-    near = out.with_id("key-1", _near(key_digest("key-0")), carrier)
+    out = finished_output(
+        client, stack, bucket, provider, f"prefix-{provider}-{carrier}".lower(), n=3
+    )
+    near = out.with_id("key-1", _near(key_digest("key-0")), carrier, ERROR_STATUS)
     out.write([near, out.line("key-0"), out.line("key-1"), out.line("key-2")])
 
     results = _results(client, out.job)

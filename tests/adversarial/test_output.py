@@ -16,74 +16,13 @@ from typing import Any
 import pytest
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, GEMINI, claude_requests, gemini_requests
+from tests.helpers import (
+    finished_output,
+)
 from vertexbatch._keymap import key_digest
 from vertexbatch.emulator import LocalStack
 
 DEEP = 5000  # far past the interpreter's recursion limit
-FINAL = "predictions.jsonl"
-INCREMENTAL = "incremental_predictions/predictions_1.jsonl"
-
-
-class Output:
-    """A finished job whose output files a test rewrites."""
-
-    def __init__(self, stack: LocalStack, bucket: str, job: vb.Job, directory: str) -> None:
-        self.job = job
-        self.bucket = stack.storage_client().bucket(bucket)
-        self.prefix = directory.removeprefix(f"gs://{bucket}/")
-        data = self.bucket.blob(f"{self.prefix}/{FINAL}").download_as_bytes()
-        self.rows: dict[str, dict[str, Any]] = {}
-        digests = {key_digest(f"key-{i}"): f"key-{i}" for i in range(job.keys)}
-        for raw in data.splitlines():
-            row = json.loads(raw)
-            self.rows[digests[row.get("custom_id") or row["vb_key"]]] = row
-
-    def write(self, final: list[bytes], incremental: list[bytes] | None = None) -> None:
-        """Replace the output directory with these lines (no incremental file when None)."""
-        for blob in self.bucket.list_blobs(prefix=self.prefix + "/"):
-            blob.delete()
-        self.bucket.blob(f"{self.prefix}/{FINAL}").upload_from_string(b"\n".join(final) + b"\n")
-        if incremental is not None:
-            self.bucket.blob(f"{self.prefix}/{INCREMENTAL}").upload_from_string(
-                b"\n".join(incremental) + b"\n"
-            )
-
-    def line(self, key: str, **changes: Any) -> bytes:
-        """The row of ``key`` as a line, with fields replaced (``None`` removes one)."""
-        row = {**self.rows[key], **changes}
-        return json.dumps({k: v for k, v in row.items() if v is not None}).encode()
-
-    def without_ids(self, key: str) -> dict[str, Any]:
-        """The row of ``key`` as Vertex writes it when it echoes neither id nor label."""
-        row = {k: v for k, v in self.rows[key].items() if k not in ("custom_id", "vb_key")}
-        row["request"] = {k: v for k, v in row["request"].items() if k != "labels"}
-        return row
-
-    def with_raw(self, key: str, field: str, raw: bytes, *, ids: bool = True) -> bytes:
-        """The row of ``key`` with ``field`` set to raw JSON text (first when ``ids`` is false)."""
-        row = self.rows[key] if ids else self.without_ids(key)
-        rest = json.dumps({k: v for k, v in row.items() if k != field}).encode()
-        return b'{"' + field.encode() + b'": ' + raw + b", " + rest[1:]
-
-
-def _finish(
-    client: vb.Client,
-    stack: LocalStack,
-    bucket: str,
-    provider: str,
-    name: str,
-    n: int = 4,
-    text: str | None = None,
-) -> Output:
-    if provider == "anthropic":
-        requests: list[Any] = claude_requests(n, **({"text": text} if text else {}))
-        job = client.submit_claude(name, CLAUDE, requests)
-    else:
-        requests = gemini_requests(n, **({"text": text} if text else {}))
-        job = client.submit_gemini(name, GEMINI, requests)
-    final = stack.wait_job(job.name)
-    return Output(stack, bucket, job, final["outputInfo"]["gcsOutputDirectory"])
 
 
 def _results(client: vb.Client, job: vb.Job) -> dict[str, vb.Result]:
@@ -114,7 +53,7 @@ def test_deep_line_is_one_malformed_key(
     client: vb.Client, stack: LocalStack, bucket: str, provider: str, field: str, shape: str
 ) -> None:
     """Class 3: a line nested 5,000 deep is MALFORMED_LINE for its key; without ids, skipped."""
-    out = _finish(client, stack, bucket, provider, f"deep-{provider}-{field}-{shape}")
+    out = finished_output(client, stack, bucket, provider, f"deep-{provider}-{field}-{shape}")
     deep = DEEP_VALUES[shape]
     out.write(
         [
@@ -137,7 +76,7 @@ def test_deep_json_inside_strings(
     client: vb.Client, stack: LocalStack, bucket: str, provider: str
 ) -> None:
     """Class 3: deep JSON in a response string or a status string is read without recursing."""
-    out = _finish(client, stack, bucket, provider, f"deep-strings-{provider}")
+    out = finished_output(client, stack, bucket, provider, f"deep-strings-{provider}")
     huge = "[" * (5 * 1024 * 1024)
     out.write(
         [
@@ -174,7 +113,7 @@ def test_row_without_ids_seen_twice_is_one_row(
 ) -> None:
     """Class 11: the same id-less row in two files is one row; twice in one file, two rows."""
     name = f"idless-{provider}-{in_final}-{in_incremental}"
-    out = _finish(client, stack, bucket, provider, name, n=3, text="The same request.")
+    out = finished_output(client, stack, bucket, provider, name, n=3, text="The same request.")
     row = out.without_ids("key-0")
     verbatim = json.dumps(row).encode()
     # The incremental copy written by another writer: other key order and spacing.
@@ -191,7 +130,7 @@ def test_rows_without_ids_differing_across_files_are_two_rows(
     client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     """Class 11: id-less rows of one request that differ (another answer) are distinct rows."""
-    out = _finish(client, stack, bucket, "anthropic", "idless-differ", n=3, text="Same.")
+    out = finished_output(client, stack, bucket, "anthropic", "idless-differ", n=3, text="Same.")
     first = out.without_ids("key-0")
     second = {**first, "processed_time": "2030-01-01T00:00:00.5+00:00"}
     out.write([json.dumps(first).encode()], [json.dumps(second).encode()])
@@ -206,7 +145,7 @@ def test_digest_quoted_in_a_damaged_line_names_no_key(
     client: vb.Client, stack: LocalStack, bucket: str, provider: str
 ) -> None:
     """Class 3: a damaged line's key is its id field's, never a digest quoted in its text."""
-    out = _finish(client, stack, bucket, provider, f"quoted-{provider}")
+    out = finished_output(client, stack, bucket, provider, f"quoted-{provider}")
     quote = f'see {key_digest("key-1")} and "custom_id": "{key_digest("key-3")}"'
     if provider == "anthropic":
         answer = {"type": "message", "content": [{"type": "text", "text": quote}]}
@@ -233,7 +172,7 @@ def test_no_response_content_in_logs_or_errors(
     client: vb.Client, stack: LocalStack, bucket: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Rows of odd shapes are classified without their content reaching a log or an error."""
-    out = _finish(client, stack, bucket, "anthropic", "no-content", n=6)
+    out = finished_output(client, stack, bucket, "anthropic", "no-content", n=6)
     secret = "²³⁴"  # digits to str.isdigit(), not to int()
     message = out.rows["key-0"]["response"]
     out.write(
@@ -266,7 +205,7 @@ def test_odd_lines_each_key_one_outcome(
     client: vb.Client, stack: LocalStack, bucket: str, provider: str
 ) -> None:
     """Lists, bad UTF-8, NUL bytes, blank lines, huge numbers: each key ends exactly once."""
-    out = _finish(client, stack, bucket, provider, f"odd-{provider}", n=9)
+    out = finished_output(client, stack, bucket, provider, f"odd-{provider}", n=9)
     answer = out.rows["key-3"]["response"]
     usage_field = "usage" if provider == "anthropic" else "usageMetadata"
     counts = b", ".join(
@@ -321,7 +260,7 @@ def test_overlong_line_is_malformed_and_reading_goes_on(
     hundreds of MB.
     """
     monkeypatch.setattr("vertexbatch._results._MAX_LINE", 64 * 1024)
-    out = _finish(client, stack, bucket, "anthropic", "overlong", n=4)
+    out = finished_output(client, stack, bucket, "anthropic", "overlong", n=4)
     message = out.rows["key-0"]["response"]
     long_answer = {**message, "content": [{"type": "text", "text": "x" * (9 * 1024 * 1024)}]}
     out.write(
