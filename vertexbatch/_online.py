@@ -49,6 +49,7 @@ from ._errors import InvalidRequestError
 from ._keymap import KEY_FIELD
 from ._lines import StagedLine
 from ._models import Job
+from ._sdk_logs import quiet_requests
 from ._staged import read_key_map, read_staged_lines
 from ._staging import JSONL, Folder, Staging
 from ._tracing import note, stepped
@@ -112,7 +113,8 @@ def _claude_caller(cloud: Cloud, model: str) -> Any:
 
     def call(request: dict[str, Any]) -> dict[str, Any]:
         params = {k: v for k, v in request.items() if k != "anthropic_version"}
-        message = vertex.messages.create(model=model, **params)
+        with quiet_requests():
+            message = vertex.messages.create(model=model, **params)
         dumped: dict[str, Any] = message.model_dump(mode="json")
         return dumped
 

@@ -20,6 +20,7 @@ from ._cloud import Cloud
 from ._errors import InvalidRequestError, VertexBatchError
 from ._models import Provider
 from ._online import claude_api, gemini_api
+from ._sdk_logs import quiet_requests
 
 __all__ = ["CLAUDE_COUNTED", "token_counter"]
 
@@ -82,7 +83,8 @@ def _count_error(exc: Exception, provider: Provider, model: str, location: str) 
 def _claude(api: Any, model: str) -> Callable[[Mapping[str, Any]], int]:
     def one(body: Mapping[str, Any]) -> int:
         params = {k: v for k, v in body.items() if k in CLAUDE_COUNTED}
-        return int(api.messages.count_tokens(model=model, **params).input_tokens)
+        with quiet_requests():
+            return int(api.messages.count_tokens(model=model, **params).input_tokens)
 
     return one
 

@@ -1,0 +1,85 @@
+"""vertexbatch's own calls through the anthropic SDK never put request content in a log record."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+import vertexbatch as vb
+from tests.helpers import CLAUDE
+from vertexbatch.emulator import LocalStack
+
+SECRET = "zqx-secret-prompt-canary"
+
+
+def _requests(n: int) -> list[vb.ClaudeRequest]:
+    return [
+        vb.ClaudeRequest(
+            f"key-{i}",
+            {"max_tokens": 32, "messages": [{"role": "user", "content": f"{SECRET} {i}"}]},
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.fixture
+def records() -> Iterator[list[logging.LogRecord]]:
+    """Every record of every logger, at DEBUG, as an application logging everything sees."""
+    seen: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = seen.append  # type: ignore[method-assign]
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    yield seen
+    root.removeHandler(handler)
+    root.setLevel(level)
+
+
+def _leaked(records: list[logging.LogRecord]) -> list[str]:
+    return [record.name for record in records if SECRET in record.getMessage()]
+
+
+def test_the_online_fallback_logs_no_request_text(
+    client: vb.Client, stack: LocalStack, records: list[logging.LogRecord]
+) -> None:
+    stack.faults.hold(display_name="late.s0", state="PENDING")
+    run = client.run_claude("late", CLAUDE, _requests(2))
+    run.advance(deadline=datetime.now(UTC) - timedelta(seconds=1), fallback="online")
+    assert run.status().done
+    assert any(r.name.startswith("anthropic") for r in records)  # the SDK did log, at DEBUG
+    assert _leaked(records) == []
+
+
+def test_counting_tokens_logs_no_request_text(
+    client: vb.Client, records: list[logging.LogRecord]
+) -> None:
+    client.plan_claude("plan", CLAUDE, _requests(2), count_tokens=True)
+    assert any(r.name.startswith("anthropic") for r in records)
+    assert _leaked(records) == []
+
+
+def test_the_callers_own_sdk_calls_log_as_before(
+    stack: LocalStack, records: list[logging.LogRecord]
+) -> None:
+    """The filter drops the request options of vertexbatch's calls only: an application's own
+    call through the same SDK still logs them (its choice to log at DEBUG)."""
+    from anthropic import AnthropicVertex
+
+    from vertexbatch._sdk_logs import quiet_requests
+
+    with quiet_requests():
+        pass  # the filter is installed now
+    api = AnthropicVertex(
+        region=stack.location,
+        project_id=stack.project,
+        base_url=f"{stack.vertex_endpoint}/v1",
+        access_token="local-stack",
+        max_retries=0,
+    )
+    api.messages.count_tokens(model=CLAUDE, messages=[{"role": "user", "content": SECRET}])
+    assert _leaked(records) == ["anthropic._base_client"]
