@@ -7,13 +7,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from email.message import Message
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 import vertexbatch as vb
 from tests.gcs_gate import Spoil, gate
 from tests.helpers import CLAUDE, GEMINI, claude_requests, fill_cache, local_client, object_names
 from vertexbatch import _ledger, _manifest
+from vertexbatch._cli import ExitCode, main
 from vertexbatch._client import cloud_of
 from vertexbatch._ledger import (
     LEDGER_MAX,
@@ -221,6 +224,36 @@ def test_run_of_too_many_shards_is_refused_before_any_cloud_call(
     assert raised.value.field == "shard_size"
     assert seen == []
     assert sum(stack.calls().values()) == 0
+
+
+@pytest.mark.parametrize("shard_size", [None, 2])
+def test_a_plan_of_no_requests_is_refused_as_submit_and_run_refuse_it(
+    counted: tuple[vb.Client, list[str]], stack: LocalStack, shard_size: int | None
+) -> None:
+    client, seen = counted
+    with pytest.raises(vb.InvalidRequestError, match="no requests to submit under id 'e1'"):
+        client.plan_claude("e1", CLAUDE, [], shard_size=shard_size)
+    with pytest.raises(vb.InvalidRequestError, match="no requests"):
+        client.submit_claude("e1", CLAUDE, [])
+    assert seen == []
+    assert sum(stack.calls().values()) == 0
+
+
+def test_a_dry_run_of_an_empty_file_exits_as_the_submit_does(
+    stack: LocalStack, bucket: str, tmp_path: Path
+) -> None:
+    """``submit --dry-run`` of an empty file: exit 3 and the message, as ``submit`` gives."""
+    env = stack.environment(bucket, prefix="jobs")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "e2", str(empty)]
+    submit = CliRunner().invoke(main, args, env=env)
+    dry = CliRunner().invoke(main, [*args[:-1], "--dry-run", args[-1]], env=env)
+    assert (submit.exit_code, dry.exit_code) == (
+        ExitCode.INVALID_REQUEST,
+        ExitCode.INVALID_REQUEST,
+    ), dry.output
+    assert "no requests to submit under id 'e2'" in dry.output
 
 
 def test_a_plan_of_a_run_refuses_what_the_run_refuses_before_any_cloud_call(

@@ -23,7 +23,7 @@ from ._estimate import Plan, build_plan, submitted_plan
 from ._identity import find, held_job, resubmit, stage_and_submit
 from ._ledger import MAX_ATTEMPTS, Ledger, Shard, check_ledger_size, check_run_id
 from ._lines import StagedLine, claude_line, gemini_line
-from ._manifest import resubmit_origin
+from ._manifest import no_rows, resubmit_origin
 from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Result, Status
 from ._prices import Price
 from ._results import iter_results
@@ -377,6 +377,8 @@ class Client:
         expected = ClaudeRequest if provider == "anthropic" else GeminiRequest
         # Held: what the id (or run id) already holds is checked against them first.
         held = list(_staged_lines(requests, expected, build))
+        if not held:  # as submit and run refuse it, before any cloud call
+            raise no_rows(id)
         if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
             check_run_id(id)
             if len(held) > shard_size:
