@@ -139,6 +139,28 @@ def test_deadline_fallback_answers_online(
     assert stack.calls()["rawPredict" if provider == "anthropic" else "generateContent"] == 6
 
 
+def test_deadline_fallback_answers_a_deduplicated_line_once_for_its_keys(
+    client: vb.Client, stack: LocalStack
+) -> None:
+    """A dedupe=True shard past its deadline: the shared line is answered online once and both
+    its keys take the answer; later steps call nothing more."""
+    from datetime import UTC, datetime, timedelta
+
+    stack.faults.hold(display_name="late-dd.s0", state="PENDING")
+    requests = [task(0), vb.ClaudeRequest("twin", task(0).params), task(1)]
+    run = client.run_claude("late-dd", MODEL, requests, dedupe=True)
+    stack.reset_calls()
+    past = datetime.now(UTC) - timedelta(seconds=1)
+    summary = run.advance(deadline=past, fallback="online")
+    assert summary.done and summary.outcomes == {"ok": 3}
+    assert stack.calls()["rawPredict"] == 2  # two distinct requests
+    results = {r.key: r for r in run.results()}
+    assert sorted(results) == ["key-0", "key-1", "twin"]
+    assert results["twin"].text == results["key-0"].text and results["twin"].ok
+    run.advance(deadline=past, fallback="online")
+    assert stack.calls()["rawPredict"] == 2
+
+
 def test_run_results_record_each_key_once(stack: LocalStack, bucket: str) -> None:
     """Metrics count one result per key, not one per attempt read."""
     from opentelemetry.sdk.metrics import MeterProvider

@@ -302,7 +302,10 @@ def _answer(
     """One output row per unsettled key, or ``None`` if the claim was lost before the last."""
     staging = cloud.staging
     wanted = {k for k in read_key_map(staging, job).keys if k not in settled}
-    lines = list(read_staged_lines(staging, job, wanted)) if wanted else []
+    # A deduplicated key's alias (no data) is answered by its line's row, as in a batch job.
+    lines = (
+        [line for line in read_staged_lines(staging, job, wanted) if line.data] if wanted else []
+    )
     caller = (_claude_caller if job.provider == "anthropic" else _gemini_caller)(cloud, job.model)
     id_field = "custom_id" if job.provider == "anthropic" else KEY_FIELD
 
