@@ -117,6 +117,27 @@ def test_wait_on_a_job_that_never_finishes(client: vb.Client, stack: LocalStack)
     assert polls < 60  # backoff, not a poll every floor
 
 
+def test_a_timeout_of_zero_gives_up_at_the_first_poll(client: vb.Client, stack: LocalStack) -> None:
+    """``timeout=0`` is a timeout, not none: one poll, no sleep, WaitTimeout."""
+    stack.faults.hold(display_name="zero", state="PENDING")
+    job = client.submit_claude("zero", MODEL, [claude_request("a", "x")])
+    clock = FakeTime()
+    with pytest.raises(vb.WaitTimeout):
+        vb.wait(client, job, timeout=0, floor=5.0, sleep=clock.sleep, now=clock.now)
+    assert clock.slept == []
+
+
+@pytest.mark.parametrize("timeout", [-1, float("nan"), float("inf"), True, "60"])
+def test_a_timeout_that_is_no_number_of_seconds_is_refused(
+    client: vb.Client, stack: LocalStack, timeout: object
+) -> None:
+    stack.faults.hold(display_name="bad-timeout", state="PENDING")
+    job = client.submit_claude("bad-timeout", MODEL, [claude_request("a", "x")])
+    with pytest.raises(vb.InvalidRequestError, match="timeout must be a number of seconds") as err:
+        vb.wait(client, job, timeout=timeout, floor=5.0)  # type: ignore[arg-type]
+    assert err.value.field == "timeout"
+
+
 def test_wait_is_bounded_by_the_job_lifetime(client: vb.Client, stack: LocalStack) -> None:
     """With no deadline, wait still ends: no Vertex job lives past 96 hours."""
     stack.faults.hold(display_name="forever", state="PENDING")

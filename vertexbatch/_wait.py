@@ -101,13 +101,22 @@ class Schedule:
         now: Callable[[], datetime],
     ) -> None:
         check_deadline(deadline)
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 <= timeout < float("inf")
+        ):
+            raise InvalidRequestError(
+                f"timeout must be a number of seconds, 0 or more, got {timeout!r}",
+                field="timeout",
+            )
         self._job = job
         self._now = now
         start = now()
         self._start = start
-        self._limits = [
-            d for d in (deadline, start + timedelta(seconds=timeout) if timeout else None) if d
-        ]
+        # A timeout of 0 is one: give up at the first poll that is not terminal.
+        limits = (deadline, None if timeout is None else start + timedelta(seconds=timeout))
+        self._limits = [limit for limit in limits if limit is not None]
         self._delays = poll_delays(floor, ceiling)
         self.polls = 0
 
