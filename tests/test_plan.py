@@ -26,7 +26,17 @@ LAST_TRY = ShardView(keys=10, attempts=3, created=True, terminal=True, unsettled
             [STAGED], ACT, Plan((Action("create", 0, 0),), 10, 1, 1), id="staged-is-created"
         ),
         pytest.param([STAGED], LOOK, Plan((), 10, 0, 0), id="status-creates-nothing"),
-        pytest.param([STAGED], LATE, Plan((), 10, 0, 0), id="late-creates-nothing"),
+        # Past the deadline nothing is created: a shard whose attempt has no job is finished
+        # (its keys end exhausted), not left pending for ever.
+        pytest.param(
+            [STAGED], LATE, Plan((Action("finish", 0),), 0, 0, 0), id="late-finishes-uncreated"
+        ),
+        pytest.param(
+            [ShardView(keys=10, attempts=2, created=False)],
+            LATE,
+            Plan((Action("finish", 0),), 0, 0, 0),
+            id="late-finishes-an-uncreated-retry",
+        ),
         pytest.param([RUNNING], ACT, Plan((), 10, 1, 0), id="running-waits"),
         pytest.param([CLEAN], ACT, Plan((Action("finish", 0),), 0, 0, 0), id="clean-finishes"),
         pytest.param([CLEAN], LOOK, Plan((Action("finish", 0),), 0, 0, 0), id="status-counts"),

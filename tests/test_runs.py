@@ -161,6 +161,28 @@ def test_deadline_fallback_answers_a_deduplicated_line_once_for_its_keys(
     assert stack.calls()["rawPredict"] == 2
 
 
+def test_past_the_deadline_a_shard_never_created_is_finished_exhausted(
+    client: vb.Client, stack: LocalStack
+) -> None:
+    """Five shards, four live at most: the fifth is staged but has no job when the deadline
+    passes. With no fallback the run still ends, that shard's key exhausted, every key once."""
+    from datetime import UTC, datetime, timedelta
+
+    run = client.run_claude("late5", MODEL, [task(i) for i in range(5)], shard_size=1)
+    past = datetime.now(UTC) - timedelta(seconds=1)
+    for _ in range(3):
+        stack.settle()
+        summary = run.advance(deadline=past)
+    assert summary.done and summary.outcomes == {"ok": 4, "exhausted": 1}
+    assert client.find("late5.s4") is None  # never created
+    results = {r.key: r for r in run.results()}
+    assert sorted(results) == [f"key-{i}" for i in range(5)]
+    assert isinstance(results["key-4"].error, vb.MissingError)
+    assert "deadline passed before" in str(results["key-4"].error)
+    outcomes = {k.result.key: k.outcome for k in run.key_results()}
+    assert outcomes["key-4"] == "exhausted" and list(outcomes.values()).count("ok") == 4
+
+
 def test_run_results_record_each_key_once(stack: LocalStack, bucket: str) -> None:
     """Metrics count one result per key, not one per attempt read."""
     from opentelemetry.sdk.metrics import MeterProvider

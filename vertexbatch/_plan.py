@@ -7,8 +7,9 @@ decision pure lets every rule be table-tested without GCS or Vertex:
 - an attempt staged but not created is created, within the run's live-job budget;
 - a finished attempt with retryable or missing keys gets another attempt while attempts remain;
 - a shard whose latest attempt finished with nothing to retry (or no attempts left) is finished;
-- past the deadline no attempt is made; with the online fallback, every shard not yet settled is
-  answered online (its live jobs cancelled first).
+- past the deadline no attempt is made (an attempt staged but not created is not created: its
+  shard is finished); with the online fallback, every shard not yet settled is answered online
+  (its live jobs cancelled first).
 """
 
 from __future__ import annotations
@@ -108,6 +109,9 @@ def plan_step(shards: Sequence[ShardView], rules: StepRules) -> Plan:
                 actions.append(Action("create", index, latest))
                 created += 1
                 live += 1
+            elif rules.late:  # never created now: its keys end as the deadline leaves them
+                actions.append(Action("finish", index))
+                continue
             pending += view.keys
             continue
         if not view.terminal:

@@ -30,7 +30,7 @@ from opentelemetry.metrics import NoOpMeterProvider
 
 from ._cached import CacheFill, cached_job, cached_status
 from ._cloud import Cloud
-from ._errors import InvalidRequestError
+from ._errors import InvalidRequestError, MissingError
 from ._identity import look_up, resubmit, submit
 from ._ledger import (
     Ledger,
@@ -112,6 +112,8 @@ class KeyResult:
 
 
 _UNSETTLED = ("retryable", "missing")
+# Why a key of a finished shard has no result: no job of the run ever ran it.
+_NEVER_RUN = "no job ran this key: the run's deadline passed before its attempt's job was created"
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,25 +359,28 @@ class Run:
 
     def _final_outcomes(self, shard: Shard) -> dict[str, int]:
         counts: Counter[str] = Counter()
-        for result in self._shard_results(shard):
+        for result in self._shard_results(shard, final=True):
             outcome = result.outcome
             counts["exhausted" if outcome in ("retryable", "missing") else outcome] += 1
         return dict(counts)
 
-    def _shard_results(self, shard: Shard) -> Iterator[Result]:
+    def _shard_results(self, shard: Shard, *, final: bool = False) -> Iterator[Result]:
         """One result per key of the shard: the online answer, else the latest attempt's.
 
         Records no telemetry: superseded attempts are read too, and steps read results to count.
         """
-        return (result for result, _ in self._shard_tries(shard, self._attempts(shard)))
+        attempts = self._attempts(shard)
+        return (result for result, _ in self._shard_tries(shard, attempts, final=final))
 
     def _shard_tries(
-        self, shard: Shard, attempts: list[_Attempt], *, fill: bool = False
+        self, shard: Shard, attempts: list[_Attempt], *, fill: bool = False, final: bool = False
     ) -> Iterator[tuple[Result, int]]:
         """``_shard_results`` with the number of attempts that held each key.
 
         ``fill``: a caller's results pass: each terminal attempt of a ``cache=True`` run fills
         the answer cache with its own ok answers (steps and ``status`` never write to it).
+        ``final``: the shard is finished: a key no job answered (the deadline passed before its
+        shard's job was created) is ``missing``, so every key has its one result.
         """
         cloud = self._cloud
         staging = cloud.staging
@@ -401,6 +406,11 @@ class Run:
                     # is in the latest one, still running.
                     settled = result.outcome not in _UNSETTLED
                     yield result, (index if settled else latest) + 1
+        if final and len(seen) < len(keys):
+            for key in keys.keys:
+                if key not in seen:
+                    error = MissingError(_NEVER_RUN, key=key)
+                    yield Result(key=key, error=error), len(attempts)
 
     def key_results(self) -> Iterator[KeyResult]:
         """Like ``results``, each result with its attempts and its outcome in the run.
@@ -419,7 +429,7 @@ class Run:
                     [self._open(shard, attempts).view()], self._looking()
                 ).actions
             )
-            for result, tries in self._shard_tries(shard, attempts, fill=True):
+            for result, tries in self._shard_tries(shard, attempts, fill=True, final=final):
                 self._cloud.telemetry.record(result, job)
                 if not final:
                     outcome = "pending"
@@ -438,9 +448,12 @@ class Run:
         return self._cloud.tracing.passing(self._results(), attributes, "run.results")
 
     def _results(self) -> Iterator[Result]:
+        staging = self._cloud.staging
         for shard in self.shards:
             job = self._shard_job(shard)
-            for result, _ in self._shard_tries(shard, self._attempts(shard), fill=True):
+            final = read_done(staging, shard) is not None
+            attempts = self._attempts(shard)
+            for result, _ in self._shard_tries(shard, attempts, fill=True, final=final):
                 self._cloud.telemetry.record(result, job)
                 yield result
 
