@@ -303,12 +303,23 @@ def test_submit_other_rows_under_the_id_is_not_blamed_on_a_line(tmp_path: Path) 
             ["--model", "claude-sonnet-5@default"],
             f"run 'cut' was staged for model '{CLAUDE}', not 'claude-sonnet-5@default'",
         ),
+        (
+            ["--cache"],
+            [],
+            "run 'cut' was staged with cache=True, not cache=False: rejoin it with cache=True",
+        ),
+        (
+            [],
+            ["--cache"],
+            "run 'cut' was staged with cache=False, not cache=True: rejoin it with cache=False",
+        ),
     ],
 )
 def test_rejoin_with_other_options_is_a_run_level_error(
     tmp_path: Path, first: list[str], again: list[str], expected: str
 ) -> None:
-    """Rejoining a run with another shard size, attempts or model says which, at run level."""
+    """Rejoining a run with another shard size, attempts, model or cache flag says which, at
+    run level."""
     path = write_lines(tmp_path / "in.jsonl", [request_line(f"k{i}") for i in range(5)])
     args = ["run", "submit", "--provider", "claude", "--id", "cut"]
     assert cli(*args, "--model", CLAUDE, *first, str(path)).exit_code == 0

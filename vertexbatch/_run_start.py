@@ -254,6 +254,14 @@ def _check_rejoin(
             f"run {run!r} was staged with at most {ledger.max_attempts} attempts per key, not "
             f"{max_attempts}: rejoin it with {ledger.max_attempts}, or use a new run id",
         )
+    # The ledger does not say whether the run used the answer cache; its first shard does.
+    first = read_manifest(cloud.staging, ledger.shards[0].id)
+    if first is not None and first.cache != cache:
+        raise _other_run(
+            run,
+            f"run {run!r} was staged with cache={first.cache}, not cache={cache}: rejoin it "
+            f"with cache={first.cache}, or use a new run id",
+        )
     last = len(ledger.shards) - 1
     manifests: list[Manifest] = []
     for index, shard in enumerate(ledger.shards):
