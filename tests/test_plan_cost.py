@@ -276,7 +276,7 @@ def test_a_run_plan_reads_what_the_run_id_already_holds(
     for other, match in (
         ({"requests": _requests()[:1]}, "already holds another run"),
         ({"shard_size": 3}, "cuts these requests differently"),
-        ({"cache": True}, "already holds another run"),
+        ({"cache": True}, "was staged with cache=False, not cache=True"),
     ):
         given = {"requests": _requests(), "shard_size": 2, **other}
         for call in (client.plan_claude, client.run_claude):
