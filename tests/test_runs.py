@@ -183,6 +183,71 @@ def test_past_the_deadline_a_shard_never_created_is_finished_exhausted(
     assert outcomes["key-4"] == "exhausted" and list(outcomes.values()).count("ok") == 4
 
 
+def _race_online_with_a_finisher(
+    client: vb.Client, stack: LocalStack, run_id: str
+) -> tuple[vb.Run, dict[str, object]]:
+    """Both keys of a one-attempt shard missing (its job fails); step B, past the deadline, is
+    answering them online when step A (another scheduler, no deadline) finishes the shard from
+    its attempt: done.json says exhausted. Then B goes on. B's summary (or error) is returned."""
+    import threading
+    from datetime import UTC, datetime, timedelta
+
+    stack.faults.fail_job(display_name=f"{run_id}.s0")
+    run = client.run_claude(run_id, MODEL, [task(0), task(1)], max_attempts=1)
+    stack.settle()
+    stack.faults.block("rawPredict", times=2)
+    out: dict[str, object] = {}
+
+    def late() -> None:
+        try:
+            out["b"] = run.advance(
+                deadline=datetime.now(UTC) - timedelta(seconds=1),
+                fallback="online",
+                online_concurrency=2,
+            )
+        except BaseException as exc:  # reported by the caller's assertions (a kill, too)
+            out["b"] = exc
+
+    b = threading.Thread(target=late)
+    b.start()
+    stack.faults.wait_blocked("rawPredict", count=1)
+    a = client.open_run(run_id).advance()
+    assert a.done and a.outcomes == {"exhausted": 2}
+    stack.faults.unblock("rawPredict")
+    b.join(60)
+    return run, out
+
+
+def test_online_answers_written_after_another_step_finished_the_shard_are_its_outcome(
+    client: vb.Client, stack: LocalStack
+) -> None:
+    """The online step records the shard again with its answers: status, key results and
+    results agree (both keys ok), and so does the online step's own summary."""
+    run, out = _race_online_with_a_finisher(client, stack, "race")
+    assert isinstance(out["b"], vb.RunSummary) and out["b"].outcomes == {"ok": 2}
+    assert run.status().outcomes == {"ok": 2}
+    assert Counter(k.outcome for k in run.key_results()) == {"ok": 2}
+    assert sorted(r.key for r in run.results() if r.ok) == ["key-0", "key-1"]
+
+
+def test_online_answers_of_a_step_that_died_before_recording_them_are_not_read(
+    client: vb.Client, stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The online step dies after writing online.jsonl, before recording the shard again: the
+    record another step made from the attempt stands, and results agree with it."""
+    from vertexbatch import _runs
+
+    def died(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(_runs, "write_done_online", died)
+    run, out = _race_online_with_a_finisher(client, stack, "race-died")
+    assert isinstance(out["b"], KeyboardInterrupt)
+    assert run.status().outcomes == {"exhausted": 2}
+    assert Counter(k.outcome for k in run.key_results()) == {"exhausted": 2}
+    assert [r.outcome for r in run.results()] == ["missing", "missing"]
+
+
 def test_run_results_record_each_key_once(stack: LocalStack, bucket: str) -> None:
     """Metrics count one result per key, not one per attempt read."""
     from opentelemetry.sdk.metrics import MeterProvider

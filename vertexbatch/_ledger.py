@@ -28,11 +28,13 @@ __all__ = [
     "attempt_id",
     "check_ledger_size",
     "check_run_id",
+    "counts_online",
     "ledger_size",
     "max_shards",
     "read_done",
     "read_ledger",
     "write_done",
+    "write_done_online",
     "write_ledger",
 ]
 
@@ -252,7 +254,39 @@ def read_done(staging: Staging, shard: Shard) -> dict[str, int] | None:
 
 
 def write_done(staging: Staging, shard: Shard, outcomes: Mapping[str, int]) -> None:
-    """Record a shard as finished (create-only: the first finisher's counts stand)."""
-    staging.create_json(
-        staging.folder(shard.id).name(DONE), {"shard": shard.id, "outcomes": dict(outcomes)}
+    """Record a shard as finished (create-only: the first finisher's counts stand).
+
+    The record says its counts do not include online answers: a reader takes the shard's
+    ``online.jsonl`` only if no record says so (``counts_online``).
+    """
+    record = {"shard": shard.id, "outcomes": dict(outcomes), "online": False}
+    staging.create_json(staging.folder(shard.id).name(DONE), record)
+
+
+def write_done_online(staging: Staging, shard: Shard, outcomes: Mapping[str, int]) -> None:
+    """Record a shard answered online as finished, with counts that include its online answers.
+
+    Written after ``online.jsonl``, so it replaces a record another step made meanwhile from
+    the batch attempts alone (conditional on the generation read): the record and the results
+    then agree, and no key has two outcomes.
+    """
+    name = staging.folder(shard.id).name(DONE)
+    record = {"shard": shard.id, "outcomes": dict(outcomes), "online": True}
+    for _ in range(3):  # replaced only by finishers of this shard: a second pass is plenty
+        if staging.create_json(name, record):
+            return
+        current = staging.read_json(name)
+        if current == record or staging.replace_json(name, record, current):
+            return
+    raise InvalidRequestError(
+        f"{staging.folder(shard.id).uri(DONE)} kept changing while shard {shard.id} was "
+        "recorded as answered online: advance the run again",
+        field="staging",
     )
+
+
+def counts_online(staging: Staging, shard: Shard) -> bool:
+    """Whether the shard's results take its online answers: unless its done record was made
+    from the batch attempts alone (a record before this field counted them)."""
+    done = staging.read_json(staging.folder(shard.id).name(DONE))
+    return not (isinstance(done, dict) and done.get("online") is False)

@@ -36,8 +36,10 @@ from ._ledger import (
     Ledger,
     Shard,
     attempt_id,
+    counts_online,
     read_done,
     write_done,
+    write_done_online,
 )
 from ._manifest import read_manifest, run_origin
 from ._models import Job, Provider, Result, Status
@@ -357,30 +359,42 @@ class Run:
             cloud.staging, cloud.vertex, cloud.retry, job, set(keys), submission_id, origin
         )
 
-    def _final_outcomes(self, shard: Shard) -> dict[str, int]:
+    def _final_outcomes(self, shard: Shard, *, online: bool | None = None) -> dict[str, int]:
         counts: Counter[str] = Counter()
-        for result in self._shard_results(shard, final=True):
+        for result in self._shard_results(shard, final=True, online=online):
             outcome = result.outcome
             counts["exhausted" if outcome in ("retryable", "missing") else outcome] += 1
         return dict(counts)
 
-    def _shard_results(self, shard: Shard, *, final: bool = False) -> Iterator[Result]:
+    def _shard_results(
+        self, shard: Shard, *, final: bool = False, online: bool | None = None
+    ) -> Iterator[Result]:
         """One result per key of the shard: the online answer, else the latest attempt's.
 
         Records no telemetry: superseded attempts are read too, and steps read results to count.
         """
         attempts = self._attempts(shard)
-        return (result for result, _ in self._shard_tries(shard, attempts, final=final))
+        tries = self._shard_tries(shard, attempts, final=final, online=online)
+        return (result for result, _ in tries)
 
     def _shard_tries(
-        self, shard: Shard, attempts: list[_Attempt], *, fill: bool = False, final: bool = False
+        self,
+        shard: Shard,
+        attempts: list[_Attempt],
+        *,
+        fill: bool = False,
+        final: bool = False,
+        online: bool | None = None,
     ) -> Iterator[tuple[Result, int]]:
         """``_shard_results`` with the number of attempts that held each key.
 
         ``fill``: a caller's results pass: each terminal attempt of a ``cache=True`` run fills
         the answer cache with its own ok answers (steps and ``status`` never write to it).
         ``final``: the shard is finished: a key no job answered (the deadline passed before its
-        shard's job was created) is ``missing``, so every key has its one result.
+        shard's job was created) is ``missing``, so every key has its one result. ``online``:
+        whether the shard's online answers count; by default, unless its done record was made
+        without them (a step finished the shard from its attempts while another answered it
+        online and had not yet recorded so), so that results and ``status`` always agree.
         """
         cloud = self._cloud
         staging = cloud.staging
@@ -388,10 +402,12 @@ class Run:
         keys = read_key_map(staging, first)
         jobs = [a.job for a in attempts if a.job is not None]
         taken: set[int] = set()
-        online = staging.folder(shard.id).uri(ONLINE)
-        if staging.exists(online):
+        answers = staging.folder(shard.id).uri(ONLINE)
+        if staging.exists(answers) and (
+            counts_online(staging, shard) if online is None else online
+        ):
             # Answered online: the key was left unsettled by every attempt, so each held it.
-            for result in read_output_file(staging, online, keys, taken, first):
+            for result in read_output_file(staging, answers, keys, taken, first):
                 yield result, len(jobs) + 1
         seen = {keys.keys[i] for i in taken}
         latest = len(jobs) - 1
@@ -472,15 +488,15 @@ class Run:
                 cloud.vertex.cancel(attempt.job.name)
 
         def settled() -> set[str]:
-            results = self._shard_results(shard)
+            results = self._shard_results(shard, online=True)
             return {r.key for r in results if r.outcome not in ("retryable", "missing")}
 
         folder = cloud.staging.folder(shard.id)
         if not answer_online(cloud, self._shard_job(shard), settled, folder, ONLINE, concurrency):
             # Another process holds the shard's claim and is answering it; a later step finishes.
             return {"pending": shard.keys}
-        outcomes = self._final_outcomes(shard)
-        write_done(cloud.staging, shard, outcomes)
+        outcomes = self._final_outcomes(shard, online=True)
+        write_done_online(cloud.staging, shard, outcomes)
         logger.info("shard %s finished: %s", shard.id, outcomes)
         return outcomes
 
