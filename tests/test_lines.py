@@ -46,6 +46,41 @@ def test_claude_missing_required_params() -> None:
     """Claude params without max_tokens or messages are refused with the key named."""
     with pytest.raises(InvalidRequestError, match="'x' lack 'max_tokens'"):
         claude_line(ClaudeRequest("x", {"messages": []}))
+    with pytest.raises(InvalidRequestError, match="'x' lack 'messages'"):
+        claude_line(ClaudeRequest("x", {"max_tokens": 8}))
+
+
+SECRET = "do-not-echo-this"
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"max_tokens": 8, "messages": SECRET}, "give 'messages' as str: Claude needs a list"),
+        ({"max_tokens": 8, "messages": []}, "give 'messages' as an empty list"),
+        ({"max_tokens": 8, "messages": {"role": SECRET}}, "give 'messages' as dict"),
+        ({"max_tokens": 0, "messages": [{"role": "user", "content": SECRET}]}, "as 0: Claude"),
+        ({"max_tokens": -5, "messages": [{"role": "user", "content": SECRET}]}, "as -5"),
+        ({"max_tokens": True, "messages": [{"role": "user", "content": "x"}]}, "as bool"),
+        ({"max_tokens": "64", "messages": [{"role": "user", "content": "x"}]}, "as str"),
+        ({"max_tokens": 1.5, "messages": [{"role": "user", "content": "x"}]}, "as float"),
+    ],
+)
+def test_claude_messages_and_max_tokens_are_checked_before_staging(
+    params: dict[str, Any], message: str
+) -> None:
+    """What the Messages API refuses line by line is refused before staging, by key and rule,
+    never quoting the request."""
+    with pytest.raises(InvalidRequestError, match=message) as info:
+        claude_line(ClaudeRequest("x", params))
+    assert "'x'" in str(info.value) and SECRET not in str(info.value)
+    assert info.value.field == "params"
+
+
+@pytest.mark.parametrize("contents", [[], ()])
+def test_gemini_contents_of_no_turn_are_refused(contents: Any) -> None:
+    with pytest.raises(InvalidRequestError, match="'x' are empty: a Gemini request needs"):
+        gemini_line(GeminiRequest("x", contents))
 
 
 def test_unserialisable_params() -> None:

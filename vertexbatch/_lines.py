@@ -256,6 +256,22 @@ def claude_line(request: ClaudeRequest, types: FieldTypes | None = None) -> Stag
                 f"params of request {request.key!r} lack {required!r}, which Claude requires",
                 field="params",
             )
+    # What the Messages API refuses line by line, refused here before anything is staged.
+    messages, max_tokens = body["messages"], body["max_tokens"]
+    if not isinstance(messages, list | tuple) or not messages:
+        what = "an empty list" if isinstance(messages, list | tuple) else type(messages).__name__
+        raise InvalidRequestError(
+            f"params of request {request.key!r} give 'messages' as {what}: Claude needs a list "
+            "of at least one message",
+            field="params",
+        )
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        what = repr(max_tokens) if type(max_tokens) is int else type(max_tokens).__name__
+        raise InvalidRequestError(
+            f"params of request {request.key!r} give 'max_tokens' as {what}: Claude needs a "
+            "whole number of at least 1",
+            field="params",
+        )
     body.setdefault("anthropic_version", ANTHROPIC_VERSION)
     try:
         # A system string's blocks are shared (``_system_blocks``): walked once per input.
@@ -390,19 +406,20 @@ def _contents(key: str, contents: Any) -> list[Any]:
     # Fast path for the common forms; google-genai's own transformer handles the rest.
     if isinstance(contents, str):
         return [{"role": "user", "parts": [{"text": contents}]}]
-    if type(contents) is list and all(type(c) is dict for c in contents):
+    if type(contents) is list and contents and all(type(c) is dict for c in contents):
         return list(contents)  # the usual form: plain dicts go as they are (never modified)
+    if contents is None or (isinstance(contents, list | tuple) and not contents):
+        what = "None" if contents is None else "empty"
+        raise InvalidRequestError(
+            f"contents of request {key!r} are {what}: a Gemini request needs at least one turn",
+            field="contents",
+        )
     content = _loaded("google.genai.types", "Content")
     kinds = (Mapping,) if content is None else (content, Mapping)
     if isinstance(contents, list) and all(isinstance(c, kinds) for c in contents):
         # Plain dicts go as they are (never modified); anything else in them is converted
         # when the line is scanned.
         return [c if type(c) is dict else _dump(c) for c in contents]
-    if contents is None:
-        raise InvalidRequestError(
-            f"contents of request {key!r} are None: a Gemini request needs at least one turn",
-            field="contents",
-        )
     from google.genai import _transformers
 
     try:

@@ -23,6 +23,7 @@ user's bucket; the input is ours, the output the service's).
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from collections.abc import Callable, Mapping
@@ -83,8 +84,14 @@ def _lines(name: str, invalid: bool = True) -> bytes:
             params = {"max_tokens": max_tokens, "messages": [{"role": "user", "content": text}]}
             return claude_line(ClaudeRequest(key=key, params=params)).data
 
+        def refused_by_vertex(line: bytes) -> bytes:
+            # max_tokens 0, which submit refuses before staging: only Vertex's answer is wanted.
+            row = json.loads(line)
+            row["request"]["max_tokens"] = 0
+            return json.dumps(row, separators=(",", ":")).encode("utf-8") + b"\n"
+
         rows = claude("answer", _ANSWER, 64) + claude("truncated", _LONG, 1)
-        return rows + claude("invalid", _ANSWER, 0) if invalid else rows
+        return rows + refused_by_vertex(claude("invalid", _ANSWER, 1)) if invalid else rows
     from google.genai import types as genai_types
 
     def gemini(key: str, text: str, role: str, limit: int) -> bytes:
