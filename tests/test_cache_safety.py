@@ -11,7 +11,7 @@ from google.api_core import exceptions as api_exceptions
 import vertexbatch as vb
 from tests.helpers import CLAUDE, claude_request, fill_cache, object_names
 from vertexbatch._staging import Staging
-from vertexbatch.emulator import LocalStack
+from vertexbatch.emulator import JobOptions, LocalStack
 
 
 def _requests(n: int) -> list[vb.ClaudeRequest]:
@@ -189,6 +189,81 @@ def test_claimed_answers_nested_too_deeply_are_refused_by_name(
     with pytest.raises(vb.InvalidRequestError, match="gone or damaged") as err:
         client.submit_claude("x3", CLAUDE, _requests(2), cache=True)
     assert name in str(err.value)
+
+
+OTHER_MODEL = "claude-sonnet-4-5@default"
+
+
+def test_answers_claimed_from_one_models_cache_are_never_staged_for_another(
+    client: vb.Client, stack: LocalStack, bucket: str
+) -> None:
+    """Vertex refuses the create (the model is not offered here): the id took k0's answer from
+    this model's cache. The same rows with another model under the id are refused, by name,
+    with nothing staged changed (a plan says so too); under a new id they are asked of that
+    model's cache, which holds nothing: no answer of the first model is given."""
+    fill_cache(client, stack, "seed-m", _requests(1))
+    rows = _requests(2)
+    stack.faults.fail("create", status=404, times=10)
+    with pytest.raises(vb.InvalidRequestError, match="Vertex refused to create"):
+        client.submit_claude("xm", CLAUDE, rows, cache=True)
+    stack.faults.reset()
+    before = object_names(stack, bucket, "jobs/xm/")
+    message = "took 1 answer\\(s\\) from the answer cache of anthropic model 'claude-opus"
+    with pytest.raises(vb.InvalidRequestError, match=message) as err:
+        client.submit_claude("xm", OTHER_MODEL, rows, cache=True)
+    assert err.value.field == "model"
+    with pytest.raises(vb.InvalidRequestError, match=message):
+        client.plan_claude("xm", OTHER_MODEL, rows, cache=True)
+    assert object_names(stack, bucket, "jobs/xm/") == before
+    job = client.submit_claude("xm-2", OTHER_MODEL, rows, cache=True)
+    stack.wait_job(job.name)
+    results = {r.key: r for r in client.results(job)}
+    assert not any(r.cached for r in results.values())
+    assert {r.response["model"] for r in results.values()} == {OTHER_MODEL}
+
+
+def test_a_crashed_submits_claim_is_not_taken_with_another_model(
+    client: vb.Client, stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A submit stops after its claim, before its manifest; its retry with another model is
+    refused by name, and the retry with the claim's model carries on."""
+    fill_cache(client, stack, "seed-n", _requests(1))
+    _submit_killed_before_manifest(client, monkeypatch, "xn", _requests(2))
+    with pytest.raises(vb.InvalidRequestError, match="cache of anthropic model 'claude-opus"):
+        client.submit_claude("xn", OTHER_MODEL, _requests(2), cache=True)
+    job = client.submit_claude("xn", CLAUDE, _requests(2), cache=True)
+    stack.wait_job(job.name)
+    results = {r.key: r for r in client.results(job)}
+    assert results["k0"].cached and not results["k1"].cached
+
+
+def test_a_row_matched_by_an_echo_other_requests_share_never_fills_the_cache(
+    client: vb.Client, stack: LocalStack, bucket: str
+) -> None:
+    """Vertex writes rows without ids, so rows are matched by their echoed request. Two of the
+    requests echo alike (they differ by a null field, which the echo does not show) and their
+    rows come back in the other order: neither answer is cached under a request it may not
+    answer. A request whose echo no other shares is cached as usual."""
+    stack.set_job_options(JobOptions(echo_siblings=False, shuffle=False), display_name="swap")
+    a = _tool_request("a", {"sku": "x", "discount": None})
+    b = _tool_request("b", {"sku": "x"})
+    c = claude_request("c", "A request of its own.")
+    job = client.submit_claude("swap", CLAUDE, [a, b, c], cache=True)
+    directory = str(stack.wait_job(job.name)["outputInfo"]["gcsOutputDirectory"])
+    blob = (
+        stack.storage_client()
+        .bucket(bucket)
+        .blob(directory.removeprefix(f"gs://{bucket}/") + "/predictions.jsonl")
+    )
+    rows = blob.download_as_bytes().splitlines()
+    assert len(rows) == 3 and all(b"custom_id" not in row for row in rows)
+    blob.upload_from_string(b"\n".join([rows[1], rows[0], rows[2]]) + b"\n")
+    assert sorted(r.key for r in client.results(job) if r.ok) == ["a", "b", "c"]
+    plan = client.plan_claude("later", CLAUDE, [a, b, c], cache=True)
+    assert plan.cached == 1  # c only
+    again = client.submit_claude("later", CLAUDE, [a, b, c], cache=True)
+    stack.wait_job(again.name)
+    assert {r.key for r in client.results(again) if r.cached} == {"c"}
 
 
 def _tool_request(key: str, tool_input: dict[str, Any]) -> vb.ClaudeRequest:

@@ -132,6 +132,7 @@ def answer_from_cache(
         raise no_rows(submission_id)
     folder = staging.folder(submission_id)
     claim = staging.read_json(folder.name(CLAIM))
+    _check_claim_model(submission_id, claim, provider, model)
     if claim is None and read_manifest(staging, submission_id) is not None:
         # Claimed for rows staged without the cache: nothing is looked up or written, and
         # staging refuses these rows as other rows.
@@ -179,8 +180,31 @@ def _take_claimed(
     return out
 
 
+def _check_claim_model(submission_id: str, claim: Any, provider: Provider, model: str) -> None:
+    """Refuse to take answers an id claimed from another model's cache.
+
+    The staged rows left out the claimed keys, so the id cannot take other rows either: a model
+    Vertex refused is corrected under the same id only when nothing came from the cache.
+    A claim of nothing, or one written before claims named their model, is any model's.
+    """
+    if not isinstance(claim, dict) or not claim.get("cached"):
+        return
+    theirs = (claim.get("provider", provider), claim.get("model", model))
+    if theirs != (provider, model):
+        raise InvalidRequestError(
+            f"submission id {submission_id!r} took {claim['cached']} answer(s) from the answer "
+            f"cache of {theirs[0]} model {theirs[1]!r}, not {model!r}: submit these requests "
+            "with that model, or under a new id; nothing staged was changed",
+            field="model",
+        )
+
+
 def claimed_digests(
-    staging: Staging, submission_id: str, lines: Iterator[StagedLine]
+    staging: Staging,
+    submission_id: str,
+    lines: Iterator[StagedLine],
+    provider: Provider,
+    model: str,
 ) -> set[str] | None:
     """The exact digests of the requests an id claimed from the cache (``cache.claim.json``,
     left by a submit that stopped before its manifest), or ``None`` if it claimed nothing yet;
@@ -193,6 +217,7 @@ def claimed_digests(
     claim = staging.read_json(staging.folder(submission_id).name(CLAIM))
     if claim is None:
         return None
+    _check_claim_model(submission_id, claim, provider, model)
     _, claimed = _claimed(staging, submission_id, claim)
     _take_claimed(submission_id, list(exact_digests(lines)), claimed)
     return set(claimed.values())
@@ -225,7 +250,13 @@ def _claim(
         text.append(row)
         body.update(row)
     md5 = body.hexdigest() if text else ""
-    claim: dict[str, Any] = {"cached": len(text), "cached_md5": md5}
+    # The model too: its answers are another model's answers (``_check_claim_model``).
+    claim: dict[str, Any] = {
+        "cached": len(text),
+        "cached_md5": md5,
+        "provider": provider,
+        "model": model,
+    }
     folder = staging.folder(submission_id)
     if text:
         upload = staging.upload(folder.name(cached_name(md5)), JSONL)

@@ -414,7 +414,7 @@ class Client:
         claimed = None
         if cache and shard_size is None:  # a submit that stopped before its manifest: its claim
             given = dedupe_lines(iter(held)) if dedupe else iter(held)
-            claimed = claimed_digests(cloud.staging, id, given)
+            claimed = claimed_digests(cloud.staging, id, given, provider, model)
         if claimed is not None:
             taken = claimed
 

@@ -300,6 +300,13 @@ class KeyMap:
         labels = request.get("labels") if isinstance(request, Mapping) else None
         return isinstance(labels, Mapping) and isinstance(labels.get(KEY_FIELD), str)
 
+    def echo_shared(self, index: int) -> bool:
+        """Whether other keys' requests have the canonical digest of key ``index``'s (after a
+        ``match_echo``): a row matched by that echo may be any of theirs."""
+        canonical = self._canonical[index]
+        group = self._by_canonical.get(canonical, ()) if self._by_canonical else ()
+        return len(group) > 1
+
     def match_echo(self, row: Mapping[str, Any], taken: Container[int] = ()) -> int | None:
         """The first key not yet ``taken`` whose request the row echoes (by canonical digest).
 

@@ -76,6 +76,7 @@ def iter_results(
         yield result
     echoed: dict[str, int] = {}
     damaged: dict[int, Result] = {}
+    twins: set[str] = set()
     # A cache=True job's ok answers go to the answer cache (a caller's pass of a terminal job).
     sink = fill if keys.fills_cache and status.terminal else None
     for uri in files:
@@ -88,9 +89,17 @@ def iter_results(
             echoed=echoed,
             damaged=damaged,
             generation=generations[uri],
+            twins=twins,
         ):
             telemetry.record(result, job)
-            if sink is not None and result.ok and not result.shared and result.response:
+            # The cache holds an answer only under its own request: never a twin's.
+            if (
+                sink is not None
+                and result.ok
+                and not result.shared
+                and result.response
+                and result.key not in twins
+            ):
                 sink.add(result.key, result.response)
             yield result
     for result in damaged_results(keys, damaged, taken):
@@ -154,6 +163,7 @@ def read_output_file(
     echoed: dict[str, int] | None = None,
     damaged: dict[int, Result] | None = None,
     generation: int = 0,
+    twins: set[str] | None = None,
 ) -> Iterator[Result]:
     """Yield a result for each line of ``uri`` that answers a key not yet in ``taken``.
 
@@ -164,12 +174,21 @@ def read_output_file(
     this file). A row with an id that names no key is skipped. A row with no id is matched by
     its echoed request; ``echoed`` counts such rows by content across the files of a job, so
     that a row also present in an earlier file is not credited to a second key. With
-    ``generation``, the file is read at that generation (``Staging.read_lines``).
+    ``generation``, the file is read at that generation (``Staging.read_lines``). ``twins``
+    collects the keys answered by a row matched by an echo other keys' requests share.
     """
     if damaged is None:
         pending: dict[int, Result] = {}
         yield from read_output_file(
-            staging, uri, keys, taken, job, echoed=echoed, damaged=pending, generation=generation
+            staging,
+            uri,
+            keys,
+            taken,
+            job,
+            echoed=echoed,
+            damaged=pending,
+            generation=generation,
+            twins=twins,
         )
         yield from damaged_results(keys, pending, taken)
         return
@@ -223,6 +242,10 @@ def read_output_file(
                 if index is None:
                     skipped += 1
                     continue
+                if twins is not None and keys.echo_shared(index):
+                    # Other keys' requests echo alike (they may differ where the echo cannot
+                    # show, a null field, 2.0 for 2): this answer may be a twin's.
+                    twins.add(keys.keys[index])
             elif index in taken:
                 continue  # the same row in an incremental and a final file
             taken.add(index)
