@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import datetime, timedelta
 
 import pytest
@@ -271,6 +271,51 @@ async def test_results_stream_raises_the_iterators_error() -> None:
     assert await anext(stream) == 1
     with pytest.raises(vb.JobError, match="gone"):
         await anext(stream)
+
+
+def _slow(n: int, gate: threading.Event) -> Iterator[int]:
+    """``n`` items, each once ``gate`` is set (the reader waits in between)."""
+    for i in range(n):
+        gate.wait(10)
+        yield i
+
+
+async def test_aclose_from_another_task_ends_a_readers_wait() -> None:
+    """A task waits in ``async for`` for the next chunk; another task closes the stream (an
+    ``async with`` block left): the reader's iteration ends, it does not wait for ever."""
+    gate = threading.Event()
+    stream = _aio.ResultStream("test", _slow(3, gate))
+    got: list[int] = []
+
+    async def reader() -> None:
+        async for item in stream:
+            got.append(item)
+
+    task = asyncio.ensure_future(reader())
+    await asyncio.sleep(0.05)  # the reader now awaits the first chunk
+    assert not task.done()
+    await stream.aclose()
+    await asyncio.wait_for(task, 5)
+    gate.set()  # let the thread run to its end
+    assert got == []
+
+
+async def test_a_second_task_reading_one_stream_is_refused() -> None:
+    """One stream, one reader: a second task's ``anext`` while the first waits is a
+    RuntimeError naming the stream (it would wait for ever once the first took the end); the
+    first reader gets every item."""
+    gate = threading.Event()
+    stream = _aio.ResultStream("results of job j", _slow(5, gate))
+    first = asyncio.ensure_future(_all(stream))
+    await asyncio.sleep(0.05)
+    with pytest.raises(RuntimeError, match="results of job j is being read by another task"):
+        await asyncio.wait_for(anext(stream), 5)
+    gate.set()
+    assert await asyncio.wait_for(first, 5) == [0, 1, 2, 3, 4]
+
+
+async def _all(stream: AsyncIterator[int]) -> list[int]:
+    return [item async for item in stream]
 
 
 async def test_leaving_a_pass_early_then_reading_again(

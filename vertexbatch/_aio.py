@@ -184,6 +184,7 @@ class ResultStream(AsyncIterator[T], Generic[T]):
         self._producer: _Producer[T] | None = None
         self._buffer: deque[T] = deque()
         self._done = False
+        self._reading = False  # a task awaits the next chunk
         self._context = contextvars.copy_context()  # the spans it runs under: the caller's
 
     def __aiter__(self) -> ResultStream[T]:
@@ -218,8 +219,17 @@ class ResultStream(AsyncIterator[T], Generic[T]):
             return self._buffer.popleft()
         if self._done:
             raise StopAsyncIteration
+        if self._reading:
+            # One item reaches one task: a second reader would wait for ever at the end.
+            raise RuntimeError(
+                f"{self._what} is being read by another task: one task reads a result stream"
+            )
         producer = self._producer or self._start()
-        item = await producer.ready.get()
+        self._reading = True
+        try:
+            item = await producer.ready.get()
+        finally:
+            self._reading = False
         producer.slots.release()
         if item is _END:
             self._done = True
@@ -241,7 +251,10 @@ class ResultStream(AsyncIterator[T], Generic[T]):
             self._items = None
 
     async def aclose(self) -> None:
-        """Stop reading: the thread stops at its next result."""
+        """Stop reading: the thread stops at its next result; a task awaiting the next result
+        (another task's ``async for``) ends its iteration."""
+        if self._reading and self._producer is not None:
+            self._producer.ready.put_nowait(_END)  # the loop's thread: the queue's own
         self._close()
 
     def __del__(self) -> None:
