@@ -307,8 +307,8 @@ def submit(
 
     def list_then_create() -> BatchJob:
         nonlocal lost_creates, refused_creates, created, refusal
-        with step("list"):
-            ours = _ours(vertex.list_for_id(spec.id), spec)
+        with step("list"):  # once: this call's own policy makes the next attempt
+            ours = _ours(vertex.list_for_id(spec.id, once=True), spec)
         if ours:
             job = _earliest(ours)
             logger.info("adopting job %s for id %s", job.name, spec.id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import logging
 import random
 import sys
@@ -46,6 +47,7 @@ _NETWORK_ERRORS: tuple[type[BaseException], ...] = (
     auth_exceptions.TransportError,
     ConnectionError,
     TimeoutError,
+    http.client.IncompleteRead,  # a body cut short
 )
 
 
@@ -57,7 +59,14 @@ def is_transient_call_error(exc: BaseException) -> bool:
     # SDKs take over a second): an error of a module never imported cannot exist, so look in
     # sys.modules, never import.
     requests = sys.modules.get("requests")
-    if requests is not None and isinstance(exc, (requests.ConnectionError, requests.Timeout)):
+    if requests is not None and isinstance(
+        exc, (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
+    ):
+        return True  # what google-cloud-storage's own retry takes as transient, too
+    urllib3 = sys.modules.get("urllib3")
+    if urllib3 is not None and isinstance(
+        exc, (urllib3.exceptions.ProtocolError, urllib3.exceptions.ReadTimeoutError)
+    ):
         return True
     if isinstance(exc, api_exceptions.GoogleAPICallError):
         return exc.code in TRANSIENT_HTTP
@@ -120,7 +129,10 @@ class RetryPolicy:
         initial: first wait in seconds; each wait doubles up to ``maximum``.
         maximum: longest single wait in seconds.
         jitter: up to this many seconds are added at random to each wait.
-        deadline: no new attempt starts after this many seconds.
+        deadline: no new attempt starts after this many seconds (an attempt whose wait would
+            pass it is not made).
+        timeout: the longest one Vertex call may take, in seconds; one that takes longer
+            fails as a transient network error (and is retried within the policy).
         wait: ``False`` retries without waiting at all (for tests).
         retry_refused: ``False`` makes a refused connection final at once, with a note
             (``LOCAL_STACK_HINT``) saying to start the local stack. ``Client.from_env`` and the
@@ -133,6 +145,7 @@ class RetryPolicy:
     maximum: float = 30.0
     jitter: float = 1.0
     deadline: float = 300.0
+    timeout: float = 60.0
     wait: bool = True
     retry_refused: bool = True
 
@@ -170,8 +183,9 @@ class RetryPolicy:
             )
 
         return {
+            # stop_before_delay: no attempt starts past the deadline, its wait included.
             "stop": tenacity.stop_after_attempt(self.attempts)
-            | tenacity.stop_after_delay(self.deadline),
+            | tenacity.stop_before_delay(self.deadline),
             "wait": wait,
             "retry": tenacity.retry_if_exception(self.retries),
             "reraise": True,

@@ -140,6 +140,7 @@ class Vertex:
         self.location = location
         self.parent = f"projects/{project}/locations/{location}"
         self._policy = policy
+        self._timeout = policy.timeout  # per call: a stalled call ends, and is retried
 
     def create(self, spec: JobSpec, labels: Mapping[str, str] | None = None) -> BatchJob:
         """Create the job once; no retry (see the module docstring)."""
@@ -159,27 +160,38 @@ class Vertex:
             labels={MARK_LABEL: "1", ID_LABEL: id_label(spec.id), **(labels or {})},
         )
         created: BatchJob = self._client.create_batch_prediction_job(
-            parent=self.parent, batch_prediction_job=job, retry=None
+            parent=self.parent, batch_prediction_job=job, retry=None, timeout=self._timeout
         )
         return created
 
     def get(self, name: str) -> BatchJob:
         """Read a job; ``NotFound`` propagates."""
         job: BatchJob = self._policy.call(
-            f"get {name}", lambda: self._client.get_batch_prediction_job(name=name, retry=None)
+            f"get {name}",
+            lambda: self._client.get_batch_prediction_job(
+                name=name, retry=None, timeout=self._timeout
+            ),
         )
         return job
 
-    def list_for_id(self, submission_id: str) -> list[BatchJob]:
-        """Every job with the id's display name and label, all pages, in listed order."""
+    def list_for_id(self, submission_id: str, *, once: bool = False) -> list[BatchJob]:
+        """Every job with the id's display name and label, all pages, in listed order.
+
+        ``once``: one attempt, for a caller whose own retry policy makes the next (retries
+        nested in retries would make attempts squared).
+        """
         query = f'display_name="{submission_id}" AND labels.{ID_LABEL}="{id_label(submission_id)}"'
 
         def listing() -> list[BatchJob]:
             pager = self._client.list_batch_prediction_jobs(
-                request={"parent": self.parent, "filter": query, "page_size": 100}, retry=None
+                request={"parent": self.parent, "filter": query, "page_size": 100},
+                retry=None,
+                timeout=self._timeout,
             )
             return [j for j in pager if j.display_name == submission_id]
 
+        if once:
+            return listing()
         return self._policy.call(f"list jobs of {submission_id}", listing)
 
     def list_one(self) -> str | None:
@@ -190,7 +202,7 @@ class Vertex:
 
         def listing() -> str | None:
             page = self._client.list_batch_prediction_jobs(
-                request={"parent": self.parent, "page_size": 1}, retry=None
+                request={"parent": self.parent, "page_size": 1}, retry=None, timeout=self._timeout
             )
             return next((str(job.name) for job in page.batch_prediction_jobs), None)
 
@@ -200,7 +212,7 @@ class Vertex:
         """Ask Vertex to cancel; a job already terminal is not an error."""
 
         def cancel() -> None:
-            self._client.cancel_batch_prediction_job(name=name, retry=None)
+            self._client.cancel_batch_prediction_job(name=name, retry=None, timeout=self._timeout)
 
         try:
             self._policy.call(f"cancel {name}", cancel)
