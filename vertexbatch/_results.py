@@ -177,21 +177,9 @@ def read_output_file(
     ``generation``, the file is read at that generation (``Staging.read_lines``). ``twins``
     collects the keys answered by a row matched by an echo other keys' requests share.
     """
+    alone = damaged is None  # read alone: its damaged lines' keys end with this file
     if damaged is None:
-        pending: dict[int, Result] = {}
-        yield from read_output_file(
-            staging,
-            uri,
-            keys,
-            taken,
-            job,
-            echoed=echoed,
-            damaged=pending,
-            generation=generation,
-            twins=twins,
-        )
-        yield from damaged_results(keys, pending, taken)
-        return
+        damaged = {}
     skipped = 0
     earlier = echoed if echoed is not None else {}
     here: Counter[str] = Counter()
@@ -278,3 +266,5 @@ def read_output_file(
             skipped,
             uri,
         )
+    if alone:
+        yield from damaged_results(keys, damaged, taken)
