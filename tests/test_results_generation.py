@@ -2,39 +2,33 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, claude_requests
+from tests.helpers import FINAL_OUTPUT, finished_output
 from vertexbatch import _staging
-from vertexbatch._keymap import key_digest
 from vertexbatch.emulator import LocalStack
 
 BIG = "a" * (5 * 1024 * 1024)  # one row past the first 4 MiB range read
 
 
-def _finished(client: vb.Client, stack: LocalStack) -> tuple[vb.Job, Any, list[bytes]]:
+def _finished(client: vb.Client, stack: LocalStack, bucket: str) -> tuple[vb.Job, Any, list[bytes]]:
     """A finished two-key job, its predictions.jsonl blob, and its two rows (key-0's made big)."""
-    job = client.submit_claude("gen", CLAUDE, claude_requests(2))
-    directory = str(stack.wait_job(job.name)["outputInfo"]["gcsOutputDirectory"])
-    bucket, _, path = directory.removeprefix("gs://").partition("/")
-    blob = stack.storage_client().bucket(bucket).blob(f"{path}/predictions.jsonl")
-    rows = [json.loads(line) for line in blob.download_as_bytes().splitlines()]
-    by_id = {row["custom_id"]: row for row in rows}
-    big, small = by_id[key_digest("key-0")], by_id[key_digest("key-1")]
-    big["response"]["content"] = [{"type": "text", "text": BIG}]
-    return job, blob, [json.dumps(big).encode(), json.dumps(small).encode()]
+    out = finished_output(client, stack, bucket, "anthropic", "gen", n=2)
+    blob = out.bucket.blob(f"{out.prefix}/{FINAL_OUTPUT}")
+    answer = out.rows["key-0"]["response"]
+    big = out.line("key-0", response={**answer, "content": [{"type": "text", "text": BIG}]})
+    return out.job, blob, [big, out.line("key-1")]
 
 
 def test_an_output_file_replaced_between_range_reads_is_a_clear_error(
-    client: vb.Client, stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+    client: vb.Client, stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The file is rewritten (the same rows in another order, the same length) after its first
     range was read: the pass fails naming it, and the next pass reads the new file whole."""
-    job, blob, (big, small) = _finished(client, stack)
+    job, blob, (big, small) = _finished(client, stack, bucket)
     blob.upload_from_string(big + b"\n" + small + b"\n")
     real = _staging._read_range
     replaced: list[int] = []
@@ -54,9 +48,9 @@ def test_an_output_file_replaced_between_range_reads_is_a_clear_error(
 
 
 def test_an_output_file_deleted_while_read_is_a_clear_error(
-    client: vb.Client, stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+    client: vb.Client, stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    job, blob, (big, small) = _finished(client, stack)
+    job, blob, (big, small) = _finished(client, stack, bucket)
     blob.upload_from_string(big + b"\n" + small + b"\n")
     real = _staging._read_range
 

@@ -21,7 +21,7 @@ from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError, job_errors
 from ._estimate import Plan, build_plan, submitted_plan
 from ._identity import find, held_job, resubmit, stage_and_submit
-from ._ledger import MAX_ATTEMPTS, Ledger, Shard, check_ledger_size, check_run_id
+from ._ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
 from ._lines import StagedLine, claude_line, gemini_line
 from ._manifest import no_rows, resubmit_origin
 from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Result, Status
@@ -381,18 +381,8 @@ class Client:
             raise no_rows(id)
         if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
             check_run_id(id)
-            if len(held) > shard_size:
-                at_least = -(-len(held) // shard_size)
-                check_ledger_size(
-                    id,
-                    provider,
-                    model,
-                    MAX_ATTEMPTS,  # the most digits a run's attempts take in its ledger
-                    at_least,
-                    shard_size,
-                    why=f"{len(held):,} requests in shards of {shard_size:,} make at least "
-                    f"{at_least:,} shards",
-                )
+            # MAX_ATTEMPTS: the most digits a run's attempts take in its ledger.
+            check_requests_fit(id, provider, model, MAX_ATTEMPTS, len(held), shard_size)
         cloud = self._cloud
         if shard_size is None:  # what the id already holds: a submit would return its job
             found = held_job(

@@ -27,6 +27,7 @@ __all__ = [
     "Shard",
     "attempt_id",
     "check_ledger_size",
+    "check_requests_fit",
     "check_run_id",
     "counts_online",
     "ledger_size",
@@ -202,6 +203,25 @@ def check_ledger_size(
         f"{most:,} shards under this run id with shard_size={shard_size}); use a larger "
         f"shard_size{then}",
         field="shard_size",
+    )
+
+
+def check_requests_fit(
+    run_id: str, provider: Provider, model: str, max_attempts: int, count: int, shard_size: int
+) -> None:
+    """Raise unless ``count`` requests, cut in shards of ``shard_size``, fit a ledger that can be
+    read back (known before they are read when they are a list: checked before any call)."""
+    if count <= shard_size:
+        return
+    at_least = -(-count // shard_size)  # more when 1 GB cuts a shard short
+    check_ledger_size(
+        run_id,
+        provider,
+        model,
+        max_attempts,
+        at_least,
+        shard_size,
+        why=f"{count:,} requests in shards of {shard_size:,} make at least {at_least:,} shards",
     )
 
 

@@ -245,7 +245,8 @@ class Tally:
             return
         self.rows += 1
         self.bytes += len(line.data)
-        _check_limits(self.rows, self.bytes, line.key)
+        if self.rows > MAX_ROWS or self.bytes > MAX_INPUT_BYTES:  # no call per line otherwise
+            _check_limits(self.rows, self.bytes, line.key)
         if self._md5 is not None:
             self._md5.update(line.data)
 

@@ -20,6 +20,7 @@ from ._ledger import (
     Ledger,
     Shard,
     check_ledger_size,
+    check_requests_fit,
     check_run_id,
     read_done,
     read_ledger,
@@ -95,19 +96,8 @@ def create_run(
             f"max_attempts must be a whole number from 1 to {MAX_ATTEMPTS}, got {max_attempts!r}",
             field="max_attempts",
         )
-    if count is not None and count > shard_size:
-        # At least this many shards (more when 1 GB cuts one short): a ledger too big to read
-        # back is refused before anything is staged, so the same run id can be started again.
-        at_least = -(-count // shard_size)
-        check_ledger_size(
-            run_id,
-            provider,
-            model,
-            max_attempts,
-            at_least,
-            shard_size,
-            why=f"{count:,} requests in shards of {shard_size:,} make at least {at_least:,} shards",
-        )
+    if count is not None:  # a ledger too big to read back: refused before anything is staged
+        check_requests_fit(run_id, provider, model, max_attempts, count, shard_size)
     # The first request is checked before any cloud call.
     cutter = _Shards(lines, shard_size, dedupe)
     if not cutter.more():
