@@ -98,3 +98,26 @@ def test_a_vertex_call_that_never_answers_times_out_and_is_retried(
 
 def _params() -> dict[str, object]:
     return {"max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("timeout", 0),
+        ("timeout", -1.0),
+        ("timeout", float("nan")),
+        ("timeout", float("inf")),
+        ("deadline", 0),
+        ("initial", -0.5),
+        ("jitter", "1"),
+        ("attempts", 0),
+        ("attempts", True),
+        ("attempts", 2.5),
+    ],
+)
+def test_a_policy_no_call_could_be_made_under_is_refused_when_made(
+    field: str, value: object
+) -> None:
+    with pytest.raises(vb.InvalidRequestError, match=f"RetryPolicy.{field} must be") as err:
+        vb.RetryPolicy(**{field: value})  # type: ignore[arg-type]
+    assert err.value.field == "retry"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import logging
+import math
 import random
 import sys
 from collections.abc import Callable
@@ -14,7 +15,7 @@ import tenacity
 from google.api_core import exceptions as api_exceptions
 from google.auth import exceptions as auth_exceptions
 
-from ._errors import LineError
+from ._errors import InvalidRequestError, LineError
 
 __all__ = [
     "LOCAL_STACK_HINT",
@@ -148,6 +149,32 @@ class RetryPolicy:
     timeout: float = 60.0
     wait: bool = True
     retry_refused: bool = True
+
+    def __post_init__(self) -> None:
+        """Refuse a policy no call could be made under (a bad value fails at construction,
+        not inside the first call, where the HTTP library would raise its own error)."""
+        if (
+            isinstance(self.attempts, bool)
+            or not isinstance(self.attempts, int)
+            or self.attempts < 1
+        ):
+            raise InvalidRequestError(
+                f"RetryPolicy.attempts must be a whole number of at least 1, got {self.attempts!r}",
+                field="retry",
+            )
+        for name in ("initial", "maximum", "jitter", "deadline", "timeout"):
+            value = getattr(self, name)
+            positive = name in ("deadline", "timeout")
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                ok = False
+            else:
+                ok = (value > 0 if positive else value >= 0) and math.isfinite(value)
+            if not ok:
+                rule = "more than 0" if positive else "0 or more"
+                raise InvalidRequestError(
+                    f"RetryPolicy.{name} must be a number of seconds, {rule}, got {value!r}",
+                    field="retry",
+                )
 
     @classmethod
     def no_wait(cls, attempts: int = 8) -> RetryPolicy:
