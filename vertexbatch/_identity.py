@@ -5,20 +5,21 @@ The protocol (DESIGN.md, "Submission identity"):
 1. Stage ``input.jsonl`` and ``keys.jsonl``, then ``manifest.json``, all create-only. The manifest
    claims the id for one set of rows: the same rows again carry on, other rows are refused and
    nothing staged is touched.
-2. Before each create attempt, list the id's jobs; adopt the earliest that reads the id's input and
-   writes its output prefix. One that reads the input but writes elsewhere is an error.
+2. Before each create attempt, list the id's jobs; adopt one that reads the id's input and writes
+   its output prefix (``choose``: live or succeeded first, then the earliest). One that reads the
+   input but writes elsewhere is an error.
 3. After create, record the job's name in ``job.json``, create-only. Every caller returns the
    recorded job and cancels the id's other jobs; the recording caller lists again after recording,
    and keeps listing (bounded) while a create whose response was lost may still show up.
-4. With no record (a submitter stopped between create and record), the next submit records the
-   earliest listed job; ``find`` returns that same job meanwhile.
+4. With no record (a submitter stopped between create and record, or a damaged record deleted),
+   the next submit records the job ``choose`` picks; ``find`` returns that same job meanwhile.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -48,13 +49,14 @@ from ._staged import read_key_map, read_staged_lines
 from ._staging import JSONL, Staging
 from ._tracing import note, step, stepped
 from ._upload import SMALL_CHUNK
-from ._vertex import JobSpec, Vertex, is_live
+from ._vertex import JobSpec, Vertex, is_live, succeeded
 
 if TYPE_CHECKING:
     from google.cloud.aiplatform_v1 import BatchPredictionJob as BatchJob
 
 __all__ = [
     "Staged",
+    "choose",
     "find",
     "held_job",
     "look_up",
@@ -178,8 +180,14 @@ def _chain(first: StagedLine, rest: Iterator[StagedLine]) -> Iterator[StagedLine
     yield from rest
 
 
-def _earliest(jobs: list[BatchJob]) -> BatchJob:
-    return min(jobs, key=lambda j: (j.create_time, j.name))
+def choose(jobs: list[BatchJob]) -> BatchJob:
+    """The job an id's record names when none does yet, and the one ``find`` returns meanwhile.
+
+    A job that is live or succeeded wins over one that was cancelled, failed or expired, then
+    the earliest: recording a cancelled twin would cancel the id's live job and leave every key
+    missing (a record deleted to recover from damage is rebuilt this way).
+    """
+    return min(jobs, key=lambda j: (not is_live(j) and not succeeded(j), j.create_time, j.name))
 
 
 def _ours(listed: list[BatchJob], spec: JobSpec) -> list[BatchJob]:
@@ -280,9 +288,16 @@ def _cancel_twins(
 
 
 def submit(
-    staging: Staging, vertex: Vertex, policy: RetryPolicy, submission_id: str, manifest: Manifest
+    staging: Staging,
+    vertex: Vertex,
+    policy: RetryPolicy,
+    submission_id: str,
+    manifest: Manifest,
+    labels: Mapping[str, str] | None = None,
 ) -> Job:
     """Steps 2-4 of the protocol: adopt or create, record, cancel twins. Staging is done.
+
+    ``labels`` go on the job if this call creates it (a run's label on its attempts' jobs).
 
     Raises:
         InvalidRequestError: Vertex refused to create the job (400 or 404: an unknown model, a
@@ -310,12 +325,12 @@ def submit(
         with step("list"):  # once: this call's own policy makes the next attempt
             ours = _ours(vertex.list_for_id(spec.id, once=True), spec)
         if ours:
-            job = _earliest(ours)
+            job = choose(ours)
             logger.info("adopting job %s for id %s", job.name, spec.id)
             return job
         try:
             with step("create"):
-                created = vertex.create(spec)
+                created = vertex.create(spec, labels)
         except (api_exceptions.BadRequest, api_exceptions.NotFound) as exc:
             refusal = exc
             raise
@@ -395,10 +410,11 @@ def stage_and_submit(
     lines: Iterable[StagedLine],
     origin: str = PLAIN,
     amend: Callable[[Manifest], Manifest] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Job:
     """The whole identity protocol for one id: stage create-only, then adopt or create."""
     manifest = stage(staging, submission_id, provider, model, lines, origin, amend)
-    return submit(staging, vertex, policy, submission_id, manifest)
+    return submit(staging, vertex, policy, submission_id, manifest, labels)
 
 
 def resubmit(
@@ -409,6 +425,7 @@ def resubmit(
     keys: set[str],
     submission_id: str,
     origin: str,
+    labels: Mapping[str, str] | None = None,
 ) -> Job:
     """Submit ``keys`` of ``job`` again under ``submission_id``, read back from its staged input.
 
@@ -437,7 +454,16 @@ def resubmit(
     lines = read_staged_lines(staging, job, keys)
     amend = _with_cache if key_map.fills_cache else None
     return stage_and_submit(
-        staging, vertex, policy, submission_id, job.provider, job.model, lines, origin, amend
+        staging,
+        vertex,
+        policy,
+        submission_id,
+        job.provider,
+        job.model,
+        lines,
+        origin,
+        amend,
+        labels,
     )
 
 
@@ -467,11 +493,11 @@ def look_up(vertex: Vertex, staging: Staging, submission_id: str) -> Staged | No
     if record is not None:
         return Staged(manifest, spec, _follow_record(vertex, record, spec, folder.uri(RECORD)))
     ours = _ours(vertex.list_for_id(submission_id), spec)
-    return Staged(manifest, spec, _earliest(ours) if ours else None)
+    return Staged(manifest, spec, choose(ours) if ours else None)
 
 
 def find(vertex: Vertex, staging: Staging, submission_id: str) -> Job | None:
-    """The id's job: the recorded one, else the earliest listed; read-only."""
+    """The id's job: the recorded one, else the one ``choose`` picks of those listed; read-only."""
     staged = look_up(vertex, staging, submission_id)
     if staged is not None and not staged.manifest.rows:
         return cached_job(staged.spec)

@@ -103,6 +103,11 @@ def is_live(job: BatchJob) -> bool:
     return state_name(job) in _LIVE_STATES
 
 
+def succeeded(job: BatchJob) -> bool:
+    """Whether a job ended with its rows answered (wholly or partly)."""
+    return state_name(job) in ("JOB_STATE_SUCCEEDED", "JOB_STATE_PARTIALLY_SUCCEEDED")
+
+
 def status_of(job: BatchJob) -> Status:
     """The ``Status`` of a Vertex job."""
     state = state_name(job)
