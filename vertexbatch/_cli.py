@@ -52,6 +52,7 @@ from ._cli_render import (
     Progress,
     describe_error,
     job_lines,
+    json_line,
     result_record,
     results_summary,
     status_exit_code,
@@ -139,7 +140,7 @@ def _echo_results(
     for result in results:
         counts[result.outcome] += 1
         if not only or result.outcome in only:
-            click.echo(json.dumps(result_record(result), ensure_ascii=False))
+            click.echo(json_line(result_record(result)))
     click.echo(results_summary(counts, keys=keys, where=where), err=True)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, TextIO
@@ -169,6 +170,23 @@ def short(text: str, limit: int = 300) -> str:
 
 
 # -- jobs and results ---------------------------------------------------------------------------
+
+
+def json_line(record: Any) -> str:
+    """``record`` as one line of JSON that any UTF-8 stream can carry.
+
+    Non-ASCII text is written as itself, except a lone surrogate (a model answer cut mid-emoji,
+    say), which UTF-8 cannot encode: it is written as its ``\\uXXXX`` escape, so a JSON reader
+    gets the very same string back and the line is still printed.
+    """
+    text = json.dumps(record, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Inside a JSON string every backslash is already escaped, so each escape added here
+        # stands alone: ``\\udXXX`` is JSON's own spelling of that code unit.
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def result_record(result: Result) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from ._cli_render import (
     RUN_OUTCOMES,
     ExitCode,
     Fail,
+    json_line,
     run_exit_code,
     run_line,
     run_record,
@@ -200,5 +201,5 @@ def run_results(run_id: str, only: tuple[str, ...]) -> None:
     for item in run.key_results():
         counts[item.outcome] += 1
         if not only or item.result.outcome in only or item.outcome in only:
-            click.echo(json.dumps(run_result_record(item), ensure_ascii=False))
+            click.echo(json_line(run_result_record(item)))
     click.echo(run_results_summary(counts, keys=run.keys), err=True)
