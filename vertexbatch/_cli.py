@@ -42,7 +42,14 @@ import click
 
 from ._cli_doctor import doctor
 from ._cli_local import demo, emulator
-from ._cli_options import ENVIRONMENT_HELP, cloud_client, cloud_command, file_argument, verbose
+from ._cli_options import (
+    ENVIRONMENT_HELP,
+    Seconds,
+    cloud_client,
+    cloud_command,
+    file_argument,
+    verbose,
+)
 from ._cli_plan import PayOnce, echo_plan, pay_options, plan_of
 from ._cli_probe import probe
 from ._cli_render import (
@@ -279,14 +286,22 @@ def results(submission_id: str, only: tuple[str, ...]) -> None:
 
 @main.command()
 @click.argument("submission_id", metavar="ID")
-@click.option("--floor", type=float, default=5.0, show_default=True, help="Shortest poll gap (s).")
-@click.option("--ceiling", type=float, default=60.0, show_default=True, help="Longest gap (s).")
-@click.option("--timeout", type=float, default=None, help="Give up after this many seconds.")
+@click.option(
+    "--floor",
+    type=Seconds(above=True),
+    default=5.0,
+    show_default=True,
+    help="Shortest poll gap (s).",
+)
+@click.option(
+    "--ceiling", type=Seconds(above=True), default=60.0, show_default=True, help="Longest gap (s)."
+)
+@click.option("--timeout", type=Seconds(), default=None, help="Give up after this many seconds.")
 @cloud_command
 def watch(submission_id: str, floor: float, ceiling: float, timeout: float | None) -> None:
     """Poll the job of ID with backoff until it is terminal; exit with the status exit code."""
-    if floor <= 0 or ceiling < floor:
-        raise Fail(ExitCode.USAGE, "--floor must be > 0 and --ceiling at least --floor")
+    if ceiling < floor:
+        raise Fail(ExitCode.USAGE, "--ceiling must be at least --floor")
     client = cloud_client()
     job = _find(client, submission_id)
     progress = Progress(sys.stderr, tty=sys.stderr.isatty())

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from ._cli_options import verbose
+from ._cli_options import Seconds, verbose
 from ._cli_render import ExitCode, Fail
 from ._config import BUCKET
 
@@ -27,7 +27,7 @@ _port = click.IntRange(0, 65535)
     help="Bucket to create on the local GCS server.",
 )
 @click.option(
-    "--row-seconds", type=float, default=0.05, show_default=True, help="Time each row takes."
+    "--row-seconds", type=Seconds(), default=0.05, show_default=True, help="Time each row takes."
 )
 @click.option(
     "--port", type=_port, default=0, help="Port of the Vertex service [default: a free one]."

@@ -8,6 +8,7 @@ builds from them and the environment, a flag winning over its variable.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -29,8 +30,48 @@ from ._config import (
 )
 from ._errors import InvalidRequestError
 
+# The longest duration any option takes (about 31 years): far past any job, TTL or wait, and
+# well inside what ``timedelta`` and the clocks' arithmetic hold.
+SECONDS_MAX = 1e9
+
+
+class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.2 on
+    """A duration option: a finite number of seconds, from ``minimum`` to ``SECONDS_MAX``.
+
+    ``inf``, ``nan`` and ``1e300`` are usage errors (exit 2) naming the option and the rule,
+    like any other bad value, never an overflow deeper in (every numeric option of the command
+    that is not a whole number is one of these).
+    """
+
+    name = "seconds"
+
+    def __init__(self, minimum: float = 0.0, *, above: bool = False) -> None:
+        self.minimum = minimum
+        self.above = above  # the minimum itself is refused
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, float):
+            number = value
+        else:
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        low = "more than" if self.above else "at least"
+        rule = f"a finite number of seconds {low} {self.minimum:g} and at most 1e9"
+        if (
+            not math.isfinite(number)
+            or number < self.minimum
+            or (self.above and number == self.minimum)
+            or number > SECONDS_MAX
+        ):
+            self.fail(f"{value!r} is not {rule}", param, ctx)
+        return number
+
+
 __all__ = [
     "ENVIRONMENT_HELP",
+    "Seconds",
     "cloud_client",
     "cloud_command",
     "config_flags",

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from ._cli_options import Seconds
 from ._client import Client
 from ._estimate import Plan
 
@@ -122,7 +123,7 @@ def pay_options(command: Any) -> Any:
         ),
         click.option(
             "--cache-ttl",
-            type=click.FloatRange(min=0, min_open=True),
+            type=Seconds(above=True),
             default=None,
             help="With --cache: entries older than this many seconds are misses.",
         ),

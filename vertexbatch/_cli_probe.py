@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ._cli_options import cloud_command, config_flags
+from ._cli_options import Seconds, cloud_command, config_flags
 from ._cli_render import ExitCode, Fail
 
 __all__ = ["probe"]
@@ -30,12 +30,12 @@ __all__ = ["probe"]
 @click.option("--claude-model", default="claude-opus-5-5@default", show_default=True)
 @click.option("--gemini-model", default="gemini-3.8-flash", show_default=True)
 @click.option(
-    "--interval", type=click.FloatRange(min=0.0), default=None,
+    "--interval", type=Seconds(), default=None,
     help="Seconds between polls, at least 5 against Vertex [default: 30; 0.5 on the local "
     "stack].",
 )  # fmt: skip
 @click.option(
-    "--timeout", type=click.FloatRange(min=0.0), default=6 * 3600.0, show_default=True,
+    "--timeout", type=Seconds(), default=6 * 3600.0, show_default=True,
     help="Seconds to wait before cancelling a job still live.",
 )  # fmt: skip
 @click.option(
