@@ -6,6 +6,8 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import vertexbatch as vb
 from tests.helpers import claude_request
@@ -160,3 +162,33 @@ def test_wait_refuses_a_job_given_as_the_client(client: vb.Client, stack: LocalS
     assert "client must be a vertexbatch.Client" in str(raised.value)
     with pytest.raises(vb.InvalidRequestError, match=r"not Job: use client\.aio"):
         vb.AsyncClient(job)  # type: ignore[arg-type]
+
+
+def test_resubmit_records_nothing_in_the_metrics(stack: LocalStack, bucket: str) -> None:
+    """Reading results, then resubmitting: the counts are those of the one read, not doubled."""
+    reader = InMemoryMetricReader()
+    client = stack.client(
+        bucket=bucket,
+        prefix="m",
+        retry=vb.RetryPolicy.no_wait(),
+        meter_provider=MeterProvider(metric_readers=[reader]),
+    )
+    requests = [claude_request("ok", "fine"), claude_request("busy", "busy [[vb:error 429]]")]
+    job = client.submit_claude("metered", MODEL, requests)
+    stack.wait_job(job.name)
+    read = list(client.results(job))
+
+    def counted() -> tuple[int, int]:
+        data = reader.get_metrics_data()
+        metrics = {
+            m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+        }
+        tokens = sum(p.sum for p in metrics["gen_ai.client.token.usage"].data.data_points)
+        results = sum(p.value for p in metrics["vertexbatch.results"].data.data_points)
+        return tokens, results
+
+    once = counted()
+    assert once == (sum(r.usage.input + r.usage.output for r in read), 2)
+    retry = client.resubmit(job)
+    assert retry.keys == 1
+    assert counted() == once

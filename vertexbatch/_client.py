@@ -33,7 +33,7 @@ from ._run_start import create_run, held_run
 from ._run_start import open_run as load_run
 from ._runs import DEFAULT_SHARD_SIZE, Run
 from ._staging import Staging
-from ._telemetry import Telemetry
+from ._telemetry import SILENT, Telemetry
 from ._tokens import token_counter
 from ._tracing import Tracing, job_attributes, traced
 from ._vertex import Vertex, status_of
@@ -504,7 +504,11 @@ class Client:
                     "it is terminal; wait for it or pass keys=",
                     field="job",
                 )
-            wanted = {r.key for r in self.results(job) if r.outcome in ("retryable", "missing")}
+            # The library's own pass: not the caller's reading, so nothing goes to the metrics
+            # (nor to the answer cache), as runs' steps read results silently.
+            cloud = self._cloud
+            silent = iter_results(cloud.vertex, cloud.staging, job, SILENT)
+            wanted = {r.key for r in silent if r.outcome in ("retryable", "missing")}
         else:
             if isinstance(keys, str) or not isinstance(keys, Iterable):
                 raise InvalidRequestError(

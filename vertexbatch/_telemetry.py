@@ -12,7 +12,7 @@ from opentelemetry import metrics
 
 from ._models import Job, Result
 
-__all__ = ["Telemetry"]
+__all__ = ["SILENT", "Telemetry"]
 
 # The GenAI semantic conventions' advisory buckets for token counts.
 _TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304]
@@ -88,3 +88,8 @@ def _base(job: Job) -> dict[str, str]:
         "gen_ai.provider.name": PROVIDER,
         "gen_ai.request.model": job.model,
     }
+
+
+# For the library's own passes over results (a run's steps, ``resubmit`` choosing its keys):
+# only a caller's reading is recorded, once per result it is yielded.
+SILENT = Telemetry(metrics.NoOpMeterProvider())
