@@ -160,17 +160,31 @@ class Usage:
     cache_write: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+def sized(text: str) -> str:
+    """How a repr shows response text: its size, never the text (which may be private)."""
+    return f"<{len(text)} chars>"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
 class Refusal:
-    """Why a request was refused: the provider's category (or block/finish reason) and detail."""
+    """Why a request was refused: the provider's category (or block/finish reason) and detail.
+
+    Its repr shows the category and the detail's size, never the detail's text.
+    """
 
     category: str
     detail: str = ""
 
+    def __repr__(self) -> str:
+        return f"Refusal(category={self.category!r}, detail={sized(self.detail)})"
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, repr=False)
 class Result:
     """The outcome of one key.
+
+    Its repr shows the key, the outcome and sizes and kinds, never response text: ``text`` and
+    a refusal's detail appear as their lengths, ``response`` not at all.
 
     Attributes:
         key: the caller's key.
@@ -196,6 +210,14 @@ class Result:
     response: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
     shared: bool = False
     cached: bool = False
+
+    def __repr__(self) -> str:
+        error = "None" if self.error is None else type(self.error).__name__
+        return (
+            f"Result(key={self.key!r}, outcome={self.outcome!r}, text={sized(self.text)}, "
+            f"usage={self.usage!r}, stop={self.stop!r}, refusal={self.refusal!r}, "
+            f"error={error}, shared={self.shared}, cached={self.cached})"
+        )
 
     @property
     def ok(self) -> bool:
