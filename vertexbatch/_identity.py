@@ -6,13 +6,13 @@ The protocol (DESIGN.md, "Submission identity"):
    claims the id for one set of rows: the same rows again carry on, other rows are refused and
    nothing staged is touched.
 2. Before each create attempt, list the id's jobs; adopt one that reads the id's input and writes
-   its output prefix (``choose``: live or succeeded first, then the earliest). One that reads the
-   input but writes elsewhere is an error.
+   its output prefix: one an earlier attempt of the same call made if it is live or succeeded,
+   else ``choose``'s (live or succeeded first, then the earliest). One that reads the input but
+   writes elsewhere is an error.
 3. After create, record the job's name in ``job.json``, create-only. Every caller returns the
    recorded job and cancels the id's other jobs; the recording caller lists again after recording.
-   Each create attempt carries a fresh nonce label: a retry that lists the job of its own lost
-   create adopts it, and a caller that ends up with another job keeps listing (bounded) until
-   the job of each of its lost creates shows, and cancels it.
+   Each create attempt carries a fresh nonce label, so a caller that ends up with another job
+   keeps listing (bounded) until the job of each of its lost creates shows, and cancels it.
 4. With no record (a submitter stopped between create and record, or a damaged record deleted),
    the next submit records the job ``choose`` picks; ``find`` returns that same job meanwhile.
 """
