@@ -77,6 +77,16 @@ def submit_after_barrier(
         out.put(("error", f"{type(exc).__name__}: {exc}"))
 
 
+def submit_and_report(endpoints: dict[str, str], submission_id: str, out: Any) -> None:
+    """Submit twenty rows under the id at once; report the job name (the test orders the
+    process's calls with the stack's blocks)."""
+    try:
+        job = client(endpoints).submit_claude(submission_id, CLAUDE, claude_requests(20))
+        out.put(("ok", job.name))
+    except Exception as exc:  # reported to the parent, which fails the test with it
+        out.put(("error", f"{type(exc).__name__}: {exc}"))
+
+
 def submit(endpoints: dict[str, str], submission_id: str) -> None:
     """Submit five rows under the id (the test kills this process while a call is held)."""
     client(endpoints).submit_claude(submission_id, CLAUDE, claude_requests(5))

@@ -6,11 +6,13 @@ The protocol (DESIGN.md, "Submission identity"):
    claims the id for one set of rows: the same rows again carry on, other rows are refused and
    nothing staged is touched.
 2. Before each create attempt, list the id's jobs; adopt one that reads the id's input and writes
-   its output prefix (``choose``: live or succeeded first, then the earliest). One that reads the
-   input but writes elsewhere is an error.
+   its output prefix: one an earlier attempt of the same call made if it is live or succeeded,
+   else ``choose``'s (live or succeeded first, then the earliest). One that reads the input but
+   writes elsewhere is an error.
 3. After create, record the job's name in ``job.json``, create-only. Every caller returns the
-   recorded job and cancels the id's other jobs; the recording caller lists again after recording,
-   and keeps listing (bounded) while a create whose response was lost may still show up.
+   recorded job and cancels the id's other jobs; the recording caller lists again after recording.
+   Each create attempt carries a fresh nonce label, so a caller that ends up with another job
+   keeps listing (bounded) until the job of each of its lost creates shows, and cancels it.
 4. With no record (a submitter stopped between create and record, or a damaged record deleted),
    the next submit records the job ``choose`` picks; ``find`` returns that same job meanwhile.
 """
@@ -18,6 +20,7 @@ The protocol (DESIGN.md, "Submission identity"):
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -49,7 +52,7 @@ from ._staged import read_key_map, read_staged_lines
 from ._staging import JSONL, Staging
 from ._tracing import note, step, stepped
 from ._upload import SMALL_CHUNK
-from ._vertex import JobSpec, Vertex, is_live, succeeded
+from ._vertex import NONCE_LABEL, JobSpec, Vertex, is_live, succeeded
 
 if TYPE_CHECKING:
     from google.cloud.aiplatform_v1 import BatchPredictionJob as BatchJob
@@ -247,43 +250,49 @@ def _cancel(vertex: Vertex, job: BatchJob, spec: JobSpec) -> bool:
     return True
 
 
+def _nonce(job: BatchJob) -> str:
+    """The nonce of the create attempt that made the job ("" for a job made without one)."""
+    return str(job.labels.get(NONCE_LABEL, ""))
+
+
 @stepped("cancel_twins")
 def _cancel_twins(
     vertex: Vertex,
     spec: JobSpec,
     chosen: BatchJob,
     policy: RetryPolicy,
-    expected: int,
-    unsure: int = 0,
+    lost: frozenset[str] = frozenset(),
+    unsure: frozenset[str] = frozenset(),
 ) -> None:
-    """Cancel the id's live jobs other than ``chosen``; list until ``expected`` jobs were seen.
+    """Cancel the id's live jobs other than ``chosen``; list until each ``lost`` nonce was seen.
 
-    ``expected`` counts the jobs this caller may have created (a lost create response may surface
-    late in list); the listing stops early once that many are seen, else after the policy's
-    attempts, so an attempt that never reached Vertex costs a bounded wait. ``unsure`` counts
-    creates refused with 429 (quota): almost always no job, so they are not waited for, but if
+    ``lost`` are the nonces of this caller's creates whose answer was lost (their job may surface
+    late in list); the listing stops once a job carrying each was seen, else after the policy's
+    attempts, so an attempt that never reached Vertex costs a bounded wait. ``unsure`` are those
+    of creates refused with 429 (quota): almost always no job, so they are not waited for, but if
     they do not show in the listing a warning says a job may still surface.
     """
     seen = {chosen.name}
+    unseen = set(lost | unsure) - {_nonce(chosen)}
     attempt = 0
     while True:
         for job in _ours(vertex.list_for_id(spec.id), spec):
+            unseen.discard(_nonce(job))
             if job.name in seen:
                 continue
             seen.add(job.name)
             if is_live(job):
                 _cancel(vertex, job, spec)
         attempt += 1
-        if len(seen) >= expected or attempt >= policy.attempts:
+        if not unseen & lost or attempt >= policy.attempts:
             break
         time.sleep(policy.backoff(attempt - 1))
-    unseen = expected + unsure - len(seen)
-    if unseen > 0:
+    if unseen:
         logger.warning(
             "id %s: %d create attempt(s) failed without showing in list; if one created a job "
             "it will be cancelled by the next submit of the id",
             spec.id,
-            unseen,
+            len(unseen),
         )
 
 
@@ -313,33 +322,40 @@ def submit(
     if record is not None:
         chosen = _follow_record(vertex, record, spec, where)
         logger.info("id %s is recorded as job %s", spec.id, chosen.name)
-        _cancel_twins(vertex, spec, chosen, policy, expected=1)
+        _cancel_twins(vertex, spec, chosen, policy)
         return spec.to_job(chosen)
 
-    lost_creates = refused_creates = 0
-    created: BatchJob | None = None
+    lost: set[str] = set()  # the nonces of creates whose answer was lost
+    refused: set[str] = set()  # and of those refused with 429
+    created: BatchJob | None = None  # the job this caller made and knows of
     refusal: api_exceptions.GoogleAPICallError | None = None
 
     def list_then_create() -> BatchJob:
-        nonlocal lost_creates, refused_creates, created, refusal
+        nonlocal created, refusal
         with step("list"):  # once: this call's own policy makes the next attempt
             ours = _ours(vertex.list_for_id(spec.id, once=True), spec)
         if ours:
-            job = choose(ours)
+            # A job an earlier attempt of this call made is this call's own, as if its create
+            # had answered; it goes first unless it ended badly (``choose``).
+            mine = [j for j in ours if _nonce(j) in lost | refused]
+            job = choose([j for j in mine if is_live(j) or succeeded(j)] or ours)
+            if _nonce(job) in lost | refused:
+                created = job
             logger.info("adopting job %s for id %s", job.name, spec.id)
             return job
+        nonce = secrets.token_hex(8)  # a label value: lowercase hex, 16 of at most 63 chars
         try:
             with step("create"):
-                created = vertex.create(spec, labels)
+                created = vertex.create(spec, labels, nonce)
         except (api_exceptions.BadRequest, api_exceptions.NotFound) as exc:
             refusal = exc
             raise
         except Exception as exc:
             if isinstance(exc, _REJECTED):
-                refused_creates += 1
+                refused.add(nonce)
             elif is_transient_call_error(exc):
                 # The job may exist all the same: the next attempt lists before creating.
-                lost_creates += 1
+                lost.add(nonce)
             raise
         logger.info("created job %s for id %s", created.name, spec.id)
         return created
@@ -354,7 +370,6 @@ def submit(
         recorded = staging.create_json(folder.name(RECORD), {"name": chosen.name, "id": spec.id})
     if recorded:
         logger.info("recorded job %s for id %s", chosen.name, spec.id)
-        expected = lost_creates + (1 if created is not None else 0)
     else:
         record = staging.read_json(folder.name(RECORD))
         try:
@@ -367,13 +382,12 @@ def submit(
                 _cancel(vertex, created, spec)
             raise
         logger.info("id %s was recorded as job %s by another submitter", spec.id, chosen.name)
-        # The recorded job, and each job this caller may have made: the one it was told of
-        # (cancelled now), and any whose create answer was lost (cancelled once listed).
-        expected = 1 + lost_creates
         if created is not None and created.name != chosen.name:
-            _cancel(vertex, created, spec)
-            expected += 1
-    _cancel_twins(vertex, spec, chosen, policy, expected=max(expected, 1), unsure=refused_creates)
+            _cancel(vertex, created, spec)  # the job this caller made and knows of
+    # Each job whose create answer was lost is cancelled once listed (it is known by its nonce),
+    # unless it is the one returned.
+    known = {_nonce(created)} if created is not None else set()
+    _cancel_twins(vertex, spec, chosen, policy, frozenset(lost - known), frozenset(refused - known))
     return spec.to_job(chosen)
 
 

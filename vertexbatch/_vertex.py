@@ -28,6 +28,9 @@ __all__ = ["ID_LABEL", "TERMINAL_STATES", "JobSpec", "Vertex", "status_of"]
 
 logger = logging.getLogger("vertexbatch")
 
+# The label of one create attempt's own fresh value: a submit tells the job its lost create made.
+NONCE_LABEL = "vertexbatch_nonce"
+
 # Labels on every job vertexbatch creates: one marks it as ours, one carries the submission id.
 MARK_LABEL = "vertexbatch"
 ID_LABEL = "vertexbatch_id"
@@ -147,8 +150,13 @@ class Vertex:
         self._policy = policy
         self._timeout = policy.timeout  # per call: a stalled call ends, and is retried
 
-    def create(self, spec: JobSpec, labels: Mapping[str, str] | None = None) -> BatchJob:
-        """Create the job once; no retry (see the module docstring)."""
+    def create(
+        self, spec: JobSpec, labels: Mapping[str, str] | None = None, nonce: str | None = None
+    ) -> BatchJob:
+        """Create the job once; no retry (see the module docstring).
+
+        ``nonce`` (a label value, fresh for each attempt) goes on the job as ``NONCE_LABEL``.
+        """
         from google.cloud import aiplatform_v1
 
         job = aiplatform_v1.BatchPredictionJob(
@@ -162,7 +170,12 @@ class Vertex:
                 predictions_format="jsonl",
                 gcs_destination=aiplatform_v1.GcsDestination(output_uri_prefix=spec.output_prefix),
             ),
-            labels={MARK_LABEL: "1", ID_LABEL: id_label(spec.id), **(labels or {})},
+            labels={
+                MARK_LABEL: "1",
+                ID_LABEL: id_label(spec.id),
+                **(labels or {}),
+                **({NONCE_LABEL: nonce} if nonce is not None else {}),
+            },
         )
         created: BatchJob = self._client.create_batch_prediction_job(
             parent=self.parent, batch_prediction_job=job, retry=None, timeout=self._timeout
