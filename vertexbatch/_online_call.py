@@ -23,6 +23,7 @@ propagates.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -99,11 +100,11 @@ def from_service(exc: BaseException) -> bool:
     transport failure (retried first). Anything else is a local bug and must propagate."""
     if isinstance(exc, api_exceptions.GoogleAPICallError | MalformedAnswer):
         return True
-    try:
-        import anthropic
-    except ImportError:  # pragma: no cover - a dependency
-        return is_transient_call_error(exc)
-    return isinstance(exc, anthropic.APIStatusError) or is_transient_call_error(exc)
+    # Only the Claude caller imports anthropic: an error of a module never imported cannot exist.
+    anthropic = sys.modules.get("anthropic")
+    if anthropic is not None and isinstance(exc, anthropic.APIStatusError):
+        return True
+    return is_transient_call_error(exc)
 
 
 def status_code(exc: BaseException) -> int:

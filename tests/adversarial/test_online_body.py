@@ -44,6 +44,15 @@ def _late(
     return client.run_gemini(run_id, GEMINI, requests, **options)
 
 
+def _claude_tasks(n: int) -> list[vb.ClaudeRequest]:
+    return [
+        vb.ClaudeRequest(
+            f"key-{i}", {"max_tokens": 32, "messages": [{"role": "user", "content": f"Task {i}"}]}
+        )
+        for i in range(n)
+    ]
+
+
 def _objects(stack: LocalStack, bucket: str, run_id: str, leaf: str) -> Any:
     return stack.storage_client().bucket(bucket).blob(f"jobs/{run_id}.s0/{leaf}")
 
@@ -131,21 +140,18 @@ def test_gemini_wire_named_config_fields_are_answered_online(
     assert all(r.ok and r.text for r in run.results())
 
 
-def test_a_service_error_is_the_keys_answer(client: vb.Client, stack: LocalStack) -> None:
+@pytest.mark.parametrize("provider", ["anthropic", "google"])
+def test_a_service_error_is_the_keys_answer(
+    client: vb.Client, stack: LocalStack, provider: str
+) -> None:
     """A status the service answers (400) is that key's row; the other keys are answered."""
-    requests = [
-        vb.ClaudeRequest(
-            f"key-{i}", {"max_tokens": 32, "messages": [{"role": "user", "content": "x"}]}
-        )
-        for i in range(3)
-    ]
-    run = _late(
-        client,
-        stack,
-        "service-error",
-        requests,
-    )
-    stack.faults.fail("rawPredict", status=400, times=1)
+    if provider == "anthropic":
+        requests: list[Any] = _claude_tasks(3)
+    else:
+        requests = [vb.GeminiRequest(f"key-{i}", f"Task {i}") for i in range(3)]
+    op = "rawPredict" if provider == "anthropic" else "generateContent"
+    run = _late(client, stack, f"service-error-{provider}", requests)
+    stack.faults.fail(op, status=400, times=1)
     summary = run.advance(deadline=_past(), fallback="online", online_concurrency=1)
     assert summary.done and summary.outcomes == {"failed": 1, "ok": 2}
     failed = [r for r in run.results() if not r.ok]
@@ -161,13 +167,7 @@ def test_a_call_that_cannot_be_built_raises_and_releases_the_claim(
     next step answers every key."""
     from anthropic import AnthropicVertex
 
-    requests = [
-        vb.ClaudeRequest(
-            f"key-{i}", {"max_tokens": 32, "messages": [{"role": "user", "content": "x"}]}
-        )
-        for i in range(3)
-    ]
-    run = _late(client, stack, "local-bug", requests)
+    run = _late(client, stack, "local-bug", _claude_tasks(3))
 
     def refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
         raise TypeError("the SDK refused the call")
@@ -361,15 +361,6 @@ def test_gemini_online_bodies_are_the_staged_requests(
 
 
 # Issue 11: answers paid for are written before more are paid for, and never paid for twice.
-
-
-def _claude_tasks(n: int) -> list[vb.ClaudeRequest]:
-    return [
-        vb.ClaudeRequest(
-            f"key-{i}", {"max_tokens": 32, "messages": [{"role": "user", "content": f"Task {i}"}]}
-        )
-        for i in range(n)
-    ]
 
 
 def test_a_part_write_that_fails_throughout_costs_only_its_own_group_again(
