@@ -29,3 +29,10 @@ def advance_past_deadline(endpoints: dict[str, str], run_id: str, barrier: Any, 
         out.put(("ok", {"keys": [r.key for r in run.results()]}))
     except Exception as exc:  # reported to the parent, which fails the test with it
         out.put(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def advance_online_once(endpoints: dict[str, str], run_id: str, concurrency: int) -> None:
+    """Advance one run past its deadline with the online fallback, once (the test kills it)."""
+    deadline = datetime.now(UTC) - timedelta(seconds=1)
+    run = client(endpoints).open_run(run_id)
+    run.advance(deadline=deadline, fallback="online", online_concurrency=concurrency)

@@ -1,13 +1,17 @@
-"""The online fallback across processes: each key is answered online at most once (issue 10)."""
+"""The online fallback across processes: each key is answered online at most once (issue 10),
+and a step killed mid-way leaves its written answers to the next (issue 11)."""
 
 from __future__ import annotations
 
 import json
 import multiprocessing
+import signal
 from collections import Counter
 from datetime import UTC, datetime, timedelta
+from email.message import Message
 from typing import Any
 
+from tests.gcs_gate import Spoil, body_gate
 from tests.helpers import CLAUDE, claude_request
 from vertexbatch.emulator import LocalStack
 
@@ -92,3 +96,56 @@ def test_processes_racing_for_a_stale_claim_take_it_over_once(
     for shard in range(SHARDS):
         claim = json.loads(_claim(stack, bucket, "stale", shard).download_as_bytes())
         assert claim["owner"] != "crashed/1/0"
+
+
+def test_a_step_killed_mid_way_leaves_its_written_answers_to_the_next(
+    stack: LocalStack, bucket: str
+) -> None:
+    """A worker answering 6 keys two at a time is killed while its second group's calls are
+    held: its first group is written; the step that takes over calls the other 4 keys only, and
+    every key ends with exactly one outcome."""
+    run_id = "killed"
+    endpoints = _workers.endpoints(stack, bucket)
+    stack.faults.hold(display_name=f"{run_id}.s0", state="PENDING")
+    requests = [claude_request(f"key-{i}", f"Task {i}", max_tokens=16) for i in range(6)]
+    _workers.client(endpoints).run_claude(run_id, CLAUDE, requests)
+    stack.reset_calls()
+    armed: list[str] = []
+
+    def script(method: str, path: str, headers: Message, body: bytes) -> Spoil | None:
+        # Runs before the first part's upload is forwarded, so before the next group's calls.
+        if method == "POST" and b"online/part-00000.jsonl" in body and not armed:
+            armed.append(path)
+            stack.faults.block("rawPredict", times=2)
+        return None
+
+    with body_gate(stack.storage_endpoint, script) as url:
+        gated = {**endpoints, "storage": url}
+        ctx = multiprocessing.get_context("spawn")
+        worker = ctx.Process(target=_fallback_workers.advance_online_once, args=(gated, run_id, 2))
+        worker.start()
+        try:
+            stack.faults.wait_blocked("rawPredict", count=2, timeout=120)
+        finally:
+            worker.kill()
+            worker.join(timeout=60)
+    assert worker.exitcode == -signal.SIGKILL
+    stack.faults.unblock("rawPredict", drop=True)
+    assert stack.calls()["rawPredict"] == 4  # two answered and written, two paid and lost
+    gcs = stack.storage_client().bucket(bucket)
+    parts = [b.name for b in gcs.list_blobs(prefix=f"jobs/{run_id}.s0/online/")]
+    assert parts == [f"jobs/{run_id}.s0/online/part-00000.jsonl"]
+    assert not gcs.blob(f"jobs/{run_id}.s0/online.jsonl").exists()
+    # The dead worker's claim, as it stands once its expiry has passed (5 minutes on).
+    claim = gcs.blob(f"jobs/{run_id}.s0/online.claim.json")
+    held = json.loads(claim.download_as_bytes())
+    expired = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
+    claim.upload_from_string(json.dumps({**held, "expires": expired}))
+    stack.reset_calls()
+    run = _workers.client(endpoints).open_run(run_id)
+    summary = run.advance(deadline=datetime.now(UTC), fallback="online", online_concurrency=2)
+    assert summary.done and summary.outcomes == {"ok": 6}
+    assert stack.calls()["rawPredict"] == 4
+    assert Counter(r.key for r in run.results()) == Counter(f"key-{i}" for i in range(6))
+    assert all(r.ok for r in run.results())
+    assert run.status().outcomes == {"ok": 6}

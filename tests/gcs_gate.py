@@ -8,7 +8,8 @@ answer; every other request is forwarded unchanged.
 
 ``gate`` takes a script that sees each request and may answer it with a status, or forward it
 and spoil the answer as a network or a proxy can: a connection dropped mid-body, a body and
-``Content-Range`` cut short, a header changed.
+``Content-Range`` cut short, a header changed. ``body_gate`` is the same with a script that sees
+the request's body too (a one-request upload names its object in the body only).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-__all__ = ["Spoil", "deny_bucket_metadata", "gate"]
+__all__ = ["Spoil", "body_gate", "deny_bucket_metadata", "gate"]
 
 _HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "host", "content-length"})
 # The bucket resource itself (GET storage/v1/b/NAME), not its objects, IAM policy or uploads.
@@ -52,9 +53,11 @@ class Spoil:
 
 Script = Callable[[str, str, Message], Spoil | None]
 """Sees a request's method, path and headers; returns how to spoil it, or ``None``."""
+BodyScript = Callable[[str, str, Message, bytes], Spoil | None]
+"""A ``Script`` that sees the request's body too."""
 
 
-def _handler(upstream: str, script: Script) -> type[BaseHTTPRequestHandler]:
+def _handler(upstream: str, script: BodyScript) -> type[BaseHTTPRequestHandler]:
     target = urlsplit(upstream)
 
     class Gate(BaseHTTPRequestHandler):
@@ -66,7 +69,7 @@ def _handler(upstream: str, script: Script) -> type[BaseHTTPRequestHandler]:
         def _serve(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
-            spoil = script(self.command, self.path, self.headers)
+            spoil = script(self.command, self.path, self.headers, body)
             if spoil is not None and spoil.status is not None:
                 self._answer(spoil.status, {"Content-Type": "application/json"}, _error(spoil))
                 return
@@ -137,6 +140,15 @@ def deny_bucket_metadata(upstream: str) -> Iterator[str]:
 @contextmanager
 def gate(upstream: str, script: Script) -> Iterator[str]:
     """A gate in front of ``upstream`` that spoils what ``script`` says; yields its URL."""
+    with body_gate(
+        upstream, lambda method, path, headers, body: script(method, path, headers)
+    ) as url:
+        yield url
+
+
+@contextmanager
+def body_gate(upstream: str, script: BodyScript) -> Iterator[str]:
+    """``gate`` with a script that sees each request's body too; yields its URL."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream, script))
     thread = threading.Thread(target=server.serve_forever, name="gcs-gate", daemon=True)
     thread.start()

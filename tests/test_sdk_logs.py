@@ -1,4 +1,5 @@
-"""vertexbatch's own calls through the anthropic SDK never put request content in a log record."""
+"""vertexbatch's own calls through the anthropic SDK and google-auth never put request content in
+a log record."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE
+from tests.helpers import CLAUDE, GEMINI
 from vertexbatch.emulator import LocalStack
 
 SECRET = "zqx-secret-prompt-canary"
@@ -41,7 +42,25 @@ def records() -> Iterator[list[logging.LogRecord]]:
 
 
 def _leaked(records: list[logging.LogRecord]) -> list[str]:
-    return [record.name for record in records if SECRET in record.getMessage()]
+    """The loggers of records holding the secret, in their message or any ``extra`` field."""
+    return [
+        record.name
+        for record in records
+        if SECRET in record.getMessage() or SECRET in repr(vars(record))
+    ]
+
+
+@pytest.fixture
+def google_records(records: list[logging.LogRecord]) -> Iterator[list[logging.LogRecord]]:
+    """``records``, with google-auth's DEBUG request logging on (the ``google`` logger
+    configured, as google-auth requires before it logs bodies)."""
+    google = logging.getLogger("google")
+    level, propagate = google.level, google.propagate
+    google.setLevel(logging.DEBUG)
+    google.propagate = True
+    yield records
+    google.setLevel(level)
+    google.propagate = propagate
 
 
 def test_the_online_fallback_logs_no_request_text(
@@ -53,6 +72,21 @@ def test_the_online_fallback_logs_no_request_text(
     assert run.status().done
     assert any(r.name.startswith("anthropic") for r in records)  # the SDK did log, at DEBUG
     assert _leaked(records) == []
+
+
+def test_the_gemini_online_fallback_logs_no_request_text(
+    client: vb.Client, stack: LocalStack, google_records: list[logging.LogRecord]
+) -> None:
+    """google-auth logs request and answer bodies at DEBUG; not those of the fallback's calls."""
+    stack.faults.hold(display_name="late-gemini.s0", state="PENDING")
+    requests = [vb.GeminiRequest(f"key-{i}", f"{SECRET} {i}") for i in range(2)]
+    run = client.run_gemini("late-gemini", GEMINI, requests)
+    stack.reset_calls()
+    run.advance(deadline=datetime.now(UTC) - timedelta(seconds=1), fallback="online")
+    assert run.status().done and stack.calls()["generateContent"] == 2
+    # google-auth did log bodies at DEBUG (of the GCS calls, which hold no request text).
+    assert any(r.name == "google.auth.transport.requests" for r in google_records)
+    assert _leaked(google_records) == []
 
 
 def test_counting_tokens_logs_no_request_text(

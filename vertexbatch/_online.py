@@ -1,33 +1,48 @@
 """The online fallback: answer staged requests through the online APIs, as output rows.
 
-Used by runs past their deadline. Each staged line is sent with the provider's own client
-(``anthropic.AnthropicVertex`` for Claude, ``google-genai`` on Vertex for Gemini), with bounded
-concurrency and retries on 429/529/5xx; every answer is written as a Vertex output row carrying
-the key's digest, so it is read, correlated and classified exactly like a batch row.
+Used by runs past their deadline. Each key's staged request body is sent as it was staged
+(``_online_call``), with bounded concurrency and retries on 429/529/5xx; every answer is written
+as a Vertex output row carrying the key's digest, so it is read, correlated and classified
+exactly like a batch row. Only what the service says becomes a key's row (an HTTP status, a
+transport failure once retries are spent); any other failure is a bug and propagates, and the
+claim is released so that a fixed version answers the shard.
 
 Online calls bill at the full rate, so each key is answered online at most once across
-processes. Before calling anything, a caller claims the shard in GCS::
+processes, and an answer paid for is written before more are paid for. Before calling anything,
+a caller claims the shard in GCS::
 
-    PREFIX/SHARD/online.claim.json   {"format", "owner", "expires"}: who answers, and until when
-    PREFIX/SHARD/online.jsonl        the answers, written create-only once every key has one
+    PREFIX/SHARD/online.claim.json          {"format", "owner", "expires"}: who answers, until when
+    PREFIX/SHARD/online/part-00000.jsonl    the answers of one group of calls, create-only
+    PREFIX/SHARD/online.jsonl               every answer, written create-only once each key has one
 
-1. ``online.jsonl`` exists: the shard was answered; nothing is called.
+1. ``online.jsonl`` exists: the shard was answered; nothing is called. It is the only object
+   readers take answers from (``_runs`` reads it whole), and it is what a shard answered by an
+   earlier version holds, alone.
 2. The claim is created create-only (``if_generation_match=0``). Of callers racing, one creates
    it; the others find it held and unexpired, call nothing and report the shard pending.
 3. The holder renews the claim every ``CLAIM_SECONDS / 5`` (60 s) to ``CLAIM_SECONDS`` (300 s)
    ahead, each renewal conditional on the claim still being the one it last wrote (checked,
    then overwritten on that generation); it starts no call once its own claim is within one
-   renewal of expiring or was taken over, and then writes nothing.
-4. A claim past its expiry was left by a holder that died (or stopped renewing; a holder that
+   renewal of expiring or was taken over, and then writes nothing more.
+4. The holder first reads the parts already written (by an earlier holder that died, failed or
+   lost its claim) and calls only the keys none of them answers. It calls the rest in groups of
+   ``concurrency``; once a group's calls have all ended, their rows are written as the next
+   part, create-only (a part number taken meanwhile by a stale holder moves it to the next), and
+   only then does the next group start. So a holder that dies, or whose write fails for the whole
+   retry window, leaves unwritten at most the one group in flight: the next holder pays again
+   for those keys only.
+5. Once every key has a row in some part, the parts are joined into ``online.jsonl`` (each
+   digest once, the first part's row winning); the parts stay, unread from then on.
+6. A claim past its expiry was left by a holder that died (or stopped renewing; a holder that
    fails with an exception expires its claim at once): a later caller takes it over by
    overwriting it conditional on the stale claim's generation, so of two callers seeing the
-   same stale claim exactly one wins; the winner answers every unsettled key.
-5. The claim is never deleted: once ``online.jsonl`` exists, step 1 ends every later attempt.
+   same stale claim exactly one wins; the winner goes on from step 4.
+7. The claim is never deleted: once ``online.jsonl`` exists, step 1 ends every later attempt.
 
 Assumptions: clocks agree to well within a renewal period (60 s), and a holder that cannot
-reach GCS for a whole ``CLAIM_SECONDS`` loses its claim (a key may then be answered twice, as
-calls already made by the old holder are lost with it). A crashed holder delays the shard by at
-most ``CLAIM_SECONDS``.
+reach GCS for a whole ``CLAIM_SECONDS`` loses its claim (the group it has in flight may then be
+answered twice: the taker does not see it). A crashed holder delays the shard by at most
+``CLAIM_SECONDS``.
 """
 
 from __future__ import annotations
@@ -39,8 +54,8 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -49,7 +64,7 @@ from ._errors import InvalidRequestError
 from ._keymap import KEY_FIELD
 from ._lines import StagedLine
 from ._models import Job
-from ._sdk_logs import quiet_requests
+from ._online_call import CALLERS, claude_api, from_service, gemini_api, status_code
 from ._staged import read_key_map, read_staged_lines
 from ._staging import JSONL, Folder, Staging
 from ._tracing import note, stepped
@@ -57,7 +72,14 @@ from ._tracing import note, stepped
 if TYPE_CHECKING:
     from ._cloud import Cloud
 
-__all__ = ["CLAIM", "CLAIM_SECONDS", "answer_online", "claude_api", "gemini_api"]
+__all__ = [
+    "CLAIM",
+    "CLAIM_SECONDS",
+    "answer_online",
+    "claude_api",
+    "gemini_api",
+    "online_parts",
+]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -67,87 +89,7 @@ CLAIM = "online.claim.json"
 CLAIM_FORMAT = "vertexbatch-online-claim/1"
 # How far ahead a claim reaches; its holder renews it five times per period.
 CLAIM_SECONDS = 300.0
-
-
-def _is_local(endpoint: str) -> bool:
-    return endpoint.startswith("http://")
-
-
-def claude_api(cloud: Cloud) -> Any:
-    """An ``anthropic.AnthropicVertex`` for the cloud's project and location (or local stack)."""
-    from anthropic import AnthropicVertex
-
-    endpoint = cloud.vertex.endpoint
-    if _is_local(endpoint):
-        return AnthropicVertex(
-            region=cloud.location,
-            project_id=cloud.project,
-            access_token="local-stack",
-            base_url=f"{endpoint}/v1",
-            max_retries=0,
-        )
-    return AnthropicVertex(region=cloud.location, project_id=cloud.project, max_retries=0)
-
-
-def gemini_api(cloud: Cloud) -> Any:
-    """A google-genai ``Client`` on Vertex for the cloud's project and location (or local stack)."""
-    from google import genai
-    from google.genai import types
-
-    endpoint = cloud.vertex.endpoint
-    if _is_local(endpoint):
-        from google.oauth2.credentials import Credentials
-
-        return genai.Client(
-            vertexai=True,
-            project=cloud.project,
-            location=cloud.location,
-            credentials=Credentials(token="local-stack"),  # type: ignore[no-untyped-call]
-            http_options=types.HttpOptions(base_url=endpoint, api_version="v1"),
-        )
-    return genai.Client(vertexai=True, project=cloud.project, location=cloud.location)
-
-
-def _claude_caller(cloud: Cloud, model: str) -> Any:
-    vertex = claude_api(cloud)
-
-    def call(request: dict[str, Any]) -> dict[str, Any]:
-        params = {k: v for k, v in request.items() if k != "anthropic_version"}
-        with quiet_requests():
-            message = vertex.messages.create(model=model, **params)
-        dumped: dict[str, Any] = message.model_dump(mode="json")
-        return dumped
-
-    return call
-
-
-def _gemini_caller(cloud: Cloud, model: str) -> Any:
-    from google.genai import types
-
-    api = gemini_api(cloud)
-
-    def call(request: dict[str, Any]) -> dict[str, Any]:
-        config = dict(request.get("generationConfig") or {})
-        config.update(
-            {k: v for k, v in request.items() if k not in ("contents", "generationConfig")}
-        )
-        response = api.models.generate_content(
-            model=model,
-            contents=[types.Content.model_validate(c) for c in request["contents"]],
-            config=types.GenerateContentConfig.model_validate(config),
-        )
-        dumped: dict[str, Any] = response.model_dump(mode="json", by_alias=True, exclude_none=True)
-        return dumped
-
-    return call
-
-
-def _status_code(exc: BaseException) -> int:
-    for attribute in ("status_code", "code"):
-        value = getattr(exc, attribute, None)
-        if isinstance(value, int):
-            return value
-    return 0
+_PART = "part-{:05d}.jsonl"
 
 
 def _claim_value(owner: str, seconds: float) -> dict[str, str]:
@@ -265,12 +207,17 @@ def answer_online(
 ) -> bool:
     """Answer the job's keys not in ``settled()`` online, once across processes (see above).
 
-    The rows go to ``folder``'s ``rows_leaf``, create-only. ``settled`` is called only by the
-    caller that holds the claim.
+    The rows go to ``folder``'s ``rows_leaf``, create-only, by way of parts under ``rows_leaf``
+    without its suffix (``online.jsonl``: ``online/``). ``settled`` is called only by the caller
+    that holds the claim.
 
     Returns:
         ``True`` once the rows are written (by this call or an earlier one), ``False`` while
         another caller holds the claim (or this one lost it): the shard is still pending.
+
+    Raises:
+        Whatever is not the service's answer to a call (a failed GCS write once retried, a bug
+        building a call), after the claim is released.
     """
     staging = cloud.staging
     name = folder.name(rows_leaf)
@@ -279,54 +226,172 @@ def answer_online(
     lease = _claim(staging, folder, CLAIM_SECONDS)
     if lease is None:
         return False
+    parts = _Parts(staging, folder, rows_leaf, job)
     with lease:
         # A holder whose claim went stale may have written the rows before this one took over.
         if staging.exists(name):
             return True
-        rows = _answer(cloud, job, settled(), lease, concurrency)
-        if rows is None:
+        answered = parts.read()
+        if not _answer(cloud, job, settled(), answered, parts, lease, concurrency):
             logger.warning("gave up answering %s online: its claim was lost", job.id)
             return False
         upload = staging.upload(name, JSONL)
-        for row in rows:
+        rows = 0
+        for row in parts.rows():
             upload.write(row)
-        note({"vertexbatch.online.answered": len(rows)})
+            rows += 1
         if upload.finish():
-            logger.info("answered %d key(s) of %s online", len(rows), job.id)
+            logger.info("answered %d key(s) of %s online", rows, job.id)
     return True
 
 
+def online_parts(staging: Staging, folder: Folder, rows_leaf: str) -> list[str]:
+    """The URIs of the parts written for a shard's online answers, in order (for tests and
+    operators: readers take ``rows_leaf`` only)."""
+    prefix = folder.uri(rows_leaf.removesuffix(".jsonl"))
+    return sorted(uri for uri, _, _ in staging.list_names(prefix) if _part_number(uri) is not None)
+
+
+def _part_number(uri: str) -> int | None:
+    leaf = uri.rsplit("/", 1)[-1]
+    if not (leaf.startswith("part-") and leaf.endswith(".jsonl")):
+        return None
+    number = leaf[len("part-") : -len(".jsonl")]
+    return int(number) if number.isdigit() else None
+
+
+class _Parts:
+    """The parts of one shard's online answers: read back, and written one group at a time."""
+
+    def __init__(self, staging: Staging, folder: Folder, rows_leaf: str, job: Job) -> None:
+        self._staging = staging
+        self._folder = folder
+        self._leaf = rows_leaf
+        self._id_field = "custom_id" if job.provider == "anthropic" else KEY_FIELD
+        self._next = 0
+
+    def _lines(self) -> Iterator[tuple[str, bytes]]:
+        """Every row of every part, with its digest, in part order."""
+        for uri in online_parts(self._staging, self._folder, self._leaf):
+            number = _part_number(uri)
+            assert number is not None
+            self._next = max(self._next, number + 1)
+            for line in self._staging.read_lines(uri):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    row = None
+                digest = row.get(self._id_field) if isinstance(row, dict) else None
+                if not isinstance(digest, str):
+                    raise InvalidRequestError(
+                        f"{uri} is not a vertexbatch online part: it was damaged or edited; "
+                        "delete it to let the fallback answer its keys again",
+                        field="staging",
+                    )
+                yield digest, line + b"\n"
+
+    def read(self) -> set[str]:
+        """The digests the parts already answer."""
+        return {digest for digest, _ in self._lines()}
+
+    def rows(self) -> Iterator[bytes]:
+        """Every part's rows, each digest once (the first part's row winning)."""
+        seen: set[str] = set()
+        for digest, line in self._lines():
+            if digest not in seen:
+                seen.add(digest)
+                yield line
+
+    def write(self, rows: list[bytes]) -> None:
+        """Write rows as the next part, create-only; a number taken meanwhile (by a holder
+        that lost its claim) moves them to the next."""
+        prefix = self._leaf.removesuffix(".jsonl")
+        while True:
+            upload = self._staging.upload(
+                self._folder.name(f"{prefix}/{_PART.format(self._next)}"), JSONL
+            )
+            for row in rows:
+                upload.write(row)
+            self._next += 1
+            if upload.finish():
+                return
+
+
 def _answer(
-    cloud: Cloud, job: Job, settled: set[str], lease: _Lease, concurrency: int
-) -> list[bytes] | None:
-    """One output row per unsettled key, or ``None`` if the claim was lost before the last."""
+    cloud: Cloud,
+    job: Job,
+    settled: set[str],
+    answered: set[str],
+    parts: _Parts,
+    lease: _Lease,
+    concurrency: int,
+) -> bool:
+    """Answer every unsettled key no part answers, a group of calls per part; ``False`` if the
+    claim was lost before the last call."""
     staging = cloud.staging
     wanted = {k for k in read_key_map(staging, job).keys if k not in settled}
     # A deduplicated key's alias (no data) is answered by its line's row, as in a batch job.
     lines = (
-        [line for line in read_staged_lines(staging, job, wanted) if line.data] if wanted else []
+        [
+            line
+            for line in read_staged_lines(staging, job, wanted)
+            if line.data and line.digest not in answered
+        ]
+        if wanted
+        else []
     )
-    caller = (_claude_caller if job.provider == "anthropic" else _gemini_caller)(cloud, job.model)
+    if not lines:
+        return True
+    caller = CALLERS[job.provider](cloud, job.model, concurrency)
     id_field = "custom_id" if job.provider == "anthropic" else KEY_FIELD
 
     def answer(line: StagedLine) -> bytes | None:
         if not lease.held():
             return None
-        staged = json.loads(line.data)
+        body = json.loads(line.data)["request"]
         row: dict[str, Any] = {id_field: line.digest}
         try:
             row["response"] = cloud.retry.call(
-                f"online answer for a key of {job.id}", lambda: caller(staged["request"])
+                f"online answer for a key of {job.id}", lambda: caller.call(body)
             )
             row["status"] = ""
-        except Exception as exc:  # the key's outcome says what happened; no content kept
-            code = _status_code(exc)
+        except Exception as exc:
+            if not from_service(exc):
+                raise  # a call that could not be built is a bug, never a key's answer
+            code = status_code(exc)
             logger.warning(
                 "online call for a key of %s failed: %s %s", job.id, type(exc).__name__, code
             )
             row["status"] = {"code": code, "message": f"online call failed: {type(exc).__name__}"}
         return json.dumps(row).encode("utf-8") + b"\n"
 
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        answered = [row for row in pool.map(answer, lines) if row is not None]
-    return answered if len(answered) == len(lines) else None
+    written = 0
+    try:
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            for start in range(0, len(lines), concurrency):
+                group: list[Future[bytes | None]] = [
+                    pool.submit(answer, line) for line in lines[start : start + concurrency]
+                ]
+                rows: list[bytes] = []
+                failure: BaseException | None = None
+                for future in group:
+                    try:
+                        row = future.result()
+                    except BaseException as exc:  # the others of the group were paid for
+                        failure = failure or exc
+                        continue
+                    if row is not None:
+                        rows.append(row)
+                if rows:
+                    parts.write(rows)  # before the next group is paid for
+                    written += len(rows)
+                if failure is not None:
+                    raise failure
+                if len(rows) < len(group):
+                    return False  # the claim was lost: the taker answers the rest
+    finally:
+        caller.close()
+        note({"vertexbatch.online.answered": written})
+    return True

@@ -30,7 +30,7 @@ import socket
 import sys
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -93,6 +93,12 @@ _PERMISSIONS = {
 }
 
 
+# The online operations whose request bodies are kept (``Service.received``), and how many of
+# each: enough for a test's calls, bounded for a stack left running.
+_ONLINE = ("rawPredict", "generateContent")
+_RECEIVED = 10_000
+
+
 def _json_body(body: bytes, *, required: bool) -> Any:
     if not body.strip():
         if required:
@@ -114,6 +120,7 @@ class Service:
         self._lock = threading.Lock()
         self._calls: Counter[str] = Counter()
         self._operations: dict[str, dict[str, Any]] = {}
+        self._received: dict[str, deque[Any]] = {op: deque(maxlen=_RECEIVED) for op in _ONLINE}
 
     def calls(self) -> Counter[str]:
         """A copy of the call counts by operation."""
@@ -121,9 +128,19 @@ class Service:
             return Counter(self._calls)
 
     def reset_calls(self) -> None:
-        """Forget the call counts."""
+        """Forget the call counts and the online bodies received."""
         with self._lock:
             self._calls.clear()
+            for bodies in self._received.values():
+                bodies.clear()
+
+    def received(self, op: str) -> list[Any]:
+        """The JSON bodies of the last online calls of op served (``rawPredict`` or
+        ``generateContent``), in arrival order; at most ``_RECEIVED`` are kept."""
+        if op not in _ONLINE:
+            raise ValueError(f"op must be one of {sorted(_ONLINE)}")
+        with self._lock:
+            return [json.loads(body) for body in self._received[op]]
 
     def handle(self, method: str, target: str, body: bytes) -> tuple[int, dict[str, Any], str]:
         """Answer one call: (HTTP status, JSON body, operation name or "" when unrouted)."""
@@ -142,6 +159,9 @@ class Service:
         op, match = found
         with self._lock:
             self._calls[op] += 1
+            if op in _ONLINE:  # kept as text: the caller gets copies, never the server's own
+                with contextlib.suppress(ValueError):
+                    self._received[op].append(json.dumps(json.loads(body)))
         faults = self.store.faults
         pause = faults.delay_of(op)
         if pause:

@@ -364,8 +364,16 @@ class LocalStack:
         return self._running()[3].calls()
 
     def reset_calls(self) -> None:
-        """Forget the call counts."""
+        """Forget the call counts and the online request bodies received."""
         self._running()[3].reset_calls()
+
+    def received(self, op: str) -> list[Any]:
+        """The JSON bodies of the online calls served since `reset_calls`, in arrival order.
+
+        `op` is "rawPredict" (Claude) or "generateContent" (Gemini); the last 10,000 of each are
+        kept. For tests of what a client sends: the bodies are the test's own request content.
+        """
+        return self._running()[3].received(op)
 
     def jobs(self) -> list[dict[str, Any]]:
         """A snapshot of every job's JSON, in creation order."""
