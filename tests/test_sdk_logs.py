@@ -117,3 +117,23 @@ def test_the_callers_own_sdk_calls_log_as_before(
     )
     api.messages.count_tokens(model=CLAUDE, messages=[{"role": "user", "content": SECRET}])
     assert _leaked(records) == ["anthropic._base_client"]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "google"])
+def test_staging_and_reading_one_line_log_no_request_or_answer_text(
+    client: vb.Client, stack: LocalStack, google_records: list[logging.LogRecord], provider: str
+) -> None:
+    """A one-line input or output file is one JSON object, which google-auth would log whole if
+    it logged GCS bodies: it logs request bodies only when they are JSON (never the uploads'
+    multipart or chunk bodies) and no answers of AuthorizedSession calls; this pins that."""
+    if provider == "anthropic":
+        job = client.submit_claude("oneline", CLAUDE, _requests(1))
+    else:
+        request = vb.GeminiRequest("key-0", [{"role": "user", "parts": [{"text": f"{SECRET} 0"}]}])
+        job = client.submit_gemini("oneline", GEMINI, [request])
+    stack.wait_job(job.name)
+    (result,) = client.results(job)
+    assert result.ok and result.text
+    assert any(r.name.startswith("google.auth") for r in google_records)  # it did log, at DEBUG
+    assert _leaked(google_records) == []
+    assert [r for r in google_records if result.text in repr(vars(r))] == []
