@@ -531,18 +531,23 @@ class Run:
             if attempt.status.state != _CANCELLING:  # on its way already
                 cloud.vertex.cancel(attempt.job.name)
 
+        fresh: list[Attempt] = []
+
+        def refreshed() -> list[Attempt]:
+            # A job cancelled here may have written rows since it was listed: one get each.
+            if not fresh:
+                fresh.extend(self._refreshed(a) if a in cancelled else a for a in attempts)
+            return fresh
+
         def settled() -> set[str]:
-            # A job cancelled here may have written rows since it was listed: read it again.
-            fresh = [self._refreshed(a) if a in cancelled else a for a in attempts]
-            results = self._shard_results(shard, fresh, online=True)
+            results = self._shard_results(shard, refreshed(), online=True)
             return {r.key for r in results if r.outcome not in _UNSETTLED}
 
         folder = cloud.staging.folder(shard.id)
         if not answer_online(cloud, self._shard_job(shard), settled, folder, ONLINE, concurrency):
             # Another process holds the shard's claim and is answering it; a later step finishes.
             return {"pending": shard.keys}
-        fresh = [self._refreshed(a) if a in cancelled else a for a in attempts]
-        outcomes = self._final_outcomes(shard, fresh, online=True)
+        outcomes = self._final_outcomes(shard, refreshed(), online=True)
         write_done_online(cloud.staging, shard, outcomes)
         logger.info("shard %s finished: %s", shard.id, outcomes)
         return outcomes
