@@ -16,6 +16,8 @@ RUNNING = ShardView(keys=10, attempts=1, created=True)
 CLEAN = ShardView(keys=10, attempts=1, created=True, terminal=True)
 UNSETTLED = ShardView(keys=10, attempts=1, created=True, terminal=True, unsettled=2)
 LAST_TRY = ShardView(keys=10, attempts=3, created=True, terminal=True, unsettled=2)
+# PAUSED makes no progress on its own but may resume: live, not ended, whatever it answered.
+PAUSED = ShardView.of(keys=10, attempts=1, state="JOB_STATE_PAUSED", unsettled=2)
 
 
 @pytest.mark.parametrize(
@@ -63,6 +65,18 @@ LAST_TRY = ShardView(keys=10, attempts=3, created=True, terminal=True, unsettled
         pytest.param(
             [CLEAN], ONLINE, Plan((Action("finish", 0),), 0, 0, 0), id="online-clean-finishes"
         ),
+        pytest.param([PAUSED], ACT, Plan((), 10, 1, 0), id="paused-waits-not-resubmitted"),
+        pytest.param([PAUSED], LOOK, Plan((), 10, 1, 0), id="status-counts-paused-live"),
+        pytest.param([PAUSED], LATE, Plan((), 10, 1, 0), id="late-paused-not-finished"),
+        pytest.param(
+            [PAUSED], ONLINE, Plan((Action("online", 0),), 0, 0, 0), id="online-cancels-paused"
+        ),
+        pytest.param(
+            [PAUSED, STAGED],
+            StepRules(act=True, late=False, online=False, max_attempts=3, live_budget=1),
+            Plan((), 20, 1, 0),
+            id="paused-holds-the-budget",
+        ),
     ],
 )
 def test_plan_step(shards: list[ShardView], rules: StepRules, expected: Plan) -> None:
@@ -87,3 +101,24 @@ def test_online_frees_budget_for_no_one() -> None:
     plan = plan_step([RUNNING, STAGED, UNSETTLED], ONLINE)
     assert [a.kind for a in plan.actions] == ["online", "online", "online"]
     assert (plan.live, plan.created, plan.pending) == (0, 0, 0)
+
+
+@pytest.mark.parametrize(
+    "state, expected",
+    [
+        (None, STAGED),
+        ("JOB_STATE_RUNNING", RUNNING),
+        ("JOB_STATE_CANCELLING", RUNNING),
+        ("JOB_STATE_PAUSED", RUNNING),
+        ("JOB_STATE_SUCCEEDED", UNSETTLED),
+        ("JOB_STATE_PARTIALLY_SUCCEEDED", UNSETTLED),
+        ("JOB_STATE_FAILED", UNSETTLED),
+        ("JOB_STATE_CANCELLED", UNSETTLED),
+        ("JOB_STATE_EXPIRED", UNSETTLED),
+    ],
+)
+def test_a_view_is_ended_only_in_a_state_a_job_never_leaves(
+    state: str | None, expected: ShardView
+) -> None:
+    """ShardView.of: PAUSED and CANCELLING are live (their unsettled keys are not yet known)."""
+    assert ShardView.of(keys=10, attempts=1, state=state, unsettled=2) == expected

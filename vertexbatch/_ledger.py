@@ -42,6 +42,9 @@ __all__ = [
 LEDGER = "run.json"
 DONE = "done.json"
 FORMAT = "vertexbatch-run/1"
+# A run whose attempts' jobs carry its label (``_vertex.RUN_LABEL``): a step lists them once.
+# A ledger of the first format is a run started before: its steps look up each attempt.
+LABELLED_FORMAT = "vertexbatch-run/2"
 MAX_ATTEMPTS = 99
 # Room a run id must leave for shard and attempt suffixes (".s9999.r99") within 63 characters.
 RUN_ID_MAX = 52
@@ -77,17 +80,22 @@ def check_run_id(run_id: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Ledger:
-    """What a run is: written once when its shards are staged, never changed."""
+    """What a run is: written once when its shards are staged, never changed.
+
+    ``labelled``: its attempts' jobs carry the run's label (every run started since the label
+    came); ``False`` for a run started before, whose jobs are found one attempt at a time.
+    """
 
     id: str
     provider: Provider
     model: str
     max_attempts: int
     shards: tuple[Shard, ...]
+    labelled: bool = False
 
     def to_json(self) -> dict[str, object]:
         return {
-            "format": FORMAT,
+            "format": LABELLED_FORMAT if self.labelled else FORMAT,
             "id": self.id,
             "provider": self.provider,
             "model": self.model,
@@ -133,7 +141,8 @@ class Ledger:
                     f"shard {index} is not {{'id': '{run_id}.s{index}', 'keys': 1-{MAX_ROWS}}}"
                 )
             shards.append(Shard(entry["id"], entry["keys"]))
-        return cls(run_id, provider, model, attempts, tuple(shards))
+        labelled = data.get("format") == LABELLED_FORMAT
+        return cls(run_id, provider, model, attempts, tuple(shards), labelled)
 
 
 def _encoded(ledger: Ledger) -> bytes:
@@ -151,7 +160,7 @@ def ledger_size(
 
     def of(n: int) -> int:
         listed = tuple(Shard(f"{run_id}.s{i}", max_keys) for i in range(n))
-        return len(_encoded(Ledger(run_id, provider, model, max_attempts, listed)))
+        return len(_encoded(Ledger(run_id, provider, model, max_attempts, listed, True)))
 
     one = of(1)
     # Each further shard adds the same entry, but for the digits of its index (1 in shard 1's).

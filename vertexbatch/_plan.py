@@ -6,6 +6,9 @@ decision pure lets every rule be table-tested without GCS or Vertex:
 
 - an attempt staged but not created is created, within the run's live-job budget;
 - a finished attempt with retryable or missing keys gets another attempt while attempts remain;
+- "finished" means *ended* (``ShardView.of``): a PAUSED job has not ended, as it may resume:
+  it is live, counts against the budget, is never finished or resubmitted around, and past the
+  deadline with the fallback it is cancelled before its keys are answered online;
 - a shard whose latest attempt finished with nothing to retry (or no attempts left) is finished;
 - past the deadline no attempt is made (an attempt staged but not created is not created: its
   shard is finished); with the online fallback, every shard not yet settled is answered online
@@ -17,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from ._vertex import ENDED_STATES
 
 __all__ = ["Action", "Plan", "ShardView", "StepRules", "plan_step"]
 
@@ -31,8 +36,8 @@ class ShardView:
         keys: the shard's key count.
         attempts: attempts staged so far (at least 1: the shard itself).
         created: the latest attempt has a job.
-        terminal: that job is terminal.
-        unsettled: keys of that terminal job that are retryable or missing.
+        terminal: that job has ended: it will not run again (a PAUSED job has not).
+        unsettled: keys of that ended job that are retryable or missing.
     """
 
     keys: int
@@ -40,6 +45,13 @@ class ShardView:
     created: bool
     terminal: bool = False
     unsettled: int = 0
+
+    @classmethod
+    def of(cls, keys: int, attempts: int, state: str | None, unsettled: int = 0) -> ShardView:
+        """The view of a shard whose latest attempt's job is in Vertex ``state`` (``None``:
+        not created yet)."""
+        ended = state is not None and state in ENDED_STATES
+        return cls(keys, attempts, state is not None, ended, unsettled if ended else 0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,13 @@ from ._staging import Staging
 from ._telemetry import Telemetry
 from ._vertex import Vertex, status_of
 
-__all__ = ["damaged_results", "iter_results", "output_files", "read_output_file"]
+__all__ = [
+    "damaged_results",
+    "iter_results",
+    "output_files",
+    "read_output_file",
+    "read_results",
+]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -62,6 +68,23 @@ def iter_results(
         # output prefix may hold other jobs' directories (a cancelled twin's, say). None yet:
         # no output yet.
         directory = vertex_job.output_info.gcs_output_directory
+    yield from read_results(staging, job, status, directory, telemetry, fill)
+
+
+def read_results(
+    staging: Staging,
+    job: Job,
+    status: Status,
+    directory: str,
+    telemetry: Telemetry,
+    fill: CacheFill | None = None,
+) -> Iterator[Result]:
+    """``iter_results`` of a job whose status and output directory are known (no Vertex call):
+    a run reads its attempts as one listing of the run's jobs, or its own records, found them.
+
+    Raises:
+        JobError: the job's key map or output cannot be read.
+    """
     keys = read_key_map(staging, job)
     # Each output file is read at the generation listed: one replaced meanwhile is an error,
     # never a splice of two generations.

@@ -148,7 +148,7 @@ def create_run(
                     field="id",
                 ) from exc
             shards.append(Shard(shard_id, manifest.key_count))
-        ledger = Ledger(run_id, provider, model, max_attempts, tuple(shards))
+        ledger = Ledger(run_id, provider, model, max_attempts, tuple(shards), labelled=True)
         if not write_ledger(staging, ledger):
             raise _other_run(run_id)
     run = Run(cloud, ledger)

@@ -8,6 +8,7 @@ GCS, under the run's own folder and the shards' folders::
     PREFIX/RUN.s0/...              shard 0, attempt 0 (a normal submission folder)
     PREFIX/RUN.s0.r1/...           shard 0, attempt 1: its retryable and missing keys
     PREFIX/RUN.s0/done.json        shard 0's final outcome counts, once it is finished
+    PREFIX/RUN.s0.r1/ended.json    attempt 1's job's ended status, once a step saw it ended
     PREFIX/RUN.s0/online.jsonl     shard 0's answers from the online fallback, if it ran
     PREFIX/RUN.s0/online.claim.json  who is answering shard 0 online, and until when
 
@@ -15,6 +16,9 @@ GCS, under the run's own folder and the shards' folders::
 step killed half-way is finished by the next. Two callers creating the same attempt get the same
 job, because an attempt is a submission with a derived id and deterministic rows. What a step
 does is decided by the pure planner in ``_plan``; this module reads the state and acts.
+
+A step lists the run's jobs once (``_run_jobs``), whatever its number of shards, cancels the
+twins of its attempts' jobs it finds there, and counts them live until they end.
 """
 
 from __future__ import annotations
@@ -28,10 +32,10 @@ from typing import Literal
 
 from opentelemetry.metrics import NoOpMeterProvider
 
-from ._cached import CacheFill, cached_job, cached_status
+from ._cached import CacheFill
 from ._cloud import Cloud
-from ._errors import InvalidRequestError, MissingError
-from ._identity import look_up, resubmit, submit
+from ._errors import InvalidRequestError, MissingError, job_errors
+from ._identity import resubmit, submit
 from ._ledger import (
     Ledger,
     Shard,
@@ -42,14 +46,16 @@ from ._ledger import (
     write_done_online,
 )
 from ._manifest import read_manifest, run_origin
-from ._models import Job, Provider, Result, Status
+from ._models import Job, Provider, Result
 from ._online import CONCURRENCY, answer_online
 from ._plan import ShardView, StepRules, plan_step
-from ._results import iter_results, read_output_file
+from ._results import read_output_file, read_results
+from ._rules import id_label
+from ._run_jobs import Attempt, RunJobs, Twin
 from ._staged import read_key_map
 from ._telemetry import Telemetry
 from ._tracing import Tracing, note, traced
-from ._vertex import status_of
+from ._vertex import RUN_LABEL, status_of
 from ._wait import check_deadline
 
 __all__ = [
@@ -83,7 +89,10 @@ class RunSummary:
         keys: the number of keys in the run.
         outcomes: keys per final outcome (``ok``, ``refused``, ``truncated``, ``failed``,
             ``exhausted`` — retryable or missing after the last attempt) and ``pending``.
-        live_jobs: jobs still running or queued.
+        live_jobs: jobs of the run that have not ended: running, queued, paused (a PAUSED job
+            may resume), being cancelled, and twins (jobs of an attempt's id other than the
+            attempt's own, left by a lost create answer, say: ``advance`` cancels them, and
+            they count until they end).
         created: jobs this step created (0 for ``status``).
     """
 
@@ -114,20 +123,9 @@ class KeyResult:
 
 
 _UNSETTLED = ("retryable", "missing")
+_CANCELLING = "JOB_STATE_CANCELLING"
 # Why a key of a finished shard has no result: no job of the run ever ran it.
 _NEVER_RUN = "no job ran this key: the run's deadline passed before its attempt's job was created"
-
-
-@dataclass(frozen=True, slots=True)
-class _Attempt:
-    """One attempt of a shard: its job and status, both ``None`` while staged but not created."""
-
-    job: Job | None
-    status: Status | None
-
-    @property
-    def terminal(self) -> bool:
-        return self.status is not None and self.status.terminal
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,18 +133,13 @@ class _Open:
     """An unfinished shard as a step found it."""
 
     shard: Shard
-    attempts: list[_Attempt]
+    attempts: list[Attempt]
     unsettled: list[str]
 
     def view(self) -> ShardView:
         latest = self.attempts[-1]
-        return ShardView(
-            keys=self.shard.keys,
-            attempts=len(self.attempts),
-            created=latest.job is not None,
-            terminal=latest.terminal,
-            unsettled=len(self.unsettled),
-        )
+        state = None if latest.status is None else latest.status.state
+        return ShardView.of(self.shard.keys, len(self.attempts), state, len(self.unsettled))
 
 
 def _tracing_of(run: Run) -> Tracing:
@@ -163,6 +156,8 @@ class Run:
         self.model = ledger.model
         self.max_attempts = ledger.max_attempts
         self.shards = list(ledger.shards)
+        self._labelled = ledger.labelled
+        self._labels = {RUN_LABEL: id_label(self.id)}
 
     def __repr__(self) -> str:
         return f"Run(id={self.id!r}, provider={self.provider!r}, shards={len(self.shards)})"
@@ -171,35 +166,18 @@ class Run:
     def keys(self) -> int:
         return sum(s.keys for s in self.shards)
 
-    def _attempts(self, shard: Shard) -> list[_Attempt]:
-        """The shard's staged attempts in order, each with its job and status if it has one.
-
-        Raises:
-            InvalidRequestError: an attempt's id holds rows this run did not stage (a plain
-                submission under ``RUN.s0.r1``, say): never adopted, whatever its rows.
-        """
+    def _jobs(self, *, record: bool = False) -> RunJobs:
+        """The run's jobs for one step or results pass (listed once, when first needed)."""
         cloud = self._cloud
-        found: list[_Attempt] = []
-        for attempt in range(self.max_attempts):
-            submission_id = attempt_id(shard, attempt)
-            staged = look_up(cloud.vertex, cloud.staging, submission_id)
-            if staged is None:
-                break
-            if staged.manifest.origin != run_origin(self.id):
-                raise InvalidRequestError(
-                    f"id {submission_id!r}, which run {self.id!r} uses for attempt {attempt} of "
-                    f"shard {shard.id!r}, holds a submission this run did not stage: the run "
-                    "cannot go on until that id's folder is removed; nothing was adopted",
-                    field="id",
-                )
-            if not staged.manifest.rows:  # every key answered from the answer cache
-                job = cached_job(staged.spec)
-                found.append(_Attempt(job, cached_status(job)))
-            elif staged.job is None:
-                found.append(_Attempt(None, None))
-            else:
-                found.append(_Attempt(staged.spec.to_job(staged.job), status_of(staged.job)))
-        return found
+        return RunJobs(
+            cloud.vertex,
+            cloud.staging,
+            self.id,
+            self.provider,
+            self.model,
+            labelled=self._labelled,
+            record=record,
+        )
 
     def _shard_job(self, shard: Shard) -> Job:
         """The shard's first attempt as a ``Job`` value, built from its folder (no Vertex call):
@@ -284,24 +262,31 @@ class Run:
             act=False, late=False, online=False, max_attempts=self.max_attempts, live_budget=0
         )
 
-    def _open(self, shard: Shard, attempts: list[_Attempt]) -> _Open:
+    def _open(self, shard: Shard, attempts: list[Attempt]) -> _Open:
         """An unfinished shard as a step sees it: its attempts and its latest's unsettled keys."""
         latest = attempts[-1]
-        unsettled = self._unsettled(latest.job) if latest.terminal and latest.job else []
+        unsettled = self._unsettled(latest) if latest.ended else []
         return _Open(shard, attempts, unsettled)
 
     def _step(self, rules: StepRules, concurrency: int) -> RunSummary:
-        """Read every shard, plan, then act: the live-job budget counts the whole run."""
+        """Read every shard, plan, then act: the live-job budget counts the whole run.
+
+        The run's jobs are listed once (``_run_jobs``): no Vertex call per shard.
+        """
         totals: Counter[str] = Counter()
         unfinished: list[_Open] = []
+        finished: list[Shard] = []
+        jobs = self._jobs(record=rules.act)
         for shard in self.shards:
             done = read_done(self._cloud.staging, shard)
             if done is not None:
                 totals.update(done)
+                finished.append(shard)
                 continue
-            unfinished.append(self._open(shard, self._attempts(shard)))
+            unfinished.append(self._open(shard, jobs.attempts(shard, self.max_attempts)))
         plan = plan_step([shard.view() for shard in unfinished], rules)
         totals["pending"] += plan.pending
+        twins = self._twins(unfinished, jobs.leftovers(finished, self.max_attempts), rules.act)
         note(
             {
                 f"vertexbatch.run.actions.{kind}": n
@@ -320,7 +305,7 @@ class Run:
             elif action.kind == "online":
                 totals.update(self._answer_online(shard, state.attempts, concurrency))
             else:
-                outcomes = self._final_outcomes(shard)
+                outcomes = self._final_outcomes(shard, state.attempts)
                 if rules.act:
                     write_done(self._cloud.staging, shard, outcomes)
                     logger.info("shard %s finished: %s", shard.id, outcomes)
@@ -330,18 +315,56 @@ class Run:
             done=not totals.get("pending"),
             keys=self.keys,
             outcomes={k: v for k, v in sorted(totals.items()) if v},
-            live_jobs=plan.live,
+            live_jobs=plan.live + twins,
             created=plan.created,
         )
 
-    def _unsettled(self, job: Job) -> list[str]:
-        """The keys of a finished attempt that are retryable or missing."""
-        cloud = self._cloud
-        return [
-            r.key
-            for r in iter_results(cloud.vertex, cloud.staging, job, _SILENT)
-            if r.outcome in ("retryable", "missing")
-        ]
+    def _twins(self, unfinished: list[_Open], leftovers: list[Twin], act: bool) -> int:
+        """Count the attempts' twins (and jobs left running by finished shards); cancel them
+        when acting, as a submit of the attempt's id would. Returns how many there are.
+
+        An attempt whose job was created but never recorded (its submitter stopped in
+        between) is submitted again: the identity protocol records the job ``find`` names and
+        cancels the rest.
+        """
+        count = len(leftovers)
+        doomed = list(leftovers)
+        for shard in unfinished:
+            for attempt in shard.attempts:
+                count += len(attempt.twins)
+                if not act or not attempt.twins:
+                    continue
+                if attempt.recorded:
+                    doomed.extend(attempt.twins)
+                elif attempt.job is not None:
+                    self._create(attempt.job.id)
+        for twin in doomed:
+            if act and twin.state != _CANCELLING:  # on its way already
+                self._cancel_twin(twin)
+        return count
+
+    def _cancel_twin(self, twin: Twin) -> None:
+        """Cancel a twin; one that keeps failing is logged, and the next step cancels it."""
+        logger.info("run %s: cancelling job %s, a twin of an attempt's job", self.id, twin.name)
+        try:
+            self._cloud.vertex.cancel(twin.name)
+        except Exception as exc:
+            logger.warning(
+                "run %s: could not cancel twin job %s (%s); the next step cancels it",
+                self.id,
+                twin.name,
+                type(exc).__name__,
+            )
+
+    def _unsettled(self, attempt: Attempt) -> list[str]:
+        """The keys of an ended attempt that are retryable or missing."""
+        return [r.key for r in self._read(attempt) if r.outcome in _UNSETTLED]
+
+    def _read(self, attempt: Attempt, fill: CacheFill | None = None) -> Iterator[Result]:
+        """An attempt's results, from the status and output directory its step found."""
+        assert attempt.job is not None and attempt.status is not None
+        staging = self._cloud.staging
+        return read_results(staging, attempt.job, attempt.status, attempt.directory, _SILENT, fill)
 
     def _create(self, submission_id: str) -> Job:
         """Create the job of an attempt that was staged but has none (identity protocol)."""
@@ -349,38 +372,53 @@ class Run:
         manifest = read_manifest(cloud.staging, submission_id)
         if manifest is None:
             raise InvalidRequestError(f"attempt {submission_id!r} is not staged", field="id")
-        return submit(cloud.staging, cloud.vertex, cloud.retry, submission_id, manifest)
+        return submit(
+            cloud.staging, cloud.vertex, cloud.retry, submission_id, manifest, self._labels
+        )
 
     def _resubmit(self, job: Job, keys: list[str], submission_id: str) -> Job:
         """Stage and submit an attempt of ``keys``, read back from ``job``'s staged input."""
         cloud = self._cloud
         origin = run_origin(self.id)
         return resubmit(
-            cloud.staging, cloud.vertex, cloud.retry, job, set(keys), submission_id, origin
+            cloud.staging,
+            cloud.vertex,
+            cloud.retry,
+            job,
+            set(keys),
+            submission_id,
+            origin,
+            self._labels,
         )
 
-    def _final_outcomes(self, shard: Shard, *, online: bool | None = None) -> dict[str, int]:
+    def _final_outcomes(
+        self, shard: Shard, attempts: list[Attempt], *, online: bool | None = None
+    ) -> dict[str, int]:
         counts: Counter[str] = Counter()
-        for result in self._shard_results(shard, final=True, online=online):
+        for result in self._shard_results(shard, attempts, final=True, online=online):
             outcome = result.outcome
-            counts["exhausted" if outcome in ("retryable", "missing") else outcome] += 1
+            counts["exhausted" if outcome in _UNSETTLED else outcome] += 1
         return dict(counts)
 
     def _shard_results(
-        self, shard: Shard, *, final: bool = False, online: bool | None = None
+        self,
+        shard: Shard,
+        attempts: list[Attempt],
+        *,
+        final: bool = False,
+        online: bool | None = None,
     ) -> Iterator[Result]:
         """One result per key of the shard: the online answer, else the latest attempt's.
 
         Records no telemetry: superseded attempts are read too, and steps read results to count.
         """
-        attempts = self._attempts(shard)
         tries = self._shard_tries(shard, attempts, final=final, online=online)
         return (result for result, _ in tries)
 
     def _shard_tries(
         self,
         shard: Shard,
-        attempts: list[_Attempt],
+        attempts: list[Attempt],
         *,
         fill: bool = False,
         final: bool = False,
@@ -396,11 +434,10 @@ class Run:
         without them (a step finished the shard from its attempts while another answered it
         online and had not yet recorded so), so that results and ``status`` always agree.
         """
-        cloud = self._cloud
-        staging = cloud.staging
+        staging = self._cloud.staging
         first = self._shard_job(shard)
         keys = read_key_map(staging, first)
-        jobs = [a.job for a in attempts if a.job is not None]
+        made = [a for a in attempts if a.job is not None]
         taken: set[int] = set()
         answers = staging.folder(shard.id).uri(ONLINE)
         if staging.exists(answers) and (
@@ -408,13 +445,14 @@ class Run:
         ):
             # Answered online: the key was left unsettled by every attempt, so each held it.
             for result in read_output_file(staging, answers, keys, taken, first):
-                yield result, len(jobs) + 1
+                yield result, len(made) + 1
         seen = {keys.keys[i] for i in taken}
-        latest = len(jobs) - 1
+        latest = len(made) - 1
         for index in range(latest, -1, -1):
-            job = jobs[index]
-            filler = CacheFill(staging, job) if fill else None
-            for result in iter_results(cloud.vertex, staging, job, _SILENT, filler):
+            attempt = made[index]
+            assert attempt.job is not None
+            filler = CacheFill(staging, attempt.job) if fill else None
+            for result in self._read(attempt, filler):
                 if result.key not in seen:
                     seen.add(result.key)
                     # Attempt i+1 holds exactly the keys attempt i left unsettled, and a finished
@@ -436,9 +474,10 @@ class Run:
         shard is ``exhausted``.
         """
         staging = self._cloud.staging
+        jobs = self._jobs()
         for shard in self.shards:
             job = self._shard_job(shard)
-            attempts = self._attempts(shard)
+            attempts = jobs.attempts(shard, self.max_attempts)
             final = read_done(staging, shard) is not None or any(
                 action.kind == "finish"
                 for action in plan_step(
@@ -465,40 +504,61 @@ class Run:
 
     def _results(self) -> Iterator[Result]:
         staging = self._cloud.staging
+        jobs = self._jobs()
         for shard in self.shards:
             job = self._shard_job(shard)
             final = read_done(staging, shard) is not None
-            attempts = self._attempts(shard)
+            attempts = jobs.attempts(shard, self.max_attempts)
             for result, _ in self._shard_tries(shard, attempts, fill=True, final=final):
                 self._cloud.telemetry.record(result, job)
                 yield result
 
     def _answer_online(
-        self, shard: Shard, attempts: list[_Attempt], concurrency: int
+        self, shard: Shard, attempts: list[Attempt], concurrency: int
     ) -> dict[str, int]:
         """Past the deadline: cancel the shard's jobs and answer its unsettled keys online.
 
-        Each key is answered online at most once across processes: the shard is claimed in GCS
-        first (``vertexbatch._online``); while another process holds the claim, the shard is
-        reported pending and nothing is called.
+        Every job that has not ended is cancelled first, a PAUSED one included (it could
+        resume and answer the keys again, paid twice). Each key is answered online at most
+        once across processes: the shard is claimed in GCS first (``vertexbatch._online``);
+        while another process holds the claim, the shard is reported pending and nothing is
+        called.
         """
         cloud = self._cloud
-        for attempt in attempts:
-            if attempt.job is not None and not attempt.terminal:
+        cancelled = [a for a in attempts if a.job is not None and not a.ended]
+        for attempt in cancelled:
+            assert attempt.job is not None and attempt.status is not None
+            if attempt.status.state != _CANCELLING:  # on its way already
                 cloud.vertex.cancel(attempt.job.name)
 
+        fresh: list[Attempt] = []
+
+        def refreshed() -> list[Attempt]:
+            # A job cancelled here may have written rows since it was listed: one get each.
+            if not fresh:
+                fresh.extend(self._refreshed(a) if a in cancelled else a for a in attempts)
+            return fresh
+
         def settled() -> set[str]:
-            results = self._shard_results(shard, online=True)
-            return {r.key for r in results if r.outcome not in ("retryable", "missing")}
+            results = self._shard_results(shard, refreshed(), online=True)
+            return {r.key for r in results if r.outcome not in _UNSETTLED}
 
         folder = cloud.staging.folder(shard.id)
         if not answer_online(cloud, self._shard_job(shard), settled, folder, ONLINE, concurrency):
             # Another process holds the shard's claim and is answering it; a later step finishes.
             return {"pending": shard.keys}
-        outcomes = self._final_outcomes(shard, online=True)
+        outcomes = self._final_outcomes(shard, refreshed(), online=True)
         write_done_online(cloud.staging, shard, outcomes)
         logger.info("shard %s finished: %s", shard.id, outcomes)
         return outcomes
+
+    def _refreshed(self, attempt: Attempt) -> Attempt:
+        """The attempt with its job's status and output directory as Vertex says now."""
+        assert attempt.job is not None
+        with job_errors(attempt.job.name):
+            job = self._cloud.vertex.get(attempt.job.name)
+        directory = str(job.output_info.gcs_output_directory)
+        return Attempt(attempt.job, status_of(job), directory, attempt.recorded, attempt.twins)
 
 
 def summary_line(summary: RunSummary) -> str:

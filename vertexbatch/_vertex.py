@@ -24,7 +24,15 @@ if TYPE_CHECKING:
     from google.cloud import aiplatform_v1
     from google.cloud.aiplatform_v1 import BatchPredictionJob as BatchJob
 
-__all__ = ["ID_LABEL", "TERMINAL_STATES", "JobSpec", "Vertex", "status_of"]
+__all__ = [
+    "ENDED_STATES",
+    "ID_LABEL",
+    "RUN_LABEL",
+    "TERMINAL_STATES",
+    "JobSpec",
+    "Vertex",
+    "status_of",
+]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -34,6 +42,8 @@ NONCE_LABEL = "vertexbatch_nonce"
 # Labels on every job vertexbatch creates: one marks it as ours, one carries the submission id.
 MARK_LABEL = "vertexbatch"
 ID_LABEL = "vertexbatch_id"
+# The label a run puts on every attempt's job: the run's id, so one listing finds them all.
+RUN_LABEL = "vertexbatch_run"
 
 TERMINAL_STATES = frozenset(
     {
@@ -45,6 +55,8 @@ TERMINAL_STATES = frozenset(
         "JOB_STATE_PAUSED",
     }
 )
+# The states a job never leaves: it will not run again. PAUSED is not one (it can resume).
+ENDED_STATES = TERMINAL_STATES - {"JOB_STATE_PAUSED"}
 # The states of a job that may still run: a twin in one of them is cancelled. PAUSED is one,
 # although ``status`` calls it terminal (it makes no progress on its own): it can be resumed.
 _LIVE_STATES = frozenset(
@@ -211,6 +223,25 @@ class Vertex:
         if once:
             return listing()
         return self._policy.call(f"list jobs of {submission_id}", listing)
+
+    def list_run(self, run_id: str) -> list[BatchJob]:
+        """Every job of the run that has not ended (PAUSED and CANCELLING included), all pages.
+
+        Filtered on the run's label and on state, so the pages are bounded by the run's live
+        jobs, not by every job it ever made.
+        """
+        ended = " AND ".join(f'state!="{state}"' for state in sorted(ENDED_STATES))
+        query = f'labels.{RUN_LABEL}="{id_label(run_id)}" AND {ended}'
+
+        def listing() -> list[BatchJob]:
+            pager = self._client.list_batch_prediction_jobs(
+                request={"parent": self.parent, "filter": query, "page_size": 100},
+                retry=None,
+                timeout=self._timeout,
+            )
+            return list(pager)
+
+        return self._policy.call(f"list jobs of run {run_id}", listing)
 
     def list_one(self) -> str | None:
         """List the location's jobs, one page of one job: whether listing is allowed at all.
