@@ -30,8 +30,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from opentelemetry.metrics import NoOpMeterProvider
-
 from ._cached import CacheFill
 from ._cloud import Cloud
 from ._errors import InvalidRequestError, MissingError, job_errors
@@ -53,7 +51,7 @@ from ._results import read_output_file, read_results
 from ._rules import id_label
 from ._run_jobs import Attempt, RunJobs, Twin
 from ._staged import read_key_map
-from ._telemetry import Telemetry
+from ._telemetry import SILENT
 from ._tracing import Tracing, note, traced
 from ._vertex import RUN_LABEL, status_of
 from ._wait import check_deadline
@@ -74,9 +72,6 @@ ONLINE = "online.jsonl"
 DEFAULT_SHARD_SIZE = 100_000
 # Vertex runs at most 4 Claude batch jobs per project at once by default; Gemini's is a guess.
 DEFAULT_LIVE_JOBS: Mapping[Provider, int] = {"anthropic": 4, "google": 16}
-
-# Steps read results to decide and to count; only ``Run.results`` records what it yields.
-_SILENT = Telemetry(NoOpMeterProvider())
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,7 +359,7 @@ class Run:
         """An attempt's results, from the status and output directory its step found."""
         assert attempt.job is not None and attempt.status is not None
         staging = self._cloud.staging
-        return read_results(staging, attempt.job, attempt.status, attempt.directory, _SILENT, fill)
+        return read_results(staging, attempt.job, attempt.status, attempt.directory, SILENT, fill)
 
     def _create(self, submission_id: str) -> Job:
         """Create the job of an attempt that was staged but has none (identity protocol)."""
