@@ -650,10 +650,10 @@ def _gemini_or_error(request: vb.GeminiRequest) -> object:
 
 def _unremembered(request: vb.GeminiRequest, monkeypatch: pytest.MonkeyPatch) -> object:
     """The line (or the refusal) with no config remembered: the config validated afresh."""
-    from vertexbatch import _lines
+    from vertexbatch import _gemini_body
 
     with monkeypatch.context() as m:
-        m.setattr(_lines, "_config_key", lambda config: None)
+        m.setattr(_gemini_body, "_config_key", lambda config: None)
         return _gemini_or_error(request)
 
 
@@ -665,11 +665,11 @@ def test_equal_dict_configs_are_validated_once(monkeypatch: pytest.MonkeyPatch) 
     """A job's requests with equal dict configs (built per request, as the benchmark's are)
     validate the config once, and each line is what a freshly validated config gives."""
     from benchmarks import workload
-    from vertexbatch import _lines
+    from vertexbatch import _gemini_body
 
-    _lines._PARTS.clear()
+    _gemini_body._PARTS.clear()
     calls: list[object] = []
-    real = _lines._config
+    real = _gemini_body._config
 
     def counted(key: str, config: object) -> dict[str, Any]:
         calls.append(config)
@@ -677,7 +677,7 @@ def test_equal_dict_configs_are_validated_once(monkeypatch: pytest.MonkeyPatch) 
 
     requests = list(workload.gemini_requests(100))
     with monkeypatch.context() as m:
-        m.setattr(_lines, "_config", counted)
+        m.setattr(_gemini_body, "_config", counted)
         lines = [_gemini_or_error(r) for r in requests]
     assert len(calls) == 1
     assert lines == [_unremembered(r, monkeypatch) for r in requests]
@@ -730,9 +730,9 @@ def test_a_config_changed_between_requests_gives_what_it_holds(
     an unknown or client-only field."""
     import copy
 
-    from vertexbatch import _lines
+    from vertexbatch import _gemini_body
 
-    _lines._PARTS.clear()
+    _gemini_body._PARTS.clear()
     config: dict[str, object] = {"temperature": 0.5}
     with pytest.MonkeyPatch.context() as m:
         for number, (name, value) in enumerate(changes):
@@ -787,16 +787,16 @@ def test_lines_of_shared_configs_are_checked_as_fresh_ones(
     validated afresh for every request."""
     import copy
 
-    from vertexbatch import _lines
+    from vertexbatch import _gemini_body
 
     requests = [
         vb.GeminiRequest(f"k{n}", "Hi", copy.deepcopy(configs[pick % len(configs)]))
         for n, pick in enumerate(picks)
     ]
-    _lines._PARTS.clear()
+    _gemini_body._PARTS.clear()
     remembered = _staged_or_error(requests)
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(_lines, "_config_key", lambda config: None)
+        m.setattr(_gemini_body, "_config_key", lambda config: None)
         assert remembered == _staged_or_error(requests)
 
 
@@ -824,7 +824,7 @@ _SYSTEMS = st.sampled_from(
 def test_lines_of_shared_system_prompts_are_checked_as_fresh_ones(systems: list[object]) -> None:
     """Claude requests with equal system strings (their blocks shared between lines and walked
     once) and other systems: the same lines, or the same refusal, as fresh blocks each time."""
-    from vertexbatch import _lines
+    from vertexbatch import _claude_shape
 
     requests = [
         vb.ClaudeRequest(
@@ -833,17 +833,18 @@ def test_lines_of_shared_system_prompts_are_checked_as_fresh_ones(systems: list[
         )
         for n, system in enumerate(systems)
     ]
-    _lines._SYSTEM_BLOCKS.clear()
+    _claude_shape._SYSTEM_BLOCKS.clear()
     shared = _staged_or_error(requests)
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(_lines, "_system_blocks", lambda s: [{"type": "text", "text": s}])
+        m.setattr(_claude_shape, "_system_blocks", lambda s: [{"type": "text", "text": s}])
         assert shared == _staged_or_error(requests)
 
 
 def test_a_shared_system_prompt_is_walked_once_per_input() -> None:
     """Equal system strings become one list of blocks, noted by the input's field types."""
+    from vertexbatch._claude_shape import one_shape
     from vertexbatch._importer import FieldTypes
-    from vertexbatch._lines import claude_line, one_shape
+    from vertexbatch._lines import claude_line
 
     types = FieldTypes()
     params = {"max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}

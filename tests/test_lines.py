@@ -10,8 +10,9 @@ from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
 from vertexbatch import ClaudeRequest, GeminiRequest, InvalidRequestError
+from vertexbatch._claude_shape import one_shape
 from vertexbatch._keymap import KeyMap, canonical_digest, key_digest
-from vertexbatch._lines import ANTHROPIC_VERSION, claude_line, gemini_line, one_shape
+from vertexbatch._lines import ANTHROPIC_VERSION, claude_line, gemini_line
 
 
 def _claude(key: str = "k1", **params: Any) -> ClaudeRequest:
