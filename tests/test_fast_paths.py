@@ -19,7 +19,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import vertexbatch as vb
-from vertexbatch import _importer, _keymap, _staging
+from vertexbatch import _field_types, _importer, _keymap, _staging
 from vertexbatch._keymap import key_digest, parse_key_record
 from vertexbatch._lines import StagedLine
 from vertexbatch._staging import Staging
@@ -371,7 +371,7 @@ class _ReferenceFieldTypes:
         self._lines += 1
         line = self._lines
         seen = self._seen
-        kinds = _importer._KINDS
+        kinds = _field_types._KINDS
         stack: list[tuple[Any, str]] = [(request, "")]
         # One pass; leaves are checked where they are met (no stack entry), lists and objects
         # when popped. Written out twice, for objects and lists: every line comes through here.
@@ -382,10 +382,10 @@ class _ReferenceFieldTypes:
             if first is None:
                 seen[path] = (kind, line, key)
             elif first[0] is not kind:
-                return _importer._clash(request, path, kind, first, line, key)
-            if kind is _importer._OBJECT:
+                return _field_types._clash(request, path, kind, first, line, key)
+            if kind is _field_types._OBJECT:
                 for name, value in node.items():
-                    where = path + _importer._KEY_STEP + name
+                    where = path + _field_types._KEY_STEP + name
                     cls = type(value)
                     if cls is dict or cls is list:
                         stack.append((value, where))
@@ -396,9 +396,9 @@ class _ReferenceFieldTypes:
                         if first is None:
                             seen[where] = (leaf, line, key)
                         elif first[0] is not leaf:
-                            return _importer._clash(request, where, leaf, first, line, key)
+                            return _field_types._clash(request, where, leaf, first, line, key)
             else:
-                where = path + _importer._ITEM_STEP
+                where = path + _field_types._ITEM_STEP
                 for value in node:
                     cls = type(value)
                     if cls is dict or cls is list:
@@ -410,7 +410,7 @@ class _ReferenceFieldTypes:
                         if first is None:
                             seen[where] = (leaf, line, key)
                         elif first[0] is not leaf:
-                            return _importer._clash(request, where, leaf, first, line, key)
+                            return _field_types._clash(request, where, leaf, first, line, key)
         return None
 
 
@@ -427,7 +427,7 @@ _SHAPES = st.recursive(
 @given(requests=st.lists(st.dictionaries(_SHAPE_KEYS, _SHAPES, max_size=4), max_size=6))
 def test_field_types_find_the_same_clash_as_before(requests: list[dict[str, object]]) -> None:
     """Lines of few shapes and types: the same first clash, named the same way, or none."""
-    ours, reference = _importer.FieldTypes(), _ReferenceFieldTypes()
+    ours, reference = _field_types.FieldTypes(), _ReferenceFieldTypes()
     for number, request in enumerate(requests):
         found = ours.add(request, f"key-{number}")
         assert found == reference.add(request, f"key-{number}")
@@ -568,7 +568,7 @@ def _reference_check(
     found = _importer.scan(request)
     if found[0] or not found[2]:
         return found, None
-    types = _importer.FieldTypes()
+    types = _field_types.FieldTypes()
     for before, before_key in lines:
         assert types.add(before, before_key) is None
     return found, types.add(request, key)
@@ -614,7 +614,7 @@ def test_check_gives_what_scan_and_add_give(
     (the same objects under ``shared`` fields, walked once): the same four answers (all but
     those a bad line's early stop leaves open), the same first clash named the same way, and a
     refused line leaves nothing behind."""
-    types = _importer.FieldTypes()
+    types = _field_types.FieldTypes()
     kept: list[tuple[Any, str]] = []
     for number, request in enumerate(requests):
         key = f"key-{number}"
@@ -803,7 +803,7 @@ def test_lines_of_shared_configs_are_checked_as_fresh_ones(
 def test_a_shared_config_is_walked_once_per_input() -> None:
     """The parts of one config shared by a job's lines are noted by the input's field types
     (and so not walked again), the labels, which each line replaces, aside."""
-    from vertexbatch._importer import FieldTypes
+    from vertexbatch._field_types import FieldTypes
     from vertexbatch._lines import gemini_line
 
     types = FieldTypes()
@@ -843,7 +843,7 @@ def test_lines_of_shared_system_prompts_are_checked_as_fresh_ones(systems: list[
 def test_a_shared_system_prompt_is_walked_once_per_input() -> None:
     """Equal system strings become one list of blocks, noted by the input's field types."""
     from vertexbatch._claude_shape import one_shape
-    from vertexbatch._importer import FieldTypes
+    from vertexbatch._field_types import FieldTypes
     from vertexbatch._lines import claude_line
 
     types = FieldTypes()

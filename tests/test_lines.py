@@ -286,7 +286,7 @@ def test_non_json_values_in_contents_are_converted() -> None:
 def test_a_refused_line_leaves_no_field_types_behind() -> None:
     """A line refused after its walk (NaN is not JSON) records no field types: the next lines
     are numbered and typed as if it was never given."""
-    from vertexbatch._importer import FieldTypes
+    from vertexbatch._field_types import FieldTypes
 
     types = FieldTypes()
     claude_line(_claude("k0", temperature=0.5), types)

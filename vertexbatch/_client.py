@@ -639,7 +639,7 @@ def _built_lines(
     expected: type[ClaudeRequest] | type[GeminiRequest],
     build: Callable[..., StagedLine],
 ) -> Iterator[StagedLine]:
-    from ._importer import FieldTypes
+    from ._field_types import FieldTypes
 
     seen: set[str] = set()
     types = FieldTypes()  # a field's type must not differ between the lines (Vertex's importer)

@@ -19,8 +19,9 @@ import orjson
 
 from ._claude_shape import one_shape
 from ._errors import InvalidRequestError
+from ._field_types import FieldTypes
 from ._gemini_body import gemini_body
-from ._importer import FieldTypes, Problem, problem, scan
+from ._importer import Problem, problem, scan
 from ._keymap import KEY_FIELD, canonical_digest, key_digest
 from ._models import ClaudeRequest, GeminiRequest
 from ._plain import STRICT_COMPACT, STRICT_SORTED, cannot, dump
