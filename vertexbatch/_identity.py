@@ -2,7 +2,8 @@
 
 The protocol (DESIGN.md, "Submission identity"):
 
-1. Stage ``input.jsonl`` and ``keys.jsonl``, then ``manifest.json``, all create-only. The manifest
+1. Stage ``input.jsonl`` and ``keys.jsonl``, then ``manifest.json``, all create-only (``_stage``,
+   whose ``stage`` this module re-exports). The manifest
    claims the id for one set of rows: the same rows again carry on, other rows are refused and
    nothing staged is touched.
 2. Before each create attempt, list the id's jobs; adopt one that reads the id's input and writes
@@ -22,7 +23,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -33,25 +34,21 @@ from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError, JobError, job_errors
 from ._lines import StagedLine
 from ._manifest import (
-    INPUT,
-    KEYS,
     MANIFEST,
     PLAIN,
     RECORD,
     Manifest,
-    Tally,
     claim_conflict,
     measure,
-    no_rows,
     read_manifest,
 )
 from ._models import Job, Provider
 from ._retry import RetryPolicy, is_transient_call_error
 from ._rules import is_job_name
+from ._stage import only_model_differs, stage
 from ._staged import read_key_map, read_staged_lines
-from ._staging import JSONL, Staging
-from ._tracing import note, step, stepped
-from ._upload import SMALL_CHUNK
+from ._staging import Staging
+from ._tracing import step, stepped
 from ._vertex import NONCE_LABEL, JobSpec, Vertex, is_live, succeeded
 
 if TYPE_CHECKING:
@@ -73,114 +70,6 @@ logger = logging.getLogger("vertexbatch")
 
 # Create failures that say the job was not made (quota); others may hide a job made anyway.
 _REJECTED = (api_exceptions.TooManyRequests, api_exceptions.ResourceExhausted)
-
-
-@stepped("stage")
-def stage(
-    staging: Staging,
-    submission_id: str,
-    provider: Provider,
-    model: str,
-    lines: Iterable[StagedLine],
-    origin: str = PLAIN,
-    amend: Callable[[Manifest], Manifest] | None = None,
-) -> Manifest:
-    """Stage the rows create-only and claim the id for them; stream, never hold all rows.
-
-    ``amend`` completes the manifest of the rows (the answers staged from the cache).
-
-    Raises:
-        InvalidRequestError: no rows, too many rows or bytes, a bad line, or the id is claimed
-            for other rows (or by another origin). Nothing partial is left behind.
-    """
-    folder = staging.folder(submission_id)
-    rows = iter(lines)
-    first = next(rows, None)  # validates the first line before any cloud call
-    if first is None:
-        raise no_rows(submission_id)
-    staged = read_manifest(staging, submission_id)
-    # Staging, the input's upload takes its MD5 in its sending thread; else the tally does.
-    tally = Tally(hash_input=staged is not None)
-    input_upload = keys_upload = None
-    if staged is None:
-        input_upload = staging.upload(folder.name(INPUT), JSONL)
-        keys_upload = staging.upload(folder.name(KEYS), JSONL, chunk=SMALL_CHUNK)
-    # Until both objects are finished, any failure abandons both uploads (their sessions
-    # cancelled, their sending threads ended): a finished upload has nothing left to abandon.
-    try:
-        for line in _chain(first, rows):
-            record = line.key_record()
-            tally.add(line, record)
-            if input_upload is not None and keys_upload is not None:
-                input_upload.write(line.data)
-                keys_upload.write(record)
-        md5 = input_upload.md5_hex() if input_upload is not None else None
-        given = tally.manifest(provider, model, origin, md5)
-        note({"vertexbatch.requests": tally.rows})
-        if amend is not None:
-            given = amend(given)
-        if staged is not None:
-            return _carry_on(staging, submission_id, staged, given)
-        assert input_upload is not None and keys_upload is not None
-        if not input_upload.finish():
-            # Staged by an earlier attempt or a concurrent submitter: same bytes or a conflict.
-            existing = staging.md5(folder.name(INPUT))
-            if existing != given.md5:
-                raise claim_conflict(
-                    submission_id, read_manifest(staging, submission_id), given, existing or ""
-                )
-        # The same input can come with another key map (dedupe's repeats and cached keys have
-        # no line of their own, and may be other keys or in another order): one already there
-        # must be this one, or the job's results could never be read.
-        if not keys_upload.finish():
-            existing = staging.md5(folder.name(KEYS))
-            if existing != given.keys_md5:
-                raise claim_conflict(
-                    submission_id, None, given, staged_keys_md5=existing or "unknown"
-                )
-    except BaseException:
-        for upload in (input_upload, keys_upload):
-            if upload is not None:
-                upload.abort()
-        raise
-    if staging.create_json(folder.name(MANIFEST), given.to_json()):
-        logger.info("staged %d requests under %s", tally.rows, folder.uri(""))
-        return given
-    staged = read_manifest(staging, submission_id)
-    assert staged is not None  # create-only failed: it exists
-    return _carry_on(staging, submission_id, staged, given)
-
-
-def _carry_on(staging: Staging, submission_id: str, staged: Manifest, given: Manifest) -> Manifest:
-    """The manifest to go on with when the id already has one: the same rows carry on; the
-    same rows with another model replace a manifest Vertex refused; anything else conflicts."""
-    if staged.claims_same(given):
-        return staged
-    if staged.rejected and _only_model_differs(staged, given):
-        if staging.replace_json(
-            staging.folder(submission_id).name(MANIFEST), given.to_json(), staged.to_json()
-        ):
-            logger.info(
-                "id %s: Vertex refused model %s; its rows are now claimed for model %s",
-                submission_id,
-                staged.model,
-                given.model,
-            )
-            return given
-        again = read_manifest(staging, submission_id)
-        if again is not None and again.claims_same(given):
-            return again
-        raise claim_conflict(submission_id, again, given)
-    raise claim_conflict(submission_id, staged, given)
-
-
-def _only_model_differs(staged: Manifest, given: Manifest) -> bool:
-    return staged.claims_same(replace(given, model=staged.model))
-
-
-def _chain(first: StagedLine, rest: Iterator[StagedLine]) -> Iterator[StagedLine]:
-    yield first
-    yield from rest
 
 
 def choose(jobs: list[BatchJob]) -> BatchJob:
@@ -553,7 +442,7 @@ def held_job(
     if amend is not None:
         given = amend(given)
     if not staged.manifest.claims_same(given):
-        if not (staged.manifest.rejected and _only_model_differs(staged.manifest, given)):
+        if not (staged.manifest.rejected and only_model_differs(staged.manifest, given)):
             raise claim_conflict(submission_id, staged.manifest, given)
         return None  # the same rows Vertex refused under another model: submit tries again
     cached = staged.manifest.cached
