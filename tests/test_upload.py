@@ -23,7 +23,7 @@ from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
 import vertexbatch as vb
 from tests.helpers import CLAUDE, claude_request, local_client, recording_storage_client
 from tests.upload_gate import Gate, upload_gate
-from vertexbatch import _upload
+from vertexbatch import _resumable, _upload
 from vertexbatch._staging import Staging
 from vertexbatch.emulator import LocalStack
 
@@ -302,14 +302,14 @@ def test_the_writer_lets_the_sending_thread_run_while_a_chunk_is_in_flight(
     monkeypatch.setattr(_upload, "_let_sender_run", lambda: yields.append(0))
     sending = threading.Event()
     release = threading.Event()
-    send = _upload._Session.send
+    send = _resumable.Session.send
 
-    def held_send(session: _upload._Session, chunk: _upload._Chunk, total: int | None) -> None:
+    def held_send(session: _resumable.Session, chunk: _resumable.Chunk, total: int | None) -> None:
         sending.set()
         assert release.wait(30)
         send(session, chunk, total)
 
-    monkeypatch.setattr(_upload._Session, "send", held_send)
+    monkeypatch.setattr(_resumable.Session, "send", held_send)
     data = b"".join(_lines(CHUNK + 4 * _upload._YIELD_EVERY))
     lines = [data[i : i + 1024] for i in range(0, len(data), 1024)]
     upload = _staging(stack.storage_endpoint, bucket).upload("u/obj", JSONL)

@@ -9,13 +9,8 @@ the peak, so chunks are 16 MiB in less memory than three of 10 MiB.
 Bigger chunks are fewer requests, and fake-gcs-server checksums the whole object again on each
 one (100 MB took 1.2 to 1.5 s in 10 MiB chunks, about 1.0 s in 16 MiB, on this machine).
 
-Protocol (GCS JSON API, "resumable uploads"): a POST with the object's metadata and
-``ifGenerationMatch=0`` opens a session (its URL in ``Location``); each chunk is a PUT of a
-multiple of 256 KiB with ``Content-Range: bytes A-B/*``, answered 308 and the bytes persisted
-(``Range: bytes=0-N``); the last states the total and is answered 200 or 201. After a transient
-failure a PUT of ``Content-Range: bytes */*`` asks what was persisted, and the chunk resumes
-from there: a lost answer never sends a byte twice. A 412 (at the start or the end) means the
-object exists: nothing is written and ``finish`` says so.
+The protocol itself (sessions, chunks, resuming after a lost answer) is ``_resumable``'s. A 412
+(at the start or the end) means the object exists: nothing is written and ``finish`` says so.
 """
 
 from __future__ import annotations
@@ -23,16 +18,15 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
-import json
 import logging
-import re
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 from google.api_core import exceptions as api_exceptions
 
+from ._resumable import Chunk, Session, after, check_offset
 from ._retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -55,203 +49,17 @@ CHUNK = 16 * 1024 * 1024
 # Smaller chunks for an object that is a few MB at most (a key map: ~85 bytes a request): sent
 # while the lines are built, so little is left to send once they are.
 SMALL_CHUNK = 4 * 1024 * 1024
-# What a 308 says GCS holds: "bytes=0-N".
-_RANGE = re.compile(r"bytes=0-(\d{1,18})")
 # Every chunk but the last is a multiple of this (the protocol's rule).
 _QUANTUM = 256 * 1024
 # While a chunk is being sent, the thread writing lets go of the interpreter lock every this
 # many bytes: the sending thread needs it after each socket call, and would otherwise wait for
 # the switch interval (5 ms) each time while lines are built, which holds the server up too.
 _YIELD_EVERY = 64 * 1024
-_TIMEOUT = 120.0  # seconds a chunk's request may take; the storage client's default is 60
-
-
-# A chunk: a view of the bytes handed over whole (a bytearray, never changed once handed over).
-# A view, not the bytearray: a body with no ``decode`` is not logged as text by google-auth.
-_Chunk = bytes | bytearray | memoryview
 
 
 def _let_sender_run() -> None:
     """Let go of the interpreter lock, so a thread waiting for it (the sending one) takes it."""
     time.sleep(0)
-
-
-def _after(chunk: _Chunk, skip: int) -> _Chunk:
-    """The bytes of ``chunk`` from offset ``skip`` on (what is left after a partial persist),
-    without a copy."""
-    return memoryview(chunk)[skip:] if skip else chunk
-
-
-class _Session:
-    """One resumable upload session: its URL and the bytes GCS has confirmed."""
-
-    def __init__(self, blob: storage.Blob, content_type: str, custom_time: datetime | None) -> None:
-        client = blob.client
-        # What google-cloud-storage's own uploads use: the client's authorized session (its
-        # credentials, or a session handed in), its user agent and extra headers, and its
-        # endpoint (mTLS included).
-        self._http: Any = client._http
-        self._headers: dict[str, str] = {
-            "User-Agent": client._connection.user_agent,
-            **(getattr(client, "_extra_headers", None) or {}),
-        }
-        self._blob = blob
-        metadata: dict[str, str] = {"name": blob.name, "contentType": content_type}
-        if custom_time is not None:
-            metadata["customTime"] = _rfc3339(custom_time)
-        connection = client._connection
-        host = getattr(connection, "get_api_base_url_for_mtls", None)
-        hostname = host() if host is not None else connection.API_BASE_URL
-        params = {"uploadType": "resumable", "ifGenerationMatch": "0"}
-        if blob.user_project is not None:
-            params["userProject"] = blob.user_project
-        response = self._request(
-            "POST",
-            f"{hostname}/upload/storage/v1{blob.bucket.path}/o",
-            params=params,
-            data=json.dumps(metadata),
-            headers={
-                "Content-Type": "application/json; charset=UTF-8",
-                "X-Upload-Content-Type": content_type,
-            },
-        )
-        _raise_for(response, ok=(200, 201))
-        self.url: str = response.headers["Location"]
-        self.sent = 0  # bytes GCS has confirmed
-        self.md5: str | None = None  # base64, once known: what the finalised object must have
-
-    def _request(self, method: str, url: str, **kwargs: Any) -> Any:
-        kwargs["headers"] = {**self._headers, **kwargs.get("headers", {})}
-        return self._http.request(method, url, timeout=_TIMEOUT, **kwargs)
-
-    def send(self, chunk: _Chunk, total: int | None) -> None:
-        """Send ``chunk`` (the bytes from ``self.sent`` on); ``total`` if it is the last.
-
-        A 308 that confirms fewer bytes than were sent has the rest sent again at once.
-        """
-        start = self.sent
-        end = start + len(chunk)
-        while True:
-            before = self.sent
-            last = f"{total}" if total is not None else "*"
-            span = f"bytes {self.sent}-{end - 1}/{last}" if end > self.sent else f"bytes */{last}"
-            body = _after(chunk, self.sent - start)
-            response = self._request(
-                "PUT", self.url, data=body if len(body) else b"", headers={"Content-Range": span}
-            )
-            if self._settled(response, total):
-                return
-            _check_offset(self._blob.name, self.sent - start, len(chunk))
-            if total is None and self.sent == end:
-                return
-            if self.sent <= before:  # the policy paces and bounds asking again
-                raise _NoProgress(f"GCS confirmed no new bytes of {self._blob.name}")
-
-    def resume(self, total: int | None) -> bool:
-        """Ask GCS what it persisted (after a failure); ``True`` if the object is complete."""
-        response = self._request("PUT", self.url, data=b"", headers={"Content-Range": "bytes */*"})
-        return self._settled(response, total)
-
-    def _settled(self, response: Any, total: int | None) -> bool:
-        """Record what a chunk's or a status query's answer says; ``True`` when complete."""
-        if response.status_code in (200, 201):
-            self._check_complete(response, total)
-            return True
-        if response.status_code == 308:
-            confirmed = response.headers.get("Range")  # "bytes=0-N"; absent: nothing yet
-            if not confirmed:
-                self.sent = 0
-                return False
-            held = _RANGE.fullmatch(confirmed.strip())
-            if held is None:
-                raise api_exceptions.Conflict(  # type: ignore[no-untyped-call]
-                    f"GCS answered a chunk of {self._blob.name} with an unreadable Range header "
-                    f"({confirmed[:40]!r}): the upload cannot go on; submit again"
-                )
-            self.sent = int(held.group(1)) + 1
-            return False
-        _raise_for(response, ok=())
-        return False  # pragma: no cover  (_raise_for raised)
-
-    def _check_complete(self, response: Any, total: int | None) -> None:
-        """A finalised object must hold exactly the bytes sent (their number, and their MD5 when
-        the upload took it); else it is deleted, and raised.
-
-        GCS finalises only on the chunk that states the total. fake-gcs-server 1.54 also
-        finalises on a status query, with what it has so far: an object short of its bytes,
-        which would otherwise stand in for the whole input. The MD5 catches what the size
-        cannot: bytes changed on the way, or sent out of order.
-        """
-        size, md5, generation = _finalised(response)
-        if total is not None and size == total and (self.md5 is None or md5 in (None, self.md5)):
-            return
-        if generation is not None:  # only that generation: never another writer's object
-            with contextlib.suppress(api_exceptions.NotFound, api_exceptions.PreconditionFailed):
-                self._blob.bucket.blob(self._blob.name).delete(
-                    if_generation_match=generation, retry=None
-                )
-        if size == total:
-            what = "other bytes than were sent (its MD5 differs)"
-        else:
-            what = f"{size} bytes of {total if total is not None else 'more'}"
-        raise api_exceptions.Conflict(  # type: ignore[no-untyped-call]
-            f"GCS finalised {self._blob.name} with {what}: "
-            + ("the object was deleted; " if generation is not None else "")
-            + "submit again"
-        )
-
-    def cancel(self) -> None:
-        """End the session: GCS drops what it holds and creates nothing."""
-        self._request("DELETE", self.url)
-
-
-class _NoProgress(ConnectionError):
-    """A chunk answered 308 with nothing more confirmed: transient, retried by the policy."""
-
-
-def _check_offset(name: str, offset: int, size: int) -> None:
-    """GCS's confirmed bytes must fall within the chunk being sent: before it, it lost bytes it
-    had confirmed (which are no longer held here to send again); past it, it holds bytes that
-    were never sent."""
-    if not 0 <= offset <= size:
-        raise api_exceptions.Conflict(  # type: ignore[no-untyped-call]
-            f"GCS confirmed {offset:+d} bytes of {name} from a chunk of {size}: the upload "
-            "cannot go on; submit again"
-        )
-
-
-def _raise_for(response: Any, ok: tuple[int, ...]) -> None:
-    if response.status_code not in ok:
-        # The storage client's own mapping: 412 is PreconditionFailed, 503 ServiceUnavailable...
-        raise api_exceptions.from_http_response(response)  # type: ignore[no-untyped-call]
-
-
-def _finalised(response: Any) -> tuple[int | None, str | None, int | None]:
-    """The finalised object's size, MD5 (base64; none for a composite object) and generation,
-    each ``None`` where the answer does not say."""
-    try:
-        resource = response.json()
-    except ValueError:
-        return None, None, None
-    if not isinstance(resource, dict):
-        return None, None, None
-    md5 = resource.get("md5Hash")
-    return (
-        _int(resource.get("size")),
-        md5 if isinstance(md5, str) else None,
-        _int(resource.get("generation")),
-    )
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (ValueError, TypeError):
-        return None
-
-
-def _rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class CreateOnlyUpload:
@@ -289,7 +97,7 @@ class CreateOnlyUpload:
         # extended without copying what it holds); a whole chunk is handed over as it is.
         self._pending = bytearray()
         self._unyielded = 0
-        self._session: _Session | None = None
+        self._session: Session | None = None
         self._sender: ThreadPoolExecutor | None = None
         self._in_flight: Future[None] | None = None
         self.exists = False
@@ -329,7 +137,7 @@ class CreateOnlyUpload:
         if self.exists:
             self._pending = bytearray()
 
-    def _upload(self, chunk: _Chunk, total: int | None, hashed: bool = False) -> None:
+    def _upload(self, chunk: Chunk, total: int | None, hashed: bool = False) -> None:
         """Send one chunk under the retry policy, resuming where GCS says it stopped."""
         if not hashed:
             self._md5.update(chunk)  # one call: the interpreter lock is let go once
@@ -337,7 +145,7 @@ class CreateOnlyUpload:
         if self._session is None:
             self._session = self._policy.call(
                 f"start upload of {name}",
-                lambda: _Session(self._blob, self._content_type, self._custom_time),
+                lambda: Session(self._blob, self._content_type, self._custom_time),
             )
         session = self._session
         if total is not None:  # the last chunk: every byte is hashed by now
@@ -350,8 +158,8 @@ class CreateOnlyUpload:
             if failed and session.resume(total):
                 return  # the last chunk's answer was lost: the object is complete
             failed = True
-            _check_offset(name, session.sent - start, len(chunk))
-            rest = _after(chunk, session.sent - start)
+            check_offset(name, session.sent - start, len(chunk))
+            rest = after(chunk, session.sent - start)
             if len(rest) or total is not None:  # a chunk GCS holds whole is not sent again
                 session.send(rest, total)
 
