@@ -2,10 +2,8 @@
 
 The protocol (DESIGN.md, "Submission identity"):
 
-1. Stage ``input.jsonl`` and ``keys.jsonl``, then ``manifest.json``, all create-only (``_stage``,
-   whose ``stage`` this module re-exports). The manifest
-   claims the id for one set of rows: the same rows again carry on, other rows are refused and
-   nothing staged is touched.
+1. ``_stage``: ``input.jsonl`` and ``keys.jsonl``, then ``manifest.json``, create-only; the
+   manifest claims the id for one set of rows (the same rows carry on, others are refused).
 2. Before each create attempt, list the id's jobs; adopt one that reads the id's input and writes
    its output prefix: one an earlier attempt of the same call made if it is live or succeeded,
    else ``choose``'s (live or succeeded first, then the earliest). One that reads the input but
