@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import threading
 from collections.abc import AsyncIterator, Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -195,6 +196,49 @@ async def test_wait_keeps_the_loop_free(client: vb.Client, stack: LocalStack) ->
     assert raised.value.status is not None and raised.value.status.state == "JOB_STATE_RUNNING"
     assert len(seen) >= 2 and ticks >= 10
     stack.faults.release("waiting")
+
+
+def _parameters(function: object, skip: str) -> list[tuple[str, object, object]]:
+    """A callable's parameters as (name, kind, default), without the leading ``skip``."""
+    found = list(inspect.signature(function).parameters.values())  # type: ignore[arg-type]
+    assert found[0].name == skip
+    return [(p.name, p.kind, p.default) for p in found[1:]]
+
+
+def test_sync_and_async_wait_take_the_same_parameters() -> None:
+    """Client.wait, AsyncClient.wait and vertexbatch.wait take the same parameters: names,
+    kinds and defaults."""
+    sync = _parameters(vb.Client.wait, "self")
+    assert [name for name, _, _ in sync] == [
+        "job",
+        "deadline",
+        "timeout",
+        "floor",
+        "ceiling",
+        "on_progress",
+        "sleep",
+        "now",
+    ]
+    assert _parameters(vb.AsyncClient.wait, "self") == sync
+    assert _parameters(vb.wait, "client") == sync
+
+
+async def test_wait_pauses_with_the_sleep_it_is_given(client: vb.Client, stack: LocalStack) -> None:
+    """AsyncClient.wait awaits an injected sleep and reads an injected clock, as Client.wait."""
+    stack.faults.hold("fake-clock", "PENDING")
+    job = await client.aio.submit_claude("fake-clock", CLAUDE, claude_requests(1))
+    moment = datetime(2026, 11, 29, tzinfo=UTC)
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        nonlocal moment
+        slept.append(seconds)
+        moment += timedelta(seconds=seconds)
+
+    with pytest.raises(vb.WaitTimeout):
+        await client.aio.wait(job, timeout=600, floor=5.0, sleep=sleep, now=lambda: moment)
+    assert sum(slept) == pytest.approx(600) and slept[0] == 5.0
+    stack.faults.release("fake-clock")
 
 
 async def test_results_stream_a_few_chunks_ahead() -> None:

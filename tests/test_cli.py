@@ -29,6 +29,7 @@ from vertexbatch import _cli
 from vertexbatch._cli import ExitCode, main
 from vertexbatch._cli_render import Progress, describe_error, result_record
 from vertexbatch._config import SETTINGS
+from vertexbatch._errors import shorten
 from vertexbatch._retry import LOCAL_STACK_HINT
 from vertexbatch.emulator import LocalStack
 
@@ -674,6 +675,18 @@ def test_errors_map_to_exit_codes(exc: Exception, code: int, text: str) -> None:
     got_code, line = describe_error(exc)
     assert got_code == code
     assert text in line and "\n" not in line
+
+
+def test_messages_shorten_a_value_one_way() -> None:
+    """One helper puts a quoted value on one line and cuts it to the limit, mark included: the
+    command's error and status lines (ASCII "...") and a MissingError's job message ("…")."""
+    assert shorten("a\n  b\tc", 10) == "a b c"
+    assert shorten("x" * 12, 10) == "x" * 7 + "..."
+    assert shorten(ValueError("y" * 20), 10, mark="…") == "y" * 9 + "…"
+    assert vb.MissingError.bound("z " * 200) == shorten("z " * 200, 300, mark="…")
+    long = api_exceptions.ServiceUnavailable("w " * 400)  # type: ignore[no-untyped-call]
+    _, line = describe_error(long)
+    assert line.endswith(shorten("w " * 400, 300))
 
 
 # -- emulator, demo, the installed script -------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from datetime import UTC, datetime, timedelta
 
@@ -12,7 +13,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 import vertexbatch as vb
 from tests.helpers import claude_request
 from vertexbatch._rules import next_attempt_id
-from vertexbatch._wait import poll_delays
+from vertexbatch._schedule import poll_delays
 from vertexbatch.emulator import LocalStack
 
 MODEL = "claude-opus-5-5@default"
@@ -73,8 +74,40 @@ def test_poll_delays_respect_floor_and_ceiling() -> None:
     assert taken[0] == 5.0
     assert all(5.0 <= d <= 60.0 for d in taken)
     assert max(taken[-5:]) > 30.0
-    with pytest.raises(ValueError, match="floor"):
-        next(poll_delays(0, 1))
+
+
+@pytest.mark.parametrize(
+    ("floor", "ceiling", "field"),
+    [
+        (0, 1, "floor"),
+        (-1.0, 1.0, "floor"),
+        (float("nan"), 1.0, "floor"),
+        (True, 2, "floor"),
+        ("5", 60, "floor"),
+        (5.0, 4.0, "ceiling"),
+        (5.0, float("nan"), "ceiling"),
+        (5.0, None, "ceiling"),
+    ],
+)
+def test_poll_delays_refuse_bounds_no_pause_fits(
+    floor: object, ceiling: object, field: str
+) -> None:
+    """Bounds no pause fits are InvalidRequestError naming the bound, at the call, as the
+    deadline and timeout are."""
+    with pytest.raises(vb.InvalidRequestError, match="floor") as raised:
+        poll_delays(floor, ceiling)  # type: ignore[arg-type]
+    assert raised.value.field == field
+
+
+def test_wait_refuses_a_bad_floor_before_polling(client: vb.Client, stack: LocalStack) -> None:
+    """A floor of 0 is refused before the first poll, even for a job that is already done."""
+    job = client.submit_claude("floor-0", MODEL, [claude_request("a", "x")])
+    stack.wait_job(job.name)
+    stack.reset_calls()
+    with pytest.raises(vb.InvalidRequestError) as raised:
+        client.wait(job, floor=0)
+    assert raised.value.field == "floor"
+    assert stack.calls()["get"] == 0
 
 
 def test_wait_returns_terminal_status(client: vb.Client, stack: LocalStack) -> None:
@@ -117,6 +150,21 @@ def test_wait_on_a_job_that_never_finishes(client: vb.Client, stack: LocalStack)
     assert polls == len(clock.slept) + 1
     assert polls <= 3600 / 5.0 + 1
     assert polls < 60  # backoff, not a poll every floor
+
+
+def test_client_wait_is_vertexbatch_wait(client: vb.Client, stack: LocalStack) -> None:
+    """Client.wait polls and pauses exactly as vertexbatch.wait does, to the same deadline."""
+    stack.faults.hold(display_name="stuck-method", state="PENDING")
+    job = client.submit_claude("stuck-method", MODEL, [claude_request("a", "x")])
+    slept = []
+    for wait in (client.wait, functools.partial(vb.wait, client)):
+        clock = FakeTime()
+        with pytest.raises(vb.WaitTimeout) as info:
+            wait(job, timeout=900, floor=5.0, ceiling=120.0, sleep=clock.sleep, now=clock.now)
+        assert info.value.status.state == "JOB_STATE_PENDING"
+        assert sum(clock.slept) == pytest.approx(900)
+        slept.append(len(clock.slept))
+    assert slept[0] > 3 and abs(slept[0] - slept[1]) <= 2  # jittered alike
 
 
 def test_a_timeout_of_zero_gives_up_at_the_first_poll(client: vb.Client, stack: LocalStack) -> None:

@@ -10,9 +10,12 @@ import pytest
 import requests
 import urllib3
 from google.api_core import exceptions as api_exceptions
+from google.auth import exceptions as auth_exceptions
 
 import vertexbatch as vb
-from vertexbatch._retry import is_transient_call_error
+from vertexbatch._cache import storage_errors
+from vertexbatch._cli_render import ExitCode, describe_error
+from vertexbatch._retry import is_transient_call_error, transport_errors
 from vertexbatch.emulator import LocalStack
 
 MODEL = "claude-opus-5-5@default"
@@ -32,6 +35,34 @@ def test_a_connection_cut_or_stalled_mid_answer_is_transient(exc: BaseException)
     """What google-cloud-storage's own retry takes as transient (each call passes retry=None,
     so vertexbatch's policy decides)."""
     assert is_transient_call_error(exc)
+
+
+# One of each transport error, as the libraries raise them.
+TRANSPORT: list[BaseException] = [
+    ConnectionResetError(104, "Connection reset by peer"),
+    TimeoutError("timed out"),
+    http.client.IncompleteRead(b"part", 10),
+    auth_exceptions.TransportError("token endpoint unreachable"),
+    requests.ConnectionError("Connection aborted."),
+    requests.exceptions.ReadTimeout("read timed out"),
+    requests.exceptions.ChunkedEncodingError("connection cut mid-body"),
+    urllib3.exceptions.ProtocolError("Connection aborted."),
+    urllib3.exceptions.ReadTimeoutError(None, "/", "read timed out"),  # type: ignore[arg-type]
+]
+
+
+def test_each_transport_error_is_one_to_the_policy_the_cache_and_the_command() -> None:
+    """One list of transport errors: each is retried, passed over by a best-effort cache
+    write, and the command's "cannot reach Google Cloud" (exit 6)."""
+    listed = transport_errors()
+    for cls in listed:
+        assert any(isinstance(exc, cls) for exc in TRANSPORT), f"no example of {cls}"
+    for exc in TRANSPORT:
+        assert isinstance(exc, listed), exc
+        assert is_transient_call_error(exc), exc
+        assert isinstance(exc, storage_errors()), exc
+        code, line = describe_error(exc)  # type: ignore[arg-type]
+        assert (code, line.split(" (")[0]) == (ExitCode.CLOUD_ERROR, "cannot reach Google Cloud")
 
 
 @pytest.mark.parametrize(

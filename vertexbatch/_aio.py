@@ -22,19 +22,19 @@ import functools
 import logging
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
+from ._client_base import check_client, cloud_of
 from ._estimate import Plan
 from ._models import ClaudeRequest, GeminiRequest, Job, Result, Status
 from ._online import CONCURRENCY
 from ._prices import Price
 from ._runs import DEFAULT_SHARD_SIZE, KeyResult, Run, RunSummary
-from ._tracing import job_attributes
-from ._wait import Schedule, check_client
+from ._wait import poll_async
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -463,35 +463,29 @@ class AsyncClient:
         floor: float = 5.0,
         ceiling: float = 300.0,
         on_progress: Callable[[Status], None] | None = None,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+        now: Callable[[], datetime] | None = None,
     ) -> Status:
-        """``vertexbatch.wait``, pausing with ``asyncio.sleep``: the same floor, ceiling, jitter
-        and deadline rules (``vertexbatch._wait.Schedule``).
+        """``Client.wait``, pausing with ``asyncio.sleep``: the same floor, ceiling, jitter and
+        deadline rules (``vertexbatch._schedule.Schedule``); ``sleep``, if given, is awaited.
 
         Raises:
-            InvalidRequestError: the deadline is not a timezone-aware ``datetime``.
+            InvalidRequestError: the deadline is not a timezone-aware ``datetime``, or the
+                timeout, floor or ceiling is not a number of seconds that fits.
             WaitTimeout: the deadline passed, or the job outlived any Vertex job (96 h).
         """
-        schedule = Schedule(
+        return await poll_async(
+            self.status,
+            cloud_of(self._client).tracing,
             job,
             deadline=deadline,
             timeout=timeout,
             floor=floor,
             ceiling=ceiling,
-            now=lambda: datetime.now(UTC),
+            on_progress=on_progress,
+            sleep=sleep,
+            now=now,
         )
-        from ._client import cloud_of
-
-        with cloud_of(self._client).tracing.operation("wait", job_attributes(job)) as span:
-            while True:
-                status = await self.status(job)
-                if on_progress is not None:
-                    on_progress(status)
-                pause = schedule.pause(status)
-                span.set_attribute("vertexbatch.wait.polls", schedule.polls)
-                if pause is None:
-                    span.set_attribute("vertexbatch.job.state", status.state)
-                    return status
-                await asyncio.sleep(pause)
 
     async def run_claude(
         self,

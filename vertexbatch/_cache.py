@@ -47,9 +47,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ._errors import InvalidRequestError
+from ._errors import InvalidRequestError, VertexBatchError
 from ._json import load_json
 from ._models import Provider
+from ._retry import transport_errors
 from ._staging import JSONL, Staging
 
 __all__ = [
@@ -91,22 +92,19 @@ COMPACT_MARGIN = 600
 
 def storage_errors() -> tuple[type[BaseException], ...]:
     """The errors of a failed storage call (after retries): what a best-effort cache write
-    passes over. Anything else is a bug, and raises. Built when a write fails: the storage
-    libraries are imported by then."""
-    import requests
-    import urllib3
+    passes over. Anything else is a bug, and raises.
+
+    The transport errors (``_retry.transport_errors``), then what GCS answered (an API error,
+    an upload the resumable protocol refused or found corrupted) and the package's own. Built
+    when a write fails: the storage libraries are imported by then.
+    """
     from google.api_core import exceptions as api_exceptions
-    from google.auth import exceptions as auth_exceptions
     from google.resumable_media import common as media_common
 
-    from ._errors import VertexBatchError
-
     return (
+        *transport_errors(),
         api_exceptions.GoogleAPICallError,
         api_exceptions.RetryError,
-        auth_exceptions.TransportError,
-        requests.RequestException,
-        urllib3.exceptions.HTTPError,
         media_common.InvalidResponse,
         media_common.DataCorruption,
         OSError,

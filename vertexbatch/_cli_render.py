@@ -18,8 +18,9 @@ from typing import Any, TextIO
 from google.api_core import exceptions as api_exceptions
 from google.auth import exceptions as auth_exceptions
 
-from ._errors import InvalidRequestError, JobError, LineError, VertexBatchError
+from ._errors import InvalidRequestError, JobError, LineError, VertexBatchError, shorten
 from ._models import Job, Outcome, Result, Status
+from ._retry import LOCAL_STACK_HINT, is_connection_refused, transport_errors
 from ._runs import KeyResult, RunSummary, summary_line
 
 __all__ = [
@@ -38,7 +39,6 @@ __all__ = [
     "run_record",
     "run_result_record",
     "run_results_summary",
-    "short",
     "status_exit_code",
     "status_line",
     "status_note",
@@ -49,6 +49,10 @@ OUTCOMES: tuple[Outcome, ...] = ("ok", "refused", "truncated", "retryable", "fai
 """Every outcome word, in the order the command reports them."""
 RUN_OUTCOMES: tuple[str, ...] = (*OUTCOMES, "exhausted", "pending")
 """What ``run results --only`` takes: the outcomes, and the run's words for unsettled keys."""
+
+
+# The longest a value quoted in the command's one error line gets (``shorten``).
+_LINE = 300
 
 
 class ExitCode(enum.IntEnum):
@@ -118,11 +122,11 @@ def describe_error(exc: Exception) -> tuple[ExitCode, str]:
         )
     if isinstance(exc, api_exceptions.GoogleAPICallError):
         return ExitCode.CLOUD_ERROR, (
-            f"Google Cloud error {exc.code} {type(exc).__name__}: {short(exc.message)}"
+            f"Google Cloud error {exc.code} {type(exc).__name__}: {shorten(exc.message, _LINE)}"
         )
     if isinstance(exc, requests.exceptions.SSLError):
         return ExitCode.CLOUD_ERROR, (
-            f"TLS error ({short(str(exc))}): an endpoint without a scheme is spoken to over "
+            f"TLS error ({shorten(exc, _LINE)}): an endpoint without a scheme is spoken to over "
             "https; the local stack needs http://host:port"
         )
     if local_stack_down(exc):
@@ -132,9 +136,9 @@ def describe_error(exc: Exception) -> tuple[ExitCode, str]:
             "refused): is it running? Start it with 'vertexbatch emulator' and source the "
             "file its --env-file writes"
         )
-    if isinstance(exc, requests.ConnectionError | auth_exceptions.TransportError | OSError):
+    if isinstance(exc, (*transport_errors(), OSError)):
         return ExitCode.CLOUD_ERROR, (
-            f"cannot reach Google Cloud ({type(exc).__name__}): {short(str(exc))}"
+            f"cannot reach Google Cloud ({type(exc).__name__}): {shorten(exc, _LINE)}"
         )
     if isinstance(exc, VertexBatchError):
         return ExitCode.CLOUD_ERROR, f"{type(exc).__name__}: {exc}"
@@ -144,8 +148,6 @@ def describe_error(exc: Exception) -> tuple[ExitCode, str]:
 def local_stack_down(exc: BaseException) -> bool:
     """Whether ``exc`` is a refused connection to the local stack (the client's retry policy
     marks those it did not retry because the endpoint is on this machine)."""
-    from ._retry import LOCAL_STACK_HINT, is_connection_refused
-
     return is_connection_refused(exc) and LOCAL_STACK_HINT in getattr(exc, "__notes__", ())
 
 
@@ -161,12 +163,6 @@ def _refused_address(exc: BaseException) -> str:
                 return f"{host}:{port}"
         current = current.__cause__ or current.__context__
     return ""
-
-
-def short(text: str, limit: int = 300) -> str:
-    """``text`` on one line, cut to ``limit`` characters."""
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 # -- jobs and results ---------------------------------------------------------------------------
@@ -242,7 +238,7 @@ def status_line(job: Job, status: Status) -> str:
         f"failed {count(status.failed)}  incomplete {count(status.incomplete)}  of {job.keys} keys"
     )
     if status.error_code or status.error_message:
-        line += f"  error {status.error_code}: {short(status.error_message, 200)}"
+        line += f"  error {status.error_code}: {shorten(status.error_message, 200)}"
     return line
 
 

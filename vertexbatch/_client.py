@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Self
 
+from ._aio import AsyncClient
 from ._cache import AnswerCache, check_ttl
 from ._cached import (
     CacheFill,
@@ -15,6 +16,7 @@ from ._cached import (
     claimed_digests,
     is_cached_job,
 )
+from ._client_base import ClientBase, cloud_of
 from ._cloud import Cloud
 from ._config import DEFAULT_PREFIX, build_client
 from ._dedupe import dedupe as dedupe_lines
@@ -37,13 +39,12 @@ from ._telemetry import SILENT, Telemetry
 from ._tokens import token_counter
 from ._tracing import Tracing, job_attributes, traced
 from ._vertex import Vertex, status_of
+from ._wait import poll
 
 if TYPE_CHECKING:
     from google.cloud import aiplatform_v1, storage
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
-
-    from ._aio import AsyncClient
 
 __all__ = ["Client", "cloud_of"]
 
@@ -60,7 +61,7 @@ def _tracing_of(client: Client) -> Tracing:
     return client._cloud.tracing
 
 
-class Client:
+class Client(ClientBase):
     """Vertex AI batch prediction for Claude and Gemini, keyed by caller-chosen ids.
 
     Args:
@@ -188,8 +189,6 @@ class Client:
     @functools.cached_property
     def aio(self) -> AsyncClient:
         """The async view of this client: the same methods, awaitable (``vertexbatch._aio``)."""
-        from ._aio import AsyncClient
-
         return AsyncClient(self)
 
     def __repr__(self) -> str:
@@ -447,6 +446,52 @@ class Client:
         with job_errors(job.name):
             return status_of(self._cloud.vertex.get(job.name))
 
+    def wait(
+        self,
+        job: Job,
+        *,
+        deadline: datetime | None = None,
+        timeout: float | None = None,
+        floor: float = 5.0,
+        ceiling: float = 300.0,
+        on_progress: Callable[[Status], None] | None = None,
+        sleep: Callable[[float], None] | None = None,
+        now: Callable[[], datetime] | None = None,
+    ) -> Status:
+        """Poll ``status`` until the job is terminal and return its final ``Status``.
+
+        Pauses double from ``floor`` to ``ceiling``, jittered, and never outlast the deadline
+        (``vertexbatch.wait`` is this method; ``client.aio.wait`` pauses the same way with
+        ``asyncio.sleep``).
+
+        Args:
+            deadline: give up at this moment (timezone-aware).
+            timeout: give up after this many seconds (the earlier of the two wins).
+            floor / ceiling: the shortest and longest pause between polls, in seconds.
+            on_progress: called with every status polled.
+            sleep / now: injectable for tests (by default ``time.sleep`` and the current UTC
+                time).
+
+        Raises:
+            InvalidRequestError: ``job`` is not a ``Job``, the deadline is not a timezone-aware
+                ``datetime``, or the timeout, floor or ceiling is not a number of seconds that
+                fits (``field`` names which).
+            WaitTimeout: the deadline passed, or the job outlived any Vertex job (96 h); it
+                carries the last status.
+        """
+        return poll(
+            self.status,
+            self._cloud.tracing,
+            job,
+            deadline=deadline,
+            timeout=timeout,
+            floor=floor,
+            ceiling=ceiling,
+            on_progress=on_progress,
+            sleep=sleep,
+            now=now,
+        )
+
     def results(self, job: Job) -> Iterator[Result]:
         """Stream one ``Result`` per key written so far; once terminal, the missing keys too.
 
@@ -610,11 +655,6 @@ class Client:
         check_job(job)
         with job_errors(job.name):
             self._cloud.vertex.cancel(job.name)
-
-
-def cloud_of(client: Client) -> Cloud:
-    """The ``Cloud`` of ``client``, for work that takes one (``vertexbatch doctor``'s checks)."""
-    return client._cloud
 
 
 def _staged_lines(

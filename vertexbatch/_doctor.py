@@ -46,7 +46,7 @@ from ._doctor_rules import (
     bucket_location_fit,
     service_agent,
 )
-from ._errors import InvalidRequestError
+from ._errors import InvalidRequestError, shorten
 from ._rules import check_model as check_model_id
 
 if TYPE_CHECKING:
@@ -123,10 +123,10 @@ def _short(exc: BaseException, limit: int = 160) -> str:
     if any(cls.__name__ == "ConnectionError" for cls in type(exc).__mro__):
         text = "cannot connect"  # requests' and the builtin's: the URL says nothing more
     elif isinstance(exc, api_exceptions.GoogleAPICallError):
-        text = " ".join(f"{exc.code or ''} {exc.message}".split())
+        text = f"{exc.code or ''} {exc.message}"
     else:
-        text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+        text = str(exc).strip() or type(exc).__name__
+    return shorten(text, limit)
 
 
 def _provider(model: str | None) -> str | None:

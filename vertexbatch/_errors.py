@@ -51,7 +51,19 @@ __all__ = [
     "VertexBatchError",
     "WaitTimeout",
     "job_errors",
+    "shorten",
 ]
+
+
+def shorten(value: object, limit: int, *, mark: str = "...") -> str:
+    """``value`` as text on one line (runs of whitespace made one space), cut to at most
+    ``limit`` characters, ending in ``mark`` when cut: the one way a message shortens a value.
+
+    ``mark`` is ASCII by default, so the command's lines print on any terminal;
+    ``MissingError.job_error_message`` ends in ``…``.
+    """
+    line = " ".join(str(value).split())
+    return line if len(line) <= limit else line[: limit - len(mark)] + mark
 
 
 class VertexBatchError(Exception):
@@ -147,8 +159,7 @@ class MissingError(ResultError):
     @classmethod
     def bound(cls, text: str) -> str:
         """A job's error message on one line, cut to ``MAX_JOB_MESSAGE`` characters."""
-        text = " ".join(text.split())
-        return text if len(text) <= cls.MAX_JOB_MESSAGE else text[: cls.MAX_JOB_MESSAGE - 1] + "…"
+        return shorten(text, cls.MAX_JOB_MESSAGE, mark="…")
 
     def _state(self) -> dict[str, Any]:
         return {

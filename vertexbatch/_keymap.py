@@ -20,6 +20,8 @@ from array import array
 from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
+from ._json import load_json
+
 __all__ = [
     "KEY_FIELD",
     "KeyMap",
@@ -314,8 +316,6 @@ class KeyMap:
         """
         request = row.get("request")
         if isinstance(request, str):
-            from ._json import load_json
-
             try:
                 request = load_json(request)
             except ValueError:  # not JSON, or nested deeper than any staged request

@@ -23,6 +23,7 @@ __all__ = [
     "is_connection_refused",
     "is_retryable",
     "is_transient_call_error",
+    "transport_errors",
 ]
 
 logger = logging.getLogger("vertexbatch")
@@ -52,23 +53,34 @@ _NETWORK_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """The one list of transport errors: a call that got no answer, or not all of it.
+
+    A connection refused, reset or cut, a timeout, TLS, a body cut short, as Python,
+    google-auth, requests and urllib3 raise them (requests' and urllib3's are what
+    google-cloud-storage's own retry takes as transient, too). The retry policy retries them,
+    a best-effort cache write passes over them, and the command says it cannot reach the cloud.
+
+    requests and urllib3 are imported only by the paths that use them: an error of a module
+    never imported cannot exist, so they are looked up in ``sys.modules``, never imported.
+    """
+    found = list(_NETWORK_ERRORS)
+    requests = sys.modules.get("requests")
+    if requests is not None:
+        found += (requests.ConnectionError, requests.Timeout)
+        found.append(requests.exceptions.ChunkedEncodingError)
+    urllib3 = sys.modules.get("urllib3")
+    if urllib3 is not None:
+        found += (urllib3.exceptions.ProtocolError, urllib3.exceptions.ReadTimeoutError)
+    return tuple(found)
+
+
 def is_transient_call_error(exc: BaseException) -> bool:
     """Whether a failed Vertex or GCS call may succeed if made again."""
-    if isinstance(exc, _TRANSIENT_API_ERRORS + _NETWORK_ERRORS):
+    if isinstance(exc, _TRANSIENT_API_ERRORS + transport_errors()):
         return True
-    # The libraries below are imported only by the paths that use them (the online fallback's
-    # SDKs take over a second): an error of a module never imported cannot exist, so look in
-    # sys.modules, never import.
-    requests = sys.modules.get("requests")
-    if requests is not None and isinstance(
-        exc, (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
-    ):
-        return True  # what google-cloud-storage's own retry takes as transient, too
-    urllib3 = sys.modules.get("urllib3")
-    if urllib3 is not None and isinstance(
-        exc, (urllib3.exceptions.ProtocolError, urllib3.exceptions.ReadTimeoutError)
-    ):
-        return True
+    # The SDKs below are imported only by the paths that use them (the online fallback's take
+    # over a second): look in sys.modules, never import (as ``transport_errors`` does).
     if isinstance(exc, api_exceptions.GoogleAPICallError):
         return exc.code in TRANSIENT_HTTP
     anthropic = sys.modules.get("anthropic")

@@ -65,6 +65,15 @@ def wait_and_runs(client: vb.Client) -> vb.RunSummary:
     try:
         final: vb.Status = vb.wait(client, job, timeout=3600, floor=5.0, ceiling=300.0)
         assert final.terminal
+        same: vb.Status = client.wait(
+            job,
+            deadline=datetime.now(UTC) + timedelta(hours=2),
+            floor=5.0,
+            on_progress=lambda status: print(status.state),
+            sleep=lambda seconds: None,
+            now=lambda: datetime.now(UTC),
+        )
+        assert same.terminal
     except vb.WaitTimeout as exc:
         assert exc.status.state
     run: vb.Run = client.run_gemini(
