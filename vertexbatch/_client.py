@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from datetime import timedelta
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from ._cache import AnswerCache, check_ttl
@@ -22,9 +23,11 @@ from ._errors import InvalidRequestError, job_errors
 from ._estimate import Plan, build_plan, submitted_plan
 from ._identity import find, held_job, resubmit, stage_and_submit
 from ._ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
+from ._lifecycle import Lifecycle
 from ._lines import StagedLine, claude_line, gemini_line
 from ._manifest import no_rows, resubmit_origin
 from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Result, Status
+from ._online_call import OnlineClients
 from ._prices import Price
 from ._results import iter_results
 from ._retry import RetryPolicy
@@ -39,21 +42,15 @@ from ._tracing import Tracing, job_attributes, traced
 from ._vertex import Vertex, status_of
 
 if TYPE_CHECKING:
+    from anthropic import AnthropicVertex
+    from google.auth.transport.requests import AuthorizedSession
     from google.cloud import aiplatform_v1, storage
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
     from ._aio import AsyncClient
 
-__all__ = ["Client", "cloud_of"]
-
-
-def _regional_endpoint(location: str) -> str:
-    return (
-        "aiplatform.googleapis.com"
-        if location == "global"
-        else f"{location}-aiplatform.googleapis.com"
-    )
+__all__ = ["Client", "cloud_of", "lifecycle_of"]
 
 
 def _tracing_of(client: Client) -> Tracing:
@@ -74,6 +71,17 @@ class Client:
         meter_provider: where metrics go; by default OpenTelemetry's global provider.
         tracer_provider: where spans go; by default OpenTelemetry's global provider.
         retry: how Vertex and GCS calls are retried.
+        anthropic_vertex: the ``anthropic.AnthropicVertex`` of Claude's online fallback and
+            ``count_tokens``; by default one for ``project`` and ``location`` with application
+            default credentials, built when first needed. Its own ``max_retries`` add to
+            ``retry``'s (vertexbatch builds its own with ``max_retries=0``).
+        google_session: the google-auth ``AuthorizedSession`` of Gemini's online fallback and
+            ``count_tokens``, which POST to the endpoint of ``jobs``; by default one with
+            application default credentials, built when first needed. Mount an adapter with a
+            ``pool_maxsize`` of at least ``online_concurrency`` on it to keep its connections.
+
+    ``close()`` (or the end of ``with Client(...) as client:``) closes the clients it built,
+    never one handed in here: the caller owns those. A closed client refuses every call.
     """
 
     def __init__(
@@ -88,31 +96,61 @@ class Client:
         meter_provider: MeterProvider | None = None,
         tracer_provider: TracerProvider | None = None,
         retry: RetryPolicy | None = None,
+        anthropic_vertex: AnthropicVertex | None = None,
+        google_session: AuthorizedSession | None = None,
     ) -> None:
-        if jobs is None:
-            from google.cloud import aiplatform_v1
-
-            jobs = aiplatform_v1.JobServiceClient(
-                transport="rest", client_options={"api_endpoint": _regional_endpoint(location)}
-            )
-        if storage is None:
-            from google.cloud import storage as gcs
-
-            storage = gcs.Client(project=project)
         self.project = project
         self.location = location
         self.bucket = bucket
         self.prefix = prefix
         self.retry = retry or RetryPolicy()
-        self._cloud = Cloud(
-            vertex=Vertex(jobs, project, location, self.retry),
-            staging=Staging(storage, bucket, prefix, self.retry),
+        self._life = Lifecycle()  # what it builds here is its own, closed by close()
+        vertex = Vertex(self._life.jobs(jobs, location), project, location, self.retry)
+        online = OnlineClients(
+            project,
+            location,
+            vertex.endpoint,
+            anthropic_vertex=anthropic_vertex,
+            google_session=google_session,
+        )
+        self._life.own(online.close)
+        self._parts = Cloud(
+            vertex=vertex,
+            staging=Staging(self._life.storage(storage, project), bucket, prefix, self.retry),
             retry=self.retry,
             telemetry=Telemetry(meter_provider),
             project=project,
             location=location,
+            online=online,
             tracing=Tracing(tracer_provider, location),
         )
+
+    @property
+    def _cloud(self) -> Cloud:
+        # Every method reaches the cloud through here (traced ones first of all, for their
+        # span), so a closed client refuses a call before it does anything.
+        self._life.check()
+        return self._parts
+
+    def close(self) -> None:
+        """Close the clients this client built (Vertex, storage, online) and its ``aio`` pool.
+
+        Clients handed to ``Client(...)`` stay open: their caller owns them. Every call after
+        this raises ``RuntimeError``; closing again does nothing.
+        """
+        self._life.close()
+
+    def __enter__(self) -> Self:
+        self._life.check()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
     @classmethod
     def from_env(
@@ -173,7 +211,7 @@ class Client:
             credentials=anonymous,
             client_options={"api_endpoint": storage_endpoint},
         )
-        return cls(
+        client = cls(
             project,
             location,
             bucket,
@@ -184,12 +222,17 @@ class Client:
             tracer_provider=tracer_provider,
             retry=retry,
         )
+        client._life.own(jobs.transport.close)  # built here: the client's own, as in __init__
+        client._life.own(store.close)
+        return client
 
     @functools.cached_property
     def aio(self) -> AsyncClient:
-        """The async view of this client: the same methods, awaitable (``vertexbatch._aio``)."""
+        """The async view of this client: the same methods, awaitable (``vertexbatch._aio``);
+        ``await client.aio.aclose()`` closes the client, as ``close()`` does."""
         from ._aio import AsyncClient
 
+        self._life.check()
         return AsyncClient(self)
 
     def __repr__(self) -> str:
@@ -464,7 +507,7 @@ class Client:
             cloud.telemetry,
             fill=CacheFill(cloud.staging, job),
         )
-        return cloud.tracing.passing(results, job_attributes(job))
+        return self._life.guard(cloud.tracing.passing(results, job_attributes(job)))
 
     @traced("resubmit", _tracing_of)
     def resubmit(
@@ -613,8 +656,17 @@ class Client:
 
 
 def cloud_of(client: Client) -> Cloud:
-    """The ``Cloud`` of ``client``, for work that takes one (``vertexbatch doctor``'s checks)."""
+    """The ``Cloud`` of ``client``, for work that takes one (``vertexbatch doctor``'s checks).
+
+    Raises:
+        RuntimeError: the client is closed.
+    """
     return client._cloud
+
+
+def lifecycle_of(client: Client) -> Lifecycle:
+    """The ``Lifecycle`` of ``client``: what its views (``client.aio``) close with it."""
+    return client._life
 
 
 def _staged_lines(
