@@ -120,8 +120,11 @@ def main() -> None:
         Task("classify-email-9001", "Classify the email. [[vb:error 429]]"),
         Task("translate-faq-12", "Translate the FAQ entry to German. [[vb:drop]]"),
     ]
-    with LocalStack(timing=Timing(row_seconds=0.05)) as stack:
-        executor = BatchExecutor(stack.client(bucket="agent-demo"), floor=0.2, ceiling=2.0)
+    with (
+        LocalStack(timing=Timing(row_seconds=0.05)) as stack,
+        stack.client(bucket="agent-demo") as client,
+    ):
+        executor = BatchExecutor(client, floor=0.2, ceiling=2.0)
         for task_id, result in executor.run("agent-run-1", tasks).items():
             print(
                 f"{task_id:<28} {result.outcome:<10} after {result.attempts} attempt(s) "

@@ -112,6 +112,13 @@ async def run(client: vb.Client) -> list[str]:
     return lines
 
 
+async def closing(client: vb.Client) -> list[str]:
+    """``run``, then the client closed: ``async with client.aio`` ends its threads and
+    connections (as ``with client`` does for blocking code)."""
+    async with client.aio:
+        return await run(client)
+
+
 def main() -> None:
     """Run on the local stack, printing vertexbatch's spans with the console exporter."""
     from opentelemetry.sdk.trace import TracerProvider
@@ -132,7 +139,7 @@ def main() -> None:
             bucket="async-agent-demo",
             tracer_provider=provider,
         )
-        for line in asyncio.run(run(client)):
+        for line in asyncio.run(closing(client)):
             print(line)
     provider.shutdown()
 

@@ -19,6 +19,7 @@ Configuration comes from the same variables as the ``vertexbatch`` command; with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -59,14 +60,15 @@ def main(argv: Sequence[str] | None = None, client: vb.Client | None = None) -> 
     task_index = int(os.environ.get("CLOUD_RUN_TASK_INDEX", "0"))
     task_count = int(os.environ.get("CLOUD_RUN_TASK_COUNT", "1"))
     sid = submission_id()
-    client = client or vb.Client.from_env()
     lines = read_lines(args.file, task_index, task_count)
-    if args.provider == "claude":
-        claude = (vb.ClaudeRequest(d["key"], d["params"]) for d in lines)
-        job = client.submit_claude(sid, args.model, claude)
-    else:
-        gemini = (vb.GeminiRequest(d["key"], d["contents"], d.get("config")) for d in lines)
-        job = client.submit_gemini(sid, args.model, gemini)
+    # A client handed in is the caller's to close; one made here is closed when done.
+    with contextlib.nullcontext(client) if client else vb.Client.from_env() as used:
+        if args.provider == "claude":
+            claude = (vb.ClaudeRequest(d["key"], d["params"]) for d in lines)
+            job = used.submit_claude(sid, args.model, claude)
+        else:
+            gemini = (vb.GeminiRequest(d["key"], d["contents"], d.get("config")) for d in lines)
+            job = used.submit_gemini(sid, args.model, gemini)
     # Cloud Run sends stdout to Cloud Logging: one JSON line a log query can pick up.
     print(json.dumps({"message": "batch submitted", "job": job.to_dict()}))
     return 0

@@ -39,7 +39,13 @@ def main(argv: Sequence[str] | None = None, client: vb.Client | None = None) -> 
     parser.add_argument("file", type=Path)
     args = parser.parse_args(argv)
 
-    client = client or vb.Client.from_env()
+    if client is None:  # ours: closed when done (one handed in is the caller's)
+        with vb.Client.from_env() as own:
+            return start(own, args)
+    return start(client, args)
+
+
+def start(client: vb.Client, args: argparse.Namespace) -> int:
     run = client.run_claude(
         args.run_id,
         args.model,

@@ -37,8 +37,9 @@ def advance(request: flask.Request) -> tuple[dict[str, Any], int]:
     except (TypeError, ValueError):
         return {"error": '"deadline" must be an ISO 8601 time, e.g. "2026-11-30T06:00:00Z"'}, 400
     try:
-        run = vb.Client.from_env().open_run(run_id)
-        summary = run.advance(deadline=deadline, fallback="online" if deadline else None)
+        with vb.Client.from_env() as client:  # one per invocation, its connections freed after
+            run = client.open_run(run_id)
+            summary = run.advance(deadline=deadline, fallback="online" if deadline else None)
     except vb.InvalidRequestError as exc:
         return {"error": str(exc)}, 404 if exc.field == "run" else 400
     return {

@@ -81,7 +81,11 @@ def poll(request: flask.Request) -> tuple[dict[str, Any], int]:
     submission_id = body.get("id") if isinstance(body, dict) else None
     if not isinstance(submission_id, str):
         return {"error": 'the request body must be JSON like {"id": "my-batch-1"}'}, 400
-    client = vb.Client.from_env()
+    with vb.Client.from_env() as client:  # one per invocation, its connections freed after
+        return _poll(client, submission_id)
+
+
+def _poll(client: vb.Client, submission_id: str) -> tuple[dict[str, Any], int]:
     try:
         job = client.find(submission_id)
     except vb.InvalidRequestError as exc:

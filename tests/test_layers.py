@@ -40,6 +40,8 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_sdk_logs",
             "_cloud",
             "_client_base",
+            "_lifecycle",
+            "_online_call",
         },
     ),
     (
@@ -68,13 +70,12 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_plan",
             "_ledger",
             "_online",
-            "_online_call",
             "_wait",
         },
     ),
     (
         "the public Client, its async view, plans",
-        {"_client", "_aio", "_config", "_estimate", "_prices", "_tokens"},
+        {"_client", "_operations", "_aio", "_config", "_estimate", "_prices", "_tokens"},
     ),
     ("checks of a project", {"_doctor", "_doctor_rules", "_probe", "_probe_shape"}),
     ("the public names", {"__init__"}),
@@ -82,6 +83,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     (
         "the command and the demo",
         {
+            "__main__",
             "_cli",
             "_cli_options",
             "_cli_render",

@@ -296,26 +296,34 @@ def test_a_run_plan_reads_what_the_run_id_already_holds(
     assert staged() == before
 
 
-def test_count_tokens_sends_what_anthropics_endpoint_takes(
-    client: vb.Client, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_count_tokens_sends_what_anthropics_endpoint_takes(stack: LocalStack, bucket: str) -> None:
     """The Claude count posts to ``count-tokens:rawPredict`` with the model in the body, the
     counted parameters only (no max_tokens or temperature, which the endpoint refuses) and an
-    anthropic_version, as recorded on the wire."""
+    anthropic_version, as recorded on the wire (by the ``AnthropicVertex`` handed in)."""
     import httpx2 as httpx
     from anthropic import AnthropicVertex
 
-    from vertexbatch import _online, _tokens
-
     sent: list[httpx.Request] = []
-
-    def recording(cloud: object) -> AnthropicVertex:
-        api: AnthropicVertex = _online.claude_api(cloud)  # type: ignore[arg-type]
-        hooks = {"request": [lambda request: sent.append(request)]}
-        http = httpx.Client(event_hooks=hooks)  # type: ignore[arg-type]
-        return api.with_options(http_client=http)
-
-    monkeypatch.setattr(_tokens, "claude_api", recording)
+    hooks = {"request": [lambda request: sent.append(request)]}
+    api = AnthropicVertex(
+        region=stack.location,
+        project_id=stack.project,
+        access_token="local-stack",
+        base_url=f"{stack.vertex_endpoint}/v1",
+        max_retries=0,
+        http_client=httpx.Client(event_hooks=hooks),  # type: ignore[arg-type]
+    )
+    stack.create_bucket(bucket)
+    client = vb.Client(
+        stack.project,
+        stack.location,
+        bucket,
+        prefix="jobs",
+        jobs=stack.jobs_client(),
+        storage=stack.storage_client(),
+        retry=vb.RetryPolicy.no_wait(),
+        anthropic_vertex=api,
+    )
     request = vb.ClaudeRequest(
         "a",
         {
@@ -325,7 +333,8 @@ def test_count_tokens_sends_what_anthropics_endpoint_takes(
             "messages": [{"role": "user", "content": "Count me."}],
         },
     )
-    plan = client.plan_claude("wire", CLAUDE, [request], count_tokens=True)
+    with api, client:  # the client leaves the api open (the caller's): closed here
+        plan = client.plan_claude("wire", CLAUDE, [request], count_tokens=True)
     assert plan.tokens_exact and plan.input_tokens > 0
     [call] = sent
     assert call.method == "POST"

@@ -28,8 +28,9 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
-from ._client_base import check_client, cloud_of
+from ._client_base import check_client, cloud_of, lifecycle_of
 from ._estimate import Plan
+from ._lifecycle import closed_error
 from ._models import ClaudeRequest, GeminiRequest, Job, Result, Status
 from ._online import CONCURRENCY
 from ._prices import Price
@@ -70,17 +71,28 @@ def _outcome(what: str, future: Future[object]) -> None:
 
 
 class _Pool:
-    """The threads a client's async calls run in, started on first use."""
+    """The threads a client's async calls run in, started on first use, shut down with it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
+        self._closed = False
 
     def _get(self) -> ThreadPoolExecutor:
         with self._lock:
+            if self._closed:
+                raise closed_error()
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(WORKERS, thread_name_prefix="vertexbatch-aio")
             return self._executor
+
+    def shutdown(self, *, wait: bool = True) -> None:
+        """Take no more calls; with ``wait``, return once the calls under way have ended."""
+        with self._lock:
+            self._closed = True
+            executor = self._executor
+        if executor is not None:
+            executor.shutdown(wait=wait)
 
     async def call(self, what: str, function: Callable[[], T]) -> T:
         """``function()`` in a thread, in a copy of the caller's context; see the module doc."""
@@ -315,15 +327,41 @@ class AsyncClient:
 
     Each call runs the client's own method in a thread (see the module docstring); results
     are async iterators. Any number of calls may run at once on one loop.
+
+    The view and its client are one: ``aclose()`` (or the end of ``async with``) closes the
+    client, and ``client.close()`` closes the view.
     """
 
     def __init__(self, client: Client) -> None:
         check_client(client, "use client.aio, or AsyncClient(client)")
         self._client = client
         self._pool = _Pool()
+        # Without waiting: a blocking close() may run on the event loop (aclose waits, off it).
+        lifecycle_of(client).own(functools.partial(self._pool.shutdown, wait=False))
 
     def __repr__(self) -> str:
         return f"{self._client!r}.aio"
+
+    async def aclose(self) -> None:
+        """Close the client: take no more calls, let those under way end (their threads are
+        waited for off the loop), then close the clients it built (``Client.close``).
+
+        Every call after this raises ``RuntimeError``; closing again does nothing.
+        """
+        await asyncio.to_thread(self._pool.shutdown)
+        self._client.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        lifecycle_of(self._client).check()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
     async def submit_claude(
         self,

@@ -93,16 +93,19 @@ def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 
 def cloud_client() -> Client:
-    """The client the current command's flags and the environment name.
+    """The client the current command's flags and the environment name, closed when the
+    command ends (whatever its exit code).
 
     Raises:
         Fail: exit 2, naming the flag and the variable of what is missing or wrong.
     """
-    flags = click.get_current_context().meta.get(_CONFIG_KEY, {})
+    ctx = click.get_current_context()
     try:
-        return build_client(Client, flags=flags)
+        client = build_client(Client, flags=ctx.meta.get(_CONFIG_KEY, {}))
     except InvalidRequestError as exc:
         raise Fail(ExitCode.USAGE, str(exc)) from exc
+    ctx.call_on_close(client.close)
+    return client
 
 
 def config_flags() -> dict[str, str | None]:

@@ -11,15 +11,20 @@ from __future__ import annotations
 
 from ._cloud import Cloud
 from ._errors import InvalidRequestError
+from ._lifecycle import Lifecycle
 
-__all__ = ["ClientBase", "check_client", "cloud_of"]
+__all__ = ["ClientBase", "check_client", "cloud_of", "lifecycle_of"]
 
 
 class ClientBase:
-    """The base of ``Client``: it holds the ``Cloud`` the client built once (``_cloud``)."""
+    """The base of ``Client``: its ``Cloud`` (``_cloud``), refused once the client is closed."""
 
     __slots__ = ()
-    _cloud: Cloud
+    _life: Lifecycle  # what the client built, closed with it (its views' too: ``client.aio``)
+
+    @property
+    def _cloud(self) -> Cloud:
+        raise NotImplementedError  # pragma: no cover - Client defines it
 
 
 def check_client(client: object, how: str) -> None:
@@ -39,3 +44,8 @@ def check_client(client: object, how: str) -> None:
 def cloud_of(client: ClientBase) -> Cloud:
     """The ``Cloud`` of ``client``, for work that takes one (``vertexbatch doctor``'s checks)."""
     return client._cloud
+
+
+def lifecycle_of(client: ClientBase) -> Lifecycle:
+    """The ``Lifecycle`` of ``client``: what its views (``client.aio``) close with it."""
+    return client._life

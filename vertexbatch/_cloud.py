@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ._online_call import OnlineClients
 from ._retry import RetryPolicy
 from ._staging import Staging
 from ._telemetry import Telemetry
@@ -20,7 +21,8 @@ __all__ = ["Cloud"]
 
 @dataclass(frozen=True, slots=True)
 class Cloud:
-    """Vertex job control, GCS staging, the retry policy, metrics and traces of one client."""
+    """Vertex job control, GCS staging, the retry policy, metrics, traces and the online
+    clients (the fallback's and count-tokens') of one client."""
 
     vertex: Vertex
     staging: Staging
@@ -28,4 +30,5 @@ class Cloud:
     telemetry: Telemetry
     project: str
     location: str
+    online: OnlineClients
     tracing: Tracing = field(default_factory=Tracing)

@@ -21,14 +21,13 @@ default prefix, so what one makes the others find.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
-from urllib.parse import urlsplit
 
 from ._errors import InvalidRequestError
+from ._rules import is_loopback
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -184,17 +183,6 @@ def build_client(
         tracer_provider=tracer_provider,
         retry=retry,
     )
-
-
-def is_loopback(endpoint: str) -> bool:
-    """Whether an endpoint URL names this machine (127.0.0.0/8, ``::1`` or ``localhost``)."""
-    host = urlsplit(endpoint).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def local_retry(retry: RetryPolicy | None) -> RetryPolicy:

@@ -64,7 +64,7 @@ from ._errors import InvalidRequestError
 from ._keymap import KEY_FIELD
 from ._lines import StagedLine
 from ._models import Job
-from ._online_call import CALLERS, claude_api, from_service, gemini_api, status_code
+from ._online_call import CALLERS, from_service, status_code
 from ._staged import read_key_map, read_staged_lines
 from ._staging import JSONL, Folder, Staging
 from ._tracing import note, stepped
@@ -76,8 +76,6 @@ __all__ = [
     "CLAIM",
     "CLAIM_SECONDS",
     "answer_online",
-    "claude_api",
-    "gemini_api",
     "online_parts",
 ]
 

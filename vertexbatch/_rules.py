@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from ._errors import InvalidRequestError
 from ._models import Job, Provider
 
 __all__ = [
+    "is_loopback",
     "MAX_INPUT_BYTES",
     "MAX_ROWS",
     "check_id",
@@ -154,3 +157,14 @@ def publisher_path(model: str, provider: Provider) -> str:
 def bare_model(vertex_model: str) -> str:
     """The bare model id of a Vertex model field (``…/publishers/P/models/M`` → ``M``)."""
     return vertex_model.rsplit("/models/", 1)[-1]
+
+
+def is_loopback(endpoint: str) -> bool:
+    """Whether an endpoint URL names this machine (127.0.0.0/8, ``::1`` or ``localhost``)."""
+    host = urlsplit(endpoint).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,9 +1,13 @@
 """Exact input tokens through the providers' count-tokens APIs on Vertex, for ``plan_*``.
 
-Claude: ``AnthropicVertex().messages.count_tokens`` (Vertex's
-``publishers/anthropic/models/count-tokens:rawPredict``). Gemini: google-genai's
-``models.count_tokens`` (``publishers/google/models/MODEL:countTokens``). The local stack answers
-both. Calls run a few at a time, each retried under the client's ``RetryPolicy`` when it fails
+Claude: ``AnthropicVertex.messages.count_tokens`` (Vertex's
+``publishers/anthropic/models/count-tokens:rawPredict``). Gemini: the staged body's
+``contents``, ``systemInstruction``, ``tools`` and ``generationConfig``, as staged, POSTed to
+``publishers/google/models/MODEL:countTokens`` through an ``AuthorizedSession``. Both clients are
+the ``Client``'s own (``OnlineClients``: the caller's, or built once and closed with the client),
+the ones the online fallback uses. The local stack answers both.
+
+Calls run a few at a time, each retried under the client's ``RetryPolicy`` when it fails
 transiently (429, 5xx, a dropped connection); a call that still fails raises (a plan with a
 wrong count is worse than none): a 400 or 404 as ``InvalidRequestError(field="model")`` naming
 the model and location, anything else as ``VertexBatchError`` with its status and type. Neither
@@ -19,14 +23,16 @@ from typing import Any
 from ._cloud import Cloud
 from ._errors import InvalidRequestError, VertexBatchError
 from ._models import Provider
-from ._online import claude_api, gemini_api
+from ._online_call import OnlineClients, gemini_post, status_code
 from ._sdk_logs import quiet_requests
 
-__all__ = ["CLAUDE_COUNTED", "token_counter"]
+__all__ = ["CLAUDE_COUNTED", "GEMINI_COUNTED", "token_counter"]
 
 # The Messages parameters count_tokens takes; the others (max_tokens, temperature, ...) do not
 # change the input.
 CLAUDE_COUNTED = ("messages", "system", "tools", "tool_choice", "thinking")
+# The fields of a staged Gemini body countTokens takes (its CountTokensRequest).
+GEMINI_COUNTED = ("contents", "systemInstruction", "tools", "generationConfig")
 _CONCURRENCY = 8
 
 
@@ -36,8 +42,7 @@ def token_counter(
     """A function from staged request bodies to their input tokens, as the provider counts."""
 
     def count(bodies: list[Mapping[str, Any]]) -> list[int]:
-        api = claude_api(cloud) if provider == "anthropic" else gemini_api(cloud)
-        one = _claude(api, model) if provider == "anthropic" else _gemini(api, model)
+        one = _claude(cloud.online, model) if provider == "anthropic" else _gemini(cloud, model)
 
         def counted(body: Mapping[str, Any]) -> int:
             try:
@@ -45,27 +50,15 @@ def token_counter(
             except Exception as exc:
                 raise _count_error(exc, provider, model, cloud.location) from None
 
-        try:
-            with ThreadPoolExecutor(max_workers=_CONCURRENCY) as pool:
-                return list(pool.map(counted, bodies))
-        finally:
-            api.close()
+        with ThreadPoolExecutor(max_workers=_CONCURRENCY) as pool:
+            return list(pool.map(counted, bodies))
 
     return count
 
 
-def _status(exc: BaseException) -> int | None:
-    """The HTTP status of a failed SDK call (anthropic ``status_code``, google-genai ``code``)."""
-    for attribute in ("status_code", "code"):
-        value = getattr(exc, attribute, None)
-        if type(value) is int:
-            return value
-    return None
-
-
 def _count_error(exc: Exception, provider: Provider, model: str, location: str) -> VertexBatchError:
     """The error of a count that failed for good: what was refused, never the message."""
-    status = _status(exc)
+    status = status_code(exc)  # 0: none (a transport failure)
     what = f"{status} {type(exc).__name__}" if status else type(exc).__name__
     if status in (400, 404):
         return InvalidRequestError(
@@ -80,7 +73,9 @@ def _count_error(exc: Exception, provider: Provider, model: str, location: str) 
     )
 
 
-def _claude(api: Any, model: str) -> Callable[[Mapping[str, Any]], int]:
+def _claude(online: OnlineClients, model: str) -> Callable[[Mapping[str, Any]], int]:
+    api = online.claude()
+
     def one(body: Mapping[str, Any]) -> int:
         params = {k: v for k, v in body.items() if k in CLAUDE_COUNTED}
         with quiet_requests():
@@ -89,20 +84,13 @@ def _claude(api: Any, model: str) -> Callable[[Mapping[str, Any]], int]:
     return one
 
 
-def _gemini(api: Any, model: str) -> Callable[[Mapping[str, Any]], int]:
-    from google.genai import types
+def _gemini(cloud: Cloud, model: str) -> Callable[[Mapping[str, Any]], int]:
+    online = cloud.online
+    online.gemini()  # a closed client refuses the count here, before any call
 
     def one(body: Mapping[str, Any]) -> int:
-        config = types.CountTokensConfig(
-            system_instruction=body.get("systemInstruction"),
-            tools=body.get("tools"),
-            generation_config=body.get("generationConfig"),
-        )
-        response = api.models.count_tokens(
-            model=model,
-            contents=[types.Content.model_validate(c) for c in body["contents"]],
-            config=config,
-        )
-        return int(response.total_tokens or 0)
+        counted = {k: v for k, v in body.items() if k in GEMINI_COUNTED}
+        answer = gemini_post(online, model, "countTokens", counted)
+        return int(answer.get("totalTokens") or 0)
 
     return one

@@ -193,3 +193,28 @@ def cost(client: vb.Client, requests: list[vb.ClaudeRequest]) -> float | None:
     run = client.run_gemini("g", "gemini-3.8-flash", [vb.GeminiRequest("k", "...")], dedupe=True)
     assert shared is not None and run.keys and gemini.jobs >= 0
     return plan.cost_high
+
+
+def lifecycle() -> str:
+    from anthropic import AnthropicVertex
+    from google.auth import default
+    from google.auth.transport.requests import AuthorizedSession
+
+    credentials, _ = default()
+    with vb.Client(
+        "my-project",
+        "us-central1",
+        "my-batch-bucket",
+        anthropic_vertex=AnthropicVertex(region="us-central1", project_id="my-project"),
+        google_session=AuthorizedSession(credentials),  # type: ignore[no-untyped-call]
+    ) as client:
+        found: vb.Job | None = client.find("review-0a1b2c")
+    client.close()  # again: nothing
+    return found.id if found else ""
+
+
+async def async_lifecycle() -> vb.Job | None:
+    async with vb.Client.from_env().aio as aio:
+        found = await aio.find("async-1")
+    await aio.aclose()
+    return found

@@ -1,0 +1,272 @@
+"""Each operation of a ``Client``, written once on a ``Cloud``: submit, plan, resubmit.
+
+``Client``'s provider-named methods (``submit_claude``, ``plan_gemini``, ...) are thin typed entry
+points that hand their provider and line builder to these; the requests are checked and built
+into lines here, one request at a time, before any cloud call (``staged_lines``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+from datetime import timedelta
+from typing import Any
+
+from ._cache import AnswerCache, check_ttl
+from ._cached import answer_from_cache, claimed_digests, is_cached_job
+from ._cloud import Cloud
+from ._dedupe import dedupe as dedupe_lines
+from ._errors import InvalidRequestError
+from ._estimate import Plan, build_plan, submitted_plan
+from ._identity import held_job, resubmit, stage_and_submit
+from ._ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
+from ._lines import StagedLine
+from ._manifest import no_rows, resubmit_origin
+from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Status
+from ._prices import Price
+from ._results import iter_results
+from ._rules import check_id, check_job, check_key, check_model, next_attempt_id
+from ._run_start import create_run, held_run
+from ._runs import Run
+from ._telemetry import SILENT
+from ._tokens import token_counter
+
+__all__ = ["plan", "resubmit_job", "staged_lines", "start_run", "submit"]
+
+
+def submit(
+    cloud: Cloud,
+    id: str,
+    model: str,
+    provider: Provider,
+    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    build: Callable[..., StagedLine],
+    *,
+    dedupe: bool,
+    cache: bool,
+    ttl: timedelta | None,
+) -> Job:
+    """Check, build the lines (deduplicated, minus what the answer cache holds), then the
+    identity protocol: what ``submit_claude`` and ``submit_gemini`` do."""
+    check_id(id)
+    check_model(model, provider)
+    check_ttl(ttl)
+    expected = ClaudeRequest if provider == "anthropic" else GeminiRequest
+    lines = staged_lines(requests, expected, build)
+    if dedupe:
+        lines = dedupe_lines(lines)
+    amend = None
+    if cache:
+        held, amend = answer_from_cache(cloud.staging, id, provider, model, lines, ttl)
+        lines = iter(held)
+    return stage_and_submit(
+        cloud.staging,
+        cloud.vertex,
+        cloud.retry,
+        id,
+        provider,
+        model,
+        lines,
+        amend=amend,
+    )
+
+
+def plan(
+    cloud: Cloud,
+    id: str,
+    model: str,
+    provider: Provider,
+    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    build: Callable[..., StagedLine],
+    *,
+    dedupe: bool,
+    cache: bool,
+    ttl: timedelta | None,
+    count_tokens: bool,
+    prices: Iterable[Price],
+    shard_size: int | None,
+) -> Plan:
+    """What submitting (or, with ``shard_size``, starting a run of) the requests would do."""
+    check_id(id)
+    check_model(model, provider)
+    check_ttl(ttl)
+    if shard_size is not None and (type(shard_size) is not int or shard_size < 1):
+        raise InvalidRequestError(
+            f"shard_size must be at least 1, got {shard_size!r}", field="shard_size"
+        )
+    prices = tuple(prices)
+    expected = ClaudeRequest if provider == "anthropic" else GeminiRequest
+    # Held: what the id (or run id) already holds is checked against them first.
+    held = list(staged_lines(requests, expected, build))
+    if not held:  # as submit and run refuse it, before any cloud call
+        raise no_rows(id)
+    if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
+        check_run_id(id)
+        # MAX_ATTEMPTS: the most digits a run's attempts take in its ledger.
+        check_requests_fit(id, provider, model, MAX_ATTEMPTS, len(held), shard_size)
+    if shard_size is None:  # what the id already holds: a submit would return its job
+        found = held_job(
+            cloud.staging, cloud.vertex, id, provider, model, held, dedupe=dedupe, cache=cache
+        )
+        if found is not None:
+            job, cached = found
+            return submitted_plan(provider, model, held, job.name, cached, prices)
+    else:  # what the run id already holds: starting these would rejoin it, or be refused
+        run = held_run(
+            cloud, id, provider, model, held, shard_size=shard_size, dedupe=dedupe, cache=cache
+        )
+        if run is not None:
+            return submitted_plan(
+                provider, model, held, f"run:{id}", run[1], prices, said=_rejoined(run)
+            )
+    count = token_counter(cloud, provider, model) if count_tokens else None
+    lookup = None
+    claimed = None
+    if cache and shard_size is None:  # a submit that stopped before its manifest: its claim
+        given = dedupe_lines(iter(held)) if dedupe else iter(held)
+        claimed = claimed_digests(cloud.staging, id, given, provider, model)
+    if claimed is not None:
+        taken = claimed
+
+        def lookup(digests: list[str]) -> set[str]:
+            return taken.intersection(digests)
+
+    elif cache:
+        answers = AnswerCache(cloud.staging, provider, model, ttl=ttl)
+
+        def lookup(digests: list[str]) -> set[str]:
+            return set(answers.lookup(digests))
+
+    return build_plan(
+        provider,
+        model,
+        held,
+        dedupe=dedupe,
+        lookup=lookup,
+        count=count,
+        prices=prices,
+        shard_size=shard_size,
+    )
+
+
+def resubmit_job(
+    cloud: Cloud,
+    job: Job,
+    keys: Iterable[str] | None,
+    id: str | None,
+    status_of_job: Callable[[Job], Status],
+) -> Job:
+    """``Client.resubmit``: check the job and keys (by default its retryable and missing ones,
+    read silently once ``status_of_job`` says it is terminal), then submit them under the new id."""
+    if is_cached_job(job):
+        raise InvalidRequestError(
+            f"id {job.id!r} was answered from the answer cache: every key has an ok "
+            "answer, so there is nothing to resubmit",
+            field="job",
+        )
+    check_job(job)
+    new_id = check_id(id) if id is not None else next_attempt_id(job.id)
+    if keys is None:
+        status = status_of_job(job)
+        if not status.terminal:
+            raise InvalidRequestError(
+                f"job {job.name} is {status.state}: its missing keys are not known until "
+                "it is terminal; wait for it or pass keys=",
+                field="job",
+            )
+        # The library's own pass: not the caller's reading, so nothing goes to the metrics
+        # (nor to the answer cache), as runs' steps read results silently.
+        silent = iter_results(cloud.vertex, cloud.staging, job, SILENT)
+        wanted = {r.key for r in silent if r.outcome in ("retryable", "missing")}
+    else:
+        if isinstance(keys, str) or not isinstance(keys, Iterable):
+            raise InvalidRequestError(
+                "keys must be an iterable of request keys, not one string", field="keys"
+            )
+        listed = list(keys)
+        if not all(isinstance(key, str) for key in listed):
+            raise InvalidRequestError("keys must be strings (request keys)", field="keys")
+        wanted = set(listed)
+    if not wanted:
+        raise InvalidRequestError(f"job {job.name} has no keys to resubmit", field="keys")
+    return resubmit(
+        cloud.staging, cloud.vertex, cloud.retry, job, wanted, new_id, resubmit_origin(job.id)
+    )
+
+
+def staged_lines(
+    requests: Iterable[Any],
+    expected: type[ClaudeRequest] | type[GeminiRequest],
+    build: Callable[..., StagedLine],
+) -> Iterator[StagedLine]:
+    """Validate each request's type and key, then build its line; one request at a time.
+
+    ``requests`` itself is checked now, before any cloud call; its items as they are taken.
+    """
+    if isinstance(requests, str | bytes | Mapping) or not isinstance(requests, Iterable):
+        raise InvalidRequestError(
+            f"requests must be an iterable of {expected.__name__}, got {type(requests).__name__}",
+            field="requests",
+        )
+    return _built_lines(requests, expected, build)
+
+
+def _built_lines(
+    requests: Iterable[Any],
+    expected: type[ClaudeRequest] | type[GeminiRequest],
+    build: Callable[..., StagedLine],
+) -> Iterator[StagedLine]:
+    from ._field_types import FieldTypes
+
+    seen: set[str] = set()
+    types = FieldTypes()  # a field's type must not differ between the lines (Vertex's importer)
+    for request in requests:
+        if not isinstance(request, expected):
+            raise InvalidRequestError(
+                f"expected {expected.__name__} items, got {type(request).__name__}",
+                field="requests",
+            )
+        check_key(request.key, seen)
+        yield build(request, types)
+
+
+def _rejoined(run: tuple[Ledger, int, list[Shard]]) -> str:
+    """What a plan of a run the id already holds says."""
+    ledger, _, pending = run
+    left = sum(shard.keys for shard in pending)
+    return (
+        f"run {ledger.id} already holds these requests ({len(ledger.shards)} shards): starting "
+        f"it again rejoins it and stages or pays nothing more; {len(pending)} shards "
+        f"({left} keys) are not finished yet, and their jobs are paid as the run goes on"
+    )
+
+
+def start_run(
+    cloud: Cloud,
+    id: str,
+    model: str,
+    provider: Provider,
+    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    build: Callable[..., StagedLine],
+    *,
+    shard_size: int,
+    max_attempts: int,
+    dedupe: bool,
+    cache: bool,
+    ttl: timedelta | None,
+) -> Run:
+    """``run_claude`` and ``run_gemini``: check, then start (or rejoin) the run."""
+    check_model(model, provider)
+    expected = ClaudeRequest if provider == "anthropic" else GeminiRequest
+    return create_run(
+        cloud,
+        id,
+        provider,
+        model,
+        staged_lines(requests, expected, build),
+        shard_size=shard_size,
+        max_attempts=max_attempts,
+        dedupe=dedupe,
+        cache=cache,
+        cache_ttl=check_ttl(ttl),
+        count=len(requests) if isinstance(requests, Sized) else None,
+    )
