@@ -258,7 +258,8 @@ class Vertex:
         return self._policy.call("list jobs", listing)
 
     def cancel(self, name: str) -> None:
-        """Ask Vertex to cancel; a job already terminal is not an error."""
+        """Ask Vertex to cancel; a job that has ended is not an error (a PAUSED one may resume:
+        a refused cancel of it is raised)."""
 
         def cancel() -> None:
             self._client.cancel_batch_prediction_job(name=name, retry=None, timeout=self._timeout)
@@ -268,6 +269,6 @@ class Vertex:
         except (api_exceptions.FailedPrecondition, api_exceptions.BadRequest):
             # Vertex answers 400 FAILED_PRECONDITION for a finished job; over REST only the HTTP
             # code survives, so ask the job itself whether that is why.
-            if state_name(self.get(name)) not in TERMINAL_STATES:
+            if state_name(self.get(name)) not in ENDED_STATES:
                 raise
             logger.info("job %s was already finished; nothing to cancel", name)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+from google.api_core import exceptions as api_exceptions
+
 import vertexbatch as vb
 from tests.helpers import CLAUDE, jobs_in, task
 from vertexbatch.emulator import LocalStack
@@ -63,3 +66,16 @@ def test_past_the_deadline_without_fallback_a_paused_shard_is_not_finished(
     stack.faults.release("paused-nofb.s0")
     stack.settle()
     assert run.advance().outcomes == {"ok": 4}
+
+
+def test_a_refused_cancel_of_a_paused_job_is_raised_not_taken_for_finished(
+    client: vb.Client, stack: LocalStack
+) -> None:
+    """A 400 on cancelling a PAUSED job is no "already finished": the job may resume."""
+    stack.faults.hold(display_name="pausedcancel", state="PAUSED", after_rows=1)
+    job = client.submit_claude("pausedcancel", CLAUDE, [task(0), task(1)])
+    stack.wait_job(job.name, until=lambda j: j["state"] == "JOB_STATE_PAUSED")
+    stack.faults.fail("cancel", status=400, times=client.retry.attempts)
+    with pytest.raises(api_exceptions.BadRequest):
+        client.cancel(job)
+    assert client.status(job).state == "JOB_STATE_PAUSED"
