@@ -28,10 +28,10 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import workload  # noqa: E402
-from vertexbatch._client import _staged_lines  # noqa: E402
 from vertexbatch._lines import claude_line, gemini_line  # noqa: E402
 from vertexbatch._manifest import Tally  # noqa: E402
 from vertexbatch._models import ClaudeRequest, GeminiRequest  # noqa: E402
+from vertexbatch._operations import staged_lines as _staged_lines  # noqa: E402
 
 
 def _stage(provider: str, requests: Iterable[Any]) -> Tally:

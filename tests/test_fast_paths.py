@@ -745,9 +745,9 @@ def test_a_config_changed_between_requests_gives_what_it_holds(
 def _staged_or_error(requests: list[vb.GeminiRequest] | list[vb.ClaudeRequest]) -> object:
     """The staged lines and key records of ``requests`` (all of one provider), and the error
     that stopped them, if any."""
-    from vertexbatch._client import _staged_lines
     from vertexbatch._errors import InvalidRequestError
     from vertexbatch._lines import claude_line, gemini_line
+    from vertexbatch._operations import staged_lines as _staged_lines
 
     claude = bool(requests) and isinstance(requests[0], vb.ClaudeRequest)
     kind, build = (vb.ClaudeRequest, claude_line) if claude else (vb.GeminiRequest, gemini_line)
