@@ -37,14 +37,14 @@ def main(argv: list[str] | None = None) -> int:
     from google.cloud.storage._media.requests import ResumableUpload
 
     from benchmarks import workload
-    from vertexbatch import _upload
+    from vertexbatch import _resumable, _upload
     from vertexbatch.emulator import LocalStack
 
     if args.chunk_mib:
         _upload.CHUNK = args.chunk_mib * 1024 * 1024
     requests: list[tuple[str, float, float, int]] = []  # object, start, seconds, bytes
     start = [0.0]
-    send = _upload._Session.send
+    send = _resumable.Session.send
 
     def timed_send(session: Any, chunk: Any, total: int | None) -> None:
         began = time.perf_counter()
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         name = session._blob.name.rsplit("/", 1)[-1]
         requests.append((name, began - start[0], time.perf_counter() - began, len(chunk)))
 
-    _upload._Session.send = timed_send  # type: ignore[method-assign,assignment]
+    _resumable.Session.send = timed_send  # type: ignore[method-assign,assignment]
     naive_requests: list[float] = []
     naive_chunk = ResumableUpload.transmit_next_chunk
 
