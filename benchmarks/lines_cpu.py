@@ -28,17 +28,15 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import workload  # noqa: E402
-from vertexbatch._lines import claude_line, gemini_line  # noqa: E402
 from vertexbatch._manifest import Tally  # noqa: E402
-from vertexbatch._models import ClaudeRequest, GeminiRequest  # noqa: E402
-from vertexbatch._operations import staged_lines as _staged_lines  # noqa: E402
+from vertexbatch._operations import staged_lines  # noqa: E402
+from vertexbatch._providers import by_command  # noqa: E402
 
 
 def _stage(provider: str, requests: Iterable[Any]) -> Tally:
-    expected = ClaudeRequest if provider == "claude" else GeminiRequest
-    build = claude_line if provider == "claude" else gemini_line
+    row = by_command(provider)
     tally = Tally()
-    for line in _staged_lines(requests, expected, build):
+    for line in staged_lines(requests, row.request, row.line):
         tally.add(line, line.key_record())
     return tally
 

@@ -72,6 +72,7 @@ from ._cli_runs import run_group
 from ._client import Client
 from ._errors import WaitTimeout
 from ._models import Job, Result, Status
+from ._providers import COMMANDS, by_command
 from ._wait import wait
 
 # ExitCode is the command's contract with scripts: importable from the command's own module.
@@ -168,9 +169,7 @@ def main() -> None:
 
 
 @main.command()
-@click.option(
-    "--provider", type=click.Choice(["claude", "gemini"]), required=True, help="Whose model."
-)
+@click.option("--provider", type=click.Choice(COMMANDS), required=True, help="Whose model.")
 @click.option("--model", required=True, help="Bare Vertex model id, e.g. claude-opus-5-5@default.")
 @click.option("--id", "submission_id", required=True, help="Submission id (idempotency key).")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
@@ -199,11 +198,11 @@ def submit(
                 plan = plan_of(client, provider, submission_id, model, lines, pay)
                 echo_plan(plan, f"submission {submission_id!r}", as_json)
                 return
-            submit = client.submit_claude if provider == "claude" else client.submit_gemini
+            submit = getattr(client, by_command(provider).method("submit"))
             job = submit(
                 submission_id,
                 model,
-                iter(lines),  # type: ignore[arg-type]
+                iter(lines),
                 **pay.submit_arguments(),
             )
     _echo_job(job, as_json)

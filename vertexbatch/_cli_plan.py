@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from datetime import timedelta
 from typing import Any
 
@@ -13,6 +14,8 @@ import click
 from ._cli_options import Seconds
 from ._client import Client
 from ._estimate import Plan
+from ._operations import SubmitOptions
+from ._providers import by_command
 
 __all__ = ["PayOnce", "echo_plan", "pay_options", "plan_lines", "plan_of"]
 
@@ -60,7 +63,7 @@ def plan_of(
     shard_size: int | None = None,
 ) -> Plan:
     """The plan ``--dry-run`` prints: ``plan_claude`` or ``plan_gemini`` with the options."""
-    planner = client.plan_claude if provider == "claude" else client.plan_gemini
+    planner: Callable[..., Plan] = getattr(client, by_command(provider).method("plan"))
     return planner(
         submission_id,
         model,
@@ -80,17 +83,17 @@ def echo_plan(plan: Plan, what: str, as_json: bool) -> None:
 
 @dataclass(frozen=True, slots=True)
 class PayOnce:
-    """What ``--dedupe``, ``--cache``, ``--cache-ttl``, ``--dry-run`` and ``--count-tokens`` ask."""
+    """What ``--dedupe``, ``--cache``, ``--cache-ttl``, ``--dry-run`` and ``--count-tokens`` ask:
+    the submission's ``SubmitOptions`` (the first three), and how the command uses them."""
 
-    dedupe: bool
-    cache: bool
-    cache_ttl: timedelta | None
+    options: SubmitOptions
     dry_run: bool
     count_tokens: bool
 
     def submit_arguments(self) -> dict[str, Any]:
-        """The keyword arguments ``submit_*``, ``run_*`` and ``plan_*`` take from these."""
-        return {"dedupe": self.dedupe, "cache": self.cache, "cache_ttl": self.cache_ttl}
+        """The keyword arguments ``submit_*``, ``run_*`` and ``plan_*`` take from ``options``:
+        each of its fields, by its name."""
+        return {field.name: getattr(self.options, field.name) for field in fields(self.options)}
 
 
 def pay_options(command: Any) -> Any:
@@ -107,7 +110,7 @@ def pay_options(command: Any) -> Any:
         **kwargs: Any,
     ) -> Any:
         ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
-        pay = PayOnce(dedupe, cache, ttl, dry_run, count_tokens)
+        pay = PayOnce(SubmitOptions(dedupe, cache, ttl), dry_run, count_tokens)
         return command(*args, pay=pay, **kwargs)
 
     for option in (

@@ -13,12 +13,13 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from ._cli_render import ExitCode, Fail
 from ._errors import InvalidRequestError
 from ._models import ClaudeRequest, GeminiRequest
+from ._providers import by_command, of_model
 
 __all__ = [
     "RequestLines",
@@ -74,7 +75,7 @@ class RequestLines:
             raise self._bad(problem)
         if not isinstance(data, dict):
             raise self._bad(f"expected a JSON object, got {type(data).__name__}")
-        allowed = {"key", "params"} if self.provider == "claude" else {"key", "contents", "config"}
+        allowed = by_command(self.provider).fields
         unknown = sorted(set(data) - allowed)
         if unknown:
             raise self._bad(
@@ -83,22 +84,34 @@ class RequestLines:
         key = data.get("key")
         if not isinstance(key, str) or not key:
             raise self._bad("'key' must be a non-empty string", field="key")
-        if self.provider == "claude":
-            params = data.get("params")
-            if not isinstance(params, dict):
-                raise self._bad("'params' must be an object of Messages parameters", "params")
-            if "model" in params:
-                raise self._bad(
-                    "'params' sets 'model': --model gives the model of the whole job; drop it "
-                    "from the line",
-                    "params",
-                )
-            return ClaudeRequest(key, params)
-        if "contents" not in data:
-            raise self._bad("lacks 'contents'", field="contents")
-        if data.get("config") is not None and not isinstance(data["config"], dict):
-            raise self._bad("'config' must be an object or null", field="config")
-        return GeminiRequest(key, data["contents"], data.get("config"))
+        return _REQUESTS[self.provider](self, key, data)
+
+
+def _claude_request(lines: RequestLines, key: str, data: dict[str, Any]) -> ClaudeRequest:
+    params = data.get("params")
+    if not isinstance(params, dict):
+        raise lines._bad("'params' must be an object of Messages parameters", "params")
+    if "model" in params:
+        raise lines._bad(
+            "'params' sets 'model': --model gives the model of the whole job; drop it "
+            "from the line",
+            "params",
+        )
+    return ClaudeRequest(key, params)
+
+
+def _gemini_request(lines: RequestLines, key: str, data: dict[str, Any]) -> GeminiRequest:
+    if "contents" not in data:
+        raise lines._bad("lacks 'contents'", field="contents")
+    if data.get("config") is not None and not isinstance(data["config"], dict):
+        raise lines._bad("'config' must be an object or null", field="config")
+    return GeminiRequest(key, data["contents"], data.get("config"))
+
+
+# A checked line of each provider's request file (its fields are the table's ``fields``) as
+# its request; tests/test_providers.py holds the keys to the table's command names.
+_REQUESTS: dict[str, Callable[[RequestLines, str, dict[str, Any]], ClaudeRequest | GeminiRequest]]
+_REQUESTS = {"claude": _claude_request, "gemini": _gemini_request}
 
 
 class _NotJSON(Exception):
@@ -133,9 +146,6 @@ def open_requests(path: str) -> Iterator[IO[bytes]]:
         yield file
 
 
-_FAMILIES = ("claude", "gemini")
-
-
 def check_provider(provider: str, model: str) -> None:
     """Raise unless ``model`` is one of ``--provider``'s models (its id starts with its name).
 
@@ -145,10 +155,11 @@ def check_provider(provider: str, model: str) -> None:
     """
     if "/" in model:
         return
-    other = next(family for family in _FAMILIES if family != provider)
-    if model.lower().startswith(other):
+    owner = of_model(model)
+    if owner is not None and owner.command != provider:
         raise InvalidRequestError(
-            f"model {model!r} is a {other.title()} model: use --provider {other}", field="model"
+            f"model {model!r} is a {owner.title} model: use --provider {owner.command}",
+            field="model",
         )
     if not model.startswith(provider):
         raise InvalidRequestError(

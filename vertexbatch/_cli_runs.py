@@ -27,6 +27,7 @@ from ._cli_render import (
 from ._cli_requests import check_provider, naming_the_line, open_requests, request_lines
 from ._client import Client
 from ._errors import InvalidRequestError
+from ._providers import COMMANDS, by_command
 from ._runs import DEFAULT_SHARD_SIZE, Run, RunSummary
 
 __all__ = ["run_group"]
@@ -76,9 +77,7 @@ def run_group() -> None:
 
 
 @run_group.command("submit")
-@click.option(
-    "--provider", type=click.Choice(["claude", "gemini"]), required=True, help="Whose model."
-)
+@click.option("--provider", type=click.Choice(COMMANDS), required=True, help="Whose model.")
 @click.option("--model", required=True, help="Bare Vertex model id, e.g. claude-opus-5-5@default.")
 @click.option("--id", "run_id", required=True, help="Run id (shards are RUN_ID.s0, .s1, ...).")
 @click.option(
@@ -123,11 +122,11 @@ def run_submit(
                 plan = plan_of(client, provider, run_id, model, lines, pay, shard_size)
                 echo_plan(plan, f"run {run_id!r}", as_json)
                 return
-            start = client.run_claude if provider == "claude" else client.run_gemini
+            start = getattr(client, by_command(provider).method("run"))
             run = start(
                 run_id,
                 model,
-                iter(lines),  # type: ignore[arg-type]
+                iter(lines),
                 shard_size=shard_size,
                 max_attempts=attempts,
                 **pay.submit_arguments(),

@@ -21,10 +21,9 @@ from ._errors import job_errors
 from ._estimate import Plan
 from ._identity import find
 from ._lifecycle import Lifecycle, endpoint_clients
-from ._lines import claude_line, gemini_line
 from ._models import ClaudeRequest, GeminiRequest, Job, Result, Status
 from ._online_call import OnlineClients
-from ._operations import plan, resubmit_job, start_run, submit
+from ._operations import SubmitOptions, plan, resubmit_job, start_run, submit
 from ._prices import Price
 from ._results import iter_results
 from ._retry import RetryPolicy
@@ -249,17 +248,8 @@ class Client(ClientBase):
             InvalidRequestError: a bad id, model, key or request, over Vertex's limits, or the
                 id is already claimed for other rows.
         """
-        return submit(
-            self._cloud,
-            id,
-            model,
-            "anthropic",
-            requests,
-            claude_line,
-            dedupe=dedupe,
-            cache=cache,
-            ttl=cache_ttl,
-        )
+        options = SubmitOptions(dedupe, cache, cache_ttl)
+        return submit(self._cloud, id, model, "anthropic", requests, options)
 
     @traced("submit", _tracing_of)
     def submit_gemini(
@@ -273,17 +263,8 @@ class Client(ClientBase):
         cache_ttl: timedelta | None = None,
     ) -> Job:
         """Submit Gemini requests under ``id``; see ``submit_claude``."""
-        return submit(
-            self._cloud,
-            id,
-            model,
-            "google",
-            requests,
-            gemini_line,
-            dedupe=dedupe,
-            cache=cache,
-            ttl=cache_ttl,
-        )
+        options = SubmitOptions(dedupe, cache, cache_ttl)
+        return submit(self._cloud, id, model, "google", requests, options)
 
     @traced("plan", _tracing_of)
     def plan_claude(
@@ -310,16 +291,14 @@ class Client(ClientBase):
         Raises:
             InvalidRequestError: what ``submit_claude`` would refuse before staging.
         """
+        options = SubmitOptions(dedupe, cache, cache_ttl)
         return plan(
             self._cloud,
             id,
             model,
             "anthropic",
             requests,
-            claude_line,
-            dedupe=dedupe,
-            cache=cache,
-            ttl=cache_ttl,
+            options,
             count_tokens=count_tokens,
             prices=prices,
             shard_size=shard_size,
@@ -341,16 +320,14 @@ class Client(ClientBase):
     ) -> Plan:
         """What ``submit_gemini`` would do; see ``plan_claude`` (google-genai's
         ``models.count_tokens`` counts with ``count_tokens=True``)."""
+        options = SubmitOptions(dedupe, cache, cache_ttl)
         return plan(
             self._cloud,
             id,
             model,
             "google",
             requests,
-            gemini_line,
-            dedupe=dedupe,
-            cache=cache,
-            ttl=cache_ttl,
+            options,
             count_tokens=count_tokens,
             prices=prices,
             shard_size=shard_size,
@@ -485,18 +462,16 @@ class Client(ClientBase):
         ``cache_ttl``: as for ``submit_claude``, within each shard (a shard the cache answers
         whole gets no job; ``Run.results`` fills the cache from finished shards).
         """
+        options = SubmitOptions(dedupe, cache, cache_ttl)
         return start_run(
             self._cloud,
             id,
             model,
             "anthropic",
             requests,
-            claude_line,
+            options,
             shard_size=shard_size,
             max_attempts=max_attempts,
-            dedupe=dedupe,
-            cache=cache,
-            ttl=cache_ttl,
         )
 
     @traced("run.start", _tracing_of)
@@ -513,18 +488,16 @@ class Client(ClientBase):
         cache_ttl: timedelta | None = None,
     ) -> Run:
         """Start (or rejoin) a run of Gemini requests; see ``run_claude``."""
+        options = SubmitOptions(dedupe, cache, cache_ttl)
         return start_run(
             self._cloud,
             id,
             model,
             "google",
             requests,
-            gemini_line,
+            options,
             shard_size=shard_size,
             max_attempts=max_attempts,
-            dedupe=dedupe,
-            cache=cache,
-            ttl=cache_ttl,
         )
 
     @traced("run.open", _tracing_of)

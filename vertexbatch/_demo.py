@@ -37,6 +37,7 @@ from ._demo_data import (
     run_requests,
 )
 from ._models import Job, Result, Status, Usage
+from ._providers import PROVIDERS
 from ._runs import Run, RunSummary
 
 if TYPE_CHECKING:
@@ -251,7 +252,7 @@ def _wait(
             st = statuses[job.id]
             done = max(st.succeeded, 0) + max(st.failed, 0)
             state = st.state.removeprefix("JOB_STATE_")
-            label = "claude" if job.provider == "anthropic" else "gemini"
+            label = PROVIDERS[job.provider].command
             parts.append(
                 f"{label} {progress_bar(done, job.keys, width=10)} {done:>2}/{job.keys} {state:<9}"
             )

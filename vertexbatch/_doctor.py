@@ -47,6 +47,7 @@ from ._doctor_rules import (
     service_agent,
 )
 from ._errors import InvalidRequestError, shorten
+from ._providers import PROVIDERS, of_model
 from ._rules import check_model as check_model_id
 
 if TYPE_CHECKING:
@@ -129,13 +130,6 @@ def _short(exc: BaseException, limit: int = 160) -> str:
     return shorten(text, limit)
 
 
-def _provider(model: str | None) -> str | None:
-    if not model:
-        return None
-    lowered = model.lower()
-    return next((family for family in ("claude", "gemini") if lowered.startswith(family)), None)
-
-
 def on_local_stack(config: Config) -> bool:
     """Whether the configuration names endpoints (the local stack's): anonymous credentials."""
     return bool(config.vertex_endpoint and config.storage_endpoint)
@@ -184,12 +178,13 @@ def check_location(config: Config, model: str | None = None) -> Check:
             f"location {location!r} is not a region name (lowercase letters, a hyphen, letters "
             f"and digits, such as us-east5 or europe-west4) nor 'global': {fix}",
         )
-    provider = _provider(model)
-    if provider == "gemini":
-        return Check("location", "ok", "global (Gemini batch runs there)")
-    if provider == "claude":
-        return Check("location", "fail", f"Claude batch needs a regional location: {fix}")
-    return Check("location", "warn", f"global cannot run Claude batch jobs: {fix}")
+    row = of_model(model)
+    if row is not None and row.global_batch:
+        return Check("location", "ok", f"global ({row.title} batch runs there)")
+    if row is not None:
+        return Check("location", "fail", f"{row.title} batch needs a regional location: {fix}")
+    regional = " or ".join(r.title for r in PROVIDERS.values() if not r.global_batch)
+    return Check("location", "warn", f"global cannot run {regional} batch jobs: {fix}")
 
 
 def check_credentials(config: Config) -> Check:
@@ -328,8 +323,9 @@ def _object_failure(exc: BaseException, step: str, bucket: str) -> str:
 
 def _model_form(model: str) -> tuple[Provider, str | None]:
     """The model's publisher, and why its id is not well formed (None: it is)."""
-    publisher: Provider = "google" if _provider(model) == "gemini" else "anthropic"
-    if _provider(model) is None and "/" not in model:
+    row = of_model(model)
+    publisher: Provider = "anthropic" if row is None else row.provider
+    if row is None and "/" not in model:
         return publisher, (
             f"model {model!r} is neither a Claude nor a Gemini model id: pass a bare Vertex id "
             "such as claude-opus-5-5@default."
@@ -608,7 +604,7 @@ def run_checks(
         retry = RetryPolicy(attempts=3, maximum=5.0, deadline=30.0)
     models = tuple(models) or DEFAULT_MODELS
     # The location check's provider: one only when every model is of one family.
-    families = {_provider(model) for model in models}
+    families = {of_model(model) for model in models}
     single = models[0] if len(families) == 1 else None
 
     checks: list[Check] = []

@@ -19,6 +19,7 @@ from ._lines import StagedLine
 from ._manifest import Tally
 from ._models import Provider
 from ._prices import BATCH_DISCOUNT, PRICES_DATE, Price, price_of
+from ._providers import GEMINI_DEFAULT_OUTPUT, PROVIDERS
 from ._rules import MAX_INPUT_BYTES
 
 __all__ = ["GEMINI_DEFAULT_OUTPUT", "Plan", "build_plan", "estimate_tokens", "output_ceiling"]
@@ -27,8 +28,6 @@ __all__ = ["GEMINI_DEFAULT_OUTPUT", "Plan", "build_plan", "estimate_tokens", "ou
 CHARS_PER_TOKEN = 4
 # Fields whose string values are structure, not text the model reads as prompt.
 _STRUCTURE = frozenset({"type", "role", "anthropic_version", "mimeType", "media_type"})
-# A Gemini request without maxOutputTokens may write up to the model's ceiling.
-GEMINI_DEFAULT_OUTPUT = 65_536
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,14 +100,7 @@ def _text_size(value: Any, depth: int = 0) -> int:
 
 def output_ceiling(provider: Provider, body: Mapping[str, Any]) -> int:
     """The most output tokens one request may write: its ``max_tokens`` (``maxOutputTokens``)."""
-    if provider == "anthropic":
-        value = body.get("max_tokens")
-    else:
-        config = body.get("generationConfig")
-        value = config.get("maxOutputTokens") if isinstance(config, Mapping) else None
-        if value is None:
-            value = GEMINI_DEFAULT_OUTPUT
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return PROVIDERS[provider].ceiling(body)
 
 
 @dataclass(slots=True)
@@ -270,10 +262,7 @@ def _assumptions(
         if exact
         else f"input tokens estimated at {CHARS_PER_TOKEN} characters of request text per "
         "token (count_tokens=True counts them exactly)",
-        "output ceiling: the sum of max_tokens"
-        if provider == "anthropic"
-        else "output ceiling: the sum of maxOutputTokens, "
-        f"{GEMINI_DEFAULT_OUTPUT:,} for a request without one",
+        PROVIDERS[provider].ceiling_said,
         "cost range: low = input only; high = every line writing its whole output ceiling",
     ]
     if price is None:

@@ -61,10 +61,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidRequestError
-from ._keymap import KEY_FIELD
 from ._lines import StagedLine
 from ._models import Job
-from ._online_call import CALLERS, from_service, status_code
+from ._online_call import from_service, status_code
+from ._providers import PROVIDERS
 from ._staged import read_key_map, read_staged_lines
 from ._staging import JSONL, Folder, Staging
 from ._tracing import note, stepped
@@ -265,7 +265,7 @@ class _Parts:
         self._staging = staging
         self._folder = folder
         self._leaf = rows_leaf
-        self._id_field = "custom_id" if job.provider == "anthropic" else KEY_FIELD
+        self._id_field = PROVIDERS[job.provider].id_field
         self._next = 0
 
     def _lines(self) -> Iterator[tuple[str, bytes]]:
@@ -342,8 +342,9 @@ def _answer(
     )
     if not lines:
         return True
-    caller = CALLERS[job.provider](cloud, job.model, concurrency)
-    id_field = "custom_id" if job.provider == "anthropic" else KEY_FIELD
+    lane = PROVIDERS[job.provider]
+    caller = lane.online(cloud, job.model, concurrency)
+    id_field = lane.id_field
 
     def answer(line: StagedLine) -> bytes | None:
         if not lease.held():

@@ -1,7 +1,8 @@
 """The online calls of the fallback: each staged request body sent as it was staged.
 
-One row per provider (``CALLERS``): the body of a key's staged batch line (its ``request``) is
-POSTed unchanged to the model's online method on Vertex, so whatever the batch accepts the
+One caller per provider (``claude_caller``, ``gemini_caller``, the ``online`` column of
+``_providers.PROVIDERS``): the body of a key's staged batch line (its ``request``) is POSTed
+unchanged to the model's online method on Vertex, so whatever the batch accepts the
 fallback accepts, and the answer is the provider's JSON as a batch row holds it:
 
     anthropic   AnthropicVertex.post (the SDK's raw-body path) to
@@ -17,7 +18,8 @@ so no DEBUG record of either library holds the body or the answer.
 
 The two clients are the ``Client``'s (``OnlineClients``, on its ``Cloud``): handed in by the
 caller (``Client(anthropic_vertex=..., google_session=...)``) or built on first use, kept for
-every step and for ``count_tokens`` (``_tokens``), and closed with the ``Client``.
+every step and for ``count_tokens`` (``claude_counter``, ``gemini_counter``: the table's
+``counter`` column, which ``_tokens`` runs), and closed with the ``Client``.
 
 What the service says (an HTTP status, or a transport failure once retries are spent) is the
 key's answer (``from_service``); any other exception is a bug in building the call and
@@ -48,11 +50,16 @@ if TYPE_CHECKING:
     from ._cloud import Cloud
 
 __all__ = [
-    "CALLERS",
+    "CLAUDE_COUNTED",
+    "GEMINI_COUNTED",
     "Caller",
     "MalformedAnswer",
     "OnlineClients",
+    "claude_caller",
+    "claude_counter",
     "from_service",
+    "gemini_caller",
+    "gemini_counter",
     "gemini_post",
     "status_code",
 ]
@@ -251,7 +258,8 @@ def _kept() -> None:
     """A step's end: nothing to close (the clients are the ``Client``'s)."""
 
 
-def _claude(cloud: Cloud, model: str, concurrency: int) -> Caller:
+def claude_caller(cloud: Cloud, model: str, concurrency: int) -> Caller:
+    """Claude's online method: the staged body POSTed to ``rawPredict``."""
     vertex = cloud.online.claude()
     path = (
         f"/projects/{cloud.project}/locations/{cloud.location}/publishers/anthropic/models/"
@@ -266,7 +274,8 @@ def _claude(cloud: Cloud, model: str, concurrency: int) -> Caller:
     return Caller(call, _kept)
 
 
-def _gemini(cloud: Cloud, model: str, concurrency: int) -> Caller:
+def gemini_caller(cloud: Cloud, model: str, concurrency: int) -> Caller:
+    """Gemini's online method: the staged body POSTed to ``generateContent``."""
     online = cloud.online
     online.gemini()  # a closed client refuses the step here, before any call
 
@@ -276,8 +285,34 @@ def _gemini(cloud: Cloud, model: str, concurrency: int) -> Caller:
     return Caller(call, _kept)
 
 
-CALLERS: dict[str, Callable[[Cloud, str, int], Caller]] = {
-    "anthropic": _claude,
-    "google": _gemini,
-}
-"""The online method of each provider: ``CALLERS[job.provider](cloud, job.model, concurrency)``."""
+# The Messages parameters count_tokens takes; the others (max_tokens, temperature, ...) do not
+# change the input.
+CLAUDE_COUNTED = ("messages", "system", "tools", "tool_choice", "thinking")
+# The fields of a staged Gemini body countTokens takes (its CountTokensRequest).
+GEMINI_COUNTED = ("contents", "systemInstruction", "tools", "generationConfig")
+
+
+def claude_counter(cloud: Cloud, model: str) -> Callable[[Mapping[str, Any]], int]:
+    """Claude's count: ``AnthropicVertex.messages.count_tokens`` on a staged body's counted
+    parameters."""
+    api = cloud.online.claude()
+
+    def one(body: Mapping[str, Any]) -> int:
+        params = {k: v for k, v in body.items() if k in CLAUDE_COUNTED}
+        with quiet_requests():
+            return int(api.messages.count_tokens(model=model, **params).input_tokens)
+
+    return one
+
+
+def gemini_counter(cloud: Cloud, model: str) -> Callable[[Mapping[str, Any]], int]:
+    """Gemini's count: a staged body's counted fields POSTed to ``countTokens``."""
+    online = cloud.online
+    online.gemini()  # a closed client refuses the count here, before any call
+
+    def one(body: Mapping[str, Any]) -> int:
+        counted = {k: v for k, v in body.items() if k in GEMINI_COUNTED}
+        answer = gemini_post(online, model, "countTokens", counted)
+        return int(answer.get("totalTokens") or 0)
+
+    return one

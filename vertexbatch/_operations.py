@@ -1,13 +1,16 @@
-"""Each operation of a ``Client``, written once on a ``Cloud``: submit, plan, resubmit.
+"""Each operation of a ``Client``, written once on a ``Cloud``: submit, plan, resubmit, run.
 
 ``Client``'s provider-named methods (``submit_claude``, ``plan_gemini``, ...) are thin typed entry
-points that hand their provider and line builder to these; the requests are checked and built
-into lines here, one request at a time, before any cloud call (``staged_lines``).
+points that hand their provider and one ``SubmitOptions`` to these; the provider's row
+(``_providers.PROVIDERS``) gives the request type and the line builder, and the requests are
+checked and built into lines here, one request at a time, before any cloud call
+(``staged_lines``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -23,6 +26,7 @@ from ._lines import StagedLine
 from ._manifest import no_rows, resubmit_origin
 from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Status
 from ._prices import Price
+from ._providers import PROVIDERS
 from ._results import iter_results
 from ._rules import check_id, check_job, check_key, check_model, next_attempt_id
 from ._run_start import create_run, held_run
@@ -30,7 +34,22 @@ from ._runs import Run
 from ._telemetry import SILENT
 from ._tokens import token_counter
 
-__all__ = ["plan", "resubmit_job", "staged_lines", "start_run", "submit"]
+__all__ = ["SubmitOptions", "plan", "resubmit_job", "staged_lines", "start_run", "submit"]
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitOptions:
+    """The options of one submission (a submit, a plan, a run), built once by the entry point
+    that takes them as keywords and handed down whole.
+
+    ``dedupe``: equal requests staged and paid once. ``cache``: the answer cache asked first,
+    its entries younger than ``cache_ttl`` (``None``: any age). Checked where they are used, in
+    the order a submission checks its arguments.
+    """
+
+    dedupe: bool = False
+    cache: bool = False
+    cache_ttl: timedelta | None = None
 
 
 def submit(
@@ -39,23 +58,19 @@ def submit(
     model: str,
     provider: Provider,
     requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
-    build: Callable[..., StagedLine],
-    *,
-    dedupe: bool,
-    cache: bool,
-    ttl: timedelta | None,
+    options: SubmitOptions,
 ) -> Job:
     """Check, build the lines (deduplicated, minus what the answer cache holds), then the
     identity protocol: what ``submit_claude`` and ``submit_gemini`` do."""
     check_id(id)
     check_model(model, provider)
-    check_ttl(ttl)
-    expected = ClaudeRequest if provider == "anthropic" else GeminiRequest
-    lines = staged_lines(requests, expected, build)
-    if dedupe:
+    ttl = check_ttl(options.cache_ttl)
+    row = PROVIDERS[provider]
+    lines = staged_lines(requests, row.request, row.line)
+    if options.dedupe:
         lines = dedupe_lines(lines)
     amend = None
-    if cache:
+    if options.cache:
         held, amend = answer_from_cache(cloud.staging, id, provider, model, lines, ttl)
         lines = iter(held)
     return stage_and_submit(
@@ -76,11 +91,8 @@ def plan(
     model: str,
     provider: Provider,
     requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
-    build: Callable[..., StagedLine],
+    options: SubmitOptions,
     *,
-    dedupe: bool,
-    cache: bool,
-    ttl: timedelta | None,
     count_tokens: bool,
     prices: Iterable[Price],
     shard_size: int | None,
@@ -88,15 +100,16 @@ def plan(
     """What submitting (or, with ``shard_size``, starting a run of) the requests would do."""
     check_id(id)
     check_model(model, provider)
-    check_ttl(ttl)
+    ttl = check_ttl(options.cache_ttl)
+    dedupe, cache = options.dedupe, options.cache
     if shard_size is not None and (type(shard_size) is not int or shard_size < 1):
         raise InvalidRequestError(
             f"shard_size must be at least 1, got {shard_size!r}", field="shard_size"
         )
     prices = tuple(prices)
-    expected = ClaudeRequest if provider == "anthropic" else GeminiRequest
+    row = PROVIDERS[provider]
     # Held: what the id (or run id) already holds is checked against them first.
-    held = list(staged_lines(requests, expected, build))
+    held = list(staged_lines(requests, row.request, row.line))
     if not held:  # as submit and run refuse it, before any cloud call
         raise no_rows(id)
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
@@ -246,27 +259,24 @@ def start_run(
     model: str,
     provider: Provider,
     requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
-    build: Callable[..., StagedLine],
+    options: SubmitOptions,
     *,
     shard_size: int,
     max_attempts: int,
-    dedupe: bool,
-    cache: bool,
-    ttl: timedelta | None,
 ) -> Run:
     """``run_claude`` and ``run_gemini``: check, then start (or rejoin) the run."""
     check_model(model, provider)
-    expected = ClaudeRequest if provider == "anthropic" else GeminiRequest
+    row = PROVIDERS[provider]
     return create_run(
         cloud,
         id,
         provider,
         model,
-        staged_lines(requests, expected, build),
+        staged_lines(requests, row.request, row.line),
         shard_size=shard_size,
         max_attempts=max_attempts,
-        dedupe=dedupe,
-        cache=cache,
-        cache_ttl=check_ttl(ttl),
+        dedupe=options.dedupe,
+        cache=options.cache,
+        cache_ttl=check_ttl(options.cache_ttl),
         count=len(requests) if isinstance(requests, Sized) else None,
     )

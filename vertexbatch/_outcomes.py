@@ -32,7 +32,8 @@ may be the caller's own dict, or a dict decoded from a JSON string in the line).
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, Final
 
 from ._errors import InvalidRequestError, RefusedError, TruncatedError
@@ -40,7 +41,7 @@ from ._failures import is_error_body, line_error_for, parse_error_object, parse_
 from ._json import MAX_UNWRAP, is_number, load_json
 from ._models import Provider, Refusal, Result, Usage, result_of, usage_of
 
-__all__ = ["classify_claude_message", "classify_gemini_response", "classify_row"]
+__all__ = ["READERS", "classify_claude_message", "classify_gemini_response", "classify_row"]
 
 # v1 proto numbers of Candidate.FinishReason, for dumps that wrote the enum as a number.
 _FINISH_REASONS: Final[Mapping[int, str]] = {
@@ -85,7 +86,7 @@ def classify_row(row: Mapping[str, Any], *, key: str, provider: Provider) -> Res
     Raises:
         InvalidRequestError: ``provider`` is neither ``"anthropic"`` nor ``"google"``.
     """
-    if provider not in ("anthropic", "google"):
+    if not isinstance(provider, str) or provider not in READERS:
         raise InvalidRequestError(
             f"provider must be 'anthropic' or 'google', got {provider!r}", field="provider"
         )
@@ -99,9 +100,7 @@ def classify_row(row: Mapping[str, Any], *, key: str, provider: Provider) -> Res
         and response
         and "body" not in response
     ):
-        if provider == "anthropic":
-            return classify_claude_message(response, key=key)
-        return classify_gemini_response(response, key=key)
+        return READERS[provider](response, key=key)
     response, unreadable = _decode_response(response)
 
     if response is None and not unreadable and _blank(status) and _blank(row.get("processed_time")):
@@ -136,9 +135,7 @@ def classify_row(row: Mapping[str, Any], *, key: str, provider: Provider) -> Res
                 key, code=0, status="NO_RESPONSE", message_kind="unusable", transient=True
             ),
         )
-    if provider == "anthropic":
-        return classify_claude_message(response, key=key)
-    return classify_gemini_response(response, key=key)
+    return READERS[provider](response, key=key)
 
 
 def classify_claude_message(message: Mapping[str, Any], *, key: str) -> Result:
@@ -231,6 +228,13 @@ def classify_gemini_response(response: Mapping[str, Any], *, key: str) -> Result
         return _truncated(key, text, usage=usage, stop=finish, response=response)
     detail = _text_or(_get(candidate, "finishMessage", "finish_message"), "")
     return _refused(key, finish, detail, usage=usage, stop=finish, response=response)
+
+
+# The reader of each provider's response: the ``read`` column of ``_providers.PROVIDERS``, which
+# sits above this module (tests/test_providers.py holds the two equal).
+READERS: Final[Mapping[Provider, Callable[..., Result]]] = MappingProxyType(
+    {"anthropic": classify_claude_message, "google": classify_gemini_response}
+)
 
 
 def _error_body_result(body: Mapping[str, Any], *, key: str) -> Result:

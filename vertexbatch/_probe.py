@@ -42,6 +42,7 @@ from ._probe_shape import (
     row_facts,
     shape,
 )
+from ._providers import by_command
 from ._retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -67,7 +68,6 @@ TERMINAL = frozenset(
         "JOB_STATE_EXPIRED",
     }
 )
-_PUBLISHERS = {"claude": "anthropic", "gemini": "google"}
 _ANSWER = "Name one primary colour."
 _LONG = "Count from one to twenty in words."
 _MAX_FILE = 4 * 1024 * 1024  # three rows: anything larger is not read
@@ -259,8 +259,9 @@ def run_probe(
             report_jobs[name] = entry
             report_rows[name] = rows
             # Facts from the main file's rows; then every parsed row is dropped: only shapes stay.
+            lane = by_command(name).provider
             row_summaries[name] = [
-                row_facts(_PUBLISHERS[name], r["_row"]) for r in rows if r["file"] == entry["main"]
+                row_facts(lane, r["_row"]) for r in rows if r["file"] == entry["main"]
             ]
             for r in rows:
                 del r["_row"]
@@ -396,7 +397,7 @@ def _create_all(
         )
         body = {
             "displayName": f"vertexbatch-probe-{stamp}-{name}",
-            "model": f"publishers/{_PUBLISHERS[name]}/models/{models[name]}",
+            "model": by_command(name).publisher_path(models[name]),
             "inputConfig": {
                 "instancesFormat": "jsonl",
                 "gcsSource": {"uris": [f"gs://{config.bucket}/{blob.name}"]},

@@ -11,6 +11,7 @@ from ._errors import InvalidRequestError
 from ._models import Job, Provider
 
 __all__ = [
+    "FAMILIES",
     "is_loopback",
     "MAX_INPUT_BYTES",
     "MAX_ROWS",
@@ -32,7 +33,9 @@ _ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
 ID_RULE = "1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit"
 
 _MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")
-_PUBLISHERS: dict[Provider, str] = {"anthropic": "claude", "google": "gemini"}
+# Each provider's model family: the ``command`` column of ``_providers.PROVIDERS``, which sits
+# above this module (tests/test_providers.py holds the two equal).
+FAMILIES: dict[Provider, str] = {"anthropic": "claude", "google": "gemini"}
 
 
 def check_id(submission_id: object) -> str:
@@ -130,12 +133,13 @@ def check_model(model: object, provider: Provider) -> str:
             f"model {model!r} is not a Vertex model id (letters, digits, '.', '_', '-', '@')",
             field="model",
         )
-    family = _PUBLISHERS[provider]
-    other = next(p for p in _PUBLISHERS if p != provider)
-    if model.lower().startswith(_PUBLISHERS[other]):
+    family = FAMILIES[provider]
+    lowered = model.lower()
+    other = next((p for p in FAMILIES if p != provider and lowered.startswith(FAMILIES[p])), None)
+    if other is not None:
         raise InvalidRequestError(
-            f"model {model!r} is a {_PUBLISHERS[other].title()} model: submit it with "
-            f"submit_{_PUBLISHERS[other]}, not submit_{family}",
+            f"model {model!r} is a {FAMILIES[other].title()} model: submit it with "
+            f"submit_{FAMILIES[other]}, not submit_{family}",
             field="model",
         )
     if not model.startswith(family):

@@ -5,7 +5,9 @@ Claude: ``AnthropicVertex.messages.count_tokens`` (Vertex's
 ``contents``, ``systemInstruction``, ``tools`` and ``generationConfig``, as staged, POSTed to
 ``publishers/google/models/MODEL:countTokens`` through an ``AuthorizedSession``. Both clients are
 the ``Client``'s own (``OnlineClients``: the caller's, or built once and closed with the client),
-the ones the online fallback uses. The local stack answers both.
+the ones the online fallback uses. The local stack answers both. Each call is the provider's
+row's ``counter`` (``_providers``; written in ``_online_call``, beside the online calls); this
+module runs them.
 
 Calls run a few at a time, each retried under the client's ``RetryPolicy`` when it fails
 transiently (429, 5xx, a dropped connection); a call that still fails raises (a plan with a
@@ -23,16 +25,11 @@ from typing import Any
 from ._cloud import Cloud
 from ._errors import InvalidRequestError, VertexBatchError
 from ._models import Provider
-from ._online_call import OnlineClients, gemini_post, status_code
-from ._sdk_logs import quiet_requests
+from ._online_call import status_code
+from ._providers import PROVIDERS
 
-__all__ = ["CLAUDE_COUNTED", "GEMINI_COUNTED", "token_counter"]
+__all__ = ["token_counter"]
 
-# The Messages parameters count_tokens takes; the others (max_tokens, temperature, ...) do not
-# change the input.
-CLAUDE_COUNTED = ("messages", "system", "tools", "tool_choice", "thinking")
-# The fields of a staged Gemini body countTokens takes (its CountTokensRequest).
-GEMINI_COUNTED = ("contents", "systemInstruction", "tools", "generationConfig")
 _CONCURRENCY = 8
 
 
@@ -42,7 +39,7 @@ def token_counter(
     """A function from staged request bodies to their input tokens, as the provider counts."""
 
     def count(bodies: list[Mapping[str, Any]]) -> list[int]:
-        one = _claude(cloud.online, model) if provider == "anthropic" else _gemini(cloud, model)
+        one = PROVIDERS[provider].counter(cloud, model)
 
         def counted(body: Mapping[str, Any]) -> int:
             try:
@@ -71,26 +68,3 @@ def _count_error(exc: Exception, provider: Provider, model: str, location: str) 
         f"counting tokens with {provider} model {model!r} in location {location!r} failed: "
         f"{what}, after the client's retries; plan without count_tokens to estimate instead"
     )
-
-
-def _claude(online: OnlineClients, model: str) -> Callable[[Mapping[str, Any]], int]:
-    api = online.claude()
-
-    def one(body: Mapping[str, Any]) -> int:
-        params = {k: v for k, v in body.items() if k in CLAUDE_COUNTED}
-        with quiet_requests():
-            return int(api.messages.count_tokens(model=model, **params).input_tokens)
-
-    return one
-
-
-def _gemini(cloud: Cloud, model: str) -> Callable[[Mapping[str, Any]], int]:
-    online = cloud.online
-    online.gemini()  # a closed client refuses the count here, before any call
-
-    def one(body: Mapping[str, Any]) -> int:
-        counted = {k: v for k, v in body.items() if k in GEMINI_COUNTED}
-        answer = gemini_post(online, model, "countTokens", counted)
-        return int(answer.get("totalTokens") or 0)
-
-    return one

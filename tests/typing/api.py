@@ -218,3 +218,28 @@ async def async_lifecycle() -> vb.Job | None:
         found = await aio.find("async-1")
     await aio.aclose()
     return found
+
+
+async def pay_once_everywhere(client: vb.Client) -> None:
+    """The pay-once options, keyword-only, on every provider-named method, blocking and async."""
+    claude = [vb.ClaudeRequest("k", {"max_tokens": 8, "messages": []})]
+    gemini = [vb.GeminiRequest("k", "...")]
+    ttl = timedelta(days=7)
+    jobs: list[vb.Job] = [
+        client.submit_claude("a", "claude-x", claude, dedupe=True, cache=True, cache_ttl=ttl),
+        client.submit_gemini("b", "gemini-x", gemini, dedupe=False, cache=True, cache_ttl=None),
+        await client.aio.submit_claude("c", "claude-x", claude, cache=True, cache_ttl=ttl),
+        await client.aio.submit_gemini("d", "gemini-x", gemini, dedupe=True),
+    ]
+    plans: list[vb.Plan] = [
+        client.plan_claude("a", "claude-x", claude, cache=True, cache_ttl=ttl, shard_size=10),
+        client.plan_gemini("b", "gemini-x", gemini, dedupe=True, count_tokens=True),
+        await client.aio.plan_claude("c", "claude-x", claude, dedupe=True, prices=vb.PRICES),
+        await client.aio.plan_gemini("d", "gemini-x", gemini, cache=True, cache_ttl=ttl),
+    ]
+    runs: list[vb.Run] = [
+        client.run_claude("r", "claude-x", claude, dedupe=True, cache=True, cache_ttl=ttl),
+        client.run_gemini("s", "gemini-x", gemini, shard_size=5, max_attempts=2, cache=True),
+    ]
+    started: vb.AsyncRun = await client.aio.run_gemini("t", "gemini-x", gemini, cache_ttl=ttl)
+    assert jobs and plans and runs and started.id

@@ -1,0 +1,119 @@
+"""The provider table (vertexbatch/_providers.py): one row per provider, and what reads it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from vertexbatch import ClaudeRequest, Client, GeminiRequest, InvalidRequestError
+from vertexbatch._cli_requests import _REQUESTS
+from vertexbatch._estimate import output_ceiling
+from vertexbatch._keymap import KEY_FIELD
+from vertexbatch._outcomes import READERS
+from vertexbatch._providers import (
+    COMMANDS,
+    GEMINI_DEFAULT_OUTPUT,
+    PROVIDERS,
+    ProviderRow,
+    by_command,
+    of_model,
+)
+from vertexbatch._rules import FAMILIES
+
+ROWS = list(PROVIDERS.values())
+
+
+def test_each_row_names_its_provider_and_command() -> None:
+    assert list(PROVIDERS) == ["anthropic", "google"]
+    assert COMMANDS == ("claude", "gemini")
+    for provider, row in PROVIDERS.items():
+        assert row.provider == provider
+        assert by_command(row.command) is row
+
+
+def test_a_row_is_frozen_and_the_table_read_only() -> None:
+    row = PROVIDERS["anthropic"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        row.command = "other"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        PROVIDERS["other"] = row  # type: ignore[index]
+
+
+def test_an_unknown_command_name_is_refused_by_name() -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        by_command("mistral")
+    assert caught.value.field == "provider"
+    assert "claude, gemini" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("model", "command"),
+    [
+        ("claude-opus-5-5@default", "claude"),
+        ("Gemini-3.8-flash", "gemini"),
+        ("llama-4", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_a_model_belongs_to_the_row_of_its_family(model: str | None, command: str | None) -> None:
+    row = of_model(model)
+    assert (row.command if row else None) == command
+
+
+def test_the_columns_of_each_row() -> None:
+    claude, gemini = PROVIDERS["anthropic"], PROVIDERS["google"]
+    assert (claude.request, gemini.request) == (ClaudeRequest, GeminiRequest)
+    assert (claude.id_field, gemini.id_field) == ("custom_id", KEY_FIELD)
+    assert (claude.global_batch, gemini.global_batch) == (False, True)
+    assert claude.method("submit") == "submit_claude"
+    assert gemini.method("run") == "run_gemini"
+    assert claude.title == "Claude"
+    assert gemini.publisher_path("gemini-x") == "publishers/google/models/gemini-x"
+    body = claude.line(
+        ClaudeRequest("k", {"max_tokens": 7, "messages": [{"role": "user", "content": "hi"}]})
+    ).data
+    assert b'"custom_id"' in body
+    line = gemini.line(GeminiRequest("k", "hi")).data
+    assert KEY_FIELD.encode() in line and b"custom_id" not in line
+
+
+@pytest.mark.parametrize(
+    ("provider", "body", "ceiling"),
+    [
+        ("anthropic", {"max_tokens": 9}, 9),
+        ("anthropic", {"max_tokens": True}, 0),
+        ("anthropic", {}, 0),
+        ("google", {"generationConfig": {"maxOutputTokens": 12}}, 12),
+        ("google", {"generationConfig": {}}, GEMINI_DEFAULT_OUTPUT),
+        ("google", {"generationConfig": {"maxOutputTokens": -1}}, 0),
+        ("google", {}, GEMINI_DEFAULT_OUTPUT),
+    ],
+)
+def test_the_output_ceiling_is_the_rows(
+    provider: str, body: dict[str, object], ceiling: int
+) -> None:
+    assert output_ceiling(provider, body) == ceiling  # type: ignore[arg-type]
+
+
+def test_each_row_has_its_client_methods() -> None:
+    """The command calls Client.<operation>_<command>: each row's methods exist."""
+    for row in ROWS:
+        for operation in ("submit", "plan", "run"):
+            assert callable(getattr(Client, row.method(operation)))
+
+
+def test_the_copies_below_the_table_hold_its_rows() -> None:
+    """The family rule (_rules), the output reader (_outcomes) and the command's request files
+    (_cli_requests) sit below or beside the table: each has exactly the table's rows."""
+    assert {p: r.command for p, r in PROVIDERS.items()} == FAMILIES
+    assert {p: r.read for p, r in PROVIDERS.items()} == dict(READERS)
+    assert set(_REQUESTS) == set(COMMANDS)
+
+
+def test_a_row_has_every_column_the_issue_names() -> None:
+    """A new lane fills these: the row is the one place they are written."""
+    names = {field.name for field in dataclasses.fields(ProviderRow)}
+    assert names >= {"provider", "command", "request", "line", "id_field", "read", "online"}
+    assert names >= {"counter", "ceiling", "fields", "global_batch"}

@@ -1,0 +1,161 @@
+"""The provider table: what differs between Claude and Gemini, one row each.
+
+The library names a provider by its Vertex publisher (``Provider``: ``anthropic``, ``google``),
+the command and the ``Client``'s methods by its model family (``claude``, ``gemini``:
+``--provider claude``, ``submit_claude``). A row holds both names and every other thing that
+differs: the request type and the line builder, the id field of an output row and the reader of
+its response, the output ceiling a plan assumes, where batch may run, and the online and
+count-tokens calls. Code that differs by provider asks ``PROVIDERS[provider]`` (or
+``by_command(name)``); a new lane is one row here and its tests (tests/test_providers.py).
+
+The table sits just above what it refers to (the line builders, the output readers, the online
+calls), so it imports them directly; the SDKs those calls use are imported when a call is first
+made (``OnlineClients``), never by importing this. Two columns have a copy below the table, each
+held to this one by tests/test_providers.py: the family rule of ``_rules.check_model``
+(``_rules.FAMILIES``, below the table as tests/test_rules.py reads it) and the reader
+``_outcomes.classify_row`` dispatches to (``_outcomes.READERS``, which the results pass calls
+with a ``Job.provider``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final
+
+from ._errors import InvalidRequestError
+from ._keymap import KEY_FIELD
+from ._lines import StagedLine, claude_line, gemini_line
+from ._models import ClaudeRequest, GeminiRequest, Provider, Result
+from ._online_call import Caller, claude_caller, claude_counter, gemini_caller, gemini_counter
+from ._outcomes import classify_claude_message, classify_gemini_response
+from ._rules import publisher_path
+
+if TYPE_CHECKING:
+    from ._cloud import Cloud
+
+__all__ = [
+    "COMMANDS",
+    "GEMINI_DEFAULT_OUTPUT",
+    "PROVIDERS",
+    "ProviderRow",
+    "by_command",
+    "of_model",
+]
+
+# The output ceiling a plan assumes for a Gemini request that sets no maxOutputTokens.
+GEMINI_DEFAULT_OUTPUT = 65_536
+
+
+def _tokens(value: object) -> int:
+    """A token limit as a plan counts it: a positive int, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _claude_ceiling(body: Mapping[str, Any]) -> int:
+    return _tokens(body.get("max_tokens"))
+
+
+def _gemini_ceiling(body: Mapping[str, Any]) -> int:
+    config = body.get("generationConfig")
+    value = config.get("maxOutputTokens") if isinstance(config, Mapping) else None
+    return _tokens(GEMINI_DEFAULT_OUTPUT if value is None else value)
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderRow:
+    """One provider: its names, its requests and lines, its output, its online calls."""
+
+    provider: Provider  # the library's name, and the Vertex publisher
+    command: str  # the command's name (--provider), the Client methods' suffix, the model family
+    request: type[ClaudeRequest] | type[GeminiRequest]
+    fields: frozenset[str]  # the fields of one line of the command's request file
+    line: Callable[..., StagedLine]  # (request, FieldTypes | None) -> the staged line
+    id_field: str  # the field of an output row (and of an online answer's row) holding its id
+    read: Callable[..., Result]  # (response, *, key) -> the Result of a response object
+    ceiling: Callable[[Mapping[str, Any]], int]  # a staged body's output ceiling
+    ceiling_said: str  # how a plan says it assumed the ceiling
+    global_batch: bool  # whether its batch jobs run in the location "global"
+    online: Callable[[Cloud, str, int], Caller]  # (cloud, model, concurrency) -> the caller
+    counter: Callable[[Cloud, str], Callable[[Mapping[str, Any]], int]]  # count-tokens call
+
+    @property
+    def title(self) -> str:
+        """The family as prose names it: ``Claude``, ``Gemini``."""
+        return self.command.title()
+
+    def method(self, operation: str) -> str:
+        """The name of the ``Client`` method of ``operation`` (``submit`` -> ``submit_claude``)."""
+        return f"{operation}_{self.command}"
+
+    def publisher_path(self, model: str) -> str:
+        """The Vertex publisher path of a bare model id of this provider."""
+        return publisher_path(model, self.provider)
+
+    def owns(self, model: str) -> bool:
+        """Whether ``model`` is of this family (its id starts with the family's name)."""
+        return model.lower().startswith(self.command)
+
+
+PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
+    {
+        "anthropic": ProviderRow(
+            provider="anthropic",
+            command="claude",
+            request=ClaudeRequest,
+            fields=frozenset({"key", "params"}),
+            line=claude_line,
+            id_field="custom_id",
+            read=classify_claude_message,
+            ceiling=_claude_ceiling,
+            ceiling_said="output ceiling: the sum of max_tokens",
+            global_batch=False,
+            online=claude_caller,
+            counter=claude_counter,
+        ),
+        "google": ProviderRow(
+            provider="google",
+            command="gemini",
+            request=GeminiRequest,
+            fields=frozenset({"key", "contents", "config"}),
+            line=gemini_line,
+            id_field=KEY_FIELD,
+            read=classify_gemini_response,
+            ceiling=_gemini_ceiling,
+            ceiling_said="output ceiling: the sum of maxOutputTokens, "
+            f"{GEMINI_DEFAULT_OUTPUT:,} for a request without one",
+            global_batch=True,
+            online=gemini_caller,
+            counter=gemini_counter,
+        ),
+    }
+)
+"""Each provider's row, by the library's name (``Job.provider``)."""
+
+_BY_COMMAND: Final[Mapping[str, ProviderRow]] = MappingProxyType(
+    {row.command: row for row in PROVIDERS.values()}
+)
+COMMANDS: Final = tuple(_BY_COMMAND)
+"""The command's provider names, in the table's order (``--provider``'s choices)."""
+
+
+def by_command(name: str) -> ProviderRow:
+    """The row of a provider by the command's name (``claude``, ``gemini``).
+
+    Raises:
+        InvalidRequestError: no provider has that name.
+    """
+    row = _BY_COMMAND.get(name)
+    if row is None:
+        raise InvalidRequestError(
+            f"provider must be one of {', '.join(COMMANDS)}, got {name!r}", field="provider"
+        )
+    return row
+
+
+def of_model(model: str | None) -> ProviderRow | None:
+    """The row whose family ``model`` belongs to, by its id's prefix (``None``: neither)."""
+    if not model:
+        return None
+    return next((row for row in PROVIDERS.values() if row.owns(model)), None)
