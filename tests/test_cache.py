@@ -25,7 +25,7 @@ from tests.helpers import (
     request_line,
     write_lines,
 )
-from vertexbatch._cache import entry_line
+from vertexbatch._cache_entry import entry_line
 from vertexbatch._cli import main
 from vertexbatch._lines import claude_line
 from vertexbatch.emulator import LocalStack
@@ -335,7 +335,7 @@ def test_an_id_answered_whole_has_nothing_to_resubmit(client: vb.Client, stack: 
 )
 def test_parse_entry_refuses_damage(damage: object, why: str) -> None:
     """Any change to a written entry makes it unreadable (a miss), whatever the change."""
-    from vertexbatch._cache import parse_entry
+    from vertexbatch._cache_entry import parse_entry
 
     digest = "ab" + "0" * 30
     line = entry_line(digest, "m1", {"text": "old answer"}, 5)

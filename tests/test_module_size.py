@@ -20,8 +20,6 @@ WAITING: dict[str, tuple[int, str]] = {
                 "reason as _client.py"),
     "_runs.py": (570, "a run step reads state, plans, and acts on twins, shards and the online "
                  "fallback; reading a step's state goes to its own module with the runs package"),
-    "_cache.py": (505, "the answer cache's entry format, layout and lookup: to be the cache "
-                  "package's modules"),
     "_cached.py": (490, "a cache=True submission and the cached:ID job kind: to be the cache "
                    "package's modules"),
     "_doctor.py": (670, "doctor's checks of configuration, Vertex and GCS beside those that need "

@@ -35,8 +35,6 @@ fall back to the younger objects it named.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import re
 import time
@@ -47,6 +45,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ._cache_entry import Entry, encode_response, entry_text, header_line, parse_entry, text_hash
 from ._errors import InvalidRequestError, VertexBatchError
 from ._json import load_json
 from ._models import Provider
@@ -56,12 +55,7 @@ from ._staging import JSONL, Staging
 __all__ = [
     "CACHE_FOLDER",
     "AnswerCache",
-    "Entry",
     "check_ttl",
-    "encode_response",
-    "entry_line",
-    "entry_text",
-    "parse_entry",
     "storage_errors",
 ]
 
@@ -70,15 +64,6 @@ logger = logging.getLogger("vertexbatch")
 CACHE_FOLDER = "_cache"
 # Shards read at once: GCS reads are latency-bound, and a lookup touches at most 256 per writer.
 _READERS = 16
-# ASCII only: an answer may hold an escaped lone surrogate (JSON allows it, UTF-8 cannot hold
-# it), and every answer must be writable.
-_SORTED = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), sort_keys=True)
-# An entry line as ``entry_line`` writes it: sorted keys d, h, m, r, t, compact separators.
-_LINE = re.compile(
-    rb'\{"d":"(?P<d>[0-9a-f]{32})","h":"(?P<h>[0-9a-f]{32})","m":(?P<m>"[^"\\]*"),'
-    rb'"r":(?P<r>.*),"t":(?P<t>[0-9]{1,12})\}',
-    re.DOTALL,
-)
 _NAME = re.compile(
     r"(?P<pp>[0-9a-f]{2})/(?P<time>[0-9]{10})-(?P<writer>[a-z0-9][a-z0-9._-]*)\.jsonl"
 )
@@ -146,71 +131,6 @@ class _Merged:
 
     entries: list[Entry]
     replaces: frozenset[str] | None
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One cached answer: the request's exact digest, the response as its JSON text (as
-    written, never parsed by a lookup), and when it was written."""
-
-    digest: str
-    response: bytes
-    created: int
-
-
-def response_hash(response: Mapping[str, Any]) -> str:
-    return _hash_of_text(_SORTED.encode(response).encode("ascii"))
-
-
-def _hash_of_text(text: bytes) -> str:
-    return hashlib.sha256(text).hexdigest()[:32]
-
-
-def encode_response(response: Mapping[str, Any]) -> bytes:
-    """An answer's JSON text as an entry holds it (sorted keys, compact, ASCII)."""
-    return _SORTED.encode(response).encode("ascii")
-
-
-def entry_text(digest: str, model: str, text: bytes, created: int) -> bytes:
-    """The JSONL line of one entry whose answer is ``text`` (``encode_response``'s): the line
-    ``_SORTED`` writes for the record, built around the text as it is."""
-    return (
-        b'{"d":"'
-        + digest.encode("ascii")
-        + b'","h":"'
-        + _hash_of_text(text).encode("ascii")
-        + b'","m":'
-        + _SORTED.encode(model).encode("ascii")
-        + b',"r":'
-        + text
-        + b',"t":'
-        + str(created).encode("ascii")
-        + b"}\n"
-    )
-
-
-def entry_line(digest: str, model: str, response: Mapping[str, Any], created: int) -> bytes:
-    """The JSONL line of one entry."""
-    return entry_text(digest, model, encode_response(response), created)
-
-
-def parse_entry(raw: bytes, model: str, shard: str) -> Entry | None:
-    """The entry of one line, or ``None`` if it is damaged (any field off, hash included).
-
-    Read without parsing the answer: a line is written with sorted keys and compact
-    separators, so its fields sit in a fixed order, and the answer's hash is checked on the
-    bytes between ``"r":`` and ``,"t":`` — the very text it was taken of when written.
-    """
-    match = _LINE.fullmatch(raw.rstrip(b"\r\n"))
-    if match is None or match["m"] != json.dumps(model).encode("utf-8"):
-        return None
-    digest = match["d"].decode("ascii")
-    response = match["r"]
-    if not digest.startswith(shard) or match["h"].decode("ascii") != _hash_of_text(response):
-        return None
-    if not response.startswith(b"{"):
-        return None
-    return Entry(digest, response, int(match["t"]))
 
 
 def check_ttl(ttl: object) -> timedelta | None:
@@ -410,12 +330,12 @@ class AnswerCache:
     def _write_merged(
         self, shard: str, time_: int, merged: dict[str, Entry], replaces: list[str]
     ) -> None:
-        header = _SORTED.encode({"n": len(merged), "replaces": replaces}).encode("ascii") + b"\n"
+        header = header_line(len(merged), replaces)
         text = header + b"".join(
             entry_text(digest, self._model, merged[digest].response, merged[digest].created)
             for digest in sorted(merged)
         )
-        name = f"{self._path}/{shard}/merged/{time_:010d}-{_hash_of_text(text)[:16]}.jsonl"
+        name = f"{self._path}/{shard}/merged/{time_:010d}-{text_hash(text)[:16]}.jsonl"
         oldest = min((entry.created for entry in merged.values()), default=time_)
         upload = self._staging.upload(name, JSONL, custom_time=datetime.fromtimestamp(oldest, UTC))
         upload.write(text)

@@ -29,7 +29,8 @@ from typing import Any
 
 from google.api_core.exceptions import NotFound
 
-from ._cache import AnswerCache, encode_response, storage_errors
+from ._cache import AnswerCache, storage_errors
+from ._cache_entry import encode_response
 from ._dedupe import exact_digest, exact_digests
 from ._errors import InvalidRequestError, JobError, job_errors
 from ._json import load_json
