@@ -36,13 +36,14 @@ shard's output anyway).
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from ._errors import InvalidRequestError
-from ._ledger import DONE, OUTCOME_ORDER, Shard, read_done
+from ._ledger import DONE, LEDGER_MAX, OUTCOME_ORDER, Shard, read_done
 from ._manifest import MANIFEST, RECORD
 from ._staging import Staging
 
@@ -184,6 +185,10 @@ class ListedRecords(Records):
         staging = self._staging
         fresh = self._value(self._kept_done, self._kept)
         if fresh == self._loaded:
+            return
+        # A record is read back whole up to the size a ledger may be: a larger one could not be.
+        if len(json.dumps(fresh, sort_keys=True, indent=1)) > LEDGER_MAX:
+            logger.warning("run %s: its progress record would be too large to read", self._run)
             return
         if self._loaded is None and staging.create_json(self._name, fresh):
             return
