@@ -5,6 +5,7 @@ A run is a set of *shards* (jobs of at most ``shard_size`` rows and 1 GB), each 
 GCS, under the run's own folder and the shards' folders::
 
     PREFIX/RUN/run.json            the ledger: provider, model, max attempts, shard ids and sizes
+    PREFIX/RUN/progress.json       a cache of the shards' records, for the next step
     PREFIX/RUN.s0/...              shard 0, attempt 0 (a normal submission folder)
     PREFIX/RUN.s0.r1/...           shard 0, attempt 1: its retryable and missing keys
     PREFIX/RUN.s0/done.json        shard 0's final outcome counts, once it is finished
