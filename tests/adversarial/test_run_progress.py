@@ -10,7 +10,7 @@ import logging
 import pytest
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, task
+from tests.helpers import CLAUDE, fill_cache, task
 from vertexbatch.emulator import LocalStack
 
 PROGRESS = "jobs/prog/progress.json"
@@ -63,3 +63,20 @@ def test_a_done_record_replaced_since_the_progress_record_is_read_again(
     done.upload_from_string(json.dumps(record).encode(), content_type="application/json")
     assert run.status().outcomes == {"failed": 1, "ok": 1, "refused": 1}
     assert run.advance().outcomes == {"failed": 1, "ok": 1, "refused": 1}
+
+
+def test_a_shard_the_cache_answers_whole_is_finished_while_the_budget_is_spent(
+    client: vb.Client, stack: LocalStack
+) -> None:
+    """A shard of a cache=True run whose every key the answer cache holds is finished by the
+    run's first step, even when four jobs already spend the live-job budget: no step has to
+    read every staged shard to find it."""
+    fill_cache(client, stack, "whole0", [task(9)])
+    requests = [task(0), task(1), task(2), task(3), task(9)]
+    for index in range(4):
+        stack.faults.hold(display_name=f"whole.s{index}", state="PENDING")
+    run = client.run_claude("whole", CLAUDE, requests, shard_size=1, cache=True)
+    assert run.status().outcomes == {"ok": 1, "pending": 4}
+    assert run.advance().outcomes == {"ok": 1, "pending": 4}
+    stack.faults.release()
+    stack.settle()
