@@ -1,4 +1,4 @@
-"""Vertex calls per run step: ``advance`` and ``status`` of runs of many shards.
+"""Vertex calls and GCS requests per run step: ``advance`` and ``status`` of runs of many shards.
 
     python -m benchmarks.run_calls --sizes 10,1000,40000
 
@@ -11,9 +11,9 @@ shards), its first four jobs held PENDING. Counted by the stack, then printed as
 - ``advance`` then: it reads the four ended jobs once, finishes their shards, creates four;
 - ``status`` after that (the four new jobs held PENDING).
 
-It also prints each step's wall time (GCS reads still grow with the shards: a step reads each
-unfinished shard's records). Staging N shards takes most of the time (about 20 shards a
-second on two cores).
+It also prints each step's GCS requests, counted by the storage client's own session (listing
+pages, object reads, writes), and its wall time. Staging N shards takes most of the time (about
+20 shards a second on two cores).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):  # run as a script: make the repository importable
@@ -33,7 +34,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 __all__ = ["HEADERS", "main"]
 
-HEADERS = ["shards", "step", "Vertex calls", "by operation", "seconds"]
+HEADERS = ["shards", "step", "Vertex calls", "by operation", "GCS requests", "by kind", "seconds"]
 _MODEL = "claude-opus-5-5@default"
 
 
@@ -44,23 +45,70 @@ def _request(index: int) -> Any:
     return vb.ClaudeRequest(f"key-{index}", params)
 
 
-def _measure(stack: Any, shards: int) -> list[tuple[str, Counter[str], float]]:
+def _kind(method: str, url: str) -> str:
+    """A GCS JSON API request's kind: a listing page, an object read, a write, or other."""
+    path = urlsplit(url).path
+    if method == "GET" and path.endswith("/o"):
+        return "list"
+    if method == "GET" and "alt=media" in url:
+        return "read"
+    if method in ("POST", "PUT"):
+        return "write"
+    return "other"
+
+
+def counting_storage(stack: Any) -> tuple[Any, Counter[str]]:
+    """A storage client on the stack whose session counts its requests by kind."""
+    from google.auth.credentials import AnonymousCredentials
+    from google.auth.transport.requests import AuthorizedSession
+    from google.cloud import storage
+
+    counted: Counter[str] = Counter()
+
+    class Counting(AuthorizedSession):
+        def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            counted[_kind(method, url)] += 1
+            return super().request(method, url, *args, **kwargs)  # type: ignore[no-untyped-call]
+
+    client = storage.Client(
+        project=stack.project,
+        credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+        client_options={"api_endpoint": stack.storage_endpoint},
+        _http=Counting(AnonymousCredentials()),  # type: ignore[no-untyped-call]
+    )
+    return client, counted
+
+
+Row = tuple[str, Counter[str], Counter[str], float]
+
+
+def _measure(stack: Any, shards: int) -> list[Row]:
     import vertexbatch as vb
 
     bucket = f"bench-calls-{uuid.uuid4().hex[:8]}"
     stack.create_bucket(bucket)
-    client = stack.client(bucket=bucket, prefix="bench", retry=vb.RetryPolicy.no_wait())
+    store, counted = counting_storage(stack)
+    client = vb.Client(
+        stack.project,
+        stack.location,
+        bucket,
+        prefix="bench",
+        jobs=stack.jobs_client(),
+        storage=store,
+        retry=vb.RetryPolicy.no_wait(),
+    )
     run_id = f"calls-{shards}"
     for index in range(8):
         stack.faults.hold(display_name=f"{run_id}.s{index}", state="PENDING")
     run = client.run_claude(run_id, _MODEL, (_request(i) for i in range(shards)), shard_size=1)
-    rows: list[tuple[str, Counter[str], float]] = []
+    rows: list[Row] = []
 
     def step(name: str, call: Callable[[], object]) -> None:
         stack.reset_calls()
+        counted.clear()
         start = time.perf_counter()
         call()
-        rows.append((name, stack.calls(), time.perf_counter() - start))
+        rows.append((name, stack.calls(), Counter(counted), time.perf_counter() - start))
 
     step("status, 4 jobs live", run.status)
     step("advance, 4 jobs live", run.advance)
@@ -77,12 +125,16 @@ def _measure(stack: Any, shards: int) -> list[tuple[str, Counter[str], float]]:
     return rows
 
 
-def render(measured: dict[int, list[tuple[str, Counter[str], float]]]) -> str:
+def _by(counts: Counter[str]) -> str:
+    return ", ".join(f"{op} {n}" for op, n in sorted(counts.items())) or "-"
+
+
+def render(measured: dict[int, list[Row]]) -> str:
     lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     for shards, rows in measured.items():
-        for name, calls, seconds in rows:
-            ops = ", ".join(f"{op} {n}" for op, n in sorted(calls.items())) or "-"
-            cells = [f"{shards:,}", name, str(sum(calls.values())), ops, f"{seconds:.2f}"]
+        for name, calls, requests, seconds in rows:
+            cells = [f"{shards:,}", name, str(sum(calls.values())), _by(calls)]
+            cells += [str(sum(requests.values())), _by(requests), f"{seconds:.2f}"]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -95,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from vertexbatch.emulator import LocalStack
 
     started = time.perf_counter()
-    measured: dict[int, list[tuple[str, Counter[str], float]]] = {}
+    measured: dict[int, list[Row]] = {}
     with LocalStack() as stack:
         for shards in sizes:
             measured[shards] = _measure(stack, shards)

@@ -235,12 +235,12 @@ def test_online_answers_of_a_step_that_died_before_recording_them_are_not_read(
 ) -> None:
     """The online step dies after writing online.jsonl, before recording the shard again: the
     record another step made from the attempt stands, and results agree with it."""
-    from vertexbatch import _runs
+    from vertexbatch import _run_step
 
     def died(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt("killed")
 
-    monkeypatch.setattr(_runs, "write_done_online", died)
+    monkeypatch.setattr(_run_step, "write_done_online", died)
     run, out = _race_online_with_a_finisher(client, stack, "race-died")
     assert isinstance(out["b"], KeyboardInterrupt)
     assert run.status().outcomes == {"exhausted": 2}

@@ -21,8 +21,10 @@ from ._rules import MAX_ROWS, check_id
 from ._staging import _SMALL_OBJECT_MAX, Staging
 
 __all__ = [
+    "DONE",
     "LEDGER_MAX",
     "MAX_ATTEMPTS",
+    "OUTCOME_ORDER",
     "Ledger",
     "Shard",
     "attempt_id",
@@ -32,6 +34,7 @@ __all__ = [
     "counts_online",
     "ledger_size",
     "max_shards",
+    "parse_done",
     "read_done",
     "read_ledger",
     "write_done",
@@ -41,6 +44,8 @@ __all__ = [
 
 LEDGER = "run.json"
 DONE = "done.json"
+# Outcome names in a fixed order, for records that count them in a row (``_run_records``).
+OUTCOME_ORDER = ("exhausted", "failed", "ok", "refused", "truncated")
 FORMAT = "vertexbatch-run/1"
 # A run whose attempts' jobs carry its label (``_vertex.RUN_LABEL``): a step lists them once.
 # A ledger of the first format is a run started before: its steps look up each attempt.
@@ -48,7 +53,7 @@ LABELLED_FORMAT = "vertexbatch-run/2"
 MAX_ATTEMPTS = 99
 # Room a run id must leave for shard and attempt suffixes (".s9999.r99") within 63 characters.
 RUN_ID_MAX = 52
-FINAL_OUTCOMES = frozenset({"ok", "refused", "truncated", "failed", "exhausted"})
+FINAL_OUTCOMES = frozenset(OUTCOME_ORDER)
 # The most a ledger may be: Staging reads a record back whole up to this, and refuses more.
 LEDGER_MAX = _SMALL_OBJECT_MAX
 
@@ -263,8 +268,11 @@ def read_done(staging: Staging, shard: Shard) -> dict[str, int] | None:
     """A finished shard's outcome counts, ``None`` while it is not finished."""
     folder = staging.folder(shard.id)
     done = staging.read_json(folder.name(DONE))
-    if done is None:
-        return None
+    return None if done is None else parse_done(done, shard, folder.uri(DONE))
+
+
+def parse_done(done: object, shard: Shard, where: str) -> dict[str, int]:
+    """The outcome counts of a shard's done record read from ``where``, every field checked."""
     outcomes = done.get("outcomes") if isinstance(done, dict) else None
     if (
         not isinstance(done, dict)
@@ -275,7 +283,7 @@ def read_done(staging: Staging, shard: Shard) -> dict[str, int] | None:
         or sum(outcomes.values()) != shard.keys
     ):
         raise InvalidRequestError(
-            f"{folder.uri(DONE)} is not a vertexbatch shard record (outcome counts of its "
+            f"{where} is not a vertexbatch shard record (outcome counts of its "
             f"{shard.keys} keys): it was damaged or edited",
             field="staging",
         )

@@ -21,7 +21,10 @@ records in GCS::
 
 So a step costs one listing (one call per 100 live jobs), a ``get`` per recorded job that ended
 since the previous ``advance``, and the creates and cancels it makes, whatever the number of
-shards. A run started before the label (its ledger of the first format) falls back to one list
+shards. The GCS records are read through ``_run_records``: in a step, from one listing of the
+shard folders and the run's progress cache, so that a record is read only when it changed; an
+attempt staged with no job has its manifest read only when the step acts on it (``check``).
+A run started before the label (its ledger of the first format) falls back to one list
 of each attempt's id, as many calls as its steps made before, and finds twins in them too.
 """
 
@@ -35,10 +38,11 @@ from ._cached import cached_job, cached_status
 from ._errors import InvalidRequestError, JobError, job_errors
 from ._identity import choose
 from ._ledger import Shard, attempt_id
-from ._manifest import RECORD, read_manifest, run_origin
+from ._manifest import MANIFEST, RECORD, Manifest, run_origin
 from ._models import Job, Provider, Status
 from ._rules import is_job_name
-from ._staging import Staging
+from ._run_records import Records
+from ._staging import Folder, Staging
 from ._vertex import ENDED_STATES, JobSpec, Vertex, state_name, status_of
 
 if TYPE_CHECKING:
@@ -67,6 +71,8 @@ class Attempt:
         directory: the job's output directory, ``""`` while it has none.
         recorded: ``job.json`` names the job (``False``: found in the listing only).
         twins: the id's other jobs that may still run: cancelled by ``advance``.
+        checked: its manifest was read (``False``: staged, no job found, and not read yet;
+            ``RunJobs.check`` reads it before a step acts on the attempt).
     """
 
     job: Job | None
@@ -74,6 +80,7 @@ class Attempt:
     directory: str = ""
     recorded: bool = True
     twins: tuple[Twin, ...] = ()
+    checked: bool = True
 
     @property
     def ended(self) -> bool:
@@ -103,7 +110,7 @@ class RunJobs:
     def __init__(
         self,
         vertex: Vertex,
-        staging: Staging,
+        records: Records,
         run_id: str,
         provider: Provider,
         model: str,
@@ -111,9 +118,11 @@ class RunJobs:
         labelled: bool,
         record: bool,
     ) -> None:
-        """``record``: write the ended record of a job first seen ended (``advance`` only)."""
+        """``records``: how the shards' records are read (``_run_records``); ``record``: write
+        the ended record of a job first seen ended (``advance`` only)."""
         self._vertex = vertex
-        self._staging = staging
+        self._records = records
+        self._staging = records.staging
         self._run = run_id
         self._provider = provider
         self._model = model
@@ -171,11 +180,12 @@ class RunJobs:
                 break
         return found
 
-    def _attempt(self, shard: Shard, number: int, submission_id: str) -> Attempt | None:
-        staging = self._staging
-        manifest = read_manifest(staging, submission_id)
-        if manifest is None:
+    def _manifest(self, shard: Shard, number: int, submission_id: str) -> Manifest | None:
+        """The attempt's manifest, ``None`` if it is not staged; checked to be this run's."""
+        raw = self._records.read(submission_id, MANIFEST)
+        if raw is None:
             return None
+        manifest = Manifest.from_json(raw, self._staging.folder(submission_id).uri(MANIFEST))
         if manifest.origin != run_origin(self._run):
             raise InvalidRequestError(
                 f"id {submission_id!r}, which run {self._run!r} uses for attempt {number} of "
@@ -183,20 +193,54 @@ class RunJobs:
                 "cannot go on until that id's folder is removed; nothing was adopted",
                 field="id",
             )
-        folder = staging.folder(submission_id)
+        return manifest
+
+    def check(self, shard: Shard, number: int) -> Attempt:
+        """An attempt with no job found, its manifest now read: answered whole from the
+        answer cache (ended), or still to create.
+
+        Raises:
+            InvalidRequestError: as ``attempts``.
+        """
+        submission_id = attempt_id(shard, number)
+        manifest = self._manifest(shard, number, submission_id)
+        if manifest is not None and not manifest.rows:
+            job = cached_job(manifest.spec(submission_id, self._staging.folder(submission_id)))
+            return Attempt(job, cached_status(job))
+        return Attempt(None, None)
+
+    def _attempt(self, shard: Shard, number: int, submission_id: str) -> Attempt | None:
+        records = self._records
+        folder = self._staging.folder(submission_id)
+        manifest: Manifest | None = None
+        if not records.lazy:
+            manifest = self._manifest(shard, number, submission_id)
+            if manifest is None:
+                return None
+        elif not records.listed(submission_id, MANIFEST):
+            return None
+        made_for = self._spec(submission_id).matches  # display name, input and output
+        if self._labelled:
+            listed = [j for j in self._listing().get(submission_id, []) if made_for(j)]
+            ended = _read_ended(records, folder, submission_id)
+        else:
+            listed = [j for j in self._vertex.list_for_id(submission_id) if made_for(j)]
+            ended = None
+        record = records.read(submission_id, RECORD)
+        if manifest is None:
+            if record is None and ended is None and not listed:
+                # Staged, no job found: its manifest is read only if the step acts on it.
+                return Attempt(None, None, checked=False)
+            manifest = self._manifest(shard, number, submission_id)
+            if manifest is None:  # removed since it was listed
+                return None
         spec = manifest.spec(submission_id, folder)
         if not manifest.rows:  # every key answered from the answer cache: no job
             job = cached_job(spec)
             return Attempt(job, cached_status(job))
-        if self._labelled:
-            listed = [j for j in self._listing().get(submission_id, []) if spec.matches(j)]
-            ended = _read_ended(staging, submission_id)
-            if ended is not None:
-                name, status, directory = ended
-                return Attempt(_job(spec, name), status, directory, True, _twins(listed, name))
-        else:
-            listed = [j for j in self._vertex.list_for_id(submission_id) if spec.matches(j)]
-        record = staging.read_json(folder.name(RECORD))
+        if ended is not None:
+            name, status, directory = ended
+            return Attempt(_job(spec, name), status, directory, True, _twins(listed, name))
         if record is None:
             if not listed:
                 return Attempt(None, None)
@@ -213,7 +257,7 @@ class RunJobs:
         if found is None:  # ended, or so new that listing does not show it yet: ask once
             found = self._get(name, spec, folder.uri(RECORD))
             if self._labelled and self._record and state_name(found) in ENDED_STATES:
-                _write_ended(staging, submission_id, found)
+                _write_ended(self._staging, submission_id, found)
         return Attempt(
             spec.to_job(found), status_of(found), _directory(found), True, _twins(listed, name)
         )
@@ -273,12 +317,13 @@ def _write_ended(staging: Staging, submission_id: str, job: BatchJob) -> None:
     staging.create_json(staging.folder(submission_id).name(ENDED), record)
 
 
-def _read_ended(staging: Staging, submission_id: str) -> tuple[str, Status, str] | None:
+def _read_ended(
+    records: Records, folder: Folder, submission_id: str
+) -> tuple[str, Status, str] | None:
     """The attempt's ended job, status and output directory, ``None`` while none is recorded."""
     from datetime import datetime
 
-    folder = staging.folder(submission_id)
-    data = staging.read_json(folder.name(ENDED))
+    data = records.read(submission_id, ENDED)
     if data is None:
         return None
     ints = ("succeeded", "failed", "incomplete", "error_code")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import timedelta
 
-from ._cached import answer_from_cache
+from ._cached import answer_from_cache, record_cached
 from ._cloud import Cloud
 from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError
@@ -147,6 +147,10 @@ def create_run(
                     "nothing staged was changed",
                     field="id",
                 ) from exc
+            if not manifest.rows:
+                # Answered whole from the cache: recorded now, so that a step's listing shows it
+                # ended without reading every shard's manifest (``_run_records``).
+                record_cached(staging, manifest.spec(shard_id, staging.folder(shard_id)), manifest)
             shards.append(Shard(shard_id, manifest.key_count))
         ledger = Ledger(run_id, provider, model, max_attempts, tuple(shards), labelled=True)
         if not write_ledger(staging, ledger):

@@ -225,6 +225,26 @@ class Staging:
 
         return self._policy.call(f"list {uri_prefix}", listing)
 
+    def list_generations(self, prefix: str, glob: str = "") -> dict[str, int]:
+        """Names and generations of the bucket's objects whose names start with ``prefix``
+        (a name, not a ``gs://`` URI, and not cut at a slash), every page of one listing.
+
+        ``glob``: GCS's ``matchGlob``, which lets GCS leave out what the caller does not
+        need; a server may ignore it (fake-gcs-server does), so callers filter names too.
+        """
+
+        def listing() -> dict[str, int]:
+            blobs = self._client.list_blobs(
+                self._bucket.name,
+                prefix=prefix,
+                match_glob=glob or None,
+                fields="items(name,generation),nextPageToken",
+                retry=None,
+            )
+            return {str(b.name): int(b.generation or 0) for b in blobs}
+
+        return self._policy.call(f"list {prefix}", listing)
+
     def read_lines(
         self, uri_or_name: str, *, max_line: int | None = None, generation: int = 0
     ) -> Iterator[bytes]:
