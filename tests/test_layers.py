@@ -61,13 +61,16 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("the provider table (pure)", {"_providers"}),
     ("the staged folder", {"_manifest", "_staged"}),
     ("the answer cache", {"_cache", "_cache_entry", "_cached"}),
-    ("one job: submitting and reading", {"_identity", "_stage", "_results"}),
+    ("one job: submitting and reading", {"_identity", "_stage", "_lookup", "_results"}),
     (
         "runs over many jobs, and waiting",
         {
             "_run_start",
             "_runs",
             "_run_jobs",
+            "_run_read",
+            "_run_records",
+            "_run_step",
             "_plan",
             "_ledger",
             "_online",

@@ -18,8 +18,6 @@ WAITING: dict[str, tuple[int, str]] = {
                    "SubmitOptions each), with their documentation; to be split by operation"),
     "_aio.py": (588, "the async façade mirrors the blocking one method by method, for the same "
                 "reason as _client.py"),
-    "_runs.py": (570, "a run step reads state, plans, and acts on twins, shards and the online "
-                 "fallback; reading a step's state goes to its own module with the runs package"),
     "_cached.py": (490, "a cache=True submission and the cached:ID job kind: to be the cache "
                    "package's modules"),
     "_doctor.py": (670, "doctor's checks of configuration, Vertex and GCS beside those that need "

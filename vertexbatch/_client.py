@@ -19,8 +19,8 @@ from ._cloud import Cloud
 from ._config import DEFAULT_PREFIX, build_client
 from ._errors import job_errors
 from ._estimate import Plan
-from ._identity import find
 from ._lifecycle import Lifecycle, endpoint_clients
+from ._lookup import find
 from ._models import ClaudeRequest, GeminiRequest, Job, Result, Status
 from ._online_call import OnlineClients
 from ._operations import SubmitOptions, plan, resubmit_job, start_run, submit

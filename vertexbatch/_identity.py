@@ -22,28 +22,24 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from google.api_core import exceptions as api_exceptions
 
-from ._cached import answer_from_cache, cached_job, record_cached
-from ._dedupe import dedupe as dedupe_lines
-from ._errors import InvalidRequestError, JobError, job_errors
+from ._cached import record_cached
+from ._errors import InvalidRequestError
 from ._lines import StagedLine
+from ._lookup import choose, follow_record, matching
 from ._manifest import (
     MANIFEST,
     PLAIN,
     RECORD,
     Manifest,
-    claim_conflict,
-    measure,
-    read_manifest,
 )
 from ._models import Job, Provider
 from ._retry import RetryPolicy, is_transient_call_error
-from ._rules import is_job_name
-from ._stage import only_model_differs, stage
+from ._stage import stage
 from ._staged import read_key_map, read_staged_lines
 from ._staging import Staging
 from ._tracing import step, stepped
@@ -52,72 +48,12 @@ from ._vertex import NONCE_LABEL, JobSpec, Vertex, is_live, succeeded
 if TYPE_CHECKING:
     from google.cloud.aiplatform_v1 import BatchPredictionJob as BatchJob
 
-__all__ = [
-    "Staged",
-    "choose",
-    "find",
-    "held_job",
-    "look_up",
-    "resubmit",
-    "stage",
-    "stage_and_submit",
-    "submit",
-]
+__all__ = ["resubmit", "stage", "stage_and_submit", "submit"]
 
 logger = logging.getLogger("vertexbatch")
 
 # Create failures that say the job was not made (quota); others may hide a job made anyway.
 _REJECTED = (api_exceptions.TooManyRequests, api_exceptions.ResourceExhausted)
-
-
-def choose(jobs: list[BatchJob]) -> BatchJob:
-    """The job an id's record names when none does yet, and the one ``find`` returns meanwhile.
-
-    A job that is live or succeeded wins over one that was cancelled, failed or expired, then
-    the earliest: recording a cancelled twin would cancel the id's live job and leave every key
-    missing (a record deleted to recover from damage is rebuilt this way).
-    """
-    return min(jobs, key=lambda j: (not is_live(j) and not succeeded(j), j.create_time, j.name))
-
-
-def _ours(listed: list[BatchJob], spec: JobSpec) -> list[BatchJob]:
-    """The listed jobs created for this spec; raise on one that reads our input elsewhere."""
-    ours = []
-    for job in listed:
-        if spec.matches(job):
-            ours.append(job)
-        elif list(job.input_config.gcs_source.uris) == [spec.input_uri]:
-            raise InvalidRequestError(
-                f"job {job.name} reads the input of id {spec.id!r} but writes to "
-                f"{job.output_config.gcs_destination.output_uri_prefix!r}, not "
-                f"{spec.output_prefix!r}: it was not created by this client configuration; "
-                "delete it or use a new id",
-                field="id",
-            )
-    return ours
-
-
-def _follow_record(vertex: Vertex, record: Any, spec: JobSpec, where: str) -> BatchJob:
-    name = record.get("name") if isinstance(record, dict) else None
-    if not isinstance(name, str) or not is_job_name(name):
-        raise InvalidRequestError(
-            f"{where} is not a vertexbatch job record (no job resource name in it): it was "
-            "damaged or edited; delete it to let the next submit record the id's job again",
-            field="staging",
-        )
-    try:
-        with job_errors(name):
-            job = vertex.get(name)
-    except JobError as exc:  # the record is wrong, not the caller's job value
-        raise InvalidRequestError(
-            f"{where} names job {name}, which does not exist", field="staging"
-        ) from exc
-    if not spec.matches(job):
-        raise InvalidRequestError(
-            f"{where} names job {name}, which was not created for id {spec.id!r}",
-            field="staging",
-        )
-    return job
 
 
 def _cancel(vertex: Vertex, job: BatchJob, spec: JobSpec) -> bool:
@@ -163,7 +99,7 @@ def _cancel_twins(
     unseen = set(lost | unsure) - {_nonce(chosen)}
     attempt = 0
     while True:
-        for job in _ours(vertex.list_for_id(spec.id), spec):
+        for job in matching(vertex.list_for_id(spec.id), spec):
             unseen.discard(_nonce(job))
             if job.name in seen:
                 continue
@@ -207,7 +143,7 @@ def submit(
     where = f"gs://{folder.bucket}/{folder.name(RECORD)}"
     record = staging.read_json(folder.name(RECORD))
     if record is not None:
-        chosen = _follow_record(vertex, record, spec, where)
+        chosen = follow_record(vertex, record, spec, where)
         logger.info("id %s is recorded as job %s", spec.id, chosen.name)
         _cancel_twins(vertex, spec, chosen, policy)
         return spec.to_job(chosen)
@@ -220,7 +156,7 @@ def submit(
     def list_then_create() -> BatchJob:
         nonlocal created, refusal
         with step("list"):  # once: this call's own policy makes the next attempt
-            ours = _ours(vertex.list_for_id(spec.id, once=True), spec)
+            ours = matching(vertex.list_for_id(spec.id, once=True), spec)
         if ours:
             # A job an earlier attempt of this call made is this call's own, as if its create
             # had answered; it goes first unless it ended badly (``choose``).
@@ -260,7 +196,7 @@ def submit(
     else:
         record = staging.read_json(folder.name(RECORD))
         try:
-            chosen = _follow_record(vertex, record, spec, where)
+            chosen = follow_record(vertex, record, spec, where)
         except BaseException:
             # The record is unusable: a job this caller made, and the record does not name,
             # would run on with nothing naming it.
@@ -287,7 +223,7 @@ def _refused(
     exc: api_exceptions.GoogleAPICallError,
 ) -> InvalidRequestError:
     """Vertex refused the create: mark the manifest so the id can take a corrected model."""
-    if not _ours(vertex.list_for_id(spec.id), spec):  # no job after all: the id is free
+    if not matching(vertex.list_for_id(spec.id), spec):  # no job after all: the id is free
         name = staging.folder(submission_id).name(MANIFEST)
         marked = replace(manifest, rejected=f"{exc.code} {type(exc).__name__}")
         staging.replace_json(name, marked.to_json(), manifest.to_json())
@@ -370,80 +306,3 @@ def resubmit(
 
 def _with_cache(manifest: Manifest) -> Manifest:
     return replace(manifest, cache=True)
-
-
-@dataclass(frozen=True, slots=True)
-class Staged:
-    """An id that has staged rows, and its job as Vertex last said (``None``: not created)."""
-
-    manifest: Manifest
-    spec: JobSpec
-    job: BatchJob | None
-
-
-def look_up(vertex: Vertex, staging: Staging, submission_id: str) -> Staged | None:
-    """What an id holds: ``None`` if nothing is staged; read-only."""
-    folder = staging.folder(submission_id)
-    manifest = read_manifest(staging, submission_id)
-    if manifest is None:
-        return None
-    spec = manifest.spec(submission_id, folder)
-    if not manifest.rows:  # answered from the answer cache: no job
-        return Staged(manifest, spec, None)
-    record = staging.read_json(folder.name(RECORD))
-    if record is not None:
-        return Staged(manifest, spec, _follow_record(vertex, record, spec, folder.uri(RECORD)))
-    ours = _ours(vertex.list_for_id(submission_id), spec)
-    return Staged(manifest, spec, choose(ours) if ours else None)
-
-
-def find(vertex: Vertex, staging: Staging, submission_id: str) -> Job | None:
-    """The id's job: the recorded one, else the one ``choose`` picks of those listed; read-only."""
-    staged = look_up(vertex, staging, submission_id)
-    if staged is not None and not staged.manifest.rows:
-        return cached_job(staged.spec)
-    if staged is None or staged.job is None:
-        return None
-    return staged.spec.to_job(staged.job)
-
-
-def held_job(
-    staging: Staging,
-    vertex: Vertex,
-    submission_id: str,
-    provider: Provider,
-    model: str,
-    lines: list[StagedLine],
-    *,
-    dedupe: bool,
-    cache: bool,
-) -> tuple[Job, int] | None:
-    """The job submitting ``lines`` under the id would return without creating one (a plan's
-    question), and how many of its keys the cache answered; read-only. ``None`` if nothing is
-    staged, or it is staged with no job yet.
-
-    Raises:
-        InvalidRequestError: the id is claimed for other rows: submit would refuse them.
-    """
-    staged = look_up(vertex, staging, submission_id)
-    if staged is None:
-        return None
-    given_lines = list(dedupe_lines(iter(lines))) if dedupe else lines
-    amend = None
-    # The keys the id took from the cache, read back from its claim: with a manifest there,
-    # ``answer_from_cache`` neither looks up nor writes (a plan writes nothing).
-    if cache:
-        given_lines, amend = answer_from_cache(
-            staging, submission_id, provider, model, iter(given_lines), None
-        )
-    given = measure(submission_id, provider, model, given_lines)
-    if amend is not None:
-        given = amend(given)
-    if not staged.manifest.claims_same(given):
-        if not (staged.manifest.rejected and only_model_differs(staged.manifest, given)):
-            raise claim_conflict(submission_id, staged.manifest, given)
-        return None  # the same rows Vertex refused under another model: submit tries again
-    cached = staged.manifest.cached
-    if not staged.manifest.rows:
-        return cached_job(staged.spec), cached
-    return None if staged.job is None else (staged.spec.to_job(staged.job), cached)

@@ -20,9 +20,10 @@ from ._cloud import Cloud
 from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError
 from ._estimate import Plan, build_plan, submitted_plan
-from ._identity import held_job, resubmit, stage_and_submit
+from ._identity import resubmit, stage_and_submit
 from ._ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
 from ._lines import StagedLine
+from ._lookup import held_job
 from ._manifest import no_rows, resubmit_origin
 from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Status
 from ._prices import Price

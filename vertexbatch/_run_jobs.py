@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._cached import cached_job, cached_status
-from ._errors import InvalidRequestError, JobError, job_errors
-from ._identity import choose
+from ._errors import InvalidRequestError
 from ._ledger import Shard, attempt_id
+from ._lookup import choose, recorded_job
 from ._manifest import MANIFEST, RECORD, Manifest, run_origin
 from ._models import Job, Provider, Status
 from ._rules import is_job_name
@@ -263,20 +263,8 @@ class RunJobs:
         )
 
     def _get(self, name: str, spec: JobSpec, where: str) -> BatchJob:
-        """The recorded job, checked to be the attempt's."""
-        try:
-            with job_errors(name):
-                job = self._vertex.get(name)
-        except JobError as exc:  # the record is wrong, not the caller's job value
-            raise InvalidRequestError(
-                f"{where} names job {name}, which does not exist", field="staging"
-            ) from exc
-        if not spec.matches(job):
-            raise InvalidRequestError(
-                f"{where} names job {name}, which was not created for id {spec.id!r}",
-                field="staging",
-            )
-        return job
+        """The recorded job, checked to be the attempt's (as a submit checks its record)."""
+        return recorded_job(self._vertex, name, spec, where)
 
 
 def _twins(listed: list[BatchJob], chosen: str) -> tuple[Twin, ...]:
