@@ -15,15 +15,15 @@ requests = [
     for i, q in enumerate(questions)
 ]
 
-client = vb.Client.from_env()
-# Calling this again with the same id and requests rejoins the run instead of starting another.
-run = client.run_claude("faq-1", MODEL, requests, shard_size=4, max_attempts=3)
-pause = 1.0
-while not (summary := run.advance()).done:
-    print(dict(summary.outcomes), "live jobs:", summary.live_jobs)
-    time.sleep(pause)
-    pause = min(pause * 2, 600)  # on Vertex, a step every few minutes is plenty
+with vb.Client.from_env() as client:
+    # Calling this again with the same id and requests rejoins the run instead of starting another.
+    run = client.run_claude("faq-1", MODEL, requests, shard_size=4, max_attempts=3)
+    pause = 1.0
+    while not (summary := run.advance()).done:
+        print(dict(summary.outcomes), "live jobs:", summary.live_jobs)
+        time.sleep(pause)
+        pause = min(pause * 2, 600)  # on Vertex, a step every few minutes is plenty
 
-# Elsewhere: vb.Client.from_env().open_run("faq-1") opens the same run from its id.
-for result in run.results():
-    print(result.key, result.outcome)
+    # Elsewhere: vb.Client.from_env().open_run("faq-1") opens the same run from its id.
+    for result in run.results():
+        print(result.key, result.outcome)

@@ -11,18 +11,20 @@ import vertexbatch as vb
 
 reader = InMemoryMetricReader()
 provider = MeterProvider(metric_readers=[reader])
-client = vb.Client.from_env(meter_provider=provider)
+with vb.Client.from_env(meter_provider=provider) as client:
+    params = {
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": "Summarise the incident."}],
+    }
+    job = client.submit_claude(
+        "telemetry-1", "claude-opus-5-5@default", [vb.ClaudeRequest("a", params)]
+    )
+    vb.wait(client, job, floor=1)
+    for result in client.results(job):  # each result yielded is recorded
+        print(result.key, result.outcome, result.usage)
 
-params = {"max_tokens": 256, "messages": [{"role": "user", "content": "Summarise the incident."}]}
-job = client.submit_claude(
-    "telemetry-1", "claude-opus-5-5@default", [vb.ClaudeRequest("a", params)]
-)
-vb.wait(client, job, floor=1)
-for result in client.results(job):  # each result yielded is recorded
-    print(result.key, result.outcome, result.usage)
-
-for resource in reader.get_metrics_data().resource_metrics:
-    for scope in resource.scope_metrics:
-        for metric in scope.metrics:
-            for point in metric.data.data_points:
-                print(metric.name, dict(point.attributes or {}))
+    for resource in reader.get_metrics_data().resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                for point in metric.data.data_points:
+                    print(metric.name, dict(point.attributes or {}))
