@@ -132,7 +132,7 @@ def _sorted_json(body: dict[str, Any], fixed: bool) -> bytes:
     orjson writes the same text for plain JSON data (exact built-in types, string keys: what
     ``scan`` calls plain) in five to ten times less time, except floats below 1e-4 or from 1e16
     in size (``fixed`` says there are none), integers past 64 bits and strings that are not UTF-8
-    (it refuses those): then json writes it, or refuses it as before. docs/architecture.md has
+    (it refuses those): then json writes it, or refuses it as before. docs/performance.md has
     the decision; tests/test_fast_paths.py the proof.
     """
     if fixed:
