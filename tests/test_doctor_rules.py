@@ -9,7 +9,7 @@ from google.api_core.iam import Policy
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import resourcemanager_v3
 
-from vertexbatch._doctor import check_service_agent
+from vertexbatch._doctor_access import check_service_agent
 from vertexbatch._doctor_rules import agent_grants, bucket_location_fit, service_agent
 from vertexbatch.emulator import LocalStack
 

@@ -81,7 +81,10 @@ LAYERS: list[tuple[str, set[str]]] = [
         "the public Client, its async view, plans",
         {"_client", "_operations", "_aio", "_config", "_estimate", "_prices", "_tokens"},
     ),
-    ("checks of a project", {"_doctor", "_doctor_rules", "_probe", "_probe_shape"}),
+    (
+        "checks of a project",
+        {"_doctor", "_doctor_access", "_doctor_run", "_doctor_rules", "_probe", "_probe_shape"},
+    ),
     ("the public names", {"__init__"}),
     ("the local stack", {EMULATOR}),
     (

@@ -20,9 +20,7 @@ WAITING: dict[str, tuple[int, str]] = {
                 "reason as _client.py"),
     "_cached.py": (490, "a cache=True submission and the cached:ID job kind: to be the cache "
                    "package's modules"),
-    "_doctor.py": (670, "doctor's checks of configuration, Vertex and GCS beside those that need "
-                   "Resource Manager and bucket IAM: to be split in the command package"),
-    "_probe.py": (460, "the probe's staging, polling and reading: to be split in the command "
+    "_probe.py": (459, "the probe's staging, polling and reading: to be split in the command "
                   "package"),
 }  # fmt: skip
 

@@ -30,7 +30,8 @@ def doctor(models: tuple[str, ...], as_json: bool) -> None:
     also when doctor cannot tell.
     Exit 0 when no check failed, 13 when one did.
     """
-    from ._doctor import failed, run_checks
+    from ._doctor import failed
+    from ._doctor_run import run_checks
 
     checks = run_checks(os.environ, config_flags(), models=models)
     if as_json:

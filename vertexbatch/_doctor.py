@@ -37,44 +37,35 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ._config import Config, build_client, read_config
+from ._config import Config, read_config
 from ._doctor_rules import (
-    AGENT_ROLE,
     GENAI_REGIONS,
     GENAI_REGIONS_SOURCE,
-    agent_grants,
-    bucket_location_fit,
-    service_agent,
 )
 from ._errors import InvalidRequestError, shorten
 from ._providers import PROVIDERS, of_model
 from ._rules import check_model as check_model_id
 
 if TYPE_CHECKING:
-    from google.cloud import aiplatform_v1, resourcemanager_v3, storage
+    from google.cloud import aiplatform_v1
 
     from ._cloud import Cloud
     from ._models import Provider
-    from ._retry import RetryPolicy
 
 __all__ = [
+    "brief",
+    "fix_for",
     "DEFAULT_MODELS",
     "Check",
-    "Lookups",
     "Outcome",
     "check_bucket",
-    "check_bucket_location",
     "check_bucket_objects",
     "check_configuration",
     "check_credentials",
-    "check_job_create",
     "check_location",
     "check_model",
-    "check_service_agent",
     "check_vertex",
     "failed",
-    "lookups",
-    "run_checks",
 ]
 
 Outcome = Literal["ok", "warn", "fail", "skip"]
@@ -117,7 +108,7 @@ def failed(checks: list[Check]) -> bool:
     return any(c.result == "fail" for c in checks)
 
 
-def _short(exc: BaseException, limit: int = 160) -> str:
+def brief(exc: BaseException, limit: int = 160) -> str:
     """The error in one short line: a Google error's code and message, without the URL."""
     from google.api_core import exceptions as api_exceptions
 
@@ -213,7 +204,7 @@ def check_credentials(config: Config) -> Check:
         return Check(
             "credentials",
             "fail",
-            f"the application default credentials were refused ({_short(exc, 100)}): they are "
+            f"the application default credentials were refused ({brief(exc, 100)}): they are "
             f"expired or revoked; {login} again (or check GOOGLE_APPLICATION_CREDENTIALS).",
         )
     except Exception as exc:
@@ -221,7 +212,7 @@ def check_credentials(config: Config) -> Check:
             "credentials",
             "warn",
             f"cannot tell whether the credentials work: refreshing them failed "
-            f"({_short(exc, 100)}): {_fix(exc)}",
+            f"({brief(exc, 100)}): {fix_for(exc)}",
         )
     # A GCE or Cloud Run account names itself "default" until refreshed: read it after.
     email = getattr(credentials, "service_account_email", None)
@@ -251,7 +242,7 @@ def check_vertex(cloud: Cloud) -> tuple[Check, str | None]:
             f"{cloud.project}.",
         ), None
     except Exception as exc:
-        return Check("vertex", "fail", f"listing jobs failed ({_short(exc)}): {_fix(exc)}"), None
+        return Check("vertex", "fail", f"listing jobs failed ({brief(exc)}): {fix_for(exc)}"), None
     return Check("vertex", "ok", f"listing jobs in {cloud.vertex.parent} is allowed"), listed
 
 
@@ -271,7 +262,7 @@ def check_bucket(cloud: Cloud, bucket: str) -> Check:
             "need it, but doctor cannot check its location; bucket-objects checks access.",
         )
     except Exception as exc:
-        return Check("bucket", "fail", f"GCS did not answer ({_short(exc)}): {_fix(exc)}")
+        return Check("bucket", "fail", f"GCS did not answer ({brief(exc)}): {fix_for(exc)}")
     if not found:
         return Check(
             "bucket",
@@ -318,7 +309,7 @@ def _object_failure(exc: BaseException, step: str, bucket: str) -> str:
         return f"the caller may not {step} objects in gs://{bucket}: grant {OBJECT_ROLE} on it."
     if isinstance(exc, api_exceptions.NotFound) and step == "create":
         return f"bucket {bucket} does not exist: {_CREATE_BUCKET.format(bucket=bucket)}"
-    return f"{step} failed ({_short(exc)}): {_fix(exc)}"
+    return f"{step} failed ({brief(exc)}): {fix_for(exc)}"
 
 
 def _model_form(model: str) -> tuple[Provider, str | None]:
@@ -372,7 +363,7 @@ def check_model(
                 "check the id there, enable the model, or pass another --model.",
             )
         except Exception as exc:
-            unsure.append(f"{bare} ({_short(exc, 80)})")
+            unsure.append(f"{bare} ({brief(exc, 80)})")
             continue
         version = model.partition("@")[2]
         found.append(
@@ -391,274 +382,9 @@ def check_model(
     return Check("model", "ok", "; ".join(found))
 
 
-def check_job_create(projects: resourcemanager_v3.ProjectsClient, project: str) -> Check:
-    """The caller holds ``aiplatform.batchPredictionJobs.create`` on the project, asked of
-    Resource Manager's ``testIamPermissions`` (no job is created)."""
-    try:
-        held = projects.test_iam_permissions(
-            resource=f"projects/{project}",
-            permissions=[CREATE_PERMISSION],
-            retry=None,
-            timeout=LOOKUP_TIMEOUT,
-        )
-    except Exception as exc:
-        return Check(
-            "job-create",
-            "warn",
-            f"cannot tell: Resource Manager testIamPermissions failed ({_short(exc, 100)}); "
-            "enable cloudresourcemanager.googleapis.com to let doctor ask.",
-        )
-    if CREATE_PERMISSION in held.permissions:
-        return Check("job-create", "ok", f"the caller may create jobs in project {project}")
-    return Check(
-        "job-create",
-        "fail",
-        f"the caller lacks {CREATE_PERMISSION}: grant it {AIPLATFORM_ROLE} on project {project}.",
-    )
-
-
-def check_bucket_location(gcs: storage.Client, bucket: str, location: str) -> Check:
-    """The bucket's location is the job's region or a multi- or dual-region holding it."""
-    try:
-        found = gcs.get_bucket(bucket, timeout=LOOKUP_TIMEOUT)
-    except Exception as exc:
-        return Check("bucket-location", "warn", f"cannot tell: {_short(exc, 100)}")
-    where = found.location or ""
-    if not where:
-        return Check("bucket-location", "warn", f"cannot tell: gs://{bucket} shows no location")
-    fit, why = bucket_location_fit(
-        location, where, found.location_type or "", list(found.data_locations or ())
-    )
-    if fit == "ok":
-        return Check("bucket-location", "ok", why)
-    if fit == "warn":
-        return Check("bucket-location", "warn", f"cannot tell: {why}.")
-    return Check(
-        "bucket-location",
-        "fail",
-        f"{why}: use a bucket in {location} (or a multi-region holding it) for jobs there.",
-    )
-
-
-def project_number(
-    projects: resourcemanager_v3.ProjectsClient, project: str, listed: str | None = None
-) -> str:
-    """The project's number: the project itself when it is one, else Resource Manager's, else
-    the number in a listed job's name (Vertex names jobs ``projects/NUMBER/...``).
-
-    Raises:
-        Exception: Resource Manager's error, when no listed job names the number either.
-    """
-    if project.isdigit():
-        return project
-    try:
-        name = projects.get_project(
-            name=f"projects/{project}", retry=None, timeout=LOOKUP_TIMEOUT
-        ).name
-    except Exception:
-        parts = (listed or "").split("/")
-        if len(parts) > 1 and parts[0] == "projects" and parts[1].isdigit():
-            return parts[1]
-        raise
-    number = name.rpartition("/")[2]
-    if not number.isdigit():
-        raise ValueError(f"Resource Manager named the project {name!r}, not by its number")
-    return number
-
-
-def check_service_agent(
-    gcs: storage.Client,
-    projects: resourcemanager_v3.ProjectsClient,
-    project: str,
-    bucket: str,
-    listed: str | None = None,
-) -> Check:
-    """The bucket's IAM policy grants the Vertex AI service agent read and create on objects.
-
-    ``listed``: a job name the ``vertex`` check listed, a second source of the project number.
-    """
-    try:
-        number = project_number(projects, project, listed)
-    except Exception as exc:
-        return Check(
-            "service-agent",
-            "warn",
-            f"cannot tell: the project number of {project} is not readable ({_short(exc, 100)}); "
-            "grant the caller resourcemanager.projects.get or pass --project as the number.",
-        )
-    agent = service_agent(number)
-    from google.api_core import exceptions as api_exceptions
-
-    try:
-        policy = gcs.bucket(bucket).get_iam_policy(
-            requested_policy_version=3, timeout=LOOKUP_TIMEOUT
-        )
-    except api_exceptions.NotFound:
-        # The bucket was found a moment ago: this server has no IAM (fake-gcs-server has none).
-        return Check(
-            "service-agent",
-            "warn",
-            f"cannot tell whether {agent} may use gs://{bucket}: this GCS server serves no "
-            "bucket IAM policy (the local stack's does not).",
-        )
-    except Exception as exc:
-        return Check(
-            "service-agent",
-            "warn",
-            f"cannot tell whether {agent} may use gs://{bucket}: its IAM policy is not readable "
-            f"({_short(exc, 100)}); grant the caller storage.buckets.getIamPolicy to let doctor "
-            "look.",
-        )
-    grants = agent_grants(policy.bindings, agent)
-    if grants.read and grants.create:
-        return Check("service-agent", "ok", f"{agent} may read and create objects in gs://{bucket}")
-    lacking = " and ".join(
-        word for word, held in (("read", grants.read), ("create", grants.create)) if not held
-    )
-    unclear = grants.unknown_roles + grants.conditional_roles
-    also = f" (roles doctor cannot read: {', '.join(unclear)})" if unclear else ""
-    return Check(
-        "service-agent",
-        "warn",
-        f"gs://{bucket}'s policy does not show {agent} may {lacking} objects{also}, and project "
-        f"roles are not visible here: if jobs fail with code 7, grant it {AGENT_ROLE} on the "
-        "bucket.",
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Lookups:
-    """The clients doctor's lookups use besides a ``Client``'s: GCS, Model Garden, Resource
-    Manager, all at the local stack's Vertex endpoint when the configuration names one."""
-
-    gcs: storage.Client
-    garden: aiplatform_v1.ModelGardenServiceClient
-    projects: resourcemanager_v3.ProjectsClient
-
-
-def lookups(config: Config) -> Lookups:
-    """The clients for ``config``: anonymous at its endpoints, or with application default
-    credentials on Google Cloud (Model Garden at the location's regional endpoint)."""
-    from google.cloud import aiplatform_v1, resourcemanager_v3
-    from google.cloud import storage as gcs
-
-    if on_local_stack(config):
-        from google.auth.credentials import AnonymousCredentials
-
-        anonymous = AnonymousCredentials()  # type: ignore[no-untyped-call]
-        vertex = {"api_endpoint": config.vertex_endpoint}
-        return Lookups(
-            gcs.Client(
-                project=config.project,
-                credentials=anonymous,
-                client_options={"api_endpoint": config.storage_endpoint},
-            ),
-            aiplatform_v1.ModelGardenServiceClient(
-                transport="rest", credentials=anonymous, client_options=vertex
-            ),
-            resourcemanager_v3.ProjectsClient(
-                transport="rest", credentials=anonymous, client_options=vertex
-            ),
-        )
-    host = (
-        "aiplatform.googleapis.com"
-        if config.location == "global"
-        else f"{config.location}-aiplatform.googleapis.com"
-    )
-    return Lookups(
-        gcs.Client(project=config.project),
-        aiplatform_v1.ModelGardenServiceClient(
-            transport="rest", client_options={"api_endpoint": host}
-        ),
-        resourcemanager_v3.ProjectsClient(transport="rest"),
-    )
-
-
-def _fix(exc: BaseException) -> str:
+def fix_for(exc: BaseException) -> str:
     """The fix for an error a check did not expect, in one sentence."""
-    text = _short(exc).lower()
+    text = brief(exc).lower()
     if "refused" in text or "connect" in text:
         return "check the endpoint and the network (for the local stack: 'vertexbatch emulator')."
     return "check the network and the project, then run doctor again with -v."
-
-
-# -- all of them --------------------------------------------------------------------------------
-
-
-def run_checks(
-    env: Mapping[str, str],
-    flags: Mapping[str, str | None] | None = None,
-    *,
-    models: Sequence[str] = (),
-    retry: RetryPolicy | None = None,
-) -> list[Check]:
-    """Every check in order; one that needs an earlier one's success is skipped, saying why.
-
-    ``models``: the models the ``model`` check looks up (``DEFAULT_MODELS`` when empty).
-    """
-    from ._client import Client, cloud_of
-    from ._retry import RetryPolicy
-
-    if retry is None:
-        # A check reports what it found: a few quick retries, not the jobs' five minutes.
-        retry = RetryPolicy(attempts=3, maximum=5.0, deadline=30.0)
-    models = tuple(models) or DEFAULT_MODELS
-    # The location check's provider: one only when every model is of one family.
-    families = {of_model(model) for model in models}
-    single = models[0] if len(families) == 1 else None
-
-    checks: list[Check] = []
-    configuration, config = check_configuration(env, flags)
-    checks.append(configuration)
-    cloud_checks = (
-        "vertex",
-        "job-create",
-        "bucket",
-        "bucket-location",
-        "bucket-objects",
-        "service-agent",
-    )
-    if config is None:
-        needs = "needs the configuration"
-        checks += [Check(name, "skip", needs) for name in ("location", "credentials")]
-        checks += [Check(name, "skip", needs) for name in cloud_checks]
-        checks.append(check_model(None, models))
-        return checks
-    checks.append(check_location(config, single))
-    credentials = check_credentials(config)
-    checks.append(credentials)
-    if credentials.result == "fail":
-        checks += [Check(name, "skip", "needs credentials") for name in cloud_checks]
-        checks.append(check_model(config, models))
-        return checks
-    cloud = cloud_of(build_client(Client, env, flags=flags, retry=retry))
-    found = lookups(config)
-    vertex, listed = check_vertex(cloud)
-    checks.append(vertex)
-    checks.append(check_job_create(found.projects, config.project))
-    bucket = check_bucket(cloud, config.bucket)
-    checks.append(bucket)
-    if bucket.result == "ok":
-        checks.append(check_bucket_location(found.gcs, config.bucket, config.location))
-        checks.append(check_bucket_objects(cloud, config.bucket, config.prefix))
-        checks.append(
-            check_service_agent(found.gcs, found.projects, config.project, config.bucket, listed)
-        )
-    elif bucket.result == "warn":
-        # The metadata was refused: the object round trip is what shows the bucket is usable.
-        checks.append(Check("bucket-location", "skip", "needs the bucket's metadata"))
-        objects = check_bucket_objects(cloud, config.bucket, config.prefix)
-        checks.append(objects)
-        if objects.result == "ok":
-            checks.append(
-                check_service_agent(
-                    found.gcs, found.projects, config.project, config.bucket, listed
-                )
-            )
-        else:
-            checks.append(Check("service-agent", "skip", "needs bucket-objects"))
-    else:
-        for name in ("bucket-location", "bucket-objects", "service-agent"):
-            checks.append(Check(name, "skip", "needs the bucket"))
-    checks.append(check_model(config, models, found.garden))
-    return checks

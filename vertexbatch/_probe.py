@@ -32,6 +32,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ._config import Config, local_retry, read_config
+from ._doctor import on_local_stack
 from ._errors import InvalidRequestError
 from ._json import load_json
 from ._probe_shape import (
@@ -105,8 +106,6 @@ def _lines(name: str, invalid: bool = True) -> bytes:
 
 def _session(config: Config) -> tuple[requests.Session, str]:
     """An HTTP session and the Vertex base URL: anonymous at the stack, else ADC."""
-    from ._doctor import on_local_stack
-
     if on_local_stack(config):
         import requests
 
@@ -218,7 +217,7 @@ def run_probe(
             ``MIN_INTERVAL`` against real Vertex.
         google.api_core.exceptions.GoogleAPICallError: a create or get was refused.
     """
-    from ._doctor import lookups, on_local_stack
+    from ._doctor_run import lookups
 
     config = read_config(env, flags if flags is not None else {})
     if interval is not None and interval < MIN_INTERVAL and not on_local_stack(config):
