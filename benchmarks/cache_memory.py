@@ -30,11 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--buffer", type=int, default=0)
     args = parser.parse_args(argv)
     import vertexbatch as vb
-    from vertexbatch import _cached
+    from vertexbatch import _cache_fill
     from vertexbatch.emulator import LocalStack
 
     if args.buffer:
-        _cached.FILL_BUFFER = args.buffer
+        _cache_fill.FILL_BUFFER = args.buffer
     text = "Summarise item {i} of the ledger, please, in one line."
     requests = [
         vb.ClaudeRequest(
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             assert count == args.n
             figures[cache] = (peak / 2**20, seconds)
     print(
-        f"N={args.n:,}, FILL_BUFFER={_cached.FILL_BUFFER:,}: results pass peak "
+        f"N={args.n:,}, FILL_BUFFER={_cache_fill.FILL_BUFFER:,}: results pass peak "
         f"{figures[False][0]:.1f} MB ({figures[False][1]:.2f} s) without the cache, "
         f"{figures[True][0]:.1f} MB ({figures[True][1]:.2f} s) with cache=True"
     )

@@ -64,16 +64,16 @@ def test_passes_that_stop_early_write_each_part_once(
     """Every answer is a part of its own; three passes stop after four of six answers: the
     parts they write are named alike, so the cache holds four objects, not twelve, and a full
     pass adds the last two."""
-    from vertexbatch import _cached
+    from vertexbatch import _cache_fill
 
-    monkeypatch.setattr(_cached, "FILL_BUFFER", 1)
+    monkeypatch.setattr(_cache_fill, "FILL_BUFFER", 1)
     ticks = itertools.count(2_000_000_000, 10)  # every write at a later time
 
     class Ticking(AnswerCache):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs, clock=lambda: next(ticks))
 
-    monkeypatch.setattr(_cached, "AnswerCache", Ticking)
+    monkeypatch.setattr(_cache_fill, "AnswerCache", Ticking)
     job = client.submit_claude("parts", CLAUDE, _requests(6), cache=True)
     stack.wait_job(job.name)
     for _ in range(3):

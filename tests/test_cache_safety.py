@@ -386,17 +386,17 @@ def test_a_large_fill_is_written_in_parts_of_bounded_size(
 ) -> None:
     """A results pass holds at most FILL_BUFFER bytes of answers: past it, they are written as
     a part of their own (``ID.p1``, ...), and every answer reaches the cache."""
-    from vertexbatch import _cached
+    from vertexbatch import _cache_fill
 
-    monkeypatch.setattr(_cached, "FILL_BUFFER", 600)  # about two answers
+    monkeypatch.setattr(_cache_fill, "FILL_BUFFER", 600)  # about two answers
     held: list[int] = []
-    real = _cached.CacheFill._write
+    real = _cache_fill.CacheFill._write
 
-    def write(self: _cached.CacheFill) -> bool:
+    def write(self: _cache_fill.CacheFill) -> bool:
         held.append(self._size)
         return real(self)
 
-    monkeypatch.setattr(_cached.CacheFill, "_write", write)
+    monkeypatch.setattr(_cache_fill.CacheFill, "_write", write)
     job = client.submit_claude("big", CLAUDE, _requests(7), cache=True)
     stack.wait_job(job.name)
     assert sum(r.ok for r in client.results(job)) == 7

@@ -60,7 +60,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("one output row, one Result (pure)", {"_outcomes", "_failures"}),
     ("the provider table (pure)", {"_providers"}),
     ("the staged folder", {"_manifest", "_staged"}),
-    ("the answer cache", {"_cache", "_cache_entry", "_cached"}),
+    ("the answer cache", {"_cache", "_cache_entry", "_cache_fill", "_cached"}),
     ("one job: submitting and reading", {"_identity", "_stage", "_lookup", "_results"}),
     (
         "runs over many jobs, and waiting",

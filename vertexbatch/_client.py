@@ -9,8 +9,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 from ._aio import AsyncClient
+from ._cache_fill import CacheFill
 from ._cached import (
-    CacheFill,
     cached_status,
     is_cached_job,
 )

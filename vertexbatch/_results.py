@@ -6,7 +6,8 @@ import logging
 from collections import Counter
 from collections.abc import Iterator
 
-from ._cached import CacheFill, cached_status, is_cached_job, read_cached
+from ._cache_fill import CacheFill
+from ._cached import cached_status, is_cached_job, read_cached
 from ._dedupe import shared_result
 from ._errors import LineError, MissingError, job_errors
 from ._json import load_json

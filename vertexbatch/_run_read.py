@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from ._cached import CacheFill
+from ._cache_fill import CacheFill
 from ._cloud import Cloud
 from ._errors import MissingError
 from ._ledger import Shard, counts_online
