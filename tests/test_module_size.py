@@ -18,8 +18,6 @@ WAITING: dict[str, tuple[int, str]] = {
                    "SubmitOptions each), with their documentation; to be split by operation"),
     "_aio.py": (588, "the async façade mirrors the blocking one method by method, for the same "
                 "reason as _client.py"),
-    "_probe.py": (459, "the probe's staging, polling and reading: to be split in the command "
-                  "package"),
 }  # fmt: skip
 
 

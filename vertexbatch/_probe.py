@@ -23,7 +23,6 @@ user's bucket; the input is ours, the output the service's).
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import Callable, Mapping
@@ -40,6 +39,7 @@ from ._probe_shape import (
     facts,
     field_names,
     output_dir_offset,
+    probe_rows,
     row_facts,
     shape,
 )
@@ -69,39 +69,7 @@ TERMINAL = frozenset(
         "JOB_STATE_EXPIRED",
     }
 )
-_ANSWER = "Name one primary colour."
-_LONG = "Count from one to twenty in words."
 _MAX_FILE = 4 * 1024 * 1024  # three rows: anything larger is not read
-
-
-def _lines(name: str, invalid: bool = True) -> bytes:
-    """The staged JSONL of one provider's probe rows (without the invalid one: two)."""
-    from ._lines import claude_line, gemini_line
-    from ._models import ClaudeRequest, GeminiRequest
-
-    if name == "claude":
-
-        def claude(key: str, text: str, max_tokens: int) -> bytes:
-            params = {"max_tokens": max_tokens, "messages": [{"role": "user", "content": text}]}
-            return claude_line(ClaudeRequest(key=key, params=params)).data
-
-        def refused_by_vertex(line: bytes) -> bytes:
-            # max_tokens 0, which submit refuses before staging: only Vertex's answer is wanted.
-            row = json.loads(line)
-            row["request"]["max_tokens"] = 0
-            return json.dumps(row, separators=(",", ":")).encode("utf-8") + b"\n"
-
-        rows = claude("answer", _ANSWER, 64) + claude("truncated", _LONG, 1)
-        return rows + refused_by_vertex(claude("invalid", _ANSWER, 1)) if invalid else rows
-    from google.genai import types as genai_types
-
-    def gemini(key: str, text: str, role: str, limit: int) -> bytes:
-        contents = [{"role": role, "parts": [{"text": text}]}]
-        config = genai_types.GenerateContentConfig(max_output_tokens=limit)
-        return gemini_line(GeminiRequest(key=key, contents=contents, config=config)).data
-
-    rows = gemini("answer", _ANSWER, "user", 64) + gemini("truncated", _LONG, "user", 1)
-    return rows + gemini("invalid", _ANSWER, "critic", 64) if invalid else rows
 
 
 def _session(config: Config) -> tuple[requests.Session, str]:
@@ -392,7 +360,7 @@ def _create_all(
     for name in ("claude", "gemini"):
         blob = gcs.bucket(config.bucket).blob(f"{folder}/{name}/input.jsonl")
         blob.upload_from_string(
-            _lines(name, invalid), content_type="application/jsonl", if_generation_match=0
+            probe_rows(name, invalid), content_type="application/jsonl", if_generation_match=0
         )
         body = {
             "displayName": f"vertexbatch-probe-{stamp}-{name}",

@@ -8,7 +8,8 @@ survives: a string under any other key becomes ``"string"``.
 ``facts`` condenses a probe's jobs and rows into the flat, documented keys that
 ``LocalStack.from_probe_report`` reads and that docs/local-stack.md maps to the reference's
 UNCONFIRMED points; ``LOCAL_DEFAULTS`` is what a default local stack shows (a test pins it by
-probing one), and ``differences`` lists where a report departs from it.
+probing one), and ``differences`` lists where a report departs from it. ``probe_rows`` are the
+rows a probe stages: an answer, a truncation and one Vertex refuses.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from ._json import load_json
 
 __all__ = [
+    "probe_rows",
     "LOCAL_DEFAULTS",
     "differences",
     "facts",
@@ -297,3 +299,37 @@ def differences(
         if seen is not None and seen != local:
             lines.append(f"{key}: service {json.dumps(seen)}, local stack {json.dumps(local)}")
     return lines
+
+
+_ANSWER = "Name one primary colour."
+_LONG = "Count from one to twenty in words."
+
+
+def probe_rows(name: str, invalid: bool = True) -> bytes:
+    """The staged JSONL of one provider's probe rows (without the invalid one: two)."""
+    from ._lines import claude_line, gemini_line
+    from ._models import ClaudeRequest, GeminiRequest
+
+    if name == "claude":
+
+        def claude(key: str, text: str, max_tokens: int) -> bytes:
+            params = {"max_tokens": max_tokens, "messages": [{"role": "user", "content": text}]}
+            return claude_line(ClaudeRequest(key=key, params=params)).data
+
+        def refused_by_vertex(line: bytes) -> bytes:
+            # max_tokens 0, which submit refuses before staging: only Vertex's answer is wanted.
+            row = json.loads(line)
+            row["request"]["max_tokens"] = 0
+            return json.dumps(row, separators=(",", ":")).encode("utf-8") + b"\n"
+
+        rows = claude("answer", _ANSWER, 64) + claude("truncated", _LONG, 1)
+        return rows + refused_by_vertex(claude("invalid", _ANSWER, 1)) if invalid else rows
+    from google.genai import types as genai_types
+
+    def gemini(key: str, text: str, role: str, limit: int) -> bytes:
+        contents = [{"role": role, "parts": [{"text": text}]}]
+        config = genai_types.GenerateContentConfig(max_output_tokens=limit)
+        return gemini_line(GeminiRequest(key=key, contents=contents, config=config)).data
+
+    rows = gemini("answer", _ANSWER, "user", 64) + gemini("truncated", _LONG, "user", 1)
+    return rows + gemini("invalid", _ANSWER, "critic", 64) if invalid else rows
