@@ -16,7 +16,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._client_base import check_client
 from ._models import Job, Status
@@ -40,6 +40,20 @@ __all__ = [
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _after_poll(
+    schedule: Schedule, span: Any, polled: Status, on_progress: Callable[[Status], None] | None
+) -> float | None:
+    """What both loops do with a status they polled: report it, ask the schedule for the next
+    pause (``None``: stop, the job is terminal), and note it on the wait's span."""
+    if on_progress is not None:
+        on_progress(polled)
+    pause = schedule.pause(polled)
+    span.set_attribute("vertexbatch.wait.polls", schedule.polls)
+    if pause is None:
+        span.set_attribute("vertexbatch.job.state", polled.state)
+    return pause
 
 
 def poll(
@@ -68,12 +82,8 @@ def poll(
     with tracing.operation("wait", job_attributes(job)) as span:
         while True:
             polled = status(job)
-            if on_progress is not None:
-                on_progress(polled)
-            pause = schedule.pause(polled)
-            span.set_attribute("vertexbatch.wait.polls", schedule.polls)
+            pause = _after_poll(schedule, span, polled, on_progress)
             if pause is None:
-                span.set_attribute("vertexbatch.job.state", polled.state)
                 return polled
             pause_for(pause)
 
@@ -104,12 +114,8 @@ async def poll_async(
     with tracing.operation("wait", job_attributes(job)) as span:
         while True:
             polled = await status(job)
-            if on_progress is not None:
-                on_progress(polled)
-            pause = schedule.pause(polled)
-            span.set_attribute("vertexbatch.wait.polls", schedule.polls)
+            pause = _after_poll(schedule, span, polled, on_progress)
             if pause is None:
-                span.set_attribute("vertexbatch.job.state", polled.state)
                 return polled
             await pause_for(pause)
 
