@@ -94,7 +94,7 @@ def _many_writers(stack: Any, bucket: str, digests: list[str], repeats: int) -> 
     lookup reads every object of the shards it needs, so it grows with the jobs that filled
     the cache (nothing compacts it), not with the requests."""
     import vertexbatch as vb
-    from vertexbatch._cache import COMPACT_MARGIN, AnswerCache
+    from vertexbatch._cache.store import COMPACT_MARGIN, AnswerCache
     from vertexbatch._client import cloud_of
 
     client = stack.client(bucket=bucket, prefix="bench-writers", retry=vb.RetryPolicy.no_wait())
@@ -131,7 +131,7 @@ def _many_writers(stack: Any, bucket: str, digests: list[str], repeats: int) -> 
 def measure_cache(n: int, repeats: int) -> dict[str, Any]:
     """Every figure of the cache benchmark for ``n`` requests (see the module docstring)."""
     import vertexbatch as vb
-    from vertexbatch._cache import AnswerCache
+    from vertexbatch._cache.store import AnswerCache
     from vertexbatch._client import cloud_of
     from vertexbatch._dedupe import exact_digest
     from vertexbatch._lines import claude_line

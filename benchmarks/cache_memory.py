@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--buffer", type=int, default=0)
     args = parser.parse_args(argv)
     import vertexbatch as vb
-    from vertexbatch import _cache_fill
+    from vertexbatch._cache import fill as _cache_fill
     from vertexbatch.emulator import LocalStack
 
     if args.buffer:

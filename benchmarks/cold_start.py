@@ -56,7 +56,7 @@ COMMANDS = (
     # What the installed `vertexbatch` script runs, with its argument.
     Command(
         "`vertexbatch --help`",
-        ("-c", "import sys; from vertexbatch._cli import main; sys.exit(main())", "--help"),
+        ("-c", "import sys; from vertexbatch._command.cli import main; sys.exit(main())", "--help"),
         1.5,
     ),
     # For reference, no target: what a command that talks to the cloud pays before its first

@@ -38,7 +38,7 @@ from google.cloud import storage
 
 import vertexbatch as vb
 from benchmarks import workload
-from vertexbatch._upload import CHUNK
+from vertexbatch._gcs.upload import CHUNK
 
 __all__ = ["CountingSession", "main"]
 

@@ -90,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import vertexbatch as vb
     from benchmarks import workload
-    from vertexbatch import _upload
-    from vertexbatch._staging import Staging
+    from vertexbatch._gcs import upload as _upload
+    from vertexbatch._gcs.staging import Staging
     from vertexbatch.emulator._gcs import free_port
 
     port = free_port()

@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     from google.cloud.storage._media.requests import ResumableUpload
 
     from benchmarks import workload
-    from vertexbatch import _resumable, _upload
+    from vertexbatch._gcs import resumable as _resumable
+    from vertexbatch._gcs import upload as _upload
     from vertexbatch.emulator import LocalStack
 
     if args.chunk_mib:

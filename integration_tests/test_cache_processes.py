@@ -7,7 +7,7 @@ import multiprocessing
 import pytest
 
 from tests.helpers import CLAUDE, jobs_in
-from vertexbatch._cache_entry import parse_entry
+from vertexbatch._cache.entry import parse_entry
 from vertexbatch._dedupe import exact_digest
 from vertexbatch._lines import claude_line
 from vertexbatch.emulator import LocalStack

@@ -45,7 +45,7 @@ def _imported_after(code: str) -> set[str]:
 
 HELP = """
 import contextlib, io
-from vertexbatch._cli import main
+from vertexbatch._command.cli import main
 with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
     main(["--help"])
 """

@@ -14,11 +14,11 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import vertexbatch as vb
 from tests.helpers import CLAUDE, GEMINI, claude_request, jobs_in, request_line, write_lines
-from vertexbatch._cli import main
+from vertexbatch._command.cli import main
 from vertexbatch._dedupe import dedupe
+from vertexbatch._gcs.staging import Staging
 from vertexbatch._keymap import KeyMap
 from vertexbatch._lines import claude_line
-from vertexbatch._staging import Staging
 from vertexbatch.emulator import JobOptions, LocalStack
 
 

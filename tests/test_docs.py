@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vertexbatch._cli import ExitCode
+from vertexbatch._command.cli import ExitCode
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -34,8 +34,8 @@ RUN_BY = {
     "docs/examples/asyncio_basics.py": "tests/test_aio_examples.py",
     "examples/agent_executor.py": "tests/test_examples.py",
     "examples/async_agent_executor.py": "tests/test_aio_examples.py",
-    "examples/nightly_run.py": "tests/test_run_examples.py",
-    "examples/run_advancer.py": "tests/test_run_examples.py",
+    "examples/nightly_run.py": "tests/runs/test_run_examples.py",
+    "examples/run_advancer.py": "tests/runs/test_run_examples.py",
 }
 # A fragment is marked `<!-- fragment: why it cannot run alone -->` just above its fence.
 FRAGMENT = re.compile(r"<!-- fragment: \S.* -->")
@@ -44,7 +44,7 @@ MAX_FRAGMENTS = 2
 _BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 _INCLUDE = re.compile(r'--8<-- "([^"]+)"')
 _README_PYTHON = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
-# Repository paths a page names in backticks: `tests/test_cli.py`, `examples/x.py::test_y`.
+# Repository paths a page names in backticks: `tests/command/test_cli.py`, `examples/x.py::test_y`.
 _NAMED_PATH = re.compile(
     r"`((?:docs|examples|tests|integration_tests|benchmarks|vertexbatch|reference)/[^`\s:]*)"
 )

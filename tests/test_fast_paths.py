@@ -19,10 +19,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import vertexbatch as vb
-from vertexbatch import _field_types, _importer, _keymap, _staging
+from vertexbatch import _field_types, _importer, _keymap
+from vertexbatch._gcs import staging as _staging
+from vertexbatch._gcs.staging import Staging
 from vertexbatch._keymap import key_digest, parse_key_record
 from vertexbatch._lines import StagedLine
-from vertexbatch._staging import Staging
 from vertexbatch.emulator import LocalStack
 
 from .gcs_gate import Spoil, gate

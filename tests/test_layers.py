@@ -30,10 +30,11 @@ LAYERS: list[tuple[str, set[str]]] = [
         "I/O and cross-cutting",
         {
             "_retry",
-            "_upload",
-            "_resumable",
-            "_ranged_read",
-            "_staging",
+            "_gcs",
+            "_gcs.upload",
+            "_gcs.resumable",
+            "_gcs.ranged_read",
+            "_gcs.staging",
             "_vertex",
             "_telemetry",
             "_tracing",
@@ -60,20 +61,24 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("one output row, one Result (pure)", {"_outcomes", "_failures"}),
     ("the provider table (pure)", {"_providers"}),
     ("the staged folder", {"_manifest", "_staged"}),
-    ("the answer cache", {"_cache", "_cache_entry", "_cache_fill", "_cached"}),
+    (
+        "the answer cache",
+        {"_cache", "_cache.store", "_cache.entry", "_cache.fill", "_cache.submission"},
+    ),
     ("one job: submitting and reading", {"_identity", "_stage", "_lookup", "_results"}),
     (
         "runs over many jobs, and waiting",
         {
-            "_run_start",
             "_runs",
-            "_run_jobs",
-            "_run_read",
-            "_run_records",
-            "_run_step",
-            "_plan",
-            "_ledger",
-            "_online",
+            "_runs.start",
+            "_runs.run",
+            "_runs.jobs",
+            "_runs.read",
+            "_runs.records",
+            "_runs.step",
+            "_runs.plan",
+            "_runs.ledger",
+            "_runs.online",
             "_wait",
         },
     ),
@@ -83,7 +88,15 @@ LAYERS: list[tuple[str, set[str]]] = [
     ),
     (
         "checks of a project",
-        {"_doctor", "_doctor_access", "_doctor_run", "_doctor_rules", "_probe", "_probe_shape"},
+        {
+            "_checks",
+            "_checks.doctor",
+            "_checks.doctor_access",
+            "_checks.doctor_run",
+            "_checks.doctor_rules",
+            "_checks.probe",
+            "_checks.probe_shape",
+        },
     ),
     ("the public names", {"__init__"}),
     ("the local stack", {EMULATOR}),
@@ -91,18 +104,19 @@ LAYERS: list[tuple[str, set[str]]] = [
         "the command and the demo",
         {
             "__main__",
-            "_cli",
-            "_cli_options",
-            "_cli_render",
-            "_cli_requests",
-            "_cli_plan",
-            "_cli_runs",
-            "_cli_local",
-            "_cli_doctor",
-            "_cli_probe",
-            "_demo",
-            "_demo_data",
-            "_demo_cache",
+            "_command",
+            "_command.cli",
+            "_command.cli_options",
+            "_command.cli_render",
+            "_command.cli_requests",
+            "_command.cli_plan",
+            "_command.cli_runs",
+            "_command.cli_local",
+            "_command.cli_doctor",
+            "_command.cli_probe",
+            "_command.demo",
+            "_command.demo_data",
+            "_command.demo_cache",
         },
     ),
 ]
@@ -179,24 +193,40 @@ def _module(stem: str, name: str) -> str:
 
 
 def _node_of(name: str) -> str | None:
-    """The client's node a module name stands for (``None``: not vertexbatch's)."""
+    """The client's node a module name stands for (``None``: not vertexbatch's): ``__init__``
+    for the package itself, the stack as one node, else the dotted path below ``vertexbatch``
+    (``_runs.step``; a subpackage's own ``__init__`` is its name, ``_runs``)."""
     parts = name.split(".")
     if parts[0] != "vertexbatch":
         return None
     if len(parts) == 1:
         return "__init__"
-    return EMULATOR if parts[1] == EMULATOR else parts[1]
+    return EMULATOR if parts[1] == EMULATOR else ".".join(parts[1:])
+
+
+def _client_modules() -> Iterator[tuple[str, Path]]:
+    """Each module of the client (the stack left out) with its node name."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        if parts[0] == EMULATOR:
+            continue
+        if parts == ("__init__",):
+            yield "__init__", path
+        elif parts[-1] == "__init__":
+            yield ".".join(parts[:-1]), path
+        else:
+            yield ".".join(parts), path
 
 
 def client_edges() -> list[Edge]:
     """Every run-time import between the client's modules (the stack counts as one node)."""
     edges = []
-    for path in sorted(PACKAGE.glob("*.py")):
+    for source, path in _client_modules():
         for node, names in _imports(path):
             for name in names:
                 target = _node_of(name)
-                if target is not None and target != path.stem:
-                    edges.append(Edge(path.stem, target, path, node.lineno))
+                if target is not None and target != source:
+                    edges.append(Edge(source, target, path, node.lineno))
     return edges
 
 
@@ -245,9 +275,20 @@ def test_every_module_has_one_layer() -> None:
     """Each module of the package is in exactly one layer, and every layer's module exists."""
     placed = [module for _, modules in LAYERS for module in modules]
     assert len(placed) == len(set(placed)), "a module is in two layers"
-    present = {path.stem for path in PACKAGE.glob("*.py")} | {EMULATOR}
+    present = {name for name, _ in _client_modules()} | {EMULATOR}
     assert present - set(placed) == set(), "place the new module in LAYERS (and the docs' table)"
     assert set(placed) - present == set(), "a module in LAYERS no longer exists"
+
+
+def test_each_package_sits_in_one_layer() -> None:
+    """A subpackage is one box of the diagram: its modules are all in its own layer."""
+    level = {module: index for index, (_, modules) in enumerate(LAYERS) for module in modules}
+    packages = {name for name, path in _client_modules() if path.name == "__init__.py"}
+    split = {
+        package: sorted({LAYERS[level[m]][0] for m in level if m.split(".")[0] == package})
+        for package in packages - {"__init__"}
+    }
+    assert {p: layers for p, layers in split.items() if len(layers) != 1} == {}
 
 
 def test_every_import_points_down() -> None:

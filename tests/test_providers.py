@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from vertexbatch import ClaudeRequest, Client, GeminiRequest, InvalidRequestError
-from vertexbatch._cli_requests import _REQUESTS
+from vertexbatch._command.cli_requests import _REQUESTS
 from vertexbatch._estimate import output_ceiling
 from vertexbatch._keymap import KEY_FIELD
 from vertexbatch._outcomes import READERS

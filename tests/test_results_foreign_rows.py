@@ -25,10 +25,10 @@ from tests.helpers import (
     claude_request,
     finished_output,
 )
+from vertexbatch._gcs.staging import Staging
 from vertexbatch._keymap import KeyMap, cache_digest, key_digest
 from vertexbatch._models import Job
 from vertexbatch._results import read_output_file
-from vertexbatch._staging import Staging
 from vertexbatch.emulator import LocalStack
 
 PROVIDERS = ["anthropic", "google"]

@@ -8,7 +8,7 @@ import pytest
 
 import vertexbatch as vb
 from tests.helpers import FINAL_OUTPUT, finished_output
-from vertexbatch import _staging
+from vertexbatch._gcs import staging as _staging
 from vertexbatch.emulator import LocalStack
 
 BIG = "a" * (5 * 1024 * 1024)  # one row past the first 4 MiB range read

@@ -13,8 +13,8 @@ from google.api_core import exceptions as api_exceptions
 from google.auth import exceptions as auth_exceptions
 
 import vertexbatch as vb
-from vertexbatch._cache import storage_errors
-from vertexbatch._cli_render import ExitCode, describe_error
+from vertexbatch._cache.store import storage_errors
+from vertexbatch._command.cli_render import ExitCode, describe_error
 from vertexbatch._retry import is_transient_call_error, transport_errors
 from vertexbatch.emulator import LocalStack
 

@@ -12,7 +12,7 @@ from google.cloud import aiplatform_v1
 
 import vertexbatch as vb
 from tests.helpers import claude_requests, gemini_requests, jobs_in
-from vertexbatch._staging import Staging
+from vertexbatch._gcs.staging import Staging
 from vertexbatch.emulator import LocalStack
 
 MODEL = "claude-opus-5-5@default"

@@ -15,10 +15,12 @@ from click.testing import CliRunner
 import vertexbatch as vb
 from tests.gcs_gate import Spoil, gate
 from tests.helpers import CLAUDE, GEMINI, claude_requests, fill_cache, local_client, object_names
-from vertexbatch import _ledger, _manifest
-from vertexbatch._cli import ExitCode, main
+from vertexbatch import _manifest
 from vertexbatch._client import cloud_of
-from vertexbatch._ledger import (
+from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._lines import claude_line
+from vertexbatch._runs import ledger as _ledger
+from vertexbatch._runs.ledger import (
     LEDGER_MAX,
     MAX_ATTEMPTS,
     Ledger,
@@ -28,7 +30,6 @@ from vertexbatch._ledger import (
     read_ledger,
     write_ledger,
 )
-from vertexbatch._lines import claude_line
 from vertexbatch.emulator import LocalStack
 
 RUN_ID = "r" * 52  # the longest a run id may be: the most bytes per shard in its ledger

@@ -31,7 +31,7 @@ from ._models import (
 )
 from ._prices import PRICES, PRICES_DATE, PRICES_SOURCE, Price
 from ._retry import RetryPolicy, is_retryable
-from ._runs import KeyResult, Run, RunSummary, Shard
+from ._runs.run import KeyResult, Run, RunSummary, Shard
 from ._wait import wait
 
 __all__ = [

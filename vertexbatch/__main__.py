@@ -24,7 +24,7 @@ def main() -> None:
     except ImportError:
         print(INSTALL_HINT, file=sys.stderr)
         sys.exit(2)
-    from ._cli import main as command
+    from ._command.cli import main as command
 
     command()
 

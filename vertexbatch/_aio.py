@@ -32,9 +32,9 @@ from ._client_base import check_client, cloud_of, lifecycle_of
 from ._estimate import Plan
 from ._lifecycle import closed_error
 from ._models import ClaudeRequest, GeminiRequest, Job, Result, Status
-from ._online import CONCURRENCY
 from ._prices import Price
-from ._runs import DEFAULT_SHARD_SIZE, KeyResult, Run, RunSummary
+from ._runs.online import CONCURRENCY
+from ._runs.run import DEFAULT_SHARD_SIZE, KeyResult, Run, RunSummary
 from ._wait import poll_async
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 from ._aio import AsyncClient
-from ._cache_fill import CacheFill
-from ._cached import (
+from ._cache.fill import CacheFill
+from ._cache.submission import (
     cached_status,
     is_cached_job,
 )
@@ -19,6 +19,7 @@ from ._cloud import Cloud
 from ._config import DEFAULT_PREFIX, build_client
 from ._errors import job_errors
 from ._estimate import Plan
+from ._gcs.staging import Staging
 from ._lifecycle import Lifecycle, endpoint_clients
 from ._lookup import find
 from ._models import ClaudeRequest, GeminiRequest, Job, Result, Status
@@ -28,9 +29,8 @@ from ._prices import Price
 from ._results import iter_results
 from ._retry import RetryPolicy
 from ._rules import check_id, check_job
-from ._run_start import open_run as load_run
-from ._runs import DEFAULT_SHARD_SIZE, Run
-from ._staging import Staging
+from ._runs.run import DEFAULT_SHARD_SIZE, Run
+from ._runs.start import open_run as load_run
 from ._telemetry import Telemetry
 from ._tracing import Tracing, job_attributes, traced
 from ._vertex import Vertex, status_of

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ._gcs.staging import Staging
 from ._online_call import OnlineClients
 from ._retry import RetryPolicy
-from ._staging import Staging
 from ._telemetry import Telemetry
 from ._tracing import Tracing
 from ._vertex import Vertex

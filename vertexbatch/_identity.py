@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING
 
 from google.api_core import exceptions as api_exceptions
 
-from ._cached import record_cached
+from ._cache.submission import record_cached
 from ._errors import InvalidRequestError
+from ._gcs.staging import Staging
 from ._lines import StagedLine
 from ._lookup import choose, follow_record, matching
 from ._manifest import (
@@ -41,7 +42,6 @@ from ._models import Job, Provider
 from ._retry import RetryPolicy, is_transient_call_error
 from ._stage import stage
 from ._staged import read_key_map, read_staged_lines
-from ._staging import Staging
 from ._tracing import step, stepped
 from ._vertex import NONCE_LABEL, JobSpec, Vertex, is_live, succeeded
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._cached import answer_from_cache, cached_job
+from ._cache.submission import answer_from_cache, cached_job
 from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError, JobError, job_errors
+from ._gcs.staging import Staging
 from ._lines import StagedLine
 from ._manifest import RECORD, Manifest, claim_conflict, measure, read_manifest
 from ._models import Job, Provider
 from ._rules import is_job_name
 from ._stage import only_model_differs
-from ._staging import Staging
 from ._vertex import JobSpec, Vertex, is_live, succeeded
 
 if TYPE_CHECKING:

@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ._errors import InvalidRequestError
+from ._gcs.staging import Folder, Staging
 from ._lines import StagedLine
 from ._models import Provider
 from ._rules import MAX_INPUT_BYTES, MAX_ROWS
-from ._staging import Folder, Staging
 from ._vertex import JobSpec
 
 __all__ = [

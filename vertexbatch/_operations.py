@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from ._cache import AnswerCache, check_ttl
-from ._cached import answer_from_cache, claimed_digests, is_cached_job
+from ._cache.store import AnswerCache, check_ttl
+from ._cache.submission import answer_from_cache, claimed_digests, is_cached_job
 from ._cloud import Cloud
 from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError
 from ._estimate import Plan, build_plan, submitted_plan
 from ._identity import resubmit, stage_and_submit
-from ._ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
 from ._lines import StagedLine
 from ._lookup import held_job
 from ._manifest import no_rows, resubmit_origin
@@ -30,8 +29,9 @@ from ._prices import Price
 from ._providers import PROVIDERS
 from ._results import iter_results
 from ._rules import check_id, check_job, check_key, check_model, next_attempt_id
-from ._run_start import create_run, held_run
-from ._runs import Run
+from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
+from ._runs.run import Run
+from ._runs.start import create_run, held_run
 from ._telemetry import SILENT
 from ._tokens import token_counter
 

@@ -6,16 +6,16 @@ import logging
 from collections import Counter
 from collections.abc import Iterator
 
-from ._cache_fill import CacheFill
-from ._cached import cached_status, is_cached_job, read_cached
+from ._cache.fill import CacheFill
+from ._cache.submission import cached_status, is_cached_job, read_cached
 from ._dedupe import shared_result
 from ._errors import LineError, MissingError, job_errors
+from ._gcs.staging import Staging
 from ._json import load_json
 from ._keymap import KeyMap, canonical_digest
 from ._models import Job, Result, Status
 from ._outcomes import classify_row
 from ._staged import read_key_map
-from ._staging import Staging
 from ._telemetry import Telemetry
 from ._vertex import Vertex, status_of
 

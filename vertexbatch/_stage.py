@@ -12,6 +12,8 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
+from ._gcs.staging import JSONL, Staging
+from ._gcs.upload import SMALL_CHUNK
 from ._lines import StagedLine
 from ._manifest import (
     INPUT,
@@ -25,9 +27,7 @@ from ._manifest import (
     read_manifest,
 )
 from ._models import Provider
-from ._staging import JSONL, Staging
 from ._tracing import note, stepped
-from ._upload import SMALL_CHUNK
 
 __all__ = ["only_model_differs", "stage"]
 

@@ -14,11 +14,11 @@ from itertools import islice
 from typing import TypeVar
 
 from ._errors import JobError, job_errors
+from ._gcs.staging import Staging
 from ._keymap import KeyMap, parse_key_record
 from ._lines import StagedLine
 from ._manifest import KEYS, MANIFEST, Manifest
 from ._models import Job
-from ._staging import Staging
 
 __all__ = ["job_manifest", "read_key_map", "read_staged_lines"]
 

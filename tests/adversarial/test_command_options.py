@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.helpers import write_lines
-from vertexbatch._cli import main
+from vertexbatch._command.cli import main
 from vertexbatch.emulator import LocalStack
 
 BAD = ["inf", "-inf", "nan", "1e300", "-1"]

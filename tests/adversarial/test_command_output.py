@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import vertexbatch as vb
 from tests.helpers import GEMINI, OutputFiles, finished_output, gemini_requests
-from vertexbatch._cli import main
+from vertexbatch._command.cli import main
 from vertexbatch.emulator import LocalStack
 
 CUT = "half an emoji: \ud83d"

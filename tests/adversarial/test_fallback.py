@@ -188,7 +188,7 @@ def test_the_holder_renews_its_claim_and_stops_when_it_is_taken_over(
     client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     """The lease mechanism itself (with a 3 s claim): renewed while held, lost when overwritten."""
-    from vertexbatch._online import _claim
+    from vertexbatch._runs.online import _claim
 
     staging = client._cloud.staging
     folder = staging.folder("leased")

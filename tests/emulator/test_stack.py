@@ -19,7 +19,7 @@ from google.cloud import aiplatform_v1, storage
 
 import vertexbatch
 from tests.helpers import free_ports, refuses
-from vertexbatch._cli import main
+from vertexbatch._command.cli import main
 from vertexbatch.emulator import LocalStack, run_foreground
 
 

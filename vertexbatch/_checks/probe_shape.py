@@ -1,0 +1,335 @@
+"""``vertexbatch probe``'s pure half: a job or row reduced to its shape, and the facts it shows.
+
+A shape keeps field names and JSON types and drops every value, except enums (``stop_reason``,
+``finishReason``, ``type``, ``role``, ...: short identifiers only) and the prefix of a per-line
+``status`` (``"Bad Request: {json}"`` keeps ``Bad Request``). No request or response text
+survives: a string under any other key becomes ``"string"``.
+
+``facts`` condenses a probe's jobs and rows into the flat, documented keys that
+``LocalStack.from_probe_report`` reads and that docs/local-stack.md maps to the reference's
+UNCONFIRMED points; ``LOCAL_DEFAULTS`` is what a default local stack shows (a test pins it by
+probing one), and ``differences`` lists where a report departs from it. ``probe_rows`` are the
+rows a probe stages: an answer, a truncation and one Vertex refuses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from .._json import load_json
+
+__all__ = [
+    "probe_rows",
+    "LOCAL_DEFAULTS",
+    "differences",
+    "facts",
+    "field_names",
+    "output_dir_offset",
+    "row_facts",
+    "shape",
+    "status_format",
+]
+
+# Keys whose string values are enums, kept when they look like one.
+ENUM_KEYS = frozenset(
+    {
+        "stop_reason",
+        "finishReason",
+        "finish_reason",
+        "blockReason",
+        "type",
+        "role",
+        "modality",
+        "trafficType",
+        "state",
+        "status",
+        "service_tier",
+    }
+)
+_ENUM = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
+_PREFIXED = re.compile(r"^([A-Za-z][A-Za-z ]{0,40}): (\{.*\})\s*$", re.DOTALL)
+_MAPS = frozenset({"labels"})  # map fields: their keys are ours, listed as the map alone
+_OUTPUT_DIR = re.compile(r"prediction-model-(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)$")
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def shape(value: Any, key: str = "", *, row: bool = True) -> Any:
+    """``value`` with every value replaced by its JSON type, enums and status prefixes kept.
+
+    Objects keep their keys (in order); an array becomes the list of its distinct element
+    shapes; an integer ``code`` is kept (an error code, not content). ``row``: ``value`` is
+    an output row, whose top-level string ``status`` is shaped by ``status_shape``.
+    """
+    if isinstance(value, dict):
+        if key in _MAPS:
+            return "object(map)"
+        return {k: _shape_in(v, k, top=row and not key) for k, v in value.items()}
+    if isinstance(value, list):
+        seen: list[Any] = []
+        for item in value:
+            item_shape = shape(item, key, row=False)
+            if item_shape not in seen:
+                seen.append(item_shape)
+        return seen
+    return _scalar(value, key)
+
+
+def _shape_in(value: Any, key: str, *, top: bool) -> Any:
+    if top and key == "status" and isinstance(value, str):
+        return status_shape(value)
+    if isinstance(value, dict | list):
+        return shape(value, key, row=False)
+    return _scalar(value, key)
+
+
+def _scalar(value: Any, key: str) -> Any:
+    if isinstance(value, str) and key in ENUM_KEYS and _ENUM.match(value):
+        return value
+    if key == "code" and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return _json_type(value)
+
+
+def status_shape(status: str) -> Any:
+    """A string status: ``""``, ``"PREFIX: " + shape of its JSON tail``, or ``"text"``."""
+    if status == "":
+        return ""
+    found = _PREFIXED.match(status)
+    if found is None:
+        return "text"
+    try:
+        tail = load_json(found.group(2))
+    except ValueError:
+        return f"{found.group(1)}: text"
+    return {"prefix": found.group(1), "json": shape(tail, row=False)}
+
+
+def status_format(row: Mapping[str, Any]) -> str:
+    """How a row's status is written: absent, empty, prefix_json, object, text or envelope.
+
+    ``envelope`` is an Anthropic error object in ``response`` (whatever the status says).
+    """
+    response = row.get("response")
+    if isinstance(response, dict) and response.get("type") == "error":
+        return "envelope"
+    if "status" not in row:
+        return "absent"
+    status = row["status"]
+    if isinstance(status, dict):
+        return "object"
+    if status == "":
+        return "empty"
+    if isinstance(status, str) and _PREFIXED.match(status):
+        return "prefix_json"
+    return "text"
+
+
+def field_names(value: Any, prefix: str = "") -> list[str]:
+    """Dotted field paths of a JSON object (``completionStats.successfulCount``), maps whole."""
+    names: list[str] = []
+    if not isinstance(value, dict):
+        return names
+    for key, item in value.items():
+        path = f"{prefix}{key}"
+        names.append(path)
+        if isinstance(item, dict) and key not in _MAPS:
+            names += field_names(item, path + ".")
+        elif isinstance(item, list):
+            for element in item:
+                names += field_names(element, path + "[].")
+    return sorted(set(names))
+
+
+def output_dir_offset(directory: str, create_time: str) -> float | None:
+    """Seconds from ``createTime`` to the time naming ``prediction-model-<time>`` (3 decimals)."""
+    found = _OUTPUT_DIR.search(directory.rstrip("/"))
+    if found is None:
+        return None
+    try:
+        named = datetime.fromisoformat(found.group(1))
+        created = datetime.fromisoformat(create_time)
+    except ValueError:
+        return None
+    return round((named - created).total_seconds(), 3)
+
+
+def _response_shape(response: Any) -> str:
+    if isinstance(response, str):
+        return "string"
+    if isinstance(response, dict) and isinstance(response.get("body"), dict):
+        return "body"
+    if isinstance(response, dict) and response:
+        return "object"
+    return "absent"
+
+
+def _request_echo(row: Mapping[str, Any]) -> str:
+    request = row.get("request")
+    if isinstance(request, str):
+        return "string"
+    return "object" if isinstance(request, dict) else "absent"
+
+
+def row_facts(provider: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """What one output row shows: echoes, request and response forms, status format."""
+    request = row.get("request")
+    if isinstance(request, str):
+        try:
+            request = load_json(request)
+        except ValueError:
+            request = None
+    failed = status_format(row) not in ("empty", "absent")
+    out: dict[str, Any] = {
+        "request_echo": _request_echo(row),
+        "status": status_format(row),
+        "failed": failed,
+    }
+    if provider == "anthropic":
+        out["custom_id_echoed"] = "custom_id" in row
+        if not failed:
+            out["response"] = _response_shape(row.get("response"))
+    else:
+        out["labels_echoed"] = isinstance(request, dict) and isinstance(request.get("labels"), dict)
+        out["sibling_echoed"] = "vb_key" in row
+    return out
+
+
+def _one(values: Iterable[Any]) -> Any:
+    """The one value all rows agree on, "mixed" when they differ, None when there is none."""
+    distinct: list[Any] = []
+    for value in values:
+        if value not in distinct:
+            distinct.append(value)
+    if not distinct:
+        return None
+    return distinct[0] if len(distinct) == 1 else "mixed"
+
+
+def facts(
+    jobs: Mapping[str, Mapping[str, Any]], rows: Mapping[str, Sequence[Any]]
+) -> dict[str, Any]:
+    """The flat facts of a probe: ``jobs`` and ``rows`` by provider key ("claude", "gemini").
+
+    ``rows`` hold ``row_facts`` dicts.
+    """
+    out: dict[str, Any] = {}
+    for name, job in jobs.items():
+        states = [step["state"] for step in job.get("states", [])]
+        out[f"{name}.create_state"] = states[0] if states else None
+        out[f"{name}.queued_seen"] = "JOB_STATE_QUEUED" in states
+        out[f"{name}.queued_before_pending"] = (
+            "JOB_STATE_QUEUED" in states
+            and "JOB_STATE_PENDING" in states
+            and states.index("JOB_STATE_QUEUED") < states.index("JOB_STATE_PENDING")
+        )
+        out[f"{name}.end_state"] = states[-1] if states else None
+        out[f"{name}.output_files"] = job.get("output_files")
+        offset = job.get("output_dir_offset_seconds")
+        out[f"{name}.output_dir_is_create_time"] = None if offset is None else offset == 0
+        out[f"{name}.completion_counts"] = _one(job.get("completion_stats", {}).values())
+    for name, found in rows.items():
+        failed = [r for r in found if r["failed"]]
+        good = [r for r in found if not r["failed"]]
+        out[f"{name}.request_echo"] = _one(r["request_echo"] for r in found)
+        out[f"{name}.success_status"] = _one(r["status"] for r in good)
+        out[f"{name}.error_status"] = _one(r["status"] for r in failed)
+        if name == "claude":
+            out["claude.custom_id_echoed"] = _one(r["custom_id_echoed"] for r in found)
+            out["claude.response"] = _one(r["response"] for r in good)
+        else:
+            out["gemini.labels_echoed"] = _one(r["labels_echoed"] for r in found)
+            out["gemini.sibling_echoed"] = _one(r["sibling_echoed"] for r in found)
+    return out
+
+
+LOCAL_DEFAULTS: Mapping[str, Any] = {
+    "claude.create_state": "JOB_STATE_PENDING",
+    "claude.queued_seen": False,
+    "claude.queued_before_pending": False,
+    "claude.end_state": "JOB_STATE_SUCCEEDED",
+    "claude.output_files": ["predictions.jsonl"],
+    "claude.output_dir_is_create_time": False,
+    "claude.completion_counts": "string",
+    "claude.request_echo": "object",
+    "claude.success_status": "empty",
+    "claude.error_status": "prefix_json",
+    "claude.custom_id_echoed": True,
+    "claude.response": "object",
+    "gemini.create_state": "JOB_STATE_PENDING",
+    "gemini.queued_seen": False,
+    "gemini.queued_before_pending": False,
+    "gemini.end_state": "JOB_STATE_SUCCEEDED",
+    "gemini.output_files": ["predictions.jsonl"],
+    "gemini.output_dir_is_create_time": False,
+    "gemini.completion_counts": "string",
+    "gemini.request_echo": "object",
+    "gemini.success_status": "empty",
+    "gemini.error_status": "prefix_json",
+    "gemini.labels_echoed": True,
+    "gemini.sibling_echoed": True,
+}
+"""The facts a probe of a local stack with default options shows (tests/checks/test_probe.py)."""
+
+
+def differences(
+    found: Mapping[str, Any], defaults: Mapping[str, Any] = LOCAL_DEFAULTS
+) -> list[str]:
+    """One line per fact where ``found`` differs from ``defaults``: ``key: service X, local Y``.
+
+    A fact the probe could not see (None) is no difference.
+    """
+    lines = []
+    for key, local in defaults.items():
+        seen = found.get(key)
+        if seen is not None and seen != local:
+            lines.append(f"{key}: service {json.dumps(seen)}, local stack {json.dumps(local)}")
+    return lines
+
+
+_ANSWER = "Name one primary colour."
+_LONG = "Count from one to twenty in words."
+
+
+def probe_rows(name: str, invalid: bool = True) -> bytes:
+    """The staged JSONL of one provider's probe rows (without the invalid one: two)."""
+    from .._lines import claude_line, gemini_line
+    from .._models import ClaudeRequest, GeminiRequest
+
+    if name == "claude":
+
+        def claude(key: str, text: str, max_tokens: int) -> bytes:
+            params = {"max_tokens": max_tokens, "messages": [{"role": "user", "content": text}]}
+            return claude_line(ClaudeRequest(key=key, params=params)).data
+
+        def refused_by_vertex(line: bytes) -> bytes:
+            # max_tokens 0, which submit refuses before staging: only Vertex's answer is wanted.
+            row = json.loads(line)
+            row["request"]["max_tokens"] = 0
+            return json.dumps(row, separators=(",", ":")).encode("utf-8") + b"\n"
+
+        rows = claude("answer", _ANSWER, 64) + claude("truncated", _LONG, 1)
+        return rows + refused_by_vertex(claude("invalid", _ANSWER, 1)) if invalid else rows
+    from google.genai import types as genai_types
+
+    def gemini(key: str, text: str, role: str, limit: int) -> bytes:
+        contents = [{"role": role, "parts": [{"text": text}]}]
+        config = genai_types.GenerateContentConfig(max_output_tokens=limit)
+        return gemini_line(GeminiRequest(key=key, contents=contents, config=config)).data
+
+    rows = gemini("answer", _ANSWER, "user", 64) + gemini("truncated", _LONG, "user", 1)
+    return rows + gemini("invalid", _ANSWER, "critic", 64) if invalid else rows

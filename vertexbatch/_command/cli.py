@@ -1,0 +1,338 @@
+"""The ``vertexbatch`` command: submit, find, status, cancel, results, watch, emulator, demo,
+doctor, probe, and ``run submit|advance|status|results`` for runs.
+
+Every command takes the same configuration, from flags or the environment (a flag wins); the
+table of flags and variables is in ``_config``, the one place a client is built from them.
+
+Exit codes (an error is one line on stderr, never a traceback, never request content)::
+
+    0   the command worked; for status and watch: the job is terminal and succeeded
+    1   an unexpected error (a bug in vertexbatch)
+    2   usage or configuration: a bad flag, a missing --project / GOOGLE_CLOUD_PROJECT, ...
+    3   InvalidRequestError: a bad id, model or request line (named by its line number)
+    4   not found: no job for the id; run commands: no run under the id
+    5   JobError: the job cannot be read
+    6   another cloud error: credentials, permissions, quota, network
+    10  status / watch: the job is not terminal yet (watch: --timeout passed);
+        run advance / run status: the run is not done yet
+    11  status / watch: the job failed
+    12  status / watch: the job was cancelled, expired or paused
+    13  doctor: at least one check failed
+    141 the reader of the output went away (a closed pipe, as in ``| head``): nothing more is
+        printed, as a command killed by SIGPIPE
+
+What is printed is made in ``_cli_render``, request files are read by ``_cli_requests``, and the
+shared options live in ``_cli_options``; this module wires them into the single-job commands and
+adds the groups kept apart: ``run`` (``_cli_runs``), ``emulator`` and ``demo`` (``_cli_local``),
+``doctor`` (``_cli_doctor``), ``probe`` (``_cli_probe``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+import click
+
+from .._client import Client
+from .._errors import WaitTimeout
+from .._models import Job, Result, Status
+from .._providers import COMMANDS, by_command
+from .._wait import wait
+from .cli_doctor import doctor
+from .cli_local import demo, emulator
+from .cli_options import (
+    ENVIRONMENT_HELP,
+    Seconds,
+    cloud_client,
+    cloud_command,
+    file_argument,
+    verbose,
+)
+from .cli_plan import PayOnce, echo_plan, pay_options, plan_of
+from .cli_probe import probe
+from .cli_render import (
+    OUTCOMES,
+    ExitCode,
+    Fail,
+    Progress,
+    describe_error,
+    job_lines,
+    json_line,
+    result_record,
+    results_summary,
+    status_exit_code,
+    status_line,
+    status_note,
+    status_record,
+)
+from .cli_requests import check_provider, naming_the_line, open_requests, request_lines
+from .cli_runs import run_group
+
+# ExitCode is the command's contract with scripts: importable from the command's own module.
+__all__ = ["ExitCode", "main"]
+
+logger = logging.getLogger("vertexbatch")
+
+
+class _Group(click.Group):
+    """The command group: maps every exception of a command to one stderr line and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except BrokenPipeError:
+            # `vertexbatch results ID | head`: the reader is gone; say nothing (there is no one
+            # to tell) and keep Python's exit flush from failing on the same pipe.
+            _silence_stdout()
+            ctx.exit(int(ExitCode.CLOSED_PIPE))
+        except Exception as exc:
+            code, message = describe_error(exc)
+            logger.debug("%s", message, exc_info=True)
+            click.echo(f"vertexbatch: {message}", err=True)
+            ctx.exit(int(code))
+
+
+def _silence_stdout() -> None:
+    """Point stdout's descriptor at /dev/null (when it has one) so nothing more fails on it."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real stream (click's test runner)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, descriptor)
+    finally:
+        os.close(devnull)
+
+
+def _find(client: Client, submission_id: str) -> Job:
+    job = client.find(submission_id)
+    if job is None:
+        raise Fail(
+            ExitCode.NOT_FOUND,
+            f"no job for id {submission_id!r} under gs://{client.bucket}/{client.prefix}/",
+        )
+    return job
+
+
+def _echo_job(job: Job, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(job.to_dict()))
+        return
+    for line in job_lines(job):
+        click.echo(line)
+
+
+def _echo_status(job: Job, status: Status) -> None:
+    """The status line on stdout; under it, on stderr, what Vertex's counts mean."""
+    click.echo(status_line(job, status))
+    note = status_note(job, status)
+    if note:
+        click.echo(note, err=True)
+
+
+def _echo_results(
+    results: Iterable[Result], only: tuple[str, ...], *, keys: int, where: str
+) -> None:
+    """One JSON line per result (those in ``only``, if given), then the summary on stderr."""
+    counts: Counter[str] = Counter()
+    for result in results:
+        counts[result.outcome] += 1
+        if not only or result.outcome in only:
+            click.echo(json_line(result_record(result)))
+    click.echo(results_summary(counts, keys=keys, where=where), err=True)
+
+
+# -- the commands -------------------------------------------------------------------------------
+
+
+@click.group(cls=_Group, epilog=ENVIRONMENT_HELP)
+@verbose
+@click.version_option(package_name="vertexbatch")
+def main() -> None:
+    """Vertex AI batch prediction for Claude and Gemini, by submission id.
+
+    Exit codes: 0 done (status/watch: succeeded), 2 usage or configuration, 3 invalid request,
+    4 no job (or run) for the id, 5 job error, 6 other cloud error, 10 job not terminal (run
+    not done), 11 job failed, 12 job cancelled/expired/paused, 13 a doctor check failed, 141
+    output pipe closed, 1 unexpected.
+    """
+
+
+@main.command()
+@click.option("--provider", type=click.Choice(COMMANDS), required=True, help="Whose model.")
+@click.option("--model", required=True, help="Bare Vertex model id, e.g. claude-opus-5-5@default.")
+@click.option("--id", "submission_id", required=True, help="Submission id (idempotency key).")
+@click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
+@pay_options
+@file_argument
+@cloud_command
+def submit(
+    provider: str,
+    model: str,
+    submission_id: str,
+    as_json: bool,
+    pay: PayOnce,
+    file: str,
+) -> None:
+    """Submit the requests of FILE (JSONL, - for stdin) under an id; the same id adopts its job.
+
+    Claude lines: {"key": ..., "params": {Messages parameters}}.
+    Gemini lines: {"key": ..., "contents": [...], "config": {...}}.
+    """
+    check_provider(provider, model)
+    client = cloud_client()
+    with open_requests(file) as stream:
+        lines = request_lines(stream, provider)
+        with naming_the_line(lines):
+            if pay.dry_run:
+                plan = plan_of(client, provider, submission_id, model, lines, pay)
+                echo_plan(plan, f"submission {submission_id!r}", as_json)
+                return
+            submit = getattr(client, by_command(provider).method("submit"))
+            job = submit(
+                submission_id,
+                model,
+                iter(lines),
+                **pay.submit_arguments(),
+            )
+    _echo_job(job, as_json)
+
+
+@main.command()
+@click.argument("submission_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
+@cloud_command
+def find(submission_id: str, as_json: bool) -> None:
+    """Print the job of ID (exit 4 when there is none); read-only."""
+    _echo_job(_find(cloud_client(), submission_id), as_json)
+
+
+@main.command()
+@click.argument("submission_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@cloud_command
+def status(submission_id: str, as_json: bool) -> None:
+    """Print where the job of ID stands; the exit code says it too.
+
+    0 succeeded, 10 not terminal yet, 11 failed, 12 cancelled, expired or paused.
+    """
+    client = cloud_client()
+    job = _find(client, submission_id)
+    st = client.status(job)
+    if as_json:
+        click.echo(json.dumps(status_record(job, st)))
+    else:
+        _echo_status(job, st)
+    click.get_current_context().exit(int(status_exit_code(st)))
+
+
+@main.command()
+@click.argument("submission_id", metavar="ID")
+@cloud_command
+def cancel(submission_id: str) -> None:
+    """Ask Vertex to cancel the job of ID; finished rows keep their output.
+
+    A job that has already ended is left as it is, and the command says so (exit 0).
+    """
+    client = cloud_client()
+    job = _find(client, submission_id)
+    st = client.status(job)
+    if not st.terminal:
+        client.cancel(job)
+        # The job may have ended between the two calls: Vertex then refuses the cancel, which
+        # the client takes as done. Ask again, so that the line says what happened.
+        st = client.status(job)
+        if not st.terminal or st.state == "JOB_STATE_CANCELLED":
+            click.echo(f"cancel requested for job {job.name} (id {job.id})")
+            return
+    click.echo(f"job {job.name} (id {job.id}) already ended {st.state}: nothing to cancel")
+
+
+_only_option = click.option(
+    "--only",
+    type=click.Choice(list(OUTCOMES)),
+    multiple=True,
+    help="Print only results with this outcome (repeatable).",
+)
+
+
+@main.command()
+@click.argument("submission_id", metavar="ID")
+@_only_option
+@cloud_command
+def results(submission_id: str, only: tuple[str, ...]) -> None:
+    """Print one JSON line per key; a summary of the outcomes goes to stderr.
+
+    Fields: key, outcome, text, stop, usage{input,output,cache_read,cache_write},
+    refusal{category,detail} or null, error{type,code,status} or null, shared, cached.
+    """
+    client = cloud_client()
+    job = _find(client, submission_id)
+    st = client.status(job)
+    note = "" if st.terminal else " (not terminal: rows written so far; missing keys come later)"
+    _echo_results(client.results(job), only, keys=job.keys, where=f"job {st.state}{note}")
+
+
+@main.command()
+@click.argument("submission_id", metavar="ID")
+@click.option(
+    "--floor",
+    type=Seconds(above=True),
+    default=5.0,
+    show_default=True,
+    help="Shortest poll gap (s).",
+)
+@click.option(
+    "--ceiling", type=Seconds(above=True), default=60.0, show_default=True, help="Longest gap (s)."
+)
+@click.option("--timeout", type=Seconds(), default=None, help="Give up after this many seconds.")
+@cloud_command
+def watch(submission_id: str, floor: float, ceiling: float, timeout: float | None) -> None:
+    """Poll the job of ID with backoff until it is terminal; exit with the status exit code."""
+    if ceiling < floor:
+        raise Fail(ExitCode.USAGE, "--ceiling must be at least --floor")
+    client = cloud_client()
+    job = _find(client, submission_id)
+    progress = Progress(sys.stderr, tty=sys.stderr.isatty())
+    start = time.monotonic()
+    try:
+        st = wait(
+            client,
+            job,
+            timeout=timeout,
+            floor=floor,
+            ceiling=ceiling,
+            on_progress=lambda s: progress.update(job, s, time.monotonic() - start),
+        )
+    except WaitTimeout as exc:
+        progress.close()
+        _echo_status(job, exc.status)
+        raise Fail(
+            ExitCode.NOT_TERMINAL,
+            f"job of id {job.id!r} is still {exc.status.state} after "
+            f"{time.monotonic() - start:.0f}s (--timeout)",
+        ) from exc
+    progress.close()
+    _echo_status(job, st)
+    click.get_current_context().exit(int(status_exit_code(st)))
+
+
+main.add_command(run_group)
+main.add_command(emulator)
+main.add_command(demo)
+main.add_command(doctor)
+main.add_command(probe)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

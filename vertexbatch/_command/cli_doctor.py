@@ -1,0 +1,43 @@
+"""``vertexbatch doctor``: the command over ``_doctor``'s checks, registered by ``_cli``."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from .cli_options import cloud_command, config_flags
+from .cli_render import ExitCode
+
+__all__ = ["doctor"]
+
+
+@click.command()
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    help="A bare Vertex model id to look up (repeatable; default: claude-opus-5-5@default "
+    "and gemini-3.8-flash).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a list of {check, result, detail}.")
+@cloud_command
+def doctor(models: tuple[str, ...], as_json: bool) -> None:
+    """Check the configuration, credentials, Vertex, the bucket and the models before a first job.
+
+    One line per check: ok, warn, fail or skip, its name, and for warn and fail the fix; warn
+    also when doctor cannot tell.
+    Exit 0 when no check failed, 13 when one did.
+    """
+    from .._checks.doctor import failed
+    from .._checks.doctor_run import run_checks
+
+    checks = run_checks(os.environ, config_flags(), models=models)
+    if as_json:
+        click.echo(json.dumps([check.to_dict() for check in checks]))
+    else:
+        for check in checks:
+            click.echo(check.line())
+    if failed(checks):
+        click.get_current_context().exit(int(ExitCode.CHECK_FAILED))

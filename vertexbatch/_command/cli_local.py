@@ -1,0 +1,110 @@
+"""``vertexbatch emulator`` and ``vertexbatch demo``: the commands that need the local stack."""
+
+from __future__ import annotations
+
+import errno
+import sys
+
+import click
+
+from .._config import BUCKET
+from .cli_options import Seconds, verbose
+from .cli_render import ExitCode, Fail
+
+__all__ = ["demo", "emulator"]
+
+
+_port = click.IntRange(0, 65535)
+
+
+@click.command()
+@click.option(
+    "--bucket",
+    envvar=BUCKET.variable,
+    show_envvar=True,
+    default="vertexbatch-local",
+    show_default=True,
+    help="Bucket to create on the local GCS server.",
+)
+@click.option(
+    "--row-seconds", type=Seconds(), default=0.05, show_default=True, help="Time each row takes."
+)
+@click.option(
+    "--port", type=_port, default=0, help="Port of the Vertex service [default: a free one]."
+)
+@click.option(
+    "--gcs-port", type=_port, default=0, help="Port of the GCS server [default: a free one]."
+)
+@click.option(
+    "--env-file",
+    type=click.Path(dir_okay=False),
+    help="Write the export lines to this file once the stack serves (removed when it stops).",
+)
+@click.option(
+    "--probe-report",
+    type=click.Path(dir_okay=False, exists=True),
+    help="Behave as this `vertexbatch probe` report says the real service did.",
+)
+@verbose
+def emulator(
+    bucket: str,
+    row_seconds: float,
+    port: int,
+    gcs_port: int,
+    env_file: str | None,
+    probe_report: str | None,
+) -> None:
+    """Run the local stack (GCS + Vertex) until Ctrl-C or SIGTERM; print its environment.
+
+    The export lines go to stdout, and with --env-file to a file. From a shell, give fixed
+    ports and an env file, then source it where you run commands; a restart on the same ports
+    keeps those exports right:
+
+    \b
+      vertexbatch emulator --port 9100 --gcs-port 9101 --env-file .vertexbatch.env
+      source .vertexbatch.env          # in another shell, or after the file appears
+
+    It keeps running, so `eval "$(vertexbatch emulator)"` would never return: use the file.
+    """
+    if port and port == gcs_port:
+        raise Fail(ExitCode.USAGE, f"--port and --gcs-port must differ (both {port})")
+    try:
+        from ..emulator import Timing, run_foreground
+    except ImportError as exc:
+        raise Fail(ExitCode.USAGE, _LOCAL_EXTRA.format(exc=exc)) from exc
+    try:
+        run_foreground(
+            bucket=bucket,
+            timing=Timing(row_seconds=row_seconds),
+            port=port,
+            gcs_port=gcs_port,
+            env_file=env_file,
+            probe_report=probe_report,
+        )
+    except ValueError as exc:  # not a probe report
+        raise Fail(ExitCode.USAGE, f"--probe-report: {exc}") from None
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        raise Fail(
+            ExitCode.USAGE,
+            f"cannot start the local stack: {exc.strerror} (another vertexbatch emulator?): "
+            "stop it, or choose another --port / --gcs-port",
+        ) from None
+
+
+_LOCAL_EXTRA = (
+    "the local stack needs the 'local' extra ({exc}): pip install 'vertexbatch[cli,local]'"
+)
+
+
+@click.command()
+@click.option("--fast", is_flag=True, help="No simulated latency (for tests).")
+@verbose
+def demo(fast: bool) -> None:
+    """Run a Claude and a Gemini batch on a local stack and show what happened to each request."""
+    try:
+        from .demo import run_demo
+    except ImportError as exc:
+        raise Fail(ExitCode.USAGE, _LOCAL_EXTRA.format(exc=exc)) from exc
+    run_demo(out=sys.stdout, fast=fast, tty=sys.stdout.isatty())

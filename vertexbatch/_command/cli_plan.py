@@ -1,0 +1,145 @@
+"""The command's ``--dedupe``, ``--cache`` and ``--dry-run``: the options, and plans printed."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from datetime import timedelta
+from typing import Any
+
+import click
+
+from .._client import Client
+from .._estimate import Plan
+from .._operations import SubmitOptions
+from .._providers import by_command
+from .cli_options import Seconds
+
+__all__ = ["PayOnce", "echo_plan", "pay_options", "plan_lines", "plan_of"]
+
+
+def _dollars(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:,.4f}"
+
+
+def plan_lines(plan: Plan, what: str) -> list[str]:
+    """The table ``--dry-run`` prints (``--json`` prints ``Plan.to_dict()``)."""
+    tokens = "counted" if plan.tokens_exact else "estimated"
+    rows = [
+        ("requests", f"{plan.requests:,}"),
+        ("distinct", f"{plan.distinct:,}"),
+        ("cached", f"{plan.cached:,}"),
+        ("to send", f"{plan.to_send:,}"),
+        ("bytes", f"{plan.bytes:,}"),
+        ("jobs", f"{plan.jobs:,}"),
+        ("input tokens", f"{plan.input_tokens:,} ({tokens})"),
+        ("output ceiling", f"{plan.max_output_tokens:,} tokens"),
+        (
+            "cost (batch)",
+            "unknown (no price known)"
+            if plan.cost_low is None
+            else f"{_dollars(plan.cost_low)} to {_dollars(plan.cost_high)}",
+        ),
+    ]
+    width = max(len(name) for name, _ in rows)
+    lines = [f"dry run of {what}: {plan.provider} model {plan.model}; nothing staged or created"]
+    if plan.submitted:
+        rows.append(("submitted", f"{plan.submitted} (submitting again returns it)"))
+        width = max(width, len("submitted"))
+    lines += [f"  {name:<{width}}  {value}" for name, value in rows]
+    lines += ["assumptions:"] + [f"  - {a}" for a in plan.assumptions]
+    return lines
+
+
+def plan_of(
+    client: Client,
+    provider: str,
+    submission_id: str,
+    model: str,
+    lines: Any,
+    pay: PayOnce,
+    shard_size: int | None = None,
+) -> Plan:
+    """The plan ``--dry-run`` prints: ``plan_claude`` or ``plan_gemini`` with the options."""
+    planner: Callable[..., Plan] = getattr(client, by_command(provider).method("plan"))
+    return planner(
+        submission_id,
+        model,
+        iter(lines),
+        count_tokens=pay.count_tokens,
+        shard_size=shard_size,
+        **pay.submit_arguments(),
+    )
+
+
+def echo_plan(plan: Plan, what: str, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(plan.to_dict()))
+    else:
+        click.echo("\n".join(plan_lines(plan, what)))
+
+
+@dataclass(frozen=True, slots=True)
+class PayOnce:
+    """What ``--dedupe``, ``--cache``, ``--cache-ttl``, ``--dry-run`` and ``--count-tokens`` ask:
+    the submission's ``SubmitOptions`` (the first three), and how the command uses them."""
+
+    options: SubmitOptions
+    dry_run: bool
+    count_tokens: bool
+
+    def submit_arguments(self) -> dict[str, Any]:
+        """The keyword arguments ``submit_*``, ``run_*`` and ``plan_*`` take from ``options``:
+        each of its fields, by its name."""
+        return {field.name: getattr(self.options, field.name) for field in fields(self.options)}
+
+
+def pay_options(command: Any) -> Any:
+    """The five options, handed to ``command`` as one ``pay: PayOnce``."""
+
+    @functools.wraps(command)
+    def with_pay(
+        *args: Any,
+        dedupe: bool,
+        cache: bool,
+        cache_ttl: float | None,
+        dry_run: bool,
+        count_tokens: bool,
+        **kwargs: Any,
+    ) -> Any:
+        ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
+        pay = PayOnce(SubmitOptions(dedupe, cache, ttl), dry_run, count_tokens)
+        return command(*args, pay=pay, **kwargs)
+
+    for option in (
+        click.option(
+            "--count-tokens",
+            is_flag=True,
+            help="With --dry-run: count input tokens with the provider's count-tokens API.",
+        ),
+        click.option(
+            "--dry-run",
+            is_flag=True,
+            help="Print the plan (requests, distinct, to send, jobs, tokens, cost); stage nothing.",
+        ),
+        click.option(
+            "--cache-ttl",
+            type=Seconds(above=True),
+            default=None,
+            help="With --cache: entries older than this many seconds are misses.",
+        ),
+        click.option(
+            "--cache",
+            is_flag=True,
+            help="Answer from the answer cache what it holds; fill it with the ok answers.",
+        ),
+        click.option(
+            "--dedupe",
+            is_flag=True,
+            help="Stage equal requests once; every key still gets the (shared) answer.",
+        ),
+    ):
+        with_pay = option(with_pay)
+    return with_pay

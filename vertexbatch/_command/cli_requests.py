@@ -1,0 +1,194 @@
+"""Request files for ``vertexbatch submit`` and ``run submit``: JSONL read one line at a time.
+
+Claude lines are ``{"key": ..., "params": {Messages parameters}}``; Gemini lines are
+``{"key": ..., "contents": [...], "config": {...}}``. A line that cannot be read is an
+``InvalidRequestError`` naming the file and line number, never echoing the line; a library error
+about the request just handed over gets the file and line number added (``naming_the_line``).
+What the library would explain in terms of its methods (a model of the other provider, a model
+set on a line) is checked here first and explained in terms of the command's options.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+from .._errors import InvalidRequestError
+from .._models import ClaudeRequest, GeminiRequest
+from .._providers import by_command, of_model
+from .cli_render import ExitCode, Fail
+
+__all__ = [
+    "RequestLines",
+    "check_provider",
+    "naming_the_line",
+    "open_requests",
+    "request_lines",
+]
+
+
+class _BadLine(InvalidRequestError):
+    """A request line that cannot be read; the message already names the line."""
+
+
+class RequestLines:
+    """Requests read one line at a time from a JSONL stream, remembering the current line."""
+
+    def __init__(self, stream: IO[bytes], name: str, provider: str) -> None:
+        self.stream = stream
+        self.name = name
+        self.provider = provider
+        self.line = 0
+        self.done = False
+
+    def __iter__(self) -> Iterator[ClaudeRequest | GeminiRequest]:
+        for number, raw in enumerate(self.stream, start=1):
+            self.line = number
+            if not raw.strip():
+                continue
+            yield self._parse(raw)
+        self.done = True
+
+    def _bad(self, problem: str, field: str = "requests") -> _BadLine:
+        return _BadLine(f"{self.name} line {self.line}: {problem}", field=field)
+
+    def _parse(self, raw: bytes) -> ClaudeRequest | GeminiRequest:
+        problem = ""
+        try:
+            data = json.loads(raw.decode("utf-8").rstrip("\r\n"), parse_constant=_not_json)
+        except UnicodeDecodeError:
+            problem = "not UTF-8 text"
+        except json.JSONDecodeError as exc:
+            # exc.msg and the column say what is wrong without echoing the line.
+            problem = f"not valid JSON ({exc.msg} at column {exc.colno})"
+        except _NotJSON:
+            problem = "not JSON: NaN/Infinity are not JSON numbers"
+        except ValueError:  # an integer of more digits than Python converts
+            problem = "not valid JSON (an integer too long to read)"
+        except RecursionError:
+            problem = "not valid JSON (nested too deeply to read)"
+        if problem:
+            # Raised outside the except block: the decoder's error holds the line's text.
+            raise self._bad(problem)
+        if not isinstance(data, dict):
+            raise self._bad(f"expected a JSON object, got {type(data).__name__}")
+        allowed = by_command(self.provider).fields
+        unknown = sorted(set(data) - allowed)
+        if unknown:
+            raise self._bad(
+                f"unknown field(s) {unknown}: a {self.provider} line has {sorted(allowed)}"
+            )
+        key = data.get("key")
+        if not isinstance(key, str) or not key:
+            raise self._bad("'key' must be a non-empty string", field="key")
+        return _REQUESTS[self.provider](self, key, data)
+
+
+def _claude_request(lines: RequestLines, key: str, data: dict[str, Any]) -> ClaudeRequest:
+    params = data.get("params")
+    if not isinstance(params, dict):
+        raise lines._bad("'params' must be an object of Messages parameters", "params")
+    if "model" in params:
+        raise lines._bad(
+            "'params' sets 'model': --model gives the model of the whole job; drop it "
+            "from the line",
+            "params",
+        )
+    return ClaudeRequest(key, params)
+
+
+def _gemini_request(lines: RequestLines, key: str, data: dict[str, Any]) -> GeminiRequest:
+    if "contents" not in data:
+        raise lines._bad("lacks 'contents'", field="contents")
+    if data.get("config") is not None and not isinstance(data["config"], dict):
+        raise lines._bad("'config' must be an object or null", field="config")
+    return GeminiRequest(key, data["contents"], data.get("config"))
+
+
+# A checked line of each provider's request file (its fields are the table's ``fields``) as
+# its request; tests/test_providers.py holds the keys to the table's command names.
+_REQUESTS: dict[str, Callable[[RequestLines, str, dict[str, Any]], ClaudeRequest | GeminiRequest]]
+_REQUESTS = {"claude": _claude_request, "gemini": _gemini_request}
+
+
+class _NotJSON(Exception):
+    """A NaN or Infinity token: Python's json reads it, JSON does not have it."""
+
+
+def _not_json(token: str) -> Any:
+    raise _NotJSON
+
+
+# Library errors with these fields are about the call, not about the line just read.
+_NOT_ABOUT_A_LINE = frozenset({"id", "model", "shard_size", "max_attempts", "staging"})
+
+
+@contextlib.contextmanager
+def open_requests(path: str) -> Iterator[IO[bytes]]:
+    """The request file at ``path`` (``-``: stdin), open for reading; closed after (not stdin).
+
+    Raises:
+        Fail: exit 2, one line naming the file and why it cannot be read.
+    """
+    if path == "-":
+        yield sys.stdin.buffer
+        return
+    try:
+        file = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise Fail(
+            ExitCode.USAGE, f"cannot read request file {path}: {exc.strerror or exc}"
+        ) from None
+    with file:
+        yield file
+
+
+def check_provider(provider: str, model: str) -> None:
+    """Raise unless ``model`` is one of ``--provider``'s models (its id starts with its name).
+
+    Raises:
+        InvalidRequestError: the model belongs to the other provider, or to neither; the message
+            names ``--provider``. Models with a path are left to the library to explain.
+    """
+    if "/" in model:
+        return
+    owner = of_model(model)
+    if owner is not None and owner.command != provider:
+        raise InvalidRequestError(
+            f"model {model!r} is a {owner.title} model: use --provider {owner.command}",
+            field="model",
+        )
+    if not model.startswith(provider):
+        raise InvalidRequestError(
+            f"model {model!r} is not a {provider.title()} model id (they start with "
+            f"'{provider}-'): --provider {provider} takes {provider.title()} models only",
+            field="model",
+        )
+
+
+def request_lines(file: IO[bytes], provider: str) -> RequestLines:
+    """The requests of an open file (``-`` or a nameless stream is ``<stdin>``)."""
+    given = getattr(file, "name", "-")
+    name = "<stdin>" if given in ("-", "<stdin>") or not isinstance(given, str) else given
+    return RequestLines(file, name, provider)
+
+
+@contextlib.contextmanager
+def naming_the_line(lines: RequestLines) -> Iterator[None]:
+    """Add the file and line number to a library error about the request just handed over."""
+    try:
+        yield
+    except InvalidRequestError as exc:
+        if (
+            isinstance(exc, _BadLine)
+            or lines.done
+            or not lines.line
+            or exc.field in _NOT_ABOUT_A_LINE
+        ):
+            raise
+        raise InvalidRequestError(
+            f"{lines.name} line {lines.line}: {exc}", field=exc.field
+        ) from exc

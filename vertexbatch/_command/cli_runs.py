@@ -1,0 +1,204 @@
+"""``vertexbatch run submit|advance|status|results``: runs from the command line.
+
+Wired into the command by ``_cli``; what is printed is made in ``_cli_render``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import datetime
+
+import click
+
+from .._client import Client
+from .._errors import InvalidRequestError
+from .._providers import COMMANDS, by_command
+from .._runs.run import DEFAULT_SHARD_SIZE, Run, RunSummary
+from .cli_options import cloud_client, cloud_command, file_argument
+from .cli_plan import PayOnce, echo_plan, pay_options, plan_of
+from .cli_render import (
+    RUN_OUTCOMES,
+    ExitCode,
+    Fail,
+    json_line,
+    run_exit_code,
+    run_line,
+    run_record,
+    run_result_record,
+    run_results_summary,
+)
+from .cli_requests import check_provider, naming_the_line, open_requests, request_lines
+
+__all__ = ["run_group"]
+
+
+def _open_run(client: Client, run_id: str) -> Run:
+    try:
+        return client.open_run(run_id)
+    except InvalidRequestError as exc:
+        # field "run" marks an absent ledger; an invalid id or a ledger that cannot be read stay
+        # invalid requests (exit 3).
+        if exc.field == "run":
+            raise Fail(ExitCode.NOT_FOUND, str(exc)) from exc
+        raise
+
+
+def _echo_run(run: Run, summary: RunSummary, as_json: bool, *, created: bool = False) -> None:
+    if as_json:
+        click.echo(json.dumps(run_record(summary, shards=len(run.shards))))
+        return
+    click.echo(run_line(summary, created=created))
+
+
+def _deadline(value: str | None) -> datetime | None:
+    """The ``--deadline`` as an aware datetime; a usage error if it is not one."""
+    if value is None:
+        return None
+    example = "e.g. 2026-11-30T06:00:00+00:00 or 2026-11-30T06:00:00Z"
+    try:
+        deadline = datetime.fromisoformat(value)
+    except ValueError:
+        raise Fail(
+            ExitCode.USAGE, f"--deadline {value!r} is not an ISO 8601 date and time, {example}"
+        ) from None
+    if deadline.utcoffset() is None:
+        raise Fail(ExitCode.USAGE, f"--deadline {value!r} has no timezone: add one, {example}")
+    return deadline
+
+
+@click.group("run")
+def run_group() -> None:
+    """Runs: many requests over shards and attempts until every key is answered.
+
+    Submit once, then advance (by hand, in a loop or from a scheduler) until done; all state
+    is in GCS under the run id. run advance / run status exit 0 once the run is done, 10 before.
+    """
+
+
+@run_group.command("submit")
+@click.option("--provider", type=click.Choice(COMMANDS), required=True, help="Whose model.")
+@click.option("--model", required=True, help="Bare Vertex model id, e.g. claude-opus-5-5@default.")
+@click.option("--id", "run_id", required=True, help="Run id (shards are RUN_ID.s0, .s1, ...).")
+@click.option(
+    "--shard-size",
+    type=click.IntRange(min=1),
+    default=DEFAULT_SHARD_SIZE,
+    show_default=True,
+    help="Most rows per shard (one job each; Vertex allows 200,000).",
+)
+@click.option(
+    "--attempts",
+    type=click.IntRange(1, 99),
+    default=3,
+    show_default=True,
+    help="Most attempts per key.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@pay_options
+@file_argument
+@cloud_command
+def run_submit(
+    provider: str,
+    model: str,
+    run_id: str,
+    shard_size: int,
+    attempts: int,
+    as_json: bool,
+    pay: PayOnce,
+    file: str,
+) -> None:
+    """Start a run of the requests of FILE (JSONL, - for stdin).
+
+    The lines are those of `vertexbatch submit`. Stages every shard, creates the first jobs and
+    prints the run's summary; the same id and file again rejoin the run.
+    """
+    check_provider(provider, model)
+    client = cloud_client()
+    with open_requests(file) as stream:
+        lines = request_lines(stream, provider)
+        with naming_the_line(lines):
+            if pay.dry_run:
+                plan = plan_of(client, provider, run_id, model, lines, pay, shard_size)
+                echo_plan(plan, f"run {run_id!r}", as_json)
+                return
+            start = getattr(client, by_command(provider).method("run"))
+            run = start(
+                run_id,
+                model,
+                iter(lines),
+                shard_size=shard_size,
+                max_attempts=attempts,
+                **pay.submit_arguments(),
+            )
+    _echo_run(run, run.status(), as_json)
+
+
+@run_group.command("advance")
+@click.argument("run_id", metavar="RUN_ID")
+@click.option(
+    "--deadline",
+    metavar="ISO8601",
+    help="Past this moment (with a timezone) make no new attempt.",
+)
+@click.option(
+    "--fallback",
+    type=click.Choice(["online"]),
+    help="Past --deadline, cancel the jobs and answer unsettled keys through the online APIs.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@cloud_command
+def run_advance(run_id: str, deadline: str | None, fallback: str | None, as_json: bool) -> None:
+    """Take one step of the run; exit 0 once it is done, 10 before.
+
+    A step creates jobs, resubmits retryable and missing keys while attempts remain, and
+    finishes shards. It is safe to call from any number of processes at once.
+    """
+    when = _deadline(deadline)
+    if fallback and when is None:
+        raise Fail(ExitCode.USAGE, "--fallback online needs --deadline")
+    client = cloud_client()
+    run = _open_run(client, run_id)
+    summary = run.advance(deadline=when, fallback="online" if fallback else None)
+    _echo_run(run, summary, as_json, created=True)
+    click.get_current_context().exit(int(run_exit_code(summary)))
+
+
+@run_group.command("status")
+@click.argument("run_id", metavar="RUN_ID")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@cloud_command
+def run_status(run_id: str, as_json: bool) -> None:
+    """Print where the run stands; exit 0 once it is done, 10 before. Changes nothing."""
+    client = cloud_client()
+    run = _open_run(client, run_id)
+    summary = run.status()
+    _echo_run(run, summary, as_json)
+    click.get_current_context().exit(int(run_exit_code(summary)))
+
+
+@run_group.command("results")
+@click.argument("run_id", metavar="RUN_ID")
+@click.option(
+    "--only",
+    type=click.Choice(list(RUN_OUTCOMES)),
+    multiple=True,
+    help="Print only keys with this outcome or run_outcome (repeatable), e.g. exhausted.",
+)
+@cloud_command
+def run_results(run_id: str, only: tuple[str, ...]) -> None:
+    """Print one JSON line per key of the run; a summary goes to stderr.
+
+    Each key's latest attempt wins. The fields are those of `vertexbatch results`, then
+    attempts (how many attempts held the key) and run_outcome (ok, refused, truncated, failed,
+    exhausted: retryable or missing with no attempt left, or pending: its shard is not
+    finished), the words `run status` counts; the summary counts them as it does.
+    """
+    client = cloud_client()
+    run = _open_run(client, run_id)
+    counts: Counter[str] = Counter()
+    for item in run.key_results():
+        counts[item.outcome] += 1
+        if not only or item.result.outcome in only or item.outcome in only:
+            click.echo(json_line(run_result_record(item)))
+    click.echo(run_results_summary(counts, keys=run.keys), err=True)

@@ -1,0 +1,329 @@
+"""A run's records in GCS: the ledger that says what the run is, and each finished shard's counts.
+
+::
+
+    PREFIX/RUN/run.json            the ledger: provider, model, max attempts, shard ids and sizes
+    PREFIX/RUN.s0/done.json        shard 0's final outcome counts, once it is finished
+
+Both are written create-only and may have been edited by hand since: every field read back is
+checked, and a record that does not hold is an ``InvalidRequestError`` naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .._errors import InvalidRequestError
+from .._gcs.staging import _SMALL_OBJECT_MAX, Staging
+from .._models import Provider
+from .._rules import MAX_ROWS, check_id
+
+__all__ = [
+    "DONE",
+    "LEDGER_MAX",
+    "MAX_ATTEMPTS",
+    "OUTCOME_ORDER",
+    "Ledger",
+    "Shard",
+    "attempt_id",
+    "check_ledger_size",
+    "check_requests_fit",
+    "check_run_id",
+    "counts_online",
+    "ledger_size",
+    "max_shards",
+    "parse_done",
+    "read_done",
+    "read_ledger",
+    "write_done",
+    "write_done_online",
+    "write_ledger",
+]
+
+LEDGER = "run.json"
+DONE = "done.json"
+# Outcome names in a fixed order, for records that count them in a row (``_run_records``).
+OUTCOME_ORDER = ("exhausted", "failed", "ok", "refused", "truncated")
+FORMAT = "vertexbatch-run/1"
+# A run whose attempts' jobs carry its label (``_vertex.RUN_LABEL``): a step lists them once.
+# A ledger of the first format is a run started before: its steps look up each attempt.
+LABELLED_FORMAT = "vertexbatch-run/2"
+MAX_ATTEMPTS = 99
+# Room a run id must leave for shard and attempt suffixes (".s9999.r99") within 63 characters.
+RUN_ID_MAX = 52
+FINAL_OUTCOMES = frozenset(OUTCOME_ORDER)
+# The most a ledger may be: Staging reads a record back whole up to this, and refuses more.
+LEDGER_MAX = _SMALL_OBJECT_MAX
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """One shard of a run: its id (``RUN.sN``, also its first attempt's id) and its key count."""
+
+    id: str
+    keys: int
+
+
+def attempt_id(shard: Shard, attempt: int) -> str:
+    """The submission id of a shard's attempt: ``RUN.sN``, then ``RUN.sN.r1``, ..."""
+    return shard.id if attempt == 0 else f"{shard.id}.r{attempt}"
+
+
+def check_run_id(run_id: str) -> str:
+    """Return the run id if it is a valid id with room for the derived ids' suffixes."""
+    check_id(run_id)
+    if len(run_id) > RUN_ID_MAX:
+        raise InvalidRequestError(
+            f"run id {run_id!r} is over {RUN_ID_MAX} characters: a run needs room for shard "
+            "and attempt suffixes such as '.s12.r2' within the 63 an id may have",
+            field="id",
+        )
+    return run_id
+
+
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    """What a run is: written once when its shards are staged, never changed.
+
+    ``labelled``: its attempts' jobs carry the run's label (every run started since the label
+    came); ``False`` for a run started before, whose jobs are found one attempt at a time.
+    """
+
+    id: str
+    provider: Provider
+    model: str
+    max_attempts: int
+    shards: tuple[Shard, ...]
+    labelled: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "format": LABELLED_FORMAT if self.labelled else FORMAT,
+            "id": self.id,
+            "provider": self.provider,
+            "model": self.model,
+            "max_attempts": self.max_attempts,
+            "shards": [{"id": s.id, "keys": s.keys} for s in self.shards],
+        }
+
+    @classmethod
+    def from_json(cls, data: object, run_id: str, where: str) -> Ledger:
+        """A ledger read from GCS, every field checked: it may have been edited."""
+
+        def bad(why: str) -> InvalidRequestError:
+            return InvalidRequestError(
+                f"{where} is not a vertexbatch run ledger ({why}): it was damaged or edited",
+                field="id",
+            )
+
+        if not isinstance(data, dict):
+            raise bad(f"a JSON {type(data).__name__}, not an object")
+        if data.get("id") != run_id:
+            raise bad("its 'id' is not this run's id")
+        provider = data.get("provider")
+        if provider not in ("anthropic", "google"):
+            raise bad("'provider' is neither 'anthropic' nor 'google'")
+        model = data.get("model")
+        if not isinstance(model, str) or not model:
+            raise bad("'model' is not a model id")
+        attempts = data.get("max_attempts")
+        if type(attempts) is not int or not 1 <= attempts <= MAX_ATTEMPTS:
+            raise bad(f"'max_attempts' is not a whole number from 1 to {MAX_ATTEMPTS}")
+        listed = data.get("shards")
+        if not isinstance(listed, list) or not listed:
+            raise bad("'shards' is not a list of shards")
+        shards = []
+        for index, entry in enumerate(listed):
+            if (
+                not isinstance(entry, dict)
+                or entry.get("id") != f"{run_id}.s{index}"
+                or type(entry.get("keys")) is not int
+                or not 1 <= entry["keys"] <= MAX_ROWS
+            ):
+                raise bad(
+                    f"shard {index} is not {{'id': '{run_id}.s{index}', 'keys': 1-{MAX_ROWS}}}"
+                )
+            shards.append(Shard(entry["id"], entry["keys"]))
+        labelled = data.get("format") == LABELLED_FORMAT
+        return cls(run_id, provider, model, attempts, tuple(shards), labelled)
+
+
+def _encoded(ledger: Ledger) -> bytes:
+    # As ``Staging.create_json`` writes it (a test checks the two agree).
+    return json.dumps(ledger.to_json(), sort_keys=True, indent=1).encode("utf-8")
+
+
+def ledger_size(
+    run_id: str, provider: Provider, model: str, max_attempts: int, shards: int, max_keys: int
+) -> int:
+    """The bytes of the ledger of ``shards`` shards of at most ``max_keys`` keys each, as
+    ``write_ledger`` writes it: exact when every shard holds ``max_keys``, else an upper bound."""
+    if shards < 1 or max_keys < 1:
+        raise ValueError(f"a ledger has shards of keys, not {shards} shards of {max_keys}")
+
+    def of(n: int) -> int:
+        listed = tuple(Shard(f"{run_id}.s{i}", max_keys) for i in range(n))
+        return len(_encoded(Ledger(run_id, provider, model, max_attempts, listed, True)))
+
+    one = of(1)
+    # Each further shard adds the same entry, but for the digits of its index (1 in shard 1's).
+    entry = of(2) - one - 1
+    digits, low = 0, 1  # the digits of the indexes 1 to shards - 1
+    while low < shards:
+        digits += (min(shards, low * 10) - low) * len(str(low))
+        low *= 10
+    return one + (shards - 1) * entry + digits
+
+
+def max_shards(
+    run_id: str, provider: Provider, model: str, max_attempts: int, max_keys: int
+) -> int:
+    """The most shards of at most ``max_keys`` keys a run's ledger can hold (``LEDGER_MAX``)."""
+    low, high = 0, LEDGER_MAX  # every shard's entry takes more than a byte
+    while low < high:
+        mid = (low + high + 1) // 2
+        if ledger_size(run_id, provider, model, max_attempts, mid, max_keys) <= LEDGER_MAX:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def check_ledger_size(
+    run_id: str,
+    provider: Provider,
+    model: str,
+    max_attempts: int,
+    shards: int,
+    shard_size: int,
+    *,
+    why: str = "",
+    then: str = "",
+) -> None:
+    """Raise unless the ledger of ``shards`` shards of ``shard_size`` keys can be read back.
+
+    ``why`` says how the number of shards is known, at the start of the message; ``then``
+    ends it.
+    """
+    size = ledger_size(run_id, provider, model, max_attempts, shards, shard_size)
+    if size <= LEDGER_MAX:
+        return
+    most = max_shards(run_id, provider, model, max_attempts, shard_size)
+    raise InvalidRequestError(
+        f"{why or f'{shards:,} shards'}: the ledger of run {run_id!r} would be {size:,} bytes, "
+        f"over the {LEDGER_MAX:,} a ledger may be, as it is read back whole (it holds at most "
+        f"{most:,} shards under this run id with shard_size={shard_size}); use a larger "
+        f"shard_size{then}",
+        field="shard_size",
+    )
+
+
+def check_requests_fit(
+    run_id: str, provider: Provider, model: str, max_attempts: int, count: int, shard_size: int
+) -> None:
+    """Raise unless ``count`` requests, cut in shards of ``shard_size``, fit a ledger that can be
+    read back (known before they are read when they are a list: checked before any call)."""
+    if count <= shard_size:
+        return
+    at_least = -(-count // shard_size)  # more when 1 GB cuts a shard short
+    check_ledger_size(
+        run_id,
+        provider,
+        model,
+        max_attempts,
+        at_least,
+        shard_size,
+        why=f"{count:,} requests in shards of {shard_size:,} make at least {at_least:,} shards",
+    )
+
+
+def read_ledger(staging: Staging, run_id: str) -> Ledger | None:
+    """The run's ledger, ``None`` if there is no run under the id."""
+    folder = staging.folder(run_id)
+    data = staging.read_json(folder.name(LEDGER))
+    return None if data is None else Ledger.from_json(data, run_id, folder.uri(LEDGER))
+
+
+def write_ledger(staging: Staging, ledger: Ledger) -> bool:
+    """Write the ledger create-only; ``False`` if the id already holds another run.
+
+    Raises:
+        InvalidRequestError: the ledger is over ``LEDGER_MAX``: it could never be read back.
+    """
+    size = len(_encoded(ledger))
+    if size > LEDGER_MAX:
+        raise InvalidRequestError(
+            f"{len(ledger.shards):,} shards: the ledger of run {ledger.id!r} would be {size:,} "
+            f"bytes, over the {LEDGER_MAX:,} a ledger may be, as it is read back whole; use a "
+            "larger shard_size",
+            field="shard_size",
+        )
+    name = staging.folder(ledger.id).name(LEDGER)
+    return staging.create_json(name, ledger.to_json()) or read_ledger(staging, ledger.id) == ledger
+
+
+def read_done(staging: Staging, shard: Shard) -> dict[str, int] | None:
+    """A finished shard's outcome counts, ``None`` while it is not finished."""
+    folder = staging.folder(shard.id)
+    done = staging.read_json(folder.name(DONE))
+    return None if done is None else parse_done(done, shard, folder.uri(DONE))
+
+
+def parse_done(done: object, shard: Shard, where: str) -> dict[str, int]:
+    """The outcome counts of a shard's done record read from ``where``, every field checked."""
+    outcomes = done.get("outcomes") if isinstance(done, dict) else None
+    if (
+        not isinstance(done, dict)
+        or done.get("shard") != shard.id
+        or not isinstance(outcomes, dict)
+        or not set(outcomes) <= FINAL_OUTCOMES
+        or not all(type(n) is int and n >= 0 for n in outcomes.values())
+        or sum(outcomes.values()) != shard.keys
+    ):
+        raise InvalidRequestError(
+            f"{where} is not a vertexbatch shard record (outcome counts of its "
+            f"{shard.keys} keys): it was damaged or edited",
+            field="staging",
+        )
+    return outcomes
+
+
+def write_done(staging: Staging, shard: Shard, outcomes: Mapping[str, int]) -> None:
+    """Record a shard as finished (create-only: the first finisher's counts stand).
+
+    The record says its counts do not include online answers: a reader takes the shard's
+    ``online.jsonl`` only if no record says so (``counts_online``).
+    """
+    record = {"shard": shard.id, "outcomes": dict(outcomes), "online": False}
+    staging.create_json(staging.folder(shard.id).name(DONE), record)
+
+
+def write_done_online(staging: Staging, shard: Shard, outcomes: Mapping[str, int]) -> None:
+    """Record a shard answered online as finished, with counts that include its online answers.
+
+    Written after ``online.jsonl``, so it replaces a record another step made meanwhile from
+    the batch attempts alone (conditional on the generation read): the record and the results
+    then agree, and no key has two outcomes.
+    """
+    name = staging.folder(shard.id).name(DONE)
+    record = {"shard": shard.id, "outcomes": dict(outcomes), "online": True}
+    for _ in range(3):  # replaced only by finishers of this shard: a second pass is plenty
+        if staging.create_json(name, record):
+            return
+        current = staging.read_json(name)
+        if current == record or staging.replace_json(name, record, current):
+            return
+    raise InvalidRequestError(
+        f"{staging.folder(shard.id).uri(DONE)} kept changing while shard {shard.id} was "
+        "recorded as answered online: advance the run again",
+        field="staging",
+    )
+
+
+def counts_online(staging: Staging, shard: Shard) -> bool:
+    """Whether the shard's results take its online answers: unless its done record was made
+    from the batch attempts alone (a record before this field counted them)."""
+    done = staging.read_json(staging.folder(shard.id).name(DONE))
+    return not (isinstance(done, dict) and done.get("online") is False)

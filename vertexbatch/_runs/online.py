@@ -1,0 +1,396 @@
+"""The online fallback: answer staged requests through the online APIs, as output rows.
+
+Used by runs past their deadline. Each key's staged request body is sent as it was staged
+(``_online_call``), with bounded concurrency and retries on 429/529/5xx; every answer is written
+as a Vertex output row carrying the key's digest, so it is read, correlated and classified
+exactly like a batch row. Only what the service says becomes a key's row (an HTTP status, a
+transport failure once retries are spent); any other failure is a bug and propagates, and the
+claim is released so that a fixed version answers the shard.
+
+Online calls bill at the full rate, so each key is answered online at most once across
+processes, and an answer paid for is written before more are paid for. Before calling anything,
+a caller claims the shard in GCS::
+
+    PREFIX/SHARD/online.claim.json          {"format", "owner", "expires"}: who answers, until when
+    PREFIX/SHARD/online/part-00000.jsonl    the answers of one group of calls, create-only
+    PREFIX/SHARD/online.jsonl               every answer, written create-only once each key has one
+
+1. ``online.jsonl`` exists: the shard was answered; nothing is called. It is the only object
+   readers take answers from (``_runs`` reads it whole), and it is what a shard answered by an
+   earlier version holds, alone.
+2. The claim is created create-only (``if_generation_match=0``). Of callers racing, one creates
+   it; the others find it held and unexpired, call nothing and report the shard pending.
+3. The holder renews the claim every ``CLAIM_SECONDS / 5`` (60 s) to ``CLAIM_SECONDS`` (300 s)
+   ahead, each renewal conditional on the claim still being the one it last wrote (checked,
+   then overwritten on that generation); it starts no call once its own claim is within one
+   renewal of expiring or was taken over, and then writes nothing more.
+4. The holder first reads the parts already written (by an earlier holder that died, failed or
+   lost its claim) and calls only the keys none of them answers. It calls the rest in groups of
+   ``concurrency``; once a group's calls have all ended, their rows are written as the next
+   part, create-only (a part number taken meanwhile by a stale holder moves it to the next), and
+   only then does the next group start. So a holder that dies, or whose write fails for the whole
+   retry window, leaves unwritten at most the one group in flight: the next holder pays again
+   for those keys only.
+5. Once every key has a row in some part, the parts are joined into ``online.jsonl`` (each
+   digest once, the first part's row winning); the parts stay, unread from then on.
+6. A claim past its expiry was left by a holder that died (or stopped renewing; a holder that
+   fails with an exception expires its claim at once): a later caller takes it over by
+   overwriting it conditional on the stale claim's generation, so of two callers seeing the
+   same stale claim exactly one wins; the winner goes on from step 4.
+7. The claim is never deleted: once ``online.jsonl`` exists, step 1 ends every later attempt.
+
+Assumptions: clocks agree to well within a renewal period (60 s), and a holder that cannot
+reach GCS for a whole ``CLAIM_SECONDS`` loses its claim (the group it has in flight may then be
+answered twice: the taker does not see it). A crashed holder delays the shard by at most
+``CLAIM_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from .._errors import InvalidRequestError
+from .._gcs.staging import JSONL, Folder, Staging
+from .._lines import StagedLine
+from .._models import Job
+from .._online_call import from_service, status_code
+from .._providers import PROVIDERS
+from .._staged import read_key_map, read_staged_lines
+from .._tracing import note, stepped
+
+if TYPE_CHECKING:
+    from .._cloud import Cloud
+
+__all__ = [
+    "CLAIM",
+    "CLAIM_SECONDS",
+    "answer_online",
+    "online_parts",
+]
+
+logger = logging.getLogger("vertexbatch")
+
+# Online calls in flight at once, by default (Run.advance's online_concurrency).
+CONCURRENCY = 8
+CLAIM = "online.claim.json"
+CLAIM_FORMAT = "vertexbatch-online-claim/1"
+# How far ahead a claim reaches; its holder renews it five times per period.
+CLAIM_SECONDS = 300.0
+_PART = "part-{:05d}.jsonl"
+
+
+def _claim_value(owner: str, seconds: float) -> dict[str, str]:
+    expires = datetime.now(UTC) + timedelta(seconds=seconds)
+    return {"format": CLAIM_FORMAT, "owner": owner, "expires": expires.isoformat()}
+
+
+def _expiry(claim: Any, uri: str) -> datetime:
+    """When a claim read from GCS expires; it may have been edited, so every field is checked."""
+    expires = claim.get("expires") if isinstance(claim, dict) else None
+    try:
+        moment = datetime.fromisoformat(expires) if isinstance(expires, str) else None
+    except ValueError:
+        moment = None
+    if (
+        moment is None
+        or moment.utcoffset() is None
+        or claim.get("format") != CLAIM_FORMAT
+        or not isinstance(claim.get("owner"), str)
+    ):
+        raise InvalidRequestError(
+            f"{uri} is not a vertexbatch online claim: it was damaged or edited; delete it to "
+            "let the fallback answer the shard",
+            field="staging",
+        )
+    return moment
+
+
+class _Lease:
+    """A claim this process holds, renewed in the background until the ``with`` block ends."""
+
+    def __init__(self, staging: Staging, name: str, claim: dict[str, str], seconds: float) -> None:
+        self._staging = staging
+        self._name = name
+        self._claim = claim
+        self._seconds = seconds
+        self._expires = datetime.fromisoformat(claim["expires"])
+        self._lost = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._renew, name="vertexbatch-claim", daemon=True)
+
+    def __enter__(self) -> _Lease:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._thread.join()
+        if exc is not None and not self._lost.is_set():
+            # Failed before writing the answers: let the next step take the claim over at once.
+            released = {**self._claim, "expires": datetime.now(UTC).isoformat()}
+            with contextlib.suppress(Exception):  # the claim then simply expires on its own
+                self._staging.replace_json(self._name, released, self._claim)
+
+    def held(self) -> bool:
+        """Whether a call may start: the claim is ours and more than one renewal from expiry."""
+        margin = timedelta(seconds=self._seconds / 5)
+        return not self._lost.is_set() and datetime.now(UTC) < self._expires - margin
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self._seconds / 5):
+            renewed = _claim_value(self._claim["owner"], self._seconds)
+            try:
+                replaced = self._staging.replace_json(self._name, renewed, self._claim)
+                # A renewal whose answer was lost is retried and refused; it still took effect.
+                replaced = replaced or self._staging.read_json(self._name) == renewed
+            except Exception as exc:  # the next tick tries again; held() ends at the expiry
+                logger.warning(
+                    "could not renew the online claim %s: %s", self._name, type(exc).__name__
+                )
+                continue
+            if not replaced:
+                logger.warning("the online claim %s was taken over by another caller", self._name)
+                self._lost.set()
+                return
+            self._claim, self._expires = renewed, datetime.fromisoformat(renewed["expires"])
+
+
+def _claim(staging: Staging, folder: Folder, seconds: float) -> _Lease | None:
+    """Claim the shard's online answers; ``None`` if another caller holds the claim."""
+    name = folder.name(CLAIM)
+    owner = f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:12]}"
+    mine = _claim_value(owner, seconds)
+    if staging.create_json(name, mine):
+        return _Lease(staging, name, mine, seconds)
+    held = staging.read_json(name)
+    if held == mine:  # created by this call, whose answer was lost and retried
+        return _Lease(staging, name, mine, seconds)
+    if held is None:  # removed by hand meanwhile: the next step claims it afresh
+        return None
+    expires = _expiry(held, folder.uri(CLAIM))
+    if datetime.now(UTC) < expires:
+        logger.info("%s is claimed by %s until %s", folder.uri(CLAIM), held["owner"], expires)
+        return None
+    mine = _claim_value(owner, seconds)
+    if not staging.replace_json(name, mine, held) and staging.read_json(name) != mine:
+        return None  # another caller took the stale claim over first
+    logger.warning("took over %s from %s, expired at %s", folder.uri(CLAIM), held["owner"], expires)
+    return _Lease(staging, name, mine, seconds)
+
+
+@stepped("online_fallback")
+def answer_online(
+    cloud: Cloud,
+    job: Job,
+    settled: Callable[[], set[str]],
+    folder: Folder,
+    rows_leaf: str,
+    concurrency: int = CONCURRENCY,
+) -> bool:
+    """Answer the job's keys not in ``settled()`` online, once across processes (see above).
+
+    The rows go to ``folder``'s ``rows_leaf``, create-only, by way of parts under ``rows_leaf``
+    without its suffix (``online.jsonl``: ``online/``). ``settled`` is called only by the caller
+    that holds the claim.
+
+    Returns:
+        ``True`` once the rows are written (by this call or an earlier one), ``False`` while
+        another caller holds the claim (or this one lost it): the shard is still pending.
+
+    Raises:
+        Whatever is not the service's answer to a call (a failed GCS write once retried, a bug
+        building a call), after the claim is released.
+    """
+    staging = cloud.staging
+    name = folder.name(rows_leaf)
+    if staging.exists(name):
+        return True
+    lease = _claim(staging, folder, CLAIM_SECONDS)
+    if lease is None:
+        return False
+    parts = _Parts(staging, folder, rows_leaf, job)
+    with lease:
+        # A holder whose claim went stale may have written the rows before this one took over.
+        if staging.exists(name):
+            return True
+        answered = parts.read()
+        if not _answer(cloud, job, settled(), answered, parts, lease, concurrency):
+            logger.warning("gave up answering %s online: its claim was lost", job.id)
+            return False
+        upload = staging.upload(name, JSONL)
+        rows = 0
+        for row in parts.rows():
+            upload.write(row)
+            rows += 1
+        if upload.finish():
+            logger.info("answered %d key(s) of %s online", rows, job.id)
+    return True
+
+
+def online_parts(staging: Staging, folder: Folder, rows_leaf: str) -> list[str]:
+    """The URIs of the parts written for a shard's online answers, in order (for tests and
+    operators: readers take ``rows_leaf`` only)."""
+    prefix = folder.uri(rows_leaf.removesuffix(".jsonl"))
+    return sorted(uri for uri, _, _ in staging.list_names(prefix) if _part_number(uri) is not None)
+
+
+def _part_number(uri: str) -> int | None:
+    leaf = uri.rsplit("/", 1)[-1]
+    if not (leaf.startswith("part-") and leaf.endswith(".jsonl")):
+        return None
+    number = leaf[len("part-") : -len(".jsonl")]
+    return int(number) if number.isdigit() else None
+
+
+class _Parts:
+    """The parts of one shard's online answers: read back, and written one group at a time."""
+
+    def __init__(self, staging: Staging, folder: Folder, rows_leaf: str, job: Job) -> None:
+        self._staging = staging
+        self._folder = folder
+        self._leaf = rows_leaf
+        self._id_field = PROVIDERS[job.provider].id_field
+        self._next = 0
+
+    def _lines(self) -> Iterator[tuple[str, bytes]]:
+        """Every row of every part, with its digest, in part order."""
+        for uri in online_parts(self._staging, self._folder, self._leaf):
+            number = _part_number(uri)
+            assert number is not None
+            self._next = max(self._next, number + 1)
+            for line in self._staging.read_lines(uri):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    row = None
+                digest = row.get(self._id_field) if isinstance(row, dict) else None
+                if not isinstance(digest, str):
+                    raise InvalidRequestError(
+                        f"{uri} is not a vertexbatch online part: it was damaged or edited; "
+                        "delete it to let the fallback answer its keys again",
+                        field="staging",
+                    )
+                yield digest, line + b"\n"
+
+    def read(self) -> set[str]:
+        """The digests the parts already answer."""
+        return {digest for digest, _ in self._lines()}
+
+    def rows(self) -> Iterator[bytes]:
+        """Every part's rows, each digest once (the first part's row winning)."""
+        seen: set[str] = set()
+        for digest, line in self._lines():
+            if digest not in seen:
+                seen.add(digest)
+                yield line
+
+    def write(self, rows: list[bytes]) -> None:
+        """Write rows as the next part, create-only; a number taken meanwhile (by a holder
+        that lost its claim) moves them to the next."""
+        prefix = self._leaf.removesuffix(".jsonl")
+        while True:
+            upload = self._staging.upload(
+                self._folder.name(f"{prefix}/{_PART.format(self._next)}"), JSONL
+            )
+            for row in rows:
+                upload.write(row)
+            self._next += 1
+            if upload.finish():
+                return
+
+
+def _answer(
+    cloud: Cloud,
+    job: Job,
+    settled: set[str],
+    answered: set[str],
+    parts: _Parts,
+    lease: _Lease,
+    concurrency: int,
+) -> bool:
+    """Answer every unsettled key no part answers, a group of calls per part; ``False`` if the
+    claim was lost before the last call."""
+    staging = cloud.staging
+    wanted = {k for k in read_key_map(staging, job).keys if k not in settled}
+    # A deduplicated key's alias (no data) is answered by its line's row, as in a batch job.
+    lines = (
+        [
+            line
+            for line in read_staged_lines(staging, job, wanted)
+            if line.data and line.digest not in answered
+        ]
+        if wanted
+        else []
+    )
+    if not lines:
+        return True
+    lane = PROVIDERS[job.provider]
+    caller = lane.online(cloud, job.model, concurrency)
+    id_field = lane.id_field
+
+    def answer(line: StagedLine) -> bytes | None:
+        if not lease.held():
+            return None
+        body = json.loads(line.data)["request"]
+        row: dict[str, Any] = {id_field: line.digest}
+        try:
+            row["response"] = cloud.retry.call(
+                f"online answer for a key of {job.id}", lambda: caller.call(body)
+            )
+            row["status"] = ""
+        except Exception as exc:
+            if not from_service(exc):
+                raise  # a call that could not be built is a bug, never a key's answer
+            code = status_code(exc)
+            logger.warning(
+                "online call for a key of %s failed: %s %s", job.id, type(exc).__name__, code
+            )
+            row["status"] = {"code": code, "message": f"online call failed: {type(exc).__name__}"}
+        return json.dumps(row).encode("utf-8") + b"\n"
+
+    written = 0
+    try:
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            for start in range(0, len(lines), concurrency):
+                group: list[Future[bytes | None]] = [
+                    pool.submit(answer, line) for line in lines[start : start + concurrency]
+                ]
+                rows: list[bytes] = []
+                failure: BaseException | None = None
+                for future in group:
+                    try:
+                        row = future.result()
+                    except BaseException as exc:  # the others of the group were paid for
+                        failure = failure or exc
+                        continue
+                    if row is not None:
+                        rows.append(row)
+                if rows:
+                    parts.write(rows)  # before the next group is paid for
+                    written += len(rows)
+                if failure is not None:
+                    raise failure
+                if len(rows) < len(group):
+                    return False  # the claim was lost: the taker answers the rest
+    finally:
+        caller.close()
+        note({"vertexbatch.online.answered": written})
+    return True

@@ -1,0 +1,135 @@
+"""Reading a run's shard: one result per key, from its online answers and its attempts' output.
+
+A step reads a shard's results to count what an ended attempt left unsettled and a finished
+shard's outcomes; a results pass reads every shard's. Both come here. Nothing here records
+telemetry: superseded attempts are read too, and steps read results only to count.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+from .._cache.fill import CacheFill
+from .._cloud import Cloud
+from .._errors import MissingError
+from .._models import Job, Provider, Result
+from .._results import read_output_file, read_results
+from .._staged import read_key_map
+from .._telemetry import SILENT
+from .jobs import Attempt
+from .ledger import Shard, counts_online
+
+__all__ = ["ONLINE", "UNSETTLED", "ShardReader"]
+
+ONLINE = "online.jsonl"
+UNSETTLED = ("retryable", "missing")
+# Why a key of a finished shard has no result: no job of the run ever ran it.
+_NEVER_RUN = "no job ran this key: the run's deadline passed before its attempt's job was created"
+
+
+class ShardReader:
+    """Reads the shards of one run."""
+
+    def __init__(self, cloud: Cloud, run_id: str, provider: Provider, model: str) -> None:
+        self._cloud = cloud
+        self._run = run_id
+        self._provider: Provider = provider
+        self._model = model
+
+    def job(self, shard: Shard) -> Job:
+        """The shard's first attempt as a ``Job`` value, built from its folder (no Vertex call):
+        what reading its key map, input and online answers needs."""
+        folder = self._cloud.staging.folder(shard.id)
+        return Job(
+            id=shard.id,
+            name=f"{self._run}/{shard.id}",
+            provider=self._provider,
+            model=self._model,
+            input_uri=folder.input_uri,
+            output_prefix=folder.output_prefix,
+            keys=shard.keys,
+        )
+
+    def read(self, attempt: Attempt, fill: CacheFill | None = None) -> Iterator[Result]:
+        """An attempt's results, from the status and output directory its step found."""
+        assert attempt.job is not None and attempt.status is not None
+        staging = self._cloud.staging
+        return read_results(staging, attempt.job, attempt.status, attempt.directory, SILENT, fill)
+
+    def unsettled(self, attempt: Attempt) -> list[str]:
+        """The keys of an ended attempt that are retryable or missing."""
+        return [r.key for r in self.read(attempt) if r.outcome in UNSETTLED]
+
+    def final_outcomes(
+        self, shard: Shard, attempts: list[Attempt], *, online: bool | None = None
+    ) -> dict[str, int]:
+        """A finished shard's keys per final outcome (retryable and missing: ``exhausted``)."""
+        counts: Counter[str] = Counter()
+        for result in self.results(shard, attempts, final=True, online=online):
+            outcome = result.outcome
+            counts["exhausted" if outcome in UNSETTLED else outcome] += 1
+        return dict(counts)
+
+    def results(
+        self,
+        shard: Shard,
+        attempts: list[Attempt],
+        *,
+        final: bool = False,
+        online: bool | None = None,
+    ) -> Iterator[Result]:
+        """One result per key of the shard: the online answer, else the latest attempt's."""
+        tries = self.tries(shard, attempts, final=final, online=online)
+        return (result for result, _ in tries)
+
+    def tries(
+        self,
+        shard: Shard,
+        attempts: list[Attempt],
+        *,
+        fill: bool = False,
+        final: bool = False,
+        online: bool | None = None,
+    ) -> Iterator[tuple[Result, int]]:
+        """``results`` with the number of attempts that held each key.
+
+        ``fill``: a caller's results pass: each terminal attempt of a ``cache=True`` run fills
+        the answer cache with its own ok answers (steps and ``status`` never write to it).
+        ``final``: the shard is finished: a key no job answered (the deadline passed before its
+        shard's job was created) is ``missing``, so every key has its one result. ``online``:
+        whether the shard's online answers count; by default, unless its done record was made
+        without them (a step finished the shard from its attempts while another answered it
+        online and had not yet recorded so), so that results and ``status`` always agree.
+        """
+        staging = self._cloud.staging
+        first = self.job(shard)
+        keys = read_key_map(staging, first)
+        made = [a for a in attempts if a.job is not None]
+        taken: set[int] = set()
+        answers = staging.folder(shard.id).uri(ONLINE)
+        if staging.exists(answers) and (
+            counts_online(staging, shard) if online is None else online
+        ):
+            # Answered online: the key was left unsettled by every attempt, so each held it.
+            for result in read_output_file(staging, answers, keys, taken, first):
+                yield result, len(made) + 1
+        seen = {keys.keys[i] for i in taken}
+        latest = len(made) - 1
+        for index in range(latest, -1, -1):
+            attempt = made[index]
+            assert attempt.job is not None
+            filler = CacheFill(staging, attempt.job) if fill else None
+            for result in self.read(attempt, filler):
+                if result.key not in seen:
+                    seen.add(result.key)
+                    # Attempt i+1 holds exactly the keys attempt i left unsettled, and a finished
+                    # attempt yields each of its keys: a key left unsettled by an earlier attempt
+                    # is in the latest one, still running.
+                    settled = result.outcome not in UNSETTLED
+                    yield result, (index if settled else latest) + 1
+        if final and len(seen) < len(keys):
+            for key in keys.keys:
+                if key not in seen:
+                    error = MissingError(_NEVER_RUN, key=key)
+                    yield Result(key=key, error=error), len(attempts)

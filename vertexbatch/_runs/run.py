@@ -1,0 +1,248 @@
+"""Runs: from many requests to every key answered — shards, attempts, and a ledger in GCS.
+
+A run is a set of *shards* (jobs of at most ``shard_size`` rows and 1 GB), each retried as
+*attempts* under derived ids, all built on the core's identity protocol. Its only state is in
+GCS, under the run's own folder and the shards' folders::
+
+    PREFIX/RUN/run.json            the ledger: provider, model, max attempts, shard ids and sizes
+    PREFIX/RUN/progress.json       a cache of the shards' records, for the next step
+    PREFIX/RUN.s0/...              shard 0, attempt 0 (a normal submission folder)
+    PREFIX/RUN.s0.r1/...           shard 0, attempt 1: its retryable and missing keys
+    PREFIX/RUN.s0/done.json        shard 0's final outcome counts, once it is finished
+    PREFIX/RUN.s0.r1/ended.json    attempt 1's job's ended status, once a step saw it ended
+    PREFIX/RUN.s0/online.jsonl     shard 0's answers from the online fallback, if it ran
+    PREFIX/RUN.s0/online.claim.json  who is answering shard 0 online, and until when
+
+``advance`` is one short, idempotent step: any number of schedulers may call it at once, and a
+step killed half-way is finished by the next. Two callers creating the same attempt get the same
+job, because an attempt is a submission with a derived id and deterministic rows. What a step
+does is decided by the pure planner in ``_plan``; this module reads the state and acts.
+
+A step (``_run_step``) lists the run's jobs once (``_run_jobs``) and its shard folders once
+(``_run_records``, with the run's progress cache ``PREFIX/RUN/progress.json``), whatever its
+number of shards, cancels the twins of its attempts' jobs it finds there, and counts them live
+until they end. Results passes read each shard (``_run_read``): they read its output anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from .._cloud import Cloud
+from .._errors import InvalidRequestError
+from .._models import Provider, Result
+from .._rules import id_label
+from .._tracing import Tracing, note, traced
+from .._vertex import RUN_LABEL
+from .._wait import check_deadline
+from .jobs import RunJobs
+from .ledger import Ledger, Shard
+from .online import CONCURRENCY
+from .plan import StepRules, plan_step
+from .read import UNSETTLED, ShardReader
+from .records import Records
+from .step import RunSummary, Step, open_shard
+
+__all__ = [
+    "DEFAULT_LIVE_JOBS",
+    "DEFAULT_SHARD_SIZE",
+    "KeyResult",
+    "Run",
+    "RunSummary",
+    "Shard",
+    "summary_line",
+]
+
+DEFAULT_SHARD_SIZE = 100_000
+# Vertex runs at most 4 Claude batch jobs per project at once by default; Gemini's is a guess.
+DEFAULT_LIVE_JOBS: Mapping[Provider, int] = {"anthropic": 4, "google": 16}
+
+
+@dataclass(frozen=True, slots=True)
+class KeyResult:
+    """One key of a run: its latest result, how many attempts held it, its outcome in the run.
+
+    Attributes:
+        result: the key's latest result: its online answer, else its latest attempt's.
+        attempts: the attempts that held the key: its batch jobs, plus one if it was answered
+            online.
+        outcome: the key's word among ``RunSummary.outcomes``: ``ok``, ``refused``,
+            ``truncated``, ``failed``, ``exhausted`` (retryable or missing, nothing more to
+            try), or ``pending`` while its shard is not finished.
+    """
+
+    result: Result
+    attempts: int
+    outcome: str
+
+
+def _tracing_of(run: Run) -> Tracing:
+    return run._cloud.tracing
+
+
+class Run:
+    """A run of many requests over shards and attempts; see the module docstring."""
+
+    def __init__(self, cloud: Cloud, ledger: Ledger) -> None:
+        self._cloud = cloud
+        self._ledger = ledger
+        self.id = ledger.id
+        self.provider: Provider = ledger.provider
+        self.model = ledger.model
+        self.max_attempts = ledger.max_attempts
+        self.shards = list(ledger.shards)
+        self._labels = {RUN_LABEL: id_label(self.id)}
+        self._reader = ShardReader(cloud, self.id, self.provider, self.model)
+
+    def __repr__(self) -> str:
+        return f"Run(id={self.id!r}, provider={self.provider!r}, shards={len(self.shards)})"
+
+    @property
+    def keys(self) -> int:
+        return sum(s.keys for s in self.shards)
+
+    def _jobs(self) -> RunJobs:
+        """The run's jobs for one results pass (listed once, when first needed), each shard's
+        records read from GCS as the pass comes to it."""
+        cloud = self._cloud
+        return RunJobs(
+            cloud.vertex,
+            Records(cloud.staging),
+            self.id,
+            self.provider,
+            self.model,
+            labelled=self._ledger.labelled,
+            record=False,
+        )
+
+    @traced("run.advance", _tracing_of)
+    def advance(
+        self,
+        *,
+        deadline: datetime | None = None,
+        fallback: Literal["online"] | None = None,
+        max_live_jobs: int | None = None,
+        online_concurrency: int = CONCURRENCY,
+    ) -> RunSummary:
+        """Take one step: create jobs, resubmit what is retryable or missing, finish shards.
+
+        Safe to call from any number of processes at once, and as often as you like.
+
+        Args:
+            deadline: past this moment (a timezone-aware ``datetime``) no new attempt is made;
+                with ``fallback="online"`` the shard's outstanding jobs are cancelled and its
+                unsettled keys answered online, each at most once across processes (see
+                ``vertexbatch._runs.online``).
+            fallback: ``"online"`` to answer past the deadline through the online APIs.
+            max_live_jobs: jobs of this run that may be live at once; by default 4 for Claude
+                (Vertex's default quota of concurrent Claude batch jobs per project) and 16 for
+                Gemini.
+            online_concurrency: online calls in flight at once in the fallback (default 8).
+
+        Raises:
+            InvalidRequestError: the deadline is not a timezone-aware ``datetime``
+                (``field == "deadline"``), the fallback is not ``"online"`` or ``None``
+                (``field == "fallback"``), or a limit is not a positive whole number.
+        """
+        check_deadline(deadline)
+        if fallback not in (None, "online"):
+            raise InvalidRequestError(
+                f"fallback must be 'online' or None, got {fallback!r}", field="fallback"
+            )
+        budget = DEFAULT_LIVE_JOBS[self.provider] if max_live_jobs is None else max_live_jobs
+        for name, value in (("max_live_jobs", budget), ("online_concurrency", online_concurrency)):
+            if type(value) is not int or value < 1:
+                raise InvalidRequestError(
+                    f"{name} must be a whole number of at least 1, got {value!r}", field=name
+                )
+        note({"vertexbatch.run.id": self.id, "gen_ai.request.model": self.model})
+        late = deadline is not None and datetime.now(UTC) >= deadline
+        rules = StepRules(
+            act=True,
+            late=late,
+            online=late and fallback == "online",
+            max_attempts=self.max_attempts,
+            live_budget=budget,
+        )
+        summary = self._step(rules, online_concurrency)
+        note(
+            {
+                "vertexbatch.run.done": summary.done,
+                "vertexbatch.run.live_jobs": summary.live_jobs,
+                **{f"vertexbatch.run.keys.{k}": v for k, v in summary.outcomes.items()},
+            }
+        )
+        return summary
+
+    def status(self) -> RunSummary:
+        """Where the run stands, without creating or cancelling anything."""
+        return self._step(self._looking(), CONCURRENCY)
+
+    def _looking(self) -> StepRules:
+        """The rules of a step that only looks (``status``)."""
+        return StepRules(
+            act=False, late=False, online=False, max_attempts=self.max_attempts, live_budget=0
+        )
+
+    def _step(self, rules: StepRules, concurrency: int) -> RunSummary:
+        """One step (``_run_step``): its state read at a cost that does not grow with the shards."""
+        return Step(self._cloud, self._ledger, self._reader, self._labels).take(rules, concurrency)
+
+    def key_results(self) -> Iterator[KeyResult]:
+        """Like ``results``, each result with its attempts and its outcome in the run.
+
+        The outcomes are those ``status`` counts: a key of a shard that is not finished is
+        ``pending`` (whatever its latest result), and a retryable or missing key of a finished
+        shard is ``exhausted``.
+        """
+        reader = self._reader
+        records = Records(self._cloud.staging)
+        jobs = self._jobs()
+        for shard in self.shards:
+            job = reader.job(shard)
+            attempts = jobs.attempts(shard, self.max_attempts)
+            final = records.done(shard) is not None or any(
+                action.kind == "finish"
+                for action in plan_step(
+                    [open_shard(reader, shard, attempts).view()], self._looking()
+                ).actions
+            )
+            for result, tries in reader.tries(shard, attempts, fill=True, final=final):
+                self._cloud.telemetry.record(result, job)
+                if not final:
+                    outcome = "pending"
+                elif result.outcome in UNSETTLED:
+                    outcome = "exhausted"
+                else:
+                    outcome = result.outcome
+                yield KeyResult(result, tries, outcome)
+
+    def results(self) -> Iterator[Result]:
+        """One result per key across shards and attempts, the latest attempt winning.
+
+        Each yielded result is recorded in the client's metrics once, as ``Client.results`` does.
+        """
+        attributes = {"vertexbatch.run.id": self.id, "gen_ai.request.model": self.model}
+        return self._cloud.tracing.passing(self._results(), attributes, "run.results")
+
+    def _results(self) -> Iterator[Result]:
+        reader = self._reader
+        records = Records(self._cloud.staging)
+        jobs = self._jobs()
+        for shard in self.shards:
+            job = reader.job(shard)
+            final = records.done(shard) is not None
+            attempts = jobs.attempts(shard, self.max_attempts)
+            for result, _ in reader.tries(shard, attempts, fill=True, final=final):
+                self._cloud.telemetry.record(result, job)
+                yield result
+
+
+def summary_line(summary: RunSummary) -> str:
+    """One line for logs and the CLI."""
+    counts = ", ".join(f"{k} {v}" for k, v in summary.outcomes.items())
+    state = "done" if summary.done else f"{summary.live_jobs} live job(s)"
+    return f"run {summary.id}: {summary.keys} keys, {state}; {counts}"

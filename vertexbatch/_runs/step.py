@@ -1,0 +1,297 @@
+"""One step of a run (``advance`` or ``status``): read every shard's state, plan, act.
+
+A step reads its state at a cost that does not grow with the run's shards:
+
+- Vertex: one listing of the run's live jobs and a ``get`` per job that ended since the previous
+  ``advance`` (``_run_jobs``);
+- GCS: one listing of the run's shard folders and one read of its progress cache, then a read
+  of each record that changed since the cache was written (``_run_records``); an attempt
+  staged with no job is not read at all until the plan acts on it (then its manifest is read:
+  an attempt the answer cache answered whole has ended already, and the step plans again).
+
+What to do is decided by the pure planner in ``_plan``; here the actions are carried out:
+create an attempt's job, resubmit what is retryable or missing, answer online past the
+deadline, finish shards (their ``done.json``), cancel twins. ``advance`` then writes the
+progress cache for the next step.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .._cloud import Cloud
+from .._errors import InvalidRequestError, job_errors
+from .._identity import resubmit, submit
+from .._manifest import MANIFEST, Manifest, run_origin
+from .._models import Job
+from .._tracing import note
+from .._vertex import status_of
+from .jobs import Attempt, RunJobs, Twin
+from .ledger import Ledger, Shard, attempt_id, write_done, write_done_online
+from .online import answer_online
+from .plan import Plan, ShardView, StepRules, plan_step
+from .read import ONLINE, UNSETTLED, ShardReader
+from .records import ListedRecords, Records
+
+__all__ = ["Open", "RunSummary", "Step", "open_shard"]
+
+logger = logging.getLogger("vertexbatch")
+
+_CANCELLING = "JOB_STATE_CANCELLING"
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """Where a run stands, counted per key.
+
+    Attributes:
+        id: the run id.
+        done: every shard is finished: each key has its final outcome.
+        keys: the number of keys in the run.
+        outcomes: keys per final outcome (``ok``, ``refused``, ``truncated``, ``failed``,
+            ``exhausted`` — retryable or missing after the last attempt) and ``pending``.
+        live_jobs: jobs of the run that have not ended: running, queued, paused (a PAUSED job
+            may resume), being cancelled, and twins (jobs of an attempt's id other than the
+            attempt's own, left by a lost create answer, say: ``advance`` cancels them, and
+            they count until they end).
+        created: jobs this step created (0 for ``status``).
+    """
+
+    id: str
+    done: bool
+    keys: int
+    outcomes: Mapping[str, int] = field(default_factory=dict)
+    live_jobs: int = 0
+    created: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Open:
+    """An unfinished shard as a step found it."""
+
+    shard: Shard
+    attempts: list[Attempt]
+    unsettled: list[str]
+
+    def view(self) -> ShardView:
+        latest = self.attempts[-1]
+        state = None if latest.status is None else latest.status.state
+        return ShardView.of(self.shard.keys, len(self.attempts), state, len(self.unsettled))
+
+
+def open_shard(reader: ShardReader, shard: Shard, attempts: list[Attempt]) -> Open:
+    """An unfinished shard as a step sees it: its attempts and its latest's unsettled keys."""
+    latest = attempts[-1]
+    unsettled = reader.unsettled(latest) if latest.ended else []
+    return Open(shard, attempts, unsettled)
+
+
+class Step:
+    """One step of one run; ``take`` it once."""
+
+    def __init__(
+        self,
+        cloud: Cloud,
+        ledger: Ledger,
+        reader: ShardReader,
+        labels: Mapping[str, str],
+    ) -> None:
+        self._cloud = cloud
+        self._ledger = ledger
+        self._reader = reader
+        self._labels = dict(labels)
+        self._records: Records = ListedRecords(cloud.staging, ledger.id, len(ledger.shards))
+
+    def take(self, rules: StepRules, concurrency: int) -> RunSummary:
+        """Read every shard, plan, then act: the live-job budget counts the whole run."""
+        ledger = self._ledger
+        cloud = self._cloud
+        reader = self._reader
+        records = self._records
+        totals: Counter[str] = Counter()
+        unfinished: list[Open] = []
+        finished: list[Shard] = []
+        jobs = RunJobs(
+            cloud.vertex,
+            records,
+            ledger.id,
+            ledger.provider,
+            ledger.model,
+            labelled=ledger.labelled,
+            record=rules.act,
+        )
+        for shard in ledger.shards:
+            done = records.done(shard)
+            if done is not None:
+                totals.update(done)
+                finished.append(shard)
+                continue
+            attempts = jobs.attempts(shard, ledger.max_attempts)
+            unfinished.append(open_shard(reader, shard, attempts))
+        plan = self._plan(unfinished, rules, jobs)
+        totals["pending"] += plan.pending
+        twins = self._twins(unfinished, jobs.leftovers(finished, ledger.max_attempts), rules.act)
+        note(
+            {
+                f"vertexbatch.run.actions.{kind}": n
+                for kind, n in Counter(a.kind for a in plan.actions).items()
+            }
+        )
+        for action in plan.actions:
+            state = unfinished[action.shard]
+            shard = state.shard
+            if action.kind == "create":
+                self._create(attempt_id(shard, action.attempt))
+            elif action.kind == "resubmit":
+                job = state.attempts[-1].job
+                assert job is not None  # the planner resubmits only from a finished job
+                self._resubmit(job, state.unsettled, attempt_id(shard, action.attempt))
+            elif action.kind == "online":
+                totals.update(self._answer_online(shard, state.attempts, concurrency))
+            else:
+                outcomes = reader.final_outcomes(shard, state.attempts)
+                if rules.act:
+                    write_done(cloud.staging, shard, outcomes)
+                    logger.info("shard %s finished: %s", shard.id, outcomes)
+                totals.update(outcomes)
+        if rules.act:
+            records.save()
+        return RunSummary(
+            id=ledger.id,
+            done=not totals.get("pending"),
+            keys=sum(s.keys for s in ledger.shards),
+            outcomes={k: v for k, v in sorted(totals.items()) if v},
+            live_jobs=plan.live + twins,
+            created=plan.created,
+        )
+
+    def _plan(self, unfinished: list[Open], rules: StepRules, jobs: RunJobs) -> Plan:
+        """Plan the step; an attempt with no job that the plan acts on has its manifest read
+        first, and one the answer cache answered whole (it has ended) makes the step plan
+        again, as if it had been read from the start."""
+        while True:
+            plan = plan_step([shard.view() for shard in unfinished], rules)
+            unread = [a.shard for a in plan.actions if not unfinished[a.shard].attempts[-1].checked]
+            if not unread:
+                return plan
+            for index in unread:
+                state = unfinished[index]
+                number = len(state.attempts) - 1
+                checked = jobs.check(state.shard, number)
+                attempts = [*state.attempts[:-1], checked]
+                unfinished[index] = open_shard(self._reader, state.shard, attempts)
+
+    def _twins(self, unfinished: list[Open], leftovers: list[Twin], act: bool) -> int:
+        """Count the attempts' twins (and jobs left running by finished shards); cancel them
+        when acting, as a submit of the attempt's id would. Returns how many there are.
+
+        An attempt whose job was created but never recorded (its submitter stopped in
+        between) is submitted again: the identity protocol records the job ``find`` names and
+        cancels the rest.
+        """
+        count = len(leftovers)
+        doomed = list(leftovers)
+        for shard in unfinished:
+            for attempt in shard.attempts:
+                count += len(attempt.twins)
+                if not act or not attempt.twins:
+                    continue
+                if attempt.recorded:
+                    doomed.extend(attempt.twins)
+                elif attempt.job is not None:
+                    self._create(attempt.job.id)
+        for twin in doomed:
+            if act and twin.state != _CANCELLING:  # on its way already
+                self._cancel_twin(twin)
+        return count
+
+    def _cancel_twin(self, twin: Twin) -> None:
+        """Cancel a twin; one that keeps failing is logged, and the next step cancels it."""
+        run = self._ledger.id
+        logger.info("run %s: cancelling job %s, a twin of an attempt's job", run, twin.name)
+        try:
+            self._cloud.vertex.cancel(twin.name)
+        except Exception as exc:
+            logger.warning(
+                "run %s: could not cancel twin job %s (%s); the next step cancels it",
+                run,
+                twin.name,
+                type(exc).__name__,
+            )
+
+    def _create(self, submission_id: str) -> Job:
+        """Create the job of an attempt that was staged but has none (identity protocol)."""
+        cloud = self._cloud
+        raw = self._records.read(submission_id, MANIFEST)
+        if raw is None:
+            raise InvalidRequestError(f"attempt {submission_id!r} is not staged", field="id")
+        manifest = Manifest.from_json(raw, cloud.staging.folder(submission_id).uri(MANIFEST))
+        return submit(
+            cloud.staging, cloud.vertex, cloud.retry, submission_id, manifest, self._labels
+        )
+
+    def _resubmit(self, job: Job, keys: list[str], submission_id: str) -> Job:
+        """Stage and submit an attempt of ``keys``, read back from ``job``'s staged input."""
+        cloud = self._cloud
+        origin = run_origin(self._ledger.id)
+        return resubmit(
+            cloud.staging,
+            cloud.vertex,
+            cloud.retry,
+            job,
+            set(keys),
+            submission_id,
+            origin,
+            self._labels,
+        )
+
+    def _answer_online(
+        self, shard: Shard, attempts: list[Attempt], concurrency: int
+    ) -> dict[str, int]:
+        """Past the deadline: cancel the shard's jobs and answer its unsettled keys online.
+
+        Every job that has not ended is cancelled first, a PAUSED one included (it could
+        resume and answer the keys again, paid twice). Each key is answered online at most
+        once across processes: the shard is claimed in GCS first (``vertexbatch._runs.online``);
+        while another process holds the claim, the shard is reported pending and nothing is
+        called.
+        """
+        cloud = self._cloud
+        reader = self._reader
+        cancelled = [a for a in attempts if a.job is not None and not a.ended]
+        for attempt in cancelled:
+            assert attempt.job is not None and attempt.status is not None
+            if attempt.status.state != _CANCELLING:  # on its way already
+                cloud.vertex.cancel(attempt.job.name)
+
+        fresh: list[Attempt] = []
+
+        def refreshed() -> list[Attempt]:
+            # A job cancelled here may have written rows since it was listed: one get each.
+            if not fresh:
+                fresh.extend(self._refreshed(a) if a in cancelled else a for a in attempts)
+            return fresh
+
+        def settled() -> set[str]:
+            results = reader.results(shard, refreshed(), online=True)
+            return {r.key for r in results if r.outcome not in UNSETTLED}
+
+        folder = cloud.staging.folder(shard.id)
+        if not answer_online(cloud, reader.job(shard), settled, folder, ONLINE, concurrency):
+            # Another process holds the shard's claim and is answering it; a later step finishes.
+            return {"pending": shard.keys}
+        outcomes = reader.final_outcomes(shard, refreshed(), online=True)
+        write_done_online(cloud.staging, shard, outcomes)
+        logger.info("shard %s finished: %s", shard.id, outcomes)
+        return outcomes
+
+    def _refreshed(self, attempt: Attempt) -> Attempt:
+        """The attempt with its job's status and output directory as Vertex says now."""
+        assert attempt.job is not None
+        with job_errors(attempt.job.name):
+            job = self._cloud.vertex.get(attempt.job.name)
+        directory = str(job.output_info.gcs_output_directory)
+        return Attempt(attempt.job, status_of(job), directory, attempt.recorded, attempt.twins)
