@@ -271,3 +271,17 @@ def finished_output(
         job = client.submit_gemini(name, GEMINI, gemini)
     final = stack.wait_job(job.name)
     return OutputFiles(stack, bucket, job, final["outputInfo"]["gcsOutputDirectory"])
+
+
+def with_staging_sizes(client: vb.Client, **sizes: int) -> vb.Client:
+    """``client``, its staging built again with ``Staging``'s byte-path sizes (``read_chunk``,
+    ``upload_chunk``, ``single_request_limit``): the one way a test takes a whole ``Client``
+    across a range's or a chunk's end with small objects. The client's own parts are replaced
+    (``Client`` takes no sizes: they are not a user's to set); its storage client is kept."""
+    from dataclasses import replace
+
+    from vertexbatch._client_base import cloud_of
+
+    cloud = cloud_of(client)
+    client._parts = replace(cloud, staging=cloud.staging.with_sizes(**sizes))  # type: ignore[attr-defined]
+    return client

@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 
 import vertexbatch as vb
 from vertexbatch import _field_types, _importer, _keymap
-from vertexbatch._gcs import staging as _staging
 from vertexbatch._gcs.staging import Staging
 from vertexbatch._keymap import key_digest, parse_key_record
 from vertexbatch._lines import StagedLine
@@ -32,7 +31,7 @@ CHUNK = 1024  # ranges this small stand for 4 MiB ones: many reads, lines across
 
 
 def _staging_of(stack: LocalStack, bucket: str) -> Staging:
-    return Staging(stack.storage_client(), bucket, "p", vb.RetryPolicy.no_wait())
+    return Staging(stack.storage_client(), bucket, "p", vb.RetryPolicy.no_wait(), read_chunk=CHUNK)
 
 
 def _put(stack: LocalStack, bucket: str, name: str, data: bytes) -> None:
@@ -49,32 +48,25 @@ def _expected(data: bytes) -> list[bytes]:
     [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK, 5 * CHUNK + 17, 40 * CHUNK],
 )
 def test_ranges_read_ahead_give_every_line_once_in_order(
-    stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch, size: int
+    stack: LocalStack, bucket: str, size: int
 ) -> None:
     """Objects of 0 to 40 ranges, sizes at and around range ends, lines spanning ranges."""
-    monkeypatch.setattr(_staging, "_READ_CHUNK", CHUNK)
     text = b"".join(b"line %d %s\n" % (i, b"x" * (i * 37 % 300)) for i in range(2000))[:size]
     _put(stack, bucket, "p/obj", text)
     assert list(_staging_of(stack, bucket).read_lines("p/obj")) == _expected(text)
 
 
-def test_a_long_line_is_cut_across_ranges_read_ahead(
-    stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_long_line_is_cut_across_ranges_read_ahead(stack: LocalStack, bucket: str) -> None:
     """``max_line`` still holds with reads ahead: the line is cut and the next lines follow."""
-    monkeypatch.setattr(_staging, "_READ_CHUNK", CHUNK)
     text = b"short\n" + b"y" * (7 * CHUNK + 3) + b"\nafter\nlast"
     _put(stack, bucket, "p/obj", text)
     lines = list(_staging_of(stack, bucket).read_lines("p/obj", max_line=2 * CHUNK))
     assert lines == [b"short", b"y" * (2 * CHUNK) + b"\0", b"after", b"last"]
 
 
-def test_a_failed_read_ahead_raises_in_the_caller(
-    stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failed_read_ahead_raises_in_the_caller(stack: LocalStack, bucket: str) -> None:
     """The third range fails (GCS answers 404: the object deleted meanwhile, say): the reader
     gets the error after the lines of the ranges before it, and no line is skipped or repeated."""
-    monkeypatch.setattr(_staging, "_READ_CHUNK", CHUNK)
     text = b"".join(b"%05d\n" % i for i in range(2000))  # 6 bytes a line, 12,000 bytes
     _put(stack, bucket, "p/obj", text)
     asked: list[str] = []
@@ -92,7 +84,7 @@ def test_a_failed_read_ahead_raises_in_the_caller(
             credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
             client_options={"api_endpoint": url},
         )
-        staging = Staging(gated, bucket, "p", vb.RetryPolicy.no_wait())
+        staging = Staging(gated, bucket, "p", vb.RetryPolicy.no_wait(), read_chunk=CHUNK)
         with pytest.raises(api_exceptions.NotFound):
             for line in staging.read_lines("p/obj"):
                 seen.append(line)
@@ -100,10 +92,7 @@ def test_a_failed_read_ahead_raises_in_the_caller(
     assert [r.partition("-")[0] for r in asked] == [f"bytes={s}" for s in (0, CHUNK, 2 * CHUNK)]
 
 
-def test_a_reader_that_stops_early_leaves_no_thread_behind(
-    stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(_staging, "_READ_CHUNK", CHUNK)
+def test_a_reader_that_stops_early_leaves_no_thread_behind(stack: LocalStack, bucket: str) -> None:
     _put(stack, bucket, "p/obj", b"abc\n" * 5000)
     lines = _staging_of(stack, bucket).read_lines("p/obj")
     assert next(lines) == b"abc"

@@ -26,6 +26,9 @@ n-th chunk request it sees:
 
 ``stall_from=N`` stalls every chunk request from the N-th on.
 
+``hold=N`` keeps the N-th chunk request (before forwarding it) until ``release`` is set;
+``holding`` is set once it is held: the chunk is in flight for as long as the test wants.
+
 ``initiate="exists"`` answers the session's POST 412, as GCS does for an object that exists.
 ``forward_status=True`` lets status queries through, to show what fake-gcs-server does then.
 """
@@ -62,6 +65,9 @@ class Gate:
     initiate: str = ""
     stall_from: int = 0
     forward_status: bool = False
+    hold: int = 0
+    holding: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
     chunks: int = 0  # chunk requests seen (status queries not counted)
     status_queries: int = 0
     cancels: int = 0
@@ -141,6 +147,12 @@ def _handler(upstream: str, gate: Gate) -> type[BaseHTTPRequestHandler]:
                 fault = gate.faults.get(gate.chunks, "")
                 if gate.stall_from and gate.chunks >= gate.stall_from:
                     fault = "stall"
+                held = gate.hold == gate.chunks
+            if held:
+                gate.holding.set()
+                if not gate.release.wait(60):
+                    self._answer(503, {}, _error(503, "backendError"))
+                    return
             match = _RANGE.match(span)
             total = span.rpartition("/")[2]
             if match is None and not (span.startswith("bytes */") and not body):

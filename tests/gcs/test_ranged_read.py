@@ -62,8 +62,15 @@ def _put(stack: LocalStack, bucket: str, name: str, data: bytes) -> storage.Blob
     return blob
 
 
-def _read(endpoint: str, stack: LocalStack, bucket: str, attempts: int = 8) -> bytes:
-    staging = Staging(_client(endpoint, stack), bucket, "", vb.RetryPolicy.no_wait(attempts))
+def _read(
+    endpoint: str,
+    stack: LocalStack,
+    bucket: str,
+    attempts: int = 8,
+    read_chunk: int = _staging._READ_CHUNK,
+) -> bytes:
+    policy = vb.RetryPolicy.no_wait(attempts)
+    staging = Staging(_client(endpoint, stack), bucket, "", policy, read_chunk=read_chunk)
     return b"".join(line + b"\n" for line in staging.read_lines(NAME))
 
 
@@ -71,12 +78,6 @@ def _ranges(*starts: int) -> list[str]:
     return [f"bytes={start}-{start + CHUNK - 1}" for start in starts]
 
 
-@pytest.fixture
-def small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_staging, "_READ_CHUNK", CHUNK)
-
-
-@pytest.mark.usefixtures("small_ranges")
 @pytest.mark.parametrize(
     "size", [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK, 3 * CHUNK + 5, len(LINES)]
 )
@@ -90,7 +91,9 @@ def test_ranges_are_download_as_bytes_bytes_one_get_each(
     recorder = Recorder()
     with gate(stack.storage_endpoint, recorder) as url:
         blob = _client(url, stack).bucket(bucket).blob(NAME)
-        staging = Staging(_client(url, stack), bucket, "", vb.RetryPolicy.no_wait())
+        staging = Staging(
+            _client(url, stack), bucket, "", vb.RetryPolicy.no_wait(), read_chunk=CHUNK
+        )
         assert b"".join(staging._ranges(blob)) == data == blob.download_as_bytes()
     reads = size // CHUNK + 1  # up to the first short range: after a whole one, a 416
     assert recorder.ranges[:-1] == _ranges(*range(0, reads * CHUNK, CHUNK))
@@ -117,7 +120,6 @@ def test_a_range_read_is_download_as_bytes_of_that_range(
     assert RangeRead(blob, start, end)() == expected
 
 
-@pytest.mark.usefixtures("small_ranges")
 @pytest.mark.parametrize(
     ("spoil", "kept"),
     [
@@ -138,12 +140,11 @@ def test_a_failed_range_is_read_again_and_the_lines_are_exact(
     _put(stack, bucket, NAME, LINES)
     recorder = Recorder({2 * CHUNK: [spoil]})
     with gate(stack.storage_endpoint, recorder) as url:
-        assert _read(url, stack, bucket) == LINES
+        assert _read(url, stack, bucket, read_chunk=CHUNK) == LINES
     again = f"bytes={2 * CHUNK + kept}-{3 * CHUNK - 1}"
     assert recorder.ranges[:4] == [*_ranges(0, CHUNK, 2 * CHUNK), again]
 
 
-@pytest.mark.usefixtures("small_ranges")
 def test_a_short_answer_is_resumed_where_it_stopped(stack: LocalStack, bucket: str) -> None:
     """A 206 whose body and Content-Range stop 300 bytes into the range, before the object's
     end, then 10 bytes further: never taken for the end, each next GET asks for the rest of the
@@ -152,7 +153,7 @@ def test_a_short_answer_is_resumed_where_it_stopped(stack: LocalStack, bucket: s
     third = 2 * CHUNK
     recorder = Recorder({third: [Spoil(shorten=300)], third + 300: [Spoil(shorten=10)]})
     with gate(stack.storage_endpoint, recorder) as url:
-        assert _read(url, stack, bucket) == LINES
+        assert _read(url, stack, bucket, read_chunk=CHUNK) == LINES
     assert recorder.ranges[2:6] == [
         f"bytes={third}-{third + CHUNK - 1}",
         f"bytes={third + 300}-{third + CHUNK - 1}",
@@ -161,7 +162,6 @@ def test_a_short_answer_is_resumed_where_it_stopped(stack: LocalStack, bucket: s
     ]
 
 
-@pytest.mark.usefixtures("small_ranges")
 def test_a_short_answer_of_unknown_total_ends_at_the_next_416(
     stack: LocalStack, bucket: str
 ) -> None:
@@ -173,25 +173,23 @@ def test_a_short_answer_of_unknown_total_ends_at_the_next_416(
     unknown = Spoil(headers={"Content-Range": f"bytes {last}-{len(LINES) - 1}/*"})
     recorder = Recorder({last: [unknown]})
     with gate(stack.storage_endpoint, recorder) as url:
-        assert _read(url, stack, bucket) == LINES
+        assert _read(url, stack, bucket, read_chunk=CHUNK) == LINES
     assert recorder.ranges[-2:] == [
         f"bytes={last}-{last + CHUNK - 1}",
         f"bytes={len(LINES)}-{last + CHUNK - 1}",
     ]
 
 
-@pytest.mark.usefixtures("small_ranges")
 def test_an_answer_for_other_bytes_than_asked_is_read_again(stack: LocalStack, bucket: str) -> None:
     """A Content-Range that does not start where the range was asked: not taken, read again."""
     _put(stack, bucket, NAME, LINES)
     recorder = Recorder({CHUNK: [Spoil(headers={"Content-Range": f"bytes 0-{CHUNK - 1}/*"})]})
     with gate(stack.storage_endpoint, recorder) as url:
-        assert _read(url, stack, bucket) == LINES
+        assert _read(url, stack, bucket, read_chunk=CHUNK) == LINES
     assert recorder.ranges[1:3] == _ranges(CHUNK, CHUNK)
     assert recorder.by_library == []
 
 
-@pytest.mark.usefixtures("small_ranges")
 def test_an_answer_without_content_range_is_left_to_download_as_bytes(
     stack: LocalStack, bucket: str
 ) -> None:
@@ -199,12 +197,11 @@ def test_an_answer_without_content_range_is_left_to_download_as_bytes(
     _put(stack, bucket, NAME, LINES)
     recorder = Recorder({CHUNK: [Spoil(headers={"Content-Range": "bytes */*"})]})
     with gate(stack.storage_endpoint, recorder) as url:
-        assert _read(url, stack, bucket) == LINES
+        assert _read(url, stack, bucket, read_chunk=CHUNK) == LINES
     assert recorder.ranges[1:3] == _ranges(CHUNK, CHUNK)
     assert recorder.by_library == _ranges(CHUNK)
 
 
-@pytest.mark.usefixtures("small_ranges")
 def test_a_range_failing_every_time_raises_after_the_policys_attempts(
     stack: LocalStack, bucket: str
 ) -> None:
@@ -214,12 +211,11 @@ def test_a_range_failing_every_time_raises_after_the_policys_attempts(
         gate(stack.storage_endpoint, recorder) as url,
         pytest.raises(api_exceptions.ServiceUnavailable),
     ):
-        _read(url, stack, bucket, attempts=3)
+        _read(url, stack, bucket, attempts=3, read_chunk=CHUNK)
     assert recorder.ranges[1:4] == _ranges(CHUNK, CHUNK, CHUNK)
     assert _ranges(CHUNK)[0] not in recorder.ranges[4:]
 
 
-@pytest.mark.usefixtures("small_ranges")
 def test_a_refusal_is_the_storage_clients_exception_and_not_retried(
     stack: LocalStack, bucket: str
 ) -> None:
@@ -231,7 +227,7 @@ def test_a_refusal_is_the_storage_clients_exception_and_not_retried(
         with pytest.raises(api_exceptions.Forbidden):
             blob.download_as_bytes(start=0, end=CHUNK - 1, retry=None)
         with pytest.raises(api_exceptions.Forbidden):
-            _read(url, stack, bucket)
+            _read(url, stack, bucket, read_chunk=CHUNK)
     assert len(recorder.ranges) == 2
 
 
@@ -261,7 +257,6 @@ def test_a_gzip_encoded_object_is_refused_not_decoded(stack: LocalStack, bucket:
         _read(stack.storage_endpoint, stack, bucket)
 
 
-@pytest.mark.usefixtures("small_ranges")
 def test_ranges_go_through_the_session_the_storage_client_was_given(
     stack: LocalStack, bucket: str
 ) -> None:
@@ -269,7 +264,7 @@ def test_ranges_go_through_the_session_the_storage_client_was_given(
     every range read, with the client's extra headers."""
     _put(stack, bucket, NAME, LINES[: 3 * CHUNK + 5])
     client, seen = recording_storage_client(stack, {"X-Test": "yes"})
-    staging = Staging(client, bucket, "", vb.RetryPolicy.no_wait())
+    staging = Staging(client, bucket, "", vb.RetryPolicy.no_wait(), read_chunk=CHUNK)
     assert b"".join(staging._ranges(client.bucket(bucket).blob(NAME))) == LINES[: 3 * CHUNK + 5]
     got = [(h.get("Range"), h.get("X-Test")) for _, h in seen]
     assert got == [(r, "yes") for r in _ranges(0, CHUNK, 2 * CHUNK, 3 * CHUNK)]

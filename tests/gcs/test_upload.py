@@ -21,9 +21,14 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, claude_request, local_client, recording_storage_client
+from tests.helpers import (
+    CLAUDE,
+    claude_request,
+    local_client,
+    recording_storage_client,
+    with_staging_sizes,
+)
 from tests.upload_gate import Gate, upload_gate
-from vertexbatch._gcs import resumable as _resumable
 from vertexbatch._gcs import upload as _upload
 from vertexbatch._gcs.staging import Staging
 from vertexbatch.emulator import LocalStack
@@ -33,10 +38,7 @@ SINGLE = 256 * 1024
 JSONL = "application/jsonl"
 
 
-@pytest.fixture(autouse=True)
-def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_upload, "CHUNK", CHUNK)
-    monkeypatch.setattr(_upload, "SINGLE_REQUEST_LIMIT", SINGLE)
+SMALL = {"upload_chunk": CHUNK, "single_request_limit": SINGLE}  # Staging's sizes here
 
 
 def _lines(size: int, seed: int = 7) -> list[bytes]:
@@ -53,13 +55,25 @@ def _lines(size: int, seed: int = 7) -> list[bytes]:
     return out
 
 
-def _staging(endpoint: str, bucket: str) -> Staging:
-    client = storage.Client(
+def _storage(endpoint: str) -> storage.Client:
+    return storage.Client(
         project="p",
         credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
         client_options={"api_endpoint": endpoint},
     )
-    return Staging(client, bucket, "u", vb.RetryPolicy.no_wait())
+
+
+def _staging(endpoint: str, bucket: str, single_request_limit: int = SINGLE) -> Staging:
+    policy = vb.RetryPolicy.no_wait()
+    sizes = {**SMALL, "single_request_limit": single_request_limit}
+    return Staging(_storage(endpoint), bucket, "u", policy, **sizes)
+
+
+def _small_client(stack: LocalStack, bucket: str, storage_endpoint: str | None = None) -> vb.Client:
+    """A client of the stack (prefix "u") whose staging uploads in this module's sizes."""
+    return with_staging_sizes(
+        local_client(stack, bucket, storage_endpoint=storage_endpoint, prefix="u"), **SMALL
+    )
 
 
 def _stored(stack: LocalStack, bucket: str, name: str) -> bytes:
@@ -276,13 +290,13 @@ def test_abort_cancels_the_session(stack: LocalStack, bucket: str) -> None:
 
 @pytest.mark.parametrize("size", [2 * SINGLE, 8 * SINGLE + 5])
 def test_a_smaller_chunk_starts_only_past_one_request(
-    stack: LocalStack, bucket: str, size: int, monkeypatch: pytest.MonkeyPatch
+    stack: LocalStack, bucket: str, size: int
 ) -> None:
     """An upload with chunks smaller than one request's limit (a key map's) still goes in one
     request up to the limit (create-only everywhere); past it, chunks go while it is written."""
-    monkeypatch.setattr(_upload, "SINGLE_REQUEST_LIMIT", 2 * SINGLE)
     with upload_gate(stack.storage_endpoint, Gate()) as gate:
-        upload = _staging(gate.url, bucket).upload("u/keys", JSONL, chunk=SINGLE)
+        staging = _staging(gate.url, bucket, single_request_limit=2 * SINGLE)
+        upload = staging.upload("u/keys", JSONL, chunk=SINGLE)
         for line in _lines(size):
             upload.write(line)
         sent_before_finish = gate.chunks
@@ -294,40 +308,38 @@ def test_a_smaller_chunk_starts_only_past_one_request(
 
 
 def test_the_writer_lets_the_sending_thread_run_while_a_chunk_is_in_flight(
-    stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+    stack: LocalStack, bucket: str
 ) -> None:
     """While a chunk is being sent, ``write`` lets go of the interpreter lock every 64 KiB, so the
     sending thread is not held up for the switch interval after each socket call; with nothing
     in flight it does not (the speed itself is the benchmark's: docs/performance.md)."""
     yields: list[int] = []
-    monkeypatch.setattr(_upload, "_let_sender_run", lambda: yields.append(0))
-    sending = threading.Event()
-    release = threading.Event()
-    send = _resumable.Session.send
-
-    def held_send(session: _resumable.Session, chunk: _resumable.Chunk, total: int | None) -> None:
-        sending.set()
-        assert release.wait(30)
-        send(session, chunk, total)
-
-    monkeypatch.setattr(_resumable.Session, "send", held_send)
     data = b"".join(_lines(CHUNK + 4 * _upload._YIELD_EVERY))
     lines = [data[i : i + 1024] for i in range(0, len(data), 1024)]
-    upload = _staging(stack.storage_endpoint, bucket).upload("u/obj", JSONL)
-    first = CHUNK // 1024
-    for line in lines[:first]:  # one whole chunk: handed to the sending thread, nothing yet
-        upload.write(line)
-    assert yields == [] and sending.wait(30)
-    for line in lines[first:]:  # 256 KiB more while that chunk is held in flight
-        upload.write(line)
-    assert yields == [0, 0, 0, 0]
-    release.set()
-    in_flight = upload._in_flight
-    assert in_flight is not None
-    in_flight.result(30)
-    upload.write(b"x" * (2 * _upload._YIELD_EVERY))  # the chunk is answered: no yield
-    assert yields == [0, 0, 0, 0]
-    assert upload.finish()
+    gate = Gate(hold=1)  # the first chunk stays in flight until the gate lets it through
+    with upload_gate(stack.storage_endpoint, gate):
+        upload = _upload.CreateOnlyUpload(
+            _storage(gate.url).bucket(bucket).blob("u/obj"),
+            JSONL,
+            vb.RetryPolicy.no_wait(),
+            chunk=CHUNK,
+            single_request_limit=SINGLE,
+            let_sender_run=lambda: yields.append(0),
+        )
+        first = CHUNK // 1024
+        for line in lines[:first]:  # one whole chunk: handed to the sending thread, nothing yet
+            upload.write(line)
+        assert yields == [] and gate.holding.wait(30)
+        for line in lines[first:]:  # 256 KiB more while that chunk is held in flight
+            upload.write(line)
+        assert yields == [0, 0, 0, 0]
+        gate.release.set()
+        in_flight = upload._in_flight
+        assert in_flight is not None
+        in_flight.result(30)
+        upload.write(b"x" * (2 * _upload._YIELD_EVERY))  # the chunk is answered: no yield
+        assert yields == [0, 0, 0, 0]
+        assert upload.finish()
     assert _stored(stack, bucket, "u/obj") == data + b"x" * (2 * _upload._YIELD_EVERY)
 
 
@@ -434,7 +446,7 @@ def test_a_submit_claims_the_md5_of_the_input_it_staged(
     """The manifest's MD5 (the upload's digest, taken in its sending thread) is the staged
     input's, over several chunks: it is what a later submit of the id compares."""
     stack.faults.hold(state="PENDING")
-    client = stack.client(bucket=bucket, prefix="u", retry=vb.RetryPolicy.no_wait())
+    client = _small_client(stack, bucket)
     requests = _two_thousand_requests()
     job = client.submit_claude("md5-id", CLAUDE, requests, dedupe=dedupe)
     store = stack.storage_client().bucket(bucket)
@@ -452,7 +464,8 @@ def test_uploads_go_through_the_session_the_storage_client_was_given(
     carries every request of a resumable upload, with the client's extra headers."""
 
     client, seen = recording_storage_client(stack, {"X-Test": "yes"})
-    upload = Staging(client, bucket, "u", vb.RetryPolicy.no_wait()).upload("u/sess", JSONL)
+    staging = Staging(client, bucket, "u", vb.RetryPolicy.no_wait(), **SMALL)
+    upload = staging.upload("u/sess", JSONL)
     for line in LINES:
         upload.write(line)
     assert upload.finish()
@@ -471,7 +484,7 @@ def test_a_failed_submit_leaves_no_session_and_no_thread(
     gate = Gate(faults={chunk: "refuse"})
     before = set(threading.enumerate())
     with upload_gate(stack.storage_endpoint, gate):
-        client = local_client(stack, bucket, storage_endpoint=gate.url, prefix="u")
+        client = _small_client(stack, bucket, gate.url)
         with pytest.raises(api_exceptions.Forbidden):
             client.submit_claude("refused", CLAUDE, _two_thousand_requests())
     assert gate.chunks == chunk and gate.cancels == 1

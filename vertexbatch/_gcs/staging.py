@@ -28,7 +28,7 @@ from google.api_core import exceptions as api_exceptions
 from .._errors import InvalidRequestError, ObjectReplaced
 from .._retry import RetryPolicy
 from .ranged_read import RangeRead
-from .upload import CreateOnlyUpload
+from .upload import CHUNK, SINGLE_REQUEST_LIMIT, CreateOnlyUpload
 
 if TYPE_CHECKING:
     # Only for annotations: the storage client is built (and imported) by ``Client``.
@@ -76,21 +76,53 @@ class Folder:
         return self.uri("output")
 
 
-def _read_range(blob: storage.Blob, start: int) -> RangeRead:
-    """The range at ``start``, one GET per attempt (a short attempt is resumed where it ended)."""
-    return RangeRead(blob, start, start + _READ_CHUNK - 1)
-
-
 class Staging:
-    """GCS operations of vertexbatch, each under the client's retry policy."""
+    """GCS operations of vertexbatch, each under the client's retry policy.
+
+    ``read_chunk``, ``upload_chunk`` and ``single_request_limit`` are the sizes of the byte
+    paths (a range read; a resumable chunk; the largest object sent in one request), the
+    module constants by default: tests pass small ones to cross their ends with small objects.
+    """
 
     def __init__(
-        self, client: storage.Client, bucket: str, prefix: str, policy: RetryPolicy
+        self,
+        client: storage.Client,
+        bucket: str,
+        prefix: str,
+        policy: RetryPolicy,
+        *,
+        read_chunk: int = _READ_CHUNK,
+        upload_chunk: int = CHUNK,
+        single_request_limit: int = SINGLE_REQUEST_LIMIT,
     ) -> None:
         self._client = client
         self._bucket = client.bucket(bucket)
         self._prefix = prefix.strip("/")
         self._policy = policy
+        self._read_chunk = read_chunk
+        self._upload_chunk = upload_chunk
+        self._single_request_limit = single_request_limit
+
+    def with_sizes(
+        self,
+        *,
+        read_chunk: int | None = None,
+        upload_chunk: int | None = None,
+        single_request_limit: int | None = None,
+    ) -> Staging:
+        """This staging (its storage client, bucket, prefix and policy) with other byte-path
+        sizes, those not given kept."""
+        return Staging(
+            self._client,
+            self._bucket.name,
+            self._prefix,
+            self._policy,
+            read_chunk=self._read_chunk if read_chunk is None else read_chunk,
+            upload_chunk=self._upload_chunk if upload_chunk is None else upload_chunk,
+            single_request_limit=(
+                self._single_request_limit if single_request_limit is None else single_request_limit
+            ),
+        )
 
     def folder(self, submission_id: str) -> Folder:
         path = f"{self._prefix}/{submission_id}" if self._prefix else submission_id
@@ -111,9 +143,16 @@ class Staging:
         chunk: int | None = None,
     ) -> CreateOnlyUpload:
         """A create-only streamed upload to ``name`` (with ``customTime``, for lifecycle rules;
-        ``chunk``: the resumable chunk size, ``_upload.CHUNK`` by default; the upload takes the
-        MD5 of what is written, ``md5_hex()``, and GCS's must match it)."""
-        return CreateOnlyUpload(self._blob(name), content_type, self._policy, custom_time, chunk)
+        ``chunk``: the resumable chunk size, this staging's ``upload_chunk`` by default; the
+        upload takes the MD5 of what is written, ``md5_hex()``, and GCS's must match it)."""
+        return CreateOnlyUpload(
+            self._blob(name),
+            content_type,
+            self._policy,
+            custom_time,
+            self._upload_chunk if chunk is None else chunk,
+            single_request_limit=self._single_request_limit,
+        )
 
     def create_json(self, name: str, value: Any) -> bool:
         """Write a small JSON object create-only; ``False`` if it already existed."""
@@ -294,7 +333,9 @@ class Staging:
 
         def read(offset: int) -> bytes:
             try:
-                data = self._policy.call(f"read {blob.name}", _read_range(blob, offset))
+                # One GET per attempt; a short attempt is resumed where it ended.
+                span = RangeRead(blob, offset, offset + self._read_chunk - 1)
+                data = self._policy.call(f"read {blob.name}", span)
             except api_exceptions.RequestRangeNotSatisfiable:
                 data = b""
             except api_exceptions.NotFound as exc:
@@ -306,7 +347,7 @@ class Staging:
             return data
 
         data = read(0)
-        if len(data) < _READ_CHUNK:  # the whole object in one read: no thread
+        if len(data) < self._read_chunk:  # the whole object in one read: no thread
             if data:
                 yield data
             return
@@ -318,7 +359,7 @@ class Staging:
                 yield data
                 data = ahead.result()
                 offset += len(data)
-                if len(data) < _READ_CHUNK:
+                if len(data) < self._read_chunk:
                     break
             if data:
                 yield data

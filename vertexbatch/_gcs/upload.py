@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -77,8 +78,15 @@ class CreateOnlyUpload:
         policy: RetryPolicy,
         custom_time: datetime | None = None,
         chunk: int | None = None,
+        *,
+        single_request_limit: int = SINGLE_REQUEST_LIMIT,
+        let_sender_run: Callable[[], None] = _let_sender_run,
     ) -> None:
+        # ``single_request_limit`` and ``let_sender_run`` are the module's by default; tests
+        # pass a small limit, and a hook that counts the times the writer lets go.
         self._blob = blob
+        self._single_request_limit = single_request_limit
+        self._let_sender_run = let_sender_run
         self._chunk = CHUNK if chunk is None else chunk
         if self._chunk <= 0 or self._chunk % _QUANTUM:
             raise ValueError(f"an upload chunk is a positive multiple of 256 KiB, not {chunk}")
@@ -114,9 +122,9 @@ class CreateOnlyUpload:
         if self._unyielded >= _YIELD_EVERY:
             self._unyielded = 0
             if self._in_flight is not None and not self._in_flight.done():
-                _let_sender_run()
+                self._let_sender_run()
         if len(self._pending) >= self._chunk and (
-            self._session is not None or len(self._pending) > SINGLE_REQUEST_LIMIT
+            self._session is not None or len(self._pending) > self._single_request_limit
         ):
             # Past one request's size, whole chunks go; the rest waits for more or for finish.
             self._send_whole_chunks()
@@ -219,7 +227,7 @@ class CreateOnlyUpload:
                 return False
             self._hash_pending()
             last = self._pending
-            if self._session is None and len(last) <= SINGLE_REQUEST_LIMIT:
+            if self._session is None and len(last) <= self._single_request_limit:
                 return self._one_request()
             # The last chunk (any size, even none) states the total of the bytes written.
             self._pending = bytearray()
