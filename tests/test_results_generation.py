@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from email.message import Message
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
 import vertexbatch as vb
-from tests.helpers import FINAL_OUTPUT, finished_output
-from vertexbatch._gcs import staging as _staging
+from tests.gcs_gate import Spoil, gate
+from tests.helpers import FINAL_OUTPUT, finished_output, local_client
 from vertexbatch.emulator import LocalStack
 
 BIG = "a" * (5 * 1024 * 1024)  # one row past the first 4 MiB range read
@@ -23,42 +26,55 @@ def _finished(client: vb.Client, stack: LocalStack, bucket: str) -> tuple[vb.Job
     return out.job, blob, [big, out.line("key-1")]
 
 
+def _after_first_range(name: str, then: Callable[[], None]) -> Any:
+    """A gate script: before GCS answers the first read of ``name`` past its first range,
+    ``then`` runs (a writer replacing or deleting the object between two range reads)."""
+    done: list[str] = []
+
+    def script(method: str, path: str, headers: Message) -> Spoil | None:
+        ranged = headers.get("Range", "")
+        if (
+            not done
+            and path.startswith("/download/")
+            and quote(name, safe="") in path
+            and ranged.startswith("bytes=")
+            and not ranged.startswith("bytes=0-")
+        ):
+            then()
+            done.append(ranged)
+        return None
+
+    script.done = done  # type: ignore[attr-defined]
+    return script
+
+
 def test_an_output_file_replaced_between_range_reads_is_a_clear_error(
-    client: vb.Client, stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+    client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     """The file is rewritten (the same rows in another order, the same length) after its first
     range was read: the pass fails naming it, and the next pass reads the new file whole."""
     job, blob, (big, small) = _finished(client, stack, bucket)
     blob.upload_from_string(big + b"\n" + small + b"\n")
-    real = _staging._read_range
-    replaced: list[int] = []
-
-    def read_range(target: Any, start: int) -> Any:
-        if start > 0 and not replaced and target.name == blob.name:
-            blob.upload_from_string(small + b"\n" + big + b"\n")  # a writer replaces it
-            replaced.append(start)
-        return real(target, start)
-
-    monkeypatch.setattr(_staging, "_read_range", read_range)
-    with pytest.raises(vb.JobError, match="replaced or deleted while it was read") as err:
-        list(client.results(job))
-    assert "predictions.jsonl" in str(err.value) and replaced
+    script = _after_first_range(  # a writer replaces it
+        blob.name, lambda: blob.upload_from_string(small + b"\n" + big + b"\n")
+    )
+    with gate(stack.storage_endpoint, script) as url:
+        gated = local_client(stack, bucket, storage_endpoint=url)
+        with pytest.raises(vb.JobError, match="replaced or deleted while it was read") as err:
+            list(gated.results(job))
+    assert "predictions.jsonl" in str(err.value) and script.done
     results = {r.key: r for r in client.results(job)}
     assert results["key-0"].text == BIG and results["key-1"].ok
 
 
 def test_an_output_file_deleted_while_read_is_a_clear_error(
-    client: vb.Client, stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+    client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     job, blob, (big, small) = _finished(client, stack, bucket)
     blob.upload_from_string(big + b"\n" + small + b"\n")
-    real = _staging._read_range
-
-    def read_range(target: Any, start: int) -> Any:
-        if start > 0 and target.name == blob.name and blob.exists():
-            blob.delete()
-        return real(target, start)
-
-    monkeypatch.setattr(_staging, "_read_range", read_range)
-    with pytest.raises(vb.JobError, match="replaced or deleted while it was read"):
-        list(client.results(job))
+    script = _after_first_range(blob.name, blob.delete)
+    with gate(stack.storage_endpoint, script) as url:
+        gated = local_client(stack, bucket, storage_endpoint=url)
+        with pytest.raises(vb.JobError, match="replaced or deleted while it was read"):
+            list(gated.results(job))
+    assert script.done
