@@ -25,7 +25,7 @@ from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-__all__ = ["Spoil", "body_gate", "deny_bucket_metadata", "gate"]
+__all__ = ["Held", "Spoil", "body_gate", "deny_bucket_metadata", "gate", "hold_write"]
 
 _HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "host", "content-length"})
 # The bucket resource itself (GET storage/v1/b/NAME), not its objects, IAM policy or uploads.
@@ -158,3 +158,46 @@ def body_gate(upstream: str, script: BodyScript) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+@dataclass
+class Held:
+    """What ``hold_write`` holds: ``url`` to point a client at, ``held`` set once the write is
+    held (the request has reached GCS's door and gone no further)."""
+
+    url: str
+    held: threading.Event
+
+
+@contextmanager
+def hold_write(upstream: str, name: str) -> Iterator[Held]:
+    """A gate that holds the first request creating an object whose name ends with ``name``
+    (a one-request upload or a resumable session's start: both name it in their body), and
+    never forwards it: once the gate closes it is answered 503. A test kills the process that
+    made the request while it is held: that process dies just before the object is written.
+    Every other request is forwarded unchanged."""
+    held, closing = threading.Event(), threading.Event()
+
+    def script(method: str, path: str, headers: Message, body: bytes) -> Spoil | None:
+        if (
+            method == "POST"
+            and path.startswith("/upload/")
+            and not held.is_set()
+            and _names_ending(body, name.encode())
+        ):
+            held.set()
+            closing.wait(300)
+            return Spoil(status=503)
+        return None
+
+    with body_gate(upstream, script) as url:
+        try:
+            yield Held(url, held)
+        finally:
+            closing.set()
+
+
+def _names_ending(body: bytes, suffix: bytes) -> bool:
+    """Whether the upload's JSON metadata names an object ending with ``suffix`` (the
+    ``"name"`` field, in a multipart body's first part or a resumable start's whole body)."""
+    return re.search(rb'"name":\s*"[^"]*' + re.escape(suffix), body) is not None

@@ -10,6 +10,7 @@ from google.api_core import exceptions as api_exceptions
 
 import vertexbatch as vb
 from tests.helpers import CLAUDE, claude_request, fill_cache, object_names
+from tests.processes import kill_at_write, submit_cached
 from vertexbatch._gcs.staging import Staging
 from vertexbatch.emulator import JobOptions, LocalStack
 
@@ -93,26 +94,12 @@ def test_run_steps_never_write_to_the_cache(
     assert object_names(stack, bucket, "jobs/_cache/") != []
 
 
-def _crash_before_manifest(monkeypatch: pytest.MonkeyPatch, id: str) -> None:
-    """The submitter dies after staging the rows, before the manifest (a killed process)."""
-    real = Staging.create_json
-
-    def create_json(self: Staging, name: str, value: Any) -> bool:
-        if name.endswith(f"/{id}/manifest.json"):
-            raise KeyboardInterrupt("killed")
-        return real(self, name, value)
-
-    monkeypatch.setattr(Staging, "create_json", create_json)
-
-
 def _submit_killed_before_manifest(
-    client: vb.Client, monkeypatch: pytest.MonkeyPatch, id: str, requests: list[Any]
+    stack: LocalStack, bucket: str, id: str, requests: list[Any]
 ) -> None:
-    """A cached submit of ``requests`` under ``id`` whose process dies before the manifest."""
-    with monkeypatch.context() as patch:
-        _crash_before_manifest(patch, id)
-        with pytest.raises(KeyboardInterrupt):
-            client.submit_claude(id, CLAUDE, requests, cache=True)
+    """A cached submit of ``requests`` under ``id`` whose process is killed after staging the
+    rows (and the claim), before the manifest."""
+    kill_at_write(stack, bucket, f"/{id}/manifest.json", submit_cached, id, requests)
 
 
 @pytest.mark.parametrize("change", ["filled", "expired"])
@@ -120,14 +107,13 @@ def test_a_retry_after_a_crash_before_the_manifest_carries_on(
     client: vb.Client,
     stack: LocalStack,
     bucket: str,
-    monkeypatch: pytest.MonkeyPatch,
     change: str,
 ) -> None:
     """The cache changes between a crash and the retry (more entries, or the hit expired): the
     retry takes the keys the first attempt claimed, stages the same rows and goes on."""
     requests = _requests(4)
     fill_cache(client, stack, "seed", requests[:1])  # k0 cached
-    _submit_killed_before_manifest(client, monkeypatch, "x1", requests)
+    _submit_killed_before_manifest(stack, bucket, "x1", requests)
     assert object_names(stack, bucket, "jobs/x1/manifest.json") == []
     if change == "filled":
         fill_cache(client, stack, "more", requests[1:3])  # now k1 and k2 are cached too
@@ -143,14 +129,14 @@ def test_a_retry_after_a_crash_before_the_manifest_carries_on(
 
 
 def test_a_plan_counts_what_a_crashed_submits_claim_took(
-    client: vb.Client, stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+    client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     """The cache fills up between a crash before the manifest and a plan: the plan counts the
     keys the id claimed (as the retried submit will), not what the cache holds now, and
     refuses rows the claim does not fit, as submit does."""
     requests = _requests(4)
     fill_cache(client, stack, "seedp", requests[:1])  # k0 cached
-    _submit_killed_before_manifest(client, monkeypatch, "xp", requests)
+    _submit_killed_before_manifest(stack, bucket, "xp", requests)
     fill_cache(client, stack, "morep", requests)  # every request is cached now
     assert client.plan_claude("fresh", CLAUDE, requests, cache=True).cached == 4
     plan = client.plan_claude("xp", CLAUDE, requests, cache=True)
@@ -165,11 +151,11 @@ def test_a_plan_counts_what_a_crashed_submits_claim_took(
 
 
 def test_a_claim_for_other_requests_is_refused(
-    client: vb.Client, stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+    client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     """A claimed key whose request changed before the retry is not given the claimed answer."""
     fill_cache(client, stack, "seed2", _requests(1))
-    _submit_killed_before_manifest(client, monkeypatch, "x2", _requests(2))
+    _submit_killed_before_manifest(stack, bucket, "x2", _requests(2))
     changed = [claude_request("k0", "Something else."), _requests(2)[1]]
     with pytest.raises(vb.InvalidRequestError, match="already claimed for other rows") as err:
         client.submit_claude("x2", CLAUDE, changed, cache=True)
@@ -177,12 +163,12 @@ def test_a_claim_for_other_requests_is_refused(
 
 
 def test_claimed_answers_nested_too_deeply_are_refused_by_name(
-    client: vb.Client, stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+    client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     """The answers a crashed submit claimed are damaged (a line nested past json's recursion
     limit): the retry is refused with the object named, not a bare RecursionError."""
     fill_cache(client, stack, "seed3", _requests(1))
-    _submit_killed_before_manifest(client, monkeypatch, "x3", _requests(2))
+    _submit_killed_before_manifest(stack, bucket, "x3", _requests(2))
     [name] = object_names(stack, bucket, "jobs/x3/cached-")
     blob = stack.storage_client().bucket(bucket).blob(name)
     blob.upload_from_string(b"[" * 100_000 + b"]" * 100_000 + b"\n")
@@ -223,12 +209,12 @@ def test_answers_claimed_from_one_models_cache_are_never_staged_for_another(
 
 
 def test_a_crashed_submits_claim_is_not_taken_with_another_model(
-    client: vb.Client, stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+    client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     """A submit stops after its claim, before its manifest; its retry with another model is
     refused by name, and the retry with the claim's model carries on."""
     fill_cache(client, stack, "seed-n", _requests(1))
-    _submit_killed_before_manifest(client, monkeypatch, "xn", _requests(2))
+    _submit_killed_before_manifest(stack, bucket, "xn", _requests(2))
     with pytest.raises(vb.InvalidRequestError, match="cache of anthropic model 'claude-opus"):
         client.submit_claude("xn", OTHER_MODEL, _requests(2), cache=True)
     job = client.submit_claude("xn", CLAUDE, _requests(2), cache=True)

@@ -1,0 +1,66 @@
+"""Code run in child processes by tests that need a process to die at a point (spawned, so it
+must be importable), as integration_tests/_workers.py does for the longer runs.
+
+A test kills the process with SIGKILL while a gate in front of GCS holds its write
+(``tests.gcs_gate.hold_write``): the process dies between two writes, as a crashed task
+would, and nothing in the library is patched.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+from collections.abc import Callable
+from typing import Any
+
+import vertexbatch as vb
+from tests.gcs_gate import hold_write
+from tests.helpers import CLAUDE
+from vertexbatch.emulator import LocalStack
+
+
+def _client(endpoints: dict[str, str]) -> vb.Client:
+    return vb.Client.for_endpoints(
+        vertex_endpoint=endpoints["vertex"],
+        storage_endpoint=endpoints["storage"],
+        project=endpoints["project"],
+        location=endpoints["location"],
+        bucket=endpoints["bucket"],
+        prefix="jobs",
+        retry=vb.RetryPolicy.no_wait(),
+    )
+
+
+def submit_cached(endpoints: dict[str, str], id: str, requests: list[vb.ClaudeRequest]) -> None:
+    """Submit ``requests`` under ``id`` with ``cache=True`` (killed while a write is held)."""
+    _client(endpoints).submit_claude(id, CLAUDE, requests, cache=True)
+
+
+def kill_at_write(
+    stack: LocalStack,
+    bucket: str,
+    name: str,
+    target: Callable[..., None],
+    *args: Any,
+) -> None:
+    """Run ``target(endpoints, *args)`` in a process on the stack (prefix ``jobs``) and SIGKILL
+    it while its write of the object whose name ends with ``name`` is held: it dies before
+    that object is written, everything before it written."""
+    with hold_write(stack.storage_endpoint, name) as gate:
+        endpoints = {
+            "vertex": stack.vertex_endpoint,
+            "storage": gate.url,
+            "project": stack.project,
+            "location": stack.location,
+            "bucket": bucket,
+        }
+        process = multiprocessing.get_context("spawn").Process(
+            target=target, args=(endpoints, *args)
+        )
+        process.start()
+        try:
+            assert gate.held.wait(120), f"the process never wrote {name}"
+        finally:
+            process.kill()
+            process.join(timeout=60)
+    assert process.exitcode == -signal.SIGKILL
