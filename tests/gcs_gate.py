@@ -25,7 +25,15 @@ from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-__all__ = ["Held", "Spoil", "body_gate", "deny_bucket_metadata", "gate", "hold_write"]
+__all__ = [
+    "Held",
+    "Spoil",
+    "body_gate",
+    "deny_bucket_metadata",
+    "gate",
+    "hold_write",
+    "refusing_writes",
+]
 
 _HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "host", "content-length"})
 # The bucket resource itself (GET storage/v1/b/NAME), not its objects, IAM policy or uploads.
@@ -201,3 +209,17 @@ def _names_ending(body: bytes, suffix: bytes) -> bool:
     """Whether the upload's JSON metadata names an object ending with ``suffix`` (the
     ``"name"`` field, in a multipart body's first part or a resumable start's whole body)."""
     return re.search(rb'"name":\s*"[^"]*' + re.escape(suffix), body) is not None
+
+
+def refusing_writes(fragment: str, status: int = 403) -> BodyScript:
+    """A ``body_gate`` script that answers ``status`` (403: no ``storage.objects.create``) to
+    every upload of an object whose name holds ``fragment``, as GCS refuses a caller without
+    the permission on those names; everything else is forwarded."""
+    pattern = re.compile(rb'"name":\s*"[^"]*' + re.escape(fragment.encode()))
+
+    def script(method: str, path: str, headers: Message, body: bytes) -> Spoil | None:
+        if method == "POST" and path.startswith("/upload/") and pattern.search(body):
+            return Spoil(status=status)
+        return None
+
+    return script

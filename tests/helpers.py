@@ -6,7 +6,7 @@ import importlib.util
 import json
 import socket
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -285,3 +285,18 @@ def with_staging_sizes(client: vb.Client, **sizes: int) -> vb.Client:
     cloud = cloud_of(client)
     client._parts = replace(cloud, staging=cloud.staging.with_sizes(**sizes))  # type: ignore[attr-defined]
     return client
+
+
+def results_filling(
+    client: vb.Client, job: vb.Job, *, staging: Any = None, **fill: Any
+) -> Iterator[vb.Result]:
+    """``client.results(job)``'s pass (the same ``iter_results`` and ``CacheFill`` it builds)
+    with the fill's options given: ``limit`` (a small buffer), ``clock``; ``staging``, the one
+    the fill writes through (a gated client's, say), the client's by default."""
+    from vertexbatch._cache.fill import CacheFill
+    from vertexbatch._client_base import cloud_of
+    from vertexbatch._results import iter_results
+
+    cloud = cloud_of(client)
+    filler = CacheFill(staging or cloud.staging, job, **fill)
+    return iter_results(cloud.vertex, cloud.staging, job, cloud.telemetry, fill=filler)

@@ -51,10 +51,20 @@ class CacheFill:
     left unmarked and the next pass tries again. Any other error is a bug, and raises.
     """
 
-    def __init__(self, staging: Staging, job: Job, limit: int | None = None) -> None:
+    def __init__(
+        self,
+        staging: Staging,
+        job: Job,
+        limit: int | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        # ``limit`` (``FILL_BUFFER`` by default) and ``clock`` (the parts' date and the
+        # cache's): tests pass a small buffer and a clock of their own.
         self._staging = staging
         self._job = job
         self._limit = FILL_BUFFER if limit is None else limit
+        self._clock = clock
         self._on: bool | None = None  # None until the first answer: is the job to be filled?
         self._held: dict[str, bytes] = {}  # key -> answer text
         self._size = 0
@@ -108,7 +118,7 @@ class CacheFill:
         exact = self._exact_digests()
         texts = {exact[key]: text for key, text in self._held.items() if key in exact}
         writer = self._job.id if not self._parts else f"{self._job.id}.p{self._parts}"
-        cache = AnswerCache(self._staging, self._job.provider, self._job.model)
+        cache = AnswerCache(self._staging, self._job.provider, self._job.model, clock=self._clock)
         self._written += cache.fill_text(writer, texts, created=self._dated())
         self._parts += 1
         self._held.clear()
@@ -119,7 +129,7 @@ class CacheFill:
         """The date of the job's parts: the first pass's, recorded create-only."""
         if self._date is None:
             name = self._staging.folder(self._job.id).name(FILLING)
-            now = int(time.time())
+            now = int(self._clock())
             if self._staging.create_json(name, {"t": now}):
                 self._date = now
             else:
