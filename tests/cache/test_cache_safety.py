@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from email.message import Message
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
-from google.api_core import exceptions as api_exceptions
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import storage
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, claude_request, fill_cache, object_names
+from tests.gcs_gate import Spoil, body_gate, gate, refusing_writes
+from tests.helpers import (
+    CLAUDE,
+    claude_request,
+    fill_cache,
+    local_client,
+    object_names,
+    results_filling,
+)
 from tests.processes import kill_at_write, submit_cached
+from vertexbatch._cache.store import COMPACT_MARGIN, AnswerCache
 from vertexbatch._gcs.staging import Staging
 from vertexbatch.emulator import JobOptions, LocalStack
 
@@ -19,34 +35,29 @@ def _requests(n: int) -> list[vb.ClaudeRequest]:
     return [claude_request(f"k{i}", f"Summarise item {i}.") for i in range(n)]
 
 
-def _forbid_cache_writes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A caller without storage.objects.create on ``_cache/`` (GCS answers 403)."""
-    real = Staging.upload
-
-    def upload(self: Staging, name: str, *args: Any, **kwargs: Any) -> Any:
-        if "/_cache/" in name:
-            raise api_exceptions.Forbidden("no storage.objects.create on _cache/")
-        return real(self, name, *args, **kwargs)
-
-    monkeypatch.setattr(Staging, "upload", upload)
+@contextmanager
+def _no_cache_writes(stack: LocalStack, bucket: str) -> Iterator[vb.Client]:
+    """A client of a caller without storage.objects.create on ``_cache/`` (GCS answers 403)."""
+    with body_gate(stack.storage_endpoint, refusing_writes("/_cache/")) as url:
+        yield local_client(stack, bucket, storage_endpoint=url)
 
 
 def test_a_failing_fill_costs_no_result_and_is_retried(
     client: vb.Client,
     stack: LocalStack,
     bucket: str,
-    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A cache write refused (403): results yields every key and ends cleanly, with a warning
     naming the id; the next results pass, allowed to write, fills the cache."""
     job = client.submit_claude("ro", CLAUDE, _requests(3), cache=True)
     stack.wait_job(job.name)
-    with monkeypatch.context() as patch:
-        _forbid_cache_writes(patch)
-        with caplog.at_level(logging.WARNING, logger="vertexbatch"):
-            for _ in range(2):
-                assert sorted(r.key for r in client.results(job) if r.ok) == ["k0", "k1", "k2"]
+    with (
+        _no_cache_writes(stack, bucket) as refused,
+        caplog.at_level(logging.WARNING, logger="vertexbatch"),
+    ):
+        for _ in range(2):
+            assert sorted(r.key for r in refused.results(job) if r.ok) == ["k0", "k1", "k2"]
     warned = [r.getMessage() for r in caplog.records if "not stored" in r.getMessage()]
     assert len(warned) == 2 and all("id ro" in w and "Forbidden" in w for w in warned)
     assert object_names(stack, bucket, "jobs/_cache/") == []
@@ -77,20 +88,20 @@ def test_an_answer_with_a_lone_surrogate_is_cached(
 
 
 def test_run_steps_never_write_to_the_cache(
-    client: vb.Client, stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+    client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     """status and advance only read: a fill that would fail cannot stop a run, and a run's
     results pass is what fills the cache."""
-    run = client.run_claude("rf", CLAUDE, _requests(3), cache=True)
+    client.run_claude("rf", CLAUDE, _requests(3), cache=True)
     stack.settle()
-    with monkeypatch.context() as patch:
-        _forbid_cache_writes(patch)
+    with _no_cache_writes(stack, bucket) as refused:
+        run = refused.open_run("rf")
         assert run.status().outcomes == {"ok": 3}
         assert run.advance().done
         assert run.status().done
     assert object_names(stack, bucket, "jobs/_cache/") == []
     assert object_names(stack, bucket, "jobs/rf.s0/cache.filled") == []
-    assert sorted(r.key for r in run.results()) == ["k0", "k1", "k2"]
+    assert sorted(r.key for r in client.open_run("rf").results()) == ["k0", "k1", "k2"]
     assert object_names(stack, bucket, "jobs/_cache/") != []
 
 
@@ -343,115 +354,115 @@ def test_resubmitting_a_cached_key_is_refused_by_name(client: vb.Client, stack: 
     assert client.resubmit(job, keys=["k1"]).keys == 1
 
 
-def test_a_lookup_lists_only_its_own_models_folder(
-    client: vb.Client, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@contextmanager
+def _recorded(stack: LocalStack, bucket: str) -> Iterator[tuple[Staging, list[str]]]:
+    """Staging (prefix ``jobs``) through a gate that records each GCS request's method and path
+    (the path's query decoded)."""
+    seen: list[str] = []
+
+    def record(method: str, path: str, headers: Message) -> Spoil | None:
+        seen.append(f"{method} {unquote(path)}")
+        return None
+
+    with gate(stack.storage_endpoint, record) as url:
+        client = storage.Client(
+            project=stack.project,
+            credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+            client_options={"api_endpoint": url},
+        )
+        yield Staging(client, bucket, "jobs", vb.RetryPolicy.no_wait()), seen
+
+
+def test_a_lookup_lists_only_its_own_models_folder(stack: LocalStack, bucket: str) -> None:
     """``gemini-3.8-flash`` is a prefix of ``gemini-3.8-flash-lite``: a lookup of the first
-    never lists the second's objects."""
-    from vertexbatch._cache.store import AnswerCache
-    from vertexbatch._client import cloud_of
-
-    staging = cloud_of(client).staging
+    never lists (nor reads) the second's objects."""
     digest = "ab" * 16
-    AnswerCache(staging, "google", "gemini-3.8-flash-lite").fill("w1", {digest: {"x": 1}})
-    listed: list[str] = []
-    real = Staging.list_names
-
-    def list_names(self: Staging, uri_prefix: str) -> list[tuple[str, int, int]]:
-        found = real(self, uri_prefix)
-        listed.extend(name for name, _, _ in found)
-        return found
-
-    monkeypatch.setattr(Staging, "list_names", list_names)
-    assert AnswerCache(staging, "google", "gemini-3.8-flash").lookup([digest]) == {}
-    assert not [name for name in listed if "flash-lite" in name]
+    with _recorded(stack, bucket) as (staging, seen):
+        AnswerCache(staging, "google", "gemini-3.8-flash-lite").fill("w1", {digest: {"x": 1}})
+        seen.clear()
+        assert AnswerCache(staging, "google", "gemini-3.8-flash").lookup([digest]) == {}
+    listings = [s for s in seen if s.startswith("GET /storage/v1/b/") and "prefix=" in s]
+    assert listings and all("gemini-3.8-flash/" in s for s in listings)
+    assert not [s for s in seen if "flash-lite" in s]
 
 
 def test_a_large_fill_is_written_in_parts_of_bounded_size(
-    client: vb.Client, stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+    client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
-    """A results pass holds at most FILL_BUFFER bytes of answers: past it, they are written as
-    a part of their own (``ID.p1``, ...), and every answer reaches the cache."""
-    from vertexbatch._cache import fill as _cache_fill
-
-    monkeypatch.setattr(_cache_fill, "FILL_BUFFER", 600)  # about two answers
-    held: list[int] = []
-    real = _cache_fill.CacheFill._write
-
-    def write(self: _cache_fill.CacheFill) -> bool:
-        held.append(self._size)
-        return real(self)
-
-    monkeypatch.setattr(_cache_fill.CacheFill, "_write", write)
+    """A results pass holds at most its buffer of answers (FILL_BUFFER; 600 bytes here, about
+    two answers): past it, they are written as a part of their own (``ID.p1``, ...), and every
+    answer reaches the cache."""
     job = client.submit_claude("big", CLAUDE, _requests(7), cache=True)
     stack.wait_job(job.name)
-    assert sum(r.ok for r in client.results(job)) == 7
-    assert len(held) >= 3 and max(held) < 600 + 400
-    writers = {name.rsplit("-", 1)[1] for name in object_names(stack, bucket, "jobs/_cache/")}
-    assert {"big.jsonl", "big.p1.jsonl", "big.p2.jsonl"} <= writers
+    assert sum(r.ok for r in results_filling(client, job, limit=600)) == 7
+    names = object_names(stack, bucket, "jobs/_cache/")
+    parts: dict[str, int] = {}
+    store = stack.storage_client().bucket(bucket)
+    for name in names:
+        writer = name.rsplit("-", 1)[1]
+        parts[writer] = parts.get(writer, 0) + len(
+            store.blob(name).download_as_bytes().splitlines()
+        )
+    # Each part is what was held when the buffer filled: two or three answers, never more.
+    assert len(parts) >= 3 and max(parts.values()) <= 3 and sum(parts.values()) == 7
+    assert {"big.jsonl", "big.p1.jsonl", "big.p2.jsonl"} <= set(parts)
     assert client.submit_claude("big2", CLAUDE, _requests(7), cache=True).name == "cached:big2"
 
 
-def test_a_submits_lookup_merges_a_shard_many_jobs_filled(
-    client: vb.Client, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_submits_lookup_merges_a_shard_many_jobs_filled(stack: LocalStack, bucket: str) -> None:
     """Twelve fills leave twelve objects in a shard; a lookup that may write (later than the
     margin) merges them into one, after which lookups read it and the newer objects only, and
     find the same answers. A plan's lookup never writes."""
-    import time
-
-    from vertexbatch._cache.store import COMPACT_MARGIN, AnswerCache
-    from vertexbatch._client import cloud_of
-
-    staging = cloud_of(client).staging
     digests = [f"ab{i:030x}" for i in range(12)]
-    for i, digest in enumerate(digests):
-        AnswerCache(staging, "anthropic", CLAUDE).fill(f"w{i}", {digest: {"n": i}})
-    reads: list[str] = []
-    real = Staging.read_lines
+    with _recorded(stack, bucket) as (staging, seen):
+        for i, digest in enumerate(digests):
+            AnswerCache(staging, "anthropic", CLAUDE).fill(f"w{i}", {digest: {"n": i}})
+        seen.clear()
 
-    def read_lines(self: Staging, uri: str, **kwargs: Any) -> Any:
-        reads.append(uri)
-        return real(self, uri, **kwargs)
+        def later() -> float:
+            return time.time() + COMPACT_MARGIN + 60
 
-    monkeypatch.setattr(Staging, "read_lines", read_lines)
-
-    def later() -> float:
-        return time.time() + COMPACT_MARGIN + 60
-
-    cache = AnswerCache(staging, "anthropic", CLAUDE, clock=later)
-    before = cache.lookup(digests)  # may not write: nothing merged
-    assert len(before) == 12 and len(reads) == 12
-    assert not [uri for uri in reads if "/merged/" in uri]
-    reads.clear()
-    assert cache.lookup(digests, compact=True) == before
-    cache.fill("w-new", {"ab" + "f" * 30: {"n": 99}})  # a fill after the merge
-    reads.clear()
-    after = cache.lookup([*digests, "ab" + "f" * 30])
+        cache = AnswerCache(staging, "anthropic", CLAUDE, clock=later)
+        before = cache.lookup(digests)  # may not write: nothing merged
+        assert len(before) == 12 and len(_reads(seen)) == 12
+        assert not [uri for uri in _reads(seen) if "/merged/" in uri]
+        seen.clear()
+        assert cache.lookup(digests, compact=True) == before
+        cache.fill("w-new", {"ab" + "f" * 30: {"n": 99}})  # a fill after the merge
+        seen.clear()
+        after = cache.lookup([*digests, "ab" + "f" * 30])
     assert {d: e.response for d, e in after.items() if d in before} == {
         d: e.response for d, e in before.items()
     }
     assert len(after) == 13
-    assert len(reads) == 2 and sum("/merged/" in uri for uri in reads) == 1
+    assert len(_reads(seen)) == 2 and sum("/merged/" in uri for uri in _reads(seen)) == 1
+
+
+def _reads(seen: list[str]) -> list[str]:
+    """The objects read (downloaded), one per read: each of these objects is one range."""
+    return [s for s in seen if s.startswith("GET /download/")]
 
 
 def test_two_submitters_of_one_id_take_the_first_claim(
-    client: vb.Client, stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+    client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     """Another submitter of the id claims first (when the cache held nothing): this one finds
     its claim taken, goes on with the other's, and stages every row, as the other does."""
     fill_cache(client, stack, "seed4", _requests(2))  # k0, k1 cached now
-    real = Staging.create_json
+    claim = stack.storage_client().bucket(bucket).blob("jobs/two/cache.claim.json")
+    other = json.dumps({"cached": 0, "cached_md5": ""}, sort_keys=True, indent=1)
     raced: list[str] = []
 
-    def create_json(self: Staging, name: str, value: Any) -> bool:
-        if name.endswith("/two/cache.claim.json") and not raced:
-            raced.append(name)
-            assert real(self, name, {"cached": 0, "cached_md5": ""})  # the other, first
-        return real(self, name, value)
+    def other_claims_first(method: str, path: str, headers: Message, body: bytes) -> Spoil | None:
+        if not raced and method == "POST" and b'/two/cache.claim.json"' in body:
+            raced.append(path)  # just before this one's claim reaches GCS, the other's does
+            claim.upload_from_string(other, content_type="application/json", if_generation_match=0)
+        return None
 
-    monkeypatch.setattr(Staging, "create_json", create_json)
-    job = client.submit_claude("two", CLAUDE, _requests(3), cache=True)
+    with body_gate(stack.storage_endpoint, other_claims_first) as url:
+        job = local_client(stack, bucket, storage_endpoint=url).submit_claude(
+            "two", CLAUDE, _requests(3), cache=True
+        )
     assert raced
     blob = stack.storage_client().bucket(bucket).blob("jobs/two/input.jsonl")
     assert len(blob.download_as_bytes().splitlines()) == 3
