@@ -31,9 +31,12 @@ def _client(endpoints: dict[str, str]) -> vb.Client:
     )
 
 
-def submit_cached(endpoints: dict[str, str], id: str, requests: list[vb.ClaudeRequest]) -> None:
-    """Submit ``requests`` under ``id`` with ``cache=True`` (killed while a write is held)."""
-    _client(endpoints).submit_claude(id, CLAUDE, requests, cache=True)
+def submit(
+    endpoints: dict[str, str], id: str, requests: list[vb.ClaudeRequest], options: dict[str, Any]
+) -> None:
+    """Submit ``requests`` under ``id`` with ``options`` (``cache=True``, ``dedupe=True``): the
+    test kills this process while one of its writes is held."""
+    _client(endpoints).submit_claude(id, CLAUDE, requests, **options)
 
 
 def kill_at_write(

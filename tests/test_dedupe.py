@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -13,10 +12,18 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, GEMINI, claude_request, jobs_in, request_line, write_lines
+from tests.helpers import (
+    CLAUDE,
+    GEMINI,
+    claude_request,
+    jobs_in,
+    object_names,
+    request_line,
+    write_lines,
+)
+from tests.processes import kill_at_write, submit
 from vertexbatch._command.cli import main
 from vertexbatch._dedupe import dedupe
-from vertexbatch._gcs.staging import Staging
 from vertexbatch._keymap import KeyMap
 from vertexbatch._lines import claude_line
 from vertexbatch.emulator import JobOptions, LocalStack
@@ -103,23 +110,16 @@ def test_the_same_input_with_another_key_map_is_other_rows(
     client: vb.Client,
     stack: LocalStack,
     bucket: str,
-    monkeypatch: pytest.MonkeyPatch,
     other: Callable[[list[vb.ClaudeRequest]], list[vb.ClaudeRequest]],
 ) -> None:
     """A submit stopped after the key map, before the manifest; another submit of the id stages
     the same input lines with other keys (repeats have no line of their own): refused, no job
     made, nothing staged changed; the first rows then carry on and every key is read."""
-    real = Staging.create_json
-
-    def crash(self: Staging, name: str, value: Any) -> bool:
-        if name.endswith("/dd-keys/manifest.json"):
-            raise KeyboardInterrupt("killed")
-        return real(self, name, value)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(Staging, "create_json", crash)
-        with pytest.raises(KeyboardInterrupt):
-            client.submit_claude("dd-keys", CLAUDE, _requests(), dedupe=True)
+    kill_at_write(
+        stack, bucket, "/dd-keys/manifest.json", submit, "dd-keys", _requests(), {"dedupe": True}
+    )
+    assert object_names(stack, bucket, "jobs/dd-keys/manifest.json") == []
+    assert object_names(stack, bucket, "jobs/dd-keys/keys.jsonl") != []
     with pytest.raises(vb.InvalidRequestError, match="already claimed for other keys") as err:
         client.submit_claude("dd-keys", CLAUDE, other(_requests()), dedupe=True)
     assert "key map" in str(err.value)

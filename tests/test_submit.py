@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from email.message import Message
 
 import pytest
 from google.api_core import exceptions as api_exceptions
 from google.cloud import aiplatform_v1
 
 import vertexbatch as vb
-from tests.helpers import claude_requests, gemini_requests, jobs_in
-from vertexbatch._gcs.staging import Staging
+from tests.gcs_gate import Spoil, body_gate
+from tests.helpers import claude_requests, gemini_requests, jobs_in, local_client
 from vertexbatch.emulator import LocalStack
 
 MODEL = "claude-opus-5-5@default"
@@ -192,7 +192,7 @@ def test_record_naming_missing_job(client: vb.Client, stack: LocalStack, bucket:
 
 
 def test_a_job_made_while_another_recorded_a_ghost_is_cancelled(
-    client: vb.Client, stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+    client: vb.Client, stack: LocalStack
 ) -> None:
     """This caller creates a job, but another submitter's record (naming a job that no longer
     exists) is there first: the error names the record, and the job made is cancelled, not left
@@ -200,16 +200,23 @@ def test_a_job_made_while_another_recorded_a_ghost_is_cancelled(
     stack.faults.hold(display_name="ghost", state="PENDING")
     parent = f"projects/{stack.project}/locations/{stack.location}"
     ghost = f"{parent}/batchPredictionJobs/1234567890123456789"
-    real = Staging.create_json
+    record = stack.storage_client().bucket(client.bucket).blob(f"{client.prefix}/ghost/job.json")
+    other = json.dumps({"name": ghost, "id": "ghost"}, sort_keys=True, indent=1)
+    raced: list[str] = []
 
-    def create_json(self: Staging, name: str, value: Any) -> bool:
-        if name.endswith("/ghost/job.json"):
-            real(self, name, {"name": ghost, "id": "ghost"})  # the other submitter's, first
-        return real(self, name, value)
+    def other_records_first(method: str, path: str, headers: Message, body: bytes) -> Spoil | None:
+        if not raced and method == "POST" and b'/ghost/job.json"' in body:
+            raced.append(path)  # just before this one's record reaches GCS, the other's does
+            record.upload_from_string(other, content_type="application/json", if_generation_match=0)
+        return None
 
-    monkeypatch.setattr(Staging, "create_json", create_json)
-    with pytest.raises(vb.InvalidRequestError, match="1234567890123456789, which does not exist"):
-        client.submit_claude("ghost", MODEL, claude_requests(1))
+    with body_gate(stack.storage_endpoint, other_records_first) as url:
+        gated = local_client(stack, client.bucket, storage_endpoint=url, prefix=client.prefix)
+        with pytest.raises(
+            vb.InvalidRequestError, match="1234567890123456789, which does not exist"
+        ):
+            gated.submit_claude("ghost", MODEL, claude_requests(1))
+    assert raced
     jobs = _jobs_of(stack, client.bucket, "ghost")
     assert len(jobs) == 1 and _live(jobs) == []
 

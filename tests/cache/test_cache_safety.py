@@ -25,7 +25,7 @@ from tests.helpers import (
     object_names,
     results_filling,
 )
-from tests.processes import kill_at_write, submit_cached
+from tests.processes import kill_at_write, submit
 from vertexbatch._cache.store import COMPACT_MARGIN, AnswerCache
 from vertexbatch._gcs.staging import Staging
 from vertexbatch.emulator import JobOptions, LocalStack
@@ -110,7 +110,7 @@ def _submit_killed_before_manifest(
 ) -> None:
     """A cached submit of ``requests`` under ``id`` whose process is killed after staging the
     rows (and the claim), before the manifest."""
-    kill_at_write(stack, bucket, f"/{id}/manifest.json", submit_cached, id, requests)
+    kill_at_write(stack, bucket, f"/{id}/manifest.json", submit, id, requests, {"cache": True})
 
 
 @pytest.mark.parametrize("change", ["filled", "expired"])
