@@ -35,10 +35,19 @@ def task(i: int, directive: str = "") -> vb.ClaudeRequest:
 
 
 def claude_requests(
-    n: int, *, text: str = "Summarise item {i}.", start: int = 0
+    n: int,
+    *,
+    text: str = "Summarise item {i}.",
+    start: int = 0,
+    key: str = "key-{i}",
+    max_tokens: int = 64,
 ) -> list[vb.ClaudeRequest]:
-    """``n`` small Claude requests with keys ``key-<i>``."""
-    return [claude_request(f"key-{i}", text.format(i=i)) for i in range(start, start + n)]
+    """``n`` small Claude requests, keys ``key-<i>`` (or ``key`` formatted with ``i``): the one
+    builder of request lists the tests share (``claude_request`` builds one)."""
+    return [
+        claude_request(key.format(i=i), text.format(i=i), max_tokens=max_tokens)
+        for i in range(start, start + n)
+    ]
 
 
 def gemini_requests(n: int, *, text: str = "Classify ticket {i}.") -> list[vb.GeminiRequest]:

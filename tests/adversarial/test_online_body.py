@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import vertexbatch as vb
 from tests.gcs_gate import Spoil, body_gate
-from tests.helpers import CLAUDE, GEMINI
+from tests.helpers import CLAUDE, GEMINI, claude_requests
 from vertexbatch.emulator import LocalStack
 
 _RUNS = itertools.count()
@@ -45,12 +45,7 @@ def _late(
 
 
 def _claude_tasks(n: int) -> list[vb.ClaudeRequest]:
-    return [
-        vb.ClaudeRequest(
-            f"key-{i}", {"max_tokens": 32, "messages": [{"role": "user", "content": f"Task {i}"}]}
-        )
-        for i in range(n)
-    ]
+    return claude_requests(n, text="Task {i}", max_tokens=32)
 
 
 def _objects(stack: LocalStack, bucket: str, run_id: str, leaf: str) -> Any:

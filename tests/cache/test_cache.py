@@ -19,6 +19,7 @@ from tests.helpers import (
     CLAUDE,
     GEMINI,
     claude_request,
+    claude_requests,
     fill_cache,
     jobs_in,
     object_names,
@@ -32,7 +33,7 @@ from vertexbatch.emulator import LocalStack
 
 
 def _requests(n: int = 4, *, extra: tuple[vb.ClaudeRequest, ...] = ()) -> list[vb.ClaudeRequest]:
-    return [claude_request(f"k{i}", f"Summarise item {i}.") for i in range(n)] + list(extra)
+    return [*claude_requests(n, key="k{i}"), *extra]
 
 
 def _input_rows(stack: LocalStack, bucket: str, id: str) -> int:

@@ -11,14 +11,14 @@ from google.api_core import exceptions as api_exceptions
 
 import vertexbatch as vb
 from tests.gcs_gate import body_gate, refusing_writes
-from tests.helpers import CLAUDE, claude_request, local_client, object_names, results_filling
+from tests.helpers import CLAUDE, claude_requests, local_client, object_names, results_filling
 from vertexbatch._cache.store import AnswerCache
 from vertexbatch._gcs.staging import Staging
 from vertexbatch.emulator import LocalStack
 
 
 def _requests(n: int) -> list[vb.ClaudeRequest]:
-    return [claude_request(f"k{i}", f"Item {i}.") for i in range(n)]
+    return claude_requests(n, key="k{i}", text="Item {i}.")
 
 
 def test_a_bug_in_the_fill_raises(client: vb.Client, stack: LocalStack) -> None:

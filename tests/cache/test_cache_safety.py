@@ -20,6 +20,7 @@ from tests.gcs_gate import Spoil, body_gate, gate, refusing_writes
 from tests.helpers import (
     CLAUDE,
     claude_request,
+    claude_requests,
     fill_cache,
     local_client,
     object_names,
@@ -32,7 +33,7 @@ from vertexbatch.emulator import JobOptions, LocalStack
 
 
 def _requests(n: int) -> list[vb.ClaudeRequest]:
-    return [claude_request(f"k{i}", f"Summarise item {i}.") for i in range(n)]
+    return claude_requests(n, key="k{i}")
 
 
 @contextmanager
