@@ -23,7 +23,7 @@ from tests.helpers import (
     jobs_in,
 )
 from tests.test_tracing import tree
-from vertexbatch import _aio
+from vertexbatch import _aio_threads as _aio
 from vertexbatch.emulator import LocalStack
 
 pytestmark = pytest.mark.anyio

@@ -42,6 +42,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_cloud",
             "_client_base",
             "_lifecycle",
+            "_aio_threads",
             "_online_call",
         },
     ),

@@ -10,11 +10,18 @@ annotations are not compared: an async method returns its awaitable or stream vi
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
+from email.message import Message
 from typing import Any
 
 import pytest
 
-from vertexbatch import AsyncClient, AsyncRun, Client, Run
+import vertexbatch as vb
+from tests.gcs_gate import Spoil, gate
+from tests.helpers import local_client
+from vertexbatch import AsyncClient, AsyncRun, Client, Run, _operations
+from vertexbatch._operations import PlanKeywords, RunKeywords, SubmitKeywords
+from vertexbatch.emulator import LocalStack
 
 # Blocking members with no async twin of the same name, and why.
 NO_TWIN: dict[type, dict[str, str]] = {
@@ -35,6 +42,19 @@ ANNOTATION_DIFFERS: dict[tuple[type, str, str], str] = {
     ): "the async wait awaits its sleep: Callable[[float], Awaitable[None]]",
 }
 PAIRS = [(Client, AsyncClient), (Run, AsyncRun)]
+
+
+@pytest.fixture
+def counted(stack: LocalStack, bucket: str) -> Iterator[tuple[vb.Client, list[str]]]:
+    """A client of the local stack whose GCS requests are recorded ("METHOD path")."""
+    seen: list[str] = []
+
+    def record(method: str, path: str, headers: Message) -> Spoil | None:
+        seen.append(f"{method} {path}")
+        return None
+
+    with gate(stack.storage_endpoint, record) as url:
+        yield local_client(stack, bucket, storage_endpoint=url), seen
 
 
 def _public(cls: type) -> dict[str, Any]:
@@ -129,3 +149,51 @@ def test_the_check_names_a_missing_twin_and_a_changed_parameter() -> None:
         "('fast', 'KEYWORD_ONLY', 'False', 'bool')",
         "Async has no stop",
     ]
+
+
+# Each entry point that takes its keywords as ``**options: Unpack[...]``, with a request of its
+# provider: a TypedDict is not checked at run time, so the entry point checks them itself.
+ENTRY_POINTS = [
+    (f"{kind}_{provider}", request)
+    for kind in ("submit", "plan", "run")
+    for provider, request in (
+        ("claude", vb.ClaudeRequest("k", [{"role": "user", "content": "hi"}])),
+        ("gemini", vb.GeminiRequest("k", "hi")),
+    )
+]
+
+
+@pytest.mark.parametrize(("method", "request_"), ENTRY_POINTS, ids=[m for m, _ in ENTRY_POINTS])
+def test_an_unknown_keyword_is_refused_as_python_refuses_it(
+    counted: tuple[vb.Client, list[str]], method: str, request_: Any
+) -> None:
+    """A misspelt option (``cache_tll``) raises the ``TypeError`` a plain keyword would, naming
+    it, before any cloud call: it is never taken for the default."""
+    client, seen = counted
+    model = "claude-x@1" if method.endswith("claude") else "gemini-x"
+    with pytest.raises(
+        TypeError, match=rf"^{method}\(\) got an unexpected keyword argument 'cache_tll'$"
+    ):
+        getattr(client, method)("typo", model, [request_], cache_tll=None)
+    assert seen == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("method", "request_"), ENTRY_POINTS, ids=[m for m, _ in ENTRY_POINTS])
+async def test_the_async_view_refuses_an_unknown_keyword_the_same_way(
+    counted: tuple[vb.Client, list[str]], method: str, request_: Any
+) -> None:
+    client, seen = counted
+    model = "claude-x@1" if method.endswith("claude") else "gemini-x"
+    with pytest.raises(TypeError, match=rf"^{method}\(\) got an unexpected keyword argument 'x'$"):
+        await getattr(client.aio, method)("typo", model, [request_], x=1)
+    assert seen == []
+
+
+@pytest.mark.parametrize("kind", [SubmitKeywords, PlanKeywords, RunKeywords])
+def test_every_keyword_an_entry_point_takes_is_one_it_uses(kind: type) -> None:
+    """The keyword lists are the methods' whole surface: each names only what the operation
+    reads (a key added to a TypedDict but never read would be silently ignored)."""
+    source = inspect.getsource(_operations)
+    for name in kind.__optional_keys__:  # type: ignore[attr-defined]
+        assert f'given.get("{name}"' in source, name

@@ -17,24 +17,20 @@ in the log, and its outcome (its job, or the type of its error) is logged when i
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import functools
 import logging
-import threading
-from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import datetime, timedelta
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar, Unpack
 
+from ._aio_threads import Pool, ResultStream
 from ._client_base import check_client, cloud_of, lifecycle_of
 from ._estimate import Plan
-from ._lifecycle import closed_error
 from ._models import ClaudeRequest, GeminiRequest, Job, Result, Status
-from ._prices import Price
+from ._operations import PlanKeywords, RunKeywords, SubmitKeywords
 from ._runs.online import CONCURRENCY
-from ._runs.run import DEFAULT_SHARD_SIZE, KeyResult, Run, RunSummary
+from ._runs.run import KeyResult, Run, RunSummary
 from ._wait import poll_async
 
 if TYPE_CHECKING:
@@ -46,237 +42,11 @@ logger = logging.getLogger("vertexbatch")
 
 T = TypeVar("T")
 
-# Threads of one client's pool: calls beyond it queue (each is I/O-bound, mostly waiting).
-# As many as the connections the Google clients' HTTP sessions keep per host (urllib3's 10).
-WORKERS = 10
-# A stream hands results over in chunks of up to CHUNK (the first FIRST_CHUNK, doubling, so
-# the first result comes soon), with at most SLOTS chunks in flight: one thread hop per chunk
-# keeps the loop's share small; the slots bound the memory held.
-FIRST_CHUNK = 16
-CHUNK = 256
-SLOTS = 4
-
-
-def _outcome(what: str, future: Future[object]) -> None:
-    """Log how a call whose task was cancelled ended in its thread (nothing is dropped)."""
-    error = future.exception()
-    if error is not None:
-        logger.warning(
-            "%s, whose task was cancelled, failed in its thread: %s", what, type(error).__name__
-        )
-        return
-    value = future.result()
-    ended = f"job {value.name}" if isinstance(value, Job) else "no error"
-    logger.info("%s, whose task was cancelled, finished in its thread: %s", what, ended)
-
-
-class _Pool:
-    """The threads a client's async calls run in, started on first use, shut down with it."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._executor: ThreadPoolExecutor | None = None
-        self._closed = False
-
-    def _get(self) -> ThreadPoolExecutor:
-        with self._lock:
-            if self._closed:
-                raise closed_error()
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(WORKERS, thread_name_prefix="vertexbatch-aio")
-            return self._executor
-
-    def shutdown(self, *, wait: bool = True) -> None:
-        """Take no more calls; with ``wait``, return once the calls under way have ended."""
-        with self._lock:
-            self._closed = True
-            executor = self._executor
-        if executor is not None:
-            executor.shutdown(wait=wait)
-
-    async def call(self, what: str, function: Callable[[], T]) -> T:
-        """``function()`` in a thread, in a copy of the caller's context; see the module doc."""
-        context = contextvars.copy_context()
-        future = self._get().submit(context.run, function)
-        try:
-            return await asyncio.wrap_future(future)
-        except asyncio.CancelledError:
-            if not future.cancel():  # started: it runs on, and says how it ended
-                logger.warning(
-                    "%s: its task was cancelled while the call ran; the call goes on in its "
-                    "thread until it ends, and its outcome is logged",
-                    what,
-                )
-                future.add_done_callback(functools.partial(_outcome, what))
-            raise
-
-
-_END = object()
-
-
-class _Producer(Generic[T]):
-    """The thread's side of a stream: walks the blocking iterator, hands chunks to the loop.
-
-    It holds no reference to its ``ResultStream``, so a stream dropped mid-way is collected
-    and its ``__del__`` stops this.
-    """
-
-    def __init__(self, what: str, items: Iterator[T], loop: asyncio.AbstractEventLoop) -> None:
-        self.what = what
-        self.items = items
-        self.loop = loop
-        self.ready: asyncio.Queue[list[T] | BaseException | object] = asyncio.Queue()
-        self.slots = threading.Semaphore(SLOTS)
-        self.stopped = threading.Event()
-        # Set while the thread waits for a free slot: it reads no further (the bound holds).
-        self.parked = threading.Event()
-
-    def stop(self) -> None:
-        if not self.stopped.is_set():
-            self.stopped.set()
-            self.slots.release()  # wake the thread if it waits for a slot
-
-    def _hand(self, item: list[T] | BaseException | object) -> bool:
-        """Give the loop one item once a slot is free; ``False`` once the stream is closed."""
-        if not self.slots.acquire(blocking=False):
-            self.parked.set()
-            self.slots.acquire()
-            self.parked.clear()
-        if self.stopped.is_set():
-            return False
-        try:
-            self.loop.call_soon_threadsafe(self.ready.put_nowait, item)
-        except RuntimeError:  # the loop is closed: nobody reads on
-            self.stopped.set()
-            return False
-        return True
-
-    def run(self) -> None:
-        chunk: list[T] = []
-        size = FIRST_CHUNK
-        try:
-            for item in self.items:
-                chunk.append(item)
-                if len(chunk) >= size:
-                    if not self._hand(chunk):
-                        return
-                    chunk, size = [], min(CHUNK, size * 2)
-            if chunk and not self._hand(chunk):
-                return
-            self._hand(_END)
-        except BaseException as exc:  # what was read before it still reaches the caller
-            if not ((not chunk or self._hand(chunk)) and self._hand(exc)):
-                logger.debug(
-                    "%s: failed after it was closed (%s); nobody reads it",
-                    self.what,
-                    type(exc).__name__,
-                )
-        finally:
-            _close(self.items)
-            if self.stopped.is_set():
-                logger.debug("%s: closed before its end; its thread stopped", self.what)
-
-
-def _close(items: Iterator[object]) -> None:
-    close = getattr(items, "close", None)
-    if close is not None:
-        close()
-
-
-class ResultStream(AsyncIterator[T], Generic[T]):
-    """An async iterator over a blocking iterator walked in a thread, a few chunks ahead.
-
-    ``aclose()`` (or ``async with``, or dropping the stream) stops the thread at its next
-    result: the blocking iterator is closed in that thread, ending its span.
-    """
-
-    def __init__(self, what: str, items: Iterator[T]) -> None:
-        self._what = what
-        self._items: Iterator[T] | None = items
-        self._producer: _Producer[T] | None = None
-        self._buffer: deque[T] = deque()
-        self._done = False
-        self._reading = False  # a task awaits the next chunk
-        self._context = contextvars.copy_context()  # the spans it runs under: the caller's
-
-    def __aiter__(self) -> ResultStream[T]:
-        return self
-
-    async def __aenter__(self) -> ResultStream[T]:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    def _start(self) -> _Producer[T]:
-        assert self._items is not None
-        producer = _Producer(self._what, self._items, asyncio.get_running_loop())
-        self._producer, self._items = producer, None
-        thread = threading.Thread(
-            target=self._context.run,
-            args=(producer.run,),
-            name="vertexbatch-results",
-            daemon=True,  # it stops at the next result once closed; never holds the exit
-        )
-        thread.start()
-        return producer
-
-    async def __anext__(self) -> T:
-        if self._buffer:
-            return self._buffer.popleft()
-        if self._done:
-            raise StopAsyncIteration
-        if self._reading:
-            # One item reaches one task: a second reader would wait for ever at the end.
-            raise RuntimeError(
-                f"{self._what} is being read by another task: one task reads a result stream"
-            )
-        producer = self._producer or self._start()
-        self._reading = True
-        try:
-            item = await producer.ready.get()
-        finally:
-            self._reading = False
-        producer.slots.release()
-        if item is _END:
-            self._done = True
-            raise StopAsyncIteration
-        if isinstance(item, BaseException):
-            self._done = True
-            raise item
-        assert isinstance(item, list)
-        self._buffer.extend(item)
-        return self._buffer.popleft()
-
-    def _close(self) -> None:
-        self._done = True
-        self._buffer.clear()
-        if self._producer is not None:
-            self._producer.stop()
-        elif self._items is not None:  # never started: no thread, close it here
-            _close(self._items)
-            self._items = None
-
-    async def aclose(self) -> None:
-        """Stop reading: the thread stops at its next result; a task awaiting the next result
-        (another task's ``async for``) ends its iteration."""
-        if self._reading and self._producer is not None:
-            self._producer.ready.put_nowait(_END)  # the loop's thread: the queue's own
-        self._close()
-
-    def __del__(self) -> None:
-        self._close()
-
 
 class AsyncRun:
     """The async view of a ``Run``: ``advance`` and ``status`` awaitable, results streamed."""
 
-    def __init__(self, run: Run, pool: _Pool) -> None:
+    def __init__(self, run: Run, pool: Pool) -> None:
         self.run = run
         self._pool = pool
 
@@ -335,7 +105,7 @@ class AsyncClient:
     def __init__(self, client: Client) -> None:
         check_client(client, "use client.aio, or AsyncClient(client)")
         self._client = client
-        self._pool = _Pool()
+        self._pool = Pool()
         # Without waiting: a blocking close() may run on the event loop (aclose waits, off it).
         lifecycle_of(client).own(functools.partial(self._pool.shutdown, wait=False))
 
@@ -368,21 +138,10 @@ class AsyncClient:
         id: str,
         model: str,
         requests: Iterable[ClaudeRequest],
-        *,
-        dedupe: bool = False,
-        cache: bool = False,
-        cache_ttl: timedelta | None = None,
+        **options: Unpack[SubmitKeywords],
     ) -> Job:
         """``Client.submit_claude``, awaitable; ``requests`` is read in the call's thread."""
-        submit = functools.partial(
-            self._client.submit_claude,
-            id,
-            model,
-            requests,
-            dedupe=dedupe,
-            cache=cache,
-            cache_ttl=cache_ttl,
-        )
+        submit = functools.partial(self._client.submit_claude, id, model, requests, **options)
         return await self._pool.call(f"submit of id {id!r}", submit)
 
     async def plan_claude(
@@ -390,27 +149,10 @@ class AsyncClient:
         id: str,
         model: str,
         requests: Iterable[ClaudeRequest],
-        *,
-        dedupe: bool = False,
-        cache: bool = False,
-        cache_ttl: timedelta | None = None,
-        count_tokens: bool = False,
-        prices: Iterable[Price] = (),
-        shard_size: int | None = None,
+        **options: Unpack[PlanKeywords],
     ) -> Plan:
         """``Client.plan_claude``, awaitable; nothing is staged."""
-        plan = functools.partial(
-            self._client.plan_claude,
-            id,
-            model,
-            requests,
-            dedupe=dedupe,
-            cache=cache,
-            cache_ttl=cache_ttl,
-            count_tokens=count_tokens,
-            prices=prices,
-            shard_size=shard_size,
-        )
+        plan = functools.partial(self._client.plan_claude, id, model, requests, **options)
         return await self._pool.call(f"plan of id {id!r}", plan)
 
     async def submit_gemini(
@@ -418,21 +160,10 @@ class AsyncClient:
         id: str,
         model: str,
         requests: Iterable[GeminiRequest],
-        *,
-        dedupe: bool = False,
-        cache: bool = False,
-        cache_ttl: timedelta | None = None,
+        **options: Unpack[SubmitKeywords],
     ) -> Job:
         """``Client.submit_gemini``, awaitable; ``requests`` is read in the call's thread."""
-        submit = functools.partial(
-            self._client.submit_gemini,
-            id,
-            model,
-            requests,
-            dedupe=dedupe,
-            cache=cache,
-            cache_ttl=cache_ttl,
-        )
+        submit = functools.partial(self._client.submit_gemini, id, model, requests, **options)
         return await self._pool.call(f"submit of id {id!r}", submit)
 
     async def plan_gemini(
@@ -440,27 +171,10 @@ class AsyncClient:
         id: str,
         model: str,
         requests: Iterable[GeminiRequest],
-        *,
-        dedupe: bool = False,
-        cache: bool = False,
-        cache_ttl: timedelta | None = None,
-        count_tokens: bool = False,
-        prices: Iterable[Price] = (),
-        shard_size: int | None = None,
+        **options: Unpack[PlanKeywords],
     ) -> Plan:
         """``Client.plan_gemini``, awaitable; nothing is staged."""
-        plan = functools.partial(
-            self._client.plan_gemini,
-            id,
-            model,
-            requests,
-            dedupe=dedupe,
-            cache=cache,
-            cache_ttl=cache_ttl,
-            count_tokens=count_tokens,
-            prices=prices,
-            shard_size=shard_size,
-        )
+        plan = functools.partial(self._client.plan_gemini, id, model, requests, **options)
         return await self._pool.call(f"plan of id {id!r}", plan)
 
     async def find(self, id: str) -> Job | None:
@@ -530,25 +244,10 @@ class AsyncClient:
         id: str,
         model: str,
         requests: Iterable[ClaudeRequest],
-        *,
-        shard_size: int = DEFAULT_SHARD_SIZE,
-        max_attempts: int = 3,
-        dedupe: bool = False,
-        cache: bool = False,
-        cache_ttl: timedelta | None = None,
+        **options: Unpack[RunKeywords],
     ) -> AsyncRun:
         """``Client.run_claude``, awaitable."""
-        start = functools.partial(
-            self._client.run_claude,
-            id,
-            model,
-            requests,
-            shard_size=shard_size,
-            max_attempts=max_attempts,
-            dedupe=dedupe,
-            cache=cache,
-            cache_ttl=cache_ttl,
-        )
+        start = functools.partial(self._client.run_claude, id, model, requests, **options)
         return AsyncRun(await self._pool.call(f"start of run {id!r}", start), self._pool)
 
     async def run_gemini(
@@ -556,25 +255,10 @@ class AsyncClient:
         id: str,
         model: str,
         requests: Iterable[GeminiRequest],
-        *,
-        shard_size: int = DEFAULT_SHARD_SIZE,
-        max_attempts: int = 3,
-        dedupe: bool = False,
-        cache: bool = False,
-        cache_ttl: timedelta | None = None,
+        **options: Unpack[RunKeywords],
     ) -> AsyncRun:
         """``Client.run_gemini``, awaitable."""
-        start = functools.partial(
-            self._client.run_gemini,
-            id,
-            model,
-            requests,
-            shard_size=shard_size,
-            max_attempts=max_attempts,
-            dedupe=dedupe,
-            cache=cache,
-            cache_ttl=cache_ttl,
-        )
+        start = functools.partial(self._client.run_gemini, id, model, requests, **options)
         return AsyncRun(await self._pool.call(f"start of run {id!r}", start), self._pool)
 
     async def open_run(self, id: str) -> AsyncRun:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Self, Unpack
 
 from ._aio import AsyncClient
 from ._cache.fill import CacheFill
@@ -15,25 +15,30 @@ from ._cache.submission import (
     is_cached_job,
 )
 from ._client_base import ClientBase, cloud_of
-from ._cloud import Cloud
+from ._cloud import Cloud, build_cloud
 from ._config import DEFAULT_PREFIX, build_client
 from ._errors import job_errors
 from ._estimate import Plan
-from ._gcs.staging import Staging
 from ._lifecycle import Lifecycle, endpoint_clients
 from ._lookup import find
 from ._models import ClaudeRequest, GeminiRequest, Job, Result, Status
-from ._online_call import OnlineClients
-from ._operations import SubmitOptions, plan, resubmit_job, start_run, submit
-from ._prices import Price
+from ._operations import (
+    PlanKeywords,
+    RunKeywords,
+    SubmitKeywords,
+    SubmitOptions,
+    planned,
+    resubmit_job,
+    started,
+    submit,
+)
 from ._results import iter_results
 from ._retry import RetryPolicy
 from ._rules import check_id, check_job
-from ._runs.run import DEFAULT_SHARD_SIZE, Run
+from ._runs.run import Run
 from ._runs.start import open_run as load_run
-from ._telemetry import Telemetry
 from ._tracing import Tracing, job_attributes, traced
-from ._vertex import Vertex, status_of
+from ._vertex import status_of
 from ._wait import poll
 
 if TYPE_CHECKING:
@@ -98,24 +103,19 @@ class Client(ClientBase):
         self.prefix = prefix
         self.retry = retry or RetryPolicy()
         self._life = Lifecycle()  # what it builds here is its own, closed by close()
-        vertex = Vertex(self._life.jobs(jobs, location), project, location, self.retry)
-        online = OnlineClients(
+        self._parts = build_cloud(
+            self._life,
             project,
             location,
-            vertex.endpoint,
+            bucket,
+            prefix,
+            self.retry,
+            jobs=jobs,
+            storage=storage,
+            meter_provider=meter_provider,
+            tracer_provider=tracer_provider,
             anthropic_vertex=anthropic_vertex,
             google_session=google_session,
-        )
-        self._life.own(online.close)
-        self._parts = Cloud(
-            vertex=vertex,
-            staging=Staging(self._life.storage(storage, project), bucket, prefix, self.retry),
-            retry=self.retry,
-            telemetry=Telemetry(meter_provider),
-            project=project,
-            location=location,
-            online=online,
-            tracing=Tracing(tracer_provider, location),
         )
 
     @property
@@ -224,10 +224,7 @@ class Client(ClientBase):
         id: str,
         model: str,
         requests: Iterable[ClaudeRequest],
-        *,
-        dedupe: bool = False,
-        cache: bool = False,
-        cache_ttl: timedelta | None = None,
+        **options: Unpack[SubmitKeywords],
     ) -> Job:
         """Submit Claude requests under ``id``; the same id and rows always give the same job.
 
@@ -248,8 +245,8 @@ class Client(ClientBase):
             InvalidRequestError: a bad id, model, key or request, over Vertex's limits, or the
                 id is already claimed for other rows.
         """
-        options = SubmitOptions(dedupe, cache, cache_ttl)
-        return submit(self._cloud, id, model, "anthropic", requests, options)
+        given = SubmitOptions.of("submit_claude", options)
+        return submit(self._cloud, id, model, "anthropic", requests, given)
 
     @traced("submit", _tracing_of)
     def submit_gemini(
@@ -257,14 +254,11 @@ class Client(ClientBase):
         id: str,
         model: str,
         requests: Iterable[GeminiRequest],
-        *,
-        dedupe: bool = False,
-        cache: bool = False,
-        cache_ttl: timedelta | None = None,
+        **options: Unpack[SubmitKeywords],
     ) -> Job:
         """Submit Gemini requests under ``id``; see ``submit_claude``."""
-        options = SubmitOptions(dedupe, cache, cache_ttl)
-        return submit(self._cloud, id, model, "google", requests, options)
+        given = SubmitOptions.of("submit_gemini", options)
+        return submit(self._cloud, id, model, "google", requests, given)
 
     @traced("plan", _tracing_of)
     def plan_claude(
@@ -272,13 +266,7 @@ class Client(ClientBase):
         id: str,
         model: str,
         requests: Iterable[ClaudeRequest],
-        *,
-        dedupe: bool = False,
-        cache: bool = False,
-        cache_ttl: timedelta | None = None,
-        count_tokens: bool = False,
-        prices: Iterable[Price] = (),
-        shard_size: int | None = None,
+        **options: Unpack[PlanKeywords],
     ) -> Plan:
         """What ``submit_claude`` with these arguments would stage, send and cost.
 
@@ -291,18 +279,7 @@ class Client(ClientBase):
         Raises:
             InvalidRequestError: what ``submit_claude`` would refuse before staging.
         """
-        options = SubmitOptions(dedupe, cache, cache_ttl)
-        return plan(
-            self._cloud,
-            id,
-            model,
-            "anthropic",
-            requests,
-            options,
-            count_tokens=count_tokens,
-            prices=prices,
-            shard_size=shard_size,
-        )
+        return planned(self._cloud, "plan_claude", id, model, "anthropic", requests, options)
 
     @traced("plan", _tracing_of)
     def plan_gemini(
@@ -310,28 +287,11 @@ class Client(ClientBase):
         id: str,
         model: str,
         requests: Iterable[GeminiRequest],
-        *,
-        dedupe: bool = False,
-        cache: bool = False,
-        cache_ttl: timedelta | None = None,
-        count_tokens: bool = False,
-        prices: Iterable[Price] = (),
-        shard_size: int | None = None,
+        **options: Unpack[PlanKeywords],
     ) -> Plan:
         """What ``submit_gemini`` would do; see ``plan_claude`` (google-genai's
         ``models.count_tokens`` counts with ``count_tokens=True``)."""
-        options = SubmitOptions(dedupe, cache, cache_ttl)
-        return plan(
-            self._cloud,
-            id,
-            model,
-            "google",
-            requests,
-            options,
-            count_tokens=count_tokens,
-            prices=prices,
-            shard_size=shard_size,
-        )
+        return planned(self._cloud, "plan_gemini", id, model, "google", requests, options)
 
     @traced("find", _tracing_of)
     def find(self, id: str) -> Job | None:
@@ -447,12 +407,7 @@ class Client(ClientBase):
         id: str,
         model: str,
         requests: Iterable[ClaudeRequest],
-        *,
-        shard_size: int = DEFAULT_SHARD_SIZE,
-        max_attempts: int = 3,
-        dedupe: bool = False,
-        cache: bool = False,
-        cache_ttl: timedelta | None = None,
+        **options: Unpack[RunKeywords],
     ) -> Run:
         """Start (or rejoin) a run: shard the requests, stage them, write the ledger, take a step.
 
@@ -462,17 +417,7 @@ class Client(ClientBase):
         ``cache_ttl``: as for ``submit_claude``, within each shard (a shard the cache answers
         whole gets no job; ``Run.results`` fills the cache from finished shards).
         """
-        options = SubmitOptions(dedupe, cache, cache_ttl)
-        return start_run(
-            self._cloud,
-            id,
-            model,
-            "anthropic",
-            requests,
-            options,
-            shard_size=shard_size,
-            max_attempts=max_attempts,
-        )
+        return started(self._cloud, "run_claude", id, model, "anthropic", requests, options)
 
     @traced("run.start", _tracing_of)
     def run_gemini(
@@ -480,25 +425,10 @@ class Client(ClientBase):
         id: str,
         model: str,
         requests: Iterable[GeminiRequest],
-        *,
-        shard_size: int = DEFAULT_SHARD_SIZE,
-        max_attempts: int = 3,
-        dedupe: bool = False,
-        cache: bool = False,
-        cache_ttl: timedelta | None = None,
+        **options: Unpack[RunKeywords],
     ) -> Run:
         """Start (or rejoin) a run of Gemini requests; see ``run_claude``."""
-        options = SubmitOptions(dedupe, cache, cache_ttl)
-        return start_run(
-            self._cloud,
-            id,
-            model,
-            "google",
-            requests,
-            options,
-            shard_size=shard_size,
-            max_attempts=max_attempts,
-        )
+        return started(self._cloud, "run_gemini", id, model, "google", requests, options)
 
     @traced("run.open", _tracing_of)
     def open_run(self, id: str) -> Run:

@@ -8,15 +8,24 @@ telemetry, never the ``Client`` itself: they take this one value, so dependencie
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ._gcs.staging import Staging
+from ._lifecycle import Lifecycle
 from ._online_call import OnlineClients
 from ._retry import RetryPolicy
 from ._telemetry import Telemetry
 from ._tracing import Tracing
 from ._vertex import Vertex
 
-__all__ = ["Cloud"]
+if TYPE_CHECKING:
+    from anthropic import AnthropicVertex
+    from google.auth.transport.requests import AuthorizedSession
+    from google.cloud import aiplatform_v1, storage
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
+
+__all__ = ["Cloud", "build_cloud"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,3 +41,41 @@ class Cloud:
     location: str
     online: OnlineClients
     tracing: Tracing = field(default_factory=Tracing)
+
+
+def build_cloud(
+    life: Lifecycle,
+    project: str,
+    location: str,
+    bucket: str,
+    prefix: str,
+    retry: RetryPolicy,
+    *,
+    jobs: aiplatform_v1.JobServiceClient | None,
+    storage: storage.Client | None,
+    meter_provider: MeterProvider | None,
+    tracer_provider: TracerProvider | None,
+    anthropic_vertex: AnthropicVertex | None,
+    google_session: AuthorizedSession | None,
+) -> Cloud:
+    """A ``Client``'s parts from its arguments; what is built here (not handed in) is ``life``'s
+    to close."""
+    vertex = Vertex(life.jobs(jobs, location), project, location, retry)
+    online = OnlineClients(
+        project,
+        location,
+        vertex.endpoint,
+        anthropic_vertex=anthropic_vertex,
+        google_session=google_session,
+    )
+    life.own(online.close)
+    return Cloud(
+        vertex=vertex,
+        staging=Staging(life.storage(storage, project), bucket, prefix, retry),
+        retry=retry,
+        telemetry=Telemetry(meter_provider),
+        project=project,
+        location=location,
+        online=online,
+        tracing=Tracing(tracer_provider, location),
+    )

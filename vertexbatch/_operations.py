@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from ._cache.store import AnswerCache, check_ttl
 from ._cache.submission import answer_from_cache, claimed_digests, is_cached_job
@@ -30,12 +30,64 @@ from ._providers import PROVIDERS
 from ._results import iter_results
 from ._rules import check_id, check_job, check_key, check_model, next_attempt_id
 from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
-from ._runs.run import Run
+from ._runs.run import DEFAULT_SHARD_SIZE, Run
 from ._runs.start import create_run, held_run
 from ._telemetry import SILENT
 from ._tokens import token_counter
 
-__all__ = ["SubmitOptions", "plan", "resubmit_job", "staged_lines", "start_run", "submit"]
+__all__ = [
+    "PlanKeywords",
+    "RunKeywords",
+    "SubmitKeywords",
+    "SubmitOptions",
+    "plan",
+    "planned",
+    "resubmit_job",
+    "staged_lines",
+    "start_run",
+    "started",
+    "submit",
+]
+
+
+class SubmitKeywords(TypedDict, total=False):
+    """The keywords every submission takes (``submit_*``, ``plan_*``, ``run_*`` and their
+    ``client.aio`` twins), written once: the methods take ``**options: Unpack[...]`` of this.
+
+    ``dedupe`` (default ``False``): equal requests staged and paid once. ``cache`` (``False``):
+    the answer cache asked first, its entries younger than ``cache_ttl`` (``None``: any age).
+    """
+
+    dedupe: bool
+    cache: bool
+    cache_ttl: timedelta | None
+
+
+class PlanKeywords(SubmitKeywords, total=False):
+    """A plan's keywords: a submission's, and ``count_tokens`` (``False``), ``prices`` (``()``),
+    ``shard_size`` (``None``: a single job; a number: a run cut in shards of that many keys)."""
+
+    count_tokens: bool
+    prices: Iterable[Price]
+    shard_size: int | None
+
+
+class RunKeywords(SubmitKeywords, total=False):
+    """A run's keywords: a submission's, and ``shard_size`` (``DEFAULT_SHARD_SIZE``, 100,000) and
+    ``max_attempts`` (3)."""
+
+    shard_size: int
+    max_attempts: int
+
+
+def _checked(method: str, given: Mapping[str, object], kind: type) -> Mapping[str, Any]:
+    """``given`` if ``kind`` names each of its keywords, else the ``TypeError`` Python raises
+    for an unexpected keyword (a ``TypedDict`` is not checked at run time)."""
+    known = kind.__optional_keys__  # type: ignore[attr-defined]
+    for name in given:
+        if name not in known:
+            raise TypeError(f"{method}() got an unexpected keyword argument {name!r}")
+    return given
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +103,18 @@ class SubmitOptions:
     dedupe: bool = False
     cache: bool = False
     cache_ttl: timedelta | None = None
+
+    @classmethod
+    def of(
+        cls, method: str, given: Mapping[str, Any], kind: type = SubmitKeywords
+    ) -> SubmitOptions:
+        """The options among a method's keywords (``kind`` names what it takes)."""
+        given = _checked(method, given, kind)
+        return cls(
+            dedupe=given.get("dedupe", False),
+            cache=given.get("cache", False),
+            cache_ttl=given.get("cache_ttl"),
+        )
 
 
 def submit(
@@ -280,4 +344,51 @@ def start_run(
         cache=options.cache,
         cache_ttl=check_ttl(options.cache_ttl),
         count=len(requests) if isinstance(requests, Sized) else None,
+    )
+
+
+def planned(
+    cloud: Cloud,
+    method: str,
+    id: str,
+    model: str,
+    provider: Provider,
+    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    given: Mapping[str, Any],
+) -> Plan:
+    """``plan_claude`` / ``plan_gemini`` (named by ``method``) with their keywords ``given``."""
+    given = _checked(method, given, PlanKeywords)
+    return plan(
+        cloud,
+        id,
+        model,
+        provider,
+        requests,
+        SubmitOptions.of(method, given, PlanKeywords),
+        count_tokens=given.get("count_tokens", False),
+        prices=given.get("prices", ()),
+        shard_size=given.get("shard_size"),
+    )
+
+
+def started(
+    cloud: Cloud,
+    method: str,
+    id: str,
+    model: str,
+    provider: Provider,
+    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    given: Mapping[str, Any],
+) -> Run:
+    """``run_claude`` / ``run_gemini`` (named by ``method``) with their keywords ``given``."""
+    given = _checked(method, given, RunKeywords)
+    return start_run(
+        cloud,
+        id,
+        model,
+        provider,
+        requests,
+        SubmitOptions.of(method, given, RunKeywords),
+        shard_size=given.get("shard_size", DEFAULT_SHARD_SIZE),
+        max_attempts=given.get("max_attempts", 3),
     )

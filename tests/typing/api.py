@@ -243,3 +243,13 @@ async def pay_once_everywhere(client: vb.Client) -> None:
     ]
     started: vb.AsyncRun = await client.aio.run_gemini("t", "gemini-x", gemini, cache_ttl=ttl)
     assert jobs and plans and runs and started.id
+
+
+async def keywords_are_typed(client: vb.Client) -> None:
+    """The keywords are a TypedDict unpacked: a misspelt or mistyped one is a type error, sync
+    and async (each ignore below is needed, or mypy's strict unused-ignore check fails)."""
+    claude = [vb.ClaudeRequest("k", {"max_tokens": 8, "messages": []})]
+    client.submit_claude("a", "claude-x", claude, cache_tll=None)  # type: ignore[call-arg]
+    client.run_claude("a", "claude-x", claude, shard_size="10")  # type: ignore[arg-type]
+    client.plan_claude("a", "claude-x", claude, max_attempts=2)  # type: ignore[call-arg]
+    await client.aio.submit_claude("a", "claude-x", claude, dedupe="yes")  # type: ignore[arg-type]
