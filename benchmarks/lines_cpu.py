@@ -31,11 +31,12 @@ from benchmarks import workload  # noqa: E402
 from vertexbatch._manifest import Tally  # noqa: E402
 from vertexbatch._operations import staged_lines  # noqa: E402
 from vertexbatch._providers import by_command  # noqa: E402
+from vertexbatch._rules import DEFAULT_LIMITS  # noqa: E402
 
 
 def _stage(provider: str, requests: Iterable[Any]) -> Tally:
     row = by_command(provider)
-    tally = Tally()
+    tally = Tally(DEFAULT_LIMITS)
     for line in staged_lines(requests, row.request, row.line):
         tally.add(line, line.key_record())
     return tally

@@ -14,14 +14,20 @@ from click.testing import CliRunner
 
 import vertexbatch as vb
 from tests.gcs_gate import Spoil, gate
-from tests.helpers import CLAUDE, GEMINI, claude_requests, fill_cache, local_client, object_names
-from vertexbatch import _manifest
+from tests.helpers import (
+    CLAUDE,
+    GEMINI,
+    claude_requests,
+    fill_cache,
+    local_client,
+    object_names,
+    with_staging_sizes,
+)
 from vertexbatch._client import cloud_of
 from vertexbatch._command.cli import ExitCode, main
 from vertexbatch._lines import claude_line
-from vertexbatch._runs import ledger as _ledger
+from vertexbatch._rules import DEFAULT_LIMITS, RECORD_MAX, Limits
 from vertexbatch._runs.ledger import (
-    LEDGER_MAX,
     MAX_ATTEMPTS,
     Ledger,
     Shard,
@@ -107,14 +113,14 @@ def test_empty_source_with_cache_leaves_the_cache_on_for_the_id(
 
 
 def test_rows_over_the_limit_with_cache_leave_nothing_and_the_fix_goes_through(
-    client: vb.Client, stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+    client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     """Too many rows left to stage (after the cache's) fail as staging would, before the cached
     answers or the claim are written; the corrected rows then submit under the same id."""
     cached = claude_requests(3)
     fill_cache(client, stack, "filler", cached)
     fresh = claude_requests(3, start=3)
-    monkeypatch.setattr(_manifest, "MAX_ROWS", 2)  # the real limit is 200,000
+    with_staging_sizes(client, limits=Limits(rows=2))  # the real limit is 200,000
     stack.reset_calls()
     with pytest.raises(vb.InvalidRequestError, match="more than 2 requests for one job"):
         client.submit_claude("over", CLAUDE, cached + fresh, cache=True)
@@ -129,7 +135,7 @@ def test_rows_over_the_limit_with_cache_leave_nothing_and_the_fix_goes_through(
 
 
 def test_bytes_over_the_limit_with_cache_leave_nothing(
-    client: vb.Client, stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+    client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     """Too many bytes left to stage fail with staging's message, naming the request where the
     limit was passed, before anything is written; fewer rows then submit under the same id."""
@@ -138,7 +144,7 @@ def test_bytes_over_the_limit_with_cache_leave_nothing(
     fresh = claude_requests(3, start=2)
     sizes = [len(claude_line(request).data) for request in fresh]
     # Room for the first two fresh rows, not the third (the real limit is 1 GB).
-    monkeypatch.setattr(_manifest, "MAX_INPUT_BYTES", sum(sizes) - 1)
+    with_staging_sizes(client, limits=Limits(input_bytes=sum(sizes) - 1))
     with pytest.raises(vb.InvalidRequestError, match="at request 'key-4'"):
         client.submit_claude("big", CLAUDE, cached + fresh, cache=True)
     assert object_names(stack, bucket, "jobs/big/") == []
@@ -147,11 +153,11 @@ def test_bytes_over_the_limit_with_cache_leave_nothing(
 
 
 def test_rows_over_the_limit_without_cache_leave_nothing(
-    client: vb.Client, stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+    client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     """Without the cache, too many rows fail while staging streams them: nothing is left, and
     the corrected rows then submit under the same id."""
-    monkeypatch.setattr(_manifest, "MAX_ROWS", 2)
+    with_staging_sizes(client, limits=Limits(rows=2))
     with pytest.raises(vb.InvalidRequestError, match="more than 2 requests for one job"):
         client.submit_claude("plain", CLAUDE, claude_requests(3))
     assert object_names(stack, bucket, "jobs/plain/") == []
@@ -181,11 +187,11 @@ def test_ledger_size_is_the_size_written(run_id: str, shards: int, keys: int) ->
 
 
 def test_max_shards_is_the_edge(client: vb.Client, stack: LocalStack, bucket: str) -> None:
-    """A ledger of ``max_shards`` shards is at most LEDGER_MAX and reads back; one more is over,
+    """A ledger of ``max_shards`` shards is at most RECORD_MAX and reads back; one more is over,
     and ``write_ledger`` refuses it without writing anything."""
-    most = max_shards(RUN_ID, "anthropic", CLAUDE, 3, 1)
-    assert ledger_size(RUN_ID, "anthropic", CLAUDE, 3, most, 1) <= LEDGER_MAX
-    assert ledger_size(RUN_ID, "anthropic", CLAUDE, 3, most + 1, 1) > LEDGER_MAX
+    most = max_shards(RUN_ID, "anthropic", CLAUDE, 3, 1, DEFAULT_LIMITS)
+    assert ledger_size(RUN_ID, "anthropic", CLAUDE, 3, most, 1) <= RECORD_MAX
+    assert ledger_size(RUN_ID, "anthropic", CLAUDE, 3, most + 1, 1) > RECORD_MAX
     staging = cloud_of(client).staging
     fits = Ledger(
         RUN_ID, "anthropic", CLAUDE, 3, tuple(Shard(f"{RUN_ID}.s{i}", 1) for i in range(most))
@@ -213,7 +219,7 @@ def test_run_of_too_many_shards_is_refused_before_any_cloud_call(
     """A list of requests that makes more shards than a ledger can hold is refused with the
     numbers and the rule, before any GCS or Vertex call."""
     client, seen = counted
-    most = max_shards(RUN_ID, "anthropic", CLAUDE, 3, 1)
+    most = max_shards(RUN_ID, "anthropic", CLAUDE, 3, 1, DEFAULT_LIMITS)
     requests = claude_requests(most + 1)
     with pytest.raises(vb.InvalidRequestError) as raised:
         client.run_claude(RUN_ID, CLAUDE, requests, shard_size=1)
@@ -263,7 +269,7 @@ def test_a_plan_of_a_run_refuses_what_the_run_refuses_before_any_cloud_call(
     """plan_claude with shard_size is held to run_claude's rules: a ledger too big to read back,
     a run id too long for its shard and attempt suffixes; no GCS or Vertex call."""
     client, seen = counted
-    most = max_shards(RUN_ID, "anthropic", CLAUDE, MAX_ATTEMPTS, 1)
+    most = max_shards(RUN_ID, "anthropic", CLAUDE, MAX_ATTEMPTS, 1, DEFAULT_LIMITS)
     with pytest.raises(vb.InvalidRequestError, match="over the 4,194,304 a ledger may be") as err:
         client.plan_claude(RUN_ID, CLAUDE, claude_requests(most + 1), shard_size=1)
     assert err.value.field == "shard_size"
@@ -279,12 +285,13 @@ def test_a_plan_of_a_run_refuses_what_the_run_refuses_before_any_cloud_call(
 
 
 def test_run_over_the_ledger_limit_then_a_larger_shard_size_goes_through(
-    client: vb.Client, stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+    client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     """Refused for its ledger, a run leaves nothing: the same run id with a larger shard size
     then starts and finishes."""
     # A ledger of five shards at most, not 4 MiB's (about 44,700 shards of one request).
-    monkeypatch.setattr(_ledger, "LEDGER_MAX", ledger_size(RUN_ID, "anthropic", CLAUDE, 3, 5, 1))
+    small = Limits(record_bytes=ledger_size(RUN_ID, "anthropic", CLAUDE, 3, 5, 1))
+    with_staging_sizes(client, limits=small)
     requests = claude_requests(12)
     with pytest.raises(vb.InvalidRequestError, match="12 requests in shards of 1 make at least"):
         client.run_claude(RUN_ID, CLAUDE, requests, shard_size=1)
@@ -301,12 +308,13 @@ def test_run_over_the_ledger_limit_then_a_larger_shard_size_goes_through(
 
 
 def test_streamed_run_over_the_ledger_limit_creates_no_job(
-    client: vb.Client, stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+    client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     """Requests streamed from a generator are refused once the shard the ledger cannot hold is
     cut: before it is staged, before the ledger, and before any job."""
-    monkeypatch.setattr(_ledger, "LEDGER_MAX", ledger_size(RUN_ID, "anthropic", CLAUDE, 3, 5, 1))
-    most = max_shards(RUN_ID, "anthropic", CLAUDE, 3, 1)
+    small = Limits(record_bytes=ledger_size(RUN_ID, "anthropic", CLAUDE, 3, 5, 1))
+    with_staging_sizes(client, limits=small)
+    most = max_shards(RUN_ID, "anthropic", CLAUDE, 3, 1, small)
     assert most == 5
     with pytest.raises(vb.InvalidRequestError) as raised:
         client.run_claude(RUN_ID, CLAUDE, iter(claude_requests(12)), shard_size=1)

@@ -20,7 +20,7 @@ from ._manifest import Tally
 from ._models import Provider
 from ._prices import BATCH_DISCOUNT, PRICES_DATE, Price, price_of
 from ._providers import GEMINI_DEFAULT_OUTPUT, PROVIDERS
-from ._rules import MAX_INPUT_BYTES
+from ._rules import DEFAULT_LIMITS, Limits
 
 __all__ = ["GEMINI_DEFAULT_OUTPUT", "Plan", "build_plan", "estimate_tokens", "output_ceiling"]
 
@@ -123,6 +123,7 @@ def build_plan(
     count: Callable[[list[Mapping[str, Any]]], list[int]] | None = None,
     prices: Iterable[Price] = (),
     shard_size: int | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Plan:
     """The plan of submitting ``lines`` (validated as submit validates them).
 
@@ -133,6 +134,7 @@ def build_plan(
         prices: the caller's prices, before the shipped table.
         shard_size: plan a run cut in shards of this many keys (``None``: one submission,
             held to Vertex's limits for one job as submit is).
+        limits: the limits submit holds the lines to (its staging's).
 
     Raises:
         InvalidRequestError: what submit would refuse (a bad request, a repeated key, more than
@@ -171,14 +173,14 @@ def build_plan(
         if shard_sends:
             shard_sends[-1] += 1
     if shard_size is None:
-        tally = Tally()  # a single submission is held to one job's limits, as submit is
+        tally = Tally(limits)  # a single submission is held to one job's limits, as submit is
         for row in send:
             assert row.line is not None
             tally.add(row.line, b"")
         jobs = 1 if send else 0
     else:
         jobs = sum(1 for n in shard_sends if n)
-        if sum(r.size for r in send) > MAX_INPUT_BYTES * jobs:
+        if sum(r.size for r in send) > limits.input_bytes * jobs:
             assumptions.append("some shards pass 1 GB and would be cut further: more jobs")
     input_tokens = sum(r.tokens for r in send)
     exact = count is not None

@@ -154,7 +154,7 @@ def held_job(
         given_lines, amend = answer_from_cache(
             staging, submission_id, provider, model, iter(given_lines), None
         )
-    given = measure(submission_id, provider, model, given_lines)
+    given = measure(submission_id, provider, model, given_lines, staging.limits)
     if amend is not None:
         given = amend(given)
     if not staged.manifest.claims_same(given):

@@ -18,7 +18,7 @@ from ._errors import InvalidRequestError
 from ._gcs.staging import Folder, Staging
 from ._lines import StagedLine
 from ._models import Provider
-from ._rules import MAX_INPUT_BYTES, MAX_ROWS
+from ._rules import Limits
 from ._vertex import JobSpec
 
 __all__ = [
@@ -230,7 +230,8 @@ def claim_conflict(
 class Tally:
     """Counts, sizes and digests rows as they stream past, enforcing Vertex's limits."""
 
-    def __init__(self, *, hash_input: bool = True) -> None:
+    def __init__(self, limits: Limits, *, hash_input: bool = True) -> None:
+        self._limits = limits
         self.rows = 0
         self.keys = 0
         self.bytes = 0
@@ -245,8 +246,9 @@ class Tally:
             return
         self.rows += 1
         self.bytes += len(line.data)
-        if self.rows > MAX_ROWS or self.bytes > MAX_INPUT_BYTES:  # no call per line otherwise
-            _check_limits(self.rows, self.bytes, line.key)
+        limits = self._limits
+        if self.rows > limits.rows or self.bytes > limits.input_bytes:  # no call per line else
+            _check_limits(self.rows, self.bytes, line.key, limits)
         if self._md5 is not None:
             self._md5.update(line.data)
 
@@ -270,24 +272,24 @@ class Tally:
         )
 
 
-def _check_limits(rows: int, size: int, key: str) -> None:
+def _check_limits(rows: int, size: int, key: str, limits: Limits) -> None:
     """Raise if ``rows`` rows of ``size`` bytes in all, the last keyed ``key``, pass one job's
     limits."""
-    if rows > MAX_ROWS:
+    if rows > limits.rows:
         raise InvalidRequestError(
-            f"more than {MAX_ROWS:,} requests for one job, which is Vertex's limit: "
+            f"more than {limits.rows:,} requests for one job, which is Vertex's limit: "
             "split them across ids (runs shard automatically)",
             field="requests",
         )
-    if size > MAX_INPUT_BYTES:
+    if size > limits.input_bytes:
         raise InvalidRequestError(
-            f"input passed {MAX_INPUT_BYTES:,} bytes at request {key!r}, over "
+            f"input passed {limits.input_bytes:,} bytes at request {key!r}, over "
             "Vertex's 1 GB limit for one job: split the requests across ids",
             field="requests",
         )
 
 
-def check_limits(lines: Iterable[StagedLine]) -> None:
+def check_limits(lines: Iterable[StagedLine], limits: Limits) -> None:
     """Raise as ``Tally.add`` would staging these lines as one job: over Vertex's row or byte
     limit. Lines with no data (a deduplicated or cached key) are no rows."""
     rows = size = 0
@@ -295,7 +297,7 @@ def check_limits(lines: Iterable[StagedLine]) -> None:
         if line.data:
             rows += 1
             size += len(line.data)
-            _check_limits(rows, size, line.key)
+            _check_limits(rows, size, line.key, limits)
 
 
 def no_rows(submission_id: str) -> InvalidRequestError:
@@ -310,10 +312,11 @@ def measure(
     provider: Provider,
     model: str,
     lines: Iterable[StagedLine],
+    limits: Limits,
     origin: str = PLAIN,
 ) -> Manifest:
     """The manifest ``stage`` would write for these rows, with no I/O (the rows are consumed)."""
-    tally = Tally()
+    tally = Tally(limits)
     for line in lines:
         tally.add(line, line.key_record())
     if not tally.keys:

@@ -180,7 +180,9 @@ def plan(
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
         check_run_id(id)
         # MAX_ATTEMPTS: the most digits a run's attempts take in its ledger.
-        check_requests_fit(id, provider, model, MAX_ATTEMPTS, len(held), shard_size)
+        check_requests_fit(
+            id, provider, model, MAX_ATTEMPTS, len(held), shard_size, cloud.staging.limits
+        )
     if shard_size is None:  # what the id already holds: a submit would return its job
         found = held_job(
             cloud.staging, cloud.vertex, id, provider, model, held, dedupe=dedupe, cache=cache
@@ -223,6 +225,7 @@ def plan(
         count=count,
         prices=prices,
         shard_size=shard_size,
+        limits=cloud.staging.limits,
     )
 
 

@@ -31,7 +31,6 @@ logger = logging.getLogger("vertexbatch")
 
 # A line longer than this is damaged: only its first bytes are kept, to find its key by.
 # Far above one request and its answer (Anthropic caps a request at 32 MB), far below memory.
-_MAX_LINE = 128 * 1024 * 1024
 
 
 def output_files(directory: str, names: list[str]) -> list[str]:
@@ -191,16 +190,15 @@ def read_output_file(
 ) -> Iterator[Result]:
     """Yield a result for each line of ``uri`` that answers a key not yet in ``taken``.
 
-    A line that is not a JSON object (not UTF-8, nested too deeply, longer than ``_MAX_LINE``)
-    is a ``MALFORMED_LINE`` for the key its id fields name, if they name one, unless an intact
-    row answers that key: its result is put in ``damaged`` for the caller to yield with
-    ``damaged_results`` once the pass has read every file (with no ``damaged``, at the end of
-    this file). A row with an id that names no key is skipped. A row with no id is matched by
-    its echoed request; ``echoed`` counts such rows by content across the files of a job, so
-    that a row also present in an earlier file is not credited to a second key. With
+    A line that is not a JSON object (not UTF-8, nested too deeply, longer than the staging's
+    ``limits.output_line``) is a ``MALFORMED_LINE`` for the key its id fields name, if they name
+    one, unless an intact row answers that key: its result is put in ``damaged`` for the caller
+    to yield with ``damaged_results`` once the pass has read every file (with no ``damaged``, at
+    the end of this file). A row with an id that names no key is skipped. A row with no id is
+    matched by its echoed request; ``echoed`` counts such rows by content across the files of a
+    job, so that a row also present in an earlier file is not credited to a second key. With
     ``generation``, the file is read at that generation (``Staging.read_lines``). ``twins``
-    collects the keys answered by a row matched by an echo other keys' requests share.
-    """
+    collects the keys answered by a row matched by an echo other keys' requests share."""
     alone = damaged is None  # read alone: its damaged lines' keys end with this file
     if damaged is None:
         damaged = {}
@@ -209,13 +207,13 @@ def read_output_file(
     here: Counter[str] = Counter()
     sharing = keys.sharing  # whether any line answers several keys (dedupe; none, usually)
     with job_errors(job.name, reading=uri):
-        lines = staging.read_lines(uri, max_line=_MAX_LINE, generation=generation)
+        lines = staging.read_lines(uri, max_line=staging.limits.output_line, generation=generation)
         for raw in lines:
             if not raw.strip():
                 continue
             try:
                 row = load_json(raw)
-            except ValueError:  # not UTF-8, not JSON, too deep, or cut at _MAX_LINE
+            except ValueError:  # not UTF-8, not JSON, too deep, or cut at the longest line
                 row = None
             if type(row) is not dict:
                 index = keys.find_digest(raw)

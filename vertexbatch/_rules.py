@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -12,6 +13,10 @@ from ._models import Job, Provider
 
 __all__ = [
     "FAMILIES",
+    "OUTPUT_LINE_MAX",
+    "RECORD_MAX",
+    "DEFAULT_LIMITS",
+    "Limits",
     "is_loopback",
     "MAX_INPUT_BYTES",
     "MAX_ROWS",
@@ -26,6 +31,27 @@ __all__ = [
 # Vertex refuses more than 200,000 rows or 1 GB of input for one batch job.
 MAX_ROWS = 200_000
 MAX_INPUT_BYTES = 1_000_000_000
+# Manifests, records and ledgers are read back whole, so each is held to this (KBs in practice;
+# a ledger lists at most a few thousand shards).
+RECORD_MAX = 4 * 1024 * 1024
+# The longest output line read: a longer one is a per-line error, never held whole.
+OUTPUT_LINE_MAX = 128 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The sizes work is held to: one job's input (Vertex's rows and bytes), a record read back
+    whole (a manifest, a ledger) and an output line. ``Staging`` carries them (the defaults:
+    Vertex's and vertexbatch's own); tests pass small ones to reach each with small inputs."""
+
+    rows: int = MAX_ROWS
+    input_bytes: int = MAX_INPUT_BYTES
+    record_bytes: int = RECORD_MAX
+    output_line: int = OUTPUT_LINE_MAX
+
+
+DEFAULT_LIMITS = Limits()
+
 
 # One id names a GCS folder, a job display name and (with "." spelled "_") a label value; label
 # values allow only [a-z0-9_-] and 63 characters, so the id is held to that plus ".".

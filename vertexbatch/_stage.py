@@ -59,7 +59,7 @@ def stage(
         raise no_rows(submission_id)
     staged = read_manifest(staging, submission_id)
     # Staging, the input's upload takes its MD5 in its sending thread; else the tally does.
-    tally = Tally(hash_input=staged is not None)
+    tally = Tally(staging.limits, hash_input=staged is not None)
     input_upload = keys_upload = None
     if staged is None:
         input_upload = staging.upload(folder.name(INPUT), JSONL)

@@ -18,8 +18,10 @@ import pytest
 import vertexbatch as vb
 from tests.helpers import (
     finished_output,
+    with_staging_sizes,
 )
 from vertexbatch._keymap import key_digest
+from vertexbatch._rules import Limits
 from vertexbatch.emulator import LocalStack
 
 DEEP = 5000  # far past the interpreter's recursion limit
@@ -252,14 +254,14 @@ def test_odd_lines_each_key_one_outcome(
 
 
 def test_overlong_line_is_malformed_and_reading_goes_on(
-    client: vb.Client, stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch
+    client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     """Class 3: a line past the length bound is cut, read as MALFORMED_LINE, and the rest read.
 
     The bound is lowered so that lines of a few MB (spanning several reads) stand for ones of
     hundreds of MB.
     """
-    monkeypatch.setattr("vertexbatch._results._MAX_LINE", 64 * 1024)
+    with_staging_sizes(client, limits=Limits(output_line=64 * 1024))
     out = finished_output(client, stack, bucket, "anthropic", "overlong", n=4)
     message = out.rows["key-0"]["response"]
     long_answer = {**message, "content": [{"type": "text", "text": "x" * (9 * 1024 * 1024)}]}

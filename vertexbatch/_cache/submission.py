@@ -137,7 +137,8 @@ def answer_from_cache(
         claim = mine if mine is not None else staging.read_json(folder.name(CLAIM))
     cached_md5, claimed = _claimed(staging, submission_id, claim)
     out = _take_claimed(submission_id, held, claimed)
-    check_limits(out)  # the rows of a claim already there, before staging reads anything
+    # The rows of a claim already there, before staging reads anything.
+    check_limits(out, staging.limits)
     counted = sum(1 for line in out if line.digest.startswith("c"))
     logger.info(
         "id %s: %d of %d requests answered from the answer cache",
@@ -232,7 +233,7 @@ def _claim(
     found = cache.lookup({exact for _, exact in held}, compact=True)
     # Before the answers and the claim are written: a claim of rows staging then refuses
     # would refuse the corrected retry as other rows.
-    check_limits(line for line, exact in held if exact not in found)
+    check_limits((line for line, exact in held if exact not in found), staging.limits)
     body = hashlib.md5(usedforsecurity=False)
     text: list[bytes] = []
     for line, exact in held:

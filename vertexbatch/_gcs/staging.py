@@ -27,6 +27,7 @@ from google.api_core import exceptions as api_exceptions
 
 from .._errors import InvalidRequestError, ObjectReplaced
 from .._retry import RetryPolicy
+from .._rules import DEFAULT_LIMITS, Limits
 from .ranged_read import RangeRead
 from .upload import CHUNK, SINGLE_REQUEST_LIMIT, CreateOnlyUpload
 
@@ -42,8 +43,6 @@ JSON = "application/json"
 # results, both providers: 1.69x to 1.86x the naive time, against 1.62x to 1.85x in 4 MiB) and
 # peaked 20 MB higher; two ranges and a range's lines are held.
 _READ_CHUNK = 4 * 1024 * 1024
-# Manifests, records and ledgers are KBs (a ledger lists at most a few thousand shards).
-_SMALL_OBJECT_MAX = 4 * 1024 * 1024
 
 
 def parse_gs_uri(uri: str) -> tuple[str, str]:
@@ -94,6 +93,7 @@ class Staging:
         read_chunk: int = _READ_CHUNK,
         upload_chunk: int = CHUNK,
         single_request_limit: int = SINGLE_REQUEST_LIMIT,
+        limits: Limits = DEFAULT_LIMITS,
     ) -> None:
         self._client = client
         self._bucket = client.bucket(bucket)
@@ -102,6 +102,7 @@ class Staging:
         self._read_chunk = read_chunk
         self._upload_chunk = upload_chunk
         self._single_request_limit = single_request_limit
+        self.limits = limits
 
     def with_sizes(
         self,
@@ -109,6 +110,7 @@ class Staging:
         read_chunk: int | None = None,
         upload_chunk: int | None = None,
         single_request_limit: int | None = None,
+        limits: Limits | None = None,
     ) -> Staging:
         """This staging (its storage client, bucket, prefix and policy) with other byte-path
         sizes, those not given kept."""
@@ -122,6 +124,7 @@ class Staging:
             single_request_limit=(
                 self._single_request_limit if single_request_limit is None else single_request_limit
             ),
+            limits=self.limits if limits is None else limits,
         )
 
     def folder(self, submission_id: str) -> Folder:
@@ -173,19 +176,20 @@ class Staging:
     def _read_json_generation(self, name: str) -> tuple[Any | None, int]:
         blob = self._blob(name)
         uri = f"gs://{blob.bucket.name}/{blob.name}"
+        most = self.limits.record_bytes
         try:
             data = self._policy.call(
                 f"read {name}",
                 # At most one byte past the limit: a huge object is refused, never held.
-                lambda: blob.download_as_bytes(start=0, end=_SMALL_OBJECT_MAX, retry=None),
+                lambda: blob.download_as_bytes(start=0, end=most, retry=None),
             )
         except api_exceptions.NotFound:
             return None, 0
         except api_exceptions.RequestRangeNotSatisfiable:  # an empty object
             data = b""
-        if len(data) > _SMALL_OBJECT_MAX:
+        if len(data) > most:
             raise InvalidRequestError(
-                f"{uri} is over {_SMALL_OBJECT_MAX:,} bytes, which no vertexbatch record is: it "
+                f"{uri} is over {most:,} bytes, which no vertexbatch record is: it "
                 "was not written by vertexbatch",
                 field="staging",
             )

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .._errors import InvalidRequestError
-from .._gcs.staging import _SMALL_OBJECT_MAX, Staging
+from .._gcs.staging import Staging
 from .._models import Provider
-from .._rules import MAX_ROWS, check_id
+from .._rules import MAX_ROWS, RECORD_MAX, Limits, check_id
 
 __all__ = [
     "DONE",
@@ -55,7 +55,7 @@ MAX_ATTEMPTS = 99
 RUN_ID_MAX = 52
 FINAL_OUTCOMES = frozenset(OUTCOME_ORDER)
 # The most a ledger may be: Staging reads a record back whole up to this, and refuses more.
-LEDGER_MAX = _SMALL_OBJECT_MAX
+LEDGER_MAX = RECORD_MAX  # read back whole: the default record limit (``Limits.record_bytes``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,13 +178,20 @@ def ledger_size(
 
 
 def max_shards(
-    run_id: str, provider: Provider, model: str, max_attempts: int, max_keys: int
+    run_id: str,
+    provider: Provider,
+    model: str,
+    max_attempts: int,
+    max_keys: int,
+    limits: Limits,
 ) -> int:
-    """The most shards of at most ``max_keys`` keys a run's ledger can hold (``LEDGER_MAX``)."""
-    low, high = 0, LEDGER_MAX  # every shard's entry takes more than a byte
+    """The most shards of at most ``max_keys`` keys a run's ledger can hold
+    (``limits.record_bytes``)."""
+    most = limits.record_bytes
+    low, high = 0, most  # every shard's entry takes more than a byte
     while low < high:
         mid = (low + high + 1) // 2
-        if ledger_size(run_id, provider, model, max_attempts, mid, max_keys) <= LEDGER_MAX:
+        if ledger_size(run_id, provider, model, max_attempts, mid, max_keys) <= most:
             low = mid
         else:
             high = mid - 1
@@ -198,6 +205,7 @@ def check_ledger_size(
     max_attempts: int,
     shards: int,
     shard_size: int,
+    limits: Limits,
     *,
     why: str = "",
     then: str = "",
@@ -208,20 +216,26 @@ def check_ledger_size(
     ends it.
     """
     size = ledger_size(run_id, provider, model, max_attempts, shards, shard_size)
-    if size <= LEDGER_MAX:
+    if size <= limits.record_bytes:
         return
-    most = max_shards(run_id, provider, model, max_attempts, shard_size)
+    most = max_shards(run_id, provider, model, max_attempts, shard_size, limits)
     raise InvalidRequestError(
         f"{why or f'{shards:,} shards'}: the ledger of run {run_id!r} would be {size:,} bytes, "
-        f"over the {LEDGER_MAX:,} a ledger may be, as it is read back whole (it holds at most "
-        f"{most:,} shards under this run id with shard_size={shard_size}); use a larger "
+        f"over the {limits.record_bytes:,} a ledger may be, as it is read back whole (it holds at "
+        f"most {most:,} shards under this run id with shard_size={shard_size}); use a larger "
         f"shard_size{then}",
         field="shard_size",
     )
 
 
 def check_requests_fit(
-    run_id: str, provider: Provider, model: str, max_attempts: int, count: int, shard_size: int
+    run_id: str,
+    provider: Provider,
+    model: str,
+    max_attempts: int,
+    count: int,
+    shard_size: int,
+    limits: Limits,
 ) -> None:
     """Raise unless ``count`` requests, cut in shards of ``shard_size``, fit a ledger that can be
     read back (known before they are read when they are a list: checked before any call)."""
@@ -235,6 +249,7 @@ def check_requests_fit(
         max_attempts,
         at_least,
         shard_size,
+        limits,
         why=f"{count:,} requests in shards of {shard_size:,} make at least {at_least:,} shards",
     )
 
@@ -250,13 +265,15 @@ def write_ledger(staging: Staging, ledger: Ledger) -> bool:
     """Write the ledger create-only; ``False`` if the id already holds another run.
 
     Raises:
-        InvalidRequestError: the ledger is over ``LEDGER_MAX``: it could never be read back.
+        InvalidRequestError: the ledger is over ``staging.limits.record_bytes``: it could never
+            be read back.
     """
     size = len(_encoded(ledger))
-    if size > LEDGER_MAX:
+    most = staging.limits.record_bytes
+    if size > most:
         raise InvalidRequestError(
             f"{len(ledger.shards):,} shards: the ledger of run {ledger.id!r} would be {size:,} "
-            f"bytes, over the {LEDGER_MAX:,} a ledger may be, as it is read back whole; use a "
+            f"bytes, over the {most:,} a ledger may be, as it is read back whole; use a "
             "larger shard_size",
             field="shard_size",
         )

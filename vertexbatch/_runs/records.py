@@ -45,7 +45,7 @@ from typing import Any
 from .._errors import InvalidRequestError
 from .._gcs.staging import Staging
 from .._manifest import MANIFEST, RECORD
-from .ledger import DONE, LEDGER_MAX, OUTCOME_ORDER, Shard, read_done
+from .ledger import DONE, OUTCOME_ORDER, Shard, read_done
 
 __all__ = ["PROGRESS", "ListedRecords", "Records"]
 
@@ -187,7 +187,7 @@ class ListedRecords(Records):
         if fresh == self._loaded:
             return
         # A record is read back whole up to the size a ledger may be: a larger one could not be.
-        if len(json.dumps(fresh, sort_keys=True, indent=1)) > LEDGER_MAX:
+        if len(json.dumps(fresh, sort_keys=True, indent=1)) > staging.limits.record_bytes:
             logger.warning("run %s: its progress record would be too large to read", self._run)
             return
         if self._loaded is None and staging.create_json(self._name, fresh):

@@ -18,7 +18,7 @@ from .._identity import stage
 from .._lines import StagedLine
 from .._manifest import Manifest, measure, read_manifest, run_origin
 from .._models import Provider
-from .._rules import MAX_INPUT_BYTES
+from .._rules import Limits
 from .ledger import (
     MAX_ATTEMPTS,
     Ledger,
@@ -38,8 +38,11 @@ __all__ = ["create_run", "held_run", "open_run"]
 class _Shards:
     """Cut one stream of lines into shards of at most ``size`` rows and 1 GB."""
 
-    def __init__(self, lines: Iterable[StagedLine], size: int, dedupe: bool = False) -> None:
+    def __init__(
+        self, lines: Iterable[StagedLine], size: int, limits: Limits, dedupe: bool = False
+    ) -> None:
         self._lines = iter(lines)
+        self._input_bytes = limits.input_bytes
         self._size = size
         self._dedupe = dedupe
         self._next: StagedLine | None = next(self._lines, None)
@@ -54,7 +57,7 @@ class _Shards:
     def _take(self) -> Iterator[StagedLine]:
         rows = size = 0
         while self._next is not None and rows < self._size:
-            if rows and size + len(self._next.data) > MAX_INPUT_BYTES:
+            if rows and size + len(self._next.data) > self._input_bytes:
                 return
             line, self._next = self._next, None
             rows += 1
@@ -97,9 +100,11 @@ def create_run(
             field="max_attempts",
         )
     if count is not None:  # a ledger too big to read back: refused before anything is staged
-        check_requests_fit(run_id, provider, model, max_attempts, count, shard_size)
+        check_requests_fit(
+            run_id, provider, model, max_attempts, count, shard_size, cloud.staging.limits
+        )
     # The first request is checked before any cloud call.
-    cutter = _Shards(lines, shard_size, dedupe)
+    cutter = _Shards(lines, shard_size, cloud.staging.limits, dedupe)
     if not cutter.more():
         raise InvalidRequestError(f"no requests for run {run_id!r}", field="requests")
     staging = cloud.staging
@@ -123,6 +128,7 @@ def create_run(
                 max_attempts,
                 len(shards) + 1,
                 shard_size,
+                cloud.staging.limits,
                 why=f"more than {len(shards):,} shards",
                 then=(
                     f" and a new run id (its first {len(shards):,} shards were staged before "
@@ -202,7 +208,7 @@ def held_run(
     ledger = read_ledger(cloud.staging, run_id)
     if ledger is None:
         return None
-    cutter = _Shards(lines, shard_size, dedupe)
+    cutter = _Shards(lines, shard_size, cloud.staging.limits, dedupe)
     # A plan takes no max_attempts: the run's own is checked, not a default's.
     staged = _check_rejoin(
         cloud, ledger, provider, model, ledger.max_attempts, shard_size, cutter, cache
@@ -264,7 +270,7 @@ def _check_rejoin(
         lines, amend = _from_cache(
             cloud, shard.id, provider, model, cutter.take(), cache, cache_ttl
         )
-        given = measure(shard.id, provider, model, lines, run_origin(run))
+        given = measure(shard.id, provider, model, lines, cloud.staging.limits, run_origin(run))
         if amend is not None:
             given = amend(given)
         staged = read_manifest(cloud.staging, shard.id)
