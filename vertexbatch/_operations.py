@@ -29,10 +29,10 @@ from ._prices import Price
 from ._providers import PROVIDERS
 from ._results import iter_results
 from ._rules import check_id, check_job, check_key, check_model, next_attempt_id
-from ._schema import Schema, schema_of
 from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
 from ._runs.run import DEFAULT_SHARD_SIZE, Run
 from ._runs.start import create_run, held_run
+from ._schema import Schema, schema_of
 from ._telemetry import SILENT
 from ._tokens import token_counter
 

@@ -61,9 +61,7 @@ def parsed_result(result: Result, schema: Schema) -> Result:
     return dataclasses.replace(result, text=text, tool_calls=calls, parsed=value)
 
 
-def _refused(
-    result: Result, text: str, calls: Any, place: str, rule: str, message: str
-) -> Result:
+def _refused(result: Result, text: str, calls: Any, place: str, rule: str, message: str) -> Result:
     status = "NOT_JSON" if rule == "not_json" else "SCHEMA_MISMATCH"
     error = SchemaError(message, key=result.key, status=status, place=place, rule=rule)
     return dataclasses.replace(result, text=text, tool_calls=calls, error=error)

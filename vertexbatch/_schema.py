@@ -1,8 +1,9 @@
 """A submission's answer schema: checked, normalised, digested, and answers validated (pure).
 
 ``schema=`` takes a pydantic model class or a JSON schema (a dict). Either becomes one
-``Schema``: its JSON schema with local ``$ref``s inlined and ``$defs`` / ``$schema`` dropped (Vertex's
-importer refuses keys such as ``$defs`` in a line), every keyword one this module can check. A
+``Schema``: its JSON schema with local ``$ref``s inlined and ``$defs`` / ``$schema`` dropped
+(Vertex's importer refuses keys such as ``$defs`` in a line), every keyword one this module can
+check. A
 keyword outside that set is refused, naming it: the reader must check every rule the schema
 states, or an answer that breaks one would be taken for a valid one (fail closed). The same
 ``Schema`` goes into each request (``_schema_forms``), into the manifest, and validates each
@@ -174,9 +175,7 @@ def _keyword(
     if word in _SCHEMA_MAPS:
         if not isinstance(value, Mapping):
             raise _bad(f"{place} must be an object")
-        return {
-            str(k): _normal(v, defs, f"{place}.{k}", seen, depth + 1) for k, v in value.items()
-        }
+        return {str(k): _normal(v, defs, f"{place}.{k}", seen, depth + 1) for k, v in value.items()}
     if word in _SCHEMA_LISTS:
         if not isinstance(value, list) or not value:
             raise _bad(f"{place} must be a non-empty list")
