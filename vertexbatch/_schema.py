@@ -81,8 +81,8 @@ def schema_of(value: object) -> Schema | None:
             model class that cannot give a JSON schema; a dict that is not a JSON Schema
             object, or uses a keyword, a ``$ref`` or a depth that cannot be checked or staged.
     """
-    if value is None:
-        return None
+    if value is None or isinstance(value, Schema):  # None, or checked already
+        return value
     name = ""
     if isinstance(value, type):
         pydantic = sys.modules.get("pydantic")  # a model class cannot exist unless it is loaded
