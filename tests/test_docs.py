@@ -36,6 +36,7 @@ RUN_BY = {
     "examples/async_agent_executor.py": "tests/test_aio_examples.py",
     "examples/nightly_run.py": "tests/runs/test_run_examples.py",
     "examples/run_advancer.py": "tests/runs/test_run_examples.py",
+    "examples/structured_agent.py": "tests/test_examples.py",
 }
 # A fragment is marked `<!-- fragment: why it cannot run alone -->` just above its fence.
 FRAGMENT = re.compile(r"<!-- fragment: \S.* -->")

@@ -212,3 +212,36 @@ def test_agent_executor_main(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "summarise-incident-311       ok         after 1 attempt(s) (agent-run-1)" in out
     assert "classify-email-9001          retryable  after 2 attempt(s) (agent-run-1.r1)" in out
+
+
+# -- structured_agent.py ------------------------------------------------------------------------
+
+
+def test_structured_agent_acts_on_parsed_values_and_tool_calls(
+    stack: LocalStack, client: vb.Client
+) -> None:
+    """Answers become Triage values or tool calls; a SchemaError is resubmitted once."""
+    agent = load("structured_agent")
+    tickets = [
+        ("t-ok", "I was charged twice."),
+        ("t-call", "Where is order 7? [[vb:tool_call name=lookup_order]]"),
+        ("t-bad", "It crashes. [[vb:nonconforming]]"),
+    ]
+    actions = agent.TriageAgent(client, sleep=lambda s: stack.settle()).triage("tri-1", tickets)
+    assert actions["t-ok"].kind == "route" and actions["t-ok"].detail == "billing"
+    assert actions["t-call"].kind == "lookup" and actions["t-call"].detail.startswith(
+        "lookup_order toolu_"
+    )
+    # The local model answers the same request the same way: still outside the schema.
+    assert (actions["t-bad"].kind, actions["t-bad"].detail) == ("failed", "SchemaError")
+    again = client.find("tri-1.r1")
+    assert again is not None and again.keys == 1
+
+
+def test_structured_agent_main(capsys: pytest.CaptureFixture[str]) -> None:
+    """`python examples/structured_agent.py` runs on its own local stack."""
+    load("structured_agent").main()
+    out = capsys.readouterr().out
+    assert "ticket-101   route   billing" in out
+    assert "ticket-102   lookup  lookup_order toolu_" in out
+    assert "ticket-103   failed  SchemaError" in out

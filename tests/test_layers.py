@@ -25,7 +25,10 @@ EMULATOR = "emulator"  # the package vertexbatch/emulator/, one node of the clie
 
 # Bottom first. A module may import modules of its own layer (with no cycle) and of lower ones.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("values, errors, rules (pure)", {"_models", "_errors", "_rules", "_schedule", "_json"}),
+    (
+        "values, errors, rules (pure)",
+        {"_models", "_errors", "_rules", "_schedule", "_json", "_schema"},
+    ),
     (
         "I/O and cross-cutting",
         {
@@ -57,9 +60,10 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_field_types",
             "_keymap",
             "_dedupe",
+            "_schema_forms",
         },
     ),
-    ("one output row, one Result (pure)", {"_outcomes", "_failures"}),
+    ("one output row, one Result (pure)", {"_outcomes", "_failures", "_content", "_parsed"}),
     ("the provider table (pure)", {"_providers"}),
     ("the staged folder", {"_manifest", "_staged"}),
     (

@@ -13,6 +13,7 @@ from ._errors import (
     MissingError,
     RefusedError,
     ResultError,
+    SchemaError,
     TruncatedError,
     VertexBatchError,
     WaitTimeout,
@@ -27,6 +28,7 @@ from ._models import (
     Refusal,
     Result,
     Status,
+    ToolCall,
     Usage,
 )
 from ._prices import PRICES, PRICES_DATE, PRICES_SOURCE, Price
@@ -60,8 +62,10 @@ __all__ = [
     "RetryPolicy",
     "Run",
     "RunSummary",
+    "SchemaError",
     "Shard",
     "Status",
+    "ToolCall",
     "TruncatedError",
     "Usage",
     "VertexBatchError",

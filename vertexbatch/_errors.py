@@ -16,7 +16,9 @@
         │                            finish reason other than STOP / MAX_TOKENS); no text
         ├── TruncatedError           a max-tokens stop; the partial text is kept on the Result
         ├── LineError                a per-line provider failure or an unusable answer;
-        │                            ``code``, ``status`` and ``transient`` say what happened
+        │   │                        ``code``, ``status`` and ``transient`` say what happened
+        │   └── SchemaError          an answer (``schema=``) that is not JSON or breaks its
+        │                            schema; retryable, its raw text on ``Result.text``
         └── MissingError             no output line for the key once the job is terminal
 
 Google errors are translated here, by ``job_errors``: a job Vertex does not know becomes
@@ -47,6 +49,7 @@ __all__ = [
     "MissingError",
     "RefusedError",
     "ResultError",
+    "SchemaError",
     "TruncatedError",
     "VertexBatchError",
     "WaitTimeout",
@@ -194,6 +197,36 @@ class LineError(ResultError):
             "status": self.status,
             "transient": self.transient,
         }
+
+
+class SchemaError(LineError):
+    """The answer is not JSON, or breaks the submission's schema; another sample may comply,
+    so it is transient (``is_retryable``). ``Result.text`` keeps the raw answer; the message
+    never quotes it.
+
+    Attributes:
+        place: where the answer breaks the schema, by the schema's own names and positions
+            (``$.items[2].price``), ``""`` when it is not JSON at all.
+        rule: the schema keyword broken (``required``, ``type``, ...), or ``not_json``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        key: str,
+        status: str = "SCHEMA_MISMATCH",
+        place: str = "",
+        rule: str = "",
+        code: int = 0,
+        transient: bool = True,
+    ) -> None:
+        super().__init__(message, key=key, code=code, status=status, transient=transient)
+        self.place = place
+        self.rule = rule
+
+    def _state(self) -> dict[str, Any]:
+        return {**super()._state(), "place": self.place, "rule": self.rule}
 
 
 def _rebuild(cls: type[Exception], args: tuple[Any, ...], state: dict[str, Any]) -> Exception:

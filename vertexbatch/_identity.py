@@ -37,6 +37,7 @@ from ._manifest import (
     PLAIN,
     RECORD,
     Manifest,
+    with_schema,
 )
 from ._models import Job, Provider
 from ._retry import RetryPolicy, is_transient_call_error
@@ -289,7 +290,7 @@ def resubmit(
             field="keys",
         )
     lines = read_staged_lines(staging, job, keys)
-    amend = _with_cache if key_map.fills_cache else None
+    amend = with_schema(_with_cache if key_map.fills_cache else None, key_map.schema)
     return stage_and_submit(
         staging,
         vertex,

@@ -18,9 +18,12 @@ import json
 import re
 from array import array
 from collections.abc import Container, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._json import load_json
+
+if TYPE_CHECKING:
+    from ._schema import Schema
 
 __all__ = [
     "KEY_FIELD",
@@ -116,6 +119,7 @@ class KeyMap:
         "cached",
         "fills_cache",
         "keys",
+        "schema",
     )
 
     # A digest as the value of an id field in the line's own JSON (``custom_id``, the ``vb_key``
@@ -137,6 +141,8 @@ class KeyMap:
         self._by_cache: dict[int, int] = {}
         # Set by whoever read the manifest: the job's ok answers go to the answer cache.
         self.fills_cache = False
+        # Set by whoever read the manifest: the answer schema answers are checked against.
+        self.schema: Schema | None = None
 
     def add(self, key: str, digest: str, canonical: str) -> None:
         """Add one key (in submission order); a digest seen before shares that key's line."""

@@ -25,6 +25,8 @@ from ._importer import Problem, problem, scan
 from ._keymap import KEY_FIELD, canonical_digest, key_digest
 from ._models import ClaudeRequest, GeminiRequest
 from ._plain import STRICT_COMPACT, STRICT_SORTED, cannot, dump
+from ._schema import Schema
+from ._schema_forms import claude_form, gemini_form
 
 __all__ = ["ANTHROPIC_VERSION", "StagedLine", "claude_line", "gemini_line"]
 
@@ -164,13 +166,16 @@ def _refused(key: str, id_field: str, found: Problem | None) -> InvalidRequestEr
     return InvalidRequestError(f"request {key!r} {cannot(rule)}: {place} is {rule}", field=field)
 
 
-def claude_line(request: ClaudeRequest, types: FieldTypes | None = None) -> StagedLine:
+def claude_line(
+    request: ClaudeRequest, types: FieldTypes | None = None, schema: Schema | None = None
+) -> StagedLine:
     """The Vertex batch line of a Claude request: ``{"custom_id": digest, "request": params}``.
 
     ``system``, each message's ``content`` and each ``tool_result`` block's ``content`` are
     staged as lists of content blocks, a string becoming one text block: Anthropic reads both
     shapes alike, and Vertex's importer fails a job whose lines mix them (see ``one_shape``).
-    ``types``: the field types of the earlier lines of the same input (``FieldTypes``).
+    ``types``: the field types of the earlier lines of the same input (``FieldTypes``);
+    ``schema``: the submission's answer schema, as a forced tool (``_schema_forms``).
     """
     params = request.params
     if type(params) is not dict and not isinstance(params, Mapping):
@@ -214,6 +219,8 @@ def claude_line(request: ClaudeRequest, types: FieldTypes | None = None) -> Stag
             "whole number of at least 1",
             field="params",
         )
+    if schema is not None:
+        body = claude_form(body, schema, request.key)
     body.setdefault("anthropic_version", ANTHROPIC_VERSION)
     try:
         # A system string's blocks are shared (``_system_blocks``): walked once per input.
@@ -231,12 +238,18 @@ def claude_line(request: ClaudeRequest, types: FieldTypes | None = None) -> Stag
     raise refused if found is None else _refused(request.key, "custom_id", found)
 
 
-def gemini_line(request: GeminiRequest, types: FieldTypes | None = None) -> StagedLine:
+def gemini_line(
+    request: GeminiRequest, types: FieldTypes | None = None, schema: Schema | None = None
+) -> StagedLine:
     """The Vertex batch line of a Gemini request, its key digest in a label and a sibling field.
 
-    ``types``: the field types of the earlier lines of the same input (``FieldTypes``).
+    ``types``: the field types of the earlier lines of the same input (``FieldTypes``);
+    ``schema``: the submission's answer schema, in ``generationConfig`` (``_schema_forms``).
     """
     body, shared = gemini_body(request.key, request.contents, request.config)
+    if schema is not None:
+        body = gemini_form(body, schema, request.key)
+        shared = tuple(name for name in shared if name != "generationConfig")
     digest = key_digest(request.key)
     labels = dict(body.get("labels") or {})
     if KEY_FIELD in labels:

@@ -14,9 +14,10 @@ from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError, JobError, job_errors
 from ._gcs.staging import Staging
 from ._lines import StagedLine
-from ._manifest import RECORD, Manifest, claim_conflict, measure, read_manifest
+from ._manifest import RECORD, Manifest, claim_conflict, measure, read_manifest, with_schema
 from ._models import Job, Provider
 from ._rules import is_job_name
+from ._schema import Schema
 from ._stage import only_model_differs
 from ._vertex import JobSpec, Vertex, is_live, succeeded
 
@@ -135,6 +136,7 @@ def held_job(
     *,
     dedupe: bool,
     cache: bool,
+    schema: Schema | None = None,
 ) -> tuple[Job, int] | None:
     """The job submitting ``lines`` under the id would return without creating one (a plan's
     question), and how many of its keys the cache answered; read-only. ``None`` if nothing is
@@ -155,6 +157,7 @@ def held_job(
             staging, submission_id, provider, model, iter(given_lines), None
         )
     given = measure(submission_id, provider, model, given_lines, staging.limits)
+    amend = with_schema(amend, schema)
     if amend is not None:
         given = amend(given)
     if not staged.manifest.claims_same(given):

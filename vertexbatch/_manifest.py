@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ._errors import InvalidRequestError
@@ -19,6 +19,7 @@ from ._gcs.staging import Folder, Staging
 from ._lines import StagedLine
 from ._models import Provider
 from ._rules import Limits
+from ._schema import Schema, stored_schema
 from ._vertex import JobSpec
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "read_manifest",
     "resubmit_origin",
     "run_origin",
+    "with_schema",
 ]
 
 INPUT = "input.jsonl"
@@ -97,6 +99,7 @@ class Manifest:
     cache: bool = False
     cached: int = 0
     cached_md5: str = ""
+    schema: Schema | None = None
 
     @property
     def key_count(self) -> int:
@@ -107,7 +110,7 @@ class Manifest:
         data = {"format": FORMAT, **asdict(self)}
         if not self.rejected:
             del data["rejected"]
-        for name in ("keys", "cache", "cached", "cached_md5"):
+        for name in ("keys", "cache", "cached", "cached_md5", "schema"):
             if not data[name]:
                 del data[name]
         return data
@@ -145,6 +148,14 @@ class Manifest:
             value = data.get(name, "")
             if (value or name == "md5") and not _MD5.fullmatch(value):
                 raise bad(f"{name!r} is not a hex MD5")
+        schema = None
+        if data.get("schema") is not None:
+            try:
+                schema = stored_schema(data["schema"])
+            except InvalidRequestError:
+                raise bad("'schema' is not a schema vertexbatch wrote") from None
+            if data["schema"].get("digest") != schema.digest:
+                raise bad("'schema' does not match its digest")
         return cls(
             provider=data["provider"],
             model=data["model"],
@@ -158,12 +169,13 @@ class Manifest:
             cache=data.get("cache", False),
             cached=cached,
             cached_md5=data.get("cached_md5", ""),
+            schema=schema,
         )
 
     def claims_same(self, given: Manifest) -> bool:
         """Whether ``given`` (rows about to be staged) are the rows this manifest claims."""
         mine = (self.provider, self.model, self.rows, self.keys, self.bytes, self.md5, self.origin)
-        cache = (self.cache, self.cached, self.cached_md5)
+        cache = (self.cache, self.cached, self.cached_md5, _digest(self.schema))
         return (
             mine
             == (
@@ -175,7 +187,7 @@ class Manifest:
                 given.md5,
                 given.origin,
             )
-            and cache == (given.cache, given.cached, given.cached_md5)
+            and cache == (given.cache, given.cached, given.cached_md5, _digest(given.schema))
             and (not self.keys_md5 or self.keys_md5 == given.keys_md5)
         )
 
@@ -188,6 +200,23 @@ class Manifest:
             output_prefix=folder.output_prefix,
             keys=self.key_count,
         )
+
+
+def _digest(schema: Schema | None) -> str:
+    return "" if schema is None else schema.digest
+
+
+def with_schema(
+    amend: Callable[[Manifest], Manifest] | None, schema: Schema | None
+) -> Callable[[Manifest], Manifest] | None:
+    """``amend`` (a manifest's completion, or ``None``), then the answer schema recorded."""
+    if schema is None:
+        return amend
+
+    def amended(manifest: Manifest) -> Manifest:
+        return replace(amend(manifest) if amend is not None else manifest, schema=schema)
+
+    return amended
 
 
 def claim_conflict(

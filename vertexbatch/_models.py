@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ._errors import (
     InvalidRequestError,
@@ -14,6 +14,7 @@ from ._errors import (
     MissingError,
     RefusedError,
     ResultError,
+    SchemaError,
     TruncatedError,
 )
 
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
     # Annotations only: google-genai's types take a third of a second to import, and only
     # building a Gemini line from them needs them (``_lines`` imports them then).
     from google.genai import types as genai_types
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
 
 __all__ = [
     "ClaudeRequest",
@@ -31,6 +35,7 @@ __all__ = [
     "Refusal",
     "Result",
     "Status",
+    "ToolCall",
     "Usage",
 ]
 
@@ -180,6 +185,27 @@ class Refusal:
 
 
 @dataclass(frozen=True, slots=True, repr=False)
+class ToolCall:
+    """One tool call of an answer: a Claude ``tool_use`` block or a Gemini ``functionCall`` part.
+
+    Attributes:
+        name: the tool's (function's) name.
+        arguments: its arguments as parsed JSON (Claude's ``input``, Gemini's ``args``).
+        id: the provider's id of the call (Claude's ``id``; Gemini's ``id`` when it gives one,
+            else ``""``), to answer it with a ``tool_result`` / ``functionResponse``.
+
+    Its repr shows the name and id, never the arguments.
+    """
+
+    name: str
+    arguments: Any = None
+    id: str = ""
+
+    def __repr__(self) -> str:
+        return f"ToolCall(name={self.name!r}, id={self.id!r})"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
 class Result:
     """The outcome of one key.
 
@@ -199,6 +225,11 @@ class Result:
             once, by the line, and metrics count it once.
         cached: the answer came from the answer cache (``cache=True``), not from this
             submission's job: nothing was paid for it, and metrics record no tokens for it.
+        tool_calls: the answer's tool calls in order (``ToolCall``); an answer that is only
+            tool calls is an answer.
+        parsed: with ``schema=``, the answer validated against the schema, as JSON data
+            (``parsed_as(Model)`` gives the model instance); ``None`` otherwise, or when the
+            answer is only tool calls. An answer that breaks the schema is a ``SchemaError``.
     """
 
     key: str
@@ -210,13 +241,42 @@ class Result:
     response: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
     shared: bool = False
     cached: bool = False
+    tool_calls: tuple[ToolCall, ...] = ()
+    parsed: Any = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
         error = "None" if self.error is None else type(self.error).__name__
+        parsed = "None" if self.parsed is None else f"<{type(self.parsed).__name__}>"
         return (
             f"Result(key={self.key!r}, outcome={self.outcome!r}, text={sized(self.text)}, "
             f"usage={self.usage!r}, stop={self.stop!r}, refusal={self.refusal!r}, "
-            f"error={error}, shared={self.shared}, cached={self.cached})"
+            f"error={error}, shared={self.shared}, cached={self.cached}, "
+            f"tool_calls={len(self.tool_calls)}, parsed={parsed})"
+        )
+
+    def parsed_as(self, model: type[M]) -> M:
+        """``parsed`` as an instance of the pydantic ``model`` (the class given as ``schema=``).
+
+        Results carry JSON data, as a reader given only the ``Job`` (a Cloud Scheduler
+        function, say) has the stored JSON schema and not the class.
+
+        Raises:
+            SchemaError: the result has no parsed answer, or ``model`` refuses it (a validator
+                the JSON schema cannot state); the message never quotes the answer.
+        """
+        if self.parsed is None:
+            raise SchemaError(
+                "result has no parsed answer", key=self.key, status="NO_PARSED", rule="parsed"
+            )
+        import pydantic
+
+        try:
+            return model.model_validate(self.parsed)
+        except pydantic.ValidationError as exc:
+            rule = str(exc.errors(include_url=False, include_input=False)[0]["type"])
+        # Raised outside the except block: pydantic's error quotes the value it refused.
+        raise SchemaError(
+            f"answer is refused by {model.__name__} ({rule})", key=self.key, rule=rule
         )
 
     @property
@@ -271,8 +331,23 @@ _set_input, _set_output, _set_cache_read, _set_cache_write = _setters(
     _set_response,
     _set_shared,
     _set_cached,
+    _set_tool_calls,
+    _set_parsed,
 ) = _setters(
-    Result, ("key", "text", "usage", "stop", "refusal", "error", "response", "shared", "cached")
+    Result,
+    (
+        "key",
+        "text",
+        "usage",
+        "stop",
+        "refusal",
+        "error",
+        "response",
+        "shared",
+        "cached",
+        "tool_calls",
+        "parsed",
+    ),
 )
 
 
@@ -294,9 +369,10 @@ def result_of(
     refusal: Refusal | None,
     error: ResultError | None,
     response: Mapping[str, Any] | None,
+    tool_calls: tuple[ToolCall, ...] = (),
 ) -> Result:
-    """``Result(key, text, usage, stop, refusal, error, response)``, built faster (not shared,
-    not cached)."""
+    """``Result(key, text, usage, stop, refusal, error, response, tool_calls=...)``, built
+    faster (not shared, not cached, nothing parsed)."""
     result = _new(Result)
     _set_key(result, key)
     _set_text(result, text)
@@ -307,4 +383,6 @@ def result_of(
     _set_response(result, response)
     _set_shared(result, False)
     _set_cached(result, False)
+    _set_tool_calls(result, tool_calls)
+    _set_parsed(result, None)
     return result

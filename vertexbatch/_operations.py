@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ._cache.store import AnswerCache, check_ttl
 from ._cache.submission import answer_from_cache, claimed_digests, is_cached_job
@@ -23,7 +23,7 @@ from ._estimate import Plan, build_plan, submitted_plan
 from ._identity import resubmit, stage_and_submit
 from ._lines import StagedLine
 from ._lookup import held_job
-from ._manifest import no_rows, resubmit_origin
+from ._manifest import no_rows, resubmit_origin, with_schema
 from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Status
 from ._prices import Price
 from ._providers import PROVIDERS
@@ -32,8 +32,12 @@ from ._rules import check_id, check_job, check_key, check_model, next_attempt_id
 from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
 from ._runs.run import DEFAULT_SHARD_SIZE, Run
 from ._runs.start import create_run, held_run
+from ._schema import Schema, schema_of
 from ._telemetry import SILENT
 from ._tokens import token_counter
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = [
     "PlanKeywords",
@@ -56,11 +60,15 @@ class SubmitKeywords(TypedDict, total=False):
 
     ``dedupe`` (default ``False``): equal requests staged and paid once. ``cache`` (``False``):
     the answer cache asked first, its entries younger than ``cache_ttl`` (``None``: any age).
+    ``schema`` (``None``): a pydantic model class or a JSON schema (a dict) every answer must
+    follow, written into each request in its provider's form; ``Result.parsed`` holds the
+    validated answer, and one that breaks it is a ``SchemaError`` (docs/structured-outputs.md).
     """
 
     dedupe: bool
     cache: bool
     cache_ttl: timedelta | None
+    schema: type[BaseModel] | Mapping[str, Any] | None
 
 
 class PlanKeywords(SubmitKeywords, total=False):
@@ -96,13 +104,15 @@ class SubmitOptions:
     that takes them as keywords and handed down whole.
 
     ``dedupe``: equal requests staged and paid once. ``cache``: the answer cache asked first,
-    its entries younger than ``cache_ttl`` (``None``: any age). Checked where they are used, in
-    the order a submission checks its arguments.
+    its entries younger than ``cache_ttl`` (``None``: any age). ``schema``: the answer schema,
+    checked as the options are built. The rest are checked where they are used, in the order
+    a submission checks its arguments.
     """
 
     dedupe: bool = False
     cache: bool = False
     cache_ttl: timedelta | None = None
+    schema: Schema | None = None
 
     @classmethod
     def of(
@@ -114,6 +124,7 @@ class SubmitOptions:
             dedupe=given.get("dedupe", False),
             cache=given.get("cache", False),
             cache_ttl=given.get("cache_ttl"),
+            schema=schema_of(given.get("schema")),
         )
 
 
@@ -131,7 +142,7 @@ def submit(
     check_model(model, provider)
     ttl = check_ttl(options.cache_ttl)
     row = PROVIDERS[provider]
-    lines = staged_lines(requests, row.request, row.line)
+    lines = staged_lines(requests, row.request, row.line, options.schema)
     if options.dedupe:
         lines = dedupe_lines(lines)
     amend = None
@@ -146,7 +157,7 @@ def submit(
         provider,
         model,
         lines,
-        amend=amend,
+        amend=with_schema(amend, options.schema),
     )
 
 
@@ -174,7 +185,7 @@ def plan(
     prices = tuple(prices)
     row = PROVIDERS[provider]
     # Held: what the id (or run id) already holds is checked against them first.
-    held = list(staged_lines(requests, row.request, row.line))
+    held = list(staged_lines(requests, row.request, row.line, options.schema))
     if not held:  # as submit and run refuse it, before any cloud call
         raise no_rows(id)
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
@@ -185,14 +196,30 @@ def plan(
         )
     if shard_size is None:  # what the id already holds: a submit would return its job
         found = held_job(
-            cloud.staging, cloud.vertex, id, provider, model, held, dedupe=dedupe, cache=cache
+            cloud.staging,
+            cloud.vertex,
+            id,
+            provider,
+            model,
+            held,
+            dedupe=dedupe,
+            cache=cache,
+            schema=options.schema,
         )
         if found is not None:
             job, cached = found
             return submitted_plan(provider, model, held, job.name, cached, prices)
     else:  # what the run id already holds: starting these would rejoin it, or be refused
         run = held_run(
-            cloud, id, provider, model, held, shard_size=shard_size, dedupe=dedupe, cache=cache
+            cloud,
+            id,
+            provider,
+            model,
+            held,
+            shard_size=shard_size,
+            dedupe=dedupe,
+            cache=cache,
+            schema=options.schema,
         )
         if run is not None:
             return submitted_plan(
@@ -278,8 +305,10 @@ def staged_lines(
     requests: Iterable[Any],
     expected: type[ClaudeRequest] | type[GeminiRequest],
     build: Callable[..., StagedLine],
+    schema: Schema | None = None,
 ) -> Iterator[StagedLine]:
-    """Validate each request's type and key, then build its line; one request at a time.
+    """Validate each request's type and key, then build its line (with ``schema``, the answer
+    schema written in); one request at a time.
 
     ``requests`` itself is checked now, before any cloud call; its items as they are taken.
     """
@@ -288,13 +317,14 @@ def staged_lines(
             f"requests must be an iterable of {expected.__name__}, got {type(requests).__name__}",
             field="requests",
         )
-    return _built_lines(requests, expected, build)
+    return _built_lines(requests, expected, build, schema)
 
 
 def _built_lines(
     requests: Iterable[Any],
     expected: type[ClaudeRequest] | type[GeminiRequest],
     build: Callable[..., StagedLine],
+    schema: Schema | None,
 ) -> Iterator[StagedLine]:
     from ._field_types import FieldTypes
 
@@ -307,7 +337,7 @@ def _built_lines(
                 field="requests",
             )
         check_key(request.key, seen)
-        yield build(request, types)
+        yield build(request, types, schema)
 
 
 def _rejoined(run: tuple[Ledger, int, list[Shard]]) -> str:
@@ -340,13 +370,14 @@ def start_run(
         id,
         provider,
         model,
-        staged_lines(requests, row.request, row.line),
+        staged_lines(requests, row.request, row.line, options.schema),
         shard_size=shard_size,
         max_attempts=max_attempts,
         dedupe=options.dedupe,
         cache=options.cache,
         cache_ttl=check_ttl(options.cache_ttl),
         count=len(requests) if isinstance(requests, Sized) else None,
+        schema=options.schema,
     )
 
 

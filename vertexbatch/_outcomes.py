@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
+from ._content import claude_content, gemini_content
 from ._errors import InvalidRequestError, RefusedError, TruncatedError
 from ._failures import is_error_body, line_error_for, parse_error_object, parse_status, safe_name
 from ._json import MAX_UNWRAP, is_number, load_json
@@ -156,7 +157,7 @@ def classify_claude_message(message: Mapping[str, Any], *, key: str) -> Result:
 
     usage = _claude_usage(message.get("usage"))
     stop = _enum_text(message.get("stop_reason"))
-    text, tool_use = _claude_content(message.get("content"))
+    text, calls = claude_content(message.get("content"))
 
     if not stop:
         return _unusable(key, "NOT_FINISHED", transient=True, usage=usage, response=message)
@@ -169,8 +170,8 @@ def classify_claude_message(message: Mapping[str, Any], *, key: str) -> Result:
     if stop in _CLAUDE_TRUNCATED:
         return _truncated(key, text, usage=usage, stop=stop, response=message)
     if stop in _CLAUDE_ANSWERED:
-        if text or tool_use:
-            return result_of(key, text, usage, stop, None, None, message)
+        if text or calls:
+            return result_of(key, text, usage, stop, None, None, message, calls)
         return _unusable(
             key, "EMPTY_RESPONSE", transient=True, usage=usage, stop=stop, response=message
         )
@@ -217,10 +218,10 @@ def classify_gemini_response(response: Mapping[str, Any], *, key: str) -> Result
     finish = _finish_reason(_get(candidate, "finishReason", "finish_reason"))
     if not finish:
         return _unusable(key, "NOT_FINISHED", transient=True, usage=usage, response=response)
-    text, function_call = _gemini_content(_get(candidate, "content", "content"))
+    text, calls = gemini_content(_get(candidate, "content", "content"))
     if finish == "STOP":
-        if text or function_call:
-            return result_of(key, text, usage, finish, None, None, response)
+        if text or calls:
+            return result_of(key, text, usage, finish, None, None, response, calls)
         return _unusable(
             key, "EMPTY_RESPONSE", transient=True, usage=usage, stop=finish, response=response
         )
@@ -311,27 +312,6 @@ def _unusable(
     return Result(key=key, usage=usage, stop=stop, error=error, response=response)
 
 
-def _claude_content(content: object) -> tuple[str, bool]:
-    """Return (the text blocks joined in order, whether there is a tool_use block)."""
-    if isinstance(content, str):
-        return content, False
-    if not isinstance(content, list):
-        return "", False
-    texts: list[str] = []
-    tool_use = False
-    for block in content:
-        if type(block) is not dict and not isinstance(block, Mapping):
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            text = block.get("text")
-            if isinstance(text, str):
-                texts.append(text)
-        elif kind == "tool_use":
-            tool_use = True
-    return "".join(texts), tool_use
-
-
 def _claude_usage(usage: object) -> Usage:
     if type(usage) is not dict and not isinstance(usage, Mapping):
         return Usage()
@@ -341,28 +321,6 @@ def _claude_usage(usage: object) -> Usage:
         _count(usage.get("cache_read_input_tokens")),
         _count(usage.get("cache_creation_input_tokens")),
     )
-
-
-def _gemini_content(content: object) -> tuple[str, bool]:
-    """Return (the non-thought text parts joined in order, whether a part is a function call)."""
-    if type(content) is not dict and not isinstance(content, Mapping):
-        return "", False
-    parts = content.get("parts")
-    if not isinstance(parts, list):
-        return "", False
-    texts: list[str] = []
-    function_call = False
-    for part in parts:
-        if type(part) is not dict and not isinstance(part, Mapping):
-            continue
-        if part.get("thought") is True:
-            continue
-        text = part.get("text")
-        if type(text) is str or isinstance(text, str):
-            texts.append(text)
-        if part.get("functionCall") is not None or part.get("function_call") is not None:
-            function_call = True
-    return "".join(texts), function_call
 
 
 def _gemini_usage(meta: object) -> Usage:

@@ -15,6 +15,7 @@ from ._json import load_json
 from ._keymap import KeyMap, canonical_digest
 from ._models import Job, Result, Status
 from ._outcomes import classify_row
+from ._parsed import parsed_result
 from ._staged import read_key_map
 from ._telemetry import Telemetry
 from ._vertex import Vertex, status_of
@@ -206,6 +207,7 @@ def read_output_file(
     earlier = echoed if echoed is not None else {}
     here: Counter[str] = Counter()
     sharing = keys.sharing  # whether any line answers several keys (dedupe; none, usually)
+    schema = keys.schema  # the answer schema (``schema=``): each usable answer checked
     with job_errors(job.name, reading=uri):
         lines = staging.read_lines(uri, max_line=staging.limits.output_line, generation=generation)
         for raw in lines:
@@ -262,6 +264,8 @@ def read_output_file(
             key = keys.keys[index]
             try:
                 result = classify_row(row, key=key, provider=job.provider)
+                if schema is not None:
+                    result = parsed_result(result, schema)
             except Exception as exc:  # a row of a shape nobody foresaw: the key still gets one
                 # The exception's text and traceback may quote the response: only its type.
                 logger.warning(

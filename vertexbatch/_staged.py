@@ -99,6 +99,7 @@ def read_key_map(staging: Staging, job: Job) -> KeyMap:
     except ValueError as exc:
         raise records.damaged(str(exc)) from None
     keys.fills_cache = manifest.cache
+    keys.schema = manifest.schema
     return keys
 
 

@@ -480,6 +480,8 @@ def test_results_jsonl_fields_and_summary(
             "error",
             "shared",
             "cached",
+            "tool_calls",
+            "parsed",
         ]
         assert list(record["usage"]) == ["input", "output", "cache_read", "cache_write"]
     assert records["ok"]["error"] is None and records["ok"]["text"]
@@ -538,6 +540,8 @@ def test_result_record_is_pure_and_stable() -> None:
         "error": None,
         "shared": False,
         "cached": False,
+        "tool_calls": [],
+        "parsed": None,
     }
 
 

@@ -37,6 +37,7 @@ from .._lines import StagedLine
 from .._manifest import RECORD, Manifest, check_limits, no_rows, read_manifest
 from .._models import Job, Provider, Result, Status
 from .._outcomes import classify_row
+from .._parsed import parsed_result
 from .._staged import job_manifest
 from .._vertex import JobSpec
 from .store import AnswerCache
@@ -351,6 +352,8 @@ def read_cached(staging: Staging, job: Job, keys: KeyMap, taken: set[int]) -> It
             taken.add(index)
             key = keys.keys[index]
             result = classify_row({"response": response}, key=key, provider=job.provider)
+            if keys.schema is not None:  # cached only once validated: validated again alike
+                result = parsed_result(result, keys.schema)
             yield replace(result, cached=True)
     if count != manifest.cached or digest.hexdigest() != manifest.cached_md5:
         raise damaged(f"{count} lines, {manifest.cached} staged")

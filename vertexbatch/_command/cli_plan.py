@@ -1,4 +1,5 @@
-"""The command's ``--dedupe``, ``--cache`` and ``--dry-run``: the options, and plans printed."""
+"""The command's ``--dedupe``, ``--cache``, ``--schema`` and ``--dry-run``: the options, and
+plans printed."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from typing import Any
 import click
 
 from .._client import Client
+from .._errors import InvalidRequestError
 from .._estimate import Plan
 from .._operations import SubmitOptions
 from .._providers import by_command
+from .._schema import Schema, schema_of
 from .cli_options import Seconds
 
 __all__ = ["PayOnce", "echo_plan", "pay_options", "plan_lines", "plan_of"]
@@ -96,8 +99,25 @@ class PayOnce:
         return {field.name: getattr(self.options, field.name) for field in fields(self.options)}
 
 
+def _schema_file(path: str | None) -> Schema | None:
+    """``--schema FILE``: a JSON schema file, checked as ``schema=`` checks it."""
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise click.BadParameter(
+            f"{path} is not a JSON file ({type(exc).__name__})", param_hint="--schema"
+        ) from None
+    try:
+        return schema_of(data)
+    except InvalidRequestError as exc:
+        raise click.BadParameter(str(exc), param_hint="--schema") from None
+
+
 def pay_options(command: Any) -> Any:
-    """The five options, handed to ``command`` as one ``pay: PayOnce``."""
+    """The six options, handed to ``command`` as one ``pay: PayOnce``."""
 
     @functools.wraps(command)
     def with_pay(
@@ -105,15 +125,24 @@ def pay_options(command: Any) -> Any:
         dedupe: bool,
         cache: bool,
         cache_ttl: float | None,
+        schema: str | None,
         dry_run: bool,
         count_tokens: bool,
         **kwargs: Any,
     ) -> Any:
         ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
-        pay = PayOnce(SubmitOptions(dedupe, cache, ttl), dry_run, count_tokens)
+        options = SubmitOptions(dedupe, cache, ttl, _schema_file(schema))
+        pay = PayOnce(options, dry_run, count_tokens)
         return command(*args, pay=pay, **kwargs)
 
     for option in (
+        click.option(
+            "--schema",
+            type=click.Path(dir_okay=False),
+            default=None,
+            metavar="FILE",
+            help="A JSON schema file every answer must follow (results show the parsed value).",
+        ),
         click.option(
             "--count-tokens",
             is_flag=True,

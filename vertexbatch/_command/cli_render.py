@@ -204,6 +204,11 @@ def result_record(result: Result) -> dict[str, Any]:
         },
         "shared": result.shared,
         "cached": result.cached,
+        "tool_calls": [
+            {"name": call.name, "arguments": call.arguments, "id": call.id}
+            for call in result.tool_calls
+        ],
+        "parsed": result.parsed,
     }
 
 

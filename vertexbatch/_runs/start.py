@@ -16,9 +16,10 @@ from .._dedupe import dedupe as dedupe_lines
 from .._errors import InvalidRequestError
 from .._identity import stage
 from .._lines import StagedLine
-from .._manifest import Manifest, measure, read_manifest, run_origin
+from .._manifest import Manifest, measure, read_manifest, run_origin, with_schema
 from .._models import Provider
 from .._rules import Limits
+from .._schema import Schema
 from .ledger import (
     MAX_ATTEMPTS,
     Ledger,
@@ -79,6 +80,7 @@ def create_run(
     cache: bool = False,
     cache_ttl: timedelta | None = None,
     count: int | None = None,
+    schema: Schema | None = None,
 ) -> Run:
     """Stage every shard, write the ledger, and take the first ``advance`` step.
 
@@ -112,7 +114,16 @@ def create_run(
     if existing is not None:
         # Rejoining: check the whole run against what is staged before touching anything.
         _check_rejoin(
-            cloud, existing, provider, model, max_attempts, shard_size, cutter, cache, cache_ttl
+            cloud,
+            existing,
+            provider,
+            model,
+            max_attempts,
+            shard_size,
+            cutter,
+            cache,
+            cache_ttl,
+            schema,
         )
         ledger = existing
     else:
@@ -138,7 +149,7 @@ def create_run(
             shard_id = f"{run_id}.s{len(shards)}"
             try:
                 lines, amend = _from_cache(
-                    cloud, shard_id, provider, model, cutter.take(), cache, cache_ttl
+                    cloud, shard_id, provider, model, cutter.take(), cache, cache_ttl, schema
                 )
                 manifest = stage(staging, shard_id, provider, model, lines, origin, amend)
             except InvalidRequestError as exc:
@@ -195,6 +206,7 @@ def held_run(
     shard_size: int,
     dedupe: bool = False,
     cache: bool = False,
+    schema: Schema | None = None,
 ) -> tuple[Ledger, int, list[Shard]] | None:
     """The run starting ``lines`` under ``run_id`` would rejoin (a plan's question), how
     many of its keys the cache answered, and its shards not finished yet; read-only. ``None``
@@ -211,7 +223,16 @@ def held_run(
     cutter = _Shards(lines, shard_size, cloud.staging.limits, dedupe)
     # A plan takes no max_attempts: the run's own is checked, not a default's.
     staged = _check_rejoin(
-        cloud, ledger, provider, model, ledger.max_attempts, shard_size, cutter, cache
+        cloud,
+        ledger,
+        provider,
+        model,
+        ledger.max_attempts,
+        shard_size,
+        cutter,
+        cache,
+        None,
+        schema,
     )
     cached = sum(manifest.cached for manifest in staged)
     pending = [shard for shard in ledger.shards if read_done(cloud.staging, shard) is None]
@@ -228,6 +249,7 @@ def _check_rejoin(
     cutter: _Shards,
     cache: bool = False,
     cache_ttl: timedelta | None = None,
+    schema: Schema | None = None,
 ) -> list[Manifest]:
     """Raise unless these rows are the staged run's rows; reads only, stages nothing. Returns
     the shards' manifests.
@@ -268,7 +290,7 @@ def _check_rejoin(
         if not cutter.more():
             raise _other_run(run)
         lines, amend = _from_cache(
-            cloud, shard.id, provider, model, cutter.take(), cache, cache_ttl
+            cloud, shard.id, provider, model, cutter.take(), cache, cache_ttl, schema
         )
         given = measure(shard.id, provider, model, lines, cloud.staging.limits, run_origin(run))
         if amend is not None:
@@ -297,12 +319,14 @@ def _from_cache(
     lines: Iterator[StagedLine],
     cache: bool,
     ttl: timedelta | None,
+    schema: Schema | None = None,
 ) -> tuple[Iterator[StagedLine], Callable[[Manifest], Manifest] | None]:
-    """A shard's lines, with what the answer cache holds taken out when ``cache``."""
+    """A shard's lines, with what the answer cache holds taken out when ``cache``, and the
+    manifest's completion (the cached answers, the answer schema)."""
     if not cache:
-        return lines, None
+        return lines, with_schema(None, schema)
     held, amend = answer_from_cache(cloud.staging, shard_id, provider, model, lines, ttl)
-    return iter(held), amend
+    return iter(held), with_schema(amend, schema)
 
 
 def open_run(cloud: Cloud, run_id: str) -> Run:

@@ -15,6 +15,15 @@ Directives written anywhere in a request's text (`claude_texts`, `gemini_texts`)
 - `think [tokens=N]`: a thinking block (Claude) or thought part (Gemini) before the text.
 - `cached N`: Claude `cache_read_input_tokens`, Gemini `cachedContentTokenCount` (in the prompt).
 - `cache_write N`: Claude `cache_creation_input_tokens` (Gemini ignores it).
+- `nonconforming`: a request with a response schema (Claude's forced tool or
+  `output_config.format`, Gemini's `responseSchema` / `responseJsonSchema`) is answered with
+  JSON that does not follow it; without one, nothing changes. A schema's answer otherwise
+  conforms (`_conform.py`).
+- `not_json`: a request with a response schema is answered with prose, not JSON (Claude: a text
+  block instead of the forced tool call).
+- `tool_call [name=N]`: the answer is a call of the request's declared tool N (default: the first
+  declared; Claude `tool_use` with `stop_reason: "tool_use"`, Gemini a `functionCall` part), its
+  arguments conforming to the tool's schema; a request that declares no tool gets a 400 error.
 
 When several outcome directives are written, the first of drop, error, refuse, no_candidates,
 empty, truncate, finish wins. An unknown directive or a malformed argument raises DirectiveError,
@@ -72,6 +81,8 @@ class Plan:
     think_tokens: int | None = None
     cached: int = 0
     cache_write: int = 0
+    schema_answer: Literal["conforming", "nonconforming", "not_json"] = "conforming"
+    tool_call: str | None = None  # "" for the first declared tool
 
 
 def _int_arg(name: str, value: str) -> int:
@@ -149,6 +160,11 @@ def _apply(
     elif name == "think":
         allowed_named = {"tokens"}
         fields["think_tokens"] = _int_arg(name, named["tokens"]) if "tokens" in named else -1
+    elif name in ("nonconforming", "not_json"):
+        fields["schema_answer"] = name
+    elif name == "tool_call":
+        allowed_named = {"name"}
+        fields["tool_call"] = named.get("name", "")
     elif name in ("cached", "cache_write"):
         max_positional = 1
         if len(positional) != 1:

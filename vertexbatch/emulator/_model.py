@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from vertexbatch.emulator._conform import breaking, conforming
 from vertexbatch.emulator._directives import (
     DirectiveError,
     Plan,
@@ -150,6 +152,59 @@ def _int_field(request: Mapping[str, Any], *path: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _word(draft: _Draft) -> str:
+    """A word of the draft, for the strings of a schema's answer."""
+    return draft.text.split(": ", 1)[1].split()[0].rstrip(".")
+
+
+def _schema_text(schema: Any, plan: Plan, draft: _Draft) -> str:
+    """The answer text to a request with a response schema, as the plan wants it."""
+    if plan.schema_answer == "not_json":
+        return draft.text
+    make = breaking if plan.schema_answer == "nonconforming" else conforming
+    return json.dumps(make(schema, _word(draft)), separators=(",", ":"))
+
+
+def _declared(tools: Any, name: str | None, *fields: str) -> Mapping[str, Any] | None:
+    """The declared tool ``name`` (``""``: the first) among ``tools``."""
+    found = [t for t in tools if isinstance(t, Mapping)] if isinstance(tools, list) else []
+    for tool in found:
+        if name == "" or tool.get("name") == name:
+            return tool
+    return None
+
+
+def _claude_special(
+    request: Mapping[str, Any], plan: Plan, draft: _Draft
+) -> Answer | tuple[list[dict[str, Any]], str, int] | None:
+    """A Claude answer shaped by a tool call or a response schema: (content, stop, tokens)."""
+    tools = request.get("tools")
+    choice = request.get("tool_choice")
+    forced = (
+        choice.get("name") if isinstance(choice, Mapping) and choice.get("type") == "tool" else None
+    )
+    call_id = f"toolu_vrtx_{draft.digest[:20]}"
+    if plan.tool_call is not None:
+        tool = _declared(tools, plan.tool_call)
+        if tool is None:
+            return Answer(error=LineFailure(400, "tool_call: the request declares no such tool"))
+        arguments = conforming(tool.get("input_schema"), _word(draft))
+        block = {"type": "tool_use", "id": call_id, "name": tool.get("name"), "input": arguments}
+        return [block], "tool_use", draft.words
+    tool = _declared(tools, forced) if isinstance(forced, str) and forced else None
+    if tool is not None and plan.schema_answer != "not_json":
+        make = breaking if plan.schema_answer == "nonconforming" else conforming
+        arguments = make(tool.get("input_schema"), _word(draft))
+        block = {"type": "tool_use", "id": call_id, "name": forced, "input": arguments}
+        return [block], "tool_use", draft.words
+    config = request.get("output_config")
+    form = config.get("format") if isinstance(config, Mapping) else None
+    if isinstance(form, Mapping) and form.get("type") == "json_schema":
+        text = _schema_text(form.get("schema"), plan, draft)
+        return [{"type": "text", "text": text}], "end_turn", draft.words
+    return None
+
+
 def answer_claude(request: Any, model: str) -> Answer:
     """Answer one Claude line's `request` (an Anthropic Messages body without `model`)."""
     if not isinstance(request, Mapping):
@@ -174,7 +229,12 @@ def answer_claude(request: Any, model: str) -> Answer:
     output_tokens = 0
     text: str | None = None
     outcome = _outcome(plan, max_tokens)
-    if outcome == "answer":
+    special = _claude_special(request, plan, draft) if outcome == "answer" else None
+    if isinstance(special, Answer):
+        return special
+    if special is not None:
+        content, stop_reason, output_tokens = special
+    elif outcome == "answer":
         text, output_tokens = draft.text, draft.words
     elif outcome == "truncate":
         stop_reason = "max_tokens"
@@ -256,6 +316,16 @@ def answer_gemini(request: Any, model: str, now: datetime) -> Answer:
             text = None
         else:
             candidate_tokens = draft.words
+            call = _gemini_call(request, plan, draft)
+            if isinstance(call, Answer):
+                return call
+            if call is not None:
+                parts.append(call)
+                text = None
+            else:
+                schema = _gemini_schema(config)
+                if schema is not None:
+                    text = _schema_text(schema, plan, draft)
         if text is not None:
             if plan.think_tokens is not None:
                 parts.append({"text": draft.thought, "thought": True})
@@ -292,3 +362,33 @@ def answer_gemini(request: Any, model: str, now: datetime) -> Answer:
         :23
     ]
     return Answer(response=response)
+
+
+def _gemini_schema(config: Mapping[str, Any]) -> Any:
+    """The response schema of a Gemini request asking for JSON, if it gives one."""
+    mime = config.get("responseMimeType") or config.get("response_mime_type")
+    if mime != "application/json":
+        return None
+    for name in ("responseSchema", "response_schema", "responseJsonSchema", "response_json_schema"):
+        if config.get(name) is not None:
+            return config[name]
+    return None
+
+
+def _gemini_call(
+    request: Mapping[str, Any], plan: Plan, draft: _Draft
+) -> Answer | dict[str, Any] | None:
+    """A ``functionCall`` part when the plan asks for a tool call (``None``: it does not)."""
+    if plan.tool_call is None:
+        return None
+    declared: list[Any] = []
+    for tool in request.get("tools") or ():
+        if isinstance(tool, Mapping):
+            found = tool.get("functionDeclarations") or tool.get("function_declarations") or ()
+            declared.extend(found if isinstance(found, list) else ())
+    function = _declared(declared, plan.tool_call)
+    if function is None:
+        return Answer(error=LineFailure(400, "tool_call: the request declares no such function"))
+    schema = function.get("parameters") or function.get("parametersJsonSchema")
+    args = conforming(schema, _word(draft)) if schema is not None else {}
+    return {"functionCall": {"name": function.get("name"), "args": args}}

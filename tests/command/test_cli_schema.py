@@ -1,0 +1,91 @@
+"""``--schema FILE`` on submit, run and --dry-run; ``results`` shows parsed values and calls."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+import vertexbatch as vb
+from tests.helpers import CLAUDE, GEMINI, request_line, write_lines
+from vertexbatch._command.cli import main
+from vertexbatch.emulator import LocalStack
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"label": {"enum": ["bug", "question"]}, "urgent": {"type": "boolean"}},
+    "required": ["label", "urgent"],
+}
+
+
+@pytest.fixture
+def env(stack: LocalStack, bucket: str) -> dict[str, str | None]:
+    return {**stack.environment(bucket, prefix="jobs")}
+
+
+def run(args: list[str], env: Mapping[str, str | None]) -> Result:
+    return CliRunner().invoke(main, args, env=env, catch_exceptions=False)
+
+
+def _schema_file(tmp_path: Path, data: object = SCHEMA) -> str:
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_submit_with_schema_and_results_show_parsed(
+    stack: LocalStack, env: dict[str, str | None], tmp_path: Path, client: vb.Client
+) -> None:
+    """submit --schema stages the schema; results print each parsed value."""
+    path = write_lines(tmp_path / "in.jsonl", [request_line("a"), request_line("b")])
+    schema = _schema_file(tmp_path)
+    args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "cs-1"]
+    result = run([*args, "--schema", schema, str(path)], env)
+    assert result.exit_code == 0, result.output
+    job = client.find("cs-1")
+    assert job is not None
+    stack.wait_job(job.name)
+    printed = run(["results", "cs-1"], env)
+    records = [json.loads(line) for line in printed.stdout.splitlines()]
+    assert [r["parsed"] for r in records] == [{"label": "bug", "urgent": False}] * 2
+    assert all(r["tool_calls"] == [] and r["outcome"] == "ok" for r in records)
+
+
+def test_dry_run_and_run_take_a_schema(
+    stack: LocalStack, bucket: str, env: dict[str, str | None], tmp_path: Path, client: vb.Client
+) -> None:
+    """--dry-run plans with the schema; run start stages it in each shard."""
+    lines = [json.dumps({"key": "t1", "contents": "Classify: refund please.", "config": None})]
+    path = write_lines(tmp_path / "in.jsonl", lines)
+    schema = _schema_file(tmp_path)
+    args = ["submit", "--provider", "gemini", "--model", GEMINI, "--id", "cs-2", "--schema"]
+    planned = run([*args, schema, "--dry-run", str(path)], env)
+    assert planned.exit_code == 0, planned.output
+    assert "dry run" in planned.stdout
+    assert client.find("cs-2") is None
+    start = ["run", "submit", "--provider", "gemini", "--model", GEMINI, "--id", "cs-run"]
+    started = run([*start, "--schema", schema, str(path)], env)
+    assert started.exit_code == 0, started.output
+    shard = client.find("cs-run.s0")
+    assert shard is not None
+    blob = stack.storage_client().bucket(bucket).blob("jobs/cs-run.s0/manifest.json")
+    assert json.loads(blob.download_as_bytes())["schema"]["json"]["required"] == SCHEMA["required"]
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [("not json", "not a JSON file"), (json.dumps({"type": "string"}), "must describe an object")],
+)
+def test_a_bad_schema_file_is_a_usage_error(
+    env: dict[str, str | None], tmp_path: Path, content: str, words: str
+) -> None:
+    """A schema file that is not JSON or not a JSON Schema object exits 2 naming --schema."""
+    path = write_lines(tmp_path / "in.jsonl", [request_line("a")])
+    schema = tmp_path / "schema.json"
+    schema.write_text(content)
+    args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "cs-3"]
+    result = run([*args, "--schema", str(schema), str(path)], env)
+    assert result.exit_code == 2 and "--schema" in result.output and words in result.output
