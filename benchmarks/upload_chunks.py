@@ -34,15 +34,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args(argv)
 
+    from dataclasses import replace
+
     from google.cloud.storage._media.requests import ResumableUpload
 
     from benchmarks import workload
+    from vertexbatch._client_base import cloud_of
     from vertexbatch._gcs import resumable as _resumable
     from vertexbatch._gcs import upload as _upload
     from vertexbatch.emulator import LocalStack
 
-    if args.chunk_mib:
-        _upload.CHUNK = args.chunk_mib * 1024 * 1024
+    chunk = args.chunk_mib * 1024 * 1024 if args.chunk_mib else _upload.CHUNK
     requests: list[tuple[str, float, float, int]] = []  # object, start, seconds, bytes
     start = [0.0]
     send = _resumable.Session.send
@@ -71,7 +73,10 @@ def main(argv: list[str] | None = None) -> int:
         bucket = store.bucket("upload-chunks")
         bucket.create()
         client = stack.client(bucket="upload-chunks", prefix="b")
-        print(f"{args.provider} N={args.n}, {_upload.CHUNK >> 20} MiB chunks")
+        # The chunk size is Staging's (a parameter, not a user's to set): its parts rebuilt.
+        cloud = cloud_of(client)
+        client._parts = replace(cloud, staging=cloud.staging.with_sizes(upload_chunk=chunk))  # type: ignore[attr-defined]
+        print(f"{args.provider} N={args.n}, {chunk >> 20} MiB chunks")
         for repeat in range(args.repeats):
             requests.clear()
             start[0] = time.perf_counter()
