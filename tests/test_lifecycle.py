@@ -38,6 +38,11 @@ client.plan_claude("counted", "claude-opus-5-5@default", claude, count_tokens=Tr
 client.plan_gemini("counted", "gemini-3.8-flash", [vb.GeminiRequest("a", "hi")], count_tokens=True)
 before = connections()
 client.close()
+# What the client held is closed now; what it dropped earlier (a 404's response kept alive by a
+# reference cycle through its exception's traceback, say) is unreachable, and its pool closes
+# its connections when the cycle collector frees it: collected here, so only holding counts.
+import gc
+gc.collect()
 print(json.dumps({"before": before, "after": connections()}))
 """
 

@@ -29,6 +29,7 @@ from vertexbatch._gcs.staging import Staging
 from vertexbatch._keymap import KeyMap, cache_digest, key_digest
 from vertexbatch._models import Job
 from vertexbatch._results import read_output_file
+from vertexbatch._rules import DEFAULT_LIMITS
 from vertexbatch.emulator import LocalStack
 
 PROVIDERS = ["anthropic", "google"]
@@ -200,6 +201,8 @@ def test_damaged_copy_of_a_deduplicated_line(
 
 class _Lines:
     """A staging whose one object is the given lines (read_output_file reads only lines)."""
+
+    limits = DEFAULT_LIMITS
 
     def __init__(self, lines: list[bytes]) -> None:
         self._lines = lines
