@@ -25,7 +25,10 @@ EMULATOR = "emulator"  # the package vertexbatch/emulator/, one node of the clie
 
 # Bottom first. A module may import modules of its own layer (with no cycle) and of lower ones.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("values, errors, rules (pure)", {"_models", "_errors", "_rules", "_schedule", "_json"}),
+    (
+        "values, errors, rules (pure)",
+        {"_models", "_errors", "_rules", "_controls", "_schedule", "_json"},
+    ),
     (
         "I/O and cross-cutting",
         {

@@ -10,13 +10,14 @@ checked and built into lines here, one request at a time, before any cloud call
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, TypedDict
 
 from ._cache.store import AnswerCache, check_ttl
 from ._cache.submission import answer_from_cache, claimed_digests, is_cached_job
 from ._cloud import Cloud
+from ._controls import Controls, check_controls
 from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError
 from ._estimate import Plan, build_plan, submitted_plan
@@ -56,11 +57,20 @@ class SubmitKeywords(TypedDict, total=False):
 
     ``dedupe`` (default ``False``): equal requests staged and paid once. ``cache`` (``False``):
     the answer cache asked first, its entries younger than ``cache_ttl`` (``None``: any age).
+
+    Job controls (docs/operations.md, "Job controls"), checked against Vertex's rules before any
+    cloud call and part of the id's identity: ``labels`` (``None``), the job's own labels beside
+    vertexbatch's; ``kms_key`` (``None``), a Cloud KMS key in the client's location that
+    encrypts the job and everything vertexbatch writes for it; ``service_account`` (``None``),
+    the account the job runs as.
     """
 
     dedupe: bool
     cache: bool
     cache_ttl: timedelta | None
+    labels: Mapping[str, str] | None
+    kms_key: str | None
+    service_account: str | None
 
 
 class PlanKeywords(SubmitKeywords, total=False):
@@ -103,6 +113,14 @@ class SubmitOptions:
     dedupe: bool = False
     cache: bool = False
     cache_ttl: timedelta | None = None
+    # The job controls as given; ``controls`` checks them.
+    labels: Mapping[str, str] | None = None
+    kms_key: str | None = None
+    service_account: str | None = None
+
+    def controls(self, location: str) -> Controls:
+        """The job controls, checked for a job in ``location``."""
+        return check_controls(self.labels, self.kms_key, self.service_account, location=location)
 
     @classmethod
     def of(
@@ -114,6 +132,9 @@ class SubmitOptions:
             dedupe=given.get("dedupe", False),
             cache=given.get("cache", False),
             cache_ttl=given.get("cache_ttl"),
+            labels=given.get("labels"),
+            kms_key=given.get("kms_key"),
+            service_account=given.get("service_account"),
         )
 
 
@@ -130,16 +151,18 @@ def submit(
     check_id(id)
     check_model(model, provider)
     ttl = check_ttl(options.cache_ttl)
+    controls = options.controls(cloud.location)
+    staging = cloud.staging.keyed(controls.kms_key)  # every object written with the key
     row = PROVIDERS[provider]
     lines = staged_lines(requests, row.request, row.line)
     if options.dedupe:
         lines = dedupe_lines(lines)
     amend = None
     if options.cache:
-        held, amend = answer_from_cache(cloud.staging, id, provider, model, lines, ttl)
+        held, amend = answer_from_cache(staging, id, provider, model, lines, ttl)
         lines = iter(held)
     return stage_and_submit(
-        cloud.staging,
+        staging,
         cloud.vertex,
         cloud.retry,
         id,
@@ -147,6 +170,7 @@ def submit(
         model,
         lines,
         amend=amend,
+        controls=controls,
     )
 
 
@@ -166,6 +190,8 @@ def plan(
     check_id(id)
     check_model(model, provider)
     ttl = check_ttl(options.cache_ttl)
+    controls = options.controls(cloud.location)  # checked as submit and run check them
+    cloud = replace(cloud, staging=cloud.staging.keyed(controls.kms_key))  # the key's cache
     dedupe, cache = options.dedupe, options.cache
     if shard_size is not None and (type(shard_size) is not int or shard_size < 1):
         raise InvalidRequestError(
@@ -183,14 +209,30 @@ def plan(
         check_requests_fit(id, provider, model, MAX_ATTEMPTS, len(held), shard_size)
     if shard_size is None:  # what the id already holds: a submit would return its job
         found = held_job(
-            cloud.staging, cloud.vertex, id, provider, model, held, dedupe=dedupe, cache=cache
+            cloud.staging,
+            cloud.vertex,
+            id,
+            provider,
+            model,
+            held,
+            dedupe=dedupe,
+            cache=cache,
+            controls=controls,
         )
         if found is not None:
             job, cached = found
             return submitted_plan(provider, model, held, job.name, cached, prices)
     else:  # what the run id already holds: starting these would rejoin it, or be refused
         run = held_run(
-            cloud, id, provider, model, held, shard_size=shard_size, dedupe=dedupe, cache=cache
+            cloud,
+            id,
+            provider,
+            model,
+            held,
+            shard_size=shard_size,
+            dedupe=dedupe,
+            cache=cache,
+            controls=controls,
         )
         if run is not None:
             return submitted_plan(
@@ -331,6 +373,7 @@ def start_run(
 ) -> Run:
     """``run_claude`` and ``run_gemini``: check, then start (or rejoin) the run."""
     check_model(model, provider)
+    controls = options.controls(cloud.location)
     row = PROVIDERS[provider]
     return create_run(
         cloud,
@@ -344,6 +387,7 @@ def start_run(
         cache=options.cache,
         cache_ttl=check_ttl(options.cache_ttl),
         count=len(requests) if isinstance(requests, Sized) else None,
+        controls=controls,
     )
 
 

@@ -2,7 +2,8 @@
 
 ::
 
-    PREFIX/RUN/run.json            the ledger: provider, model, max attempts, shard ids and sizes
+    PREFIX/RUN/run.json            the ledger: provider, model, max attempts, shard ids and sizes,
+                                   the job controls (written only when set)
     PREFIX/RUN.s0/done.json        shard 0's final outcome counts, once it is finished
 
 Both are written create-only and may have been edited by hand since: every field read back is
@@ -15,6 +16,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .._controls import NO_CONTROLS, Controls
 from .._errors import InvalidRequestError
 from .._gcs.staging import _SMALL_OBJECT_MAX, Staging
 from .._models import Provider
@@ -89,6 +91,8 @@ class Ledger:
 
     ``labelled``: its attempts' jobs carry the run's label (every run started since the label
     came); ``False`` for a run started before, whose jobs are found one attempt at a time.
+    ``controls``: the job controls every attempt's job is created with (and every object of the
+    run written with, for a CMEK key).
     """
 
     id: str
@@ -97,9 +101,10 @@ class Ledger:
     max_attempts: int
     shards: tuple[Shard, ...]
     labelled: bool = False
+    controls: Controls = NO_CONTROLS
 
     def to_json(self) -> dict[str, object]:
-        return {
+        data: dict[str, object] = {
             "format": LABELLED_FORMAT if self.labelled else FORMAT,
             "id": self.id,
             "provider": self.provider,
@@ -107,6 +112,9 @@ class Ledger:
             "max_attempts": self.max_attempts,
             "shards": [{"id": s.id, "keys": s.keys} for s in self.shards],
         }
+        if not self.controls.empty:
+            data["controls"] = self.controls.to_json()
+        return data
 
     @classmethod
     def from_json(cls, data: object, run_id: str, where: str) -> Ledger:
@@ -147,7 +155,13 @@ class Ledger:
                 )
             shards.append(Shard(entry["id"], entry["keys"]))
         labelled = data.get("format") == LABELLED_FORMAT
-        return cls(run_id, provider, model, attempts, tuple(shards), labelled)
+        try:
+            controls = Controls.from_json(data["controls"]) if "controls" in data else NO_CONTROLS
+        except ValueError as exc:
+            raise bad(str(exc)) from None
+        if "controls" in data and controls.empty:
+            raise bad("'controls' is written only when some are set")
+        return cls(run_id, provider, model, attempts, tuple(shards), labelled, controls)
 
 
 def _encoded(ledger: Ledger) -> bytes:
