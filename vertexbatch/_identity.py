@@ -254,7 +254,7 @@ def _refused(
             "as the account? `vertexbatch doctor --kms-key ... --service-account ...` checks); no "
             "job was made, and the same requests may be submitted under this id again with "
             "another model, key or account",
-            field="kms_key" if controls.kms_key else "service_account",
+            field=_named_control(controls, str(exc.message)),
         )
     return InvalidRequestError(
         f"Vertex refused to create the job of id {submission_id!r} with {manifest.provider} "
@@ -264,6 +264,13 @@ def _refused(
         "another model",
         field="model",
     )
+
+
+def _named_control(controls: Controls, message: str) -> str:
+    """The control a refusal is about: the one Vertex's message names, else the key's."""
+    if controls.service_account and (controls.service_account in message or not controls.kms_key):
+        return "service_account"
+    return "kms_key"
 
 
 def stage_and_submit(
