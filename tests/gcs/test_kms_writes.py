@@ -102,12 +102,16 @@ def test_cache_entries_and_resubmits_of_a_kms_job_are_written_with_it(
 
 
 def test_every_write_of_a_kms_run_carries_the_key(stack: LocalStack, bucket: str) -> None:
+    """Started, then advanced by a caller that opens it by id (the key read from the ledger)."""
     writes = Writes()
+    stack.faults.hold(display_name="kms-run.s0", state="PENDING")
     with gate(stack.storage_endpoint, writes) as url:
         client = local_client(stack, bucket, storage_endpoint=url)
-        run = client.run_claude(
+        client.run_claude(
             "kms-run", MODEL, [task(i) for i in range(3)], shard_size=2, kms_key=key_of(stack)
         )
+        stack.faults.release()
+        run = local_client(stack, bucket, storage_endpoint=url).open_run("kms-run")
         for _ in range(6):
             stack.settle()
             if run.advance().done:
