@@ -120,7 +120,7 @@ def run_checks(
     if not controls:
         return checks
     by_name = {check.check: check for check in checks}
-    if by_name["configuration"].result == "fail" or by_name["credentials"].result != "ok":
+    if by_name["configuration"].result == "fail" or by_name["credentials"].result == "fail":
         why = "needs the configuration" if by_name["configuration"].result == "fail" else None
         return checks + [Check(name, "skip", why or "needs credentials") for name, _ in controls]
     config = read_config(env, flags)
