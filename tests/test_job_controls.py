@@ -3,6 +3,10 @@ on the job, in the id's identity, kept by resubmits and runs, refused creates.""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,11 +51,12 @@ def test_the_controls_go_on_the_job_as_get_and_list_show(
     listed = jobs.list_batch_prediction_jobs(
         request={
             "parent": f"projects/{stack.project}/locations/{stack.location}",
-            "filter": 'labels.team="search"',
+            "filter": 'display_name="ctl-on-job" AND labels.team="search"',
         }
     )
-    assert [j.name for j in listed] == [job.name]
-    _assert_controlled(next(iter(listed)), stack)
+    mine = [j for j in listed if j.name == job.name]  # the stack is shared by every test
+    assert len(mine) == 1
+    _assert_controlled(mine[0], stack)
 
 
 def test_the_same_id_with_the_same_controls_is_the_same_job(
@@ -259,3 +264,21 @@ async def test_client_aio_takes_the_controls(
     _assert_controlled(stack.jobs_client().get_batch_prediction_job(name=job.name), stack)
     with pytest.raises(vb.InvalidRequestError, match="other labels"):
         await client.aio.submit_claude("ctl-aio", MODEL, claude_requests(1), labels={"a": "b"})
+
+
+@pytest.mark.timeout(120)
+def test_the_docs_example_runs_as_written(stack: LocalStack, bucket: str) -> None:
+    """docs/examples/job_controls.py runs as `python FILE` with the stack's environment."""
+    script = Path(__file__).resolve().parents[1] / "docs" / "examples" / "job_controls.py"
+    env = {**os.environ, **stack.environment(bucket)}
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=110
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == [
+        "refused: id",
+        "refused: labels",
+        "controls-1 JOB_STATE_SUCCEEDED",
+    ]
+    (job,) = [j for j in jobs_in(stack, bucket) if j["displayName"] == "controls-1"]
+    assert job["labels"]["team"] == "search" and "kmsKeyName" in job["encryptionSpec"]

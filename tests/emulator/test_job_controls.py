@@ -36,7 +36,10 @@ def test_the_controls_are_echoed_on_get_and_list(lab: Any) -> None:
     assert got.service_account == ACCOUNT and got.labels["team"] == "search"
     listed = list(
         lab.jobs.list_batch_prediction_jobs(
-            request={"parent": lab.parent, "filter": 'labels.team="search"'}
+            request={
+                "parent": lab.parent,
+                "filter": f'display_name="{body["displayName"]}" AND labels.team="search"',
+            }
         )
     )
     assert [j.name for j in listed] == [created["name"]]
