@@ -193,3 +193,24 @@ def test_controls_errors_pickle() -> None:
     with pytest.raises(vb.InvalidRequestError) as caught:
         check_controls(None, "bad", None, location="x")
     assert pickle.loads(pickle.dumps(caught.value)).field == "kms_key"
+
+
+def test_a_runs_ledger_size_counts_its_controls() -> None:
+    """The largest controls (60 labels JSON escapes as surrogate pairs, a key and an account at
+    their longest) are counted in the size a run's ledger is held to, exactly."""
+    import json
+
+    from vertexbatch._runs.ledger import ledger_size
+
+    letter = "\U0001d44e"  # MATHEMATICAL ITALIC SMALL A: a lowercase letter outside the BMP
+    labels = {f"{letter * 61}{i:02d}": letter * 63 for i in range(60)}
+    key = f"projects/{'p' * 380}/locations/us-central1/keyRings/{'r' * 63}/cryptoKeys/k"
+    account = f"{'a' * 100}@{'b' * 370}.iam.gserviceaccount.com"
+    controls = check_controls(labels, key, account, location="us-central1")
+    shards = tuple(Shard(f"r.s{i}", 5) for i in range(12))
+    ledger = Ledger("r", "google", "gemini-x", 3, shards, True, controls)
+    written = json.dumps(ledger.to_json(), sort_keys=True, indent=1).encode()
+    assert ledger_size("r", "google", "gemini-x", 3, 12, 5, controls) == len(written)
+    assert len(written) > 90_000  # the controls take their room
+    with pytest.raises(vb.InvalidRequestError, match="kms_key"):
+        check_controls(None, key.replace("p" * 380, "p" * 500), None, location="us-central1")

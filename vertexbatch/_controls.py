@@ -54,6 +54,7 @@ _KMS_KEY = re.compile(
 )
 _SERVICE_ACCOUNT = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}@[a-z0-9][a-z0-9.:-]*gserviceaccount\.com")
 _QUOTE = 80  # characters of a bad value a message quotes
+_NAME_MAX = 512  # characters of a key name or an account email (an email is at most 254)
 
 
 def _label_text_ok(text: str, *, key: bool) -> bool:
@@ -201,7 +202,8 @@ def check_controls(
             )
     key = ""
     if kms_key is not None:
-        match = _KMS_KEY.fullmatch(kms_key) if isinstance(kms_key, str) else None
+        fits = isinstance(kms_key, str) and len(kms_key) <= _NAME_MAX
+        match = _KMS_KEY.fullmatch(kms_key) if isinstance(kms_key, str) and fits else None
         if match is None:
             raise InvalidRequestError(
                 f"kms_key {shorten(repr(kms_key), _QUOTE)} is not a Cloud KMS key resource name "

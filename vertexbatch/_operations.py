@@ -206,7 +206,7 @@ def plan(
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
         check_run_id(id)
         # MAX_ATTEMPTS: the most digits a run's attempts take in its ledger.
-        check_requests_fit(id, provider, model, MAX_ATTEMPTS, len(held), shard_size)
+        check_requests_fit(id, provider, model, MAX_ATTEMPTS, len(held), shard_size, controls)
     if shard_size is None:  # what the id already holds: a submit would return its job
         found = held_job(
             cloud.staging,

@@ -102,7 +102,7 @@ def create_run(
             field="max_attempts",
         )
     if count is not None:  # a ledger too big to read back: refused before anything is staged
-        check_requests_fit(run_id, provider, model, max_attempts, count, shard_size)
+        check_requests_fit(run_id, provider, model, max_attempts, count, shard_size, controls)
     # The first request is checked before any cloud call.
     cutter = _Shards(lines, shard_size, dedupe)
     if not cutter.more():
@@ -143,6 +143,7 @@ def create_run(
                     f" and a new run id (its first {len(shards):,} shards were staged before "
                     "the number of requests was known: pass a list to have it checked first)"
                 ),
+                controls=controls,
             )
             shard_id = f"{run_id}.s{len(shards)}"
             try:
