@@ -170,16 +170,24 @@ def _encoded(ledger: Ledger) -> bytes:
 
 
 def ledger_size(
-    run_id: str, provider: Provider, model: str, max_attempts: int, shards: int, max_keys: int
+    run_id: str,
+    provider: Provider,
+    model: str,
+    max_attempts: int,
+    shards: int,
+    max_keys: int,
+    controls: Controls = NO_CONTROLS,
 ) -> int:
-    """The bytes of the ledger of ``shards`` shards of at most ``max_keys`` keys each, as
-    ``write_ledger`` writes it: exact when every shard holds ``max_keys``, else an upper bound."""
+    """The bytes of the ledger of ``shards`` shards of at most ``max_keys`` keys each (and
+    ``controls``), as ``write_ledger`` writes it: exact when every shard holds ``max_keys``,
+    else an upper bound."""
     if shards < 1 or max_keys < 1:
         raise ValueError(f"a ledger has shards of keys, not {shards} shards of {max_keys}")
 
     def of(n: int) -> int:
         listed = tuple(Shard(f"{run_id}.s{i}", max_keys) for i in range(n))
-        return len(_encoded(Ledger(run_id, provider, model, max_attempts, listed, True)))
+        ledger = Ledger(run_id, provider, model, max_attempts, listed, True, controls)
+        return len(_encoded(ledger))
 
     one = of(1)
     # Each further shard adds the same entry, but for the digits of its index (1 in shard 1's).
@@ -192,13 +200,19 @@ def ledger_size(
 
 
 def max_shards(
-    run_id: str, provider: Provider, model: str, max_attempts: int, max_keys: int
+    run_id: str,
+    provider: Provider,
+    model: str,
+    max_attempts: int,
+    max_keys: int,
+    controls: Controls = NO_CONTROLS,
 ) -> int:
     """The most shards of at most ``max_keys`` keys a run's ledger can hold (``LEDGER_MAX``)."""
     low, high = 0, LEDGER_MAX  # every shard's entry takes more than a byte
     while low < high:
         mid = (low + high + 1) // 2
-        if ledger_size(run_id, provider, model, max_attempts, mid, max_keys) <= LEDGER_MAX:
+        size = ledger_size(run_id, provider, model, max_attempts, mid, max_keys, controls)
+        if size <= LEDGER_MAX:
             low = mid
         else:
             high = mid - 1
@@ -215,16 +229,18 @@ def check_ledger_size(
     *,
     why: str = "",
     then: str = "",
+    controls: Controls = NO_CONTROLS,
 ) -> None:
-    """Raise unless the ledger of ``shards`` shards of ``shard_size`` keys can be read back.
+    """Raise unless the ledger of ``shards`` shards of ``shard_size`` keys (and ``controls``)
+    can be read back.
 
     ``why`` says how the number of shards is known, at the start of the message; ``then``
     ends it.
     """
-    size = ledger_size(run_id, provider, model, max_attempts, shards, shard_size)
+    size = ledger_size(run_id, provider, model, max_attempts, shards, shard_size, controls)
     if size <= LEDGER_MAX:
         return
-    most = max_shards(run_id, provider, model, max_attempts, shard_size)
+    most = max_shards(run_id, provider, model, max_attempts, shard_size, controls)
     raise InvalidRequestError(
         f"{why or f'{shards:,} shards'}: the ledger of run {run_id!r} would be {size:,} bytes, "
         f"over the {LEDGER_MAX:,} a ledger may be, as it is read back whole (it holds at most "
@@ -235,7 +251,13 @@ def check_ledger_size(
 
 
 def check_requests_fit(
-    run_id: str, provider: Provider, model: str, max_attempts: int, count: int, shard_size: int
+    run_id: str,
+    provider: Provider,
+    model: str,
+    max_attempts: int,
+    count: int,
+    shard_size: int,
+    controls: Controls = NO_CONTROLS,
 ) -> None:
     """Raise unless ``count`` requests, cut in shards of ``shard_size``, fit a ledger that can be
     read back (known before they are read when they are a list: checked before any call)."""
@@ -250,6 +272,7 @@ def check_requests_fit(
         at_least,
         shard_size,
         why=f"{count:,} requests in shards of {shard_size:,} make at least {at_least:,} shards",
+        controls=controls,
     )
 
 
