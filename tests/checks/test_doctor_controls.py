@@ -19,13 +19,15 @@ from vertexbatch._checks.doctor_controls import (
     KMS_ROLE,
     check_kms_key,
     check_service_account,
+    key_agents,
     key_use,
 )
 from vertexbatch._checks.doctor_run import run_checks
 from vertexbatch.emulator import LocalStack
 
 KEY = "projects/p/locations/us-central1/keyRings/ring/cryptoKeys/key"
-AGENT = "service-123@gcp-sa-aiplatform.iam.gserviceaccount.com"
+NUMBER = "123"
+AGENT, STORAGE_AGENT = key_agents(NUMBER)
 ACCOUNT = "runner@p.iam.gserviceaccount.com"
 POLICY = f"{KMS_API}/{KEY}:getIamPolicy?options.requestedPolicyVersion=3"
 ACCOUNT_URL = f"{IAM_API}/projects/-/serviceAccounts/{ACCOUNT}"
@@ -61,6 +63,17 @@ def _grant(role: str, member: str = AGENT, **extra: Any) -> dict[str, Any]:
     return {"role": role, "members": [f"serviceAccount:{member}"], **extra}
 
 
+def _both(role: str = KMS_ROLE, **extra: Any) -> list[dict[str, Any]]:
+    """The grant to both agents the key's use needs (Vertex AI's and Cloud Storage's)."""
+    return [
+        {
+            "role": role,
+            "members": [f"serviceAccount:{AGENT}", f"serviceAccount:{STORAGE_AGENT}"],
+            **extra,
+        }
+    ]
+
+
 def _key(policy: Any, key_status: int = 200, policy_status: int = 200) -> StandIn:
     return StandIn(
         {
@@ -92,40 +105,47 @@ def test_key_use_reads_only_what_the_keys_policy_says(bindings: Any, use: str) -
     assert key_use(bindings, AGENT) == use
 
 
-def test_a_key_the_agent_may_use_is_ok() -> None:
-    check = check_kms_key(_key({"bindings": [_grant(KMS_ROLE)]}), KEY, "us-central1", AGENT)
-    assert check.result == "ok" and AGENT in check.detail
+def test_a_key_both_agents_may_use_is_ok() -> None:
+    check = check_kms_key(_key({"bindings": _both()}), KEY, "us-central1", NUMBER)
+    assert check.result == "ok" and AGENT in check.detail and STORAGE_AGENT in check.detail
+
+
+def test_a_key_only_vertex_may_use_warns_naming_cloud_storages_agent() -> None:
+    """Staging writes with the key through Cloud Storage's own service agent: it must use it too."""
+    check = check_kms_key(_key({"bindings": [_grant(KMS_ROLE)]}), KEY, "us-central1", NUMBER)
+    assert check.result == "warn"
+    assert STORAGE_AGENT in check.detail and AGENT not in check.detail
 
 
 @pytest.mark.parametrize(
-    ("session", "agent", "result", "said"),
+    ("session", "number", "result", "said"),
     [
-        (_key({}, key_status=404), AGENT, "fail", "does not exist"),
-        (_key({}, key_status=403), AGENT, "warn", "cannot tell"),
-        (_key({"bindings": []}), AGENT, "warn", "not on the key itself"),
+        (_key({}, key_status=404), NUMBER, "fail", "does not exist"),
+        (_key({}, key_status=403), NUMBER, "warn", "cannot tell"),
+        (_key({"bindings": []}), NUMBER, "warn", "not on the key itself"),
         (
-            _key({"bindings": [_grant(KMS_ROLE, condition={"expression": "x"})]}),
-            AGENT,
+            _key({"bindings": _both(condition={"expression": "x"})}),
+            NUMBER,
             "warn",
             "only under a condition",
         ),
-        (_key(None, policy_status=403), AGENT, "warn", "cannot tell"),
-        (_key({"bindings": [_grant(KMS_ROLE)]}), None, "warn", "cannot tell"),
-        (StandIn({("GET", f"{KMS_API}/{KEY}"): ConnectionError("down")}), AGENT, "warn", "cannot"),
-        (None, AGENT, "warn", "cannot tell"),
+        (_key(None, policy_status=403), NUMBER, "warn", "cannot tell"),
+        (_key({"bindings": _both()}), None, "warn", "cannot tell"),
+        (StandIn({("GET", f"{KMS_API}/{KEY}"): ConnectionError("down")}), NUMBER, "warn", "cannot"),
+        (None, NUMBER, "warn", "cannot tell"),
     ],
 )
 def test_what_the_key_check_cannot_see_it_says_never_guessing(
-    session: Any, agent: str | None, result: str, said: str
+    session: Any, number: str | None, result: str, said: str
 ) -> None:
-    check = check_kms_key(session, KEY, "us-central1", agent)
+    check = check_kms_key(session, KEY, "us-central1", number)
     assert (check.result, check.check) == (result, "kms-key")
     assert said in check.detail
 
 
 def test_a_key_of_another_region_fails_before_any_call() -> None:
-    session = _key({"bindings": [_grant(KMS_ROLE)]})
-    check = check_kms_key(session, KEY, "europe-west4", AGENT)
+    session = _key({"bindings": _both()})
+    check = check_kms_key(session, KEY, "europe-west4", NUMBER)
     assert check.result == "fail" and "not the client's" in check.detail
     assert not session.asked
 
@@ -170,15 +190,15 @@ def test_a_non_account_fails_before_any_call() -> None:
 def test_run_checks_asks_through_the_session_for_the_projects_service_agent(
     stack: LocalStack, bucket: str
 ) -> None:
-    """The agent is the project's (its number from Resource Manager); both checks come last."""
+    """The agents are the project's (its number from Resource Manager); both checks come last."""
     key = f"projects/p/locations/{stack.location}/keyRings/ring/cryptoKeys/key"
-    agent = f"service-{stack.project_number}@gcp-sa-aiplatform.iam.gserviceaccount.com"
+    agents = key_agents(stack.project_number)
     session = StandIn(
         {
             ("GET", f"{KMS_API}/{key}"): (200, {"name": key}),
             ("GET", f"{KMS_API}/{key}:getIamPolicy?options.requestedPolicyVersion=3"): (
                 200,
-                {"bindings": [_grant(KMS_ROLE, member=agent)]},
+                {"bindings": [_grant(KMS_ROLE, member=agent) for agent in agents]},
             ),
             ("GET", ACCOUNT_URL): (200, {}),
             ("POST", f"{ACCOUNT_URL}:testIamPermissions"): (200, {"permissions": [ACT_AS]}),

@@ -1,8 +1,9 @@
 """``vertexbatch doctor --kms-key … --service-account …``: the job controls' checks.
 
 ``kms-key``: the key's form and region (``_controls``' rules), that it exists (Cloud KMS
-``cryptoKeys.get``) and that the Vertex AI service agent may use it (the key's own IAM policy,
-``cryptoKeys.getIamPolicy``). ``service-account``: its form, that it exists (IAM
+``cryptoKeys.get``) and that the Vertex AI service agent (which runs the job) and the Cloud
+Storage service agent (which encrypts what vertexbatch stages with it) may use it (the key's own
+IAM policy, ``cryptoKeys.getIamPolicy``). ``service-account``: its form, that it exists (IAM
 ``serviceAccounts.get``) and that the caller may act as it (``serviceAccounts.testIamPermissions``
 for ``iam.serviceAccounts.actAs``). Each speaks REST through an ``AuthorizedSession`` (anything
 with its ``request``), and says "cannot tell" when it cannot see, never guessing: a grant made on
@@ -27,6 +28,7 @@ __all__ = [
     "Session",
     "check_kms_key",
     "check_service_account",
+    "key_agents",
     "key_use",
 ]
 
@@ -65,6 +67,14 @@ def key_use(bindings: Iterable[Mapping[str, Any]], member: str) -> str:
     return "unclear" if conditional else "no"
 
 
+def key_agents(project_number: str) -> tuple[str, str]:
+    """The service agents that must use a job's key: Vertex AI's, and Cloud Storage's."""
+    return (
+        f"service-{project_number}@gcp-sa-aiplatform.iam.gserviceaccount.com",
+        f"service-{project_number}@gs-project-accounts.iam.gserviceaccount.com",
+    )
+
+
 def _get(session: Session, method: str, url: str, body: Any = None) -> tuple[int, Any]:
     response = session.request(method, url, json=body, timeout=LOOKUP_TIMEOUT)
     try:
@@ -74,10 +84,12 @@ def _get(session: Session, method: str, url: str, body: Any = None) -> tuple[int
     return int(response.status_code), data
 
 
-def check_kms_key(session: Session | None, kms_key: str, location: str, agent: str | None) -> Check:
-    """The key is a key in ``location``, exists, and ``agent`` (the Vertex AI service agent;
-    ``None``: not known) may use it. ``session``: ``None`` where Cloud KMS cannot be reached
-    (the local stack)."""
+def check_kms_key(
+    session: Session | None, kms_key: str, location: str, project_number: str | None
+) -> Check:
+    """The key is a key in ``location``, exists, and the project's service agents
+    (``key_agents``; ``project_number`` ``None``: not known) may use it. ``session``: ``None``
+    where Cloud KMS cannot be reached (the local stack)."""
     try:
         check_controls(None, kms_key, None, location=location)
     except InvalidRequestError as exc:
@@ -95,34 +107,37 @@ def check_kms_key(session: Session | None, kms_key: str, location: str, agent: s
                 f"cannot tell: Cloud KMS answered {status} for key {kms_key}; grant the caller "
                 "cloudkms.cryptoKeys.get (roles/cloudkms.viewer) to let doctor look.",
             )
-        if agent is None:
+        if project_number is None:
             return Check(
                 "kms-key",
                 "warn",
-                f"key {kms_key} exists; cannot tell whether the Vertex AI service agent may use "
-                "it: the project number is not readable.",
+                f"key {kms_key} exists; cannot tell whether the Vertex AI and Cloud Storage "
+                "service agents may use it: the project number is not readable.",
             )
         url = f"{KMS_API}/{kms_key}:getIamPolicy?options.requestedPolicyVersion=3"
         status, policy = _get(session, "GET", url)
     except Exception as exc:
         return Check("kms-key", "warn", f"cannot tell: Cloud KMS failed ({brief(exc, 100)}).")
+    agents = key_agents(project_number)
     if status != 200 or not isinstance(policy, dict):
         return Check(
             "kms-key",
             "warn",
-            f"key {kms_key} exists; cannot tell whether {agent} may use it: its IAM policy is "
-            f"not readable ({status}); grant the caller cloudkms.cryptoKeys.getIamPolicy.",
+            f"key {kms_key} exists; cannot tell whether {' and '.join(agents)} may use it: its "
+            f"IAM policy is not readable ({status}); grant the caller "
+            "cloudkms.cryptoKeys.getIamPolicy.",
         )
-    use = key_use(policy.get("bindings") or (), agent)
-    if use == "yes":
-        return Check("kms-key", "ok", f"key {kms_key} exists and {agent} may use it")
-    why = "only under a condition" if use == "unclear" else "not on the key itself"
+    uses = {agent: key_use(policy.get("bindings") or (), agent) for agent in agents}
+    if all(use == "yes" for use in uses.values()):
+        return Check("kms-key", "ok", f"key {kms_key} exists and {' and '.join(agents)} may use it")
+    unshown = [agent for agent, use in uses.items() if use != "yes"]
+    why = "only under a condition" if "unclear" in uses.values() else "not on the key itself"
     return Check(
         "kms-key",
         "warn",
-        f"key {kms_key} exists; its policy grants {agent} {KMS_ROLE} {why} (a grant on the key "
-        f"ring or project is not visible here): if the create is refused, grant it {KMS_ROLE} "
-        "on the key.",
+        f"key {kms_key} exists; its policy grants {' and '.join(unshown)} {KMS_ROLE} {why} (a "
+        "grant on the key ring or project is not visible here): if the create or an upload is "
+        f"refused, grant {KMS_ROLE} on the key.",
     )
 
 

@@ -33,7 +33,6 @@ from .doctor_access import (
     project_number,
 )
 from .doctor_controls import Session, check_kms_key, check_service_account
-from .doctor_rules import service_agent
 
 if TYPE_CHECKING:
     from google.cloud import aiplatform_v1, resourcemanager_v3, storage
@@ -131,13 +130,13 @@ def run_checks(
         credentials, _ = google.auth.default(scopes=[CLOUD_SCOPE])
         session = AuthorizedSession(credentials)  # type: ignore[no-untyped-call]
     if kms_key is not None:
-        agent = None
+        number = None
         if session is not None:
             try:
-                agent = service_agent(project_number(lookups(config).projects, config.project))
+                number = project_number(lookups(config).projects, config.project)
             except Exception:  # the check says it cannot tell
-                agent = None
-        checks.append(check_kms_key(session, kms_key, config.location, agent))
+                number = None
+        checks.append(check_kms_key(session, kms_key, config.location, number))
     if service_account is not None:
         checks.append(check_service_account(session, service_account))
     return checks
