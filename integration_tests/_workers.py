@@ -110,3 +110,25 @@ def advance_in_rounds(
 def advance(endpoints: dict[str, str], run_id: str) -> None:
     """Take one step of the run (the test kills this process while a call is held)."""
     client(endpoints).open_run(run_id).advance()
+
+
+def submit_controlled(
+    endpoints: dict[str, str], submission_id: str, team: str, barrier: Any, out: Any
+) -> None:
+    """Wait for every sibling, then submit the id's rows with job controls of ``team``
+    (a label, a CMEK key and a service account); report the job name or the refusal's field."""
+    c = client(endpoints)
+    key = f"projects/{endpoints['project']}/locations/{endpoints['location']}"
+    controls: dict[str, Any] = {
+        "labels": {"team": team},
+        "kms_key": f"{key}/keyRings/ring/cryptoKeys/{team}",
+        "service_account": f"{team}@{endpoints['project']}.iam.gserviceaccount.com",
+    }
+    if barrier is not None:
+        barrier.wait(timeout=60)
+    try:
+        out.put(("ok", c.submit_claude(submission_id, CLAUDE, claude_requests(5), **controls).name))
+    except vb.InvalidRequestError as exc:
+        out.put(("refused", exc.field))
+    except Exception as exc:  # reported to the parent, which fails the test with it
+        out.put(("error", f"{type(exc).__name__}: {exc}"))

@@ -27,7 +27,7 @@ EMULATOR = "emulator"  # the package vertexbatch/emulator/, one node of the clie
 LAYERS: list[tuple[str, set[str]]] = [
     (
         "values, errors, rules (pure)",
-        {"_models", "_errors", "_rules", "_schedule", "_json", "_schema"},
+        {"_models", "_errors", "_rules", "_controls", "_schedule", "_json", "_schema"},
     ),
     (
         "I/O and cross-cutting",
@@ -89,7 +89,16 @@ LAYERS: list[tuple[str, set[str]]] = [
     ),
     (
         "the public Client, its async view, plans",
-        {"_client", "_operations", "_aio", "_config", "_estimate", "_prices", "_tokens"},
+        {
+            "_client",
+            "_operations",
+            "_submit_options",
+            "_aio",
+            "_config",
+            "_estimate",
+            "_prices",
+            "_tokens",
+        },
     ),
     (
         "checks of a project",
@@ -97,6 +106,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_checks",
             "_checks.doctor",
             "_checks.doctor_access",
+            "_checks.doctor_controls",
             "_checks.doctor_run",
             "_checks.doctor_rules",
             "_checks.probe",
@@ -115,6 +125,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_command.cli_render",
             "_command.cli_requests",
             "_command.cli_plan",
+            "_command.cli_controls",
             "_command.cli_runs",
             "_command.cli_local",
             "_command.cli_doctor",

@@ -19,8 +19,8 @@ import pytest
 import vertexbatch as vb
 from tests.gcs_gate import Spoil, gate
 from tests.helpers import local_client
-from vertexbatch import AsyncClient, AsyncRun, Client, Run, _operations
-from vertexbatch._operations import PlanKeywords, RunKeywords, SubmitKeywords
+from vertexbatch import AsyncClient, AsyncRun, Client, Run, _operations, _submit_options
+from vertexbatch._submit_options import PlanKeywords, RunKeywords, SubmitKeywords
 from vertexbatch.emulator import LocalStack
 
 # Blocking members with no async twin of the same name, and why.
@@ -194,6 +194,6 @@ async def test_the_async_view_refuses_an_unknown_keyword_the_same_way(
 def test_every_keyword_an_entry_point_takes_is_one_it_uses(kind: type) -> None:
     """The keyword lists are the methods' whole surface: each names only what the operation
     reads (a key added to a TypedDict but never read would be silently ignored)."""
-    source = inspect.getsource(_operations)
+    source = inspect.getsource(_operations) + inspect.getsource(_submit_options)
     for name in kind.__optional_keys__:  # type: ignore[attr-defined]
         assert f'given.get("{name}"' in source, name

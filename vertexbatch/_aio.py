@@ -28,9 +28,9 @@ from ._aio_threads import Pool, ResultStream
 from ._client_base import check_client, cloud_of, lifecycle_of
 from ._estimate import Plan
 from ._models import ClaudeRequest, GeminiRequest, Job, Result, Status
-from ._operations import PlanKeywords, RunKeywords, SubmitKeywords
 from ._runs.online import CONCURRENCY
 from ._runs.run import KeyResult, Run, RunSummary
+from ._submit_options import PlanKeywords, RunKeywords, SubmitKeywords
 from ._wait import poll_async
 
 if TYPE_CHECKING:

@@ -10,10 +10,7 @@ from typing import TYPE_CHECKING, Self, Unpack
 
 from ._aio import AsyncClient
 from ._cache.fill import CacheFill
-from ._cache.submission import (
-    cached_status,
-    is_cached_job,
-)
+from ._cache.submission import cached_status, is_cached_job
 from ._client_base import ClientBase, cloud_of
 from ._cloud import Cloud, build_cloud
 from ._config import DEFAULT_PREFIX, build_client
@@ -22,21 +19,13 @@ from ._estimate import Plan
 from ._lifecycle import Lifecycle, endpoint_clients
 from ._lookup import find
 from ._models import ClaudeRequest, GeminiRequest, Job, Result, Status
-from ._operations import (
-    PlanKeywords,
-    RunKeywords,
-    SubmitKeywords,
-    SubmitOptions,
-    planned,
-    resubmit_job,
-    started,
-    submit,
-)
+from ._operations import planned, resubmit_job, started, submit
 from ._results import iter_results
 from ._retry import RetryPolicy
 from ._rules import check_id, check_job
 from ._runs.run import Run
 from ._runs.start import open_run as load_run
+from ._submit_options import PlanKeywords, RunKeywords, SubmitKeywords, SubmitOptions
 from ._tracing import Tracing, job_attributes, traced
 from ._vertex import status_of
 from ._wait import poll
@@ -231,15 +220,16 @@ class Client(ClientBase):
         ``requests`` may be any iterable, a generator included: it is streamed to GCS.
         With ``dedupe=True`` equal requests (by canonical digest) are staged and paid once, and
         ``results`` gives each of their keys the one answer (``Result.shared`` on all but the
-        first). Off by default: identical requests may be meant to sample several answers.
-        The same id submitted with and without it holds other rows when requests repeat.
+        first). Off by default: identical requests may be meant to sample several answers
+        (the same id with and without it holds other rows when requests repeat).
 
         With ``cache=True`` the answer cache (in the client's bucket, under ``PREFIX/_cache/``)
         is asked first: only the requests it does not hold (entries younger than ``cache_ttl``)
         are staged, and ``results`` yields the others from it (``Result.cached``); when it holds
         them all, no Vertex job is created and the job is named ``cached:ID``. The ok answers of
         a ``cache=True`` submission fill the cache once its results are read to the end of the
-        terminal job.
+        terminal job. Job controls (``labels``, ``kms_key``, ``service_account``): see
+        ``SubmitKeywords``.
 
         Raises:
             InvalidRequestError: a bad id, model, key or request, over Vertex's limits, or the
@@ -413,9 +403,9 @@ class Client(ClientBase):
 
         Shards hold at most ``shard_size`` rows and 1 GB each (Vertex allows 200,000 rows);
         ``run.advance()`` then creates jobs, resubmits retryable and missing keys up to
-        ``max_attempts`` attempts per key, and finishes shards. ``dedupe``, ``cache`` and
-        ``cache_ttl``: as for ``submit_claude``, within each shard (a shard the cache answers
-        whole gets no job; ``Run.results`` fills the cache from finished shards).
+        ``max_attempts`` attempts per key, and finishes shards. The other keywords: as for
+        ``submit_claude``, within each shard (a shard the cache answers whole gets no job;
+        ``Run.results`` fills the cache from finished shards); job controls on every attempt.
         """
         return started(self._cloud, "run_claude", id, model, "anthropic", requests, options)
 

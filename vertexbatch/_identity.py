@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from google.api_core import exceptions as api_exceptions
 
 from ._cache.submission import record_cached
+from ._controls import NO_CONTROLS, Controls
 from ._errors import InvalidRequestError
 from ._gcs.staging import Staging
 from ._lines import StagedLine
@@ -42,7 +43,7 @@ from ._manifest import (
 from ._models import Job, Provider
 from ._retry import RetryPolicy, is_transient_call_error
 from ._stage import stage
-from ._staged import read_key_map, read_staged_lines
+from ._staged import job_manifest, read_key_map, read_staged_lines
 from ._tracing import step, stepped
 from ._vertex import NONCE_LABEL, JobSpec, Vertex, is_live, succeeded
 
@@ -55,6 +56,11 @@ logger = logging.getLogger("vertexbatch")
 
 # Create failures that say the job was not made (quota); others may hide a job made anyway.
 _REJECTED = (api_exceptions.TooManyRequests, api_exceptions.ResourceExhausted)
+# Creates Vertex refuses: the job is not made, and the id stays usable (``_refused``). A 403 is
+# one only for a job with a CMEK key or a service account (the service agent may not use the
+# key, the caller may not act as the account); without them it is the caller's own permission.
+_REFUSED = (api_exceptions.BadRequest, api_exceptions.NotFound)
+_REFUSED_CONTROLLED = (*_REFUSED, api_exceptions.Forbidden)
 
 
 def _cancel(vertex: Vertex, job: BatchJob, spec: JobSpec) -> bool:
@@ -137,6 +143,7 @@ def submit(
             model not offered in the location, ...). No job exists, and the id stays usable: the
             same rows submitted again with another model replace the refused manifest.
     """
+    staging = staging.keyed(manifest.controls.kms_key)  # the record too is written with the key
     folder = staging.folder(submission_id)
     spec = manifest.spec(submission_id, folder)
     if not manifest.rows:  # every key answered from the answer cache: no job to create
@@ -149,6 +156,9 @@ def submit(
         _cancel_twins(vertex, spec, chosen, policy)
         return spec.to_job(chosen)
 
+    refusals = (
+        _REFUSED_CONTROLLED if spec.controls.kms_key or spec.controls.service_account else _REFUSED
+    )
     lost: set[str] = set()  # the nonces of creates whose answer was lost
     refused: set[str] = set()  # and of those refused with 429
     created: BatchJob | None = None  # the job this caller made and knows of
@@ -171,7 +181,7 @@ def submit(
         try:
             with step("create"):
                 created = vertex.create(spec, labels, nonce)
-        except (api_exceptions.BadRequest, api_exceptions.NotFound) as exc:
+        except refusals as exc:
             refusal = exc
             raise
         except Exception as exc:
@@ -186,7 +196,7 @@ def submit(
 
     try:
         chosen = policy.call(f"create job for {spec.id}", list_then_create)
-    except (api_exceptions.BadRequest, api_exceptions.NotFound) as exc:
+    except refusals as exc:
         if exc is not refusal:
             raise
         raise _refused(staging, vertex, submission_id, manifest, spec, exc) from exc
@@ -228,6 +238,25 @@ def _refused(
         name = staging.folder(submission_id).name(MANIFEST)
         marked = replace(manifest, rejected=f"{exc.code} {type(exc).__name__}")
         staging.replace_json(name, marked.to_json(), manifest.to_json())
+    controls = manifest.controls
+    if controls.kms_key or controls.service_account:
+        said = " and ".join(
+            what
+            for what, on in (
+                (f"kms_key {controls.kms_key!r}", controls.kms_key),
+                (f"service_account {controls.service_account!r}", controls.service_account),
+            )
+            if on
+        )
+        return InvalidRequestError(
+            f"Vertex refused to create the job of id {submission_id!r} with {manifest.provider} "
+            f"model {manifest.model!r} and {said} in location {vertex.location!r}: {exc.code} "
+            f"{type(exc).__name__} (may the Vertex AI service agent use the key, and may you act "
+            "as the account? `vertexbatch doctor --kms-key ... --service-account ...` checks); no "
+            "job was made, and the same requests may be submitted under this id again with "
+            "another model, key or account",
+            field=_named_control(controls, str(exc.message)),
+        )
     return InvalidRequestError(
         f"Vertex refused to create the job of id {submission_id!r} with {manifest.provider} "
         f"model {manifest.model!r} in location {vertex.location!r}: {exc.code} "
@@ -236,6 +265,13 @@ def _refused(
         "another model",
         field="model",
     )
+
+
+def _named_control(controls: Controls, message: str) -> str:
+    """The control a refusal is about: the one Vertex's message names, else the key's."""
+    if controls.service_account and (controls.service_account in message or not controls.kms_key):
+        return "service_account"
+    return "kms_key"
 
 
 def stage_and_submit(
@@ -249,9 +285,14 @@ def stage_and_submit(
     origin: str = PLAIN,
     amend: Callable[[Manifest], Manifest] | None = None,
     labels: Mapping[str, str] | None = None,
+    controls: Controls = NO_CONTROLS,
 ) -> Job:
-    """The whole identity protocol for one id: stage create-only, then adopt or create."""
-    manifest = stage(staging, submission_id, provider, model, lines, origin, amend)
+    """The whole identity protocol for one id: stage create-only, then adopt or create.
+
+    ``controls`` (checked) go in the manifest and on the job; with a ``kms_key``, ``staging``
+    is keyed with it (``Staging.keyed``) by the caller.
+    """
+    manifest = stage(staging, submission_id, provider, model, lines, origin, amend, controls)
     return submit(staging, vertex, policy, submission_id, manifest, labels)
 
 
@@ -268,7 +309,8 @@ def resubmit(
     """Submit ``keys`` of ``job`` again under ``submission_id``, read back from its staged input.
 
     A resubmission of a ``cache=True`` job is made with ``cache`` too: its ok answers fill the
-    answer cache when its results are read, as the first job's do.
+    answer cache when its results are read, as the first job's do. It keeps the job's controls
+    (labels, CMEK key, service account), read from its manifest.
 
     Raises:
         InvalidRequestError: a key is not in the job or was answered from the answer cache (it
@@ -289,6 +331,8 @@ def resubmit(
             "them; leave them out of keys",
             field="keys",
         )
+    controls = job_manifest(staging, job).controls
+    staging = staging.keyed(controls.kms_key)
     lines = read_staged_lines(staging, job, keys)
     amend = with_schema(_with_cache if key_map.fills_cache else None, key_map.schema)
     return stage_and_submit(
@@ -302,6 +346,7 @@ def resubmit(
         origin,
         amend,
         labels,
+        controls,
     )
 
 

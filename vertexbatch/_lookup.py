@@ -6,10 +6,11 @@ Shared by the identity protocol (``_identity``: adopt, record, cancel twins), ru
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ._cache.submission import answer_from_cache, cached_job
+from ._controls import NO_CONTROLS, Controls
 from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError, JobError, job_errors
 from ._gcs.staging import Staging
@@ -18,8 +19,8 @@ from ._manifest import RECORD, Manifest, claim_conflict, measure, read_manifest,
 from ._models import Job, Provider
 from ._rules import is_job_name
 from ._schema import Schema
-from ._stage import only_model_differs
-from ._vertex import JobSpec, Vertex, is_live, succeeded
+from ._stage import only_job_settings_differ
+from ._vertex import JobSpec, Vertex, controls_of, is_live, succeeded
 
 if TYPE_CHECKING:
     from google.cloud.aiplatform_v1 import BatchPredictionJob as BatchJob
@@ -47,11 +48,20 @@ def choose(jobs: list[BatchJob]) -> BatchJob:
 
 
 def matching(listed: list[BatchJob], spec: JobSpec) -> list[BatchJob]:
-    """The listed jobs created for this spec; raise on one that reads our input elsewhere."""
+    """The listed jobs created for this spec; raise on one that reads our input elsewhere, or
+    with other job controls."""
     ours = []
     for job in listed:
         if spec.matches(job):
             ours.append(job)
+        elif spec.writes_here(job):
+            other = controls_of(job)
+            raise InvalidRequestError(
+                f"job {job.name} of id {spec.id!r} was created with "
+                f"{other.difference(spec.controls)} (this submission's): it was not created by "
+                "this submission; cancel or delete it, or use a new id",
+                field="id",
+            )
         elif list(job.input_config.gcs_source.uris) == [spec.input_uri]:
             raise InvalidRequestError(
                 f"job {job.name} reads the input of id {spec.id!r} but writes to "
@@ -137,6 +147,7 @@ def held_job(
     dedupe: bool,
     cache: bool,
     schema: Schema | None = None,
+    controls: Controls = NO_CONTROLS,
 ) -> tuple[Job, int] | None:
     """The job submitting ``lines`` under the id would return without creating one (a plan's
     question), and how many of its keys the cache answered; read-only. ``None`` if nothing is
@@ -156,12 +167,14 @@ def held_job(
         given_lines, amend = answer_from_cache(
             staging, submission_id, provider, model, iter(given_lines), None
         )
-    given = measure(submission_id, provider, model, given_lines, staging.limits)
+    given = replace(
+        measure(submission_id, provider, model, given_lines, staging.limits), controls=controls
+    )
     amend = with_schema(amend, schema)
     if amend is not None:
         given = amend(given)
     if not staged.manifest.claims_same(given):
-        if not (staged.manifest.rejected and only_model_differs(staged.manifest, given)):
+        if not (staged.manifest.rejected and only_job_settings_differ(staged.manifest, given)):
             raise claim_conflict(submission_id, staged.manifest, given)
         return None  # the same rows Vertex refused under another model: submit tries again
     cached = staged.manifest.cached

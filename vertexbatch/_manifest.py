@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from ._controls import NO_CONTROLS, Controls
 from ._errors import InvalidRequestError
 from ._gcs.staging import Folder, Staging
 from ._lines import StagedLine
@@ -85,6 +86,8 @@ class Manifest:
     ``cache`` marks a submission made with ``cache=True`` (its ok answers fill the answer
     cache); ``cached`` keys were answered from the cache, their answers staged in
     ``cached-<cached_md5>.jsonl`` (none of them has an input line, so ``rows`` may be 0).
+    ``controls``: the job controls (labels, CMEK key, service account) the rows were submitted
+    with, written only when set, so a manifest written before them reads the same.
     """
 
     provider: Provider
@@ -100,6 +103,7 @@ class Manifest:
     cached: int = 0
     cached_md5: str = ""
     schema: Schema | None = None
+    controls: Controls = NO_CONTROLS
 
     @property
     def key_count(self) -> int:
@@ -108,6 +112,9 @@ class Manifest:
 
     def to_json(self) -> dict[str, Any]:
         data = {"format": FORMAT, **asdict(self)}
+        del data["controls"]
+        if not self.controls.empty:
+            data["controls"] = self.controls.to_json()
         if not self.rejected:
             del data["rejected"]
         for name in ("keys", "cache", "cached", "cached_md5", "schema"):
@@ -156,6 +163,12 @@ class Manifest:
                 raise bad("'schema' is not a schema vertexbatch wrote") from None
             if data["schema"].get("digest") != schema.digest:
                 raise bad("'schema' does not match its digest")
+        try:
+            controls = Controls.from_json(data["controls"]) if "controls" in data else NO_CONTROLS
+        except ValueError as exc:
+            raise bad(str(exc)) from None
+        if "controls" in data and controls.empty:
+            raise bad("'controls' is written only when some are set")
         return cls(
             provider=data["provider"],
             model=data["model"],
@@ -170,6 +183,7 @@ class Manifest:
             cached=cached,
             cached_md5=data.get("cached_md5", ""),
             schema=schema,
+            controls=controls,
         )
 
     def claims_same(self, given: Manifest) -> bool:
@@ -188,6 +202,7 @@ class Manifest:
                 given.origin,
             )
             and cache == (given.cache, given.cached, given.cached_md5, _digest(given.schema))
+            and self.controls == given.controls
             and (not self.keys_md5 or self.keys_md5 == given.keys_md5)
         )
 
@@ -199,6 +214,7 @@ class Manifest:
             input_uri=folder.input_uri,
             output_prefix=folder.output_prefix,
             keys=self.key_count,
+            controls=self.controls,
         )
 
 
@@ -244,6 +260,8 @@ def claim_conflict(
         what = f"{staged.provider} model {staged.model!r}, not {given.model!r}"
     elif staged.cache != given.cache:
         what = f"rows submitted with cache={staged.cache}, not cache={given.cache}"
+    elif staged.controls != given.controls and staged.md5 == given.md5:
+        what = f"rows submitted with {staged.controls.difference(given.controls)}"
     else:
         what = (
             f"other rows ({staged.rows} rows, MD5 {staged.md5}; these are {given.rows} rows, "

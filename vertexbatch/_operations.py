@@ -10,9 +10,8 @@ checked and built into lines here, one request at a time, before any cloud call
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
-from dataclasses import dataclass
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any, TypedDict
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from ._cache.store import AnswerCache, check_ttl
 from ._cache.submission import answer_from_cache, claimed_digests, is_cached_job
@@ -32,18 +31,15 @@ from ._rules import check_id, check_job, check_key, check_model, next_attempt_id
 from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
 from ._runs.run import DEFAULT_SHARD_SIZE, Run
 from ._runs.start import create_run, held_run
-from ._schema import Schema, schema_of
+from ._schema import Schema
+from ._submit_options import PlanKeywords, RunKeywords, SubmitOptions, checked
 from ._telemetry import SILENT
 from ._tokens import token_counter
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
+    pass
 
 __all__ = [
-    "PlanKeywords",
-    "RunKeywords",
-    "SubmitKeywords",
-    "SubmitOptions",
     "plan",
     "planned",
     "resubmit_job",
@@ -52,80 +48,6 @@ __all__ = [
     "started",
     "submit",
 ]
-
-
-class SubmitKeywords(TypedDict, total=False):
-    """The keywords every submission takes (``submit_*``, ``plan_*``, ``run_*`` and their
-    ``client.aio`` twins), written once: the methods take ``**options: Unpack[...]`` of this.
-
-    ``dedupe`` (default ``False``): equal requests staged and paid once. ``cache`` (``False``):
-    the answer cache asked first, its entries younger than ``cache_ttl`` (``None``: any age).
-    ``schema`` (``None``): a pydantic model class or a JSON schema (a dict) every answer must
-    follow, written into each request in its provider's form; ``Result.parsed`` holds the
-    validated answer, and one that breaks it is a ``SchemaError`` (docs/structured-outputs.md).
-    """
-
-    dedupe: bool
-    cache: bool
-    cache_ttl: timedelta | None
-    schema: type[BaseModel] | Mapping[str, Any] | None
-
-
-class PlanKeywords(SubmitKeywords, total=False):
-    """A plan's keywords: a submission's, and ``count_tokens`` (``False``), ``prices`` (``()``),
-    ``shard_size`` (``None``: a single job; a number: a run cut in shards of that many keys)."""
-
-    count_tokens: bool
-    prices: Iterable[Price]
-    shard_size: int | None
-
-
-class RunKeywords(SubmitKeywords, total=False):
-    """A run's keywords: a submission's, and ``shard_size`` (``DEFAULT_SHARD_SIZE``, 100,000) and
-    ``max_attempts`` (3)."""
-
-    shard_size: int
-    max_attempts: int
-
-
-def _checked(method: str, given: Mapping[str, object], kind: type) -> Mapping[str, Any]:
-    """``given`` if ``kind`` names each of its keywords, else the ``TypeError`` Python raises
-    for an unexpected keyword (a ``TypedDict`` is not checked at run time)."""
-    known = kind.__optional_keys__  # type: ignore[attr-defined]
-    for name in given:
-        if name not in known:
-            raise TypeError(f"{method}() got an unexpected keyword argument {name!r}")
-    return given
-
-
-@dataclass(frozen=True, slots=True)
-class SubmitOptions:
-    """The options of one submission (a submit, a plan, a run), built once by the entry point
-    that takes them as keywords and handed down whole.
-
-    ``dedupe``: equal requests staged and paid once. ``cache``: the answer cache asked first,
-    its entries younger than ``cache_ttl`` (``None``: any age). ``schema``: the answer schema,
-    checked as the options are built. The rest are checked where they are used, in the order
-    a submission checks its arguments.
-    """
-
-    dedupe: bool = False
-    cache: bool = False
-    cache_ttl: timedelta | None = None
-    schema: Schema | None = None
-
-    @classmethod
-    def of(
-        cls, method: str, given: Mapping[str, Any], kind: type = SubmitKeywords
-    ) -> SubmitOptions:
-        """The options among a method's keywords (``kind`` names what it takes)."""
-        given = _checked(method, given, kind)
-        return cls(
-            dedupe=given.get("dedupe", False),
-            cache=given.get("cache", False),
-            cache_ttl=given.get("cache_ttl"),
-            schema=schema_of(given.get("schema")),
-        )
 
 
 def submit(
@@ -141,16 +63,18 @@ def submit(
     check_id(id)
     check_model(model, provider)
     ttl = check_ttl(options.cache_ttl)
+    controls = options.controls(cloud.location)
+    staging = cloud.staging.keyed(controls.kms_key)  # every object written with the key
     row = PROVIDERS[provider]
     lines = staged_lines(requests, row.request, row.line, options.schema)
     if options.dedupe:
         lines = dedupe_lines(lines)
     amend = None
     if options.cache:
-        held, amend = answer_from_cache(cloud.staging, id, provider, model, lines, ttl)
+        held, amend = answer_from_cache(staging, id, provider, model, lines, ttl)
         lines = iter(held)
     return stage_and_submit(
-        cloud.staging,
+        staging,
         cloud.vertex,
         cloud.retry,
         id,
@@ -158,6 +82,7 @@ def submit(
         model,
         lines,
         amend=with_schema(amend, options.schema),
+        controls=controls,
     )
 
 
@@ -177,6 +102,8 @@ def plan(
     check_id(id)
     check_model(model, provider)
     ttl = check_ttl(options.cache_ttl)
+    controls = options.controls(cloud.location)  # checked as submit and run check them
+    cloud = replace(cloud, staging=cloud.staging.keyed(controls.kms_key))  # the key's cache
     dedupe, cache = options.dedupe, options.cache
     if shard_size is not None and (type(shard_size) is not int or shard_size < 1):
         raise InvalidRequestError(
@@ -192,7 +119,14 @@ def plan(
         check_run_id(id)
         # MAX_ATTEMPTS: the most digits a run's attempts take in its ledger.
         check_requests_fit(
-            id, provider, model, MAX_ATTEMPTS, len(held), shard_size, cloud.staging.limits
+            id,
+            provider,
+            model,
+            MAX_ATTEMPTS,
+            len(held),
+            shard_size,
+            cloud.staging.limits,
+            controls,
         )
     if shard_size is None:  # what the id already holds: a submit would return its job
         found = held_job(
@@ -205,6 +139,7 @@ def plan(
             dedupe=dedupe,
             cache=cache,
             schema=options.schema,
+            controls=controls,
         )
         if found is not None:
             job, cached = found
@@ -220,6 +155,7 @@ def plan(
             dedupe=dedupe,
             cache=cache,
             schema=options.schema,
+            controls=controls,
         )
         if run is not None:
             return submitted_plan(
@@ -364,6 +300,7 @@ def start_run(
 ) -> Run:
     """``run_claude`` and ``run_gemini``: check, then start (or rejoin) the run."""
     check_model(model, provider)
+    controls = options.controls(cloud.location)
     row = PROVIDERS[provider]
     return create_run(
         cloud,
@@ -378,6 +315,7 @@ def start_run(
         cache_ttl=check_ttl(options.cache_ttl),
         count=len(requests) if isinstance(requests, Sized) else None,
         schema=options.schema,
+        controls=controls,
     )
 
 
@@ -391,7 +329,7 @@ def planned(
     given: Mapping[str, Any],
 ) -> Plan:
     """``plan_claude`` / ``plan_gemini`` (named by ``method``) with their keywords ``given``."""
-    given = _checked(method, given, PlanKeywords)
+    given = checked(method, given, PlanKeywords)
     return plan(
         cloud,
         id,
@@ -415,7 +353,7 @@ def started(
     given: Mapping[str, Any],
 ) -> Run:
     """``run_claude`` / ``run_gemini`` (named by ``method``) with their keywords ``given``."""
-    given = _checked(method, given, RunKeywords)
+    given = checked(method, given, RunKeywords)
     return start_run(
         cloud,
         id,

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
+from ._controls import NO_CONTROLS, Controls
 from ._gcs.staging import JSONL, Staging
 from ._gcs.upload import SMALL_CHUNK
 from ._lines import StagedLine
@@ -29,7 +30,7 @@ from ._manifest import (
 from ._models import Provider
 from ._tracing import note, stepped
 
-__all__ = ["only_model_differs", "stage"]
+__all__ = ["only_job_settings_differ", "stage"]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -43,15 +44,18 @@ def stage(
     lines: Iterable[StagedLine],
     origin: str = PLAIN,
     amend: Callable[[Manifest], Manifest] | None = None,
+    controls: Controls = NO_CONTROLS,
 ) -> Manifest:
     """Stage the rows create-only and claim the id for them; stream, never hold all rows.
 
-    ``amend`` completes the manifest of the rows (the answers staged from the cache).
+    ``amend`` completes the manifest of the rows (the answers staged from the cache);
+    ``controls`` are the job controls the manifest claims the id with.
 
     Raises:
         InvalidRequestError: no rows, too many rows or bytes, a bad line, or the id is claimed
             for other rows (or by another origin). Nothing partial is left behind.
     """
+    staging = staging.keyed(controls.kms_key)
     folder = staging.folder(submission_id)
     rows = iter(lines)
     first = next(rows, None)  # validates the first line before any cloud call
@@ -74,7 +78,7 @@ def stage(
                 input_upload.write(line.data)
                 keys_upload.write(record)
         md5 = input_upload.md5_hex() if input_upload is not None else None
-        given = tally.manifest(provider, model, origin, md5)
+        given = replace(tally.manifest(provider, model, origin, md5), controls=controls)
         note({"vertexbatch.requests": tally.rows})
         if amend is not None:
             given = amend(given)
@@ -112,15 +116,17 @@ def stage(
 
 def _carry_on(staging: Staging, submission_id: str, staged: Manifest, given: Manifest) -> Manifest:
     """The manifest to go on with when the id already has one: the same rows carry on; the
-    same rows with another model replace a manifest Vertex refused; anything else conflicts."""
+    same rows with another model or other job controls replace a manifest Vertex refused;
+    anything else conflicts."""
     if staged.claims_same(given):
         return staged
-    if staged.rejected and only_model_differs(staged, given):
+    if staged.rejected and only_job_settings_differ(staged, given):
         if staging.replace_json(
             staging.folder(submission_id).name(MANIFEST), given.to_json(), staged.to_json()
         ):
             logger.info(
-                "id %s: Vertex refused model %s; its rows are now claimed for model %s",
+                "id %s: Vertex refused model %s (or its job controls); its rows are now claimed "
+                "for model %s",
                 submission_id,
                 staged.model,
                 given.model,
@@ -133,8 +139,9 @@ def _carry_on(staging: Staging, submission_id: str, staged: Manifest, given: Man
     raise claim_conflict(submission_id, staged, given)
 
 
-def only_model_differs(staged: Manifest, given: Manifest) -> bool:
-    return staged.claims_same(replace(given, model=staged.model))
+def only_job_settings_differ(staged: Manifest, given: Manifest) -> bool:
+    """Whether the rows are the same, only the model or the job controls differing."""
+    return staged.claims_same(replace(given, model=staged.model, controls=staged.controls))
 
 
 def _chain(first: StagedLine, rest: Iterator[StagedLine]) -> Iterator[StagedLine]:

@@ -14,6 +14,15 @@ from typing import TYPE_CHECKING
 
 from google.api_core import exceptions as api_exceptions
 
+from ._controls import (
+    ID_LABEL,
+    MARK_LABEL,
+    NO_CONTROLS,
+    NONCE_LABEL,
+    RESERVED_LABELS,
+    RUN_LABEL,
+    Controls,
+)
 from ._models import Job, Provider, Status
 from ._retry import RetryPolicy
 from ._rules import bare_model, id_label, publisher_path
@@ -27,23 +36,20 @@ if TYPE_CHECKING:
 __all__ = [
     "ENDED_STATES",
     "ID_LABEL",
+    "MARK_LABEL",
+    "NONCE_LABEL",
     "RUN_LABEL",
     "TERMINAL_STATES",
     "JobSpec",
     "Vertex",
+    "controls_of",
     "status_of",
 ]
 
 logger = logging.getLogger("vertexbatch")
 
-# The label of one create attempt's own fresh value: a submit tells the job its lost create made.
-NONCE_LABEL = "vertexbatch_nonce"
-
-# Labels on every job vertexbatch creates: one marks it as ours, one carries the submission id.
-MARK_LABEL = "vertexbatch"
-ID_LABEL = "vertexbatch_id"
-# The label a run puts on every attempt's job: the run's id, so one listing finds them all.
-RUN_LABEL = "vertexbatch_run"
+# vertexbatch's own labels (``_controls``): MARK_LABEL marks a job as ours, ID_LABEL carries the
+# submission id, NONCE_LABEL one create attempt's fresh value, RUN_LABEL a run's id.
 
 TERMINAL_STATES = frozenset(
     {
@@ -81,9 +87,15 @@ class JobSpec:
     input_uri: str
     output_prefix: str
     keys: int
+    controls: Controls = NO_CONTROLS
 
     def matches(self, job: BatchJob) -> bool:
-        """Whether a listed job was created for this spec (display name, input and output)."""
+        """Whether a listed job was created for this spec (display name, input, output and
+        job controls)."""
+        return self.writes_here(job) and controls_of(job) == self.controls
+
+    def writes_here(self, job: BatchJob) -> bool:
+        """Whether a job has this spec's display name, input and output (its controls aside)."""
         return (
             job.display_name == self.id
             and reads_input(job, self.input_uri)
@@ -101,6 +113,17 @@ class JobSpec:
             output_prefix=self.output_prefix,
             keys=self.keys,
         )
+
+
+def controls_of(job: BatchJob) -> Controls:
+    """A job's controls as Vertex holds them: its labels but vertexbatch's own, its CMEK key and
+    its service account."""
+    labels = tuple(sorted((k, v) for k, v in job.labels.items() if k not in RESERVED_LABELS))
+    return Controls(
+        labels=labels,
+        kms_key=str(job.encryption_spec.kms_key_name),
+        service_account=str(job.service_account),
+    )
 
 
 def reads_input(job: BatchJob, input_uri: str) -> bool:
@@ -183,12 +206,17 @@ class Vertex:
                 gcs_destination=aiplatform_v1.GcsDestination(output_uri_prefix=spec.output_prefix),
             ),
             labels={
+                **spec.controls.label_map(),
                 MARK_LABEL: "1",
                 ID_LABEL: id_label(spec.id),
                 **(labels or {}),
                 **({NONCE_LABEL: nonce} if nonce is not None else {}),
             },
         )
+        if spec.controls.kms_key:
+            job.encryption_spec = aiplatform_v1.EncryptionSpec(kms_key_name=spec.controls.kms_key)
+        if spec.controls.service_account:
+            job.service_account = spec.controls.service_account
         created: BatchJob = self._client.create_batch_prediction_job(
             parent=self.parent, batch_prediction_job=job, retry=None, timeout=self._timeout
         )

@@ -245,6 +245,21 @@ async def pay_once_everywhere(client: vb.Client) -> None:
     assert jobs and plans and runs and started.id
 
 
+async def job_controls_everywhere(client: vb.Client) -> None:
+    """The job controls, keyword-only, on submit, plan and run, blocking and async."""
+    claude = [vb.ClaudeRequest("k", {"max_tokens": 8, "messages": []})]
+    key = "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"
+    account = "runner@p.iam.gserviceaccount.com"
+    job: vb.Job = client.submit_claude(
+        "a", "claude-x", claude, labels={"team": "x"}, kms_key=key, service_account=account
+    )
+    plan: vb.Plan = client.plan_claude("a", "claude-x", claude, labels={"team": "x"}, kms_key=key)
+    run: vb.Run = client.run_claude("r", "claude-x", claude, service_account=account)
+    again: vb.Job = await client.aio.submit_claude("a", "claude-x", claude, labels={})
+    client.submit_claude("a", "claude-x", claude, labels=["team"])  # type: ignore[arg-type]
+    assert job and plan and run and again
+
+
 async def keywords_are_typed(client: vb.Client) -> None:
     """The keywords are a TypedDict unpacked: a misspelt or mistyped one is a type error, sync
     and async (each ignore below is needed, or mypy's strict unused-ignore check fails)."""

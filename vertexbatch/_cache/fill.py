@@ -109,6 +109,8 @@ class CacheFill:
 
     def _to_fill(self) -> bool:
         manifest = job_manifest(self._staging, self._job)
+        # A kms_key job's entries are written with its key, in that key's cache (``store``).
+        self._staging = self._staging.keyed(manifest.controls.kms_key)
         folder = self._staging.folder(self._job.id)
         return manifest.cache and not self._staging.exists(folder.name(FILLED))
 

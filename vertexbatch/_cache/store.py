@@ -3,6 +3,12 @@
 Layout, under the client's bucket and prefix (``_cache`` cannot be a submission id)::
 
     PREFIX/_cache/PROVIDER/MODEL/PP/TTTTTTTTTT-WRITER.jsonl
+    PREFIX/_cache/kms-KKKKKKKKKKKKKKKK/PROVIDER/MODEL/...   (a kms_key submission's)
+
+A submission with ``kms_key`` (its ``Staging`` keyed) reads and writes the cache of that key
+only, ``KKKKKKKKKKKKKKKK`` the first 16 hex digits of the key name's SHA-256, every object written
+with the key: its answers are never merged into an object written without it, nor read by a
+submission that does not name the key (whoever may use the key can still read them).
 
 ``PP`` is the first two hex digits of the exact digest (``_dedupe.exact_digest``; 256 shards),
 ``TTTTTTTTTT`` the Unix time the entries are dated by (a job's first fill: ``CacheFill``) and
@@ -35,6 +41,7 @@ fall back to the younger objects it named.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import time
@@ -159,8 +166,12 @@ class AnswerCache:
         self._ttl = ttl
         self._clock = clock
         folder = staging.folder(CACHE_FOLDER)
-        self._path = folder.name(f"{provider}/{model}")
-        self.uri = folder.uri(f"{provider}/{model}")
+        space = f"{provider}/{model}"
+        if staging.kms_key:  # a key's answers live apart, every object written with it
+            digest = hashlib.sha256(staging.kms_key.encode()).hexdigest()[:16]
+            space = f"kms-{digest}/{space}"
+        self._path = folder.name(space)
+        self.uri = folder.uri(space)
 
     def lookup(self, digests: Iterable[str], *, compact: bool = False) -> dict[str, Entry]:
         """The entries the cache holds for ``digests`` (the newest of each), read shard by shard.

@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .._config import Config, build_client
+from .._config import Config, build_client, read_config
 from .._providers import of_model
 from .doctor import (
+    CLOUD_SCOPE,
     DEFAULT_MODELS,
     Check,
     check_bucket,
@@ -25,7 +26,13 @@ from .doctor import (
     check_vertex,
     on_local_stack,
 )
-from .doctor_access import check_bucket_location, check_job_create, check_service_agent
+from .doctor_access import (
+    check_bucket_location,
+    check_job_create,
+    check_service_agent,
+    project_number,
+)
+from .doctor_controls import Session, check_kms_key, check_service_account
 
 if TYPE_CHECKING:
     from google.cloud import aiplatform_v1, resourcemanager_v3, storage
@@ -92,11 +99,55 @@ def run_checks(
     *,
     models: Sequence[str] = (),
     retry: RetryPolicy | None = None,
+    kms_key: str | None = None,
+    service_account: str | None = None,
+    session: Session | None = None,
 ) -> list[Check]:
     """Every check in order; one that needs an earlier one's success is skipped, saying why.
 
     ``models``: the models the ``model`` check looks up (``DEFAULT_MODELS`` when empty).
+    ``kms_key``, ``service_account``: the job controls to check too (``kms-key``,
+    ``service-account``, last), through ``session`` (by default an ``AuthorizedSession`` with
+    application default credentials; none on the local stack, which serves neither API).
     """
+    checks = _run_checks(env, flags, models, retry)
+    controls = [
+        (name, value)
+        for name, value in (("kms-key", kms_key), ("service-account", service_account))
+        if value is not None
+    ]
+    if not controls:
+        return checks
+    by_name = {check.check: check for check in checks}
+    if by_name["configuration"].result == "fail" or by_name["credentials"].result == "fail":
+        why = "needs the configuration" if by_name["configuration"].result == "fail" else None
+        return checks + [Check(name, "skip", why or "needs credentials") for name, _ in controls]
+    config = read_config(env, flags)
+    if session is None and not on_local_stack(config):
+        import google.auth
+        from google.auth.transport.requests import AuthorizedSession
+
+        credentials, _ = google.auth.default(scopes=[CLOUD_SCOPE])
+        session = AuthorizedSession(credentials)  # type: ignore[no-untyped-call]
+    if kms_key is not None:
+        number = None
+        if session is not None:
+            try:
+                number = project_number(lookups(config).projects, config.project)
+            except Exception:  # the check says it cannot tell
+                number = None
+        checks.append(check_kms_key(session, kms_key, config.location, number))
+    if service_account is not None:
+        checks.append(check_service_account(session, service_account))
+    return checks
+
+
+def _run_checks(
+    env: Mapping[str, str],
+    flags: Mapping[str, str | None] | None,
+    models: Sequence[str],
+    retry: RetryPolicy | None,
+) -> list[Check]:
     from .._client import Client, cloud_of
     from .._retry import RetryPolicy
 

@@ -45,6 +45,7 @@ from .._errors import WaitTimeout
 from .._models import Job, Result, Status
 from .._providers import COMMANDS, by_command
 from .._wait import wait
+from .cli_controls import control_options
 from .cli_doctor import doctor
 from .cli_local import demo, emulator
 from .cli_options import (
@@ -174,6 +175,7 @@ def main() -> None:
 @click.option("--id", "submission_id", required=True, help="Submission id (idempotency key).")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pay_options
+@control_options
 @file_argument
 @cloud_command
 def submit(

@@ -21,9 +21,23 @@ __all__ = ["doctor"]
     help="A bare Vertex model id to look up (repeatable; default: claude-opus-5-5@default "
     "and gemini-3.8-flash).",
 )
+@click.option(
+    "--kms-key",
+    metavar="NAME",
+    default=None,
+    help="Check this Cloud KMS key too: it exists and the Vertex AI service agent may use it.",
+)
+@click.option(
+    "--service-account",
+    metavar="EMAIL",
+    default=None,
+    help="Check this service account too: it exists and you may act as it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a list of {check, result, detail}.")
 @cloud_command
-def doctor(models: tuple[str, ...], as_json: bool) -> None:
+def doctor(
+    models: tuple[str, ...], kms_key: str | None, service_account: str | None, as_json: bool
+) -> None:
     """Check the configuration, credentials, Vertex, the bucket and the models before a first job.
 
     One line per check: ok, warn, fail or skip, its name, and for warn and fail the fix; warn
@@ -33,7 +47,13 @@ def doctor(models: tuple[str, ...], as_json: bool) -> None:
     from .._checks.doctor import failed
     from .._checks.doctor_run import run_checks
 
-    checks = run_checks(os.environ, config_flags(), models=models)
+    checks = run_checks(
+        os.environ,
+        config_flags(),
+        models=models,
+        kms_key=kms_key,
+        service_account=service_account,
+    )
     if as_json:
         click.echo(json.dumps([check.to_dict() for check in checks]))
     else:

@@ -15,9 +15,9 @@ import click
 from .._client import Client
 from .._errors import InvalidRequestError
 from .._estimate import Plan
-from .._operations import SubmitOptions
 from .._providers import by_command
 from .._schema import Schema, schema_of
+from .._submit_options import SubmitOptions
 from .cli_options import Seconds
 
 __all__ = ["PayOnce", "echo_plan", "pay_options", "plan_lines", "plan_of"]

@@ -15,6 +15,7 @@ from .._client import Client
 from .._errors import InvalidRequestError
 from .._providers import COMMANDS, by_command
 from .._runs.run import DEFAULT_SHARD_SIZE, Run, RunSummary
+from .cli_controls import control_options
 from .cli_options import cloud_client, cloud_command, file_argument
 from .cli_plan import PayOnce, echo_plan, pay_options, plan_of
 from .cli_render import (
@@ -96,6 +97,7 @@ def run_group() -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @pay_options
+@control_options
 @file_argument
 @cloud_command
 def run_submit(

@@ -64,6 +64,8 @@ class Session:
         params = {"uploadType": "resumable", "ifGenerationMatch": "0"}
         if blob.user_project is not None:
             params["userProject"] = blob.user_project
+        if blob.kms_key_name is not None:  # written with the caller's CMEK key, as the client does
+            params["kmsKeyName"] = blob.kms_key_name
         response = self._request(
             "POST",
             f"{hostname}/upload/storage/v1{blob.bucket.path}/o",

@@ -10,12 +10,14 @@ Layout under ``gs://BUCKET/PREFIX/ID/``::
 
 Every object is written create-only (``if_generation_match=0``, see ``_upload``), so nothing
 staged is ever overwritten, and a partial stream is never finalised (its session is cancelled).
+A ``Staging`` made by ``keyed`` writes every object with a Cloud KMS key (``kmsKeyName``).
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -103,6 +105,7 @@ class Staging:
         self._upload_chunk = upload_chunk
         self._single_request_limit = single_request_limit
         self.limits = limits
+        self.kms_key = ""  # the Cloud KMS key every object is written with ("": the bucket's)
 
     def with_sizes(
         self,
@@ -125,17 +128,26 @@ class Staging:
                 self._single_request_limit if single_request_limit is None else single_request_limit
             ),
             limits=self.limits if limits is None else limits,
-        )
+        ).keyed(self.kms_key)
+
+    def keyed(self, kms_key: str) -> Staging:
+        """This staging, writing every object with ``kms_key`` ("": the bucket's default)."""
+        if kms_key == self.kms_key:
+            return self
+        other = copy.copy(self)
+        other.kms_key = kms_key
+        return other
 
     def folder(self, submission_id: str) -> Folder:
         path = f"{self._prefix}/{submission_id}" if self._prefix else submission_id
         return Folder(self._bucket.name, path)
 
     def _blob(self, uri_or_name: str, generation: int | None = None) -> storage.Blob:
+        key = self.kms_key or None  # google-cloud-storage sends it as kmsKeyName on writes
         if uri_or_name.startswith("gs://"):
             bucket, name = parse_gs_uri(uri_or_name)
-            return self._client.bucket(bucket).blob(name, generation=generation)
-        return self._bucket.blob(uri_or_name, generation=generation)
+            return self._client.bucket(bucket).blob(name, generation=generation, kms_key_name=key)
+        return self._bucket.blob(uri_or_name, generation=generation, kms_key_name=key)
 
     def upload(
         self,

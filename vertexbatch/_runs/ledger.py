@@ -2,7 +2,8 @@
 
 ::
 
-    PREFIX/RUN/run.json            the ledger: provider, model, max attempts, shard ids and sizes
+    PREFIX/RUN/run.json            the ledger: provider, model, max attempts, shard ids and sizes,
+                                   the job controls (written only when set)
     PREFIX/RUN.s0/done.json        shard 0's final outcome counts, once it is finished
 
 Both are written create-only and may have been edited by hand since: every field read back is
@@ -15,6 +16,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .._controls import NO_CONTROLS, Controls
 from .._errors import InvalidRequestError
 from .._gcs.staging import Staging
 from .._models import Provider
@@ -89,6 +91,8 @@ class Ledger:
 
     ``labelled``: its attempts' jobs carry the run's label (every run started since the label
     came); ``False`` for a run started before, whose jobs are found one attempt at a time.
+    ``controls``: the job controls every attempt's job is created with (and every object of the
+    run written with, for a CMEK key).
     """
 
     id: str
@@ -97,9 +101,10 @@ class Ledger:
     max_attempts: int
     shards: tuple[Shard, ...]
     labelled: bool = False
+    controls: Controls = NO_CONTROLS
 
     def to_json(self) -> dict[str, object]:
-        return {
+        data: dict[str, object] = {
             "format": LABELLED_FORMAT if self.labelled else FORMAT,
             "id": self.id,
             "provider": self.provider,
@@ -107,6 +112,9 @@ class Ledger:
             "max_attempts": self.max_attempts,
             "shards": [{"id": s.id, "keys": s.keys} for s in self.shards],
         }
+        if not self.controls.empty:
+            data["controls"] = self.controls.to_json()
+        return data
 
     @classmethod
     def from_json(cls, data: object, run_id: str, where: str) -> Ledger:
@@ -147,7 +155,13 @@ class Ledger:
                 )
             shards.append(Shard(entry["id"], entry["keys"]))
         labelled = data.get("format") == LABELLED_FORMAT
-        return cls(run_id, provider, model, attempts, tuple(shards), labelled)
+        try:
+            controls = Controls.from_json(data["controls"]) if "controls" in data else NO_CONTROLS
+        except ValueError as exc:
+            raise bad(str(exc)) from None
+        if "controls" in data and controls.empty:
+            raise bad("'controls' is written only when some are set")
+        return cls(run_id, provider, model, attempts, tuple(shards), labelled, controls)
 
 
 def _encoded(ledger: Ledger) -> bytes:
@@ -156,16 +170,24 @@ def _encoded(ledger: Ledger) -> bytes:
 
 
 def ledger_size(
-    run_id: str, provider: Provider, model: str, max_attempts: int, shards: int, max_keys: int
+    run_id: str,
+    provider: Provider,
+    model: str,
+    max_attempts: int,
+    shards: int,
+    max_keys: int,
+    controls: Controls = NO_CONTROLS,
 ) -> int:
-    """The bytes of the ledger of ``shards`` shards of at most ``max_keys`` keys each, as
-    ``write_ledger`` writes it: exact when every shard holds ``max_keys``, else an upper bound."""
+    """The bytes of the ledger of ``shards`` shards of at most ``max_keys`` keys each (and
+    ``controls``), as ``write_ledger`` writes it: exact when every shard holds ``max_keys``,
+    else an upper bound."""
     if shards < 1 or max_keys < 1:
         raise ValueError(f"a ledger has shards of keys, not {shards} shards of {max_keys}")
 
     def of(n: int) -> int:
         listed = tuple(Shard(f"{run_id}.s{i}", max_keys) for i in range(n))
-        return len(_encoded(Ledger(run_id, provider, model, max_attempts, listed, True)))
+        ledger = Ledger(run_id, provider, model, max_attempts, listed, True, controls)
+        return len(_encoded(ledger))
 
     one = of(1)
     # Each further shard adds the same entry, but for the digits of its index (1 in shard 1's).
@@ -184,6 +206,7 @@ def max_shards(
     max_attempts: int,
     max_keys: int,
     limits: Limits,
+    controls: Controls = NO_CONTROLS,
 ) -> int:
     """The most shards of at most ``max_keys`` keys a run's ledger can hold
     (``limits.record_bytes``)."""
@@ -191,7 +214,8 @@ def max_shards(
     low, high = 0, most  # every shard's entry takes more than a byte
     while low < high:
         mid = (low + high + 1) // 2
-        if ledger_size(run_id, provider, model, max_attempts, mid, max_keys) <= most:
+        size = ledger_size(run_id, provider, model, max_attempts, mid, max_keys, controls)
+        if size <= most:
             low = mid
         else:
             high = mid - 1
@@ -209,16 +233,18 @@ def check_ledger_size(
     *,
     why: str = "",
     then: str = "",
+    controls: Controls = NO_CONTROLS,
 ) -> None:
-    """Raise unless the ledger of ``shards`` shards of ``shard_size`` keys can be read back.
+    """Raise unless the ledger of ``shards`` shards of ``shard_size`` keys (and ``controls``)
+    can be read back.
 
     ``why`` says how the number of shards is known, at the start of the message; ``then``
     ends it.
     """
-    size = ledger_size(run_id, provider, model, max_attempts, shards, shard_size)
+    size = ledger_size(run_id, provider, model, max_attempts, shards, shard_size, controls)
     if size <= limits.record_bytes:
         return
-    most = max_shards(run_id, provider, model, max_attempts, shard_size, limits)
+    most = max_shards(run_id, provider, model, max_attempts, shard_size, limits, controls)
     raise InvalidRequestError(
         f"{why or f'{shards:,} shards'}: the ledger of run {run_id!r} would be {size:,} bytes, "
         f"over the {limits.record_bytes:,} a ledger may be, as it is read back whole (it holds at "
@@ -236,6 +262,7 @@ def check_requests_fit(
     count: int,
     shard_size: int,
     limits: Limits,
+    controls: Controls = NO_CONTROLS,
 ) -> None:
     """Raise unless ``count`` requests, cut in shards of ``shard_size``, fit a ledger that can be
     read back (known before they are read when they are a list: checked before any call)."""
@@ -251,6 +278,7 @@ def check_requests_fit(
         shard_size,
         limits,
         why=f"{count:,} requests in shards of {shard_size:,} make at least {at_least:,} shards",
+        controls=controls,
     )
 
 

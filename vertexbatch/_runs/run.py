@@ -27,7 +27,7 @@ until they end. Results passes read each shard (``_run_read``): they read its ou
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -87,6 +87,8 @@ class Run:
     """A run of many requests over shards and attempts; see the module docstring."""
 
     def __init__(self, cloud: Cloud, ledger: Ledger) -> None:
+        # With a CMEK key, every object of the run (records, online answers) is written with it.
+        cloud = replace(cloud, staging=cloud.staging.keyed(ledger.controls.kms_key))
         self._cloud = cloud
         self._ledger = ledger
         self.id = ledger.id

@@ -8,10 +8,12 @@ is written. ``open_run`` rebuilds a run from its ledger alone.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
 from datetime import timedelta
 
 from .._cache.submission import answer_from_cache, record_cached
 from .._cloud import Cloud
+from .._controls import NO_CONTROLS, Controls
 from .._dedupe import dedupe as dedupe_lines
 from .._errors import InvalidRequestError
 from .._identity import stage
@@ -81,6 +83,7 @@ def create_run(
     cache_ttl: timedelta | None = None,
     count: int | None = None,
     schema: Schema | None = None,
+    controls: Controls = NO_CONTROLS,
 ) -> Run:
     """Stage every shard, write the ledger, and take the first ``advance`` step.
 
@@ -89,7 +92,9 @@ def create_run(
     cache does not hold (a shard it answers whole gets no job), and ``Run.results`` fills the
     cache with the ok answers of each finished shard. ``count``: the number of requests, when
     known before they are read (a list), so that a run of more shards than its ledger can hold
-    is refused before any cloud call, not only once that many shards are cut.
+    is refused before any cloud call, not only once that many shards are cut. ``controls``
+    (checked) go in the ledger, every shard's manifest and every attempt's job; a rejoin with
+    other controls is refused.
     """
     check_run_id(run_id)
     if type(shard_size) is not int or shard_size < 1:
@@ -103,12 +108,13 @@ def create_run(
         )
     if count is not None:  # a ledger too big to read back: refused before anything is staged
         check_requests_fit(
-            run_id, provider, model, max_attempts, count, shard_size, cloud.staging.limits
+            run_id, provider, model, max_attempts, count, shard_size, cloud.staging.limits, controls
         )
     # The first request is checked before any cloud call.
     cutter = _Shards(lines, shard_size, cloud.staging.limits, dedupe)
     if not cutter.more():
         raise InvalidRequestError(f"no requests for run {run_id!r}", field="requests")
+    cloud = replace(cloud, staging=cloud.staging.keyed(controls.kms_key))
     staging = cloud.staging
     existing = read_ledger(staging, run_id)
     if existing is not None:
@@ -124,6 +130,7 @@ def create_run(
             cache,
             cache_ttl,
             schema,
+            controls,
         )
         ledger = existing
     else:
@@ -145,13 +152,14 @@ def create_run(
                     f" and a new run id (its first {len(shards):,} shards were staged before "
                     "the number of requests was known: pass a list to have it checked first)"
                 ),
+                controls=controls,
             )
             shard_id = f"{run_id}.s{len(shards)}"
             try:
                 lines, amend = _from_cache(
                     cloud, shard_id, provider, model, cutter.take(), cache, cache_ttl, schema
                 )
-                manifest = stage(staging, shard_id, provider, model, lines, origin, amend)
+                manifest = stage(staging, shard_id, provider, model, lines, origin, amend, controls)
             except InvalidRequestError as exc:
                 staged = read_manifest(staging, shard_id) if exc.field == "id" else None
                 if exc.field != "id" or (staged is not None and staged.origin != origin):
@@ -169,7 +177,9 @@ def create_run(
                 # ended without reading every shard's manifest (``_run_records``).
                 record_cached(staging, manifest.spec(shard_id, staging.folder(shard_id)), manifest)
             shards.append(Shard(shard_id, manifest.key_count))
-        ledger = Ledger(run_id, provider, model, max_attempts, tuple(shards), labelled=True)
+        ledger = Ledger(
+            run_id, provider, model, max_attempts, tuple(shards), True, controls=controls
+        )
         if not write_ledger(staging, ledger):
             raise _other_run(run_id)
     run = Run(cloud, ledger)
@@ -207,6 +217,7 @@ def held_run(
     dedupe: bool = False,
     cache: bool = False,
     schema: Schema | None = None,
+    controls: Controls = NO_CONTROLS,
 ) -> tuple[Ledger, int, list[Shard]] | None:
     """The run starting ``lines`` under ``run_id`` would rejoin (a plan's question), how
     many of its keys the cache answered, and its shards not finished yet; read-only. ``None``
@@ -217,6 +228,7 @@ def held_run(
             starting these would be refused, with the same message.
     """
     check_run_id(run_id)
+    cloud = replace(cloud, staging=cloud.staging.keyed(controls.kms_key))
     ledger = read_ledger(cloud.staging, run_id)
     if ledger is None:
         return None
@@ -233,6 +245,7 @@ def held_run(
         cache,
         None,
         schema,
+        controls,
     )
     cached = sum(manifest.cached for manifest in staged)
     pending = [shard for shard in ledger.shards if read_done(cloud.staging, shard) is None]
@@ -250,6 +263,7 @@ def _check_rejoin(
     cache: bool = False,
     cache_ttl: timedelta | None = None,
     schema: Schema | None = None,
+    controls: Controls = NO_CONTROLS,
 ) -> list[Manifest]:
     """Raise unless these rows are the staged run's rows; reads only, stages nothing. Returns
     the shards' manifests.
@@ -276,6 +290,12 @@ def _check_rejoin(
             f"run {run!r} was staged with at most {ledger.max_attempts} attempts per key, not "
             f"{max_attempts}: rejoin it with {ledger.max_attempts}, or use a new run id",
         )
+    if ledger.controls != controls:
+        raise _other_run(
+            run,
+            f"run {run!r} was started with {ledger.controls.difference(controls)}: rejoin it "
+            "with the job controls it started with, or use a new run id",
+        )
     # The ledger does not say whether the run used the answer cache; its first shard does.
     first = read_manifest(cloud.staging, ledger.shards[0].id)
     if first is not None and first.cache != cache:
@@ -292,7 +312,10 @@ def _check_rejoin(
         lines, amend = _from_cache(
             cloud, shard.id, provider, model, cutter.take(), cache, cache_ttl, schema
         )
-        given = measure(shard.id, provider, model, lines, cloud.staging.limits, run_origin(run))
+        given = replace(
+            measure(shard.id, provider, model, lines, cloud.staging.limits, run_origin(run)),
+            controls=controls,
+        )
         if amend is not None:
             given = amend(given)
         staged = read_manifest(cloud.staging, shard.id)

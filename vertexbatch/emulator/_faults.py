@@ -8,8 +8,10 @@ with `wait_blocked` to learn that a call is held: a test can then kill the calle
 point). Job faults apply to jobs created from now on whose display name matches (None matches
 every job): `list_lag`, `hold` (QUEUED, PENDING, RUNNING or PAUSED until released), `fail_job`,
 `late_cancel` (a cancel that comes too late: CANCELLING, then SUCCEEDED or FAILED). `deny`
-takes permissions out of Resource Manager's testIamPermissions answers. `reset`
-clears everything and releases held jobs and calls.
+takes permissions out of Resource Manager's testIamPermissions answers. `refuse_key` and
+`refuse_account` make a create naming that CMEK key or service account fail as Vertex fails one
+whose service agent may not use the key (400 FAILED_PRECONDITION) or whose caller may not act as
+the account (403 PERMISSION_DENIED). `reset` clears everything and releases held jobs and calls.
 """
 
 from __future__ import annotations
@@ -100,6 +102,11 @@ class _Block:
     drop: bool = False
 
 
+def _status_of(code: int) -> str:
+    """The gRPC status a refused key or account's create carries with this HTTP code."""
+    return {403: "PERMISSION_DENIED", 404: "NOT_FOUND"}.get(code, "FAILED_PRECONDITION")
+
+
 def _check_op(op: str) -> None:
     if op not in OPS:
         raise ValueError(f"op must be one of {sorted(OPS)}")
@@ -122,6 +129,40 @@ class Faults:
         self._late_cancels: list[tuple[str | None, LateCancel]] = []
         self._release_listeners: list[Callable[[str | None], None]] = []
         self._denied: set[str] = set()
+        self._refused_keys: dict[str, tuple[int, str]] = {}
+        self._refused_accounts: dict[str, tuple[int, str]] = {}
+
+    def refuse_key(self, kms_key_name: str, status: int = 400) -> None:
+        """Every create whose `encryptionSpec.kmsKeyName` is this key fails with `status`
+        (400 FAILED_PRECONDITION by default: the Vertex AI service agent may not use it)."""
+        with self._lock:
+            self._refused_keys[kms_key_name] = (status, _status_of(status))
+
+    def refuse_account(self, service_account: str, status: int = 403) -> None:
+        """Every create whose `serviceAccount` is this account fails with `status` (403
+        PERMISSION_DENIED by default: the caller may not act as it)."""
+        with self._lock:
+            self._refused_accounts[service_account] = (status, _status_of(status))
+
+    def refusal(self, kms_key_name: str, service_account: str) -> tuple[int, str, str] | None:
+        """The (code, status, message) a create with this key and account fails with, if any."""
+        with self._lock:
+            key = self._refused_keys.get(kms_key_name) if kms_key_name else None
+            account = self._refused_accounts.get(service_account) if service_account else None
+        if key is not None:
+            return (
+                *key,
+                f"Failed to use the Cloud KMS key {kms_key_name}: the Vertex AI service agent "
+                "does not have permission 'cloudkms.cryptoKeyVersions.useToEncrypt' on it, or "
+                "the key is disabled or does not exist.",
+            )
+        if account is not None:
+            return (
+                *account,
+                f"Permission 'iam.serviceAccounts.actAs' denied on service account "
+                f"{service_account} (or it may not exist).",
+            )
+        return None
 
     def deny(self, *permissions: str) -> None:
         """Resource Manager's testIamPermissions on the project leaves these out from now on
@@ -292,6 +333,8 @@ class Faults:
             self._failures.clear()
             self._late_cancels.clear()
             self._denied.clear()
+            self._refused_keys.clear()
+            self._refused_accounts.clear()
         self.unblock()
         self.release(None)
 

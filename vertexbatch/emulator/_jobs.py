@@ -135,6 +135,10 @@ class JobRecord:
         out["updateTime"] = rfc3339(self.update_time)
         if spec.labels:
             out["labels"] = dict(spec.labels)
+        if spec.kms_key_name:
+            out["encryptionSpec"] = {"kmsKeyName": spec.kms_key_name}
+        if spec.service_account:
+            out["serviceAccount"] = spec.service_account
         out["modelVersionId"] = "1"
         return out
 

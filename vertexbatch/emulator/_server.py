@@ -218,6 +218,9 @@ class Service:
                 location=location,
                 catalogue=store.catalogue,
             )
+            refused = store.faults.refusal(spec.kms_key_name, spec.service_account)
+            if refused is not None:
+                raise ApiError(refused[0], refused[2], refused[1])
             return store.create(location, spec)
         if op == "list":
             size_text = (query.get("pageSize") or query.get("page_size") or ["0"])[0]

@@ -2,8 +2,9 @@
 
 The checks of `batchPredictionJobs.create`'s JSON: display name, publisher model (in the stack's
 model catalogue, and whether the location serves it), input and output configuration (gs:// URIs,
-jsonl only) and labels (at most 64, in Google's label syntax). A bad body raises the ApiError
-Vertex answers with.
+jsonl only), labels (at most 64, in Google's label syntax), the CMEK key
+(`encryptionSpec.kmsKeyName`: a Cloud KMS key resource name in the job's location) and the
+service account (an email of one). A bad body raises the ApiError Vertex answers with.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ __all__ = ["JobSpec", "parse_create_body"]
 
 _MODEL = re.compile(r"^(?:projects/[^/]+/locations/[^/]+/)?publishers/([^/]+)/models/([^/]+)$")
 _DEFAULT_CATALOGUE = Catalogue()
+_KMS_KEY = re.compile(
+    r"projects/[^/\s]+/locations/(?P<location>[^/\s]+)/keyRings/[A-Za-z0-9_-]{1,63}"
+    r"/cryptoKeys/[A-Za-z0-9_-]{1,63}"
+)
+_SERVICE_ACCOUNT = re.compile(r"[a-z0-9][a-z0-9._-]*@[a-z0-9][a-z0-9.:-]*gserviceaccount\.com")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +41,8 @@ class JobSpec:
     output_prefix: str
     predictions_format: str
     labels: dict[str, str]
+    kms_key_name: str = ""
+    service_account: str = ""
 
 
 def _label_ok(text: str, *, key: bool) -> bool:
@@ -104,6 +112,15 @@ def parse_create_body(
             "lowercase letters, numeric characters, underscores and dashes; keys must start "
             "with a letter."
         )
+    kms_key_name = _kms_key_name(body.get("encryptionSpec"), location)
+    service_account = body.get("serviceAccount", "")
+    if not isinstance(service_account, str) or (
+        service_account and not _SERVICE_ACCOUNT.fullmatch(service_account)
+    ):
+        raise bad_request(
+            f"BatchPredictionJob.service_account {str(service_account)[:100]!r} is not a valid "
+            "service account email."
+        )
     match = _MODEL.match(model)
     if match is None:
         raise bad_request("BatchPredictionJob.model must name a publisher model.")
@@ -124,4 +141,29 @@ def parse_create_body(
         output_prefix=prefix,
         predictions_format=predictions_format,
         labels=dict(labels),
+        kms_key_name=kms_key_name,
+        service_account=service_account,
     )
+
+
+def _kms_key_name(spec: Any, location: str) -> str:
+    """The create's CMEK key ("" for none), checked as Vertex checks it."""
+    if spec is None:
+        return ""
+    key = spec.get("kmsKeyName", "") if isinstance(spec, dict) else None
+    if not isinstance(key, str):
+        raise bad_request("BatchPredictionJob.encryption_spec.kms_key_name must be a string.")
+    if not key:
+        return ""
+    match = _KMS_KEY.fullmatch(key)
+    if match is None:
+        raise bad_request(
+            f"Invalid KMS key name {key[:200]!r}: it must be of the form "
+            "projects/*/locations/*/keyRings/*/cryptoKeys/*."
+        )
+    if match.group("location") != location:
+        raise bad_request(
+            f"KMS key {key!r} is in location {match.group('location')!r}, but the resource is "
+            f"in {location!r}: the key must be in the same region as the resource."
+        )
+    return key
