@@ -415,3 +415,68 @@ with LocalStack() as stack:
     hint = "the local stack's BigQuery needs pip install 'vertexbatch[bigquery-local]'"
     assert f"start: {hint} (missing: bqemulator)" in done.stdout, done.stdout + done.stderr
     assert done.stdout.rstrip().endswith(f": {hint}"), done.stdout + done.stderr
+
+
+def test_emulator_command_exports_bigquery(tmp_path: Any) -> None:
+    """`vertexbatch emulator --bigquery` exports BIGQUERY_EMULATOR_HOST, the stack answers there,
+    and SIGTERM stops bqemulator with the rest."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env_file = tmp_path / "stack.env"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vertexbatch",
+            "emulator",
+            "--bigquery",
+            "--env-file",
+            str(env_file),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not env_file.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        text = env_file.read_text()
+        exports = dict(
+            line.removeprefix("export ").split("=", 1)
+            for line in text.splitlines()
+            if line.startswith("export ")
+        )
+        host = exports["BIGQUERY_EMULATOR_HOST"]
+        assert host.startswith("http://127.0.0.1:")
+        assert exports["VERTEXBATCH_BIGQUERY_STORAGE_HOST"].startswith("127.0.0.1:")
+        from google.auth.credentials import AnonymousCredentials
+
+        os.environ["BIGQUERY_EMULATOR_HOST"] = host
+        try:
+            client = bigquery.Client(project="local-project", credentials=AnonymousCredentials())
+            assert list(client.list_datasets()) == []
+            client.close()
+        finally:
+            del os.environ["BIGQUERY_EMULATOR_HOST"]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert not env_file.exists()
+
+
+def test_stop_ends_bqemulator() -> None:
+    """Stopping the stack ends its bqemulator process and frees its ports."""
+    import os
+
+    stack = LocalStack(bigquery=True).start()
+    pid = stack.bigquery_pid
+    stack.stop()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    with pytest.raises(RuntimeError):
+        stack.bigquery_client()
