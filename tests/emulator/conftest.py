@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from tests.lab import Lab
-from vertexbatch.emulator import LocalStack
+from vertexbatch.emulator import JobOptions, LocalStack
 
 
 @pytest.fixture
@@ -18,3 +20,21 @@ def lab(stack: LocalStack, bucket: str) -> Lab:
 def lab_factory() -> type[Lab]:
     """The Lab helper class, for tests that start a LocalStack of their own."""
     return Lab
+
+
+@pytest.fixture(scope="session")
+def bigquery_local() -> Iterator[LocalStack]:
+    """One stack with BigQuery (bqemulator) for the session's BigQuery tests."""
+    with LocalStack(bigquery=True) as stack:
+        yield stack
+
+
+@pytest.fixture
+def bq_stack(bigquery_local: LocalStack) -> Iterator[LocalStack]:
+    """The BigQuery stack, its faults and job options reset around the test."""
+    bigquery_local.faults.reset()
+    bigquery_local.set_job_options(JobOptions())
+    yield bigquery_local
+    bigquery_local.faults.reset()
+    bigquery_local.settle()
+    bigquery_local.set_job_options(JobOptions())

@@ -186,8 +186,9 @@ def test_claude_concurrency_cap(lab: Any) -> None:
         ({"inputConfig": {"instancesFormat": "jsonl", "gcsSource": {"uris": ["/tmp/x"]}}}, "gs://"),
         (
             {"inputConfig": {"instancesFormat": "bigquery", "gcsSource": {"uris": ["gs://a/b"]}}},
-            "jsonl",
+            "bigquery_source",
         ),
+        ({"inputConfig": {"instancesFormat": "csv", "gcsSource": {"uris": ["gs://a/b"]}}}, "jsonl"),
         ({"outputConfig": None}, "output_uri_prefix"),
         ({"outputConfig": {"gcsDestination": {}}}, "output_uri_prefix"),
         ({"labels": {"Bad": "x"}}, "Label"),

@@ -45,6 +45,12 @@ _port = click.IntRange(0, 65535)
     type=click.Path(dir_okay=False, exists=True),
     help="Behave as this `vertexbatch probe` report says the real service did.",
 )
+@click.option(
+    "--bigquery",
+    is_flag=True,
+    help="Also run BigQuery (bqemulator; needs pip install 'vertexbatch[bigquery-local]'); "
+    "exports BIGQUERY_EMULATOR_HOST, which google-cloud-bigquery reads.",
+)
 @verbose
 def emulator(
     bucket: str,
@@ -53,6 +59,7 @@ def emulator(
     gcs_port: int,
     env_file: str | None,
     probe_report: str | None,
+    bigquery: bool,
 ) -> None:
     """Run the local stack (GCS + Vertex) until Ctrl-C or SIGTERM; print its environment.
 
@@ -80,9 +87,12 @@ def emulator(
             gcs_port=gcs_port,
             env_file=env_file,
             probe_report=probe_report,
+            bigquery=bigquery,
         )
     except ValueError as exc:  # not a probe report
         raise Fail(ExitCode.USAGE, f"--probe-report: {exc}") from None
+    except RuntimeError as exc:  # --bigquery without the extra, or bqemulator did not start
+        raise Fail(ExitCode.USAGE, f"--bigquery: {exc}") from None
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:
             raise

@@ -1,5 +1,6 @@
 """`python -m vertexbatch.emulator [--bucket NAME] [--row-seconds S] [--port N] [--gcs-port N]
-[--env-file PATH] [--probe-report PATH]`: the stack, as `vertexbatch emulator` runs it."""
+[--env-file PATH] [--probe-report PATH] [--bigquery]`: the stack, as `vertexbatch emulator` runs
+it."""
 
 from __future__ import annotations
 
@@ -28,6 +29,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--probe-report", help="behave as this `vertexbatch probe` report says the service did"
     )
+    parser.add_argument(
+        "--bigquery",
+        action="store_true",
+        help="also run BigQuery (bqemulator; pip install 'vertexbatch[bigquery-local]')",
+    )
     args = parser.parse_args(argv)
     try:
         run_foreground(
@@ -37,8 +43,9 @@ def main(argv: list[str] | None = None) -> None:
             gcs_port=args.gcs_port,
             env_file=args.env_file,
             probe_report=args.probe_report,
+            bigquery=args.bigquery,
         )
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RuntimeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         parser.exit(2, f"{parser.prog}: cannot start the local stack: {reason}\n")
 

@@ -45,6 +45,7 @@ def run_foreground(
     env_file: str | os.PathLike[str] | None = None,
     err: TextIO | None = None,
     probe_report: str | os.PathLike[str] | None = None,
+    bigquery: bool = False,
 ) -> None:
     """Start a stack, create `bucket`, print the shell environment that points code at it, block.
 
@@ -61,10 +62,13 @@ def run_foreground(
             removed first, so it never names a stack that is not there); removed on stop.
         probe_report: a `vertexbatch probe` report: the stack behaves as it says
             (`LocalStack.from_probe_report`), paced by `timing`.
+        bigquery: start the stack's BigQuery too (`LocalStack(bigquery=True)`); the exports
+            then add BIGQUERY_EMULATOR_HOST and VERTEXBATCH_BIGQUERY_STORAGE_HOST.
 
     Raises:
         OSError: a fixed port is in use (``errno.EADDRINUSE``), or the report cannot be read.
         ValueError: the report is not a probe report.
+        RuntimeError: BigQuery was asked for and the `bigquery-local` extra is missing.
     """
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
@@ -87,10 +91,10 @@ def run_foreground(
         pacing = timing or Timing(row_seconds=0.05)
         if probe_report is not None:
             local = LocalStack.from_probe_report(
-                probe_report, timing=pacing, port=port, gcs_port=gcs_port
+                probe_report, timing=pacing, port=port, gcs_port=gcs_port, bigquery=bigquery
             )
         else:
-            local = LocalStack(timing=pacing, port=port, gcs_port=gcs_port)
+            local = LocalStack(timing=pacing, port=port, gcs_port=gcs_port, bigquery=bigquery)
         with local as stack:
             stack.create_bucket(bucket)
             exports = export_lines(stack.environment(bucket))

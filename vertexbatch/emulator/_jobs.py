@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from vertexbatch.emulator._bq_spec import config_json, output_info
 from vertexbatch.emulator._catalogue import Catalogue
 from vertexbatch.emulator._errors import ApiError, bad_request
 from vertexbatch.emulator._faults import Faults, Hold, JobFault, LateCancel
@@ -115,7 +116,11 @@ class JobRecord:
                 "gcsDestination": {"outputUriPrefix": spec.output_prefix},
             },
         }
-        if self.show_output_info:
+        out.update(config_json(spec))
+        if self.show_output_info and spec.bigquery_destination:
+            naming = self.options.bigquery_table_name
+            out["outputInfo"] = output_info(spec.bigquery_destination, self.create_time, naming)
+        elif self.show_output_info:
             out["outputInfo"] = {"gcsOutputDirectory": self.output_dir}
         out["state"] = self.state
         if self.error is not None:
@@ -158,8 +163,10 @@ class JobStore:
         runner: Callable[[JobStore, JobRecord], None],
         catalogue: Catalogue | None = None,
         claude_over_cap: str = "reject",
+        admit: Callable[[str, JobSpec], None] | None = None,
     ) -> None:
         self.project = project
+        self._admit = admit  # a check of the stack's before a create (BigQuery's, raising)
         self.catalogue = catalogue if catalogue is not None else Catalogue()
         self.project_number = project_number
         self.timing = timing
@@ -234,6 +241,8 @@ class JobStore:
 
     def create(self, location: str, spec: JobSpec) -> dict[str, Any]:
         """Create a job (PENDING) and start its lifecycle; returns its JSON."""
+        if self._admit is not None:
+            self._admit(location, spec)
         plan = self.faults.plan_job(spec.display_name)
         with self.cond:
             if self.closing:

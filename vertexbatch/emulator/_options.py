@@ -97,6 +97,13 @@ class JobOptions:
             directory (`prediction-model-<time>`). Real Vertex names it by a moment about two
             seconds before createTime (reference §3.1), so a client must read
             `outputInfo.gcsOutputDirectory`, never build the path. 0: createTime itself.
+        bigquery_table_name: the output table's name when a BigQuery destination names only a
+            dataset, formatted with `create_time` (UNCONFIRMED for LLM batch; the default is
+            the OutputInfo reference's `predictions_<timestamp>`). Read it from
+            `outputInfo.bigqueryOutputTable`, never build it.
+        claude_bigquery_columns: what a Claude BigQuery input's columns other than `custom_id`
+            and `request` become: "ignore" (the English page: "ignored by the batch job") or
+            "pass" (other language versions: "passed directly to the output table").
     """
 
     echo_labels: bool = True
@@ -110,6 +117,8 @@ class JobOptions:
     output_time_offset: float = -1.886
     gemini_echo_siblings: bool | None = None
     gemini_request_echo: RequestEcho | None = None
+    bigquery_table_name: str = "predictions_{create_time:%Y_%m_%dT%H_%M_%S_%f}Z"
+    claude_bigquery_columns: Literal["ignore", "pass"] = "ignore"
 
     def __post_init__(self) -> None:
         if self.claude_success_shape not in CLAUDE_SUCCESS_SHAPES:
@@ -122,6 +131,8 @@ class JobOptions:
             raise ValueError(f"request_echo must be one of {REQUEST_ECHOES}")
         if self.gemini_request_echo is not None and self.gemini_request_echo not in REQUEST_ECHOES:
             raise ValueError(f"gemini_request_echo must be None or one of {REQUEST_ECHOES}")
+        if self.claude_bigquery_columns not in ("ignore", "pass"):
+            raise ValueError('claude_bigquery_columns must be "ignore" or "pass"')
 
     def siblings_echoed(self, provider: str) -> bool:
         """Whether rows of this provider ("anthropic", "google") keep their sibling keys."""

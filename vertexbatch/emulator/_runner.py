@@ -36,7 +36,7 @@ from vertexbatch.emulator._jobs import PAUSED, PENDING, QUEUED, RUNNING, JobReco
 from vertexbatch.emulator._model import answer_claude, answer_gemini
 from vertexbatch.emulator._rows import format_row
 
-__all__ = ["make_runner", "split_gcs_uri"]
+__all__ = ["JobRun", "StoreMissing", "make_runner", "split_gcs_uri"]
 
 logger = logging.getLogger("vertexbatch.emulator")
 
@@ -45,12 +45,17 @@ class _Closing(Exception):
     """The stack is shutting down; the runner leaves without touching the job."""
 
 
-class _BucketMissing(Exception):
-    """A bucket the job reads or writes does not exist: Vertex fails the job with code 9."""
+class StoreMissing(Exception):
+    """A bucket or dataset the job reads or writes does not exist: the job fails with code 9."""
 
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class _BucketMissing(StoreMissing):
     def __init__(self, bucket: str) -> None:
-        super().__init__(bucket)
-        self.message = f"Failed to get GCS bucket location for gs://{bucket}."
+        super().__init__(f"Failed to get GCS bucket location for gs://{bucket}.")
 
 
 def split_gcs_uri(uri: str) -> tuple[str, str]:
@@ -61,11 +66,16 @@ def split_gcs_uri(uri: str) -> tuple[str, str]:
 
 def make_runner(
     storage_factory: Callable[[], storage.Client],
+    lifecycle_factory: Callable[[JobStore, JobRecord], JobRun] | None = None,
 ) -> Callable[[JobStore, JobRecord], None]:
-    """The function a JobStore runs on each job's thread."""
+    """The function a JobStore runs on each job's thread (`lifecycle_factory`: the `JobRun` of a
+    job, e.g. one with BigQuery sides, `_bq_run.py`; default: GCS only)."""
 
     def run(store: JobStore, job: JobRecord) -> None:
-        lifecycle = _Run(store, job, storage_factory)
+        if lifecycle_factory is not None:
+            lifecycle = lifecycle_factory(store, job)
+        else:
+            lifecycle = JobRun(store, job, storage_factory)
         try:
             lifecycle.run()
         except _Closing:
@@ -81,7 +91,10 @@ def make_runner(
     return run
 
 
-class _Run:
+class JobRun:
+    """One job's lifecycle, reading and writing GCS (`_bq_run.BigQueryRun` overrides the input,
+    the output check and the writes for BigQuery sides)."""
+
     def __init__(
         self, store: JobStore, job: JobRecord, storage_factory: Callable[[], storage.Client]
     ) -> None:
@@ -191,6 +204,12 @@ class _Run:
             rows.extend(more)
         return list(zip(rows, normalise(rows, schema), strict=True))
 
+    def _check_output(self) -> None:
+        """Raise StoreMissing unless the output bucket exists."""
+        output_bucket, _ = split_gcs_uri(self.job.spec.output_prefix)
+        if not self._bucket_exists(output_bucket):
+            raise _BucketMissing(output_bucket)
+
     def _bucket_exists(self, bucket: str) -> bool:
         try:
             return self.client.lookup_bucket(bucket) is not None
@@ -241,10 +260,8 @@ class _Run:
             return
         try:
             pairs = self._read_input()
-            output_bucket, _ = split_gcs_uri(job.spec.output_prefix)
-            if not self._bucket_exists(output_bucket):
-                raise _BucketMissing(output_bucket)
-        except (ImportFailure, _BucketMissing) as failure:
+            self._check_output()
+        except (ImportFailure, StoreMissing) as failure:
             if self._stopped():
                 return
             code = 3 if isinstance(failure, ImportFailure) else 9

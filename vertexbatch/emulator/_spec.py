@@ -1,10 +1,10 @@
 """A create request's body, validated into a JobSpec as Vertex validates it (pure).
 
 The checks of `batchPredictionJobs.create`'s JSON: display name, publisher model (in the stack's
-model catalogue, and whether the location serves it), input and output configuration (gs:// URIs,
-jsonl only), labels (at most 64, in Google's label syntax), the CMEK key
-(`encryptionSpec.kmsKeyName`: a Cloud KMS key resource name in the job's location) and the
-service account (an email of one). A bad body raises the ApiError Vertex answers with.
+model catalogue, and whether the location serves it), input and output configuration (gs:// URIs
+and jsonl, or BigQuery tables: `_bq_spec.py`), labels (at most 64, in Google's label syntax),
+the CMEK key (`encryptionSpec.kmsKeyName`: a Cloud KMS key resource name in the job's location)
+and the service account (an email of one). A bad body raises the ApiError Vertex answers with.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from vertexbatch.emulator._bq_spec import bigquery_destination, bigquery_source
 from vertexbatch.emulator._catalogue import Catalogue
 from vertexbatch.emulator._errors import bad_request
 from vertexbatch.emulator._rows import Provider
@@ -43,6 +44,9 @@ class JobSpec:
     labels: dict[str, str]
     kms_key_name: str = ""
     service_account: str = ""
+    # BigQuery sides (`_bq_spec.py`): the input table and output dataset or table, "" for GCS.
+    bigquery_source: str = ""
+    bigquery_destination: str = ""
 
 
 def _label_ok(text: str, *, key: bool) -> bool:
@@ -76,28 +80,34 @@ def parse_create_body(
     if not isinstance(model, str) or not model:
         raise bad_request("BatchPredictionJob.model is required.")
     input_config = body.get("inputConfig")
+    bq_source = bigquery_source(input_config, location)
     source = input_config.get("gcsSource") if isinstance(input_config, dict) else None
     uris = source.get("uris") if isinstance(source, dict) else None
     if isinstance(uris, str):
         uris = [uris]
-    if not isinstance(uris, list) or not uris:
+    if bq_source is not None:
+        uris = []
+    elif not isinstance(uris, list) or not uris:
         raise bad_request("BatchPredictionJob.input_config.gcs_source.uris is required.")
     if not all(isinstance(u, str) and u.startswith("gs://") and len(u) > 5 for u in uris):
         raise bad_request("Every input URI must be a gs:// URI.")
     assert isinstance(input_config, dict)
     instances_format = input_config.get("instancesFormat", "jsonl")
-    if instances_format != "jsonl":
+    if instances_format != "jsonl" and bq_source is None:
         raise bad_request("Only the jsonl instances format is supported for this model.")
     output_config = body.get("outputConfig")
+    bq_destination = bigquery_destination(output_config)
     destination = output_config.get("gcsDestination") if isinstance(output_config, dict) else None
     prefix = destination.get("outputUriPrefix") if isinstance(destination, dict) else None
-    if not isinstance(prefix, str) or not prefix.startswith("gs://") or len(prefix) <= 5:
+    if bq_destination is not None:
+        prefix = ""
+    elif not isinstance(prefix, str) or not prefix.startswith("gs://") or len(prefix) <= 5:
         raise bad_request(
             "BatchPredictionJob.output_config.gcs_destination.output_uri_prefix is required."
         )
     assert isinstance(output_config, dict)
     predictions_format = output_config.get("predictionsFormat", "jsonl")
-    if predictions_format != "jsonl":
+    if predictions_format != "jsonl" and bq_destination is None:
         raise bad_request("Only the jsonl predictions format is supported for this model.")
     labels = body.get("labels", {})
     if not isinstance(labels, dict) or not all(
@@ -143,6 +153,8 @@ def parse_create_body(
         labels=dict(labels),
         kms_key_name=kms_key_name,
         service_account=service_account,
+        bigquery_source=bq_source or "",
+        bigquery_destination=bq_destination or "",
     )
 
 

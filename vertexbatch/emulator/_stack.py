@@ -1,4 +1,5 @@
-"""LocalStack: fake-gcs-server plus the local Vertex REST service, started and stopped together."""
+"""LocalStack: fake-gcs-server plus the local Vertex REST service (and, when asked, bqemulator),
+started and stopped together."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ from vertexbatch._config import (
     STORAGE_ENDPOINT,
     VERTEX_ENDPOINT,
 )
+from vertexbatch.emulator._bigquery import BigQueryServer, require_bigquery, start_bigquery
+from vertexbatch.emulator._bq_run import make_admit, make_lifecycle
 from vertexbatch.emulator._catalogue import Catalogue
 from vertexbatch.emulator._faults import Faults
 from vertexbatch.emulator._gcs import GcsServer, start_gcs
@@ -38,6 +41,7 @@ from vertexbatch.emulator._jobs import TERMINAL, JobStore
 from vertexbatch.emulator._options import JobOptions, Timing
 from vertexbatch.emulator._runner import make_runner
 from vertexbatch.emulator._server import RestServer, Service
+from vertexbatch.emulator._stack_bigquery import StackBigQuery
 
 if TYPE_CHECKING:
     from google.cloud.aiplatform_v1 import JobServiceClient
@@ -49,7 +53,7 @@ __all__ = ["PROJECT_NUMBER", "LocalStack"]
 PROJECT_NUMBER = "123456789012"
 
 
-class LocalStack:
+class LocalStack(StackBigQuery):
     """A local Vertex AI batch-prediction service backed by a real fake-gcs-server.
 
     Use it as a context manager; both servers stop on exit, also when the body raises::
@@ -78,6 +82,10 @@ class LocalStack:
         unknown_model_code: the HTTP code of that failure (404 NOT_FOUND, as Vertex answers).
         job_options: the output options of every job (default `JobOptions()`); the same as
             calling `set_job_options(job_options)` once started.
+        bigquery: also start a BigQuery server (bqemulator, the `bigquery-local` extra), read
+            and written by BigQuery jobs and reached by `bigquery_client()`; without it a
+            BigQuery create gets a 400 saying how to get one.
+        bigquery_port, bigquery_grpc_port: its REST and gRPC loopback ports (0: free ones).
     """
 
     def __init__(
@@ -94,6 +102,9 @@ class LocalStack:
         unknown_model_code: int = 404,
         claude_over_cap: Literal["reject", "queue"] = "reject",
         job_options: JobOptions | None = None,
+        bigquery: bool = False,
+        bigquery_port: int = 0,
+        bigquery_grpc_port: int = 0,
     ) -> None:
         if claude_over_cap not in ("reject", "queue"):
             raise ValueError('claude_over_cap must be "reject" or "queue"')
@@ -108,13 +119,23 @@ class LocalStack:
         self.claude_concurrency = claude_concurrency
         self.faults = Faults()
         self._log_dir = Path(log_dir) if log_dir is not None else None
-        for name, value in (("port", port), ("gcs_port", gcs_port)):
+        named = (
+            ("port", port),
+            ("gcs_port", gcs_port),
+            ("bigquery_port", bigquery_port),
+            ("bigquery_grpc_port", bigquery_grpc_port),
+        )
+        for name, value in named:
             if type(value) is not int or not 0 <= value <= 65535:
                 raise ValueError(f"{name} must be a port number from 0 to 65535, got {value!r}")
-        if port and port == gcs_port:
-            raise ValueError(f"port and gcs_port must differ, got {port} for both")
+        fixed = [value for _, value in named if value]
+        if len(fixed) != len(set(fixed)):
+            raise ValueError(f"the fixed ports must differ, got {fixed}")
         self._port = port
         self._gcs_port = gcs_port
+        self._bigquery_wanted = bigquery
+        self._bigquery_ports = (bigquery_port, bigquery_grpc_port)
+        self._bigquery_server: BigQueryServer | None = None
         self._temp_dir: Path | None = None
         self._gcs: GcsServer | None = None
         self._rest: RestServer | None = None
@@ -148,8 +169,10 @@ class LocalStack:
         """Start both servers (the context manager calls this)."""
         if self._rest is not None:
             raise RuntimeError("LocalStack is already started")
-        for port in (self._port, self._gcs_port):
+        for port in (self._port, self._gcs_port, *self._bigquery_ports):
             _check_free(port)
+        if self._bigquery_wanted:
+            require_bigquery()
         try:
             if self._log_dir is None:
                 self._temp_dir = Path(tempfile.mkdtemp(prefix="vertexbatch-stack-"))
@@ -158,6 +181,12 @@ class LocalStack:
                 log_dir = self._log_dir
                 log_dir.mkdir(parents=True, exist_ok=True)
             self._gcs = start_gcs(log_dir / "fake-gcs-server.log", self._gcs_port)
+            if self._bigquery_wanted:
+                rest, grpc = self._bigquery_ports
+                self._bigquery_server = start_bigquery(
+                    log_dir, project=self.project, rest_port=rest, grpc_port=grpc
+                )
+            bigquery = self.bigquery_client if self._bigquery_server is not None else None
             self._store = JobStore(
                 project=self.project,
                 project_number=self.project_number,
@@ -165,9 +194,12 @@ class LocalStack:
                 seed=self.seed,
                 claude_concurrency=self.claude_concurrency,
                 faults=self.faults,
-                runner=make_runner(self.storage_client),
+                runner=make_runner(
+                    self.storage_client, make_lifecycle(self.storage_client, bigquery)
+                ),
                 catalogue=self.catalogue,
                 claude_over_cap=self.claude_over_cap,
+                admit=make_admit(bigquery),
             )
             self._store.set_job_options(self.job_options)
             self._service = Service(self._store)
@@ -181,7 +213,8 @@ class LocalStack:
         return self
 
     def stop(self) -> None:
-        """Stop the REST service, the job runners and fake-gcs-server; safe to call twice."""
+        """Stop the REST service, the job runners, fake-gcs-server and bqemulator; safe to call
+        twice."""
         atexit.unregister(self.stop)
         self.faults.unblock(drop=True)  # a call held by `block` must not keep its thread alive
         try:
@@ -194,6 +227,9 @@ class LocalStack:
             if self._gcs is not None:
                 self._gcs.stop()
                 self._gcs = None
+            if self._bigquery_server is not None:
+                self._bigquery_server.stop()
+                self._bigquery_server = None
             if self._temp_dir is not None:
                 shutil.rmtree(self._temp_dir, ignore_errors=True)
                 self._temp_dir = None
@@ -254,7 +290,8 @@ class LocalStack:
         """The variables that point `vertexbatch.Client.from_env` and the command at this stack.
 
         Without `prefix` no VERTEXBATCH_PREFIX is set: readers use the default prefix, the one
-        `client()` uses too.
+        `client()` uses too. With BigQuery: BIGQUERY_EMULATOR_HOST (google-cloud-bigquery reads
+        it) and VERTEXBATCH_BIGQUERY_STORAGE_HOST (the Storage API's gRPC endpoint) as well.
         """
         env = {
             STORAGE_ENDPOINT.variable: self.storage_endpoint,
@@ -265,6 +302,7 @@ class LocalStack:
         }
         if prefix is not None:
             env[PREFIX.variable] = prefix
+        env.update(self.bigquery_environment())
         return env
 
     def create_bucket(self, name: str) -> None:
