@@ -336,7 +336,7 @@ async def test_aclose_from_another_task_ends_a_readers_wait() -> None:
             got.append(item)
 
     task = asyncio.ensure_future(reader())
-    await asyncio.sleep(0.05)  # the reader now awaits the first chunk
+    await _until_a_task_awaits(stream)
     assert not task.done()
     await stream.aclose()
     await asyncio.wait_for(task, 5)
@@ -351,11 +351,20 @@ async def test_a_second_task_reading_one_stream_is_refused() -> None:
     gate = threading.Event()
     stream = _aio.ResultStream("results of job j", _slow(5, gate))
     first = asyncio.ensure_future(_all(stream))
-    await asyncio.sleep(0.05)
+    await _until_a_task_awaits(stream)
     with pytest.raises(RuntimeError, match="results of job j is being read by another task"):
         await asyncio.wait_for(anext(stream), 5)
     gate.set()
     assert await asyncio.wait_for(first, 5) == [0, 1, 2, 3, 4]
+
+
+async def _until_a_task_awaits(stream: _aio.ResultStream[int]) -> None:
+    """Yield to the loop until a task awaits the stream's next chunk (no timed sleep)."""
+    for _ in range(10_000):
+        if stream._reading:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("no task came to await the stream")
 
 
 async def _all(stream: AsyncIterator[int]) -> list[int]:

@@ -22,7 +22,6 @@ TREES = ("tests", "integration_tests", "benchmarks")
 ALLOWED: dict[tuple[str, str], str] = {
     # Not moved yet (issue 24 item 9, left for a second pass): each needs a limit carried to a
     # Client's submit or run path; the write-up is in the CHANGELOG's entry.
-    ("tests/runs/test_runs.py", "vertexbatch._runs.step:write_done_online"): "to move",
     # The fast paths are proved equal to the plain ones by turning the fast path off: these
     # swap a pure function for its plain twin (no crash, no race, no I/O), which no parameter
     # of the public path would reach without shipping a switch for tests.
@@ -42,9 +41,9 @@ SLEEPS: dict[str, str] = {
     "benchmarks/tls.py": "polling a server that is starting",
     "benchmarks/loop_stall.py": "the ticker whose gaps the benchmark measures",
     "tests/checks/test_probe.py": "a fake sleep handed in records the pause, then yields",
-    # Not moved yet: these wait for a thread or the loop to reach a point; to move to events.
-    "tests/adversarial/test_fallback.py": "to move",
-    "tests/test_aio.py": "to move",
+    "tests/emulator/test_bigquery.py": "polling for the env file a started command writes",
+    "tests/adversarial/test_fallback.py": "polling for a lease renewal of another thread",
+    "tests/test_aio.py": "a ticker that counts the loop staying free while wait pauses",
 }
 
 _PATCHERS = {"setattr", "patch", "object"}

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from email.message import Message
 
 import pytest
 
 import vertexbatch as vb
-from tests.helpers import jobs_in, task
+from tests.gcs_gate import Spoil, body_gate
+from tests.helpers import jobs_in, local_client, task
 from vertexbatch.emulator import LocalStack
 
 MODEL = "claude-opus-5-5@default"
@@ -231,21 +233,26 @@ def test_online_answers_written_after_another_step_finished_the_shard_are_its_ou
 
 
 def test_online_answers_of_a_step_that_died_before_recording_them_are_not_read(
-    client: vb.Client, stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+    stack: LocalStack, bucket: str
 ) -> None:
-    """The online step dies after writing online.jsonl, before recording the shard again: the
-    record another step made from the attempt stands, and results agree with it."""
-    from vertexbatch._runs import step as _run_step
+    """The online step dies after writing online.jsonl, before recording the shard again (GCS
+    refuses its record's write, as a killed step never makes it): the record another step
+    made from the attempt stands, and results agree with it."""
+    from google.api_core import exceptions as api_exceptions
 
-    def died(*args: object, **kwargs: object) -> None:
-        raise KeyboardInterrupt("killed")
+    def refuse_the_online_record(
+        method: str, path: str, headers: Message, body: bytes
+    ) -> Spoil | None:
+        writes_record = method == "POST" and b"race-died.s0/done.json" in body
+        return Spoil(status=403) if writes_record and b'"online": true' in body else None
 
-    monkeypatch.setattr(_run_step, "write_done_online", died)
-    run, out = _race_online_with_a_finisher(client, stack, "race-died")
-    assert isinstance(out["b"], KeyboardInterrupt)
-    assert run.status().outcomes == {"exhausted": 2}
-    assert Counter(k.outcome for k in run.key_results()) == {"exhausted": 2}
-    assert [r.outcome for r in run.results()] == ["missing", "missing"]
+    with body_gate(stack.storage_endpoint, refuse_the_online_record) as url:
+        client = local_client(stack, bucket, storage_endpoint=url)
+        run, out = _race_online_with_a_finisher(client, stack, "race-died")
+        assert isinstance(out["b"], api_exceptions.Forbidden)
+        assert run.status().outcomes == {"exhausted": 2}
+        assert Counter(k.outcome for k in run.key_results()) == {"exhausted": 2}
+        assert [r.outcome for r in run.results()] == ["missing", "missing"]
 
 
 def test_run_results_record_each_key_once(stack: LocalStack, bucket: str) -> None:
