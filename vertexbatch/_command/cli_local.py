@@ -21,10 +21,10 @@ _port = click.IntRange(0, 65535)
 @click.option(
     "--bucket",
     envvar=BUCKET.variable,
-    show_envvar=True,
     default="vertexbatch-local",
     show_default=True,
-    help="Bucket to create on the local GCS server.",
+    # Written as the other commands write it (click's show_envvar says "env var").
+    help=f"Bucket to create on the local GCS server. [env: {BUCKET.variable}]",
 )
 @click.option(
     "--row-seconds", type=Seconds(), default=0.05, show_default=True, help="Time each row takes."
