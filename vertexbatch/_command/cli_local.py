@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import errno
+import shlex
+import shutil
 import sys
+from pathlib import Path
 
 import click
 
@@ -117,4 +120,17 @@ def demo(fast: bool) -> None:
         from .demo import run_demo
     except ImportError as exc:
         raise Fail(ExitCode.USAGE, _LOCAL_EXTRA.format(exc=exc)) from exc
-    run_demo(out=sys.stdout, fast=fast, tty=sys.stdout.isatty())
+    run_demo(out=sys.stdout, fast=fast, tty=sys.stdout.isatty(), command=invoked_as())
+
+
+def invoked_as() -> str:
+    """How the user's shell runs this command again: ``vertexbatch`` when PATH finds the script
+    that is running, else the path it was started by (``.venv/bin/vertexbatch`` after the
+    README's install, which does not activate the venv)."""
+    script = Path(sys.argv[0])
+    if script.name != "vertexbatch":  # python -m vertexbatch
+        return f"{shlex.quote(sys.executable)} -m vertexbatch"
+    found = shutil.which("vertexbatch")
+    if found and Path(found).resolve() == script.resolve():
+        return "vertexbatch"
+    return shlex.quote(sys.argv[0])
