@@ -267,7 +267,7 @@ def test_help_names_the_environment() -> None:
         for setting in SETTINGS:
             assert f"[env: {setting.variable}]" in text, (command, setting)
     emulator = " ".join(run(["emulator", "--help"], {}).stdout.split())
-    assert "env var: VERTEXBATCH_BUCKET" in emulator and "--env-file" in emulator
+    assert "[env: VERTEXBATCH_BUCKET]" in emulator and "--env-file" in emulator
 
 
 def test_stopped_local_stack_fails_fast_with_a_hint(env: dict[str, str | None]) -> None:
