@@ -4,10 +4,12 @@
 half the online price) and returns at once with a future per task; a background task waits for
 the job (``asyncio.sleep`` between polls) and resolves each future from the results stream. The
 event loop stays free all along: ``serve`` answers urgent work on the same loop meanwhile.
-Every vertexbatch call records a span; ``main`` prints them with OpenTelemetry's console
-exporter.
+Every vertexbatch call records a span; ``--spans`` prints them on stderr with OpenTelemetry's
+console exporter (one JSON object each, some 400 lines).
 
-``python examples/async_agent_executor.py`` runs it against the local stack.
+``python examples/async_agent_executor.py`` runs it against the local stack, on the README's
+install (``pip install -e '.[cli,local]'``); ``--spans`` also needs the OpenTelemetry SDK
+(``pip install opentelemetry-sdk``, or the ``dev`` extra).
 """
 
 from __future__ import annotations
@@ -119,16 +121,20 @@ async def closing(client: vb.Client) -> list[str]:
         return await run(client)
 
 
-def main() -> None:
-    """Run on the local stack, printing vertexbatch's spans with the console exporter."""
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
-
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run on the local stack; with ``--spans``, print vertexbatch's spans on stderr too."""
     from vertexbatch.emulator import LocalStack, Timing
 
-    provider = TracerProvider()
-    # Spans go to stderr, one JSON object each; the executor's own lines go to stdout.
-    provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
+    spans = "--spans" in (sys.argv[1:] if argv is None else argv)
+    provider = None
+    if spans:
+        # Only here: the SDK is not in the README's install, and the spans are on request.
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+        provider = TracerProvider()
+        # Spans go to stderr, one JSON object each; the executor's own lines go to stdout.
+        provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
     with LocalStack(timing=Timing(row_seconds=0.1)) as stack:
         stack.create_bucket("async-agent-demo")
         client = vb.Client.for_endpoints(
@@ -141,7 +147,8 @@ def main() -> None:
         )
         for line in asyncio.run(closing(client)):
             print(line)
-    provider.shutdown()
+    if provider is not None:
+        provider.shutdown()
 
 
 if __name__ == "__main__":

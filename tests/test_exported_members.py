@@ -1,5 +1,7 @@
 """The public surface is exactly what ``__all__`` says."""
 
+import inspect
+
 import vertexbatch
 import vertexbatch.emulator
 
@@ -18,3 +20,26 @@ def test_emulator_all_is_sorted_and_exact() -> None:
     public = {name for name in dir(module) if not name.startswith("_")}
     assert module.__all__ == sorted(module.__all__)
     assert set(module.__all__) == public
+
+
+def test_public_names_report_the_package_as_their_module() -> None:
+    """Every public class and function says `vertexbatch` is its module, as a traceback shows it."""
+    named = [getattr(vertexbatch, name) for name in vertexbatch.__all__]
+    modules = {
+        obj.__qualname__: obj.__module__
+        for obj in named
+        if isinstance(obj, type) or inspect.isfunction(obj)  # not the Literal aliases, the tuples
+    }
+    assert len(modules) >= 30
+    assert set(modules.values()) == {"vertexbatch"}, modules
+
+
+def test_an_error_pickles_and_names_the_package() -> None:
+    """An exception still pickles, and its traceback line says vertexbatch.InvalidRequestError."""
+    import pickle
+    import traceback
+
+    error = vertexbatch.InvalidRequestError("bad id")
+    assert type(pickle.loads(pickle.dumps(error))) is vertexbatch.InvalidRequestError
+    line = traceback.format_exception_only(error)[-1]
+    assert line == "vertexbatch.InvalidRequestError: bad id\n"

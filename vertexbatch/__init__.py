@@ -4,6 +4,8 @@ Submission is idempotent by a caller-chosen id; results come back keyed by the c
 each as exactly one outcome. See ``Client``.
 """
 
+from inspect import isfunction as _isfunction
+
 from ._aio import AsyncClient, AsyncRun
 from ._client import Client
 from ._errors import (
@@ -73,3 +75,11 @@ __all__ = [
     "is_retryable",
     "wait",
 ]
+
+# Public names report the package as their module, as httpx's do: a traceback or repr says
+# vertexbatch.InvalidRequestError, the name a caller imports, not the private module it lives in.
+for _name in __all__:
+    _value = globals()[_name]
+    if isinstance(_value, type) or _isfunction(_value):
+        _value.__module__ = __name__
+del _name, _value, _isfunction

@@ -267,7 +267,7 @@ def test_help_names_the_environment() -> None:
         for setting in SETTINGS:
             assert f"[env: {setting.variable}]" in text, (command, setting)
     emulator = " ".join(run(["emulator", "--help"], {}).stdout.split())
-    assert "env var: VERTEXBATCH_BUCKET" in emulator and "--env-file" in emulator
+    assert "[env: VERTEXBATCH_BUCKET]" in emulator and "--env-file" in emulator
 
 
 def test_stopped_local_stack_fails_fast_with_a_hint(env: dict[str, str | None]) -> None:
@@ -735,10 +735,12 @@ def test_demo_fast() -> None:
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert (
-        "demo-code-review     SUCCEEDED         24         2         2         2         1" in out
+        "demo-code-review     JOB_STATE_SUCCEEDED         24"
+        "         2         2         2         1" in out
     )
     assert (
-        "demo-ticket-triage   SUCCEEDED         22         2         1         2         1" in out
+        "demo-ticket-triage   JOB_STATE_SUCCEEDED         22"
+        "         2         1         2         1" in out
     )
     assert "demo-code-review: resubmit 3 under a new id such as demo-code-review.r1:" in out
     assert out.count("the same job as the first run") == 2

@@ -66,6 +66,8 @@ __all__ = [
     "check_model",
     "check_vertex",
     "failed",
+    "no_answer",
+    "unreachable",
 ]
 
 Outcome = Literal["ok", "warn", "fail", "skip"]
@@ -108,12 +110,51 @@ def failed(checks: list[Check]) -> bool:
     return any(c.result == "fail" for c in checks)
 
 
+NETWORK_FIX = (
+    "check the endpoint and the network (for the local stack: is 'vertexbatch emulator' running?)."
+)
+"""The fix when a call never reached its service: no role or API is the cause, nor the fix."""
+
+
+def unreachable(exc: BaseException) -> str | None:
+    """Why a call got no answer from its service — ``"timed out"`` or ``"cannot connect"`` —
+    or None when the service answered (an HTTP error included). Reads the whole chain of causes:
+    google-auth and the Google clients wrap the transport's error in their own."""
+    from google.api_core import exceptions as api_exceptions
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        names = {cls.__name__ for cls in type(current).__mro__}
+        # Timeout first: requests' ConnectTimeout is a ConnectionError and a Timeout.
+        if isinstance(current, (TimeoutError, api_exceptions.DeadlineExceeded)) or names & {
+            "Timeout",
+            "ReadTimeout",
+            "ConnectTimeout",
+            "TimeoutError",
+        }:
+            return "timed out"
+        if "ConnectionError" in names or "NewConnectionError" in names:
+            return "cannot connect"  # requests', urllib3's and the builtin's
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def no_answer(exc: BaseException, service: str) -> str | None:
+    """The detail of a check whose call got no answer from ``service``, with the network fix;
+    None when the service answered (then the check's own reading of the error applies)."""
+    why = unreachable(exc)
+    return None if why is None else f"{service} did not answer ({why}): {NETWORK_FIX}"
+
+
 def brief(exc: BaseException, limit: int = 160) -> str:
     """The error in one short line: a Google error's code and message, without the URL."""
     from google.api_core import exceptions as api_exceptions
 
-    if any(cls.__name__ == "ConnectionError" for cls in type(exc).__mro__):
-        text = "cannot connect"  # requests' and the builtin's: the URL says nothing more
+    why = unreachable(exc)
+    if why is not None:
+        text = why  # the URL says nothing more
     elif isinstance(exc, api_exceptions.GoogleAPICallError):
         text = f"{exc.code or ''} {exc.message}"
     else:
@@ -332,8 +373,14 @@ def check_model(
     config: Config | None,
     models: Sequence[str],
     garden: aiplatform_v1.ModelGardenServiceClient | None = None,
+    *,
+    timeout: float = LOOKUP_TIMEOUT,
 ) -> Check:
     """Each model is well formed and exists for its publisher (``get_publisher_model``).
+
+    Every model given is checked, and the line names each one that is not ``ok``: ``fail`` when
+    one is malformed or not found, else ``warn`` when a lookup was refused or got no answer
+    (the fix is the role, or the network), else ``ok``.
 
     The lookup names the model without its ``@version`` (GetPublisherModel documents the name
     ``publishers/P/models/M``, no version), so ``ok`` says the version was not checked: Vertex
@@ -343,48 +390,61 @@ def check_model(
     from google.api_core import exceptions as api_exceptions
 
     found: list[str] = []
-    unsure: list[str] = []
+    bad: list[str] = []  # malformed or not found: fail
+    refused: list[str] = []  # Model Garden answered with another error: cannot tell
+    silent: list[str] = []  # no answer at all: the network, not a role
     for model in models:
-        publisher, bad = _model_form(model)
-        if bad is not None:
-            return Check("model", "fail", bad)
+        publisher, malformed = _model_form(model)
+        if malformed is not None:
+            bad.append(malformed)
+            continue
         if garden is None or config is None:
             continue
         bare = model.partition("@")[0]
         try:
             garden.get_publisher_model(
-                name=f"publishers/{publisher}/models/{bare}", retry=None, timeout=LOOKUP_TIMEOUT
+                name=f"publishers/{publisher}/models/{bare}", retry=None, timeout=timeout
             )
         except api_exceptions.NotFound:
-            return Check(
-                "model",
-                "fail",
+            bad.append(
                 f"model {bare} is not found for publisher {publisher} in Model Garden: "
-                "check the id there, enable the model, or pass another --model.",
+                "check the id there, enable the model, or pass another --model."
             )
+            continue
         except Exception as exc:
-            unsure.append(f"{bare} ({brief(exc, 80)})")
+            why = unreachable(exc)
+            if why is None:
+                refused.append(f"{bare} ({brief(exc, 80)})")
+            else:
+                silent.append(f"{bare} ({why})")
             continue
         version = model.partition("@")[2]
         found.append(
             f"{bare} exists for publisher {publisher}"
             + (f" (version {version} not checked)" if version else "")
         )
+    unsure = []
+    if silent:
+        unsure.append(
+            f"Model Garden did not answer for {', '.join(silent)}: {NETWORK_FIX.rstrip('.')}."
+        )
+    if refused:
+        unsure.append(
+            f"cannot tell whether {', '.join(refused)} exists: grant the caller "
+            f"{AIPLATFORM_ROLE}, or check the model in Model Garden."
+        )
+    tail = "; ".join(found)
+    if bad:
+        return Check("model", "fail", " ".join([*bad, *unsure, *([tail] if tail else [])]))
     if garden is None or config is None:
         return Check("model", "skip", f"{', '.join(models)}: well formed; lookup needs the above")
     if unsure:
-        return Check(
-            "model",
-            "warn",
-            f"cannot tell whether {', '.join(unsure)} exists: grant the caller "
-            f"{AIPLATFORM_ROLE}, or check the model in Model Garden.",
-        )
-    return Check("model", "ok", "; ".join(found))
+        return Check("model", "warn", " ".join([*unsure, *([tail] if tail else [])]))
+    return Check("model", "ok", tail)
 
 
 def fix_for(exc: BaseException) -> str:
     """The fix for an error a check did not expect, in one sentence."""
-    text = brief(exc).lower()
-    if "refused" in text or "connect" in text:
-        return "check the endpoint and the network (for the local stack: 'vertexbatch emulator')."
+    if unreachable(exc) is not None:
+        return NETWORK_FIX
     return "check the network and the project, then run doctor again with -v."

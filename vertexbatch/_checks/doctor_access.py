@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .doctor import AIPLATFORM_ROLE, CREATE_PERMISSION, LOOKUP_TIMEOUT, Check, brief
+from .doctor import (
+    AIPLATFORM_ROLE,
+    CREATE_PERMISSION,
+    LOOKUP_TIMEOUT,
+    Check,
+    brief,
+    no_answer,
+)
 from .doctor_rules import (
     AGENT_ROLE,
     agent_grants,
@@ -35,6 +42,9 @@ def check_job_create(projects: resourcemanager_v3.ProjectsClient, project: str) 
             timeout=LOOKUP_TIMEOUT,
         )
     except Exception as exc:
+        silent = no_answer(exc, "Resource Manager")
+        if silent is not None:
+            return Check("job-create", "warn", f"cannot tell: {silent}")
         return Check(
             "job-create",
             "warn",
@@ -55,7 +65,8 @@ def check_bucket_location(gcs: storage.Client, bucket: str, location: str) -> Ch
     try:
         found = gcs.get_bucket(bucket, timeout=LOOKUP_TIMEOUT)
     except Exception as exc:
-        return Check("bucket-location", "warn", f"cannot tell: {brief(exc, 100)}")
+        silent = no_answer(exc, "GCS")
+        return Check("bucket-location", "warn", f"cannot tell: {silent or brief(exc, 100)}")
     where = found.location or ""
     if not where:
         return Check("bucket-location", "warn", f"cannot tell: gs://{bucket} shows no location")
@@ -113,6 +124,9 @@ def check_service_agent(
     try:
         number = project_number(projects, project, listed)
     except Exception as exc:
+        silent = no_answer(exc, "Resource Manager")
+        if silent is not None:
+            return Check("service-agent", "warn", f"cannot tell: {silent}")
         return Check(
             "service-agent",
             "warn",
@@ -135,6 +149,9 @@ def check_service_agent(
             "bucket IAM policy (the local stack's does not).",
         )
     except Exception as exc:
+        silent = no_answer(exc, "GCS")
+        if silent is not None:
+            return Check("service-agent", "warn", f"cannot tell: {silent}")
         return Check(
             "service-agent",
             "warn",

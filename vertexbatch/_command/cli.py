@@ -142,15 +142,27 @@ def _echo_status(job: Job, status: Status) -> None:
 
 
 def _echo_results(
-    results: Iterable[Result], only: tuple[str, ...], *, keys: int, where: str
+    results: Iterable[Result],
+    only: tuple[str, ...],
+    *,
+    keys: int,
+    where: str,
+    summary: dict[str, Any] | None = None,
 ) -> None:
-    """One JSON line per result (those in ``only``, if given), then the summary on stderr."""
+    """One JSON line per result (those in ``only``, if given), then the summary on stderr: a
+    line of words, or with ``summary`` (``--json``) that object with the counts, as JSON."""
     counts: Counter[str] = Counter()
     for result in results:
         counts[result.outcome] += 1
         if not only or result.outcome in only:
             click.echo(json_line(result_record(result)))
-    click.echo(results_summary(counts, keys=keys, where=where), err=True)
+    if summary is None:
+        click.echo(results_summary(counts, keys=keys, where=where), err=True)
+    else:
+        outcomes = {name: counts.get(name, 0) for name in OUTCOMES}
+        click.echo(
+            json.dumps({**summary, "read": sum(counts.values()), "outcomes": outcomes}), err=True
+        )
 
 
 # -- the commands -------------------------------------------------------------------------------
@@ -271,18 +283,27 @@ _only_option = click.option(
 @main.command()
 @click.argument("submission_id", metavar="ID")
 @_only_option
+@click.option("--json", "as_json", is_flag=True, help="Print the summary on stderr as JSON too.")
 @cloud_command
-def results(submission_id: str, only: tuple[str, ...]) -> None:
+def results(submission_id: str, only: tuple[str, ...], as_json: bool) -> None:
     """Print one JSON line per key; a summary of the outcomes goes to stderr.
 
     Fields: key, outcome, text, stop, usage{input,output,cache_read,cache_write},
     refusal{category,detail} or null, error{type,code,status} or null, shared, cached.
+    With --json the summary is one JSON object: id, keys, state, terminal, read, outcomes.
     """
     client = cloud_client()
     job = _find(client, submission_id)
     st = client.status(job)
     note = "" if st.terminal else " (not terminal: rows written so far; missing keys come later)"
-    _echo_results(client.results(job), only, keys=job.keys, where=f"job {st.state}{note}")
+    summary = {"id": job.id, "keys": job.keys, "state": st.state, "terminal": st.terminal}
+    _echo_results(
+        client.results(job),
+        only,
+        keys=job.keys,
+        where=f"job {st.state}{note}",
+        summary=summary if as_json else None,
+    )
 
 
 @main.command()

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import errno
+import shlex
+import shutil
 import sys
+from pathlib import Path
 
 import click
 
@@ -21,10 +24,10 @@ _port = click.IntRange(0, 65535)
 @click.option(
     "--bucket",
     envvar=BUCKET.variable,
-    show_envvar=True,
     default="vertexbatch-local",
     show_default=True,
-    help="Bucket to create on the local GCS server.",
+    # Written as the other commands write it (click's show_envvar says "env var").
+    help=f"Bucket to create on the local GCS server. [env: {BUCKET.variable}]",
 )
 @click.option(
     "--row-seconds", type=Seconds(), default=0.05, show_default=True, help="Time each row takes."
@@ -117,4 +120,17 @@ def demo(fast: bool) -> None:
         from .demo import run_demo
     except ImportError as exc:
         raise Fail(ExitCode.USAGE, _LOCAL_EXTRA.format(exc=exc)) from exc
-    run_demo(out=sys.stdout, fast=fast, tty=sys.stdout.isatty())
+    run_demo(out=sys.stdout, fast=fast, tty=sys.stdout.isatty(), command=invoked_as())
+
+
+def invoked_as() -> str:
+    """How the user's shell runs this command again: ``vertexbatch`` when PATH finds the script
+    that is running, else the path it was started by (``.venv/bin/vertexbatch`` after the
+    README's install, which does not activate the venv)."""
+    script = Path(sys.argv[0])
+    if script.name != "vertexbatch":  # python -m vertexbatch
+        return f"{shlex.quote(sys.executable)} -m vertexbatch"
+    found = shutil.which("vertexbatch")
+    if found and Path(found).resolve() == script.resolve():
+        return "vertexbatch"
+    return shlex.quote(sys.argv[0])

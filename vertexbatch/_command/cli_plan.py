@@ -3,6 +3,7 @@ plans printed."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Callable
@@ -15,6 +16,7 @@ import click
 from .._client import Client
 from .._errors import InvalidRequestError
 from .._estimate import Plan
+from .._prices import BATCH_DISCOUNT, Price
 from .._providers import by_command
 from .._schema import Schema, schema_of
 from .._submit_options import SubmitOptions
@@ -25,6 +27,48 @@ __all__ = ["PayOnce", "echo_plan", "pay_options", "plan_lines", "plan_of"]
 
 def _dollars(value: float | None) -> str:
     return "unknown" if value is None else f"${value:,.4f}"
+
+
+# The plan speaks Python (its assumptions name the keywords of plan_*); the command prints the
+# flags that do the same.
+_AS_FLAGS = (
+    ("count_tokens=True", "--count-tokens"),
+    (
+        "pass prices= for a cost",
+        "pass --price MODEL=INPUT,OUTPUT (batch dollars per million tokens)",
+    ),
+    ("dedupe=True", "--dedupe"),
+    ("vertexbatch.PRICES_SOURCE", "PRICES_SOURCE in vertexbatch/_prices.py"),
+    ("(vertexbatch.PRICES)", "(PRICES in vertexbatch/_prices.py)"),
+)
+
+
+def in_flags(plan: Plan) -> Plan:
+    """The plan with its assumptions worded for the command: its flags, not Python keywords."""
+    said = []
+    for assumption in plan.assumptions:
+        for python, flag in _AS_FLAGS:
+            assumption = assumption.replace(python, flag)
+        said.append(assumption)
+    return dataclasses.replace(plan, assumptions=tuple(said))
+
+
+def parse_price(text: str) -> Price:
+    """``--price MODEL=INPUT,OUTPUT``: batch dollars per million tokens, as a ``Price`` of the
+    list prices they are the batch discount of."""
+    model, _, rates = text.partition("=")
+    parts = rates.split(",")
+    try:
+        if not model or len(parts) != 2:
+            raise ValueError
+        batch_input, batch_output = (float(part) for part in parts)
+        return Price(model, batch_input / BATCH_DISCOUNT, batch_output / BATCH_DISCOUNT)
+    except (ValueError, InvalidRequestError):
+        raise click.BadParameter(
+            f"{text!r} is not MODEL=INPUT,OUTPUT (batch dollars per million tokens, e.g. "
+            "claude-opus-5-5=2.5,12.5)",
+            param_hint="--price",
+        ) from None
 
 
 def plan_lines(plan: Plan, what: str) -> list[str]:
@@ -73,11 +117,13 @@ def plan_of(
         iter(lines),
         count_tokens=pay.count_tokens,
         shard_size=shard_size,
+        prices=pay.prices,
         **pay.submit_arguments(),
     )
 
 
 def echo_plan(plan: Plan, what: str, as_json: bool) -> None:
+    plan = in_flags(plan)
     if as_json:
         click.echo(json.dumps(plan.to_dict()))
     else:
@@ -92,6 +138,7 @@ class PayOnce:
     options: SubmitOptions
     dry_run: bool
     count_tokens: bool
+    prices: tuple[Price, ...] = ()  # --price, for the plan
 
     def submit_arguments(self) -> dict[str, Any]:
         """The keyword arguments ``submit_*``, ``run_*`` and ``plan_*`` take from ``options``:
@@ -117,7 +164,7 @@ def _schema_file(path: str | None) -> Schema | None:
 
 
 def pay_options(command: Any) -> Any:
-    """The six options, handed to ``command`` as one ``pay: PayOnce``."""
+    """The seven options, handed to ``command`` as one ``pay: PayOnce``."""
 
     @functools.wraps(command)
     def with_pay(
@@ -128,14 +175,24 @@ def pay_options(command: Any) -> Any:
         schema: str | None,
         dry_run: bool,
         count_tokens: bool,
+        price: tuple[str, ...],
         **kwargs: Any,
     ) -> Any:
         ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
         options = SubmitOptions(dedupe, cache, ttl, _schema_file(schema))
-        pay = PayOnce(options, dry_run, count_tokens)
+        if price and not dry_run:
+            raise click.BadParameter("prices only a plan: add --dry-run", param_hint="--price")
+        pay = PayOnce(options, dry_run, count_tokens, tuple(parse_price(p) for p in price))
         return command(*args, pay=pay, **kwargs)
 
     for option in (
+        click.option(
+            "--price",
+            multiple=True,
+            metavar="MODEL=INPUT,OUTPUT",
+            help="With --dry-run: batch dollars per million input and output tokens for MODEL "
+            "(a model family, e.g. claude-opus-5-5=2.5,12.5), over the shipped table; repeatable.",
+        ),
         click.option(
             "--schema",
             type=click.Path(dir_okay=False),

@@ -60,8 +60,14 @@ class JobReport:
     keys: dict[str, list[str]] = field(default_factory=dict)  # outcome -> keys
 
 
-def run_demo(*, out: TextIO, fast: bool = False, tty: bool = False) -> None:
-    """Run the demo, writing plain text to ``out``; ``fast`` turns the simulated latency off."""
+def run_demo(
+    *, out: TextIO, fast: bool = False, tty: bool = False, command: str = "vertexbatch"
+) -> None:
+    """Run the demo, writing plain text to ``out``; ``fast`` turns the simulated latency off.
+
+    ``command`` is how the user's shell runs ``vertexbatch`` (``.venv/bin/vertexbatch`` when it
+    is not on PATH): the closing "Next" lines print it so, to work as written.
+    """
     from ..emulator import LocalStack, Timing
 
     timing = Timing() if fast else Timing(pending_seconds=1.5, row_seconds=0.2, incremental_every=8)
@@ -127,16 +133,42 @@ def run_demo(*, out: TextIO, fast: bool = False, tty: bool = False) -> None:
         cache_section(client, say, interval=0.05 if fast else 0.5)
 
     say()
-    say(f"Done in {time.monotonic() - started:.0f}s. Next:")
-    say("  vertexbatch emulator                 run this local stack and print its environment")
-    say("  vertexbatch submit --provider claude --model claude-opus-5-5@default --id my-batch-1 \\")
-    say('      requests.jsonl                   one {"key": ..., "params": {...}} per line')
-    say("  vertexbatch watch my-batch-1 && vertexbatch results my-batch-1 --only retryable")
-    say("  vertexbatch run submit --provider claude --model claude-opus-5-5@default \\")
-    say("      --id my-run-1 requests.jsonl     the same lines, sharded and retried as a run")
-    say("  vertexbatch run advance my-run-1     every few minutes until it exits 0, then")
-    say("  vertexbatch run results my-run-1     one line per key across shards and attempts")
-    say("  docs/quickstart.md, concepts.md, runs.md and operations.md for real Google Cloud")
+    say(f"Done in {time.monotonic() - started:.0f}s.")
+    for line in next_steps(command):
+        say(line)
+
+
+# The two requests the "Next" lines write: an answer, and a line Vertex fails with a 429.
+_NEXT_REQUESTS = (
+    '{"key": "a", "params": {"max_tokens": 64, "messages": [{"role": "user", '
+    '"content": "Review this diff."}]}}',
+    '{"key": "b", "params": {"max_tokens": 64, "messages": [{"role": "user", '
+    '"content": "x [[vb:error 429]]"}]}}',
+)
+
+
+def next_steps(command: str) -> list[str]:
+    """The demo's closing lines: what to run next, each command indented four spaces and
+    runnable as printed, in a shell in the directory the demo ran in (a test runs them so)."""
+    model = CLAUDE_MODEL
+    return [
+        "Next, the command on a local stack of your own, in this directory.",
+        "  In a second terminal, start the stack (it serves until Ctrl-C):",
+        f"    {command} emulator --env-file local.env",
+        "  Then here: point the command at it, write two requests, submit them, read the results:",
+        "    . ./local.env",
+        f"    echo '{_NEXT_REQUESTS[0]}' > requests.jsonl",
+        f"    echo '{_NEXT_REQUESTS[1]}' >> requests.jsonl",
+        f"    {command} submit --provider claude --model {model} --id my-batch-1 requests.jsonl",
+        f"    {command} watch my-batch-1 --floor 1",
+        f"    {command} results my-batch-1 --only retryable",
+        "  The same lines as a run, sharded and retried (advance: exit 10 until it is done, so",
+        "  a scheduler runs it every few minutes):",
+        f"    {command} run submit --provider claude --model {model} --id my-run-1 requests.jsonl",
+        f"    {command} run advance my-run-1",
+        f"    {command} run results my-run-1",
+        "  For real Google Cloud: docs/quickstart.md, concepts.md, runs.md and operations.md.",
+    ]
 
 
 def _submit_all(
@@ -251,10 +283,10 @@ def _wait(
         for job in jobs:
             st = statuses[job.id]
             done = max(st.succeeded, 0) + max(st.failed, 0)
-            state = st.state.removeprefix("JOB_STATE_")
             label = PROVIDERS[job.provider].command
             parts.append(
-                f"{label} {progress_bar(done, job.keys, width=10)} {done:>2}/{job.keys} {state:<9}"
+                f"{label} {progress_bar(done, job.keys, width=10)} {done:>2}/{job.keys} "
+                f"{st.state:<19}"  # the state as the command prints it: JOB_STATE_SUCCEEDED
             )
         elapsed = time.monotonic() - start
         line = "   " + " ".join(parts)
@@ -310,12 +342,11 @@ _REFUSALS = {
 
 
 def _print_outcomes(reports: Sequence[JobReport], say: Callable[[str], None]) -> None:
-    header = f"   {'job':<20} {'state':<10}" + "".join(f"{o:>10}" for o in OUTCOMES)
+    header = f"   {'job':<20} {'state':<20}" + "".join(f"{o:>10}" for o in OUTCOMES)
     say(header + f"{'total':>8}")
     for r in reports:
         cells = "".join(f"{r.outcomes[o]:>10}" for o in OUTCOMES)
-        state = r.status.state.removeprefix("JOB_STATE_")
-        say(f"   {r.job.id:<20} {state:<10}{cells}{sum(r.outcomes.values()):>8}")
+        say(f"   {r.job.id:<20} {r.status.state:<20}{cells}{sum(r.outcomes.values()):>8}")
     say("")
     say(f"   {'tokens':<20} {'input':>10}{'output':>10}{'cache read':>12}")
     for r in reports:
