@@ -42,7 +42,7 @@ SLEEPS: dict[str, str] = {
     "benchmarks/loop_stall.py": "the ticker whose gaps the benchmark measures",
     "tests/checks/test_probe.py": "a fake sleep handed in records the pause, then yields",
     "tests/emulator/test_bigquery.py": "polling for the env file a started command writes",
-    "integration_tests/test_demo_next_lines.py": "polling for the env file a started emulator writes",
+    "integration_tests/test_demo_next_lines.py": "polling for the env file the emulator writes",
     "tests/adversarial/test_fallback.py": "polling for a lease renewal of another thread",
     "tests/test_aio.py": "a ticker that counts the loop staying free while wait pauses",
 }
