@@ -10,6 +10,7 @@ under the prefix ``jobs`` and ``stack_env``.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,25 @@ _spec.loader.exec_module(_shown)
 local_stack = _shown.local_stack
 stack = _shown.stack
 bucket = _shown.bucket
+
+
+@pytest.fixture
+def counted(stack: LocalStack, bucket: str) -> Iterator[tuple[vb.Client, list[str]]]:
+    """A client of the local stack whose GCS requests pass a gate that records each one
+    ("METHOD path"): a test shows that nothing reached GCS (before any cloud call)."""
+    from email.message import Message
+
+    from tests.gcs_gate import Spoil, gate
+    from tests.helpers import local_client
+
+    seen: list[str] = []
+
+    def record(method: str, path: str, headers: Message) -> Spoil | None:
+        seen.append(f"{method} {path}")
+        return None
+
+    with gate(stack.storage_endpoint, record) as url:
+        yield local_client(stack, bucket, storage_endpoint=url), seen
 
 
 @pytest.fixture

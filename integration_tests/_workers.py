@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, claude_requests
+from tests.helpers import CLAUDE, claude_requests, endpoints_client
 from vertexbatch.emulator import LocalStack
 
 CANCELLED = ("JOB_STATE_CANCELLED", "JOB_STATE_CANCELLING")
@@ -53,15 +53,8 @@ def kill_while_held(
 
 
 def client(endpoints: dict[str, str]) -> vb.Client:
-    return vb.Client.for_endpoints(
-        vertex_endpoint=endpoints["vertex"],
-        storage_endpoint=endpoints["storage"],
-        project=endpoints["project"],
-        location=endpoints["location"],
-        bucket=endpoints["bucket"],
-        prefix="jobs",
-        retry=vb.RetryPolicy.no_wait(attempts=20),
-    )
+    """A worker's client: retries without waiting, enough of them to ride out a busy stack."""
+    return endpoints_client(endpoints, attempts=20)
 
 
 def submit_after_barrier(

@@ -169,6 +169,54 @@ def local_client(
     )
 
 
+def raw_job(
+    stack: LocalStack,
+    bucket: str,
+    submission_id: str,
+    model: str,
+    labels: dict[str, str],
+    **fields: Any,
+) -> str:
+    """A Claude job of the id made straight through aiplatform, as another submitter (or another
+    configuration) would make it: the id's input and output, these labels; its name."""
+    from google.cloud import aiplatform_v1
+
+    folder = f"gs://{bucket}/jobs/{submission_id}"
+    job = stack.jobs_client().create_batch_prediction_job(
+        parent=f"projects/{stack.project}/locations/{stack.location}",
+        batch_prediction_job=aiplatform_v1.BatchPredictionJob(
+            display_name=submission_id,
+            model=f"publishers/anthropic/models/{model}",
+            input_config={
+                "instances_format": "jsonl",
+                "gcs_source": {"uris": [f"{folder}/input.jsonl"]},
+            },
+            output_config={
+                "predictions_format": "jsonl",
+                "gcs_destination": {"output_uri_prefix": f"{folder}/output"},
+            },
+            labels={"vertexbatch": "1", "vertexbatch_id": submission_id, **labels},
+            **fields,
+        ),
+    )
+    return str(job.name)
+
+
+def endpoints_client(endpoints: dict[str, str], *, attempts: int | None = None) -> vb.Client:
+    """A client of the stack an ``endpoints`` dict names (a worker process's view of it), its
+    retries without waiting (``attempts`` of them, the policy's default if ``None``)."""
+    retry = vb.RetryPolicy.no_wait() if attempts is None else vb.RetryPolicy.no_wait(attempts)
+    return vb.Client.for_endpoints(
+        vertex_endpoint=endpoints["vertex"],
+        storage_endpoint=endpoints["storage"],
+        project=endpoints["project"],
+        location=endpoints["location"],
+        bucket=endpoints["bucket"],
+        prefix="jobs",
+        retry=retry,
+    )
+
+
 def recording_storage_client(
     stack: LocalStack, extra_headers: dict[str, str]
 ) -> tuple[Any, list[tuple[str, dict[str, str]]]]:

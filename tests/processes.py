@@ -15,20 +15,8 @@ from typing import Any
 
 import vertexbatch as vb
 from tests.gcs_gate import hold_write
-from tests.helpers import CLAUDE
+from tests.helpers import CLAUDE, endpoints_client
 from vertexbatch.emulator import LocalStack
-
-
-def _client(endpoints: dict[str, str]) -> vb.Client:
-    return vb.Client.for_endpoints(
-        vertex_endpoint=endpoints["vertex"],
-        storage_endpoint=endpoints["storage"],
-        project=endpoints["project"],
-        location=endpoints["location"],
-        bucket=endpoints["bucket"],
-        prefix="jobs",
-        retry=vb.RetryPolicy.no_wait(),
-    )
 
 
 def submit(
@@ -36,7 +24,7 @@ def submit(
 ) -> None:
     """Submit ``requests`` under ``id`` with ``options`` (``cache=True``, ``dedupe=True``): the
     test kills this process while one of its writes is held."""
-    _client(endpoints).submit_claude(id, CLAUDE, requests, **options)
+    endpoints_client(endpoints).submit_claude(id, CLAUDE, requests, **options)
 
 
 def kill_at_write(

@@ -14,7 +14,7 @@ from google.api_core import exceptions as api_exceptions
 from google.cloud import aiplatform_v1
 
 import vertexbatch as vb
-from tests.helpers import claude_request, claude_requests, jobs_in, task
+from tests.helpers import claude_request, claude_requests, jobs_in, raw_job, task
 from vertexbatch.emulator import LocalStack
 
 MODEL = "claude-opus-5-5@default"
@@ -124,25 +124,7 @@ def test_a_plan_takes_the_controls_and_sees_the_id_held_with_others(
 
 def _listed_job_of(stack: LocalStack, bucket: str, submission_id: str, **fields: Any) -> str:
     """A job of the id as another configuration would make it: the id's input and output."""
-    folder = f"gs://{bucket}/jobs/{submission_id}"
-    job = stack.jobs_client().create_batch_prediction_job(
-        parent=f"projects/{stack.project}/locations/{stack.location}",
-        batch_prediction_job=aiplatform_v1.BatchPredictionJob(
-            display_name=submission_id,
-            model=f"publishers/anthropic/models/{MODEL}",
-            input_config={
-                "instances_format": "jsonl",
-                "gcs_source": {"uris": [f"{folder}/input.jsonl"]},
-            },
-            output_config={
-                "predictions_format": "jsonl",
-                "gcs_destination": {"output_uri_prefix": f"{folder}/output"},
-            },
-            labels={"vertexbatch": "1", "vertexbatch_id": submission_id, **LABELS},
-            **fields,
-        ),
-    )
-    return str(job.name)
+    return raw_job(stack, bucket, submission_id, MODEL, LABELS, **fields)
 
 
 def test_a_listed_job_of_the_id_with_other_controls_is_refused_not_adopted(

@@ -10,18 +10,13 @@ annotations are not compared: an async method returns its awaitable or stream vi
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator
-from email.message import Message
 from typing import Any
 
 import pytest
 
 import vertexbatch as vb
-from tests.gcs_gate import Spoil, gate
-from tests.helpers import local_client
 from vertexbatch import AsyncClient, AsyncRun, Client, Run, _operations, _submit_options
 from vertexbatch._submit_options import PlanKeywords, RunKeywords, SubmitKeywords
-from vertexbatch.emulator import LocalStack
 
 # Blocking members with no async twin of the same name, and why.
 NO_TWIN: dict[type, dict[str, str]] = {
@@ -42,19 +37,6 @@ ANNOTATION_DIFFERS: dict[tuple[type, str, str], str] = {
     ): "the async wait awaits its sleep: Callable[[float], Awaitable[None]]",
 }
 PAIRS = [(Client, AsyncClient), (Run, AsyncRun)]
-
-
-@pytest.fixture
-def counted(stack: LocalStack, bucket: str) -> Iterator[tuple[vb.Client, list[str]]]:
-    """A client of the local stack whose GCS requests are recorded ("METHOD path")."""
-    seen: list[str] = []
-
-    def record(method: str, path: str, headers: Message) -> Spoil | None:
-        seen.append(f"{method} {path}")
-        return None
-
-    with gate(stack.storage_endpoint, record) as url:
-        yield local_client(stack, bucket, storage_endpoint=url), seen
 
 
 def _public(cls: type) -> dict[str, Any]:

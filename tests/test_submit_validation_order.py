@@ -5,21 +5,18 @@ written that would block the corrected retry: an empty source, rows over Vertex'
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from email.message import Message
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 import vertexbatch as vb
-from tests.gcs_gate import Spoil, gate
 from tests.helpers import (
     CLAUDE,
     GEMINI,
     claude_requests,
     fill_cache,
-    local_client,
     object_names,
     with_staging_sizes,
 )
@@ -39,19 +36,6 @@ from vertexbatch._runs.ledger import (
 from vertexbatch.emulator import LocalStack
 
 RUN_ID = "r" * 52  # the longest a run id may be: the most bytes per shard in its ledger
-
-
-@pytest.fixture
-def counted(stack: LocalStack, bucket: str) -> Iterator[tuple[vb.Client, list[str]]]:
-    """A client whose GCS requests pass a gate that records each ("METHOD path")."""
-    seen: list[str] = []
-
-    def record(method: str, path: str, headers: Message) -> Spoil | None:
-        seen.append(f"{method} {path}")
-        return None
-
-    with gate(stack.storage_endpoint, record) as url:
-        yield local_client(stack, bucket, storage_endpoint=url), seen
 
 
 # S4: an empty source with cache=True.

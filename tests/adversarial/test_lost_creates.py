@@ -12,10 +12,9 @@ import threading
 
 import pytest
 from google.api_core import exceptions as api_exceptions
-from google.cloud import aiplatform_v1
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, claude_requests, jobs_in
+from tests.helpers import CLAUDE, claude_requests, jobs_in, raw_job
 from vertexbatch.emulator import LocalStack
 
 CANCELLED = ("JOB_STATE_CANCELLED", "JOB_STATE_CANCELLING")
@@ -41,28 +40,8 @@ def _stage(client: vb.Client, stack: LocalStack, submission_id: str) -> list[vb.
 
 def _crashed_submitters_job(stack: LocalStack, bucket: str, submission_id: str) -> str:
     """The id's job as another submitter makes it, one that dies before recording it."""
-    folder = f"gs://{bucket}/jobs/{submission_id}"
-    job = stack.jobs_client().create_batch_prediction_job(
-        parent=f"projects/{stack.project}/locations/{stack.location}",
-        batch_prediction_job=aiplatform_v1.BatchPredictionJob(
-            display_name=submission_id,
-            model=f"publishers/anthropic/models/{CLAUDE}",
-            input_config={
-                "instances_format": "jsonl",
-                "gcs_source": {"uris": [f"{folder}/input.jsonl"]},
-            },
-            output_config={
-                "predictions_format": "jsonl",
-                "gcs_destination": {"output_uri_prefix": f"{folder}/output"},
-            },
-            labels={
-                "vertexbatch": "1",
-                "vertexbatch_id": submission_id,
-                "vertexbatch_nonce": "0" * 16,  # another submitter's attempt
-            },
-        ),
-    )
-    return str(job.name)
+    nonce = {"vertexbatch_nonce": "0" * 16}  # another submitter's attempt
+    return raw_job(stack, bucket, submission_id, CLAUDE, nonce)
 
 
 class _Submit:

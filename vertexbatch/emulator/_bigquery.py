@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -38,6 +37,8 @@ from vertexbatch.emulator._gcs import free_port
 
 if TYPE_CHECKING:
     from google.cloud import bigquery, bigquery_storage_v1
+
+from ._processes import terminate
 
 __all__ = [
     "MISSING_EXTRA",
@@ -154,14 +155,7 @@ class BigQueryServer:
     def stop(self) -> None:
         """Terminate the process and wait for it; safe to call twice."""
         with self._lock:
-            if self.process.poll() is None:
-                self.process.send_signal(signal.SIGTERM)
-                try:
-                    self.process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    self.process.kill()
-                    self.process.wait()
-            self._log.close()
+            terminate(self.process, self._log, timeout=10)
 
 
 def _duckdb_home(home: Path) -> Path:

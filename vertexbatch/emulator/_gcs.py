@@ -8,7 +8,6 @@ it pipes the server's output to nobody, and the server hangs after a few hundred
 from __future__ import annotations
 
 import contextlib
-import signal
 import socket
 import subprocess
 import threading
@@ -17,6 +16,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import IO
+
+from ._processes import terminate
 
 __all__ = ["GcsServer", "binary_path", "free_port", "start_gcs"]
 
@@ -59,14 +60,7 @@ class GcsServer:
     def stop(self) -> None:
         """Terminate the process and wait for it; safe to call twice."""
         with self._lock:
-            if self.process.poll() is None:
-                self.process.send_signal(signal.SIGTERM)
-                try:
-                    self.process.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    self.process.kill()
-                    self.process.wait()
-            self._log.close()
+            terminate(self.process, self._log, timeout=5)
 
 
 def _ready(url: str, process: subprocess.Popen[bytes]) -> bool:
