@@ -15,8 +15,9 @@ from ._workers import CANCELLED
 
 
 def test_four_processes_submit_one_id_to_one_sink(bigquery_local: LocalStack) -> None:
-    """4 processes submit the same id, rows and dest at once: one job, the one left live, and it
-    writes to the sink."""
+    """4 processes submit the same id, rows and dest at once, each create held until all four
+    listed no job (so four jobs are made): one job name returned, the three twins cancelled, and
+    the one left live writes to the sink."""
     stack, bucket = bigquery_local, f"bq-race-{uuid.uuid4().hex[:8]}"
     stack.create_bucket(bucket)
     made = bigquery.Dataset(f"{stack.project}.race_{uuid.uuid4().hex[:8]}")
@@ -35,8 +36,11 @@ def test_four_processes_submit_one_id_to_one_sink(bigquery_local: LocalStack) ->
             )
             for _ in range(4)
         ]
+        stack.faults.block("create", when="before", times=4)
         for p in procs:
             p.start()
+        stack.faults.wait_blocked("create", count=4, timeout=120)
+        stack.faults.unblock("create")
         answers = [out.get(timeout=120) for _ in procs]
         for p in procs:
             p.join(timeout=60)
@@ -45,6 +49,7 @@ def test_four_processes_submit_one_id_to_one_sink(bigquery_local: LocalStack) ->
         assert len(names) == 1
         jobs = [j for j in jobs_in(stack, bucket) if j["displayName"] == "bq-race"]
         live = [j for j in jobs if j["state"] not in CANCELLED]
+        assert len(jobs) == 4
         assert [j["name"] for j in live] == list(names)
         assert live[0]["outputConfig"]["bigqueryDestination"]["outputUri"] == dest
     finally:
