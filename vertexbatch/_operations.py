@@ -99,7 +99,25 @@ def plan(
     prices: Iterable[Price],
     shard_size: int | None,
 ) -> Plan:
-    """What submitting (or, with ``shard_size``, starting a run of) the requests would do."""
+    """What submitting (or, with ``shard_size``, starting a run of) the requests would do; the
+    plan names the sink (``Plan.dest``)."""
+    return replace(
+        _plan(cloud, id, model, provider, requests, options, count_tokens, prices, shard_size),
+        dest=options.dest,
+    )
+
+
+def _plan(
+    cloud: Cloud,
+    id: str,
+    model: str,
+    provider: Provider,
+    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    options: SubmitOptions,
+    count_tokens: bool,
+    prices: Iterable[Price],
+    shard_size: int | None,
+) -> Plan:
     check_id(id)
     check_model(model, provider)
     ttl = check_ttl(options.cache_ttl)

@@ -51,6 +51,8 @@ def plan_lines(plan: Plan, what: str) -> list[str]:
     if plan.submitted:
         rows.append(("submitted", f"{plan.submitted} (submitting again returns it)"))
         width = max(width, len("submitted"))
+    if plan.dest:
+        rows.append(("dest", plan.dest))
     lines += [f"  {name:<{width}}  {value}" for name, value in rows]
     lines += ["assumptions:"] + [f"  - {a}" for a in plan.assumptions]
     return lines
