@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -85,3 +88,22 @@ def test_run_submit_with_dest_is_refused_in_one_line(
     assert result.exit_code == ExitCode.INVALID_REQUEST, result.output
     assert "a run with dest= (a BigQuery sink) is not supported yet" in one_error_line(result)
     assert not list(bq.storage_client().list_blobs(bq_bucket))
+
+
+@pytest.mark.timeout(120)
+def test_the_docs_example_runs_as_written(bq: LocalStack, bq_bucket: str, dataset: str) -> None:
+    """docs/examples/bigquery_sink.py runs as `python FILE` with the stack's environment."""
+    script = Path(__file__).resolve().parents[2] / "docs" / "examples" / "bigquery_sink.py"
+    bq.create_bucket(bq_bucket)
+    env = {
+        **os.environ,
+        **bq.environment(bq_bucket),
+        "DATASET": dataset.rpartition(".")[2],
+    }
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=110
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    first, *results = proc.stdout.splitlines()
+    assert first == "refused: id"
+    assert sorted(results) == ["a ok", "b ok"]  # in the table's order, never input order
