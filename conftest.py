@@ -4,7 +4,7 @@
 (``docs/examples/testing/conftest.py``), imported from there so the page shows what the suite
 runs: each test gets the stack with its faults, job options and call counts reset, and a fresh
 bucket; afterwards its faults are reset again and every job settles. This file adds the client
-under the prefix ``jobs`` and ``stack_env``.
+under the prefix ``jobs``, ``stack_env`` and ``bigquery_local`` (a second stack, with BigQuery).
 """
 
 from __future__ import annotations
@@ -29,6 +29,14 @@ _spec.loader.exec_module(_shown)
 local_stack = _shown.local_stack
 stack = _shown.stack
 bucket = _shown.bucket
+
+
+@pytest.fixture(scope="session")
+def bigquery_local() -> Iterator[LocalStack]:
+    """One stack with BigQuery (bqemulator) for the session's BigQuery tests (tests/emulator/,
+    tests/bigquery/); the default ``stack`` starts none."""
+    with LocalStack(bigquery=True) as stack:
+        yield stack
 
 
 @pytest.fixture

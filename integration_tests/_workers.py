@@ -125,3 +125,17 @@ def submit_controlled(
         out.put(("refused", exc.field))
     except Exception as exc:  # reported to the parent, which fails the test with it
         out.put(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def submit_to_dest_after_barrier(
+    endpoints: dict[str, str], submission_id: str, dest: str, barrier: Any, out: Any
+) -> None:
+    """As ``submit_after_barrier``, the job writing to the BigQuery sink ``dest``."""
+    c = client(endpoints)
+    rows = claude_requests(20)
+    barrier.wait(timeout=60)
+    try:
+        job = c.submit_claude(submission_id, CLAUDE, rows, dest=dest)
+        out.put(("ok", job.name))
+    except Exception as exc:  # reported to the parent, which fails the test with it
+        out.put(("error", f"{type(exc).__name__}: {exc}"))

@@ -56,11 +56,15 @@ def gemini_requests(n: int, *, text: str = "Classify ticket {i}.") -> list[vb.Ge
 
 
 def jobs_in(stack: LocalStack, bucket: str) -> list[dict[str, Any]]:
-    """The stack's jobs that read their input from the bucket: the test's own, on a shared stack."""
+    """The stack's jobs that read their input from the bucket: the test's own, on a shared stack
+    (one reading a BigQuery table is no bucket's)."""
     return [
         job
         for job in stack.jobs()
-        if job["inputConfig"]["gcsSource"]["uris"][0].startswith(f"gs://{bucket}/")
+        if job["inputConfig"]
+        .get("gcsSource", {})
+        .get("uris", [""])[0]
+        .startswith(f"gs://{bucket}/")
     ]
 
 

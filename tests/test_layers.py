@@ -33,6 +33,9 @@ LAYERS: list[tuple[str, set[str]]] = [
         "I/O and cross-cutting",
         {
             "_retry",
+            "_bigquery",
+            "_bigquery.dest",
+            "_bigquery.read",
             "_gcs",
             "_gcs.upload",
             "_gcs.resumable",

@@ -33,7 +33,7 @@ from ._wait import poll
 if TYPE_CHECKING:
     from anthropic import AnthropicVertex
     from google.auth.transport.requests import AuthorizedSession
-    from google.cloud import aiplatform_v1, storage
+    from google.cloud import aiplatform_v1, bigquery_storage_v1, storage
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
@@ -66,6 +66,8 @@ class Client(ClientBase):
             ``count_tokens``, which POST to the endpoint of ``jobs``; by default one with
             application default credentials, built when first needed. Mount an adapter with a
             ``pool_maxsize`` of at least ``online_concurrency`` on it to keep its connections.
+        bigquery_read: the ``BigQueryReadClient`` that reads a ``dest=`` sink's table; by default
+            one with application default credentials, built when first needed.
 
     ``close()`` (or the end of ``with Client(...) as client:``) closes the clients it built,
     never one handed in here: the caller owns those. A closed client refuses every call.
@@ -85,6 +87,7 @@ class Client(ClientBase):
         retry: RetryPolicy | None = None,
         anthropic_vertex: AnthropicVertex | None = None,
         google_session: AuthorizedSession | None = None,
+        bigquery_read: bigquery_storage_v1.BigQueryReadClient | None = None,
     ) -> None:
         self.project = project
         self.location = location
@@ -105,6 +108,7 @@ class Client(ClientBase):
             tracer_provider=tracer_provider,
             anthropic_vertex=anthropic_vertex,
             google_session=google_session,
+            bigquery_read=bigquery_read,
         )
 
     @property
@@ -172,13 +176,17 @@ class Client(ClientBase):
         meter_provider: MeterProvider | None = None,
         tracer_provider: TracerProvider | None = None,
         retry: RetryPolicy | None = None,
+        bigquery_storage_endpoint: str | None = None,
     ) -> Self:
         """A client for explicit endpoints with anonymous credentials: the local stack's way in.
 
         ``vertex_endpoint`` and ``storage_endpoint`` are ``http://host:port`` URLs, such as
-        those ``vertexbatch emulator`` prints.
+        those ``vertexbatch emulator`` prints; ``bigquery_storage_endpoint``, a plaintext gRPC
+        ``host:port`` of the Storage Read API (``VERTEXBATCH_BIGQUERY_STORAGE_HOST``).
         """
-        jobs, store = endpoint_clients(vertex_endpoint, storage_endpoint, project)
+        jobs, store, read = endpoint_clients(
+            vertex_endpoint, storage_endpoint, project, bigquery_storage_endpoint
+        )
         client = cls(
             project,
             location,
@@ -189,9 +197,10 @@ class Client(ClientBase):
             meter_provider=meter_provider,
             tracer_provider=tracer_provider,
             retry=retry,
+            bigquery_read=read,
         )
-        client._life.own(jobs.transport.close)  # built here: the client's own, as in __init__
-        client._life.own(store.close)
+        for built in (jobs.transport, store, *([read.transport] if read else [])):
+            client._life.own(built.close)  # built here: the client's own, as in __init__
         return client
 
     @functools.cached_property
@@ -364,6 +373,7 @@ class Client(ClientBase):
             job,
             cloud.telemetry,
             fill=CacheFill(cloud.staging, job),
+            bigquery=cloud.bigquery,
         )
         return self._life.guard(cloud.tracing.passing(results, job_attributes(job)))
 

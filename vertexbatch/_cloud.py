@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ._bigquery.read import BigQueryReader
 from ._gcs.staging import Staging
 from ._lifecycle import Lifecycle
 from ._online_call import OnlineClients
@@ -21,7 +22,7 @@ from ._vertex import Vertex
 if TYPE_CHECKING:
     from anthropic import AnthropicVertex
     from google.auth.transport.requests import AuthorizedSession
-    from google.cloud import aiplatform_v1, storage
+    from google.cloud import aiplatform_v1, bigquery_storage_v1, storage
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
@@ -41,6 +42,8 @@ class Cloud:
     location: str
     online: OnlineClients
     tracing: Tracing = field(default_factory=Tracing)
+    # The Storage Read API, for BigQuery-sink jobs (its client built at first use).
+    bigquery: BigQueryReader | None = None
 
 
 def build_cloud(
@@ -57,6 +60,7 @@ def build_cloud(
     tracer_provider: TracerProvider | None,
     anthropic_vertex: AnthropicVertex | None,
     google_session: AuthorizedSession | None,
+    bigquery_read: bigquery_storage_v1.BigQueryReadClient | None = None,
 ) -> Cloud:
     """A ``Client``'s parts from its arguments; what is built here (not handed in) is ``life``'s
     to close."""
@@ -78,4 +82,5 @@ def build_cloud(
         location=location,
         online=online,
         tracing=Tracing(tracer_provider, location),
+        bigquery=BigQueryReader(project, retry, life.own, given=bigquery_read),
     )

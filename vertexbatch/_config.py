@@ -11,6 +11,9 @@ environment variable or (the command only) a flag, which wins::
     vertex_endpoint   --vertex-endpoint    VERTEXBATCH_VERTEX_ENDPOINT   (the local stack: both
     storage_endpoint  --storage-endpoint   STORAGE_EMULATOR_HOST          endpoints, or neither)
 
+With both endpoints, ``VERTEXBATCH_BIGQUERY_STORAGE_HOST`` (a plaintext gRPC ``host:port``, as
+``LocalStack.environment`` writes it) is where a BigQuery sink's table is read.
+
 ``build_client`` turns them into a client: on Google Cloud with application default
 credentials, or, when both endpoints are set, on those endpoints with anonymous credentials
 (``Client.for_endpoints``). When both endpoints are on this machine (the local stack), a refused
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
     from ._retry import RetryPolicy
 
 __all__ = [
+    "BIGQUERY_STORAGE_HOST",
     "BUCKET",
     "DEFAULT_PREFIX",
     "ENDPOINTS",
@@ -56,6 +60,8 @@ __all__ = [
     "read_config",
 ]
 
+BIGQUERY_STORAGE_HOST = "VERTEXBATCH_BIGQUERY_STORAGE_HOST"
+"""The local stack's Storage Read API endpoint (``host:port``, plaintext gRPC)."""
 DEFAULT_PREFIX = "vertexbatch"
 """The folder in the bucket when none is given: each id gets ``vertexbatch/ID/``."""
 
@@ -159,7 +165,8 @@ def build_client(
     Raises:
         InvalidRequestError: the configuration is incomplete or wrong (see ``read_config``).
     """
-    config = read_config(os.environ if env is None else env, flags)
+    env = os.environ if env is None else env
+    config = read_config(env, flags)
     if config.vertex_endpoint and config.storage_endpoint:
         if is_loopback(config.vertex_endpoint) and is_loopback(config.storage_endpoint):
             retry = local_retry(retry)
@@ -173,6 +180,7 @@ def build_client(
             meter_provider=meter_provider,
             tracer_provider=tracer_provider,
             retry=retry,
+            bigquery_storage_endpoint=env.get(BIGQUERY_STORAGE_HOST) or None,
         )
     return cls(
         config.project,

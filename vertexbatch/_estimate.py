@@ -54,6 +54,7 @@ class Plan:
             answered from the cache; ``run:ID`` for a run plan of a run the id already holds):
             submitting them again returns it (rejoins the run), so nothing more is sent or
             paid. ``""`` when submitting would stage or create.
+        dest: the BigQuery sink the job would write (``dest=``); ``""`` for the id's GCS folder.
     """
 
     provider: Provider
@@ -72,6 +73,7 @@ class Plan:
     price: Price | None
     assumptions: tuple[str, ...] = field(default=())
     submitted: str = ""
+    dest: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (what ``--dry-run --json`` prints)."""

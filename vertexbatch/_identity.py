@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from google.api_core import exceptions as api_exceptions
 
+from ._bigquery.dest import parse_dest
 from ._cache.submission import record_cached
 from ._controls import NO_CONTROLS, Controls
 from ._errors import InvalidRequestError
@@ -50,7 +51,7 @@ from ._vertex import NONCE_LABEL, JobSpec, Vertex, is_live, succeeded
 if TYPE_CHECKING:
     from google.cloud.aiplatform_v1 import BatchPredictionJob as BatchJob
 
-__all__ = ["resubmit", "stage", "stage_and_submit", "submit"]
+__all__ = ["resubmit", "sink_of_resubmission", "stage", "stage_and_submit", "submit"]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -257,6 +258,15 @@ def _refused(
             "another model, key or account",
             field=_named_control(controls, str(exc.message)),
         )
+    if manifest.dest:
+        return InvalidRequestError(
+            f"Vertex refused to create the job of id {submission_id!r} with {manifest.provider} "
+            f"model {manifest.model!r} and dest {manifest.dest!r} in location "
+            f"{vertex.location!r}: {exc.code} {type(exc).__name__} (is the model offered here, "
+            "and is the dataset in this location?); no job was made, and the same requests may "
+            "be submitted under this id again with another model or dest",
+            field="dest" if "dataset" in str(exc.message).lower() else "model",
+        )
     return InvalidRequestError(
         f"Vertex refused to create the job of id {submission_id!r} with {manifest.provider} "
         f"model {manifest.model!r} in location {vertex.location!r}: {exc.code} "
@@ -286,13 +296,14 @@ def stage_and_submit(
     amend: Callable[[Manifest], Manifest] | None = None,
     labels: Mapping[str, str] | None = None,
     controls: Controls = NO_CONTROLS,
+    dest: str = "",
 ) -> Job:
     """The whole identity protocol for one id: stage create-only, then adopt or create.
 
     ``controls`` (checked) go in the manifest and on the job; with a ``kms_key``, ``staging``
-    is keyed with it (``Staging.keyed``) by the caller.
+    is keyed with it (``Staging.keyed``) by the caller. ``dest`` (checked): the BigQuery sink.
     """
-    manifest = stage(staging, submission_id, provider, model, lines, origin, amend, controls)
+    manifest = stage(staging, submission_id, provider, model, lines, origin, amend, controls, dest)
     return submit(staging, vertex, policy, submission_id, manifest, labels)
 
 
@@ -310,7 +321,8 @@ def resubmit(
 
     A resubmission of a ``cache=True`` job is made with ``cache`` too: its ok answers fill the
     answer cache when its results are read, as the first job's do. It keeps the job's controls
-    (labels, CMEK key, service account), read from its manifest.
+    (labels, CMEK key, service account), read from its manifest, and its sink: a BigQuery
+    dataset as it was, a table's dataset (``sink_of_resubmission``).
 
     Raises:
         InvalidRequestError: a key is not in the job or was answered from the answer cache (it
@@ -331,7 +343,8 @@ def resubmit(
             "them; leave them out of keys",
             field="keys",
         )
-    controls = job_manifest(staging, job).controls
+    staged = job_manifest(staging, job)
+    controls = staged.controls
     staging = staging.keyed(controls.kms_key)
     lines = read_staged_lines(staging, job, keys)
     amend = with_schema(_with_cache if key_map.fills_cache else None, key_map.schema)
@@ -347,7 +360,15 @@ def resubmit(
         amend,
         labels,
         controls,
+        sink_of_resubmission(staged.dest),
     )
+
+
+def sink_of_resubmission(dest: str) -> str:
+    """The sink a resubmission (or a run's next attempt) writes: a dataset as given; for a table,
+    its dataset, where Vertex names a table per job: appended to the first job's table, the
+    new job's rows for the same keys would change what reading the first job gives."""
+    return parse_dest(dest).dataset_uri if dest else ""
 
 
 def _with_cache(manifest: Manifest) -> Manifest:

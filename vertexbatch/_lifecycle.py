@@ -13,8 +13,10 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
+from ._bigquery.read import endpoint_read_client
+
 if TYPE_CHECKING:
-    from google.cloud import aiplatform_v1, storage
+    from google.cloud import aiplatform_v1, bigquery_storage_v1, storage
 
 __all__ = ["endpoint_clients", "Lifecycle", "closed_error"]
 
@@ -124,10 +126,13 @@ class Lifecycle:
 
 
 def endpoint_clients(
-    vertex_endpoint: str, storage_endpoint: str, project: str
-) -> tuple[aiplatform_v1.JobServiceClient, storage.Client]:
-    """A Vertex and a storage client for explicit endpoints with anonymous credentials (the
-    local stack's way in); the caller makes them its own (``Lifecycle.own``)."""
+    vertex_endpoint: str, storage_endpoint: str, project: str, bigquery_storage: str | None = None
+) -> tuple[
+    aiplatform_v1.JobServiceClient, storage.Client, bigquery_storage_v1.BigQueryReadClient | None
+]:
+    """A Vertex, a storage and (given its gRPC ``host:port``) a Storage Read client for explicit
+    endpoints with anonymous credentials (the local stack's way in); the caller makes them its
+    own (``Lifecycle.own``)."""
     from google.auth.credentials import AnonymousCredentials
     from google.cloud import aiplatform_v1
     from google.cloud import storage as gcs
@@ -141,4 +146,4 @@ def endpoint_clients(
     store = gcs.Client(
         project=project, credentials=anonymous, client_options={"api_endpoint": storage_endpoint}
     )
-    return jobs, store
+    return jobs, store, endpoint_read_client(bigquery_storage)

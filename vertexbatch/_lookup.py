@@ -20,7 +20,7 @@ from ._models import Job, Provider
 from ._rules import is_job_name
 from ._schema import Schema
 from ._stage import only_job_settings_differ
-from ._vertex import JobSpec, Vertex, controls_of, is_live, succeeded
+from ._vertex import JobSpec, Vertex, controls_of, is_live, output_of, succeeded
 
 if TYPE_CHECKING:
     from google.cloud.aiplatform_v1 import BatchPredictionJob as BatchJob
@@ -65,10 +65,10 @@ def matching(listed: list[BatchJob], spec: JobSpec) -> list[BatchJob]:
         elif list(job.input_config.gcs_source.uris) == [spec.input_uri]:
             raise InvalidRequestError(
                 f"job {job.name} reads the input of id {spec.id!r} but writes to "
-                f"{job.output_config.gcs_destination.output_uri_prefix!r}, not "
-                f"{spec.output_prefix!r}: it was not created by this client configuration; "
-                "delete it or use a new id",
-                field="id",
+                f"{output_of(job)!r}, not {spec.dest or spec.output_prefix!r}: it was not "
+                "created by this client configuration (or with this dest); delete it or use a "
+                "new id",
+                field="dest" if spec.dest or job.output_config.bigquery_destination else "id",
             )
     return ours
 
@@ -148,6 +148,7 @@ def held_job(
     cache: bool,
     schema: Schema | None = None,
     controls: Controls = NO_CONTROLS,
+    dest: str = "",
 ) -> tuple[Job, int] | None:
     """The job submitting ``lines`` under the id would return without creating one (a plan's
     question), and how many of its keys the cache answered; read-only. ``None`` if nothing is
@@ -168,7 +169,9 @@ def held_job(
             staging, submission_id, provider, model, iter(given_lines), None
         )
     given = replace(
-        measure(submission_id, provider, model, given_lines, staging.limits), controls=controls
+        measure(submission_id, provider, model, given_lines, staging.limits),
+        controls=controls,
+        dest=dest,
     )
     amend = with_schema(amend, schema)
     if amend is not None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from ._bigquery.dest import parse_dest
 from ._controls import NO_CONTROLS, Controls
 from ._errors import InvalidRequestError
 from ._gcs.staging import Folder, Staging
@@ -88,6 +89,7 @@ class Manifest:
     ``cached-<cached_md5>.jsonl`` (none of them has an input line, so ``rows`` may be 0).
     ``controls``: the job controls (labels, CMEK key, service account) the rows were submitted
     with, written only when set, so a manifest written before them reads the same.
+    ``dest``: the BigQuery sink (``bq://P.D[.T]``), written only when set ("": the GCS prefix).
     """
 
     provider: Provider
@@ -104,6 +106,7 @@ class Manifest:
     cached_md5: str = ""
     schema: Schema | None = None
     controls: Controls = NO_CONTROLS
+    dest: str = ""
 
     @property
     def key_count(self) -> int:
@@ -117,7 +120,7 @@ class Manifest:
             data["controls"] = self.controls.to_json()
         if not self.rejected:
             del data["rejected"]
-        for name in ("keys", "cache", "cached", "cached_md5", "schema"):
+        for name in ("keys", "cache", "cached", "cached_md5", "schema", "dest"):
             if not data[name]:
                 del data[name]
         return data
@@ -169,6 +172,12 @@ class Manifest:
             raise bad(str(exc)) from None
         if "controls" in data and controls.empty:
             raise bad("'controls' is written only when some are set")
+        dest = data.get("dest", "")
+        try:
+            if "dest" in data and parse_dest(dest).uri != dest:
+                raise InvalidRequestError("not as written")
+        except InvalidRequestError:
+            raise bad("'dest' is not a bq:// sink vertexbatch wrote") from None
         return cls(
             provider=data["provider"],
             model=data["model"],
@@ -184,6 +193,7 @@ class Manifest:
             cached_md5=data.get("cached_md5", ""),
             schema=schema,
             controls=controls,
+            dest=dest,
         )
 
     def claims_same(self, given: Manifest) -> bool:
@@ -203,6 +213,7 @@ class Manifest:
             )
             and cache == (given.cache, given.cached, given.cached_md5, _digest(given.schema))
             and self.controls == given.controls
+            and self.dest == given.dest
             and (not self.keys_md5 or self.keys_md5 == given.keys_md5)
         )
 
@@ -215,7 +226,12 @@ class Manifest:
             output_prefix=folder.output_prefix,
             keys=self.key_count,
             controls=self.controls,
+            dest=self.dest,
         )
+
+
+def _sink(dest: str) -> str:
+    return f"dest {dest!r}" if dest else "the GCS output prefix"
 
 
 def _digest(schema: Schema | None) -> str:
@@ -262,6 +278,8 @@ def claim_conflict(
         what = f"rows submitted with cache={staged.cache}, not cache={given.cache}"
     elif staged.controls != given.controls and staged.md5 == given.md5:
         what = f"rows submitted with {staged.controls.difference(given.controls)}"
+    elif staged.dest != given.dest and staged.md5 == given.md5:
+        what = f"rows written to {_sink(staged.dest)}, not {_sink(given.dest)}"
     else:
         what = (
             f"other rows ({staged.rows} rows, MD5 {staged.md5}; these are {given.rows} rows, "

@@ -85,8 +85,11 @@ class Job:
         provider: ``"anthropic"`` or ``"google"``.
         model: the bare Vertex model id (``claude-opus-5-5@default``, ``gemini-3.8-flash``).
         input_uri: ``gs://`` URI of the staged input JSONL.
-        output_prefix: ``gs://`` prefix Vertex writes under.
+        output_prefix: ``gs://`` prefix Vertex writes under (a GCS sink).
         keys: how many keys the job holds.
+        dest: a BigQuery sink's ``bq://PROJECT.DATASET.TABLE``, the output table (the ``dest=``
+            given until Vertex names the table); "" for a GCS sink. A dict of a job from
+            before it (no ``dest``) rebuilds as a GCS-sink job.
     """
 
     id: str
@@ -96,6 +99,7 @@ class Job:
     input_uri: str
     output_prefix: str
     keys: int
+    dest: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict; ``Job.from_dict`` rebuilds the same value."""
@@ -110,6 +114,8 @@ class Job:
         """
         values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
+            if f.name == "dest" and f.name not in data:
+                continue  # written by a vertexbatch before BigQuery sinks: a GCS sink
             if f.name not in data:
                 raise InvalidRequestError(f"Job dict lacks field {f.name!r}", field=f.name)
             value = data[f.name]

@@ -83,6 +83,7 @@ def submit(
         lines,
         amend=with_schema(amend, options.schema),
         controls=controls,
+        dest=options.dest,
     )
 
 
@@ -98,7 +99,25 @@ def plan(
     prices: Iterable[Price],
     shard_size: int | None,
 ) -> Plan:
-    """What submitting (or, with ``shard_size``, starting a run of) the requests would do."""
+    """What submitting (or, with ``shard_size``, starting a run of) the requests would do; the
+    plan names the sink (``Plan.dest``)."""
+    return replace(
+        _plan(cloud, id, model, provider, requests, options, count_tokens, prices, shard_size),
+        dest=options.dest,
+    )
+
+
+def _plan(
+    cloud: Cloud,
+    id: str,
+    model: str,
+    provider: Provider,
+    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    options: SubmitOptions,
+    count_tokens: bool,
+    prices: Iterable[Price],
+    shard_size: int | None,
+) -> Plan:
     check_id(id)
     check_model(model, provider)
     ttl = check_ttl(options.cache_ttl)
@@ -116,6 +135,7 @@ def plan(
     if not held:  # as submit and run refuse it, before any cloud call
         raise no_rows(id)
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
+        check_run_dest(options.dest)
         check_run_id(id)
         # MAX_ATTEMPTS: the most digits a run's attempts take in its ledger.
         check_requests_fit(
@@ -140,6 +160,7 @@ def plan(
             cache=cache,
             schema=options.schema,
             controls=controls,
+            dest=options.dest,
         )
         if found is not None:
             job, cached = found
@@ -219,7 +240,7 @@ def resubmit_job(
             )
         # The library's own pass: not the caller's reading, so nothing goes to the metrics
         # (nor to the answer cache), as runs' steps read results silently.
-        silent = iter_results(cloud.vertex, cloud.staging, job, SILENT)
+        silent = iter_results(cloud.vertex, cloud.staging, job, SILENT, bigquery=cloud.bigquery)
         wanted = {r.key for r in silent if r.outcome in ("retryable", "missing")}
     else:
         if isinstance(keys, str) or not isinstance(keys, Iterable):
@@ -276,6 +297,16 @@ def _built_lines(
         yield build(request, types, schema)
 
 
+def check_run_dest(dest: str) -> None:
+    """Refuse a run with a BigQuery sink (docs/bigquery.md, "Runs"): not supported yet."""
+    if dest:
+        raise InvalidRequestError(
+            "a run with dest= (a BigQuery sink) is not supported yet: submit each part with "
+            "submit_claude / submit_gemini and dest=, or run without dest (GCS)",
+            field="dest",
+        )
+
+
 def _rejoined(run: tuple[Ledger, int, list[Shard]]) -> str:
     """What a plan of a run the id already holds says."""
     ledger, _, pending = run
@@ -299,6 +330,7 @@ def start_run(
     max_attempts: int,
 ) -> Run:
     """``run_claude`` and ``run_gemini``: check, then start (or rejoin) the run."""
+    check_run_dest(options.dest)
     check_model(model, provider)
     controls = options.controls(cloud.location)
     row = PROVIDERS[provider]

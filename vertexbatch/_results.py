@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
+from ._bigquery.dest import parse_dest
+from ._bigquery.read import MISSING_EXTRA, BigQueryReader, missing_extra
 from ._cache.fill import CacheFill
 from ._cache.submission import cached_status, is_cached_job, read_cached
 from ._dedupe import shared_result
-from ._errors import LineError, MissingError, job_errors
+from ._errors import JobError, LineError, MissingError, job_errors
 from ._gcs.staging import Staging
 from ._json import load_json
 from ._keymap import KeyMap, canonical_digest
@@ -18,7 +21,7 @@ from ._outcomes import classify_row
 from ._parsed import parsed_result
 from ._staged import read_key_map
 from ._telemetry import Telemetry
-from ._vertex import Vertex, status_of
+from ._vertex import Vertex, output_table, status_of
 
 __all__ = [
     "damaged_results",
@@ -26,6 +29,7 @@ __all__ = [
     "output_files",
     "read_output_file",
     "read_results",
+    "read_rows",
 ]
 
 logger = logging.getLogger("vertexbatch")
@@ -50,15 +54,19 @@ def iter_results(
     job: Job,
     telemetry: Telemetry,
     fill: CacheFill | None = None,
+    bigquery: BigQueryReader | None = None,
 ) -> Iterator[Result]:
     """Stream the job's results; once it is terminal, yield the missing keys last, in order.
 
     ``fill`` (a caller's results pass of a ``cache=True`` job) is given the job's ok answers
     when the job was terminal as the pass began, and finished once it is read to the end.
+    ``bigquery`` reads the output table of a BigQuery-sink job.
 
     Raises:
-        JobError: the job does not exist, or its key map or output cannot be read.
+        JobError: the job does not exist, or its key map or output cannot be read (a
+            BigQuery-sink job without the ``bigquery`` extra among them).
     """
+    table = ""
     if is_cached_job(job):  # answered wholly from the answer cache: no Vertex job
         status, directory = cached_status(job), ""
     else:
@@ -69,7 +77,13 @@ def iter_results(
         # output prefix may hold other jobs' directories (a cancelled twin's, say). None yet:
         # no output yet.
         directory = vertex_job.output_info.gcs_output_directory
-    yield from read_results(staging, job, status, directory, telemetry, fill)
+        # A BigQuery sink: the table Vertex names (None yet: no output yet).
+        table = output_table(vertex_job)
+        if vertex_job.output_config.bigquery_destination.output_uri and missing_extra():
+            raise JobError(f"job {job.name} writes to BigQuery: {MISSING_EXTRA}", job=job.name)
+    yield from read_results(
+        staging, job, status, directory, telemetry, fill, table=table, bigquery=bigquery
+    )
 
 
 def read_results(
@@ -79,9 +93,14 @@ def read_results(
     directory: str,
     telemetry: Telemetry,
     fill: CacheFill | None = None,
+    *,
+    table: str = "",
+    bigquery: BigQueryReader | None = None,
 ) -> Iterator[Result]:
-    """``iter_results`` of a job whose status and output directory are known (no Vertex call):
-    a run reads its attempts as one listing of the run's jobs, or its own records, found them.
+    """``iter_results`` of a job whose status and output directory (or ``table``, the
+    ``bq://P.D.T`` of a BigQuery sink's output table, read with ``bigquery``) are known (no
+    Vertex call): a run reads its attempts as one listing of the run's jobs, or its own
+    records, found them.
 
     Raises:
         JobError: the job's key map or output cannot be read.
@@ -93,7 +112,12 @@ def read_results(
     if directory:
         with job_errors(job.name, reading=directory):
             generations = {uri: gen for uri, _, gen in staging.list_names(directory)}
-    files = output_files(directory, list(generations)) if generations else []
+    # The GCS files, then (None) the BigQuery output table.
+    files: list[str | None] = [*(output_files(directory, list(generations)) if generations else [])]
+    if table:
+        if bigquery is None:
+            raise JobError(f"job {job.name} writes to BigQuery: no reader given", job=job.name)
+        files.append(None)
     taken: set[int] = set()
     for result in read_cached(staging, job, keys, taken):
         telemetry.record(result, job)
@@ -104,7 +128,17 @@ def read_results(
     # A cache=True job's ok answers go to the answer cache (a caller's pass of a terminal job).
     sink = fill if keys.fills_cache and status.terminal else None
     for uri in files:
-        for result in read_output_file(
+        if uri is None:
+            assert bigquery is not None
+            dest = parse_dest(table)
+            with job_errors(job.name, reading=table):
+                rows = bigquery.rows(dest, staging.limits.output_line)
+                results = read_rows(
+                    rows, keys, taken, job, table, echoed=echoed, damaged=damaged, twins=twins
+                )
+                yield from _recorded(results, telemetry, job, sink, twins)
+            continue
+        results = read_output_file(
             staging,
             uri,
             keys,
@@ -114,18 +148,8 @@ def read_results(
             damaged=damaged,
             generation=generations[uri],
             twins=twins,
-        ):
-            telemetry.record(result, job)
-            # The cache holds an answer only under its own request: never a twin's.
-            if (
-                sink is not None
-                and result.ok
-                and not result.shared
-                and result.response
-                and result.key not in twins
-            ):
-                sink.add(result.key, result.response)
-            yield result
+        )
+        yield from _recorded(results, telemetry, job, sink, twins)
     for result in damaged_results(keys, damaged, taken):
         telemetry.record(result, job)
         yield result
@@ -144,6 +168,28 @@ def read_results(
                 yield result
     if sink is not None:
         sink.finish()
+
+
+def _recorded(
+    results: Iterable[Result],
+    telemetry: Telemetry,
+    job: Job,
+    sink: CacheFill | None,
+    twins: set[str],
+) -> Iterator[Result]:
+    """``results``, each recorded in the metrics and its ok answer given to the cache fill."""
+    for result in results:
+        telemetry.record(result, job)
+        # The cache holds an answer only under its own request: never a twin's.
+        if (
+            sink is not None
+            and result.ok
+            and not result.shared
+            and result.response
+            and result.key not in twins
+        ):
+            sink.add(result.key, result.response)
+        yield result
 
 
 def _missing_message(status: Status) -> str:
@@ -200,7 +246,41 @@ def read_output_file(
     job, so that a row also present in an earlier file is not credited to a second key. With
     ``generation``, the file is read at that generation (``Staging.read_lines``). ``twins``
     collects the keys answered by a row matched by an echo other keys' requests share."""
-    alone = damaged is None  # read alone: its damaged lines' keys end with this file
+    with job_errors(job.name, reading=uri):
+        lines = staging.read_lines(uri, max_line=staging.limits.output_line, generation=generation)
+        yield from read_rows(
+            _parsed(lines), keys, taken, job, uri, echoed=echoed, damaged=damaged, twins=twins
+        )
+
+
+def _parsed(lines: Iterable[bytes]) -> Iterator[tuple[Any, bytes]]:
+    """Each non-blank line, parsed (``None`` when it is not a readable JSON object), and its
+    bytes."""
+    for raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            row = load_json(raw)
+        except ValueError:  # not UTF-8, not JSON, too deep, or cut at the longest line
+            row = None
+        yield (row if type(row) is dict else None), raw
+
+
+def read_rows(
+    rows: Iterable[tuple[Any, bytes]],
+    keys: KeyMap,
+    taken: set[int],
+    job: Job,
+    where: str,
+    *,
+    echoed: dict[str, int] | None = None,
+    damaged: dict[int, Result] | None = None,
+    twins: set[str] | None = None,
+) -> Iterator[Result]:
+    """``read_output_file``'s correlation and classification of parsed rows, each with its raw
+    bytes (``None`` for a row that is not a readable JSON object: its raw bytes are searched for
+    an id), from a GCS file or a BigQuery table (``where`` names it in the log)."""
+    alone = damaged is None  # read alone: its damaged lines' keys end with these rows
     if damaged is None:
         damaged = {}
     skipped = 0
@@ -208,80 +288,72 @@ def read_output_file(
     here: Counter[str] = Counter()
     sharing = keys.sharing  # whether any line answers several keys (dedupe; none, usually)
     schema = keys.schema  # the answer schema (``schema=``): each usable answer checked
-    with job_errors(job.name, reading=uri):
-        lines = staging.read_lines(uri, max_line=staging.limits.output_line, generation=generation)
-        for raw in lines:
-            if not raw.strip():
+    for row, raw in rows:
+        if row is None:
+            index = keys.find_digest(raw)
+            if index is None or index in taken or index in damaged:
+                skipped += 1
                 continue
-            try:
-                row = load_json(raw)
-            except ValueError:  # not UTF-8, not JSON, too deep, or cut at the longest line
-                row = None
-            if type(row) is not dict:
-                index = keys.find_digest(raw)
-                if index is None or index in taken or index in damaged:
-                    skipped += 1
-                    continue
-                # Not taken yet: an intact copy of the row (later in this file, or in another
-                # file: a writer cut short, then retried) still answers the key.
-                key = keys.keys[index]
-                damaged[index] = Result(
-                    key=key,
-                    error=LineError(
-                        "output line is not a readable JSON object",
-                        key=key,
-                        status="MALFORMED_LINE",
-                    ),
-                )
-                continue
-            index = keys.match_id(row)
-            if index is None:
-                if keys.carries_id(row):  # another job's row, or a damaged id: no key's
-                    skipped += 1
-                    continue
-                # Only the echoed request tells whose row this is. Identical rows in one file are
-                # rows of identical requests; a row already counted in an earlier file is the same
-                # row written twice (incremental and final), never a second key's.
-                try:
-                    content = canonical_digest(row)
-                except ValueError:
-                    skipped += 1
-                    continue
-                here[content] += 1
-                if here[content] <= earlier.get(content, 0):
-                    continue
-                index = keys.match_echo(row, taken)
-                if index is None:
-                    skipped += 1
-                    continue
-                if twins is not None and keys.echo_shared(index):
-                    # Other keys' requests echo alike (they may differ where the echo cannot
-                    # show, a null field, 2.0 for 2): this answer may be a twin's.
-                    twins.add(keys.keys[index])
-            elif index in taken:
-                continue  # the same row in an incremental and a final file
-            taken.add(index)
+            # Not taken yet: an intact copy of the row (later in this file, or in another
+            # file: a writer cut short, then retried) still answers the key.
             key = keys.keys[index]
-            try:
-                result = classify_row(row, key=key, provider=job.provider)
-                if schema is not None:
-                    result = parsed_result(result, schema)
-            except Exception as exc:  # a row of a shape nobody foresaw: the key still gets one
-                # The exception's text and traceback may quote the response: only its type.
-                logger.warning(
-                    "output row for a key of job %s has an unexpected shape (%s)",
-                    job.name,
-                    type(exc).__name__,
-                )
-                result = Result(
+            damaged[index] = Result(
+                key=key,
+                error=LineError(
+                    "output line is not a readable JSON object",
                     key=key,
-                    error=LineError(
-                        "output row has an unexpected shape", key=key, status="MALFORMED_ROW"
-                    ),
-                )
-            yield result
-            if sharing:
-                yield from _shared(keys, index, result, taken)
+                    status="MALFORMED_LINE",
+                ),
+            )
+            continue
+        index = keys.match_id(row)
+        if index is None:
+            if keys.carries_id(row):  # another job's row, or a damaged id: no key's
+                skipped += 1
+                continue
+            # Only the echoed request tells whose row this is. Identical rows in one file are
+            # rows of identical requests; a row already counted in an earlier file is the same
+            # row written twice (incremental and final), never a second key's.
+            try:
+                content = canonical_digest(row)
+            except ValueError:
+                skipped += 1
+                continue
+            here[content] += 1
+            if here[content] <= earlier.get(content, 0):
+                continue
+            index = keys.match_echo(row, taken)
+            if index is None:
+                skipped += 1
+                continue
+            if twins is not None and keys.echo_shared(index):
+                # Other keys' requests echo alike (they may differ where the echo cannot
+                # show, a null field, 2.0 for 2): this answer may be a twin's.
+                twins.add(keys.keys[index])
+        elif index in taken:
+            continue  # the same row in an incremental and a final file
+        taken.add(index)
+        key = keys.keys[index]
+        try:
+            result = classify_row(row, key=key, provider=job.provider)
+            if schema is not None:
+                result = parsed_result(result, schema)
+        except Exception as exc:  # a row of a shape nobody foresaw: the key still gets one
+            # The exception's text and traceback may quote the response: only its type.
+            logger.warning(
+                "output row for a key of job %s has an unexpected shape (%s)",
+                job.name,
+                type(exc).__name__,
+            )
+            result = Result(
+                key=key,
+                error=LineError(
+                    "output row has an unexpected shape", key=key, status="MALFORMED_ROW"
+                ),
+            )
+        yield result
+        if sharing:
+            yield from _shared(keys, index, result, taken)
     for content, count in here.items():
         if count > earlier.get(content, 0):
             earlier[content] = count
@@ -290,7 +362,7 @@ def read_output_file(
             "skipped %d line(s) of %s that are not JSON or match no key; their keys surface as "
             "missing",
             skipped,
-            uri,
+            where,
         )
     if alone:
         yield from damaged_results(keys, damaged, taken)

@@ -45,11 +45,13 @@ def stage(
     origin: str = PLAIN,
     amend: Callable[[Manifest], Manifest] | None = None,
     controls: Controls = NO_CONTROLS,
+    dest: str = "",
 ) -> Manifest:
     """Stage the rows create-only and claim the id for them; stream, never hold all rows.
 
     ``amend`` completes the manifest of the rows (the answers staged from the cache);
-    ``controls`` are the job controls the manifest claims the id with.
+    ``controls`` are the job controls the manifest claims the id with, ``dest`` its BigQuery
+    sink ("": the GCS prefix).
 
     Raises:
         InvalidRequestError: no rows, too many rows or bytes, a bad line, or the id is claimed
@@ -78,7 +80,7 @@ def stage(
                 input_upload.write(line.data)
                 keys_upload.write(record)
         md5 = input_upload.md5_hex() if input_upload is not None else None
-        given = replace(tally.manifest(provider, model, origin, md5), controls=controls)
+        given = replace(tally.manifest(provider, model, origin, md5), controls=controls, dest=dest)
         note({"vertexbatch.requests": tally.rows})
         if amend is not None:
             given = amend(given)
@@ -140,8 +142,10 @@ def _carry_on(staging: Staging, submission_id: str, staged: Manifest, given: Man
 
 
 def only_job_settings_differ(staged: Manifest, given: Manifest) -> bool:
-    """Whether the rows are the same, only the model or the job controls differing."""
-    return staged.claims_same(replace(given, model=staged.model, controls=staged.controls))
+    """Whether the rows are the same, only the model, the job controls or the sink differing."""
+    return staged.claims_same(
+        replace(given, model=staged.model, controls=staged.controls, dest=staged.dest)
+    )
 
 
 def _chain(first: StagedLine, rest: Iterator[StagedLine]) -> Iterator[StagedLine]:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from ._bigquery.dest import check_dest
+from ._bigquery.read import check_extra
 from ._controls import Controls, check_controls
 from ._prices import Price
 from ._schema import Schema, schema_of
@@ -38,6 +40,12 @@ class SubmitKeywords(TypedDict, total=False):
     vertexbatch's; ``kms_key`` (``None``), a Cloud KMS key in the client's location that
     encrypts the job and everything vertexbatch writes for it; ``service_account`` (``None``),
     the account the job runs as.
+
+    ``dest`` (``None``: the id's GCS folder): a BigQuery sink, ``bq://PROJECT.DATASET`` (Vertex
+    names a table per job) or ``bq://PROJECT.DATASET.TABLE``, checked against BigQuery's naming
+    rules before any cloud call and part of the id's identity; ``results`` reads the output table
+    through the Storage Read API (the ``bigquery`` extra; docs/bigquery.md). A run takes a
+    dataset only: each shard's job writes its own table.
     """
 
     dedupe: bool
@@ -47,6 +55,7 @@ class SubmitKeywords(TypedDict, total=False):
     labels: Mapping[str, str] | None
     kms_key: str | None
     service_account: str | None
+    dest: str | None
 
 
 class PlanKeywords(SubmitKeywords, total=False):
@@ -84,7 +93,7 @@ class SubmitOptions:
     ``dedupe``: equal requests staged and paid once. ``cache``: the answer cache asked first,
     its entries younger than ``cache_ttl`` (``None``: any age). ``schema``: the answer schema,
     checked as the options are built. The rest are checked where they are used, in the order
-    a submission checks its arguments.
+    a submission checks its arguments. ``dest``: the BigQuery sink, checked ("": GCS).
     """
 
     dedupe: bool = False
@@ -95,6 +104,8 @@ class SubmitOptions:
     labels: Mapping[str, str] | None = None
     kms_key: str | None = None
     service_account: str | None = None
+    # The BigQuery sink, checked: "" for the GCS output prefix.
+    dest: str = ""
 
     def controls(self, location: str) -> Controls:
         """The job controls, checked for a job in ``location``."""
@@ -106,6 +117,9 @@ class SubmitOptions:
     ) -> SubmitOptions:
         """The options among a method's keywords (``kind`` names what it takes)."""
         given = checked(method, given, kind)
+        dest = check_dest(given.get("dest"))
+        if dest:
+            check_extra()  # its results could not be read: say so before anything is paid
         return cls(
             dedupe=given.get("dedupe", False),
             cache=given.get("cache", False),
@@ -114,4 +128,5 @@ class SubmitOptions:
             labels=given.get("labels"),
             kms_key=given.get("kms_key"),
             service_account=given.get("service_account"),
+            dest=dest,
         )

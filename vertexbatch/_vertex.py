@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from google.api_core import exceptions as api_exceptions
 
+from ._bigquery.dest import parse_dest
 from ._controls import (
     ID_LABEL,
     MARK_LABEL,
@@ -23,6 +24,7 @@ from ._controls import (
     RUN_LABEL,
     Controls,
 )
+from ._errors import InvalidRequestError
 from ._models import Job, Provider, Status
 from ._retry import RetryPolicy
 from ._rules import bare_model, id_label, publisher_path
@@ -43,6 +45,8 @@ __all__ = [
     "JobSpec",
     "Vertex",
     "controls_of",
+    "output_of",
+    "output_table",
     "status_of",
 ]
 
@@ -88,6 +92,8 @@ class JobSpec:
     output_prefix: str
     keys: int
     controls: Controls = NO_CONTROLS
+    # The BigQuery sink (``bq://P.D[.T]``, checked); "" for the GCS output prefix.
+    dest: str = ""
 
     def matches(self, job: BatchJob) -> bool:
         """Whether a listed job was created for this spec (display name, input, output and
@@ -99,8 +105,7 @@ class JobSpec:
         return (
             job.display_name == self.id
             and reads_input(job, self.input_uri)
-            and job.output_config.gcs_destination.output_uri_prefix.rstrip("/")
-            == self.output_prefix.rstrip("/")
+            and output_of(job) == (self.dest or self.output_prefix.rstrip("/"))
         )
 
     def to_job(self, job: BatchJob) -> Job:
@@ -112,7 +117,30 @@ class JobSpec:
             input_uri=self.input_uri,
             output_prefix=self.output_prefix,
             keys=self.keys,
+            dest=output_table(job) or self.dest,
         )
+
+
+def output_of(job: BatchJob) -> str:
+    """Where a job writes: its BigQuery sink's URI, else its GCS output prefix."""
+    bigquery = str(job.output_config.bigquery_destination.output_uri)
+    return bigquery or str(job.output_config.gcs_destination.output_uri_prefix).rstrip("/")
+
+
+def output_table(job: BatchJob) -> str:
+    """``bq://P.D.T`` of the table a BigQuery-sink job writes, once Vertex reports it, else ""."""
+    table = str(job.output_info.bigquery_output_table)
+    given = str(job.output_config.bigquery_destination.output_uri)
+    if not table or not given:
+        return ""
+    try:
+        if "." in table:  # a full name (``P.D.T`` or ``bq://P.D.T``), should Vertex give one
+            return parse_dest(f"bq://{table.removeprefix('bq://')}", "outputInfo").uri
+        dataset = str(job.output_info.bigquery_output_dataset) or parse_dest(given).dataset_uri
+        return parse_dest(f"{dataset}.{table}", "outputInfo").uri
+    except InvalidRequestError:  # a name BigQuery would not take: not one to read
+        logger.warning("job %s reports an output table that is not a BigQuery name", job.name)
+        return ""
 
 
 def controls_of(job: BatchJob) -> Controls:
@@ -168,6 +196,22 @@ def _plain(moment: datetime) -> datetime:
     return datetime.fromtimestamp(moment.timestamp(), tz=UTC)
 
 
+def _output_config(spec: JobSpec) -> aiplatform_v1.BatchPredictionJob.OutputConfig:
+    """The job's ``outputConfig``: its BigQuery sink, else the id's GCS output prefix."""
+    from google.cloud import aiplatform_v1
+
+    config = aiplatform_v1.BatchPredictionJob.OutputConfig
+    if spec.dest:
+        return config(
+            predictions_format="bigquery",
+            bigquery_destination=aiplatform_v1.BigQueryDestination(output_uri=spec.dest),
+        )
+    return config(
+        predictions_format="jsonl",
+        gcs_destination=aiplatform_v1.GcsDestination(output_uri_prefix=spec.output_prefix),
+    )
+
+
 class Vertex:
     """The job-control calls vertexbatch makes, on one project and location."""
 
@@ -201,10 +245,7 @@ class Vertex:
                 instances_format="jsonl",
                 gcs_source=aiplatform_v1.GcsSource(uris=[spec.input_uri]),
             ),
-            output_config=aiplatform_v1.BatchPredictionJob.OutputConfig(
-                predictions_format="jsonl",
-                gcs_destination=aiplatform_v1.GcsDestination(output_uri_prefix=spec.output_prefix),
-            ),
+            output_config=_output_config(spec),
             labels={
                 **spec.controls.label_map(),
                 MARK_LABEL: "1",

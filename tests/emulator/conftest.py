@@ -22,13 +22,6 @@ def lab_factory() -> type[Lab]:
     return Lab
 
 
-@pytest.fixture(scope="session")
-def bigquery_local() -> Iterator[LocalStack]:
-    """One stack with BigQuery (bqemulator) for the session's BigQuery tests."""
-    with LocalStack(bigquery=True) as stack:
-        yield stack
-
-
 @pytest.fixture
 def bq_stack(bigquery_local: LocalStack) -> Iterator[LocalStack]:
     """The BigQuery stack, its faults and job options reset around the test."""

@@ -1,4 +1,5 @@
-"""The command's job controls: ``--label k=v`` (repeatable), ``--kms-key``, ``--service-account``.
+"""The command's job controls: ``--label k=v`` (repeatable), ``--kms-key``, ``--service-account``,
+and the BigQuery sink ``--dest bq://PROJECT.DATASET[.TABLE]``.
 
 ``control_options`` goes under ``cli_plan.pay_options`` on ``submit`` and ``run submit``: it
 checks the controls against Vertex's rules before anything else (a bad one exits with the
@@ -15,6 +16,8 @@ from typing import Any
 
 import click
 
+from .._bigquery.dest import check_dest
+from .._bigquery.read import check_extra
 from .._config import read_config
 from .._controls import check_controls
 from .._errors import InvalidRequestError
@@ -24,7 +27,12 @@ from .cli_render import ExitCode, Fail
 
 __all__ = ["control_options"]
 
-_FLAGS = {"labels": "--label", "kms_key": "--kms-key", "service_account": "--service-account"}
+_FLAGS = {
+    "labels": "--label",
+    "kms_key": "--kms-key",
+    "service_account": "--service-account",
+    "dest": "--dest",
+}
 
 
 def _labels(given: tuple[str, ...]) -> dict[str, str] | None:
@@ -48,7 +56,7 @@ def _location() -> str | None:
 
 
 def control_options(command: Any) -> Any:
-    """The three options, checked and put into the ``pay: PayOnce`` handed to ``command``."""
+    """The four options, checked and put into the ``pay: PayOnce`` handed to ``command``."""
 
     @functools.wraps(command)
     def with_controls(
@@ -57,19 +65,34 @@ def control_options(command: Any) -> Any:
         label: tuple[str, ...],
         kms_key: str | None,
         service_account: str | None,
+        dest: str | None,
         **kwargs: Any,
     ) -> Any:
         labels = _labels(label)
         try:
             check_controls(labels, kms_key, service_account, location=_location())
+            sink = check_dest(dest)
+            if sink:
+                check_extra()
         except InvalidRequestError as exc:
             raise Fail(ExitCode.USAGE, f"{_FLAGS.get(exc.field, exc.field)}: {exc}") from exc
         options = replace(
-            pay.options, labels=labels, kms_key=kms_key, service_account=service_account
+            pay.options,
+            labels=labels,
+            kms_key=kms_key,
+            service_account=service_account,
+            dest=sink,
         )
         return command(*args, pay=replace(pay, options=options), **kwargs)
 
     for option in (
+        click.option(
+            "--dest",
+            metavar="bq://PROJECT.DATASET[.TABLE]",
+            default=None,
+            help="Write the output to this BigQuery dataset (a table per job) or table, not GCS; "
+            "part of the id's identity (docs/bigquery.md).",
+        ),
         click.option(
             "--service-account",
             metavar="EMAIL",

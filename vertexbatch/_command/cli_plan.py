@@ -95,6 +95,8 @@ def plan_lines(plan: Plan, what: str) -> list[str]:
     if plan.submitted:
         rows.append(("submitted", f"{plan.submitted} (submitting again returns it)"))
         width = max(width, len("submitted"))
+    if plan.dest:
+        rows.append(("dest", plan.dest))
     lines += [f"  {name:<{width}}  {value}" for name, value in rows]
     lines += ["assumptions:"] + [f"  - {a}" for a in plan.assumptions]
     return lines
@@ -142,8 +144,9 @@ class PayOnce:
 
     def submit_arguments(self) -> dict[str, Any]:
         """The keyword arguments ``submit_*``, ``run_*`` and ``plan_*`` take from ``options``:
-        each of its fields, by its name."""
-        return {field.name: getattr(self.options, field.name) for field in fields(self.options)}
+        each of its fields, by its name (no ``dest``: the GCS folder, as the keyword's ``None``)."""
+        given = {field.name: getattr(self.options, field.name) for field in fields(self.options)}
+        return {k: v for k, v in given.items() if k != "dest" or v}
 
 
 def _schema_file(path: str | None) -> Schema | None:

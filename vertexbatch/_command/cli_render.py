@@ -227,7 +227,7 @@ def job_lines(job: Job) -> list[str]:
         ("model", job.model),
         ("keys", str(job.keys)),
         ("input", job.input_uri),
-        ("output", job.output_prefix),
+        ("output", job.dest or job.output_prefix),
     )
     return [f"{label:<9}{value}" for label, value in rows]
 

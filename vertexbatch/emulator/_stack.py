@@ -41,7 +41,7 @@ from vertexbatch.emulator._jobs import TERMINAL, JobStore
 from vertexbatch.emulator._options import JobOptions, Timing
 from vertexbatch.emulator._runner import make_runner
 from vertexbatch.emulator._server import RestServer, Service
-from vertexbatch.emulator._stack_bigquery import StackBigQuery
+from vertexbatch.emulator._stack_bigquery import BIGQUERY_STORAGE_HOST, StackBigQuery
 
 if TYPE_CHECKING:
     from google.cloud.aiplatform_v1 import JobServiceClient
@@ -336,6 +336,7 @@ class LocalStack(StackBigQuery):
             prefix=prefix,
             meter_provider=meter_provider,
             retry=retry,
+            bigquery_storage_endpoint=self.bigquery_environment().get(BIGQUERY_STORAGE_HOST),
         )
 
     # Scripting and inspection.

@@ -1,0 +1,47 @@
+"""Fixtures of the BigQuery sink's tests: the session's BigQuery stack, reset around each test,
+a fresh bucket and dataset, and a client on them."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from google.cloud import bigquery
+
+import vertexbatch as vb
+from vertexbatch.emulator import JobOptions, LocalStack
+
+
+@pytest.fixture
+def bq(bigquery_local: LocalStack) -> Iterator[LocalStack]:
+    """The BigQuery stack, its faults and job options reset around the test."""
+    bigquery_local.faults.reset()
+    bigquery_local.set_job_options(JobOptions())
+    yield bigquery_local
+    bigquery_local.faults.reset()
+    bigquery_local.settle()
+    bigquery_local.set_job_options(JobOptions())
+
+
+@pytest.fixture
+def bq_bucket() -> str:
+    return f"bq-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def dataset(bq: LocalStack) -> str:
+    """A fresh dataset in the stack's location: its ``bq://PROJECT.DATASET``."""
+    client = bq.bigquery_client()
+    made = bigquery.Dataset(f"{bq.project}.ds_{uuid.uuid4().hex[:10]}")
+    made.location = bq.location
+    client.create_dataset(made)
+    client.close()  # type: ignore[no-untyped-call]
+    return f"bq://{bq.project}.{made.dataset_id}"
+
+
+@pytest.fixture
+def bq_client(bq: LocalStack, bq_bucket: str) -> Iterator[vb.Client]:
+    """A client on the BigQuery stack (its Storage Read API wired by ``LocalStack.client``)."""
+    with bq.client(bucket=bq_bucket, prefix="jobs", retry=vb.RetryPolicy.no_wait()) as client:
+        yield client

@@ -1,0 +1,109 @@
+"""``--dest bq://…`` on ``submit`` and ``run submit``, through the command on the BigQuery stack."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from tests.helpers import CLAUDE, jobs_in, one_error_line, request_line, write_lines
+from vertexbatch._command.cli import ExitCode, main
+from vertexbatch.emulator import LocalStack
+
+
+def run(args: list[str], env: Mapping[str, str | None]) -> Result:
+    return CliRunner().invoke(main, args, env=env, catch_exceptions=False)
+
+
+def test_submit_dest_writes_the_table_and_results_read_it(
+    bq: LocalStack, bq_bucket: str, dataset: str, tmp_path: Path
+) -> None:
+    """The job writes to the dataset; ``find`` names the table; ``results`` reads each key from
+    it; the same id with another dest is refused."""
+    bq.create_bucket(bq_bucket)
+    env = bq.environment(bq_bucket, prefix="jobs")
+    path = write_lines(tmp_path / "in.jsonl", [request_line("a"), request_line("b")])
+    args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "cli-bq", str(path)]
+    first = run([*args, "--dest", dataset], env)
+    assert first.exit_code == 0, first.output
+    (job,) = jobs_in(bq, bq_bucket)
+    assert job["outputConfig"]["bigqueryDestination"]["outputUri"] == dataset
+    assert run(["watch", "cli-bq", "--floor", "0.01", "--ceiling", "0.05"], env).exit_code == 0
+    found = run(["find", "cli-bq"], env)
+    assert f"output   {dataset}.predictions_" in found.output
+    results = run(["results", "cli-bq"], env)
+    assert results.exit_code == 0, results.output
+    rows = [json.loads(line) for line in results.stdout.splitlines()]
+    assert sorted((r["key"], r["outcome"]) for r in rows) == [("a", "ok"), ("b", "ok")]
+    other = run([*args, "--dest", f"{dataset}.elsewhere"], env)
+    assert other.exit_code == ExitCode.INVALID_REQUEST
+    assert "rows written to dest" in one_error_line(other)
+
+
+@pytest.mark.parametrize("command", [["submit"], ["run", "submit"]])
+@pytest.mark.parametrize(
+    ("dest", "said"),
+    [
+        (
+            "gs://b/out",
+            "--dest: dest 'gs://b/out' is not a BigQuery sink: it must start with bq://",
+        ),
+        ("bq://p", "must name a project and a dataset"),
+        ("bq://Local-Project.ds", "project 'Local-Project' must be 6 to 30 lowercase letters"),
+        ("bq://local-project.my-ds", "dataset 'my-ds' must be 1 to 1,024 letters"),
+        ("bq://local-project.ds.a/b", "table 'a/b' must be 1 to 1,024 bytes"),
+        ("bq://local-project.ds.a.b", "at most one table"),
+    ],
+)
+def test_a_bad_dest_exits_2_naming_the_flag_and_the_rule(
+    bq: LocalStack, bq_bucket: str, tmp_path: Path, command: list[str], dest: str, said: str
+) -> None:
+    """Before anything is staged or created."""
+    bq.create_bucket(bq_bucket)
+    env = bq.environment(bq_bucket, prefix="jobs")
+    path = write_lines(tmp_path / "in.jsonl", [request_line("a")])
+    args = [*command, "--provider", "claude", "--model", CLAUDE, "--id", "cli-bad", str(path)]
+    result = run([*args, "--dest", dest], env)
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert said in one_error_line(result)
+    assert not list(bq.storage_client().list_blobs(bq_bucket))
+    assert not jobs_in(bq, bq_bucket)
+
+
+def test_run_submit_with_dest_is_refused_in_one_line(
+    bq: LocalStack, bq_bucket: str, dataset: str, tmp_path: Path
+) -> None:
+    """Runs do not take a BigQuery sink yet: one line naming the combination, nothing staged."""
+    bq.create_bucket(bq_bucket)
+    env = bq.environment(bq_bucket, prefix="jobs")
+    path = write_lines(tmp_path / "in.jsonl", [request_line("a")])
+    args = ["run", "submit", "--provider", "claude", "--model", CLAUDE, "--id", "cli-run"]
+    result = run([*args, str(path), "--dest", dataset], env)
+    assert result.exit_code == ExitCode.INVALID_REQUEST, result.output
+    assert "a run with dest= (a BigQuery sink) is not supported yet" in one_error_line(result)
+    assert not list(bq.storage_client().list_blobs(bq_bucket))
+
+
+@pytest.mark.timeout(120)
+def test_the_docs_example_runs_as_written(bq: LocalStack, bq_bucket: str, dataset: str) -> None:
+    """docs/examples/bigquery_sink.py runs as `python FILE` with the stack's environment."""
+    script = Path(__file__).resolve().parents[2] / "docs" / "examples" / "bigquery_sink.py"
+    bq.create_bucket(bq_bucket)
+    env = {
+        **os.environ,
+        **bq.environment(bq_bucket),
+        "DATASET": dataset.rpartition(".")[2],
+    }
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=110
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    first, *results = proc.stdout.splitlines()
+    assert first == "refused: id"
+    assert sorted(results) == ["a ok", "b ok"]  # in the table's order, never input order

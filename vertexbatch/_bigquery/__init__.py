@@ -1,0 +1,2 @@
+"""BigQuery as a job's sink: the ``dest=`` URI checked (``dest``), the output table read back
+through the Storage Read API (``read``)."""
