@@ -32,7 +32,7 @@ from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check
 from ._runs.run import DEFAULT_SHARD_SIZE, Run
 from ._runs.start import create_run, held_run
 from ._schema import Schema
-from ._submit_options import PlanKeywords, RunKeywords, SubmitOptions, checked
+from ._submit_options import PlanKeywords, RunKeywords, SubmitOptions
 from ._telemetry import SILENT
 from ._tokens import token_counter
 
@@ -361,14 +361,14 @@ def planned(
     given: Mapping[str, Any],
 ) -> Plan:
     """``plan_claude`` / ``plan_gemini`` (named by ``method``) with their keywords ``given``."""
-    given = checked(method, given, PlanKeywords)
+    options = SubmitOptions.of(method, given, PlanKeywords)  # every keyword checked here
     return plan(
         cloud,
         id,
         model,
         provider,
         requests,
-        SubmitOptions.of(method, given, PlanKeywords),
+        options,
         count_tokens=given.get("count_tokens", False),
         prices=given.get("prices", ()),
         shard_size=given.get("shard_size"),
@@ -385,14 +385,14 @@ def started(
     given: Mapping[str, Any],
 ) -> Run:
     """``run_claude`` / ``run_gemini`` (named by ``method``) with their keywords ``given``."""
-    given = checked(method, given, RunKeywords)
+    options = SubmitOptions.of(method, given, RunKeywords)  # every keyword checked here
     return start_run(
         cloud,
         id,
         model,
         provider,
         requests,
-        SubmitOptions.of(method, given, RunKeywords),
+        options,
         shard_size=given.get("shard_size", DEFAULT_SHARD_SIZE),
         max_attempts=given.get("max_attempts", 3),
     )

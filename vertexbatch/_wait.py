@@ -132,22 +132,9 @@ def wait(
     sleep: Callable[[float], None] | None = None,
     now: Callable[[], datetime] | None = None,
 ) -> Status:
-    """Poll until the job is terminal and return its final ``Status``: ``client.wait(job)``.
-
-    Args:
-        deadline: give up at this moment (timezone-aware).
-        timeout: give up after this many seconds (the earlier of the two wins).
-        floor / ceiling: the shortest and longest pause between polls, in seconds.
-        on_progress: called with every status polled.
-        sleep / now: injectable for tests (by default ``time.sleep`` and the current UTC time).
-
-    Raises:
-        InvalidRequestError: ``client`` is not a ``Client``, ``job`` not a ``Job``, the
-            deadline is not a timezone-aware ``datetime``, or the timeout, floor or ceiling is
-            not a number of seconds that fits (``field`` names which).
-        WaitTimeout: the deadline passed, or the job outlived any Vertex job (96 h); it carries
-            the last status.
-    """
+    """Poll until the job is terminal and return its final ``Status``: ``client.wait(job)``,
+    with the same arguments and errors (see ``Client.wait``), and ``InvalidRequestError`` when
+    ``client`` is not a ``Client``."""
     check_client(client, "call vertexbatch.wait(client, job)")
     return client.wait(
         job,
