@@ -77,15 +77,25 @@ def test_dry_run_and_run_take_a_schema(
 
 @pytest.mark.parametrize(
     ("content", "words"),
-    [("not json", "not a JSON file"), (json.dumps({"type": "string"}), "must describe an object")],
+    [
+        ("not json", "not a JSON file"),
+        (json.dumps({"type": "string"}), "must describe an object"),
+        ('{"type": "object", "prop', "not a JSON file"),  # truncated
+        ('{"a": ' * 5000 + "1" + "}" * 5000, "nested too deeply"),  # deep: no RecursionError
+        (json.dumps({"type": "object", "description": "x" * 70_000}), "over 65,536 bytes"),
+        (b"\xff\xfe{}".decode("latin-1"), "not a JSON file"),  # not UTF-8
+    ],
+    ids=["not-json", "not-object", "truncated", "deep", "huge", "not-utf8"],
 )
 def test_a_bad_schema_file_is_a_usage_error(
     env: dict[str, str | None], tmp_path: Path, content: str, words: str
 ) -> None:
-    """A schema file that is not JSON or not a JSON Schema object exits 2 naming --schema."""
+    """A schema file that is not JSON (truncated, too deep, too big, not UTF-8) or not a JSON
+    Schema object exits 2 naming --schema and why, with no traceback."""
     path = write_lines(tmp_path / "in.jsonl", [request_line("a")])
     schema = tmp_path / "schema.json"
-    schema.write_text(content)
+    schema.write_bytes(content.encode("latin-1" if content.startswith("\xff") else "utf-8"))
     args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "cs-3"]
     result = run([*args, "--schema", str(schema), str(path)], env)
     assert result.exit_code == 2 and "--schema" in result.output and words in result.output
+    assert "Traceback" not in result.output

@@ -16,9 +16,10 @@ import click
 from .._client import Client
 from .._errors import InvalidRequestError
 from .._estimate import Plan
+from .._json import load_json
 from .._prices import BATCH_DISCOUNT, Price
 from .._providers import by_command
-from .._schema import Schema, schema_of
+from .._schema import MAX_SCHEMA_BYTES, Schema, schema_of
 from .._submit_options import SubmitOptions
 from .cli_options import Seconds
 
@@ -154,11 +155,23 @@ def _schema_file(path: str | None) -> Schema | None:
     if path is None:
         return None
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError) as exc:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_SCHEMA_BYTES + 1)  # a huge file is refused, never read whole
+    except OSError as exc:
         raise click.BadParameter(
-            f"{path} is not a JSON file ({type(exc).__name__})", param_hint="--schema"
+            f"{path} cannot be read ({type(exc).__name__})", param_hint="--schema"
+        ) from None
+    if len(raw) > MAX_SCHEMA_BYTES:
+        raise click.BadParameter(
+            f"{path} is over {MAX_SCHEMA_BYTES:,} bytes, the most a schema may be",
+            param_hint="--schema",
+        )
+    try:
+        data = load_json(raw)  # bounded depth: a deeply nested file is a ValueError, not a crash
+    except ValueError:
+        raise click.BadParameter(
+            f"{path} is not a JSON file (not UTF-8, not JSON, or nested too deeply)",
+            param_hint="--schema",
         ) from None
     try:
         return schema_of(data)
