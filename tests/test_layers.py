@@ -27,7 +27,16 @@ EMULATOR = "emulator"  # the package vertexbatch/emulator/, one node of the clie
 LAYERS: list[tuple[str, set[str]]] = [
     (
         "values, errors, rules (pure)",
-        {"_models", "_errors", "_rules", "_controls", "_schedule", "_json", "_schema"},
+        {
+            "_models",
+            "_errors",
+            "_rules",
+            "_controls",
+            "_schedule",
+            "_json",
+            "_schema",
+            "_progress",
+        },
     ),
     (
         "I/O and cross-cutting",

@@ -34,6 +34,7 @@ from ._models import (
     Usage,
 )
 from ._prices import PRICES, PRICES_DATE, PRICES_SOURCE, Price
+from ._progress import Progress
 from ._retry import RetryPolicy, is_retryable
 from ._runs.run import KeyResult, Run, RunSummary, Shard
 from ._wait import wait
@@ -56,6 +57,7 @@ __all__ = [
     "PRICES_SOURCE",
     "Plan",
     "Price",
+    "Progress",
     "Provider",
     "Refusal",
     "RefusedError",

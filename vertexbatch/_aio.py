@@ -28,6 +28,7 @@ from ._aio_threads import Pool, ResultStream
 from ._client_base import check_client, cloud_of, lifecycle_of
 from ._estimate import Plan
 from ._models import ClaudeRequest, GeminiRequest, Job, Result, Status
+from ._progress import ProgressCallback
 from ._runs.online import CONCURRENCY
 from ._runs.run import KeyResult, Run, RunSummary
 from ._submit_options import PlanKeywords, RunKeywords, SubmitKeywords
@@ -83,9 +84,9 @@ class AsyncRun:
         """``Run.status``, awaitable."""
         return await self._pool.call(f"status of run {self.run.id}", self.run.status)
 
-    def results(self) -> ResultStream[Result]:
-        """``Run.results`` as an async iterator."""
-        return ResultStream(f"results of run {self.run.id}", self.run.results())
+    def results(self, *, progress: ProgressCallback | None = None) -> ResultStream[Result]:
+        """``Run.results`` as an async iterator (``progress`` is called in its reading thread)."""
+        return ResultStream(f"results of run {self.run.id}", self.run.results(progress=progress))
 
     def key_results(self) -> ResultStream[KeyResult]:
         """``Run.key_results`` as an async iterator."""
@@ -186,12 +187,16 @@ class AsyncClient:
         status = functools.partial(self._client.status, job)
         return await self._pool.call(f"status of {_name(job)}", status)
 
-    def results(self, job: Job) -> ResultStream[Result]:
+    def results(
+        self, job: Job, *, progress: ProgressCallback | None = None
+    ) -> ResultStream[Result]:
         """``Client.results`` as an async iterator: ``async for result in ...``.
 
-        A bad ``job`` raises here, before anything is read.
+        A bad ``job`` raises here, before anything is read. ``progress`` is called in the
+        thread that reads (``loop.call_soon_threadsafe`` hands it to the loop).
         """
-        return ResultStream(f"results of {_name(job)}", self._client.results(job))
+        results = self._client.results(job, progress=progress)
+        return ResultStream(f"results of {_name(job)}", results)
 
     async def cancel(self, job: Job) -> None:
         """``Client.cancel``, awaitable."""

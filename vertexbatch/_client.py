@@ -20,6 +20,7 @@ from ._lifecycle import Lifecycle, endpoint_clients
 from ._lookup import find
 from ._models import ClaudeRequest, GeminiRequest, Job, Result, Status
 from ._operations import planned, resubmit_job, started, submit
+from ._progress import ProgressCallback, check_progress
 from ._results import iter_results
 from ._retry import RetryPolicy
 from ._rules import check_id, check_job
@@ -357,23 +358,22 @@ class Client(ClientBase):
             now=now,
         )
 
-    def results(self, job: Job) -> Iterator[Result]:
+    def results(self, job: Job, *, progress: ProgressCallback | None = None) -> Iterator[Result]:
         """Stream one ``Result`` per key written so far; once terminal, the missing keys too.
+
+        ``progress``: called with a ``vertexbatch.Progress`` as results are read (their number
+        of the job's keys, the output bytes of their total), at most ten times a second.
 
         Raises:
             InvalidRequestError: ``job`` is not a ``Job`` naming a Vertex batch job.
             JobError: the job does not exist, or its key map or output cannot be read.
         """
-        cloud = self._cloud
+        cloud, progress = self._cloud, check_progress(progress)
         if not is_cached_job(job):
             check_job(job)
+        fill = CacheFill(cloud.staging, job)
         results = iter_results(
-            cloud.vertex,
-            cloud.staging,
-            job,
-            cloud.telemetry,
-            fill=CacheFill(cloud.staging, job),
-            bigquery=cloud.bigquery,
+            cloud.vertex, cloud.staging, job, cloud.telemetry, fill, cloud.bigquery, progress
         )
         return self._life.guard(cloud.tracing.passing(results, job_attributes(job)))
 

@@ -25,6 +25,7 @@ from ._lookup import held_job
 from ._manifest import no_rows, resubmit_origin, with_schema
 from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Status
 from ._prices import Price
+from ._progress import Meter, meter_of
 from ._providers import PROVIDERS
 from ._results import iter_results
 from ._rules import check_id, check_job, check_key, check_model, next_attempt_id
@@ -66,14 +67,15 @@ def submit(
     controls = options.controls(cloud.location)
     staging = cloud.staging.keyed(controls.kms_key)  # every object written with the key
     row = PROVIDERS[provider]
-    lines = staged_lines(requests, row.request, row.line, options.schema)
+    meter = meter_of(options.progress, "stage", requests)
+    lines = metered(staged_lines(requests, row.request, row.line, options.schema), meter)
     if options.dedupe:
         lines = dedupe_lines(lines)
     amend = None
     if options.cache:
         held, amend = answer_from_cache(staging, id, provider, model, lines, ttl)
         lines = iter(held)
-    return stage_and_submit(
+    job = stage_and_submit(
         staging,
         cloud.vertex,
         cloud.retry,
@@ -85,6 +87,18 @@ def submit(
         controls=controls,
         dest=options.dest,
     )
+    if meter is not None:
+        meter.report(done=True)
+    return job
+
+
+def metered(lines: Iterator[StagedLine], meter: Meter | None) -> Iterator[StagedLine]:
+    """``lines``, counted by ``meter`` (rows and their staged bytes) as they are taken."""
+    return lines if meter is None else meter.counted(lines, _line_size)
+
+
+def _line_size(line: StagedLine) -> int:
+    return len(line.data)
 
 
 def plan(
@@ -101,10 +115,13 @@ def plan(
 ) -> Plan:
     """What submitting (or, with ``shard_size``, starting a run of) the requests would do; the
     plan names the sink (``Plan.dest``)."""
-    return replace(
-        _plan(cloud, id, model, provider, requests, options, count_tokens, prices, shard_size),
-        dest=options.dest,
+    meter = meter_of(options.progress, "plan", requests)
+    made = _plan(
+        cloud, id, model, provider, requests, options, count_tokens, prices, shard_size, meter
     )
+    if meter is not None:
+        meter.report(done=True)
+    return replace(made, dest=options.dest)
 
 
 def _plan(
@@ -117,6 +134,7 @@ def _plan(
     count_tokens: bool,
     prices: Iterable[Price],
     shard_size: int | None,
+    meter: Meter | None,
 ) -> Plan:
     check_id(id)
     check_model(model, provider)
@@ -131,7 +149,7 @@ def _plan(
     prices = tuple(prices)
     row = PROVIDERS[provider]
     # Held: what the id (or run id) already holds is checked against them first.
-    held = list(staged_lines(requests, row.request, row.line, options.schema))
+    held = list(metered(staged_lines(requests, row.request, row.line, options.schema), meter))
     if not held:  # as submit and run refuse it, before any cloud call
         raise no_rows(id)
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
@@ -334,12 +352,13 @@ def start_run(
     check_model(model, provider)
     controls = options.controls(cloud.location)
     row = PROVIDERS[provider]
-    return create_run(
+    meter = meter_of(options.progress, "stage", requests)
+    run = create_run(
         cloud,
         id,
         provider,
         model,
-        staged_lines(requests, row.request, row.line, options.schema),
+        metered(staged_lines(requests, row.request, row.line, options.schema), meter),
         shard_size=shard_size,
         max_attempts=max_attempts,
         dedupe=options.dedupe,
@@ -349,6 +368,9 @@ def start_run(
         schema=options.schema,
         controls=controls,
     )
+    if meter is not None:
+        meter.report(done=True)
+    return run
 
 
 def planned(

@@ -19,6 +19,7 @@ from ._keymap import KeyMap, canonical_digest
 from ._models import Job, Result, Status
 from ._outcomes import classify_row
 from ._parsed import parsed_result
+from ._progress import Meter, ProgressCallback, meter_of
 from ._staged import read_key_map
 from ._telemetry import Telemetry
 from ._vertex import Vertex, output_table, status_of
@@ -55,12 +56,14 @@ def iter_results(
     telemetry: Telemetry,
     fill: CacheFill | None = None,
     bigquery: BigQueryReader | None = None,
+    progress: ProgressCallback | None = None,
 ) -> Iterator[Result]:
     """Stream the job's results; once it is terminal, yield the missing keys last, in order.
 
     ``fill`` (a caller's results pass of a ``cache=True`` job) is given the job's ok answers
     when the job was terminal as the pass began, and finished once it is read to the end.
-    ``bigquery`` reads the output table of a BigQuery-sink job.
+    ``bigquery`` reads the output table of a BigQuery-sink job. ``progress`` is told the
+    results yielded of the job's keys and the output bytes read (``vertexbatch.Progress``).
 
     Raises:
         JobError: the job does not exist, or its key map or output cannot be read (a
@@ -81,9 +84,19 @@ def iter_results(
         table = output_table(vertex_job)
         if vertex_job.output_config.bigquery_destination.output_uri and missing_extra():
             raise JobError(f"job {job.name} writes to BigQuery: {MISSING_EXTRA}", job=job.name)
-    yield from read_results(
-        staging, job, status, directory, telemetry, fill, table=table, bigquery=bigquery
+    meter = meter_of(progress, "results", total_rows=job.keys)
+    results = read_results(
+        staging,
+        job,
+        status,
+        directory,
+        telemetry,
+        fill,
+        table=table,
+        bigquery=bigquery,
+        meter=meter,
     )
+    yield from results if meter is None else meter.counted(results, done=True)
 
 
 def read_results(
@@ -96,11 +109,12 @@ def read_results(
     *,
     table: str = "",
     bigquery: BigQueryReader | None = None,
+    meter: Meter | None = None,
 ) -> Iterator[Result]:
     """``iter_results`` of a job whose status and output directory (or ``table``, the
     ``bq://P.D.T`` of a BigQuery sink's output table, read with ``bigquery``) are known (no
     Vertex call): a run reads its attempts as one listing of the run's jobs, or its own
-    records, found them.
+    records, found them. ``meter`` counts the output bytes read and their total.
 
     Raises:
         JobError: the job's key map or output cannot be read.
@@ -109,11 +123,15 @@ def read_results(
     # Each output file is read at the generation listed: one replaced meanwhile is an error,
     # never a splice of two generations.
     generations: dict[str, int] = {}
+    sizes: dict[str, int] = {}
     if directory:
         with job_errors(job.name, reading=directory):
-            generations = {uri: gen for uri, _, gen in staging.list_names(directory)}
+            for name, size, gen in staging.list_names(directory):
+                generations[name], sizes[name] = gen, size
     # The GCS files, then (None) the BigQuery output table.
     files: list[str | None] = [*(output_files(directory, list(generations)) if generations else [])]
+    if meter is not None and not table:
+        meter.total_bytes = sum(sizes[name] for name in files if name is not None)
     if table:
         if bigquery is None:
             raise JobError(f"job {job.name} writes to BigQuery: no reader given", job=job.name)
@@ -132,7 +150,7 @@ def read_results(
             assert bigquery is not None
             dest = parse_dest(table)
             with job_errors(job.name, reading=table):
-                rows = bigquery.rows(dest, staging.limits.output_line)
+                rows = _bytes_of(bigquery.rows(dest, staging.limits.output_line), meter)
                 results = read_rows(
                     rows, keys, taken, job, table, echoed=echoed, damaged=damaged, twins=twins
                 )
@@ -148,6 +166,7 @@ def read_results(
             damaged=damaged,
             generation=generations[uri],
             twins=twins,
+            meter=meter,
         )
         yield from _recorded(results, telemetry, job, sink, twins)
     for result in damaged_results(keys, damaged, taken):
@@ -234,6 +253,7 @@ def read_output_file(
     damaged: dict[int, Result] | None = None,
     generation: int = 0,
     twins: set[str] | None = None,
+    meter: Meter | None = None,
 ) -> Iterator[Result]:
     """Yield a result for each line of ``uri`` that answers a key not yet in ``taken``.
 
@@ -245,11 +265,19 @@ def read_output_file(
     matched by its echoed request; ``echoed`` counts such rows by content across the files of a
     job, so that a row also present in an earlier file is not credited to a second key. With
     ``generation``, the file is read at that generation (``Staging.read_lines``). ``twins``
-    collects the keys answered by a row matched by an echo other keys' requests share."""
+    collects the keys answered by a row matched by an echo other keys' requests share.
+    ``meter`` counts the bytes read."""
     with job_errors(job.name, reading=uri):
         lines = staging.read_lines(uri, max_line=staging.limits.output_line, generation=generation)
         yield from read_rows(
-            _parsed(lines), keys, taken, job, uri, echoed=echoed, damaged=damaged, twins=twins
+            _bytes_of(_parsed(lines), meter),
+            keys,
+            taken,
+            job,
+            uri,
+            echoed=echoed,
+            damaged=damaged,
+            twins=twins,
         )
 
 
@@ -264,6 +292,22 @@ def _parsed(lines: Iterable[bytes]) -> Iterator[tuple[Any, bytes]]:
         except ValueError:  # not UTF-8, not JSON, too deep, or cut at the longest line
             row = None
         yield (row if type(row) is dict else None), raw
+
+
+def _bytes_of(
+    rows: Iterable[tuple[Any, bytes]], meter: Meter | None
+) -> Iterable[tuple[Any, bytes]]:
+    """``rows``, their bytes (and a newline each) counted by ``meter``."""
+    if meter is None:
+        return rows
+    return _counting(rows, meter)
+
+
+def _counting(rows: Iterable[tuple[Any, bytes]], meter: Meter) -> Iterator[tuple[Any, bytes]]:
+    add = meter.add_bytes
+    for row in rows:
+        add(len(row[1]) + 1)
+        yield row
 
 
 def read_rows(

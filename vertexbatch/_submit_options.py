@@ -9,7 +9,7 @@ names (a ``TypedDict`` is not checked at run time) and builds the one value the 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -17,6 +17,7 @@ from ._bigquery.dest import check_dest
 from ._bigquery.read import check_extra
 from ._controls import Controls, check_controls
 from ._prices import Price
+from ._progress import ProgressCallback, check_progress
 from ._schema import Schema, schema_of
 
 if TYPE_CHECKING:
@@ -46,6 +47,10 @@ class SubmitKeywords(TypedDict, total=False):
     rules before any cloud call and part of the id's identity; ``results`` reads the output table
     through the Storage Read API (the ``bigquery`` extra; docs/bigquery.md). A run takes a
     dataset only: each shard's job writes its own table.
+
+    ``progress`` (``None``): a callable given a ``vertexbatch.Progress`` as the requests are
+    read and staged (a plan: read), at most ten times a second, then with ``done=True``; never
+    part of the id's identity (docs/operations.md, "Progress").
     """
 
     dedupe: bool
@@ -56,6 +61,7 @@ class SubmitKeywords(TypedDict, total=False):
     kms_key: str | None
     service_account: str | None
     dest: str | None
+    progress: ProgressCallback | None
 
 
 class PlanKeywords(SubmitKeywords, total=False):
@@ -94,6 +100,7 @@ class SubmitOptions:
     its entries younger than ``cache_ttl`` (``None``: any age). ``schema``: the answer schema,
     checked as the options are built. The rest are checked where they are used, in the order
     a submission checks its arguments. ``dest``: the BigQuery sink, checked ("": GCS).
+    ``progress``: the progress callback, checked; not compared (no part of what is staged).
     """
 
     dedupe: bool = False
@@ -106,6 +113,7 @@ class SubmitOptions:
     service_account: str | None = None
     # The BigQuery sink, checked: "" for the GCS output prefix.
     dest: str = ""
+    progress: ProgressCallback | None = field(default=None, compare=False)
 
     def controls(self, location: str) -> Controls:
         """The job controls, checked for a job in ``location``."""
@@ -129,4 +137,5 @@ class SubmitOptions:
             kms_key=given.get("kms_key"),
             service_account=given.get("service_account"),
             dest=dest,
+            progress=check_progress(given.get("progress")),
         )

@@ -34,6 +34,7 @@ from typing import Literal
 from .._cloud import Cloud
 from .._errors import InvalidRequestError
 from .._models import Provider, Result
+from .._progress import ProgressCallback, check_progress, meter_of
 from .._rules import id_label
 from .._tracing import Tracing, note, traced
 from .._vertex import RUN_LABEL
@@ -222,13 +223,18 @@ class Run:
                     outcome = result.outcome
                 yield KeyResult(result, tries, outcome)
 
-    def results(self) -> Iterator[Result]:
+    def results(self, *, progress: ProgressCallback | None = None) -> Iterator[Result]:
         """One result per key across shards and attempts, the latest attempt winning.
 
         Each yielded result is recorded in the client's metrics once, as ``Client.results`` does.
+        ``progress``: called with a ``vertexbatch.Progress`` (results of the run's keys).
         """
         attributes = {"vertexbatch.run.id": self.id, "gen_ai.request.model": self.model}
-        return self._cloud.tracing.passing(self._results(), attributes, "run.results")
+        meter = meter_of(
+            check_progress(progress), "results", total_rows=self.keys, counts_bytes=False
+        )
+        results = self._results() if meter is None else meter.counted(self._results(), done=True)
+        return self._cloud.tracing.passing(results, attributes, "run.results")
 
     def _results(self) -> Iterator[Result]:
         reader = self._reader
