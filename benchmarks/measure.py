@@ -214,16 +214,20 @@ def _stage_vb(spec: dict[str, Any], store: storage.Client, client: vb.Client) ->
         else:
             gemini_line(next(workload.gemini_requests(1)))
 
+    calls: list[vb.Progress] = []
+    # benchmarks.progress: the same submit with a progress callback (it keeps what it is given).
+    options: dict[str, Any] = {"progress": calls.append} if spec.get("progress") else {}
+
     def run() -> dict[str, Any]:
         if provider == "claude":
             job = client.submit_claude(
-                spec["id"], workload.CLAUDE_MODEL, workload.claude_requests(n)
+                spec["id"], workload.CLAUDE_MODEL, workload.claude_requests(n), **options
             )
         else:
             job = client.submit_gemini(
-                spec["id"], workload.GEMINI_MODEL, workload.gemini_requests(n)
+                spec["id"], workload.GEMINI_MODEL, workload.gemini_requests(n), **options
             )
-        return {"job": job.to_dict()}
+        return {"job": job.to_dict(), "progress_calls": len(calls)}
 
     return warm, run
 

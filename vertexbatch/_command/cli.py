@@ -58,6 +58,7 @@ from .cli_options import (
 )
 from .cli_plan import PayOnce, echo_plan, pay_options, plan_of
 from .cli_probe import probe
+from .cli_progress import request_progress, results_progress
 from .cli_render import (
     OUTCOMES,
     ExitCode,
@@ -213,12 +214,10 @@ def submit(
                 echo_plan(plan, f"submission {submission_id!r}", as_json)
                 return
             submit = getattr(client, by_command(provider).method("submit"))
-            job = submit(
-                submission_id,
-                model,
-                iter(lines),
-                **pay.submit_arguments(),
-            )
+            with request_progress(stream, "staging") as progress:
+                job = submit(
+                    submission_id, model, iter(lines), **pay.submit_arguments(), progress=progress
+                )
     _echo_job(job, as_json)
 
 
@@ -297,13 +296,14 @@ def results(submission_id: str, only: tuple[str, ...], as_json: bool) -> None:
     st = client.status(job)
     note = "" if st.terminal else " (not terminal: rows written so far; missing keys come later)"
     summary = {"id": job.id, "keys": job.keys, "state": st.state, "terminal": st.terminal}
-    _echo_results(
-        client.results(job),
-        only,
-        keys=job.keys,
-        where=f"job {st.state}{note}",
-        summary=summary if as_json else None,
-    )
+    with results_progress(job.keys) as progress:
+        _echo_results(
+            client.results(job, progress=progress),
+            only,
+            keys=job.keys,
+            where=f"job {st.state}{note}",
+            summary=summary if as_json else None,
+        )
 
 
 @main.command()

@@ -145,9 +145,10 @@ class PayOnce:
 
     def submit_arguments(self) -> dict[str, Any]:
         """The keyword arguments ``submit_*``, ``run_*`` and ``plan_*`` take from ``options``:
-        each of its fields, by its name (no ``dest``: the GCS folder, as the keyword's ``None``)."""
+        each of its fields, by its name (no ``dest``: the GCS folder, as the keyword's ``None``;
+        no ``progress``: the command passes its own)."""
         given = {field.name: getattr(self.options, field.name) for field in fields(self.options)}
-        return {k: v for k, v in given.items() if k != "dest" or v}
+        return {k: v for k, v in given.items() if k not in ("dest", "progress") or v}
 
 
 def _schema_file(path: str | None) -> Schema | None:

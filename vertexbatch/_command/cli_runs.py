@@ -18,6 +18,7 @@ from .._runs.run import DEFAULT_SHARD_SIZE, Run, RunSummary
 from .cli_controls import control_options
 from .cli_options import cloud_client, cloud_command, file_argument
 from .cli_plan import PayOnce, echo_plan, pay_options, plan_of
+from .cli_progress import request_progress
 from .cli_render import (
     RUN_OUTCOMES,
     ExitCode,
@@ -125,14 +126,16 @@ def run_submit(
                 echo_plan(plan, f"run {run_id!r}", as_json)
                 return
             start = getattr(client, by_command(provider).method("run"))
-            run = start(
-                run_id,
-                model,
-                iter(lines),
-                shard_size=shard_size,
-                max_attempts=attempts,
-                **pay.submit_arguments(),
-            )
+            with request_progress(stream, "staging") as progress:
+                run = start(
+                    run_id,
+                    model,
+                    iter(lines),
+                    shard_size=shard_size,
+                    max_attempts=attempts,
+                    **pay.submit_arguments(),
+                    progress=progress,
+                )
     _echo_run(run, run.status(), as_json)
 
 
