@@ -555,7 +555,7 @@ def test_watch_until_terminal(
     job = client.submit_claude("watch-1", CLAUDE, claude_requests(3))
     result = run(["watch", "watch-1", "--floor", "0.01", "--ceiling", "0.05"], env)
     assert result.exit_code == 0, result.output
-    assert "watch-1 JOB_STATE_SUCCEEDED 3/3 rows" in result.stderr
+    assert "watch-1 JOB_STATE_SUCCEEDED 3/3 keys" in result.stderr
     assert "\r" not in result.stderr
     assert result.stdout.startswith("watch-1  JOB_STATE_SUCCEEDED  succeeded 3")
     assert stack.wait_job(job.name)["state"] == "JOB_STATE_SUCCEEDED"
@@ -589,8 +589,8 @@ def test_progress_redraws_one_line_on_a_terminal() -> None:
     progress.update(job, vb.Status("JOB_STATE_SUCCEEDED", True, 9, 1, 0), 4.0)
     progress.close()
     assert stream.getvalue() == (
-        "\r[#####.....] p JOB_STATE_RUNNING 5/10 rows 3s"
-        "\r[##########] p JOB_STATE_SUCCEEDED 10/10 rows 4s\n"
+        "\r[#####.....] p JOB_STATE_RUNNING 5/10 keys 3s"
+        "\r[##########] p JOB_STATE_SUCCEEDED 10/10 keys 4s\n"
     )
 
 
@@ -604,7 +604,7 @@ def test_progress_plain_lines_only_on_change() -> None:
     progress.update(job, vb.Status("JOB_STATE_SUCCEEDED", True, 2, 0, 0), 3.0)
     progress.close()
     assert stream.getvalue() == (
-        "p JOB_STATE_PENDING 0/2 rows (1s)\np JOB_STATE_SUCCEEDED 2/2 rows (3s)\n"
+        "p JOB_STATE_PENDING 0/2 keys (1s)\np JOB_STATE_SUCCEEDED 2/2 keys (3s)\n"
     )
 
 

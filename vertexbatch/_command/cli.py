@@ -58,7 +58,7 @@ from .cli_options import (
 )
 from .cli_plan import PayOnce, echo_plan, pay_options, plan_of
 from .cli_probe import probe
-from .cli_progress import request_progress, results_progress
+from .cli_progress import KeyCounts, key_counts, request_progress, results_progress
 from .cli_render import (
     OUTCOMES,
     ExitCode,
@@ -134,10 +134,10 @@ def _echo_job(job: Job, as_json: bool) -> None:
         click.echo(line)
 
 
-def _echo_status(job: Job, status: Status) -> None:
-    """The status line on stdout; under it, on stderr, what Vertex's counts mean."""
-    click.echo(status_line(job, status))
-    note = status_note(job, status)
+def _echo_status(job: Job, status: Status, counts: KeyCounts) -> None:
+    """The status line on stdout, counting keys; under it, on stderr, what the counts mean."""
+    click.echo(status_line(job, counts(status)))
+    note = status_note(job, status, shared=counts.shared)
     if note:
         click.echo(note, err=True)
 
@@ -242,10 +242,11 @@ def status(submission_id: str, as_json: bool) -> None:
     client = cloud_client()
     job = _find(client, submission_id)
     st = client.status(job)
+    counts = key_counts(client, job)
     if as_json:
-        click.echo(json.dumps(status_record(job, st)))
+        click.echo(json.dumps(status_record(job, counts(st))))
     else:
-        _echo_status(job, st)
+        _echo_status(job, st, counts)
     click.get_current_context().exit(int(status_exit_code(st)))
 
 
@@ -326,6 +327,7 @@ def watch(submission_id: str, floor: float, ceiling: float, timeout: float | Non
         raise Fail(ExitCode.USAGE, "--ceiling must be at least --floor")
     client = cloud_client()
     job = _find(client, submission_id)
+    counts = key_counts(client, job)  # the keys' counts, not the staged rows' (dedupe, cache)
     progress = Progress(sys.stderr, tty=sys.stderr.isatty())
     start = time.monotonic()
     try:
@@ -335,18 +337,18 @@ def watch(submission_id: str, floor: float, ceiling: float, timeout: float | Non
             timeout=timeout,
             floor=floor,
             ceiling=ceiling,
-            on_progress=lambda s: progress.update(job, s, time.monotonic() - start),
+            on_progress=lambda s: progress.update(job, counts(s), time.monotonic() - start),
         )
     except WaitTimeout as exc:
         progress.close()
-        _echo_status(job, exc.status)
+        _echo_status(job, exc.status, counts)
         raise Fail(
             ExitCode.NOT_TERMINAL,
             f"job of id {job.id!r} is still {exc.status.state} after "
             f"{time.monotonic() - start:.0f}s (--timeout)",
         ) from exc
     progress.close()
-    _echo_status(job, st)
+    _echo_status(job, st, counts)
     click.get_current_context().exit(int(status_exit_code(st)))
 
 

@@ -6,6 +6,9 @@ total is known (a request file's size; a job's output files, as GCS lists them).
 not a terminal nothing is drawn, and stdout carries only what it always does. ``results`` draws
 only when its stdout is not that terminal too: the result lines themselves are its progress
 there, and a bar redrawn between them would break them.
+
+``key_counts`` makes the counts ``status``, ``watch`` and the demo show count the caller's keys
+(Vertex counts staged rows: fewer under dedupe and the answer cache).
 """
 
 from __future__ import annotations
@@ -14,13 +17,30 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import IO, Any, TextIO
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any, TextIO
 
 import click
 
+from .._client_base import cloud_of
+from .._errors import InvalidRequestError
+from .._manifest import read_manifest
+from .._models import Job, Status
 from .._progress import Progress
+from .cli_render import keys_status
 
-__all__ = ["ProgressLine", "file_size", "info", "request_progress", "results_progress"]
+if TYPE_CHECKING:
+    from .._client import Client
+
+__all__ = [
+    "KeyCounts",
+    "ProgressLine",
+    "file_size",
+    "info",
+    "key_counts",
+    "request_progress",
+    "results_progress",
+]
 
 # The callback a command hands to the library: None when nothing is drawn.
 Callback = Callable[[Progress], None] | None
@@ -160,3 +180,33 @@ def results_progress(keys: int) -> Iterator[Callback]:
     finally:
         if line is not None:
             line.close()
+
+
+@dataclass(frozen=True, slots=True)
+class KeyCounts:
+    """What a job's staged rows stand for: ``rows`` staged for ``keys`` keys, ``cached`` of
+    them answered by the answer cache (no row). Called on a ``Status``, its counts in keys."""
+
+    rows: int
+    keys: int
+    cached: int = 0
+
+    @property
+    def shared(self) -> bool:
+        """Whether rows and keys differ (dedupe or the cache): the counts were turned."""
+        return self.cached > 0 or (self.rows > 0 and self.rows != self.keys)
+
+    def __call__(self, status: Status) -> Status:
+        return keys_status(status, rows=self.rows, keys=self.keys, cached=self.cached)
+
+
+def key_counts(client: Client, job: Job) -> KeyCounts:
+    """The ``KeyCounts`` of ``job``, from its manifest (one small read, once per command); a
+    job whose manifest cannot be read counts one key per row, as Vertex does."""
+    try:
+        manifest = read_manifest(cloud_of(client).staging, job.id)
+    except InvalidRequestError:
+        manifest = None
+    if manifest is None or manifest.key_count != job.keys:
+        return KeyCounts(job.keys, job.keys)
+    return KeyCounts(manifest.rows, manifest.key_count, manifest.cached)

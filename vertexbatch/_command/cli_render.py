@@ -31,6 +31,7 @@ __all__ = [
     "Progress",
     "describe_error",
     "job_lines",
+    "keys_status",
     "progress_bar",
     "result_record",
     "results_summary",
@@ -232,6 +233,33 @@ def job_lines(job: Job) -> list[str]:
     return [f"{label:<9}{value}" for label, value in rows]
 
 
+def keys_status(status: Status, *, rows: int, keys: int, cached: int = 0) -> Status:
+    """``status`` with Vertex's row counts turned into counts of the caller's keys.
+
+    Under dedupe a staged row answers several keys, and a key the answer cache answered has no
+    row (``cached``); Vertex counts rows. Each count of the ``rows`` staged stands for its share
+    of the keys they answer (exact when every distinct request repeats as often; ``results``
+    gives each key's own outcome), the cached keys count as succeeded, and once every row is
+    counted so is every key. Counts Vertex has not reported (-1) stay unknown.
+    """
+    answered = keys - cached  # the keys the staged rows answer
+    if rows <= 0 or (rows == answered and not cached):
+        return status  # one key per row: Vertex's counts are the keys'
+
+    def share(count: int) -> int:
+        return count if count < 0 else answered * count // rows
+
+    failed, incomplete = share(status.failed), share(status.incomplete)
+    succeeded = share(status.succeeded)
+    if succeeded >= 0 and max(status.failed, 0) + max(status.incomplete, 0) + status.succeeded == (
+        rows
+    ):
+        succeeded = answered - max(failed, 0) - max(incomplete, 0)  # every row counted
+    if succeeded >= 0:
+        succeeded += cached
+    return dataclasses.replace(status, succeeded=succeeded, failed=failed, incomplete=incomplete)
+
+
 def status_line(job: Job, status: Status) -> str:
     """Where the job stands, on one line; counts Vertex has not reported show as ``?``."""
 
@@ -247,10 +275,18 @@ def status_line(job: Job, status: Status) -> str:
     return line
 
 
-def status_note(job: Job, status: Status) -> str:
-    """The stderr line under a status line that has counts: what Vertex's counts mean."""
+def status_note(job: Job, status: Status, *, shared: bool = False) -> str:
+    """The stderr line under a status line that has counts: what Vertex's counts mean
+    (``shared``: they were turned into keys, ``keys_status``)."""
     if status.succeeded <= 0 and status.failed <= 0:
         return ""
+    if shared:
+        return (
+            "vertexbatch: these count keys from Vertex's row counts: 'succeeded' includes "
+            "refusals and truncations (rows with a response), a row staged once for equal "
+            "requests (--dedupe) counts for their keys, a key answered by the cache (--cache) "
+            f"as succeeded; 'vertexbatch results {job.id}' gives each key's outcome"
+        )
     return (
         "vertexbatch: these are Vertex's row counts: 'succeeded' rows include refusals and "
         f"truncations (rows with a response); 'vertexbatch results {job.id}' gives each key's "
@@ -350,9 +386,9 @@ class Progress:
         return progress_bar(done, total, width=self.width)
 
     def update(self, job: Job, status: Status, elapsed: float) -> None:
-        """Show the latest status of ``job``."""
+        """Show the latest status of ``job``, its counts in keys (``keys_status``)."""
         done = max(status.succeeded, 0) + max(status.failed, 0)
-        text = f"{job.id} {status.state} {done}/{job.keys} rows"
+        text = f"{job.id} {status.state} {done}/{job.keys} keys"
         if self.tty:
             line = f"\r{self.bar(done, job.keys)} {text} {elapsed:.0f}s"
             self.stream.write(line.ljust(len(self._last)))

@@ -22,6 +22,7 @@ from .._client import Client
 from .._models import Job, Result, Status, Usage
 from .._providers import PROVIDERS
 from .._runs.run import Run, RunSummary
+from .cli_progress import key_counts
 from .cli_render import OUTCOMES, progress_bar
 from .demo_cache import cache_section
 from .demo_data import (
@@ -277,8 +278,9 @@ def _wait(
     start = time.monotonic()
     last_line = ""
     last_print = -1.0
+    counts = {job.id: key_counts(client, job) for job in jobs}  # keys, not staged rows
     while True:
-        statuses = {job.id: client.status(job) for job in jobs}
+        statuses = {job.id: counts[job.id](client.status(job)) for job in jobs}
         parts = []
         for job in jobs:
             st = statuses[job.id]
