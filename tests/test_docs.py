@@ -33,6 +33,7 @@ RUN_BY = {
     "docs/examples/testing/test_my_pipeline.py": RUNS_DOCS_EXAMPLES,
     "docs/examples/asyncio_basics.py": "tests/test_aio_examples.py",
     "docs/examples/job_controls.py": "tests/test_job_controls.py",
+    "docs/examples/progress.py": "tests/test_progress.py",
     "docs/examples/bigquery_sink.py": "tests/bigquery/test_command.py",
     "examples/agent_executor.py": "tests/test_examples.py",
     "examples/async_agent_executor.py": "tests/test_aio_examples.py",

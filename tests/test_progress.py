@@ -231,3 +231,26 @@ def test_a_progress_holds_no_request_content(client: vb.Client) -> None:
         "p-private", CLAUDE, [claude_request("k", "secret-words")], progress=seen.append
     )
     assert "secret" not in json.dumps([repr(p) for p in seen])
+
+
+@pytest.mark.timeout(120)
+def test_the_docs_example_runs_as_written(stack: LocalStack, bucket: str) -> None:
+    """docs/examples/progress.py runs as `python FILE` with the stack's environment and prints
+    the two done lines."""
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "docs" / "examples" / "progress.py"
+    env = {**os.environ, **stack.environment(bucket)}
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=110
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert [re.sub(r"[0-9.]+s$", "Ns", line) for line in lines] == [
+        "stage: 1000 of 1000 in Ns",
+        "results: 1000 of 1000 in Ns",
+    ]
