@@ -254,3 +254,31 @@ def test_the_docs_example_runs_as_written(stack: LocalStack, bucket: str) -> Non
         "stage: 1000 of 1000 in Ns",
         "results: 1000 of 1000 in Ns",
     ]
+
+
+def test_a_callback_that_raises_stops_a_run_and_the_run_starts_again(client: vb.Client) -> None:
+    """A run stopped by its callback mid-staging wrote no ledger; the same run again starts."""
+
+    class Stop(Exception):
+        pass
+
+    def stop(progress: vb.Progress) -> None:
+        raise Stop
+
+    with pytest.raises(Stop):
+        client.run_claude("p-run-raise", CLAUDE, claude_requests(9), shard_size=4, progress=stop)
+    run = client.run_claude("p-run-raise", CLAUDE, claude_requests(9), shard_size=4)
+    assert run.keys == 9 and len(run.shards) == 3
+
+
+def test_a_callback_that_raises_stops_a_results_pass(client: vb.Client, stack: LocalStack) -> None:
+    """The results iterator raises the callback's exception; a pass without it reads them all."""
+    job = client.submit_claude("p-res-raise", CLAUDE, claude_requests(4))
+    stack.wait_job(job.name)
+
+    def stop(progress: vb.Progress) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        list(client.results(job, progress=stop))
+    assert len(list(client.results(job))) == 4
