@@ -142,6 +142,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_command.cli_local",
             "_command.cli_doctor",
             "_command.cli_probe",
+            "_command.cli_progress",
             "_command.demo",
             "_command.demo_data",
             "_command.demo_cache",
