@@ -268,3 +268,21 @@ async def keywords_are_typed(client: vb.Client) -> None:
     client.run_claude("a", "claude-x", claude, shard_size="10")  # type: ignore[arg-type]
     client.plan_claude("a", "claude-x", claude, max_attempts=2)  # type: ignore[call-arg]
     await client.aio.submit_claude("a", "claude-x", claude, dedupe="yes")  # type: ignore[arg-type]
+
+
+def progress(client: vb.Client, job: vb.Job) -> int:
+    """``progress=`` on a submit, a plan, a run and results: a callable taking a Progress."""
+    seen: list[vb.Progress] = []
+
+    def show(p: vb.Progress) -> None:
+        known: int | None = p.total_rows
+        size: int | None = p.bytes
+        if p.done or known or size:
+            seen.append(p)
+
+    requests = [vb.ClaudeRequest("a", {"max_tokens": 8, "messages": []})]
+    client.submit_claude("p-1", "claude-opus-5-5@default", requests, progress=show)
+    client.plan_claude("p-1", "claude-opus-5-5@default", requests, progress=seen.append)
+    run = client.run_claude("p-run", "claude-opus-5-5@default", requests, progress=None)
+    rows = sum(1 for _ in client.results(job, progress=show))
+    return rows + sum(1 for _ in run.results(progress=lambda p: print(p.rows, p.elapsed)))
