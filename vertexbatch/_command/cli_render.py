@@ -251,10 +251,9 @@ def keys_status(status: Status, *, rows: int, keys: int, cached: int = 0) -> Sta
 
     failed, incomplete = share(status.failed), share(status.incomplete)
     succeeded = share(status.succeeded)
-    if succeeded >= 0 and max(status.failed, 0) + max(status.incomplete, 0) + status.succeeded == (
-        rows
-    ):
-        succeeded = answered - max(failed, 0) - max(incomplete, 0)  # every row counted
+    counted = status.succeeded + max(status.failed, 0) + max(status.incomplete, 0)
+    if succeeded >= 0 and counted == rows:  # every row counted: so is every key
+        succeeded = answered - max(failed, 0) - max(incomplete, 0)
     if succeeded >= 0:
         succeeded += cached
     return dataclasses.replace(status, succeeded=succeeded, failed=failed, incomplete=incomplete)
