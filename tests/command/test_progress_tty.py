@@ -19,7 +19,9 @@ from vertexbatch.emulator import LocalStack
 COMMAND = [sys.executable, "-m", "vertexbatch"]
 
 
-def _run(args: list[str], *, stderr_tty: bool, stdout_tty: bool = False) -> tuple[int, str, str]:
+def _run(
+    args: list[str], *, stderr_tty: bool, stdout_tty: bool = False, stdin: Path | None = None
+) -> tuple[int, str, str]:
     """Run the command with stderr (and stdout, if asked) on a pty; its exit code, stdout and
     everything its terminal showed (or its piped stderr)."""
     if not stderr_tty:
@@ -45,12 +47,14 @@ def _run(args: list[str], *, stderr_tty: bool, stdout_tty: bool = False) -> tupl
     try:
         process = subprocess.Popen(
             [*COMMAND, *args],
+            stdin=subprocess.PIPE if stdin is not None else None,
             stdout=slave if stdout_tty else subprocess.PIPE,
             stderr=slave,
             env={**os.environ, "COLUMNS": "120"},
         )
         os.close(slave)
-        out, _ = process.communicate(timeout=300)
+        given = stdin.read_bytes() if stdin is not None else None
+        out, _ = process.communicate(given, timeout=300)
     finally:
         reader.join(timeout=60)
         os.close(master)
@@ -74,6 +78,19 @@ def test_submit_draws_clicks_bar_on_a_terminal(tmp_path: Path, stack_env: str) -
     assert "100%" in shown and "/s" in shown
     assert "kB" in shown  # the file's bytes, in a person's units
     assert out.splitlines()[0].split() == ["id", "tty-1"]
+
+
+def test_submit_from_a_pipe_draws_a_bar_of_unknown_total(tmp_path: Path, stack_env: str) -> None:
+    """stdin from a pipe has no size: the requests and their bytes, no percentage."""
+    file = _requests(tmp_path, 120)
+    code, out, shown = _run(
+        ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "tty-pipe", "-"],
+        stderr_tty=True,
+        stdin=file,
+    )
+    assert code == 0, shown
+    assert "120 requests" in shown and "%" not in shown
+    assert out.splitlines()[0].split() == ["id", "tty-pipe"]
 
 
 def test_submit_shows_nothing_when_stderr_is_not_a_terminal(tmp_path: Path, stack_env: str) -> None:
