@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -116,8 +117,6 @@ def file_size(stream: IO[bytes]) -> int | None:
         status = os.fstat(stream.fileno())
     except (AttributeError, OSError, ValueError):
         return None
-    import stat
-
     return status.st_size if stat.S_ISREG(status.st_mode) else None
 
 
