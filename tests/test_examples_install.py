@@ -202,11 +202,10 @@ def test_nightly_run_runs_on_its_install(stack: LocalStack, bucket: str, tmp_pat
         env=stack.environment(bucket),
     )
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert json.loads(ran.stdout) == {
-        "run": "nightly-install",
-        "shards": 1,
-        "outcomes": {"pending": 1},
-    }
+    printed = json.loads(ran.stdout)
+    # The one key is pending, or already ok when the local job was that quick.
+    assert printed["run"] == "nightly-install" and printed["shards"] == 1
+    assert printed["outcomes"] in ({"pending": 1}, {"ok": 1}), printed
 
 
 @pytest.mark.timeout(180)
