@@ -8,6 +8,8 @@ resubmits the retryable and missing tasks under ``ID.r1``, ``ID.r2``, ... with
 the batch id, so an executor that crashes and runs again adopts each job instead of paying twice.
 
 ``python examples/agent_executor.py`` runs it against the local stack.
+
+Install: ``pip install 'vertexbatch[local]'`` (the local stack it runs on).
 """
 
 from __future__ import annotations

@@ -7,9 +7,11 @@ event loop stays free all along: ``serve`` answers urgent work on the same loop 
 Every vertexbatch call records a span; ``--spans`` prints them on stderr with OpenTelemetry's
 console exporter (one JSON object each, some 400 lines).
 
-``python examples/async_agent_executor.py`` runs it against the local stack, on the README's
-install (``pip install -e '.[cli,local]'``); ``--spans`` also needs the OpenTelemetry SDK
-(``pip install opentelemetry-sdk``, or the ``dev`` extra).
+``python examples/async_agent_executor.py`` runs it against a local stack of its own;
+``--spans`` also needs the OpenTelemetry SDK (``pip install opentelemetry-sdk``, or the ``dev``
+extra).
+
+Install: ``pip install 'vertexbatch[local]'`` (the README's install has it too).
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ to the end with ``examples/run_advancer.py`` on a Cloud Scheduler trigger, or wi
 
 Usage: ``python examples/nightly_run.py --model claude-opus-5-5@default RUN_ID FILE``
 (one request per line: ``{"key": ..., "params": {...}}``).
+
+Install: ``pip install vertexbatch``.
 """
 
 from __future__ import annotations

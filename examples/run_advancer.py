@@ -12,6 +12,8 @@ Deploy::
         --entry-point advance --source . --region us-central1 \\
         --set-env-vars GOOGLE_CLOUD_PROJECT=my-project,GOOGLE_CLOUD_LOCATION=us-central1 \\
         --set-env-vars VERTEXBATCH_BUCKET=my-batch-bucket
+
+Install: ``pip install vertexbatch functions-framework`` (a ``requirements.txt`` of those two).
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ Deploy::
 
 Configuration comes from the same variables as the ``vertexbatch`` command, plus
 ``VERTEXBATCH_SUMMARY_PREFIX`` (default ``summaries``).
+
+Install: ``pip install vertexbatch functions-framework`` (a ``requirements.txt`` of those two).
 """
 
 from __future__ import annotations

@@ -136,3 +136,26 @@ def test_cli_page_lists_every_exit_code() -> None:
     page = (DOCS / "cli.md").read_text()
     for code in ExitCode:
         assert f"\n| {int(code)} |" in page, code
+
+
+_DOCTOR_TABLE = "| check | what it asks | fails when |\n|---|---|---|\n"
+_CHECK_NAME = re.compile(r'Check\(\s*"([a-z]+(?:-[a-z]+)*)"')
+DOCTOR_CELL = 100  # characters: a cell reads as one line; the detail goes below the table
+
+
+def test_cli_doctor_table_is_one_line_cells() -> None:
+    """cli.md's doctor table: a row per check doctor makes, each cell short; detail below it."""
+    page = (DOCS / "cli.md").read_text()
+    assert page.count(_DOCTOR_TABLE) == 1
+    table = page.split(_DOCTOR_TABLE, 1)[1].split("\n\n", 1)[0].splitlines()
+    rows = {}
+    for row in table:
+        cells = [cell.strip() for cell in row.strip().strip("|").split(" | ")]
+        assert len(cells) == 3, row
+        assert all(0 < len(cell) <= DOCTOR_CELL for cell in cells), row
+        rows[cells[0].strip("`")] = cells
+    sources = "".join(p.read_text() for p in (ROOT / "vertexbatch" / "_checks").glob("*.py"))
+    assert set(rows) >= set(_CHECK_NAME.findall(sources))
+    detail = page.split(_DOCTOR_TABLE, 1)[1]
+    for name in rows:
+        assert f"- **`{name}`**" in detail, f"no detail below the table for {name}"
