@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ._bigquery.read import check_extra
+from ._bigquery.source import BigQuerySource, ClaudeRequests, GeminiRequests, SourceRows
 from ._cache.store import AnswerCache, check_ttl
 from ._cache.submission import answer_from_cache, claimed_digests, is_cached_job
 from ._cloud import Cloud
@@ -22,7 +24,7 @@ from ._estimate import Plan, build_plan, submitted_plan
 from ._identity import resubmit, stage_and_submit
 from ._lines import StagedLine
 from ._lookup import held_job
-from ._manifest import no_rows, resubmit_origin, with_schema
+from ._manifest import no_rows, resubmit_origin, with_schema, with_source
 from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Status
 from ._prices import Price
 from ._providers import PROVIDERS
@@ -55,7 +57,7 @@ def submit(
     id: str,
     model: str,
     provider: Provider,
-    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    requests: ClaudeRequests | GeminiRequests,
     options: SubmitOptions,
 ) -> Job:
     """Check, build the lines (deduplicated, minus what the answer cache holds), then the
@@ -66,7 +68,8 @@ def submit(
     controls = options.controls(cloud.location)
     staging = cloud.staging.keyed(controls.kms_key)  # every object written with the key
     row = PROVIDERS[provider]
-    lines = staged_lines(requests, row.request, row.line, options.schema)
+    taken, read = source_requests(cloud, provider, requests)
+    lines = staged_lines(taken, row.request, row.line, options.schema)
     if options.dedupe:
         lines = dedupe_lines(lines)
     amend = None
@@ -81,7 +84,7 @@ def submit(
         provider,
         model,
         lines,
-        amend=with_schema(amend, options.schema),
+        amend=with_source(with_schema(amend, options.schema), read.record if read else None),
         controls=controls,
         dest=options.dest,
     )
@@ -92,7 +95,7 @@ def plan(
     id: str,
     model: str,
     provider: Provider,
-    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    requests: ClaudeRequests | GeminiRequests,
     options: SubmitOptions,
     *,
     count_tokens: bool,
@@ -112,7 +115,7 @@ def _plan(
     id: str,
     model: str,
     provider: Provider,
-    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    requests: ClaudeRequests | GeminiRequests,
     options: SubmitOptions,
     count_tokens: bool,
     prices: Iterable[Price],
@@ -130,8 +133,9 @@ def _plan(
         )
     prices = tuple(prices)
     row = PROVIDERS[provider]
+    source_taken, read = source_requests(cloud, provider, requests)
     # Held: what the id (or run id) already holds is checked against them first.
-    held = list(staged_lines(requests, row.request, row.line, options.schema))
+    held = list(staged_lines(source_taken, row.request, row.line, options.schema))
     if not held:  # as submit and run refuse it, before any cloud call
         raise no_rows(id)
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
@@ -161,6 +165,7 @@ def _plan(
             schema=options.schema,
             controls=controls,
             dest=options.dest,
+            source=read.source.table if read is not None else "",
         )
         if found is not None:
             job, cached = found
@@ -297,6 +302,22 @@ def _built_lines(
         yield build(request, types, schema)
 
 
+def source_requests(
+    cloud: Cloud, provider: Provider, requests: ClaudeRequests | GeminiRequests
+) -> tuple[Iterable[Any], SourceRows | None]:
+    """``requests`` as they are, or a ``BigQuerySource``'s rows as requests (``SourceRows``:
+    read once, when the first request is taken) and the reading, which records the table."""
+    if not isinstance(requests, BigQuerySource):
+        return requests, None
+    check_extra("requests")  # before any cloud call: the table cannot be read without it
+    if cloud.bigquery is None:
+        raise InvalidRequestError(
+            "this client has no BigQuery Storage Read client", field="requests"
+        )
+    read = SourceRows(requests, provider, cloud.bigquery.client, cloud.project, cloud.retry)
+    return read.requests(), read
+
+
 def check_run_dest(dest: str) -> None:
     """Refuse a run with a BigQuery sink (docs/bigquery.md, "Runs"): not supported yet."""
     if dest:
@@ -323,7 +344,7 @@ def start_run(
     id: str,
     model: str,
     provider: Provider,
-    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    requests: ClaudeRequests | GeminiRequests,
     options: SubmitOptions,
     *,
     shard_size: int,
@@ -334,12 +355,13 @@ def start_run(
     check_model(model, provider)
     controls = options.controls(cloud.location)
     row = PROVIDERS[provider]
+    taken, _ = source_requests(cloud, provider, requests)  # a run's ledger holds its rows
     return create_run(
         cloud,
         id,
         provider,
         model,
-        staged_lines(requests, row.request, row.line, options.schema),
+        staged_lines(taken, row.request, row.line, options.schema),
         shard_size=shard_size,
         max_attempts=max_attempts,
         dedupe=options.dedupe,
@@ -357,7 +379,7 @@ def planned(
     id: str,
     model: str,
     provider: Provider,
-    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    requests: ClaudeRequests | GeminiRequests,
     given: Mapping[str, Any],
 ) -> Plan:
     """``plan_claude`` / ``plan_gemini`` (named by ``method``) with their keywords ``given``."""
@@ -381,7 +403,7 @@ def started(
     id: str,
     model: str,
     provider: Provider,
-    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    requests: ClaudeRequests | GeminiRequests,
     given: Mapping[str, Any],
 ) -> Run:
     """``run_claude`` / ``run_gemini`` (named by ``method``) with their keywords ``given``."""
