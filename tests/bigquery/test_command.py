@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -163,3 +164,27 @@ def test_requests_from_both_or_neither_is_one_usage_line(
     assert result.exit_code == ExitCode.USAGE
     assert said in one_error_line(result)
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_the_source_docs_example_runs_as_written(
+    bq: LocalStack, bq_bucket: str, dataset: str
+) -> None:
+    """docs/examples/bigquery_source.py runs as `python FILE` against a table of two rows."""
+    from tests.bigquery.test_source import GOOD, JSON_SCHEMA
+
+    client = bq.bigquery_client()
+    table = f"{dataset.removeprefix('bq://')}.prompts"
+    client.create_table(bigquery.Table(table, JSON_SCHEMA))
+    data = "".join(json.dumps({"custom_id": k, "request": GOOD}) + "\n" for k in "ba").encode()
+    config = bigquery.LoadJobConfig(schema=JSON_SCHEMA, source_format="NEWLINE_DELIMITED_JSON")
+    client.load_table_from_file(io.BytesIO(data), table, job_config=config).result()
+    script = Path(__file__).resolve().parents[2] / "docs" / "examples" / "bigquery_source.py"
+    bq.create_bucket(bq_bucket)
+    env = {**os.environ, **bq.environment(bq_bucket), "DATASET": dataset.rpartition(".")[2]}
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=110
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    first, *results = proc.stdout.splitlines()
+    assert first == "plan: 2 requests"
+    assert sorted(results) == ["a ok", "b ok"]

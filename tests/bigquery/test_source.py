@@ -233,6 +233,8 @@ def test_a_run_and_the_aio_twins_take_a_table(
     while not run.advance().done:
         bq.settle()
     assert sorted(r.key for r in run.results()) == [r.key for r in given]
+    again = bq_client.run_gemini("run-bq", GEMINI, source, shard_size=2)  # the same table
+    assert again.status().done and len(jobs_in(bq, bq_client.bucket)) == 3
 
     async def aio() -> tuple[vb.Plan, vb.Job]:
         plan = await bq_client.aio.plan_gemini("aio-bq", GEMINI, source)
