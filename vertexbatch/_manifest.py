@@ -193,6 +193,13 @@ class Manifest:
                 raise InvalidRequestError("not as written")
         except InvalidRequestError:
             raise bad("'dest' is not a bq:// sink vertexbatch wrote") from None
+        source = data.get("source", "")
+        try:
+            read = parse_dest(source, "source") if source else None
+            if read is not None and (read.uri != source or not read.table):
+                raise InvalidRequestError("not as written")
+        except InvalidRequestError:
+            raise bad("'source' is not a bq:// table vertexbatch wrote") from None
         return cls(
             provider=data["provider"],
             model=data["model"],
@@ -209,7 +216,7 @@ class Manifest:
             schema=schema,
             controls=controls,
             dest=dest,
-            source=data.get("source", ""),
+            source=source,
             snapshot=data.get("snapshot", ""),
         )
 

@@ -242,3 +242,18 @@ def test_a_run_and_the_aio_twins_take_a_table(
 
     plan, job = asyncio.run(aio())
     assert plan.requests == 5 and job.keys == 5
+
+
+def test_a_manifest_reads_back_its_source_and_refuses_an_edited_one() -> None:
+    from vertexbatch._manifest import Manifest
+
+    written = Manifest(
+        "anthropic", CLAUDE, 1, 10, "0" * 32, source="bq://my-proj.ds.t", snapshot="2026-01-01"
+    )
+    data = written.to_json()
+    assert data["source"] == "bq://my-proj.ds.t" and data["snapshot"].startswith("2026")
+    assert Manifest.from_json(data, "m") == written
+    assert "source" not in Manifest("anthropic", CLAUDE, 1, 10, "0" * 32).to_json()
+    for bad in ("bq://my-proj.ds", "gs://b/t", 3):
+        with pytest.raises(vb.InvalidRequestError, match="'source'"):
+            Manifest.from_json({**data, "source": bad}, "m")
