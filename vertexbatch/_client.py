@@ -67,7 +67,7 @@ class Client(ClientBase):
             ``count_tokens``, which POST to the endpoint of ``jobs``; by default one with
             application default credentials, built when first needed. Mount an adapter with a
             ``pool_maxsize`` of at least ``online_concurrency`` on it to keep its connections.
-        bigquery_read: the ``BigQueryReadClient`` that reads a ``dest=`` sink's table; by default
+        bigquery_read: the ``BigQueryReadClient`` reading a sink's and a source's tables; by default
             one with application default credentials, built when first needed.
 
     ``close()`` (or the end of ``with Client(...) as client:``) closes the clients it built,

@@ -13,8 +13,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ._bigquery.read import check_extra
-from ._bigquery.source import BigQuerySource, ClaudeRequests, GeminiRequests, SourceRows
+from ._bigquery.source import (
+    BigQuerySource,
+    ClaudeRequests,
+    GeminiRequests,
+    SourceRows,
+    check_source_extra,
+)
 from ._cache.store import AnswerCache, check_ttl
 from ._cache.submission import answer_from_cache, claimed_digests, is_cached_job
 from ._cloud import Cloud
@@ -309,7 +314,7 @@ def source_requests(
     read once, when the first request is taken) and the reading, which records the table."""
     if not isinstance(requests, BigQuerySource):
         return requests, None
-    check_extra("requests")  # before any cloud call: the table cannot be read without it
+    check_source_extra()  # before any cloud call: the table cannot be read without it
     if cloud.bigquery is None:
         raise InvalidRequestError(
             "this client has no BigQuery Storage Read client", field="requests"

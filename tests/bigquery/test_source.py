@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import sys
 import uuid
 from typing import Any
 
@@ -257,3 +258,16 @@ def test_a_manifest_reads_back_its_source_and_refuses_an_edited_one() -> None:
     for bad in ("bq://my-proj.ds", "gs://b/t", 3):
         with pytest.raises(vb.InvalidRequestError, match="'source'"):
             Manifest.from_json({**data, "source": bad}, "m")
+
+
+def test_without_the_bigquery_extra_a_source_says_what_to_install(
+    bq: LocalStack, bq_client: vb.Client, dataset: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Submit, plan and run from a table refuse before any cloud call, naming the extra."""
+    source = vb.BigQuerySource(f"{dataset}.t")
+    monkeypatch.setitem(sys.modules, "google.cloud.bigquery_storage_v1", None)
+    said = r"a BigQuery source needs pip install 'vertexbatch\[bigquery\]'"
+    for call in (bq_client.submit_claude, bq_client.plan_claude, bq_client.run_claude):
+        with pytest.raises(vb.InvalidRequestError, match=said):
+            call("no-extra", CLAUDE, source)
+    assert staged(bq, bq_client.bucket) == []

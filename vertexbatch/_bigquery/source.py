@@ -31,12 +31,14 @@ from .._errors import InvalidRequestError
 from .._models import ClaudeRequest, GeminiRequest, Provider
 from .._retry import RetryPolicy
 from .dest import Dest, parse_dest
-from .read import _SLICE, check_extra
+from .read import _SLICE, missing_extra
 
 if TYPE_CHECKING:
     from google.cloud import bigquery_storage_v1
 
-__all__ = ["BigQuerySource", "ClaudeRequests", "GeminiRequests", "SourceRows"]
+__all__ = ["BigQuerySource", "ClaudeRequests", "GeminiRequests", "SourceRows", "check_source_extra"]
+
+MISSING_EXTRA = "reading a BigQuery source needs pip install 'vertexbatch[bigquery]'"
 
 _FIELD = "requests"
 _MAX_COLUMN = 300  # BigQuery's longest column name
@@ -131,7 +133,6 @@ class SourceRows:
 
     def requests(self) -> Iterator[ClaudeRequest | GeminiRequest]:
         """Every row's request, sorted by key, once every row has been read and checked."""
-        check_extra(_FIELD)
         with tempfile.TemporaryFile() as spill:
             index: list[tuple[str, int, int, int]] = []  # key, offset, length, row number
             for number, key, text in self._read():
@@ -255,6 +256,13 @@ class SourceRows:
                 f"key {key!r}", f"its request ({column!r}) {problem}, not a JSON object"
             )
         return key, text
+
+
+def check_source_extra() -> None:
+    """Raise ``InvalidRequestError`` (``field="requests"``) unless the ``bigquery`` extra is
+    there: a source cannot be read without it."""
+    if missing_extra():
+        raise InvalidRequestError(f"requests: {MISSING_EXTRA}", field=_FIELD)
 
 
 def _schema(session: Any) -> Any:
