@@ -169,6 +169,12 @@ GOOD = {"max_tokens": 16, "messages": [{"role": "user", "content": "SECRET-CONTE
             "'a'",
         ),
         ([{"custom_id": "a", "request": GOOD}], {"key_column": "note"}, "key ('note') is NULL"),
+        (  # a bad row staged last, after uploads began: they are abandoned, nothing is left
+            [{"custom_id": k, "request": GOOD} for k in "ab"]
+            + [{"custom_id": "z", "request": {**GOOD, "max_tokens": "SECRET"}}],
+            {},
+            "'z'",
+        ),
     ],
 )
 def test_a_bad_row_is_refused_before_anything_is_staged(
@@ -270,4 +276,14 @@ def test_without_the_bigquery_extra_a_source_says_what_to_install(
     for call in (bq_client.submit_claude, bq_client.plan_claude, bq_client.run_claude):
         with pytest.raises(vb.InvalidRequestError, match=said):
             call("no-extra", CLAUDE, source)
+    assert staged(bq, bq_client.bucket) == []
+
+
+def test_a_gemini_row_with_a_field_no_generate_content_request_has_is_refused(
+    bq: LocalStack, bq_client: vb.Client, dataset: str
+) -> None:
+    good = gemini_request_body("g", "SECRET", None)
+    table = make_table(bq, dataset, [{"custom_id": "g", "request": {**good, "model": "x"}}])
+    with pytest.raises(vb.InvalidRequestError, match=r"key 'g': the request has unknown field"):
+        bq_client.submit_gemini("gem-bad", GEMINI, vb.BigQuerySource(table))
     assert staged(bq, bq_client.bucket) == []
