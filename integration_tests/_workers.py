@@ -139,3 +139,25 @@ def submit_to_dest_after_barrier(
         out.put(("ok", job.name))
     except Exception as exc:  # reported to the parent, which fails the test with it
         out.put(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def submit_source_after_barrier(
+    endpoints: dict[str, str], submission_id: str, table: str, barrier: Any, out: Any
+) -> None:
+    """As ``submit_after_barrier``, the rows read from the BigQuery table ``table``
+    (``endpoints["bigquery_storage"]``: the stack's Storage Read API)."""
+    c = vb.Client.for_endpoints(
+        vertex_endpoint=endpoints["vertex"],
+        storage_endpoint=endpoints["storage"],
+        project=endpoints["project"],
+        location=endpoints["location"],
+        bucket=endpoints["bucket"],
+        prefix="jobs",
+        retry=vb.RetryPolicy.no_wait(20),
+        bigquery_storage_endpoint=endpoints["bigquery_storage"],
+    )
+    barrier.wait(timeout=60)
+    try:
+        out.put(("ok", c.submit_claude(submission_id, CLAUDE, vb.BigQuerySource(table)).name))
+    except Exception as exc:  # reported to the parent, which fails the test with it
+        out.put(("error", f"{type(exc).__name__}: {exc}"))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import uuid
 
 from google.cloud import bigquery
 
-from tests.helpers import jobs_in
+from tests.helpers import claude_requests, jobs_in
 from vertexbatch.emulator import LocalStack
 
 from . import _workers
@@ -52,6 +53,57 @@ def test_four_processes_submit_one_id_to_one_sink(bigquery_local: LocalStack) ->
         assert len(jobs) == 4
         assert [j["name"] for j in live] == list(names)
         assert live[0]["outputConfig"]["bigqueryDestination"]["outputUri"] == dest
+    finally:
+        stack.faults.reset()
+        stack.settle()
+
+
+def test_four_processes_submit_one_id_from_one_table(bigquery_local: LocalStack) -> None:
+    """4 processes submit the same id from the same BigQuery table at once, each create held
+    until all four listed no job: one job name returned, the three twins cancelled, one live job
+    reading the id's staged copy of the table's rows, and the manifest naming the table."""
+    from tests.bigquery.test_source import table_of
+
+    stack, bucket = bigquery_local, f"bq-src-race-{uuid.uuid4().hex[:8]}"
+    stack.create_bucket(bucket)
+    made = bigquery.Dataset(f"{stack.project}.srcrace_{uuid.uuid4().hex[:8]}")
+    made.location = stack.location
+    stack.bigquery_client().create_dataset(made)
+    dataset = f"bq://{stack.project}.{made.dataset_id}"
+    table = table_of(stack, dataset, claude_requests(20))
+    stack.faults.hold(display_name="bq-src-race", state="PENDING")
+    try:
+        ctx = multiprocessing.get_context("spawn")
+        barrier = ctx.Barrier(4)
+        out = ctx.Queue()
+        where = {
+            **_workers.endpoints(stack, bucket),
+            "bigquery_storage": stack.bigquery_grpc_target,
+        }
+        procs = [
+            ctx.Process(
+                target=_workers.submit_source_after_barrier,
+                args=(where, "bq-src-race", table, barrier, out),
+            )
+            for _ in range(4)
+        ]
+        stack.faults.block("create", when="before", times=4)
+        for p in procs:
+            p.start()
+        stack.faults.wait_blocked("create", count=4, timeout=120)
+        stack.faults.unblock("create")
+        answers = [out.get(timeout=120) for _ in procs]
+        for p in procs:
+            p.join(timeout=60)
+        assert all(kind == "ok" for kind, _ in answers), answers
+        names = {name for _, name in answers}
+        assert len(names) == 1
+        jobs = [j for j in jobs_in(stack, bucket) if j["displayName"] == "bq-src-race"]
+        live = [j for j in jobs if j["state"] not in CANCELLED]
+        assert len(jobs) == 4
+        assert [j["name"] for j in live] == list(names)
+        blob = stack.storage_client().bucket(bucket).blob("jobs/bq-src-race/manifest.json")
+        assert json.loads(blob.download_as_bytes())["source"] == table
     finally:
         stack.faults.reset()
         stack.settle()

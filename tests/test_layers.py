@@ -45,6 +45,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_bigquery",
             "_bigquery.dest",
             "_bigquery.read",
+            "_bigquery.source",
             "_gcs",
             "_gcs.upload",
             "_gcs.resumable",

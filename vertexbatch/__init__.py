@@ -7,6 +7,7 @@ each as exactly one outcome. See ``Client``.
 from inspect import isfunction as _isfunction
 
 from ._aio import AsyncClient, AsyncRun
+from ._bigquery.source import BigQuerySource
 from ._client import Client
 from ._errors import (
     InvalidRequestError,
@@ -42,6 +43,7 @@ from ._wait import wait
 __all__ = [
     "AsyncClient",
     "AsyncRun",
+    "BigQuerySource",
     "ClaudeRequest",
     "Client",
     "GeminiRequest",

@@ -25,9 +25,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Literal, TypeVar, Unpack
 
 from ._aio_threads import Pool, ResultStream
+from ._bigquery.source import ClaudeRequests, GeminiRequests
 from ._client_base import check_client, cloud_of, lifecycle_of
 from ._estimate import Plan
-from ._models import ClaudeRequest, GeminiRequest, Job, Result, Status
+from ._models import Job, Result, Status
 from ._progress import ProgressCallback
 from ._runs.online import CONCURRENCY
 from ._runs.run import KeyResult, Run, RunSummary
@@ -138,7 +139,7 @@ class AsyncClient:
         self,
         id: str,
         model: str,
-        requests: Iterable[ClaudeRequest],
+        requests: ClaudeRequests,
         **options: Unpack[SubmitKeywords],
     ) -> Job:
         """``Client.submit_claude``, awaitable; ``requests`` is read in the call's thread."""
@@ -149,7 +150,7 @@ class AsyncClient:
         self,
         id: str,
         model: str,
-        requests: Iterable[ClaudeRequest],
+        requests: ClaudeRequests,
         **options: Unpack[PlanKeywords],
     ) -> Plan:
         """``Client.plan_claude``, awaitable; nothing is staged."""
@@ -160,7 +161,7 @@ class AsyncClient:
         self,
         id: str,
         model: str,
-        requests: Iterable[GeminiRequest],
+        requests: GeminiRequests,
         **options: Unpack[SubmitKeywords],
     ) -> Job:
         """``Client.submit_gemini``, awaitable; ``requests`` is read in the call's thread."""
@@ -171,7 +172,7 @@ class AsyncClient:
         self,
         id: str,
         model: str,
-        requests: Iterable[GeminiRequest],
+        requests: GeminiRequests,
         **options: Unpack[PlanKeywords],
     ) -> Plan:
         """``Client.plan_gemini``, awaitable; nothing is staged."""
@@ -248,7 +249,7 @@ class AsyncClient:
         self,
         id: str,
         model: str,
-        requests: Iterable[ClaudeRequest],
+        requests: ClaudeRequests,
         **options: Unpack[RunKeywords],
     ) -> AsyncRun:
         """``Client.run_claude``, awaitable."""
@@ -259,7 +260,7 @@ class AsyncClient:
         self,
         id: str,
         model: str,
-        requests: Iterable[GeminiRequest],
+        requests: GeminiRequests,
         **options: Unpack[RunKeywords],
     ) -> AsyncRun:
         """``Client.run_gemini``, awaitable."""

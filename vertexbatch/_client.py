@@ -9,6 +9,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self, Unpack
 
 from ._aio import AsyncClient
+from ._bigquery.source import ClaudeRequests, GeminiRequests
 from ._cache.fill import CacheFill
 from ._cache.submission import cached_status, is_cached_job
 from ._client_base import ClientBase, cloud_of
@@ -18,7 +19,7 @@ from ._errors import job_errors
 from ._estimate import Plan
 from ._lifecycle import Lifecycle, endpoint_clients
 from ._lookup import find
-from ._models import ClaudeRequest, GeminiRequest, Job, Result, Status
+from ._models import Job, Result, Status
 from ._operations import planned, resubmit_job, started, submit
 from ._progress import ProgressCallback, check_progress
 from ._results import iter_results
@@ -67,7 +68,7 @@ class Client(ClientBase):
             ``count_tokens``, which POST to the endpoint of ``jobs``; by default one with
             application default credentials, built when first needed. Mount an adapter with a
             ``pool_maxsize`` of at least ``online_concurrency`` on it to keep its connections.
-        bigquery_read: the ``BigQueryReadClient`` that reads a ``dest=`` sink's table; by default
+        bigquery_read: the ``BigQueryReadClient`` reading a sink's and a source's tables; by default
             one with application default credentials, built when first needed.
 
     ``close()`` (or the end of ``with Client(...) as client:``) closes the clients it built,
@@ -222,24 +223,23 @@ class Client(ClientBase):
         self,
         id: str,
         model: str,
-        requests: Iterable[ClaudeRequest],
+        requests: ClaudeRequests,
         **options: Unpack[SubmitKeywords],
     ) -> Job:
         """Submit Claude requests under ``id``; the same id and rows always give the same job.
 
-        ``requests`` may be any iterable, a generator included: it is streamed to GCS.
-        With ``dedupe=True`` equal requests (by canonical digest) are staged and paid once, and
-        ``results`` gives each of their keys the one answer (``Result.shared`` on all but the
-        first). Off by default: identical requests may be meant to sample several answers
-        (the same id with and without it holds other rows when requests repeat).
+        ``requests``: any iterable (a generator too: it is streamed to GCS), or a caller's
+        table (``BigQuerySource``, docs/bigquery.md). With ``dedupe=True`` equal requests (by
+        canonical digest) are staged and paid once, ``results`` giving each of their keys the
+        one answer (``Result.shared`` on all but the first). Off by default: identical requests
+        may sample several answers (the id with and without it holds other rows if they repeat).
 
         With ``cache=True`` the answer cache (in the client's bucket, under ``PREFIX/_cache/``)
         is asked first: only the requests it does not hold (entries younger than ``cache_ttl``)
         are staged, and ``results`` yields the others from it (``Result.cached``); when it holds
         them all, no Vertex job is created and the job is named ``cached:ID``. The ok answers of
         a ``cache=True`` submission fill the cache once its results are read to the end of the
-        terminal job. Job controls (``labels``, ``kms_key``, ``service_account``): see
-        ``SubmitKeywords``.
+        terminal job. Job controls (``labels``, ``kms_key``, ``service_account``): SubmitKeywords.
 
         Raises:
             InvalidRequestError: a bad id, model, key or request, over Vertex's limits, or the
@@ -253,7 +253,7 @@ class Client(ClientBase):
         self,
         id: str,
         model: str,
-        requests: Iterable[GeminiRequest],
+        requests: GeminiRequests,
         **options: Unpack[SubmitKeywords],
     ) -> Job:
         """Submit Gemini requests under ``id``; see ``submit_claude``."""
@@ -265,7 +265,7 @@ class Client(ClientBase):
         self,
         id: str,
         model: str,
-        requests: Iterable[ClaudeRequest],
+        requests: ClaudeRequests,
         **options: Unpack[PlanKeywords],
     ) -> Plan:
         """What ``submit_claude`` with these arguments would stage, send and cost.
@@ -286,7 +286,7 @@ class Client(ClientBase):
         self,
         id: str,
         model: str,
-        requests: Iterable[GeminiRequest],
+        requests: GeminiRequests,
         **options: Unpack[PlanKeywords],
     ) -> Plan:
         """What ``submit_gemini`` would do; see ``plan_claude`` (google-genai's
@@ -406,7 +406,7 @@ class Client(ClientBase):
         self,
         id: str,
         model: str,
-        requests: Iterable[ClaudeRequest],
+        requests: ClaudeRequests,
         **options: Unpack[RunKeywords],
     ) -> Run:
         """Start (or rejoin) a run: shard the requests, stage them, write the ledger, take a step.
@@ -424,7 +424,7 @@ class Client(ClientBase):
         self,
         id: str,
         model: str,
-        requests: Iterable[GeminiRequest],
+        requests: GeminiRequests,
         **options: Unpack[RunKeywords],
     ) -> Run:
         """Start (or rejoin) a run of Gemini requests; see ``run_claude``."""

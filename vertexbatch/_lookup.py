@@ -149,6 +149,7 @@ def held_job(
     schema: Schema | None = None,
     controls: Controls = NO_CONTROLS,
     dest: str = "",
+    source: str = "",
 ) -> tuple[Job, int] | None:
     """The job submitting ``lines`` under the id would return without creating one (a plan's
     question), and how many of its keys the cache answered; read-only. ``None`` if nothing is
@@ -172,6 +173,7 @@ def held_job(
         measure(submission_id, provider, model, given_lines, staging.limits),
         controls=controls,
         dest=dest,
+        source=source,
     )
     amend = with_schema(amend, schema)
     if amend is not None:

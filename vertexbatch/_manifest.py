@@ -40,6 +40,7 @@ __all__ = [
     "resubmit_origin",
     "run_origin",
     "with_schema",
+    "with_source",
 ]
 
 INPUT = "input.jsonl"
@@ -90,6 +91,9 @@ class Manifest:
     ``controls``: the job controls (labels, CMEK key, service account) the rows were submitted
     with, written only when set, so a manifest written before them reads the same.
     ``dest``: the BigQuery sink (``bq://P.D[.T]``), written only when set ("": the GCS prefix).
+    ``source``: the BigQuery table the rows were read from (``bq://P.D.T``; "": given in
+    Python), part of the claim; ``snapshot``: the read session's snapshot time when BigQuery
+    reported it, not part of it. Both written only when set.
     """
 
     provider: Provider
@@ -107,6 +111,8 @@ class Manifest:
     schema: Schema | None = None
     controls: Controls = NO_CONTROLS
     dest: str = ""
+    source: str = ""
+    snapshot: str = ""
 
     @property
     def key_count(self) -> int:
@@ -120,7 +126,16 @@ class Manifest:
             data["controls"] = self.controls.to_json()
         if not self.rejected:
             del data["rejected"]
-        for name in ("keys", "cache", "cached", "cached_md5", "schema", "dest"):
+        for name in (
+            "keys",
+            "cache",
+            "cached",
+            "cached_md5",
+            "schema",
+            "dest",
+            "source",
+            "snapshot",
+        ):
             if not data[name]:
                 del data[name]
         return data
@@ -139,7 +154,7 @@ class Manifest:
         for name, kind in (("provider", str), ("model", str), ("rows", int), ("bytes", int)):
             if not isinstance(data.get(name), kind) or isinstance(data.get(name), bool):
                 raise bad(f"{name!r} is missing or not a {kind.__name__}")
-        for name in ("md5", "keys_md5", "origin", "rejected", "cached_md5"):
+        for name in ("md5", "keys_md5", "origin", "rejected", "cached_md5", "source", "snapshot"):
             if not isinstance(data.get(name, ""), str):
                 raise bad(f"{name!r} is not a string")
         if data["provider"] not in ("anthropic", "google"):
@@ -178,6 +193,13 @@ class Manifest:
                 raise InvalidRequestError("not as written")
         except InvalidRequestError:
             raise bad("'dest' is not a bq:// sink vertexbatch wrote") from None
+        source = data.get("source", "")
+        try:
+            read = parse_dest(source, "source") if source else None
+            if read is not None and (read.uri != source or not read.table):
+                raise InvalidRequestError("not as written")
+        except InvalidRequestError:
+            raise bad("'source' is not a bq:// table vertexbatch wrote") from None
         return cls(
             provider=data["provider"],
             model=data["model"],
@@ -194,6 +216,8 @@ class Manifest:
             schema=schema,
             controls=controls,
             dest=dest,
+            source=source,
+            snapshot=data.get("snapshot", ""),
         )
 
     def claims_same(self, given: Manifest) -> bool:
@@ -214,6 +238,7 @@ class Manifest:
             and cache == (given.cache, given.cached, given.cached_md5, _digest(given.schema))
             and self.controls == given.controls
             and self.dest == given.dest
+            and self.source == given.source
             and (not self.keys_md5 or self.keys_md5 == given.keys_md5)
         )
 
@@ -232,6 +257,26 @@ class Manifest:
 
 def _sink(dest: str) -> str:
     return f"dest {dest!r}" if dest else "the GCS output prefix"
+
+
+def _origin_of(source: str) -> str:
+    return f"table {source}" if source else "requests given in Python"
+
+
+def with_source(
+    amend: Callable[[Manifest], Manifest] | None, source: Callable[[], tuple[str, str]] | None
+) -> Callable[[Manifest], Manifest] | None:
+    """``amend``, then the BigQuery table the rows were read from and its snapshot recorded
+    (``source()`` gives both once the rows are read)."""
+    if source is None:
+        return amend
+
+    def amended(manifest: Manifest) -> Manifest:
+        table, snapshot = source()
+        done = amend(manifest) if amend is not None else manifest
+        return replace(done, source=table, snapshot=snapshot)
+
+    return amended
 
 
 def _digest(schema: Schema | None) -> str:
@@ -280,6 +325,8 @@ def claim_conflict(
         what = f"rows submitted with {staged.controls.difference(given.controls)}"
     elif staged.dest != given.dest and staged.md5 == given.md5:
         what = f"rows written to {_sink(staged.dest)}, not {_sink(given.dest)}"
+    elif staged.source != given.source:
+        what = f"rows from {_origin_of(staged.source)}, not from {_origin_of(given.source)}"
     else:
         what = (
             f"other rows ({staged.rows} rows, MD5 {staged.md5}; these are {given.rows} rows, "

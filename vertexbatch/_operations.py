@@ -13,6 +13,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ._bigquery.source import (
+    BigQuerySource,
+    ClaudeRequests,
+    GeminiRequests,
+    SourceRows,
+    check_source_extra,
+)
 from ._cache.store import AnswerCache, check_ttl
 from ._cache.submission import answer_from_cache, claimed_digests, is_cached_job
 from ._cloud import Cloud
@@ -22,7 +29,7 @@ from ._estimate import Plan, build_plan, submitted_plan
 from ._identity import resubmit, stage_and_submit
 from ._lines import StagedLine
 from ._lookup import held_job
-from ._manifest import no_rows, resubmit_origin, with_schema
+from ._manifest import no_rows, resubmit_origin, with_schema, with_source
 from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Status
 from ._prices import Price
 from ._progress import Meter, meter_of
@@ -56,7 +63,7 @@ def submit(
     id: str,
     model: str,
     provider: Provider,
-    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    requests: ClaudeRequests | GeminiRequests,
     options: SubmitOptions,
 ) -> Job:
     """Check, build the lines (deduplicated, minus what the answer cache holds), then the
@@ -67,8 +74,9 @@ def submit(
     controls = options.controls(cloud.location)
     staging = cloud.staging.keyed(controls.kms_key)  # every object written with the key
     row = PROVIDERS[provider]
-    meter = meter_of(options.progress, "stage", requests)
-    lines = metered(staged_lines(requests, row.request, row.line, options.schema), meter)
+    taken, read = source_requests(cloud, provider, requests)
+    meter = meter_of(options.progress, "stage", taken)
+    lines = metered(staged_lines(taken, row.request, row.line, options.schema), meter)
     if options.dedupe:
         lines = dedupe_lines(lines)
     amend = None
@@ -83,7 +91,7 @@ def submit(
         provider,
         model,
         lines,
-        amend=with_schema(amend, options.schema),
+        amend=with_source(with_schema(amend, options.schema), read.record if read else None),
         controls=controls,
         dest=options.dest,
     )
@@ -106,7 +114,7 @@ def plan(
     id: str,
     model: str,
     provider: Provider,
-    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    requests: ClaudeRequests | GeminiRequests,
     options: SubmitOptions,
     *,
     count_tokens: bool,
@@ -129,7 +137,7 @@ def _plan(
     id: str,
     model: str,
     provider: Provider,
-    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    requests: ClaudeRequests | GeminiRequests,
     options: SubmitOptions,
     count_tokens: bool,
     prices: Iterable[Price],
@@ -148,8 +156,9 @@ def _plan(
         )
     prices = tuple(prices)
     row = PROVIDERS[provider]
+    source_taken, read = source_requests(cloud, provider, requests)
     # Held: what the id (or run id) already holds is checked against them first.
-    held = list(metered(staged_lines(requests, row.request, row.line, options.schema), meter))
+    held = list(metered(staged_lines(source_taken, row.request, row.line, options.schema), meter))
     if not held:  # as submit and run refuse it, before any cloud call
         raise no_rows(id)
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
@@ -179,6 +188,7 @@ def _plan(
             schema=options.schema,
             controls=controls,
             dest=options.dest,
+            source=read.source.table if read is not None else "",
         )
         if found is not None:
             job, cached = found
@@ -315,6 +325,22 @@ def _built_lines(
         yield build(request, types, schema)
 
 
+def source_requests(
+    cloud: Cloud, provider: Provider, requests: ClaudeRequests | GeminiRequests
+) -> tuple[Iterable[Any], SourceRows | None]:
+    """``requests`` as they are, or a ``BigQuerySource``'s rows as requests (``SourceRows``:
+    read once, when the first request is taken) and the reading, which records the table."""
+    if not isinstance(requests, BigQuerySource):
+        return requests, None
+    check_source_extra()  # before any cloud call: the table cannot be read without it
+    if cloud.bigquery is None:
+        raise InvalidRequestError(
+            "this client has no BigQuery Storage Read client", field="requests"
+        )
+    read = SourceRows(requests, provider, cloud.bigquery.client, cloud.project, cloud.retry)
+    return read.requests(), read
+
+
 def check_run_dest(dest: str) -> None:
     """Refuse a run with a BigQuery sink (docs/bigquery.md, "Runs"): not supported yet."""
     if dest:
@@ -341,7 +367,7 @@ def start_run(
     id: str,
     model: str,
     provider: Provider,
-    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    requests: ClaudeRequests | GeminiRequests,
     options: SubmitOptions,
     *,
     shard_size: int,
@@ -352,13 +378,14 @@ def start_run(
     check_model(model, provider)
     controls = options.controls(cloud.location)
     row = PROVIDERS[provider]
-    meter = meter_of(options.progress, "stage", requests)
+    taken, _ = source_requests(cloud, provider, requests)  # a run's ledger holds its rows
+    meter = meter_of(options.progress, "stage", taken)
     run = create_run(
         cloud,
         id,
         provider,
         model,
-        metered(staged_lines(requests, row.request, row.line, options.schema), meter),
+        metered(staged_lines(taken, row.request, row.line, options.schema), meter),
         shard_size=shard_size,
         max_attempts=max_attempts,
         dedupe=options.dedupe,
@@ -379,7 +406,7 @@ def planned(
     id: str,
     model: str,
     provider: Provider,
-    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    requests: ClaudeRequests | GeminiRequests,
     given: Mapping[str, Any],
 ) -> Plan:
     """``plan_claude`` / ``plan_gemini`` (named by ``method``) with their keywords ``given``."""
@@ -403,7 +430,7 @@ def started(
     id: str,
     model: str,
     provider: Provider,
-    requests: Iterable[ClaudeRequest] | Iterable[GeminiRequest],
+    requests: ClaudeRequests | GeminiRequests,
     given: Mapping[str, Any],
 ) -> Run:
     """``run_claude`` / ``run_gemini`` (named by ``method``) with their keywords ``given``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from google.cloud import bigquery
 
 from tests.helpers import CLAUDE, jobs_in, one_error_line, request_line, write_lines
 from vertexbatch._command.cli import ExitCode, main
@@ -107,3 +109,82 @@ def test_the_docs_example_runs_as_written(bq: LocalStack, bq_bucket: str, datase
     first, *results = proc.stdout.splitlines()
     assert first == "refused: id"
     assert sorted(results) == ["a ok", "b ok"]  # in the table's order, never input order
+
+
+def test_submit_and_run_submit_read_a_source_table(
+    bq: LocalStack, bq_bucket: str, dataset: str
+) -> None:
+    """``--source`` with column names submits the table's rows; ``run submit`` runs them; a
+    ``--dry-run`` plans them; FILE and --source both, or neither, is one usage line."""
+    from tests.bigquery.test_source import GOOD, make_table
+
+    schema = [bigquery.SchemaField("id", "STRING"), bigquery.SchemaField("body", "JSON")]
+    rows = [{"id": key, "body": GOOD} for key in ("a", "b")]
+    table = make_table(bq, dataset, rows, schema)
+    bq.create_bucket(bq_bucket)
+    env = bq.environment(bq_bucket, prefix="jobs")
+    source = ["--source", table, "--key-column", "id", "--request-column", "body"]
+    args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "cli-src", *source]
+    planned = run([*args, "--dry-run", "--json"], env)
+    assert planned.exit_code == 0, planned.output
+    assert json.loads(planned.stdout)["requests"] == 2
+    first = run(args, env)
+    assert first.exit_code == 0, first.output
+    assert run(["watch", "cli-src", "--floor", "0.01", "--ceiling", "0.05"], env).exit_code == 0
+    results = run(["results", "cli-src"], env)
+    rows_out = [json.loads(line) for line in results.stdout.splitlines()]
+    assert sorted((r["key"], r["outcome"]) for r in rows_out) == [("a", "ok"), ("b", "ok")]
+    ran = run(
+        ["run", "submit", "--provider", "claude", "--model", CLAUDE, "--id", "cli-run", *source],
+        env,
+    )
+    assert ran.exit_code == 0, ran.output
+    assert len(jobs_in(bq, bq_bucket)) == 2
+    missing = run([*args[:-6], "--source", table, "--key-column", "nope"], env)
+    assert missing.exit_code == ExitCode.INVALID_REQUEST
+    assert "has no column 'nope' (key_column)" in one_error_line(missing)
+
+
+@pytest.mark.parametrize("command", [["submit"], ["run", "submit"]])
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        (["in.jsonl", "--source", "bq://local-project.ds.t"], "JSONL, - for stdin) or --source"),
+        ([], "one is needed"),
+        (["in.jsonl", "--key-column", "k"], "--key-column and --request-column go with --source"),
+        (["--source", "bq://local-project.ds"], "--source: table 'bq://local-project.ds' names"),
+    ],
+)
+def test_requests_from_both_or_neither_is_one_usage_line(
+    bq: LocalStack, bq_bucket: str, command: list[str], given: list[str], said: str
+) -> None:
+    env = bq.environment(bq_bucket, prefix="jobs")
+    args = [*command, "--provider", "claude", "--model", CLAUDE, "--id", "x", *given]
+    result = run(args, env)
+    assert result.exit_code == ExitCode.USAGE
+    assert said in one_error_line(result)
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_the_source_docs_example_runs_as_written(
+    bq: LocalStack, bq_bucket: str, dataset: str
+) -> None:
+    """docs/examples/bigquery_source.py runs as `python FILE` against a table of two rows."""
+    from tests.bigquery.test_source import GOOD, JSON_SCHEMA
+
+    client = bq.bigquery_client()
+    table = f"{dataset.removeprefix('bq://')}.prompts"
+    client.create_table(bigquery.Table(table, JSON_SCHEMA))
+    data = "".join(json.dumps({"custom_id": k, "request": GOOD}) + "\n" for k in "ba").encode()
+    config = bigquery.LoadJobConfig(schema=JSON_SCHEMA, source_format="NEWLINE_DELIMITED_JSON")
+    client.load_table_from_file(io.BytesIO(data), table, job_config=config).result()
+    script = Path(__file__).resolve().parents[2] / "docs" / "examples" / "bigquery_source.py"
+    bq.create_bucket(bq_bucket)
+    env = {**os.environ, **bq.environment(bq_bucket), "DATASET": dataset.rpartition(".")[2]}
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=110
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    first, *results = proc.stdout.splitlines()
+    assert first == "plan: 2 requests"
+    assert sorted(results) == ["a ok", "b ok"]

@@ -53,7 +53,6 @@ from .cli_options import (
     Seconds,
     cloud_client,
     cloud_command,
-    file_argument,
     verbose,
 )
 from .cli_plan import PayOnce, echo_plan, pay_options, plan_of
@@ -74,7 +73,7 @@ from .cli_render import (
     status_note,
     status_record,
 )
-from .cli_requests import check_provider, naming_the_line, open_requests, request_lines
+from .cli_requests import GivenRequests, check_provider, given_requests, requests_argument
 from .cli_runs import run_group
 
 # ExitCode is the command's contract with scripts: importable from the command's own module.
@@ -189,7 +188,7 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pay_options
 @control_options
-@file_argument
+@requests_argument
 @cloud_command
 def submit(
     provider: str,
@@ -197,27 +196,27 @@ def submit(
     submission_id: str,
     as_json: bool,
     pay: PayOnce,
-    file: str,
+    file: GivenRequests,
 ) -> None:
     """Submit the requests of FILE (JSONL, - for stdin) under an id; the same id adopts its job.
 
     Claude lines: {"key": ..., "params": {Messages parameters}}.
     Gemini lines: {"key": ..., "contents": [...], "config": {...}}.
+    --source reads them from a BigQuery table instead: a key column and a request column
+    (Claude's Messages parameters, or Gemini's GenerateContentRequest, as JSON).
     """
     check_provider(provider, model)
-    client = cloud_client()
-    with open_requests(file) as stream:
-        lines = request_lines(stream, provider)
-        with naming_the_line(lines):
-            if pay.dry_run:
-                plan = plan_of(client, provider, submission_id, model, lines, pay)
-                echo_plan(plan, f"submission {submission_id!r}", as_json)
-                return
-            submit = getattr(client, by_command(provider).method("submit"))
-            with request_progress(stream, "staging") as progress:
-                job = submit(
-                    submission_id, model, iter(lines), **pay.submit_arguments(), progress=progress
-                )
+    with given_requests(file, provider) as (requests, stream):
+        client = cloud_client()
+        if pay.dry_run:
+            plan = plan_of(client, provider, submission_id, model, requests, pay)
+            echo_plan(plan, f"submission {submission_id!r}", as_json)
+            return
+        submit = getattr(client, by_command(provider).method("submit"))
+        with request_progress(stream, "staging") as progress:
+            job = submit(
+                submission_id, model, requests, **pay.submit_arguments(), progress=progress
+            )
     _echo_job(job, as_json)
 
 

@@ -117,7 +117,7 @@ def plan_of(
     return planner(
         submission_id,
         model,
-        iter(lines),
+        lines,  # an iterator of requests, or a BigQuerySource
         count_tokens=pay.count_tokens,
         shard_size=shard_size,
         prices=pay.prices,

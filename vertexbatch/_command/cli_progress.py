@@ -111,8 +111,10 @@ def _is_terminal(stream: IO[Any]) -> bool:
         return False
 
 
-def file_size(stream: IO[bytes]) -> int | None:
-    """The size of a request file, or ``None`` for one of unknown length (stdin, a pipe)."""
+def file_size(stream: IO[bytes] | None) -> int | None:
+    """The size of a request file, or ``None`` for one of unknown length (stdin, a pipe, none)."""
+    if stream is None:
+        return None
     try:
         status = os.fstat(stream.fileno())
     except (AttributeError, OSError, ValueError):
@@ -120,7 +122,9 @@ def file_size(stream: IO[bytes]) -> int | None:
     return status.st_size if stat.S_ISREG(status.st_mode) else None
 
 
-def _position(stream: IO[bytes]) -> int | None:
+def _position(stream: IO[bytes] | None) -> int | None:
+    if stream is None:
+        return None
     try:
         return stream.tell()
     except (AttributeError, OSError, ValueError):  # a pipe cannot tell
@@ -128,9 +132,10 @@ def _position(stream: IO[bytes]) -> int | None:
 
 
 @contextlib.contextmanager
-def request_progress(stream: IO[bytes], what: str) -> Iterator[Callback]:
+def request_progress(stream: IO[bytes] | None, what: str) -> Iterator[Callback]:
     """The ``progress=`` of a submission reading ``stream``: a bar of the file's bytes on a
-    terminal's stderr (its size known up front: the percentage and time left), else ``None``.
+    terminal's stderr (its size known up front: the percentage and time left; rows only for a
+    table, ``stream`` ``None``), else ``None``.
     The bar is ended on the way out, whatever happens."""
     err = sys.stderr
     if not _is_terminal(err):

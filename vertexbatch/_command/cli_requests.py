@@ -1,4 +1,5 @@
-"""Request files for ``vertexbatch submit`` and ``run submit``: JSONL read one line at a time.
+"""Request files for ``vertexbatch submit`` and ``run submit``: JSONL read one line at a time,
+or a BigQuery table (``--source``, a ``BigQuerySource``).
 
 Claude lines are ``{"key": ..., "params": {Messages parameters}}``; Gemini lines are
 ``{"key": ..., "contents": [...], "config": {...}}``. A line that cannot be read is an
@@ -11,22 +12,30 @@ set on a line) is checked here first and explained in terms of the command's opt
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import IO, Any
 
+import click
+
+from .._bigquery.source import BigQuerySource
 from .._errors import InvalidRequestError
 from .._models import ClaudeRequest, GeminiRequest
 from .._providers import by_command, of_model
 from .cli_render import ExitCode, Fail
 
 __all__ = [
+    "GivenRequests",
     "RequestLines",
     "check_provider",
+    "given_requests",
     "naming_the_line",
     "open_requests",
     "request_lines",
+    "requests_argument",
 ]
 
 
@@ -192,3 +201,85 @@ def naming_the_line(lines: RequestLines) -> Iterator[None]:
         raise InvalidRequestError(
             f"{lines.name} line {lines.line}: {exc}", field=exc.field
         ) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class GivenRequests:
+    """Where a command's requests come from: FILE, or ``--source`` with its column options."""
+
+    file: str | None
+    source: str | None
+    key_column: str | None
+    request_column: str | None
+
+
+def requests_argument(f: Callable[..., Any]) -> Callable[..., Any]:
+    """FILE (optional), ``--source``, ``--key-column`` and ``--request-column``, handed to the
+    command as one ``file: GivenRequests``."""
+
+    @functools.wraps(f)
+    def command(**kwargs: Any) -> Any:
+        names = ("file", "source", "key_column", "request_column")
+        kwargs["file"] = GivenRequests(*(kwargs.pop(name) for name in names))
+        return f(**kwargs)
+
+    for decorate in reversed(_REQUEST_PARAMS):
+        command = decorate(command)
+    return command
+
+
+_REQUEST_PARAMS = (
+    click.option(
+        "--source",
+        metavar="bq://PROJECT.DATASET.TABLE",
+        help="Read the requests from this BigQuery table instead of FILE.",
+    ),
+    click.option(
+        "--key-column",
+        metavar="NAME",
+        help="With --source: the column of each row's key.  [default: custom_id]",
+    ),
+    click.option(
+        "--request-column",
+        metavar="NAME",
+        help="With --source: the column of each row's request (JSON).  [default: request]",
+    ),
+    # A path, not click.File: a file that cannot be opened is the command's one-line error.
+    click.argument("file", required=False, type=click.Path(allow_dash=True)),
+)
+
+
+@contextlib.contextmanager
+def given_requests(given: GivenRequests, provider: str) -> Iterator[tuple[Any, IO[bytes] | None]]:
+    """The requests to hand to the library, a file's lines (their errors naming the line) or a
+    ``BigQuerySource``, and the file they are read from (``None`` for a table: its progress).
+
+    Raises:
+        Fail: exit 2, one line: FILE and --source both or neither, a column option without
+            --source, a bad --source, or a file that cannot be read.
+    """
+    if (given.file is None) == (given.source is None):
+        both = "not both" if given.file is not None else "one is needed"
+        raise Fail(
+            ExitCode.USAGE,
+            f"give the requests as FILE (JSONL, - for stdin) or --source "
+            f"bq://PROJECT.DATASET.TABLE: {both}",
+        )
+    if given.source is None:
+        if given.key_column is not None or given.request_column is not None:
+            raise Fail(ExitCode.USAGE, "--key-column and --request-column go with --source only")
+        assert given.file is not None
+        with open_requests(given.file) as stream:
+            lines = request_lines(stream, provider)
+            with naming_the_line(lines):
+                yield iter(lines), stream
+        return
+    try:
+        source = BigQuerySource(
+            given.source, given.key_column or "custom_id", given.request_column or "request"
+        )
+    except InvalidRequestError as exc:
+        field = exc.field or "table"
+        flag = "--source" if field == "table" else f"--{field.replace('_', '-')}"
+        raise Fail(ExitCode.USAGE, f"{flag}: {exc}") from None
+    yield source, None

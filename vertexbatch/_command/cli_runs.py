@@ -16,7 +16,7 @@ from .._errors import InvalidRequestError
 from .._providers import COMMANDS, by_command
 from .._runs.run import DEFAULT_SHARD_SIZE, Run, RunSummary
 from .cli_controls import control_options
-from .cli_options import cloud_client, cloud_command, file_argument
+from .cli_options import cloud_client, cloud_command
 from .cli_plan import PayOnce, echo_plan, pay_options, plan_of
 from .cli_progress import request_progress
 from .cli_render import (
@@ -30,7 +30,7 @@ from .cli_render import (
     run_result_record,
     run_results_summary,
 )
-from .cli_requests import check_provider, naming_the_line, open_requests, request_lines
+from .cli_requests import GivenRequests, check_provider, given_requests, requests_argument
 
 __all__ = ["run_group"]
 
@@ -99,7 +99,7 @@ def run_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @pay_options
 @control_options
-@file_argument
+@requests_argument
 @cloud_command
 def run_submit(
     provider: str,
@@ -109,33 +109,31 @@ def run_submit(
     attempts: int,
     as_json: bool,
     pay: PayOnce,
-    file: str,
+    file: GivenRequests,
 ) -> None:
     """Start a run of the requests of FILE (JSONL, - for stdin).
 
-    The lines are those of `vertexbatch submit`. Stages every shard, creates the first jobs and
-    prints the run's summary; the same id and file again rejoin the run.
+    The lines (or the --source table) are those of `vertexbatch submit`. Stages every shard,
+    creates the first jobs and prints the run's summary; the same id and file again rejoin it.
     """
     check_provider(provider, model)
-    client = cloud_client()
-    with open_requests(file) as stream:
-        lines = request_lines(stream, provider)
-        with naming_the_line(lines):
-            if pay.dry_run:
-                plan = plan_of(client, provider, run_id, model, lines, pay, shard_size)
-                echo_plan(plan, f"run {run_id!r}", as_json)
-                return
-            start = getattr(client, by_command(provider).method("run"))
-            with request_progress(stream, "staging") as progress:
-                run = start(
-                    run_id,
-                    model,
-                    iter(lines),
-                    shard_size=shard_size,
-                    max_attempts=attempts,
-                    **pay.submit_arguments(),
-                    progress=progress,
-                )
+    with given_requests(file, provider) as (requests, stream):
+        client = cloud_client()
+        if pay.dry_run:
+            plan = plan_of(client, provider, run_id, model, requests, pay, shard_size)
+            echo_plan(plan, f"run {run_id!r}", as_json)
+            return
+        start = getattr(client, by_command(provider).method("run"))
+        with request_progress(stream, "staging") as progress:
+            run = start(
+                run_id,
+                model,
+                requests,
+                shard_size=shard_size,
+                max_attempts=attempts,
+                **pay.submit_arguments(),
+                progress=progress,
+            )
     _echo_run(run, run.status(), as_json)
 
 
