@@ -34,6 +34,7 @@ RUN_BY = {
     "docs/examples/asyncio_basics.py": "tests/test_aio_examples.py",
     "docs/examples/job_controls.py": "tests/test_job_controls.py",
     "docs/examples/bigquery_sink.py": "tests/bigquery/test_command.py",
+    "docs/examples/bigquery_run.py": "tests/bigquery/test_runs.py",
     "examples/agent_executor.py": "tests/test_examples.py",
     "examples/async_agent_executor.py": "tests/test_aio_examples.py",
     "examples/nightly_run.py": "tests/runs/test_run_examples.py",

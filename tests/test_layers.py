@@ -87,6 +87,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_runs.plan",
             "_runs.ledger",
             "_runs.online",
+            "_runs.sink",
             "_wait",
         },
     ),

@@ -44,6 +44,7 @@ from .._rules import is_job_name
 from .._vertex import ENDED_STATES, JobSpec, Vertex, state_name, status_of
 from .ledger import Shard, attempt_id
 from .records import Records
+from .sink import output_of
 
 if TYPE_CHECKING:
     from google.cloud.aiplatform_v1 import BatchPredictionJob as BatchJob
@@ -101,7 +102,7 @@ def _job(spec: JobSpec, name: str, model: str = "") -> Job:
 
 
 def _directory(job: BatchJob) -> str:
-    return str(job.output_info.gcs_output_directory)
+    return output_of(job)  # a sink job's table (``_runs.sink``)
 
 
 class RunJobs:
@@ -117,9 +118,11 @@ class RunJobs:
         *,
         labelled: bool,
         record: bool,
+        dest: str = "",
     ) -> None:
         """``records``: how the shards' records are read (``_run_records``); ``record``: write
-        the ended record of a job first seen ended (``advance`` only)."""
+        the ended record of a job first seen ended (``advance`` only); ``dest``: the run's
+        BigQuery dataset, where every attempt's job writes ("": GCS)."""
         self._vertex = vertex
         self._records = records
         self._staging = records.staging
@@ -129,6 +132,7 @@ class RunJobs:
         self._labelled = labelled
         self._record = record
         self._listed: dict[str, list[BatchJob]] | None = None
+        self._dest = dest
 
     def _listing(self) -> Mapping[str, list[BatchJob]]:
         """The run's jobs that have not ended, by display name (one listing per step)."""
@@ -142,7 +146,13 @@ class RunJobs:
     def _spec(self, submission_id: str) -> JobSpec:
         folder = self._staging.folder(submission_id)
         return JobSpec(
-            submission_id, self._provider, self._model, folder.input_uri, folder.output_prefix, 0
+            submission_id,
+            self._provider,
+            self._model,
+            folder.input_uri,
+            folder.output_prefix,
+            0,
+            dest=self._dest,
         )
 
     def leftovers(self, shards: Iterable[Shard], max_attempts: int) -> list[Twin]:
