@@ -110,6 +110,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_checks",
             "_checks.doctor",
             "_checks.doctor_access",
+            "_checks.doctor_bigquery",
             "_checks.doctor_controls",
             "_checks.doctor_run",
             "_checks.doctor_rules",
