@@ -6,8 +6,8 @@ on the label and on state, every page), then resolves each attempt from that lis
 records in GCS::
 
     PREFIX/RUN.s0.r1/job.json     the attempt's job (the identity protocol's record)
-    PREFIX/RUN.s0.r1/ended.json   its ended status and output directory, written create-only
-                                  by the first ``advance`` that saw the job ended
+    PREFIX/RUN.s0.r1/ended.json   its ended status and output (directory or table), written
+                                  create-only by the first ``advance`` that saw it ended
 
 - A recorded job that is listed may still run (PAUSED and CANCELLING included): its state and
   output directory are the listing's.
@@ -69,7 +69,8 @@ class Attempt:
 
     Attributes:
         job / status: its job and status, both ``None`` while staged but not created.
-        directory: the job's output directory, ``""`` while it has none.
+        directory: the job's output directory, or a BigQuery-sink job's table (``bq://P.D.T``,
+            ``_runs.sink.output_of``); ``""`` while it has none.
         recorded: ``job.json`` names the job (``False``: found in the listing only).
         twins: the id's other jobs that may still run: cancelled by ``advance``.
         checked: its manifest was read (``False``: staged, no job found, and not read yet;

@@ -3,7 +3,8 @@
 ::
 
     PREFIX/RUN/run.json            the ledger: provider, model, max attempts, shard ids and sizes,
-                                   the job controls (written only when set)
+                                   the job controls and the BigQuery dataset (each written
+                                   only when set)
     PREFIX/RUN.s0/done.json        shard 0's final outcome counts, once it is finished
 
 Both are written create-only and may have been edited by hand since: every field read back is
