@@ -211,3 +211,24 @@ def test_dataset_location_fit(region: str, location: str, fit: str) -> None:
 )
 def test_access_grants(entry: dict[str, str], write: bool, granted: bool | None) -> None:
     assert access_grants([entry], AGENT, write) is granted
+
+
+def test_a_resource_manager_that_cannot_be_reached_leaves_the_caller_cannot_tell(
+    bq: LocalStack, made: bigquery.Client, dataset: str
+) -> None:
+    """BigQuery answers, Resource Manager does not: the dataset checks run, the caller's says
+    it got no answer, with the network fix, never a role."""
+    closed = f"http://127.0.0.1:{free_ports(1)[0]}"
+    config = Config("local-project", bq.location, "b", "jobs", closed, closed)
+    found = {
+        c.check: c
+        for c in check_bigquery(
+            made, lookups(config).projects, dataset, bq.location, bq.project, agent_number="1"
+        )
+    }
+    assert found["dest-dataset"].result == "ok" and found["dest-location"].result == "ok"
+    caller = found["dest-caller"]
+    assert caller.result == "warn" and "roles/" not in caller.detail
+    assert caller.detail == (
+        f"cannot tell: Resource Manager did not answer (cannot connect): {NETWORK_FIX}"
+    )
