@@ -24,6 +24,7 @@ Then the cold start (``benchmarks.cold_start``, no stack): ``import vertexbatch`
 ``--only stall`` runs ``benchmarks.loop_stall`` alone: the longest event-loop gap under
 ``client.aio`` during a ``--stall-size`` (default 20,000) request submit and results pass.
 ``--only cache`` runs the answer-cache and dedupe benchmark alone (``benchmarks.cache``).
+``--only bigquery`` runs the BigQuery results benchmark alone (``benchmarks.bigquery_results``).
 
 ``--baselines raw`` or ``--baselines naive`` measures one baseline only.
 
@@ -538,10 +539,12 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write every raw figure here")
     parser.add_argument(
-        "--only", choices=["import", "batch", "stall", "cache"],
+        "--only", choices=["import", "batch", "stall", "cache", "bigquery"],
         help="import: the cold start alone; batch: staging, results and calls alone; "
         "stall: the event loop's longest gap under client.aio alone; "
-        "cache: the answer cache and dedupe alone (benchmarks.cache, Claude, each size)",
+        "cache: the answer cache and dedupe alone (benchmarks.cache, Claude, each size); "
+        "bigquery: results of a BigQuery output table against list_rows and a query "
+        "(benchmarks.bigquery_results, each size)",
     )  # fmt: skip
     parser.add_argument("--stall-size", type=int, default=20_000)
     parser.add_argument(
@@ -558,6 +561,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.only == "cache":
         return _cache(args.sizes, args.repeats)
+    if args.only == "bigquery":
+        return _bigquery(args.sizes, args.repeats)
     started = time.perf_counter()
     cases = [] if args.only == "import" else _batch(args)
     cold = None if args.only == "batch" else _cold_start(args.import_repeats)
@@ -608,6 +613,23 @@ def _cache(sizes: list[int], repeats: int) -> int:
         )
         print()
         print(cache.render(figures))
+        print()
+    return 0
+
+
+def _bigquery(sizes: list[int], repeats: int) -> int:
+    """The BigQuery results figures (``benchmarks.bigquery_results``), one stack per size."""
+    from benchmarks import bigquery_results
+
+    for n in sizes:
+        started = time.perf_counter()
+        figures = bigquery_results.measure(n, repeats)
+        print(
+            f"# python -m benchmarks.run --only bigquery --sizes {n} --repeats {repeats}  "
+            f"({time.perf_counter() - started:.0f}s, {os.cpu_count()} CPUs)"
+        )
+        print()
+        print(bigquery_results.render(figures))
         print()
     return 0
 

@@ -36,6 +36,7 @@ RUN_BY = {
     "docs/examples/progress.py": "tests/test_progress.py",
     "docs/examples/bigquery_sink.py": "tests/bigquery/test_command.py",
     "docs/examples/bigquery_source.py": "tests/bigquery/test_command.py",
+    "docs/examples/bigquery_run.py": "tests/bigquery/test_runs.py",
     "examples/agent_executor.py": "tests/test_examples.py",
     "examples/async_agent_executor.py": "tests/test_aio_examples.py",
     "examples/nightly_run.py": "tests/runs/test_run_examples.py",

@@ -38,6 +38,7 @@ from ._results import iter_results
 from ._rules import check_id, check_job, check_key, check_model, next_attempt_id
 from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
 from ._runs.run import DEFAULT_SHARD_SIZE, Run
+from ._runs.sink import check_run_dest
 from ._runs.start import create_run, held_run
 from ._schema import Schema
 from ._submit_options import PlanKeywords, RunKeywords, SubmitOptions
@@ -162,7 +163,7 @@ def _plan(
     if not held:  # as submit and run refuse it, before any cloud call
         raise no_rows(id)
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
-        check_run_dest(options.dest)
+        check_run_dest(options.dest)  # a dataset, never a table
         check_run_id(id)
         # MAX_ATTEMPTS: the most digits a run's attempts take in its ledger.
         check_requests_fit(
@@ -174,6 +175,7 @@ def _plan(
             shard_size,
             cloud.staging.limits,
             controls,
+            options.dest,
         )
     if shard_size is None:  # what the id already holds: a submit would return its job
         found = held_job(
@@ -205,6 +207,7 @@ def _plan(
             cache=cache,
             schema=options.schema,
             controls=controls,
+            dest=options.dest,
         )
         if run is not None:
             return submitted_plan(
@@ -341,16 +344,6 @@ def source_requests(
     return read.requests(), read
 
 
-def check_run_dest(dest: str) -> None:
-    """Refuse a run with a BigQuery sink (docs/bigquery.md, "Runs"): not supported yet."""
-    if dest:
-        raise InvalidRequestError(
-            "a run with dest= (a BigQuery sink) is not supported yet: submit each part with "
-            "submit_claude / submit_gemini and dest=, or run without dest (GCS)",
-            field="dest",
-        )
-
-
 def _rejoined(run: tuple[Ledger, int, list[Shard]]) -> str:
     """What a plan of a run the id already holds says."""
     ledger, _, pending = run
@@ -374,7 +367,7 @@ def start_run(
     max_attempts: int,
 ) -> Run:
     """``run_claude`` and ``run_gemini``: check, then start (or rejoin) the run."""
-    check_run_dest(options.dest)
+    dest = check_run_dest(options.dest)  # a dataset, never a table
     check_model(model, provider)
     controls = options.controls(cloud.location)
     row = PROVIDERS[provider]
@@ -394,6 +387,7 @@ def start_run(
         count=len(requests) if isinstance(requests, Sized) else None,
         schema=options.schema,
         controls=controls,
+        dest=dest,
     )
     if meter is not None:
         meter.report(done=True)

@@ -78,21 +78,6 @@ def test_a_bad_dest_exits_2_naming_the_flag_and_the_rule(
     assert not jobs_in(bq, bq_bucket)
 
 
-def test_run_submit_with_dest_is_refused_in_one_line(
-    bq: LocalStack, bq_bucket: str, dataset: str, tmp_path: Path
-) -> None:
-    """Runs do not take a BigQuery sink yet: one line naming the combination, nothing staged."""
-    bq.create_bucket(bq_bucket)
-    env = bq.environment(bq_bucket, prefix="jobs")
-    path = write_lines(tmp_path / "in.jsonl", [request_line("a")])
-    args = ["run", "submit", "--provider", "claude", "--model", CLAUDE, "--id", "cli-run"]
-    result = run([*args, str(path), "--dest", dataset], env)
-    assert result.exit_code == ExitCode.INVALID_REQUEST, result.output
-    assert "a run with dest= (a BigQuery sink) is not supported yet" in one_error_line(result)
-    assert not list(bq.storage_client().list_blobs(bq_bucket))
-
-
-@pytest.mark.timeout(120)
 def test_the_docs_example_runs_as_written(bq: LocalStack, bq_bucket: str, dataset: str) -> None:
     """docs/examples/bigquery_sink.py runs as `python FILE` with the stack's environment."""
     script = Path(__file__).resolve().parents[2] / "docs" / "examples" / "bigquery_sink.py"

@@ -111,16 +111,15 @@ def test_a_job_persisted_as_json_reads_the_same_and_old_json_loads() -> None:
         vb.Job.from_dict({**old, "dest": 3})
 
 
-def test_a_plan_reports_the_sink_and_a_run_plan_refuses_it(
+def test_a_plan_reports_the_sink_of_a_submission_and_of_a_run(
     bq_client: vb.Client, dataset: str
 ) -> None:
     plan = bq_client.plan_claude("planned", CLAUDE, claude_requests(2), dest=dataset)
     assert plan.dest == dataset and plan.to_dict()["dest"] == dataset
-    with pytest.raises(vb.InvalidRequestError, match="a run with dest=") as caught:
-        bq_client.plan_claude("planned", CLAUDE, claude_requests(2), dest=dataset, shard_size=1)
-    assert caught.value.field == "dest"
-    with pytest.raises(vb.InvalidRequestError, match="a run with dest="):
-        bq_client.run_claude("run-bq", CLAUDE, claude_requests(2), dest=dataset)
+    run_plan = bq_client.plan_claude(
+        "planned", CLAUDE, claude_requests(2), dest=dataset, shard_size=1
+    )
+    assert run_plan.dest == dataset and run_plan.jobs == 2
 
 
 def test_resubmit_keeps_the_sink_and_a_tables_resubmission_gets_its_own_table(

@@ -32,6 +32,7 @@ from .doctor_access import (
     check_service_agent,
     project_number,
 )
+from .doctor_bigquery import dest_checks
 from .doctor_controls import Session, check_kms_key, check_service_account
 
 if TYPE_CHECKING:
@@ -90,6 +91,10 @@ def lookups(config: Config) -> Lookups:
     )
 
 
+def _projects(config: Config) -> resourcemanager_v3.ProjectsClient:
+    return lookups(config).projects
+
+
 # -- all of them --------------------------------------------------------------------------------
 
 
@@ -102,6 +107,7 @@ def run_checks(
     kms_key: str | None = None,
     service_account: str | None = None,
     session: Session | None = None,
+    dest: str | None = None,
 ) -> list[Check]:
     """Every check in order; one that needs an earlier one's success is skipped, saying why.
 
@@ -109,8 +115,11 @@ def run_checks(
     ``kms_key``, ``service_account``: the job controls to check too (``kms-key``,
     ``service-account``, last), through ``session`` (by default an ``AuthorizedSession`` with
     application default credentials; none on the local stack, which serves neither API).
+    ``dest``: a BigQuery sink's dataset to check (``dest-*``, after the bucket's and models').
     """
     checks = _run_checks(env, flags, models, retry)
+    if dest is not None:  # a BigQuery sink's dataset (``_doctor_bigquery``)
+        checks += dest_checks(env, flags, checks, dest, service_account, _projects)
     controls = [
         (name, value)
         for name, value in (("kms-key", kms_key), ("service-account", service_account))

@@ -8,7 +8,7 @@ import os
 import click
 
 from .cli_options import cloud_command, config_flags
-from .cli_render import ExitCode
+from .cli_render import ExitCode, Fail
 
 __all__ = ["doctor"]
 
@@ -33,10 +33,20 @@ __all__ = ["doctor"]
     default=None,
     help="Check this service account too: it exists and you may act as it.",
 )
+@click.option(
+    "--dest",
+    metavar="bq://PROJECT.DATASET",
+    default=None,
+    help="Check this BigQuery dataset too: it exists, its region, who may read and write it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a list of {check, result, detail}.")
 @cloud_command
 def doctor(
-    models: tuple[str, ...], kms_key: str | None, service_account: str | None, as_json: bool
+    models: tuple[str, ...],
+    kms_key: str | None,
+    service_account: str | None,
+    dest: str | None,
+    as_json: bool,
 ) -> None:
     """Check the configuration, credentials, Vertex, the bucket and the models before a first job.
 
@@ -47,12 +57,22 @@ def doctor(
     from .._checks.doctor import failed
     from .._checks.doctor_run import run_checks
 
+    if dest is not None:  # a bad URI is a usage error, before any lookup
+        from .._bigquery.dest import parse_dest
+        from .._errors import InvalidRequestError
+
+        try:
+            parse_dest(dest)
+        except InvalidRequestError as exc:
+            raise Fail(ExitCode.USAGE, f"--dest: {exc}") from exc
+
     checks = run_checks(
         os.environ,
         config_flags(),
         models=models,
         kms_key=kms_key,
         service_account=service_account,
+        dest=dest,
     )
     if as_json:
         click.echo(json.dumps([check.to_dict() for check in checks]))

@@ -6,8 +6,8 @@ on the label and on state, every page), then resolves each attempt from that lis
 records in GCS::
 
     PREFIX/RUN.s0.r1/job.json     the attempt's job (the identity protocol's record)
-    PREFIX/RUN.s0.r1/ended.json   its ended status and output directory, written create-only
-                                  by the first ``advance`` that saw the job ended
+    PREFIX/RUN.s0.r1/ended.json   its ended status and output (directory or table), written
+                                  create-only by the first ``advance`` that saw it ended
 
 - A recorded job that is listed may still run (PAUSED and CANCELLING included): its state and
   output directory are the listing's.
@@ -44,6 +44,7 @@ from .._rules import is_job_name
 from .._vertex import ENDED_STATES, JobSpec, Vertex, state_name, status_of
 from .ledger import Shard, attempt_id
 from .records import Records
+from .sink import output_of
 
 if TYPE_CHECKING:
     from google.cloud.aiplatform_v1 import BatchPredictionJob as BatchJob
@@ -68,7 +69,8 @@ class Attempt:
 
     Attributes:
         job / status: its job and status, both ``None`` while staged but not created.
-        directory: the job's output directory, ``""`` while it has none.
+        directory: the job's output directory, or a BigQuery-sink job's table (``bq://P.D.T``,
+            ``_runs.sink.output_of``); ``""`` while it has none.
         recorded: ``job.json`` names the job (``False``: found in the listing only).
         twins: the id's other jobs that may still run: cancelled by ``advance``.
         checked: its manifest was read (``False``: staged, no job found, and not read yet;
@@ -101,7 +103,7 @@ def _job(spec: JobSpec, name: str, model: str = "") -> Job:
 
 
 def _directory(job: BatchJob) -> str:
-    return str(job.output_info.gcs_output_directory)
+    return output_of(job)  # a sink job's table (``_runs.sink``)
 
 
 class RunJobs:
@@ -117,9 +119,11 @@ class RunJobs:
         *,
         labelled: bool,
         record: bool,
+        dest: str = "",
     ) -> None:
         """``records``: how the shards' records are read (``_run_records``); ``record``: write
-        the ended record of a job first seen ended (``advance`` only)."""
+        the ended record of a job first seen ended (``advance`` only); ``dest``: the run's
+        BigQuery dataset, where every attempt's job writes ("": GCS)."""
         self._vertex = vertex
         self._records = records
         self._staging = records.staging
@@ -129,6 +133,7 @@ class RunJobs:
         self._labelled = labelled
         self._record = record
         self._listed: dict[str, list[BatchJob]] | None = None
+        self._dest = dest
 
     def _listing(self) -> Mapping[str, list[BatchJob]]:
         """The run's jobs that have not ended, by display name (one listing per step)."""
@@ -142,7 +147,13 @@ class RunJobs:
     def _spec(self, submission_id: str) -> JobSpec:
         folder = self._staging.folder(submission_id)
         return JobSpec(
-            submission_id, self._provider, self._model, folder.input_uri, folder.output_prefix, 0
+            submission_id,
+            self._provider,
+            self._model,
+            folder.input_uri,
+            folder.output_prefix,
+            0,
+            dest=self._dest,
         )
 
     def leftovers(self, shards: Iterable[Shard], max_attempts: int) -> list[Twin]:

@@ -3,7 +3,8 @@
 ::
 
     PREFIX/RUN/run.json            the ledger: provider, model, max attempts, shard ids and sizes,
-                                   the job controls (written only when set)
+                                   the job controls and the BigQuery dataset (each written
+                                   only when set)
     PREFIX/RUN.s0/done.json        shard 0's final outcome counts, once it is finished
 
 Both are written create-only and may have been edited by hand since: every field read back is
@@ -16,6 +17,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .._bigquery.dest import parse_dest
 from .._controls import NO_CONTROLS, Controls
 from .._errors import InvalidRequestError
 from .._gcs.staging import Staging
@@ -92,7 +94,8 @@ class Ledger:
     ``labelled``: its attempts' jobs carry the run's label (every run started since the label
     came); ``False`` for a run started before, whose jobs are found one attempt at a time.
     ``controls``: the job controls every attempt's job is created with (and every object of the
-    run written with, for a CMEK key).
+    run written with, for a CMEK key). ``dest``: the BigQuery dataset every attempt's job
+    writes a table in (``_runs.sink``; written only when set, "" for GCS).
     """
 
     id: str
@@ -102,6 +105,7 @@ class Ledger:
     shards: tuple[Shard, ...]
     labelled: bool = False
     controls: Controls = NO_CONTROLS
+    dest: str = ""
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {
@@ -114,6 +118,8 @@ class Ledger:
         }
         if not self.controls.empty:
             data["controls"] = self.controls.to_json()
+        if self.dest:
+            data["dest"] = self.dest
         return data
 
     @classmethod
@@ -161,7 +167,18 @@ class Ledger:
             raise bad(str(exc)) from None
         if "controls" in data and controls.empty:
             raise bad("'controls' is written only when some are set")
-        return cls(run_id, provider, model, attempts, tuple(shards), labelled, controls)
+        dest = data.get("dest", "")
+        if "dest" in data and not _is_dataset(dest):
+            raise bad("'dest' is not a bq://PROJECT.DATASET vertexbatch wrote")
+        return cls(run_id, provider, model, attempts, tuple(shards), labelled, controls, dest)
+
+
+def _is_dataset(dest: object) -> bool:
+    try:
+        sink = parse_dest(dest)
+    except InvalidRequestError:
+        return False
+    return not sink.table and sink.uri == dest
 
 
 def _encoded(ledger: Ledger) -> bytes:
@@ -177,6 +194,7 @@ def ledger_size(
     shards: int,
     max_keys: int,
     controls: Controls = NO_CONTROLS,
+    dest: str = "",
 ) -> int:
     """The bytes of the ledger of ``shards`` shards of at most ``max_keys`` keys each (and
     ``controls``), as ``write_ledger`` writes it: exact when every shard holds ``max_keys``,
@@ -186,7 +204,7 @@ def ledger_size(
 
     def of(n: int) -> int:
         listed = tuple(Shard(f"{run_id}.s{i}", max_keys) for i in range(n))
-        ledger = Ledger(run_id, provider, model, max_attempts, listed, True, controls)
+        ledger = Ledger(run_id, provider, model, max_attempts, listed, True, controls, dest)
         return len(_encoded(ledger))
 
     one = of(1)
@@ -207,6 +225,7 @@ def max_shards(
     max_keys: int,
     limits: Limits,
     controls: Controls = NO_CONTROLS,
+    dest: str = "",
 ) -> int:
     """The most shards of at most ``max_keys`` keys a run's ledger can hold
     (``limits.record_bytes``)."""
@@ -214,7 +233,7 @@ def max_shards(
     low, high = 0, most  # every shard's entry takes more than a byte
     while low < high:
         mid = (low + high + 1) // 2
-        size = ledger_size(run_id, provider, model, max_attempts, mid, max_keys, controls)
+        size = ledger_size(run_id, provider, model, max_attempts, mid, max_keys, controls, dest)
         if size <= most:
             low = mid
         else:
@@ -234,6 +253,7 @@ def check_ledger_size(
     why: str = "",
     then: str = "",
     controls: Controls = NO_CONTROLS,
+    dest: str = "",
 ) -> None:
     """Raise unless the ledger of ``shards`` shards of ``shard_size`` keys (and ``controls``)
     can be read back.
@@ -241,10 +261,10 @@ def check_ledger_size(
     ``why`` says how the number of shards is known, at the start of the message; ``then``
     ends it.
     """
-    size = ledger_size(run_id, provider, model, max_attempts, shards, shard_size, controls)
+    size = ledger_size(run_id, provider, model, max_attempts, shards, shard_size, controls, dest)
     if size <= limits.record_bytes:
         return
-    most = max_shards(run_id, provider, model, max_attempts, shard_size, limits, controls)
+    most = max_shards(run_id, provider, model, max_attempts, shard_size, limits, controls, dest)
     raise InvalidRequestError(
         f"{why or f'{shards:,} shards'}: the ledger of run {run_id!r} would be {size:,} bytes, "
         f"over the {limits.record_bytes:,} a ledger may be, as it is read back whole (it holds at "
@@ -263,6 +283,7 @@ def check_requests_fit(
     shard_size: int,
     limits: Limits,
     controls: Controls = NO_CONTROLS,
+    dest: str = "",
 ) -> None:
     """Raise unless ``count`` requests, cut in shards of ``shard_size``, fit a ledger that can be
     read back (known before they are read when they are a list: checked before any call)."""
@@ -279,6 +300,7 @@ def check_requests_fit(
         limits,
         why=f"{count:,} requests in shards of {shard_size:,} make at least {at_least:,} shards",
         controls=controls,
+        dest=dest,
     )
 
 

@@ -14,11 +14,11 @@ from .._cache.fill import CacheFill
 from .._cloud import Cloud
 from .._errors import MissingError
 from .._models import Job, Provider, Result
-from .._results import read_output_file, read_results
+from .._results import read_output_file
 from .._staged import read_key_map
-from .._telemetry import SILENT
 from .jobs import Attempt
 from .ledger import Shard, counts_online
+from .sink import read_attempt
 
 __all__ = ["ONLINE", "UNSETTLED", "ShardReader"]
 
@@ -52,10 +52,12 @@ class ShardReader:
         )
 
     def read(self, attempt: Attempt, fill: CacheFill | None = None) -> Iterator[Result]:
-        """An attempt's results, from the status and output directory its step found."""
+        """An attempt's results, from the status and output (directory or table) its step found."""
         assert attempt.job is not None and attempt.status is not None
-        staging = self._cloud.staging
-        return read_results(staging, attempt.job, attempt.status, attempt.directory, SILENT, fill)
+        cloud = self._cloud
+        return read_attempt(
+            cloud.staging, cloud.bigquery, attempt.job, attempt.status, attempt.directory, fill
+        )
 
     def unsettled(self, attempt: Attempt) -> list[str]:
         """The keys of an ended attempt that are retryable or missing."""

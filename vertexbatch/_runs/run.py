@@ -97,6 +97,7 @@ class Run:
         self.model = ledger.model
         self.max_attempts = ledger.max_attempts
         self.shards = list(ledger.shards)
+        self.dest = ledger.dest  # the BigQuery dataset its jobs write to ("": GCS)
         self._labels = {RUN_LABEL: id_label(self.id)}
         self._reader = ShardReader(cloud, self.id, self.provider, self.model)
 
@@ -119,6 +120,7 @@ class Run:
             self.model,
             labelled=self._ledger.labelled,
             record=False,
+            dest=self._ledger.dest,
         )
 
     @traced("run.advance", _tracing_of)

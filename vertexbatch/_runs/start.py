@@ -34,6 +34,7 @@ from .ledger import (
     write_ledger,
 )
 from .run import Run
+from .sink import other_sink
 
 __all__ = ["create_run", "held_run", "open_run"]
 
@@ -84,6 +85,7 @@ def create_run(
     count: int | None = None,
     schema: Schema | None = None,
     controls: Controls = NO_CONTROLS,
+    dest: str = "",
 ) -> Run:
     """Stage every shard, write the ledger, and take the first ``advance`` step.
 
@@ -94,7 +96,8 @@ def create_run(
     known before they are read (a list), so that a run of more shards than its ledger can hold
     is refused before any cloud call, not only once that many shards are cut. ``controls``
     (checked) go in the ledger, every shard's manifest and every attempt's job; a rejoin with
-    other controls is refused.
+    other controls is refused. ``dest``: the run's BigQuery dataset (``_runs.sink``, checked),
+    in the ledger and every shard's manifest; a rejoin with another sink is refused.
     """
     check_run_id(run_id)
     if type(shard_size) is not int or shard_size < 1:
@@ -108,7 +111,15 @@ def create_run(
         )
     if count is not None:  # a ledger too big to read back: refused before anything is staged
         check_requests_fit(
-            run_id, provider, model, max_attempts, count, shard_size, cloud.staging.limits, controls
+            run_id,
+            provider,
+            model,
+            max_attempts,
+            count,
+            shard_size,
+            cloud.staging.limits,
+            controls,
+            dest,
         )
     # The first request is checked before any cloud call.
     cutter = _Shards(lines, shard_size, cloud.staging.limits, dedupe)
@@ -131,6 +142,7 @@ def create_run(
             cache_ttl,
             schema,
             controls,
+            dest,
         )
         ledger = existing
     else:
@@ -153,13 +165,16 @@ def create_run(
                     "the number of requests was known: pass a list to have it checked first)"
                 ),
                 controls=controls,
+                dest=dest,
             )
             shard_id = f"{run_id}.s{len(shards)}"
             try:
                 lines, amend = _from_cache(
                     cloud, shard_id, provider, model, cutter.take(), cache, cache_ttl, schema
                 )
-                manifest = stage(staging, shard_id, provider, model, lines, origin, amend, controls)
+                manifest = stage(
+                    staging, shard_id, provider, model, lines, origin, amend, controls, dest
+                )
             except InvalidRequestError as exc:
                 staged = read_manifest(staging, shard_id) if exc.field == "id" else None
                 if exc.field != "id" or (staged is not None and staged.origin != origin):
@@ -178,7 +193,7 @@ def create_run(
                 record_cached(staging, manifest.spec(shard_id, staging.folder(shard_id)), manifest)
             shards.append(Shard(shard_id, manifest.key_count))
         ledger = Ledger(
-            run_id, provider, model, max_attempts, tuple(shards), True, controls=controls
+            run_id, provider, model, max_attempts, tuple(shards), True, controls=controls, dest=dest
         )
         if not write_ledger(staging, ledger):
             raise _other_run(run_id)
@@ -218,6 +233,7 @@ def held_run(
     cache: bool = False,
     schema: Schema | None = None,
     controls: Controls = NO_CONTROLS,
+    dest: str = "",
 ) -> tuple[Ledger, int, list[Shard]] | None:
     """The run starting ``lines`` under ``run_id`` would rejoin (a plan's question), how
     many of its keys the cache answered, and its shards not finished yet; read-only. ``None``
@@ -246,6 +262,7 @@ def held_run(
         None,
         schema,
         controls,
+        dest,
     )
     cached = sum(manifest.cached for manifest in staged)
     pending = [shard for shard in ledger.shards if read_done(cloud.staging, shard) is None]
@@ -264,6 +281,7 @@ def _check_rejoin(
     cache_ttl: timedelta | None = None,
     schema: Schema | None = None,
     controls: Controls = NO_CONTROLS,
+    dest: str = "",
 ) -> list[Manifest]:
     """Raise unless these rows are the staged run's rows; reads only, stages nothing. Returns
     the shards' manifests.
@@ -296,6 +314,8 @@ def _check_rejoin(
             f"run {run!r} was started with {ledger.controls.difference(controls)}: rejoin it "
             "with the job controls it started with, or use a new run id",
         )
+    if ledger.dest != dest:
+        raise _other_run(run, other_sink(run, ledger.dest, dest))
     # The ledger does not say whether the run used the answer cache; its first shard does.
     first = read_manifest(cloud.staging, ledger.shards[0].id)
     if first is not None and first.cache != cache:
@@ -315,6 +335,7 @@ def _check_rejoin(
         given = replace(
             measure(shard.id, provider, model, lines, cloud.staging.limits, run_origin(run)),
             controls=controls,
+            dest=dest,
         )
         if amend is not None:
             given = amend(given)

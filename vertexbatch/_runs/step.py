@@ -35,6 +35,7 @@ from .online import answer_online
 from .plan import Plan, ShardView, StepRules, plan_step
 from .read import ONLINE, UNSETTLED, ShardReader
 from .records import ListedRecords, Records
+from .sink import output_of
 
 __all__ = ["Open", "RunSummary", "Step", "open_shard"]
 
@@ -122,6 +123,7 @@ class Step:
             ledger.model,
             labelled=ledger.labelled,
             record=rules.act,
+            dest=ledger.dest,
         )
         for shard in ledger.shards:
             done = records.done(shard)
@@ -293,5 +295,5 @@ class Step:
         assert attempt.job is not None
         with job_errors(attempt.job.name):
             job = self._cloud.vertex.get(attempt.job.name)
-        directory = str(job.output_info.gcs_output_directory)
-        return Attempt(attempt.job, status_of(job), directory, attempt.recorded, attempt.twins)
+        output = output_of(job)
+        return Attempt(attempt.job, status_of(job), output, attempt.recorded, attempt.twins)

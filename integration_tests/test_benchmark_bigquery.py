@@ -1,0 +1,33 @@
+"""Smoke run of the BigQuery results benchmark, so it keeps working (no figure asserted)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_bigquery_benchmark_prints_a_row_per_reader() -> None:
+    """`python -m benchmarks.run --only bigquery` at N=200: every reader saw all 200 rows (the
+    benchmark refuses to print otherwise) and has its row of figures."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.run", "--only", "bigquery", "--sizes", "200",
+         "--repeats", "1"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert out.startswith("# python -m benchmarks.run --only bigquery --sizes 200 --repeats 1")
+    assert "Results of a 200-row BigQuery output table" in out
+    rows = [line for line in out.splitlines() if line.startswith("| ") and " s |" in line]
+    assert len(rows) == 3, out
+    assert rows[0].startswith("| vertexbatch `client.results(job)`")
+    assert all(" MB | " in row and row.endswith("x |") for row in rows)
