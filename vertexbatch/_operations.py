@@ -66,7 +66,7 @@ def submit(
     controls = options.controls(cloud.location)
     staging = cloud.staging.keyed(controls.kms_key)  # every object written with the key
     row = PROVIDERS[provider]
-    lines = staged_lines(requests, row.request, row.line, options.schema)
+    lines = staged_lines(requests, row.request, row.builder(options.check_fields), options.schema)
     if options.dedupe:
         lines = dedupe_lines(lines)
     amend = None
@@ -131,7 +131,9 @@ def _plan(
     prices = tuple(prices)
     row = PROVIDERS[provider]
     # Held: what the id (or run id) already holds is checked against them first.
-    held = list(staged_lines(requests, row.request, row.line, options.schema))
+    held = list(
+        staged_lines(requests, row.request, row.builder(options.check_fields), options.schema)
+    )
     if not held:  # as submit and run refuse it, before any cloud call
         raise no_rows(id)
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
@@ -339,7 +341,7 @@ def start_run(
         id,
         provider,
         model,
-        staged_lines(requests, row.request, row.line, options.schema),
+        staged_lines(requests, row.request, row.builder(options.check_fields), options.schema),
         shard_size=shard_size,
         max_attempts=max_attempts,
         dedupe=options.dedupe,

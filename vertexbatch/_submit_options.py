@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from ._bigquery.dest import check_dest
 from ._bigquery.read import check_extra
 from ._controls import Controls, check_controls
+from ._errors import InvalidRequestError
 from ._prices import Price
 from ._schema import Schema, schema_of
 
@@ -46,6 +47,11 @@ class SubmitKeywords(TypedDict, total=False):
     rules before any cloud call and part of the id's identity; ``results`` reads the output table
     through the Storage Read API (the ``bigquery`` extra; docs/bigquery.md). A run takes a
     dataset only: each shard's job writes its own table.
+
+    ``check_fields`` (``True``): a request with a field the installed SDK's request types do
+    not name (a misspelt parameter) is an ``InvalidRequestError`` before any cloud call, as the
+    provider would refuse its line; ``False`` stages such fields, for a parameter the provider
+    takes that the installed SDK does not model yet (docs/concepts.md, "Request fields").
     """
 
     dedupe: bool
@@ -56,6 +62,7 @@ class SubmitKeywords(TypedDict, total=False):
     kms_key: str | None
     service_account: str | None
     dest: str | None
+    check_fields: bool
 
 
 class PlanKeywords(SubmitKeywords, total=False):
@@ -106,6 +113,8 @@ class SubmitOptions:
     service_account: str | None = None
     # The BigQuery sink, checked: "" for the GCS output prefix.
     dest: str = ""
+    # Refuse a request with a field the installed SDK's request types do not name.
+    check_fields: bool = True
 
     def controls(self, location: str) -> Controls:
         """The job controls, checked for a job in ``location``."""
@@ -129,4 +138,12 @@ class SubmitOptions:
             kms_key=given.get("kms_key"),
             service_account=given.get("service_account"),
             dest=dest,
+            check_fields=_flag("check_fields", given.get("check_fields", True)),
         )
+
+
+def _flag(name: str, value: object) -> bool:
+    """A keyword that must be True or False."""
+    if type(value) is not bool:
+        raise InvalidRequestError(f"{name} must be True or False, got {value!r}", field=name)
+    return value
