@@ -135,8 +135,11 @@ def _gemini_root(
         node, _ = config.fields[wire]
         if wire in GEMINI_REQUEST_LEVEL:
             name = GEMINI_REQUEST_LEVEL[wire]
+            # What the config takes in more forms than the wire: a ContentUnion, any list.
             if name == "systemInstruction":
-                node = content  # a ContentUnion in the config, a Content on the wire
+                node = content
+            elif name == "tools":
+                node = ListOf(compiler.record(_module_of(config_type).Tool))
             proto = _snake(name)
             root.fields[name] = root.fields[proto] = (node, proto)
         elif wire not in _GEMINI_CLIENT_SIDE:
@@ -147,6 +150,19 @@ def _gemini_root(
         "generation_config",
     )
     return root, compiler
+
+
+def _module_of(kind: Any) -> Any:
+    """The module of google-genai's types that ``kind`` (or what it subclasses) is from."""
+    import sys
+
+    for base in kind.__mro__:
+        module = sys.modules.get(base.__module__)
+        if module is not None and hasattr(module, "Tool"):
+            return module
+    from google.genai import types
+
+    return types
 
 
 def _snake(name: str) -> str:
