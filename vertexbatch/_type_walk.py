@@ -109,16 +109,22 @@ class Record:
 
 @dataclass(frozen=True, eq=False)
 class ListOf:
+    """A list (``Iterable``, ``Sequence``, ``List``) of one node."""
+
     item: Any
 
 
 @dataclass(frozen=True, eq=False)
 class MapOf:
+    """A map with free keys (``Dict[str, X]``): its values are walked, never its keys."""
+
     value: Any
 
 
 @dataclass(frozen=True, eq=False)
 class UnionOf:
+    """A union: a value is one of these members (``Compiler.candidates`` says which may be)."""
+
     members: tuple[Any, ...]
 
 
