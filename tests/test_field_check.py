@@ -162,3 +162,33 @@ def test_unchecked_the_provider_refuses_the_line_and_answers_the_rest(
     assert error.code == 400
     assert error.status == "INVALID_ARGUMENT"  # the default status shape: "Bad Request: {json}"
     assert client.status(job).failed == 1
+
+
+def test_the_command_refuses_a_misspelt_line_and_no_check_fields_stages_it(
+    stack: LocalStack, bucket: str, client: vb.Client
+) -> None:
+    """`vertexbatch submit` exits 3 naming the line and the place; --no-check-fields submits."""
+    import json
+
+    from click.testing import CliRunner
+
+    from vertexbatch._command.cli import main
+
+    lines = [
+        {"key": "a", "params": _params("First")},
+        {"key": "typo", "params": _params("Second", temprature=0.2)},
+    ]
+    stdin = "".join(json.dumps(line) + "\n" for line in lines)
+    env = {**stack.environment(bucket, prefix="jobs")}
+    args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "cli-typo", "-"]
+    result = CliRunner().invoke(main, args, env=env, input=stdin, catch_exceptions=False)
+    assert result.exit_code == 3
+    assert "params.<field 3>" in result.stderr and "request 'typo'" in result.stderr
+    assert client.find("cli-typo") is None
+    args.insert(-1, "--no-check-fields")
+    result = CliRunner().invoke(main, args, env=env, input=stdin, catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    job = client.find("cli-typo")
+    assert job is not None
+    stack.wait_job(job.name)
+    assert {r.key: r.ok for r in client.results(job)} == {"a": True, "typo": False}
