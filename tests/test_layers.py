@@ -36,6 +36,8 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_json",
             "_schema",
             "_progress",
+            "_request_fields",
+            "_type_walk",
         },
     ),
     (
@@ -66,6 +68,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         "building and correlating lines (pure)",
         {
             "_lines",
+            "_field_check",
             "_claude_shape",
             "_gemini_body",
             "_plain",
@@ -171,6 +174,14 @@ STACK_IMPORTS = {
     },
 }
 STACK_USERS = {"LocalStack.client", "LocalStack.environment"}  # where those names may be used
+
+# What any module of the local stack may import from the package besides: which fields a
+# request may carry, read from the SDKs' own types (no client logic; it imports no other
+# vertexbatch module but its walk, ``_type_walk``, which imports none). The stack refuses what
+# the provider would by the same table the client checks before staging, so that the two
+# cannot disagree about which fields exist; tests/test_request_fields.py holds the table to
+# the SDK types themselves.
+SHARED_WITH_STACK = {"vertexbatch._request_fields": {"claude_unknown", "gemini_unknown"}}
 
 
 @dataclass(frozen=True)
@@ -358,9 +369,21 @@ def _stack_uses(tree: ast.Module, names: set[str]) -> Iterator[tuple[str, int, s
     return walk(tree, ())
 
 
+def test_the_shared_field_table_imports_nothing_of_the_client() -> None:
+    """What the stack shares (SHARED_WITH_STACK) imports no vertexbatch module but its walk,
+    and the walk none at all."""
+    allowed = {"_request_fields": {"_type_walk"}, "_type_walk": set()}
+    for module, may in allowed.items():
+        for node, names in _imports(PACKAGE / f"{module}.py"):
+            targets = {_node_of(name) for name in names} - {None}
+            assert targets <= may, (
+                f"{module} imports {sorted(map(str, targets))} (line {node.lineno})"
+            )
+
+
 def test_the_local_stack_shares_no_code_with_the_client() -> None:
     """vertexbatch/emulator/ imports the client only in _stack.py, only the names LocalStack's
-    client() and environment() use, and uses them nowhere else."""
+    client() and environment() use, and uses them nowhere else (besides SHARED_WITH_STACK)."""
     problems = []
     for path in sorted((PACKAGE / EMULATOR).rglob("*.py")):
         where = path.relative_to(PACKAGE.parent)
@@ -371,6 +394,7 @@ def test_the_local_stack_shares_no_code_with_the_client() -> None:
                     continue
                 imported = {alias.name for alias in node.names}
                 allowed = STACK_IMPORTS.get(name, set()) if path.name == STACK_MODULE else set()
+                allowed = allowed | SHARED_WITH_STACK.get(name, set())
                 if not isinstance(node, ast.ImportFrom) or not imported <= allowed:
                     problems.append(f"{where}:{node.lineno} imports {name} {sorted(imported)}")
     stack = PACKAGE / EMULATOR / STACK_MODULE

@@ -74,10 +74,8 @@ def submit(
     ttl = check_ttl(options.cache_ttl)
     controls = options.controls(cloud.location)
     staging = cloud.staging.keyed(controls.kms_key)  # every object written with the key
-    row = PROVIDERS[provider]
-    taken, read = source_requests(cloud, provider, requests)
-    meter = meter_of(options.progress, "stage", taken)
-    lines = metered(staged_lines(taken, row.request, row.line, options.schema), meter)
+    meter = meter_of(options.progress, "stage", requests)
+    lines, read = request_lines(cloud, provider, requests, options, meter)
     if options.dedupe:
         lines = dedupe_lines(lines)
     amend = None
@@ -99,11 +97,6 @@ def submit(
     if meter is not None:
         meter.report(done=True)
     return job
-
-
-def metered(lines: Iterator[StagedLine], meter: Meter | None) -> Iterator[StagedLine]:
-    """``lines``, counted by ``meter`` (rows and their staged bytes) as they are taken."""
-    return lines if meter is None else meter.counted(lines, _line_size)
 
 
 def _line_size(line: StagedLine) -> int:
@@ -156,10 +149,8 @@ def _plan(
             f"shard_size must be at least 1, got {shard_size!r}", field="shard_size"
         )
     prices = tuple(prices)
-    row = PROVIDERS[provider]
-    source_taken, read = source_requests(cloud, provider, requests)
-    # Held: what the id (or run id) already holds is checked against them first.
-    held = list(metered(staged_lines(source_taken, row.request, row.line, options.schema), meter))
+    given, read = request_lines(cloud, provider, requests, options, meter)
+    held = list(given)  # what the id (or run id) already holds is checked against them first
     if not held:  # as submit and run refuse it, before any cloud call
         raise no_rows(id)
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
@@ -328,6 +319,21 @@ def _built_lines(
         yield build(request, types, schema)
 
 
+def request_lines(
+    cloud: Cloud,
+    provider: Provider,
+    requests: ClaudeRequests | GeminiRequests,
+    options: SubmitOptions,
+    meter: Meter | None,
+) -> tuple[Iterator[StagedLine], SourceRows | None]:
+    """The requests' staged lines, built as they are taken and counted by ``meter``, and the
+    reading of a ``BigQuerySource`` (which records the table), else ``None``."""
+    taken, read = source_requests(cloud, provider, requests)
+    row = PROVIDERS[provider]
+    lines = staged_lines(taken, row.request, row.builder(options.check_fields), options.schema)
+    return (lines if meter is None else meter.counted(lines, _line_size)), read
+
+
 def source_requests(
     cloud: Cloud, provider: Provider, requests: ClaudeRequests | GeminiRequests
 ) -> tuple[Iterable[Any], SourceRows | None]:
@@ -370,15 +376,14 @@ def start_run(
     dest = check_run_dest(options.dest)  # a dataset, never a table
     check_model(model, provider)
     controls = options.controls(cloud.location)
-    row = PROVIDERS[provider]
-    taken, _ = source_requests(cloud, provider, requests)  # a run's ledger holds its rows
-    meter = meter_of(options.progress, "stage", taken)
+    meter = meter_of(options.progress, "stage", requests)
+    lines, _ = request_lines(cloud, provider, requests, options, meter)  # the ledger: their rows
     run = create_run(
         cloud,
         id,
         provider,
         model,
-        metered(staged_lines(taken, row.request, row.line, options.schema), meter),
+        lines,
         shard_size=shard_size,
         max_attempts=max_attempts,
         dedupe=options.dedupe,

@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from ._errors import InvalidRequestError
+from ._field_check import check_claude_fields, check_gemini_fields, checked_builder
 from ._keymap import KEY_FIELD
 from ._lines import StagedLine, claude_line, gemini_line
 from ._models import ClaudeRequest, GeminiRequest, Provider, Result
@@ -72,6 +73,7 @@ class ProviderRow:
     request: type[ClaudeRequest] | type[GeminiRequest]
     fields: frozenset[str]  # the fields of one line of the command's request file
     line: Callable[..., StagedLine]  # (request, FieldTypes | None) -> the staged line
+    check: Callable[[Any], None]  # (request) -> None, or InvalidRequestError: an unknown field
     id_field: str  # the field of an output row (and of an online answer's row) holding its id
     read: Callable[..., Result]  # (response, *, key) -> the Result of a response object
     ceiling: Callable[[Mapping[str, Any]], int]  # a staged body's output ceiling
@@ -88,6 +90,11 @@ class ProviderRow:
     def method(self, operation: str) -> str:
         """The name of the ``Client`` method of ``operation`` (``submit`` -> ``submit_claude``)."""
         return f"{operation}_{self.command}"
+
+    def builder(self, check_fields: bool = True) -> Callable[..., StagedLine]:
+        """The line builder a submission uses: ``line``, refusing an unknown field first
+        unless ``check_fields`` is False (``_field_check``)."""
+        return checked_builder(self.line, self.check) if check_fields else self.line
 
     def publisher_path(self, model: str) -> str:
         """The Vertex publisher path of a bare model id of this provider."""
@@ -106,6 +113,7 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             request=ClaudeRequest,
             fields=frozenset({"key", "params"}),
             line=claude_line,
+            check=check_claude_fields,
             id_field="custom_id",
             read=classify_claude_message,
             ceiling=_claude_ceiling,
@@ -120,6 +128,7 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             request=GeminiRequest,
             fields=frozenset({"key", "contents", "config"}),
             line=gemini_line,
+            check=check_gemini_fields,
             id_field=KEY_FIELD,
             read=classify_gemini_response,
             ceiling=_gemini_ceiling,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from ._bigquery.dest import check_dest
 from ._bigquery.read import check_extra
 from ._controls import Controls, check_controls
+from ._errors import InvalidRequestError
 from ._prices import Price
 from ._progress import ProgressCallback, check_progress
 from ._schema import Schema, schema_of
@@ -51,6 +52,11 @@ class SubmitKeywords(TypedDict, total=False):
     ``progress`` (``None``): a callable given a ``vertexbatch.Progress`` as the requests are
     read and staged (a plan: read), at most ten times a second, then with ``done=True``; never
     part of the id's identity (docs/operations.md, "Progress").
+
+    ``check_fields`` (``True``): a request with a field the installed SDK's request types do
+    not name (a misspelt parameter) is an ``InvalidRequestError`` before any cloud call, as the
+    provider would refuse its line; ``False`` stages such fields, for a parameter the provider
+    takes that the installed SDK does not model yet (docs/concepts.md, "Request fields").
     """
 
     dedupe: bool
@@ -62,6 +68,7 @@ class SubmitKeywords(TypedDict, total=False):
     service_account: str | None
     dest: str | None
     progress: ProgressCallback | None
+    check_fields: bool
 
 
 class PlanKeywords(SubmitKeywords, total=False):
@@ -114,6 +121,8 @@ class SubmitOptions:
     # The BigQuery sink, checked: "" for the GCS output prefix.
     dest: str = ""
     progress: ProgressCallback | None = field(default=None, compare=False)
+    # Refuse a request with a field the installed SDK's request types do not name.
+    check_fields: bool = True
 
     def controls(self, location: str) -> Controls:
         """The job controls, checked for a job in ``location``."""
@@ -138,4 +147,12 @@ class SubmitOptions:
             service_account=given.get("service_account"),
             dest=dest,
             progress=check_progress(given.get("progress")),
+            check_fields=_flag("check_fields", given.get("check_fields", True)),
         )
+
+
+def _flag(name: str, value: object) -> bool:
+    """A keyword that must be True or False."""
+    if type(value) is not bool:
+        raise InvalidRequestError(f"{name} must be True or False, got {value!r}", field=name)
+    return value

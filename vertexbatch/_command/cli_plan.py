@@ -181,7 +181,7 @@ def _schema_file(path: str | None) -> Schema | None:
 
 
 def pay_options(command: Any) -> Any:
-    """The seven options, handed to ``command`` as one ``pay: PayOnce``."""
+    """The eight options, handed to ``command`` as one ``pay: PayOnce``."""
 
     @functools.wraps(command)
     def with_pay(
@@ -193,16 +193,25 @@ def pay_options(command: Any) -> Any:
         dry_run: bool,
         count_tokens: bool,
         price: tuple[str, ...],
+        no_check_fields: bool,
         **kwargs: Any,
     ) -> Any:
         ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
-        options = SubmitOptions(dedupe, cache, ttl, _schema_file(schema))
+        options = SubmitOptions(
+            dedupe, cache, ttl, _schema_file(schema), check_fields=not no_check_fields
+        )
         if price and not dry_run:
             raise click.BadParameter("prices only a plan: add --dry-run", param_hint="--price")
         pay = PayOnce(options, dry_run, count_tokens, tuple(parse_price(p) for p in price))
         return command(*args, pay=pay, **kwargs)
 
     for option in (
+        click.option(
+            "--no-check-fields",
+            is_flag=True,
+            help="Stage fields the installed SDK's request types do not name (a parameter "
+            "newer than the SDK); by default such a request is refused before staging.",
+        ),
         click.option(
             "--price",
             multiple=True,

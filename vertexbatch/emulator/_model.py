@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from vertexbatch._request_fields import claude_unknown, gemini_unknown
 from vertexbatch.emulator._conform import breaking, conforming
 from vertexbatch.emulator._directives import (
     DirectiveError,
@@ -205,8 +206,14 @@ def _claude_special(
     return None
 
 
-def answer_claude(request: Any, model: str) -> Answer:
-    """Answer one Claude line's `request` (an Anthropic Messages body without `model`)."""
+def answer_claude(request: Any, model: str, *, check_fields: bool = True) -> Answer:
+    """Answer one Claude line's `request` (an Anthropic Messages body without `model`).
+
+    A field the installed anthropic SDK's `MessageCreateParams` does not name (nor Vertex's own,
+    `_request_fields.VERTEX_CLAUDE_FIELDS`) is refused as the Anthropic API refuses it: 400
+    `invalid_request_error`, "temprature: Extra inputs are not permitted" (`check_fields=False`:
+    any field is taken).
+    """
     if not isinstance(request, Mapping):
         return Answer(error=LineFailure(400, "request: must be an object"))
     if not isinstance(request.get("messages"), list) or not request["messages"]:
@@ -216,6 +223,9 @@ def answer_claude(request: Any, model: str) -> Answer:
     max_tokens = _int_field(request, "max_tokens")
     if max_tokens is not None and max_tokens < 1:
         return Answer(error=LineFailure(400, "max_tokens: must be greater than or equal to 1"))
+    unknown = claude_unknown(request) if check_fields else None
+    if unknown is not None:
+        return Answer(error=LineFailure(400, unknown.anthropic_message))
     version = request.get("anthropic_version")
     if not isinstance(version, str) or not version:
         return Answer(error=LineFailure(400, "anthropic_version: Field required"))
@@ -278,10 +288,18 @@ def answer_claude(request: Any, model: str) -> Answer:
     return Answer(response=message)
 
 
-def answer_gemini(request: Any, model: str, now: datetime) -> Answer:
-    """Answer one Gemini line's `request` (a GenerateContentRequest, camelCase or snake_case)."""
+def answer_gemini(request: Any, model: str, now: datetime, *, check_fields: bool = True) -> Answer:
+    """Answer one Gemini line's `request` (a GenerateContentRequest, camelCase or snake_case).
+
+    A field google-genai's types do not name is refused first, as Vertex's JSON parser refuses
+    it: 400 INVALID_ARGUMENT, `Invalid JSON payload received. Unknown name "x" at
+    'generation_config': Cannot find field.` (`check_fields=False`: any field is taken).
+    """
     if not isinstance(request, Mapping):
         return Answer(error=LineFailure(400, "request: must be an object"))
+    unknown = gemini_unknown(request) if check_fields else None
+    if unknown is not None:
+        return Answer(error=LineFailure(400, unknown.google_message))
     contents = request.get("contents")
     if not isinstance(contents, list) or not contents:
         message = "Unable to submit request because it has an empty contents field."

@@ -104,6 +104,11 @@ class JobOptions:
         claude_bigquery_columns: what a Claude BigQuery input's columns other than `custom_id`
             and `request` become: "ignore" (the English page: "ignored by the batch job") or
             "pass" (other language versions: "passed directly to the output table").
+        check_fields: refuse a line whose request has a field the installed SDK's request types
+            do not name, as the provider does (Claude: `invalid_request_error`, "temprature:
+            Extra inputs are not permitted"; Gemini: 400 `Invalid JSON payload received.
+            Unknown name ...`). False: take any field (a parameter the provider takes that the
+            installed SDK does not model yet; what `check_fields=False` stages).
     """
 
     echo_labels: bool = True
@@ -119,6 +124,7 @@ class JobOptions:
     gemini_request_echo: RequestEcho | None = None
     bigquery_table_name: str = "predictions_{create_time:%Y_%m_%dT%H_%M_%S_%f}Z"
     claude_bigquery_columns: Literal["ignore", "pass"] = "ignore"
+    check_fields: bool = True
 
     def __post_init__(self) -> None:
         if self.claude_success_shape not in CLAUDE_SUCCESS_SHAPES:

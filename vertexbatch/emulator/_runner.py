@@ -345,10 +345,11 @@ class JobRun:
             original, echoed = pairs[index]
             now = datetime.now(UTC)
             request = original.get("request")
+            check = job.options.check_fields
             if spec.publisher == "anthropic":
-                answer = answer_claude(request, spec.model_id)
+                answer = answer_claude(request, spec.model_id, check_fields=check)
             else:
-                answer = answer_gemini(request, spec.model_id, now)
+                answer = answer_gemini(request, spec.model_id, now, check_fields=check)
             row = format_row(
                 provider=spec.publisher, line=echoed, answer=answer, moment=now, options=job.options
             )
