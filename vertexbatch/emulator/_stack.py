@@ -31,6 +31,7 @@ from vertexbatch._config import (
     PROJECT,
     STORAGE_ENDPOINT,
     VERTEX_ENDPOINT,
+    local_retry,
 )
 from vertexbatch.emulator._bigquery import BigQueryServer, require_bigquery, start_bigquery
 from vertexbatch.emulator._bq_run import make_admit, make_lifecycle
@@ -324,7 +325,9 @@ class LocalStack(StackBigQuery):
         """A `vertexbatch.Client` bound to the stack (the bucket is created if missing).
 
         Its default prefix is the library's (`vertexbatch`), so `Client.from_env` and the
-        command, pointed here by `environment(bucket)`, find the jobs it makes.
+        command, pointed here by `environment(bucket)`, find the jobs it makes. As theirs, its
+        retry policy (`retry`, default `RetryPolicy()`) makes a refused connection final at
+        once: a stopped stack is an error with a hint, not a minute of retries.
         """
         self.create_bucket(bucket)
         return Client.for_endpoints(
@@ -335,7 +338,7 @@ class LocalStack(StackBigQuery):
             bucket=bucket,
             prefix=prefix,
             meter_provider=meter_provider,
-            retry=retry,
+            retry=local_retry(retry),
             bigquery_storage_endpoint=self.bigquery_environment().get(BIGQUERY_STORAGE_HOST),
         )
 
