@@ -31,7 +31,6 @@ from vertexbatch._config import (
     PROJECT,
     STORAGE_ENDPOINT,
     VERTEX_ENDPOINT,
-    local_retry,
 )
 from vertexbatch.emulator._bigquery import BigQueryServer, require_bigquery, start_bigquery
 from vertexbatch.emulator._bq_run import make_admit, make_lifecycle
@@ -338,7 +337,8 @@ class LocalStack(StackBigQuery):
             bucket=bucket,
             prefix=prefix,
             meter_provider=meter_provider,
-            retry=local_retry(retry),
+            # The loopback rule of Client.from_env (`_config.local_retry`): refused is final.
+            retry=replace(retry or RetryPolicy(), retry_refused=False),
             bigquery_storage_endpoint=self.bigquery_environment().get(BIGQUERY_STORAGE_HOST),
         )
 
