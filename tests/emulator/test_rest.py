@@ -133,7 +133,7 @@ def test_full_model_resource_name_is_accepted(lab: Any) -> None:
         ),
         "publishers/anthropic/models/gemini-2.5-flash",
         "publishers/google/models/claude-sonnet-4-5",
-        "publishers/meta/models/llama-4",
+        "publishers/nobody/models/llama-4",
     ],
 )
 def test_unknown_model_is_404(lab: Any, model: str) -> None:

@@ -54,6 +54,14 @@ _port = click.IntRange(0, 65535)
     help="Also run BigQuery (bqemulator; needs pip install 'vertexbatch[bigquery-local]'); "
     "exports BIGQUERY_EMULATOR_HOST, which google-cloud-bigquery reads.",
 )
+@click.option(
+    "--location",
+    "locations",
+    multiple=True,
+    metavar="NAME",
+    help="Also serve this location (repeatable). By default the stack serves the regions "
+    "google-cloud-aiplatform knows, global, us and eu; a call under any other is a 400.",
+)
 @verbose
 def emulator(
     bucket: str,
@@ -63,6 +71,7 @@ def emulator(
     env_file: str | None,
     probe_report: str | None,
     bigquery: bool,
+    locations: tuple[str, ...],
 ) -> None:
     """Run the local stack (GCS + Vertex) until Ctrl-C or SIGTERM; print its environment.
 
@@ -91,9 +100,11 @@ def emulator(
             env_file=env_file,
             probe_report=probe_report,
             bigquery=bigquery,
+            locations=locations,
         )
-    except ValueError as exc:  # not a probe report
-        raise Fail(ExitCode.USAGE, f"--probe-report: {exc}") from None
+    except ValueError as exc:  # not a probe report, or not a location name
+        flag = "--location" if str(exc).startswith("location ") else "--probe-report"
+        raise Fail(ExitCode.USAGE, f"{flag}: {exc}") from None
     except RuntimeError as exc:  # --bigquery without the extra, or bqemulator did not start
         raise Fail(ExitCode.USAGE, f"--bigquery: {exc}") from None
     except OSError as exc:

@@ -37,7 +37,8 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from vertexbatch.emulator._count_tokens import COUNT_OPS, COUNT_ROUTES, count_tokens
-from vertexbatch.emulator._errors import ApiError, envelope
+from vertexbatch.emulator._create import check_fields, check_query, not_emulated, read_mask
+from vertexbatch.emulator._errors import ApiError, bad_request, envelope
 from vertexbatch.emulator._jobs import JobStore
 from vertexbatch.emulator._model import answer_claude, answer_gemini
 from vertexbatch.emulator._publishers import held_permissions, project_resource, publisher_model
@@ -207,12 +208,19 @@ class Service:
                 "(or it may not exist).",
                 "PERMISSION_DENIED",
             )
+        store.locations.check(location)
+        check_query(op, query)
         job_id = params.get("id", "")
         if op in ("get", "delete", "cancel") and not job_id.isdigit():
             raise ApiError(400, "The batch prediction job id must be a number.", "INVALID_ARGUMENT")
         if op == "create":
+            request = _json_body(body, required=True)
+            check_fields(request, params["version"])
+            sentence = not_emulated(request) if isinstance(request, dict) else None
+            if sentence is not None:
+                raise bad_request(sentence)
             spec = parse_create_body(
-                _json_body(body, required=True),
+                request,
                 project=store.project,
                 project_number=store.project_number,
                 location=location,
@@ -231,6 +239,10 @@ class Service:
                 (query.get("filter") or [""])[0],
                 int(size_text),
                 (query.get("pageToken") or query.get("page_token") or [""])[0],
+                read_mask(
+                    (query.get("readMask") or query.get("read_mask") or [""])[0],
+                    params["version"],
+                ),
             )
         if op == "get":
             return store.get(location, job_id)

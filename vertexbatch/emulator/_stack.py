@@ -19,8 +19,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from google.api_core import exceptions as api_exceptions
-from google.auth.credentials import AnonymousCredentials
-from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
 
 from vertexbatch import Client, RetryPolicy
 from vertexbatch._config import (
@@ -38,13 +36,14 @@ from vertexbatch.emulator._catalogue import Catalogue
 from vertexbatch.emulator._faults import Faults
 from vertexbatch.emulator._gcs import GcsServer, start_gcs
 from vertexbatch.emulator._jobs import TERMINAL, JobStore
+from vertexbatch.emulator._locations import Locations
 from vertexbatch.emulator._options import JobOptions, Timing
 from vertexbatch.emulator._runner import make_runner
 from vertexbatch.emulator._server import RestServer, Service
 from vertexbatch.emulator._stack_bigquery import BIGQUERY_STORAGE_HOST, StackBigQuery
+from vertexbatch.emulator._stack_sdk import StackSdk
 
 if TYPE_CHECKING:
-    from google.cloud.aiplatform_v1 import JobServiceClient
     from opentelemetry.metrics import MeterProvider
 
 __all__ = ["PROJECT_NUMBER", "LocalStack"]
@@ -53,7 +52,7 @@ __all__ = ["PROJECT_NUMBER", "LocalStack"]
 PROJECT_NUMBER = "123456789012"
 
 
-class LocalStack(StackBigQuery):
+class LocalStack(StackSdk, StackBigQuery):
     """A local Vertex AI batch-prediction service backed by a real fake-gcs-server.
 
     Use it as a context manager; both servers stop on exit, also when the body raises::
@@ -86,6 +85,8 @@ class LocalStack(StackBigQuery):
             and written by BigQuery jobs and reached by `bigquery_client()`; without it a
             BigQuery create gets a 400 saying how to get one.
         bigquery_port, bigquery_grpc_port: its REST and gRPC loopback ports (0: free ones).
+        locations: locations served besides `DEFAULT_LOCATIONS` (a call under another is a
+            400, as Vertex refuses a location it does not serve); `add_location` extends it.
     """
 
     def __init__(
@@ -105,6 +106,7 @@ class LocalStack(StackBigQuery):
         bigquery: bool = False,
         bigquery_port: int = 0,
         bigquery_grpc_port: int = 0,
+        locations: Iterable[str] = (),
     ) -> None:
         if claude_over_cap not in ("reject", "queue"):
             raise ValueError('claude_over_cap must be "reject" or "queue"')
@@ -112,6 +114,9 @@ class LocalStack(StackBigQuery):
         self.job_options = job_options or JobOptions()
         self.project = project
         self.catalogue = Catalogue(models, unknown_model_code)
+        self.locations = Locations(locations)
+        if location not in self.locations.names():
+            self.locations.add(location)
         self.location = location
         self.project_number = PROJECT_NUMBER
         self.timing = timing or Timing()
@@ -198,6 +203,7 @@ class LocalStack(StackBigQuery):
                     self.storage_client, make_lifecycle(self.storage_client, bigquery)
                 ),
                 catalogue=self.catalogue,
+                locations=self.locations,
                 claude_over_cap=self.claude_over_cap,
                 admit=make_admit(bigquery),
             )
@@ -267,25 +273,6 @@ class LocalStack(StackBigQuery):
         """The fake-gcs-server process id (tests check it is gone after stop)."""
         return self._running()[0].process.pid
 
-    def jobs_client(self) -> JobServiceClient:
-        """An aiplatform_v1.JobServiceClient on the REST transport, anonymous, at the stack."""
-        from google.cloud import aiplatform_v1
-
-        client: JobServiceClient = aiplatform_v1.JobServiceClient(
-            transport="rest",
-            credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
-            client_options={"api_endpoint": self.vertex_endpoint},
-        )
-        return client
-
-    def storage_client(self) -> storage.Client:
-        """A google.cloud.storage.Client on fake-gcs-server, anonymous."""
-        return storage.Client(
-            project=self.project,
-            credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
-            client_options={"api_endpoint": self.storage_endpoint},
-        )
-
     def environment(self, bucket: str, prefix: str | None = None) -> dict[str, str]:
         """The variables that point `vertexbatch.Client.from_env` and the command at this stack.
 
@@ -348,6 +335,10 @@ class LocalStack(StackBigQuery):
         """Serve one more model: `add_model("anthropic", "claude-haiku-5-5")` (a bare id; with
         `@version`, only that version)."""
         self.catalogue.add(publisher, model)
+
+    def add_location(self, location: str) -> None:
+        """Serve one more location (`LocalStack(locations=...)` at start)."""
+        self.locations.add(location)
 
     def models(self) -> dict[str, tuple[str, ...]]:
         """The model catalogue now: model ids by publisher."""
