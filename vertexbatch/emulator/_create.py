@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from google.protobuf.descriptor import (  # type: ignore[import-untyped,unused-ignore]
@@ -166,12 +166,18 @@ _CUSTOM_MODEL_FIELDS = (
     ("modelMonitoringConfig", "model_monitoring_config"),
 )
 _PUBLISHER_MODEL = re.compile(
-    r"^(?:projects/[^/]+/locations/[^/]+/)?publishers/([^/]+)/models/([^/@]+)"
+    r"^(?:projects/[^/]+/locations/[^/]+/)?publishers/([^/]+)/models/([^/]+)"
 )
 
 
-def not_emulated(body: Mapping[str, Any]) -> str | None:
-    """The one sentence saying what in a create body the local stack does not emulate, or None."""
+def not_emulated(
+    body: Mapping[str, Any], holds: Callable[[str, str], bool] | None = None
+) -> str | None:
+    """The one sentence saying what in a create body the local stack does not emulate, or None.
+
+    `holds(publisher, model_id)` is the catalogue's: an embedding model the caller added to it
+    (`LocalStack.add_model`) is let through, its rows answered by the generation model.
+    """
 
     def given(*names: str) -> Any:
         for name in names:
@@ -216,7 +222,7 @@ def not_emulated(body: Mapping[str, Any]) -> str | None:
             f"The local stack does not emulate batch prediction for {publisher} models: it "
             "serves google (Gemini) and anthropic (Claude) models only."
         )
-    if _EMBEDDING.match(model_id):
+    if _EMBEDDING.match(model_id) and not (holds is not None and holds(publisher, model_id)):
         return (
             f"The local stack does not emulate embedding models ({model_id[:100]}): its local "
             "model answers Gemini and Claude generation requests only."

@@ -91,6 +91,7 @@ class JobRecord:
             labels=self.spec.labels,
             create_time=self.create_time,
             update_time=self.update_time,
+            model_display_name=self.spec.model_id.split("@", 1)[0],
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -216,7 +216,8 @@ class Service:
         if op == "create":
             request = _json_body(body, required=True)
             check_fields(request, params["version"])
-            sentence = not_emulated(request) if isinstance(request, dict) else None
+            held = store.catalogue.holds
+            sentence = not_emulated(request, held) if isinstance(request, dict) else None
             if sentence is not None:
                 raise bad_request(sentence)
             spec = parse_create_body(
