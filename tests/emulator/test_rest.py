@@ -306,7 +306,7 @@ def test_cancel_shows_cancelling_until_the_runner_finishes() -> None:
     assert store.get("l", job_id)["state"] == "JOB_STATE_CANCELLING"
     assert store.cancel("l", job_id) == {}  # a second cancel is accepted
     with pytest.raises(ApiError) as info:
-        store.delete("l", job_id, "v1")
+        store.delete("l", job_id)
     assert info.value.status == "FAILED_PRECONDITION"
 
 

@@ -63,7 +63,7 @@ _QUERY: Mapping[str, frozenset[str]] = {
     "waitOperation": frozenset({"timeout"}),
 }
 _JOB_OPS = frozenset(
-    {"create", "list", "get", "delete", "cancel", "getOperation", "listOperations"}
+    {"create", "list", "get", "delete", "cancel", "getOperation", "listOperations", "waitOperation"}
 )
 
 

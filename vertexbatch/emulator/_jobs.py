@@ -23,7 +23,6 @@ from vertexbatch.emulator._errors import ApiError, bad_request
 from vertexbatch.emulator._faults import Faults, Hold
 from vertexbatch.emulator._filter import FilterError, compile_filter
 from vertexbatch.emulator._locations import Locations
-from vertexbatch.emulator._model import rfc3339
 from vertexbatch.emulator._options import JobOptions, Timing
 from vertexbatch.emulator._record import (
     CANCELLING,
@@ -219,8 +218,8 @@ class JobStore:
                 self.touch(job, cancel_requested=True, state=CANCELLING)
         return {}
 
-    def delete(self, location: str, job_id: str, api_version: str) -> dict[str, Any]:
-        """Delete a finished job; returns a done Operation."""
+    def delete(self, location: str, job_id: str) -> None:
+        """Delete a finished job (the caller answers with its Operation, `_operations.py`)."""
         with self.cond:
             job = self._find(location, job_id)
             if not job.terminal:
@@ -232,19 +231,6 @@ class JobStore:
                 )
             del self._jobs[job_id]
             self.cond.notify_all()
-        now = rfc3339(datetime.now(UTC))
-        operation_id = str(secrets.randbelow(9 * 10**18) + 10**18)
-        return {
-            "name": f"projects/{self.project_number}/locations/{location}/operations/"
-            f"{operation_id}",
-            "metadata": {
-                "@type": f"type.googleapis.com/google.cloud.aiplatform.{api_version}."
-                "DeleteOperationMetadata",
-                "genericMetadata": {"createTime": now, "updateTime": now},
-            },
-            "done": True,
-            "response": {"@type": "type.googleapis.com/google.protobuf.Empty"},
-        }
 
     def list_jobs(
         self,
