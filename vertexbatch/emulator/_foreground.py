@@ -47,6 +47,7 @@ def run_foreground(
     probe_report: str | os.PathLike[str] | None = None,
     bigquery: bool = False,
     locations: Iterable[str] = (),
+    state_dir: str | os.PathLike[str] | None = None,
 ) -> None:
     """Start a stack, create `bucket`, print the shell environment that points code at it, block.
 
@@ -66,6 +67,8 @@ def run_foreground(
         bigquery: start the stack's BigQuery too (`LocalStack(bigquery=True)`); the exports
             then add BIGQUERY_EMULATOR_HOST and VERTEXBATCH_BIGQUERY_STORAGE_HOST.
         locations: locations served besides `DEFAULT_LOCATIONS` (`LocalStack(locations=)`).
+        state_dir: keep jobs and GCS objects there across restarts (`LocalStack(state_dir=)`);
+            None: in memory, gone when the stack stops.
 
     Raises:
         OSError: a fixed port is in use (``errno.EADDRINUSE``), or the report cannot be read.
@@ -96,6 +99,7 @@ def run_foreground(
             "gcs_port": gcs_port,
             "bigquery": bigquery,
             "locations": tuple(locations),
+            "state_dir": state_dir,
         }
         if probe_report is not None:
             local = LocalStack.from_probe_report(probe_report, timing=pacing, **options)

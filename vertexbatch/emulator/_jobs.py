@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from vertexbatch.emulator._catalogue import Catalogue
@@ -34,6 +35,7 @@ from vertexbatch.emulator._record import (
     JobRecord,
 )
 from vertexbatch.emulator._spec import JobSpec
+from vertexbatch.emulator._state import load_jobs, save_jobs
 
 __all__ = ["PAUSED", "PENDING", "QUEUED", "RUNNING", "TERMINAL", "JobRecord", "JobStore"]
 
@@ -58,6 +60,7 @@ class JobStore:
         locations: Locations | None = None,
         claude_over_cap: str = "reject",
         admit: Callable[[str, JobSpec], None] | None = None,
+        state_path: Path | None = None,
     ) -> None:
         self.project = project
         self._admit = admit  # a check of the stack's before a create (BigQuery's, raising)
@@ -79,6 +82,19 @@ class JobStore:
         self._default_options = JobOptions()
         self._options: dict[str, JobOptions] = {}
         faults.on_release(self._release)
+        # With a state file (`_state.py`): the jobs of the last run, written back on changes.
+        self._state_path = state_path
+        if state_path is not None:
+            loaded, self._seq = load_jobs(state_path)
+            self._jobs = {job.job_id: job for job in loaded}
+            if loaded:
+                self._last_create = max(job.create_time for job in loaded)
+            self._save()
+
+    def _save(self) -> None:
+        """Write the jobs to the state file, if any (call under the Condition)."""
+        if self._state_path is not None:
+            save_jobs(self._state_path, list(self._jobs.values()), self._seq)
 
     # Configuration.
 
@@ -103,6 +119,7 @@ class JobStore:
     def touch(self, job: JobRecord, **changes: Any) -> None:
         """Change job fields, bump updateTime and wake every waiter."""
         with self.cond:
+            was_terminal = job.state in TERMINAL
             for key, value in changes.items():
                 setattr(job, key, value)
             job.update_time = max(datetime.now(UTC), job.update_time)
@@ -110,6 +127,8 @@ class JobStore:
                 job.end_time = job.update_time
             if job.state == RUNNING and job.start_time is None:
                 job.start_time = job.update_time
+            if job.state in TERMINAL and not was_terminal and job.job_id in self._jobs:
+                self._save()
             self.cond.notify_all()
 
     def take_claude_slot(self, job: JobRecord) -> bool:
@@ -179,6 +198,7 @@ class JobStore:
                 state=QUEUED if _created_queued(plan.hold, self.timing) else PENDING,
             )
             self._jobs[job_id] = job
+            self._save()
             snapshot = job.to_json()
             thread = threading.Thread(
                 target=self._runner, args=(self, job), name=f"vb-job-{job_id}", daemon=True
@@ -230,6 +250,7 @@ class JobStore:
                     "FAILED_PRECONDITION",
                 )
             del self._jobs[job_id]
+            self._save()
             self.cond.notify_all()
 
     def list_jobs(
@@ -317,6 +338,8 @@ class JobStore:
         deadline = time.monotonic() + timeout
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+        with self.cond:
+            self._save()
 
 
 def _created_queued(hold: Hold | None, timing: Timing) -> bool:

@@ -42,6 +42,7 @@ from vertexbatch.emulator._runner import make_runner
 from vertexbatch.emulator._server import RestServer, Service
 from vertexbatch.emulator._stack_bigquery import BIGQUERY_STORAGE_HOST, StackBigQuery
 from vertexbatch.emulator._stack_sdk import StackSdk
+from vertexbatch.emulator._state import JOBS_FILE
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -87,6 +88,9 @@ class LocalStack(StackSdk, StackBigQuery):
         bigquery_port, bigquery_grpc_port: its REST and gRPC loopback ports (0: free ones).
         locations: locations served besides `DEFAULT_LOCATIONS` (a call under another is a
             400, as Vertex refuses a location it does not serve); `add_location` extends it.
+        state_dir: keep jobs and GCS objects here, across restarts (`_state.py`: a job not
+            terminal at stop ends FAILED on the next start). None, the default: everything
+            is in memory and gone when the stack stops.
     """
 
     def __init__(
@@ -107,6 +111,7 @@ class LocalStack(StackSdk, StackBigQuery):
         bigquery_port: int = 0,
         bigquery_grpc_port: int = 0,
         locations: Iterable[str] = (),
+        state_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         if claude_over_cap not in ("reject", "queue"):
             raise ValueError('claude_over_cap must be "reject" or "queue"')
@@ -124,6 +129,7 @@ class LocalStack(StackSdk, StackBigQuery):
         self.claude_concurrency = claude_concurrency
         self.faults = Faults()
         self._log_dir = Path(log_dir) if log_dir is not None else None
+        self.state_dir = Path(state_dir) if state_dir is not None else None
         named = (
             ("port", port),
             ("gcs_port", gcs_port),
@@ -185,7 +191,11 @@ class LocalStack(StackSdk, StackBigQuery):
             else:
                 log_dir = self._log_dir
                 log_dir.mkdir(parents=True, exist_ok=True)
-            self._gcs = start_gcs(log_dir / "fake-gcs-server.log", self._gcs_port)
+            state = self.state_dir
+            if state is not None:
+                (state / "gcs").mkdir(parents=True, exist_ok=True)
+            gcs_root = state / "gcs" if state is not None else None
+            self._gcs = start_gcs(log_dir / "fake-gcs-server.log", self._gcs_port, gcs_root)
             if self._bigquery_wanted:
                 rest, grpc = self._bigquery_ports
                 self._bigquery_server = start_bigquery(
@@ -206,6 +216,7 @@ class LocalStack(StackSdk, StackBigQuery):
                 locations=self.locations,
                 claude_over_cap=self.claude_over_cap,
                 admit=make_admit(bigquery),
+                state_path=state / JOBS_FILE if state is not None else None,
             )
             self._store.set_job_options(self.job_options)
             self._service = Service(self._store)
