@@ -78,6 +78,7 @@ class JobStore:
         self._jobs: dict[str, JobRecord] = {}
         self._threads: list[threading.Thread] = []
         self._seq = 0
+        self._next_ids: list[str] = []
         self._last_create = datetime.fromtimestamp(0, UTC)
         self._default_options = JobOptions()
         self._options: dict[str, JobOptions] = {}
@@ -147,7 +148,17 @@ class JobStore:
     def _name(self, location: str, job_id: str) -> str:
         return f"projects/{self.project_number}/locations/{location}/batchPredictionJobs/{job_id}"
 
+    def use_job_ids(self, ids: list[str]) -> None:
+        """The next jobs created get these ids, in order (numbers, none in use)."""
+        with self.cond:
+            for job_id in ids:
+                if not job_id.isdigit() or job_id in self._jobs or job_id in self._next_ids:
+                    raise ValueError(f"job id {job_id!r} is not a number, or is in use")
+            self._next_ids.extend(ids)
+
     def _new_id(self) -> str:
+        if self._next_ids:
+            return self._next_ids.pop(0)
         while True:
             job_id = str(secrets.randbelow(9 * 10**18 - 10**18) + 10**18)
             if job_id not in self._jobs:

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from google import genai
     from google.cloud.aiplatform_v1 import JobServiceClient
 
+    from vertexbatch.emulator._jobs import JobStore
+
 # Read by google-cloud-storage, which aiplatform's `iter_outputs()` builds its client with.
 STORAGE_EMULATOR_HOST = "STORAGE_EMULATOR_HOST"
 
@@ -32,6 +34,9 @@ class StackSdk:
 
     project: str
     location: str
+
+    def _running(self) -> tuple[Any, Any, JobStore, Any]:
+        raise NotImplementedError  # LocalStack's
 
     if TYPE_CHECKING:
 
@@ -118,3 +123,12 @@ class StackSdk:
             credentials=Credentials(token="local-stack"),  # type: ignore[no-untyped-call]
             http_options=types.HttpOptions(base_url=self.vertex_endpoint, api_version=api_version),
         )
+
+    def use_job_ids(self, *ids: str) -> None:
+        """The next jobs created get these ids, in order: a job standing in for a fixed id that
+        a test suite names (google-genai's own tests get, cancel and delete fixed ids).
+
+        Raises:
+            ValueError: an id is not a number, or a job has it already.
+        """
+        self._running()[2].use_job_ids(list(ids))
