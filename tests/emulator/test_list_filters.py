@@ -88,3 +88,19 @@ def test_undocumented_filters_are_refused(lab: Any, text: str) -> None:
     with pytest.raises(genai_errors.ClientError) as failed:
         list(client.batches.list(config={"filter": text}))
     assert failed.value.code == 400
+
+
+def test_high_level_aiplatform_list_filters(lab: Any) -> None:
+    """google.cloud.aiplatform.BatchPredictionJob.list(filter=...) with the documented fields."""
+    run = uuid.uuid4().hex[:8]
+    job = lab.create(display_name=f"hl-{run}", labels={"run": run})
+    lab.stack.wait_job(job.name)
+    with lab.stack.aiplatform_init() as aiplatform:
+        text = (
+            f'labels.run="{run}" AND model_display_name="gemini-2.5-flash" AND '
+            'state="JOB_STATE_SUCCEEDED" AND NOT labels.other:*'
+        )
+        found = aiplatform.BatchPredictionJob.list(filter=text)
+        assert [j.resource_name for j in found] == [job.name]
+        with pytest.raises(gexc.BadRequest, match="Unsupported field 'update_time'"):
+            aiplatform.BatchPredictionJob.list(filter='update_time>"2026-01-01T00:00:00Z"')

@@ -246,3 +246,14 @@ def test_client_fails_fast_once_the_stack_is_gone() -> None:
         client.find("vb-0123456789abcdef")
     assert LOCAL_STACK_HINT in getattr(raised.value, "__notes__", [])
     client.close()
+
+
+def test_use_job_ids(lab: Any) -> None:
+    """The next jobs created get the ids given, in order; a bad or taken id is refused."""
+    first, second = "1000000000000000001", "1000000000000000002"
+    lab.stack.use_job_ids(first, second)
+    assert lab.create().name.endswith(f"/{first}") and lab.create().name.endswith(f"/{second}")
+    with pytest.raises(ValueError, match="is not a number, or is in use"):
+        lab.stack.use_job_ids(first)
+    with pytest.raises(ValueError, match="is not a number"):
+        lab.stack.use_job_ids("abc")
