@@ -147,3 +147,15 @@ def test_the_command_keeps_state_across_a_real_restart(tmp_path: Path) -> None:
         assert "in/r.jsonl" in names and any(n.endswith("/predictions.jsonl") for n in names)
     finally:
         _stop(process)
+
+
+def test_the_command_names_a_bad_state_dir(tmp_path: Path) -> None:
+    """A state file of another format is the command's usage error naming --state-dir."""
+    from click.testing import CliRunner
+
+    from vertexbatch._command.cli import main
+
+    (tmp_path / "vertex-jobs.json").write_text("[]")
+    result = CliRunner().invoke(main, ["emulator", "--state-dir", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "--state-dir: " in result.output and "is not a local stack state file" in result.output

@@ -80,11 +80,12 @@ def load_jobs(path: Path) -> tuple[list[JobRecord], int]:
         return [], 0
     try:
         document = json.loads(path.read_text())
-        if document.get("version") != _VERSION:
-            raise ValueError(f"version {document.get('version')!r}")
+        if not isinstance(document, dict) or document.get("version") != _VERSION:
+            found = document.get("version") if isinstance(document, dict) else None
+            raise ValueError(f"version {found!r}")
         jobs = [_record(item) for item in document["jobs"]]
         seq = int(document["seq"])
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{path} is not a local stack state file ({exc})") from None
     return jobs, seq
 
