@@ -11,9 +11,13 @@ from vertexbatch.emulator._filter import FilterError, JobView, compile_filter
 T0 = datetime(2026, 5, 18, 12, 0, 0, 500000, tzinfo=UTC)
 
 JOBS = {
-    "a": JobView("my_job_1", "JOB_STATE_SUCCEEDED", {"team": "x", "env": "prod"}, T0, T0),
-    "b": JobView("my_job_2", "JOB_STATE_RUNNING", {"team": "y"}, T0.replace(hour=13), T0),
-    "c": JobView("other", "JOB_STATE_FAILED", {}, T0.replace(hour=14), T0),
+    "a": JobView(
+        "my_job_1", "JOB_STATE_SUCCEEDED", {"team": "x", "env": "prod"}, T0, T0, "gemini-2.5-flash"
+    ),
+    "b": JobView(
+        "my_job_2", "JOB_STATE_RUNNING", {"team": "y"}, T0.replace(hour=13), T0, "claude-sonnet-5"
+    ),
+    "c": JobView("other", "JOB_STATE_FAILED", {}, T0.replace(hour=14), T0, "gemini-2.5-flash"),
 }
 
 
@@ -57,6 +61,14 @@ def matching(text: str) -> str:
         ("(state=JOB_STATE_FAILED OR labels.team=x) AND display_name:job", "a"),
         ('display_name:job labels.team="y"', "b"),
         ('display_name="say \\"hi\\""', ""),
+        # Every field and operator the Vertex reference documents, by both its names.
+        ('model_display_name="gemini-2.5-flash"', "ac"),
+        ('modelDisplayName!="gemini-2.5-flash"', "b"),
+        ('displayName:"my_job_*"', "ab"),
+        ('createTime>"2026-05-18T12:30:00Z"', "bc"),
+        ('state!="JOB_STATE_FAILED" OR display_name="other"', "abc"),
+        ('NOT display_name="my_job_1"', "bc"),
+        ("labels.env:* AND model_display_name=gemini-2.5-flash", "a"),
     ],
 )
 def test_filters(text: str, expected: str) -> None:
@@ -78,6 +90,11 @@ def test_filters(text: str, expected: str) -> None:
         'create_time>"2026-05-18"',
         'create_time:"2026-05-18T00:00:00Z"',
         "model=x",
+        'update_time>"2026-05-18T12:00:00Z"',
+        "model_display_name:gemini",
+        "labels.team:x",
+        "labels.team>x",
+        'end_time<"2026-05-18T12:00:00Z"',
         "labels.=x",
         "display_name=x AND",
         "OR display_name=x",

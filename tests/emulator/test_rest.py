@@ -133,7 +133,7 @@ def test_full_model_resource_name_is_accepted(lab: Any) -> None:
         ),
         "publishers/anthropic/models/gemini-2.5-flash",
         "publishers/google/models/claude-sonnet-4-5",
-        "publishers/meta/models/llama-4",
+        "publishers/nobody/models/llama-4",
     ],
 )
 def test_unknown_model_is_404(lab: Any, model: str) -> None:
@@ -306,7 +306,7 @@ def test_cancel_shows_cancelling_until_the_runner_finishes() -> None:
     assert store.get("l", job_id)["state"] == "JOB_STATE_CANCELLING"
     assert store.cancel("l", job_id) == {}  # a second cancel is accepted
     with pytest.raises(ApiError) as info:
-        store.delete("l", job_id, "v1")
+        store.delete("l", job_id)
     assert info.value.status == "FAILED_PRECONDITION"
 
 

@@ -229,3 +229,31 @@ def test_timing_is_validated() -> None:
     ):
         with pytest.raises(ValueError):
             Timing(**bad)  # type: ignore[arg-type]
+
+
+def test_client_fails_fast_once_the_stack_is_gone() -> None:
+    """`LocalStack.client()` gets the loopback rule of `Client.from_env`: a refused connection
+    is final at once, with the hint, whatever retry policy the caller passes."""
+    import requests
+
+    from vertexbatch._retry import LOCAL_STACK_HINT
+
+    with LocalStack() as stack:
+        client = stack.client("fail-fast-bucket", retry=vertexbatch.RetryPolicy(attempts=5))
+        assert client.retry.retry_refused is False and client.retry.attempts == 5
+        assert stack.client("fail-fast-bucket").retry.retry_refused is False
+    with pytest.raises(requests.ConnectionError) as raised:
+        client.find("vb-0123456789abcdef")
+    assert LOCAL_STACK_HINT in getattr(raised.value, "__notes__", [])
+    client.close()
+
+
+def test_use_job_ids(lab: Any) -> None:
+    """The next jobs created get the ids given, in order; a bad or taken id is refused."""
+    first, second = "1000000000000000001", "1000000000000000002"
+    lab.stack.use_job_ids(first, second)
+    assert lab.create().name.endswith(f"/{first}") and lab.create().name.endswith(f"/{second}")
+    with pytest.raises(ValueError, match="is not a number, or is in use"):
+        lab.stack.use_job_ids(first)
+    with pytest.raises(ValueError, match="is not a number"):
+        lab.stack.use_job_ids("abc")

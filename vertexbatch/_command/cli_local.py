@@ -54,6 +54,23 @@ _port = click.IntRange(0, 65535)
     help="Also run BigQuery (bqemulator; needs pip install 'vertexbatch[bigquery-local]'); "
     "exports BIGQUERY_EMULATOR_HOST, which google-cloud-bigquery reads.",
 )
+@click.option(
+    "--location",
+    "locations",
+    multiple=True,
+    metavar="NAME",
+    help="Also serve this location (repeatable). By default the stack serves the regions "
+    "google-cloud-aiplatform knows, global, us and eu; a call under any other is a 400.",
+)
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    metavar="DIR",
+    help="Keep jobs and GCS objects in DIR, so a restart on the same ports finds them. "
+    "Default: none, everything is in memory and gone when the stack stops. A job still "
+    "running at stop ends JOB_STATE_FAILED (code 14) on the next start.",
+)
 @verbose
 def emulator(
     bucket: str,
@@ -63,6 +80,8 @@ def emulator(
     env_file: str | None,
     probe_report: str | None,
     bigquery: bool,
+    locations: tuple[str, ...],
+    state_dir: str | None,
 ) -> None:
     """Run the local stack (GCS + Vertex) until Ctrl-C or SIGTERM; print its environment.
 
@@ -75,6 +94,7 @@ def emulator(
       source .vertexbatch.env          # in another shell, or after the file appears
 
     It keeps running, so `eval "$(vertexbatch emulator)"` would never return: use the file.
+    Without --state-dir a restart forgets every job and object; with it, both persist.
     """
     if port and port == gcs_port:
         raise Fail(ExitCode.USAGE, f"--port and --gcs-port must differ (both {port})")
@@ -91,9 +111,14 @@ def emulator(
             env_file=env_file,
             probe_report=probe_report,
             bigquery=bigquery,
+            locations=locations,
+            state_dir=state_dir,
         )
-    except ValueError as exc:  # not a probe report
-        raise Fail(ExitCode.USAGE, f"--probe-report: {exc}") from None
+    except ValueError as exc:  # not a probe report, a location name, a state file
+        text = str(exc)
+        flag = "--location" if text.startswith("location ") else "--probe-report"
+        flag = "--state-dir" if "state file" in text else flag
+        raise Fail(ExitCode.USAGE, f"{flag}: {exc}") from None
     except RuntimeError as exc:  # --bigquery without the extra, or bqemulator did not start
         raise Fail(ExitCode.USAGE, f"--bigquery: {exc}") from None
     except OSError as exc:

@@ -7,7 +7,16 @@ See docs/local-stack.md for the directives, faults and options.
 from vertexbatch.emulator._catalogue import DEFAULT_MODELS
 from vertexbatch.emulator._faults import Faults
 from vertexbatch.emulator._foreground import run_foreground
+from vertexbatch.emulator._locations import DEFAULT_LOCATIONS
 from vertexbatch.emulator._options import JobOptions, Timing
 from vertexbatch.emulator._stack import LocalStack
 
-__all__ = ["DEFAULT_MODELS", "Faults", "JobOptions", "LocalStack", "Timing", "run_foreground"]
+__all__ = [
+    "DEFAULT_LOCATIONS",
+    "DEFAULT_MODELS",
+    "Faults",
+    "JobOptions",
+    "LocalStack",
+    "Timing",
+    "run_foreground",
+]

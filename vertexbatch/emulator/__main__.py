@@ -1,6 +1,6 @@
 """`python -m vertexbatch.emulator [--bucket NAME] [--row-seconds S] [--port N] [--gcs-port N]
-[--env-file PATH] [--probe-report PATH] [--bigquery]`: the stack, as `vertexbatch emulator` runs
-it."""
+[--env-file PATH] [--probe-report PATH] [--bigquery] [--location NAME ...] [--state-dir DIR]`:
+the stack, as `vertexbatch emulator` runs it."""
 
 from __future__ import annotations
 
@@ -34,6 +34,19 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="also run BigQuery (bqemulator; pip install 'vertexbatch[bigquery-local]')",
     )
+    parser.add_argument(
+        "--location",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also serve this location (repeatable; the default catalogue is DEFAULT_LOCATIONS)",
+    )
+    parser.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="keep jobs and GCS objects in DIR across restarts (default: in memory, gone when "
+        "the stack stops; a job still running at stop ends FAILED on the next start)",
+    )
     args = parser.parse_args(argv)
     try:
         run_foreground(
@@ -44,6 +57,8 @@ def main(argv: list[str] | None = None) -> None:
             env_file=args.env_file,
             probe_report=args.probe_report,
             bigquery=args.bigquery,
+            locations=args.location,
+            state_dir=args.state_dir,
         )
     except (OSError, ValueError, RuntimeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc

@@ -8,9 +8,13 @@ Grammar (AIP-160 precedence: OR binds tighter than AND; juxtaposition means AND)
     term       := ["NOT" | "-"] (comparison | "(" expression ")")
     comparison := FIELD OP VALUE        OP: = != : < <= > >=
 
-Fields: `display_name` (= != :), `state` (= !=), `labels.KEY` (= != :, and `:*` for "has the
-key"), `create_time` and `update_time` (= != < <= > >= with an RFC3339 value). Values are bare
-words or double-quoted strings. `:` on a string is "contains"; `*` in its value is a wildcard.
+Fields, as the Vertex reference documents them for batchPredictionJobs.list (snake_case or
+camelCase): `display_name` (= != :), `model_display_name` (= !=), `state` (= !=), `create_time`
+(= != < <= > >= with an RFC3339 value), `labels.KEY=VALUE` and `labels.KEY:*` ("has the key";
+`labels.KEY!=VALUE` too, AIP-160's map comparison). Any other field or operator is refused.
+Values are bare words or double-quoted strings. `:` on a string is "contains"; `*` in its value
+is a wildcard. A publisher-model job's model display name is its model id (`gemini-2.5-flash`;
+UNCONFIRMED: Vertex shows no display name for publisher models).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ class JobView:
     labels: Mapping[str, str]
     create_time: datetime
     update_time: datetime
+    model_display_name: str = ""
 
 
 Predicate = Callable[[JobView], bool]
@@ -124,37 +129,63 @@ def _string_predicate(op: str, value: str, get: Callable[[JobView], str | None])
     raise FilterError(f"Operator {op} is not supported for this field.")
 
 
+# The fields the Vertex reference documents for batchPredictionJobs.list, by every name it
+# uses (snake_case in the v1 proto docstring, camelCase on the REST pages), and their operators.
+_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "display_name": ("display_name", ("=", "!=", ":")),
+    "displayName": ("display_name", ("=", "!=", ":")),
+    "model_display_name": ("model_display_name", ("=", "!=")),
+    "modelDisplayName": ("model_display_name", ("=", "!=")),
+    "state": ("state", ("=", "!=")),
+    "create_time": ("create_time", ("=", "!=", "<", "<=", ">", ">=")),
+    "createTime": ("create_time", ("=", "!=", "<", "<=", ">", ">=")),
+}
+_SUPPORTED = (
+    "display_name (= != :), model_display_name (= !=), state (= !=), create_time (= != < <= > "
+    ">=), labels.KEY=VALUE and labels.KEY:*"
+)
+
+
+def _unsupported(what: str) -> FilterError:
+    return FilterError(f"Unsupported {what} in the filter; supported: {_SUPPORTED}.")
+
+
 def _comparison(field: str, op: str, value: str) -> Predicate:
-    if field == "display_name":
-        return _string_predicate(op, value, lambda job: job.display_name)
-    if field == "state":
-        if op not in ("=", "!="):
-            raise FilterError("state supports only = and !=.")
-        if value not in STATES:
-            raise FilterError("Unknown job state in the filter.")
-        return _string_predicate(op, value, lambda job: job.state)
     if field.startswith("labels.") and len(field) > len("labels."):
         key = field[len("labels.") :]
+        if op == ":" and value != "*":
+            raise _unsupported(f"operator ':' with a value other than * on {field}")
+        if op not in ("=", "!=", ":"):
+            raise _unsupported(f"operator {op} on {field}")
         return _string_predicate(op, value, lambda job: job.labels.get(key))
-    if field in ("create_time", "update_time"):
-        moment = _parse_time(value)
-        attr = field
+    known = _FIELDS.get(field)
+    if known is None:
+        raise _unsupported(f"field {field[:100]!r}")
+    name, ops = known
+    if op not in ops:
+        raise _unsupported(f"operator {op} on {field}")
+    if name == "display_name":
+        return _string_predicate(op, value, lambda job: job.display_name)
+    if name == "model_display_name":
+        return _string_predicate(op, value, lambda job: job.model_display_name)
+    if name == "state":
+        if value not in STATES:
+            raise FilterError(f"Unknown job state {value[:100]!r} in the filter.")
+        return _string_predicate(op, value, lambda job: job.state)
+    moment = _parse_time(value)
 
-        def compare(job: JobView) -> bool:
-            mine: datetime = getattr(job, attr)
-            return {
-                "=": mine == moment,
-                "!=": mine != moment,
-                "<": mine < moment,
-                "<=": mine <= moment,
-                ">": mine > moment,
-                ">=": mine >= moment,
-            }[op]
+    def compare(job: JobView) -> bool:
+        mine = job.create_time
+        return {
+            "=": mine == moment,
+            "!=": mine != moment,
+            "<": mine < moment,
+            "<=": mine <= moment,
+            ">": mine > moment,
+            ">=": mine >= moment,
+        }[op]
 
-        if op == ":":
-            raise FilterError(f"{field} does not support ':'.")
-        return compare
-    raise FilterError("Unsupported field in the filter.")
+    return compare
 
 
 class _Parser:

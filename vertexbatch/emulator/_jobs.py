@@ -14,138 +14,33 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
-from vertexbatch.emulator._bq_spec import config_json, output_info
 from vertexbatch.emulator._catalogue import Catalogue
+from vertexbatch.emulator._create import apply_mask
 from vertexbatch.emulator._errors import ApiError, bad_request
-from vertexbatch.emulator._faults import Faults, Hold, JobFault, LateCancel
-from vertexbatch.emulator._filter import FilterError, JobView, compile_filter
-from vertexbatch.emulator._model import rfc3339
+from vertexbatch.emulator._faults import Faults, Hold
+from vertexbatch.emulator._filter import FilterError, compile_filter
+from vertexbatch.emulator._locations import Locations
 from vertexbatch.emulator._options import JobOptions, Timing
-from vertexbatch.emulator._spec import JobSpec
-
-__all__ = ["TERMINAL", "JobRecord", "JobStore"]
-
-QUEUED = "JOB_STATE_QUEUED"
-PENDING = "JOB_STATE_PENDING"
-RUNNING = "JOB_STATE_RUNNING"
-PAUSED = "JOB_STATE_PAUSED"
-CANCELLING = "JOB_STATE_CANCELLING"
-TERMINAL = frozenset(
-    {
-        "JOB_STATE_SUCCEEDED",
-        "JOB_STATE_FAILED",
-        "JOB_STATE_CANCELLED",
-        "JOB_STATE_EXPIRED",
-        "JOB_STATE_PARTIALLY_SUCCEEDED",
-    }
+from vertexbatch.emulator._record import (
+    CANCELLING,
+    PAUSED,
+    PENDING,
+    QUEUED,
+    RUNNING,
+    TERMINAL,
+    JobRecord,
 )
+from vertexbatch.emulator._spec import JobSpec
+from vertexbatch.emulator._state import load_jobs, save_jobs
+
+__all__ = ["PAUSED", "PENDING", "QUEUED", "RUNNING", "TERMINAL", "JobRecord", "JobStore"]
+
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
-
-
-@dataclass(slots=True)
-class JobRecord:
-    """One job; mutable fields change only under the store's Condition."""
-
-    seq: int
-    job_id: str
-    name: str
-    location: str
-    spec: JobSpec
-    create_time: datetime
-    created_at: float  # time.monotonic() at creation, for the expiry timer
-    options: JobOptions
-    hold: Hold | None
-    fault: JobFault | None
-    list_hidden: int
-    late_cancel: LateCancel | None = None
-    has_slot: bool = False  # a Claude job in "queue" mode that holds one of the concurrent slots
-    state: str = PENDING
-    update_time: datetime = field(default_factory=lambda: datetime.now(UTC))
-    start_time: datetime | None = None
-    end_time: datetime | None = None
-    error: tuple[int, str] | None = None
-    show_output_info: bool = False
-    show_stats: bool = False
-    successful: int = 0
-    failed: int = 0
-    incomplete: int = 0
-    cancel_requested: bool = False
-    released: bool = False
-
-    @property
-    def output_dir(self) -> str:
-        """`<outputUriPrefix>/prediction-model-<time>`: createTime moved by the job's
-        `output_time_offset` (about 2 s earlier by default, as real Vertex names it)."""
-        prefix = self.spec.output_prefix.rstrip("/")
-        moment = self.create_time + timedelta(seconds=self.options.output_time_offset)
-        return f"{prefix}/prediction-model-{rfc3339(moment)}"
-
-    @property
-    def terminal(self) -> bool:
-        """Whether the job reached a terminal state."""
-        return self.state in TERMINAL
-
-    def view(self) -> JobView:
-        """The fields a list filter reads."""
-        return JobView(
-            display_name=self.spec.display_name,
-            state=self.state,
-            labels=self.spec.labels,
-            create_time=self.create_time,
-            update_time=self.update_time,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """The BatchPredictionJob as the REST service returns it."""
-        spec = self.spec
-        out: dict[str, Any] = {
-            "name": self.name,
-            "displayName": spec.display_name,
-            "model": spec.model,
-            "inputConfig": {
-                "instancesFormat": spec.instances_format,
-                "gcsSource": {"uris": list(spec.input_uris)},
-            },
-            "outputConfig": {
-                "predictionsFormat": spec.predictions_format,
-                "gcsDestination": {"outputUriPrefix": spec.output_prefix},
-            },
-        }
-        out.update(config_json(spec))
-        if self.show_output_info and spec.bigquery_destination:
-            naming = self.options.bigquery_table_name
-            out["outputInfo"] = output_info(spec.bigquery_destination, self.create_time, naming)
-        elif self.show_output_info:
-            out["outputInfo"] = {"gcsOutputDirectory": self.output_dir}
-        out["state"] = self.state
-        if self.error is not None:
-            out["error"] = {"code": self.error[0], "message": self.error[1]}
-        if self.show_stats:
-            counts = (
-                ("successfulCount", self.successful),
-                ("failedCount", self.failed),
-                ("incompleteCount", self.incomplete),
-            )
-            out["completionStats"] = {k: str(v) for k, v in counts if v}
-        out["createTime"] = rfc3339(self.create_time)
-        if self.start_time is not None:
-            out["startTime"] = rfc3339(self.start_time)
-        if self.end_time is not None:
-            out["endTime"] = rfc3339(self.end_time)
-        out["updateTime"] = rfc3339(self.update_time)
-        if spec.labels:
-            out["labels"] = dict(spec.labels)
-        if spec.kms_key_name:
-            out["encryptionSpec"] = {"kmsKeyName": spec.kms_key_name}
-        if spec.service_account:
-            out["serviceAccount"] = spec.service_account
-        out["modelVersionId"] = "1"
-        return out
 
 
 class JobStore:
@@ -162,12 +57,15 @@ class JobStore:
         faults: Faults,
         runner: Callable[[JobStore, JobRecord], None],
         catalogue: Catalogue | None = None,
+        locations: Locations | None = None,
         claude_over_cap: str = "reject",
         admit: Callable[[str, JobSpec], None] | None = None,
+        state_path: Path | None = None,
     ) -> None:
         self.project = project
         self._admit = admit  # a check of the stack's before a create (BigQuery's, raising)
         self.catalogue = catalogue if catalogue is not None else Catalogue()
+        self.locations = locations if locations is not None else Locations()
         self.project_number = project_number
         self.timing = timing
         self.seed = seed
@@ -180,10 +78,24 @@ class JobStore:
         self._jobs: dict[str, JobRecord] = {}
         self._threads: list[threading.Thread] = []
         self._seq = 0
+        self._next_ids: list[str] = []
         self._last_create = datetime.fromtimestamp(0, UTC)
         self._default_options = JobOptions()
         self._options: dict[str, JobOptions] = {}
         faults.on_release(self._release)
+        # With a state file (`_state.py`): the jobs of the last run, written back on changes.
+        self._state_path = state_path
+        if state_path is not None:
+            loaded, self._seq = load_jobs(state_path)
+            self._jobs = {job.job_id: job for job in loaded}
+            if loaded:
+                self._last_create = max(job.create_time for job in loaded)
+            self._save()
+
+    def _save(self) -> None:
+        """Write the jobs to the state file, if any (call under the Condition)."""
+        if self._state_path is not None:
+            save_jobs(self._state_path, list(self._jobs.values()), self._seq)
 
     # Configuration.
 
@@ -208,6 +120,7 @@ class JobStore:
     def touch(self, job: JobRecord, **changes: Any) -> None:
         """Change job fields, bump updateTime and wake every waiter."""
         with self.cond:
+            was_terminal = job.state in TERMINAL
             for key, value in changes.items():
                 setattr(job, key, value)
             job.update_time = max(datetime.now(UTC), job.update_time)
@@ -215,6 +128,8 @@ class JobStore:
                 job.end_time = job.update_time
             if job.state == RUNNING and job.start_time is None:
                 job.start_time = job.update_time
+            if job.state in TERMINAL and not was_terminal and job.job_id in self._jobs:
+                self._save()
             self.cond.notify_all()
 
     def take_claude_slot(self, job: JobRecord) -> bool:
@@ -233,7 +148,17 @@ class JobStore:
     def _name(self, location: str, job_id: str) -> str:
         return f"projects/{self.project_number}/locations/{location}/batchPredictionJobs/{job_id}"
 
+    def use_job_ids(self, ids: list[str]) -> None:
+        """The next jobs created get these ids, in order (numbers, none in use)."""
+        with self.cond:
+            for job_id in ids:
+                if not job_id.isdigit() or job_id in self._jobs or job_id in self._next_ids:
+                    raise ValueError(f"job id {job_id!r} is not a number, or is in use")
+            self._next_ids.extend(ids)
+
     def _new_id(self) -> str:
+        if self._next_ids:
+            return self._next_ids.pop(0)
         while True:
             job_id = str(secrets.randbelow(9 * 10**18 - 10**18) + 10**18)
             if job_id not in self._jobs:
@@ -284,6 +209,7 @@ class JobStore:
                 state=QUEUED if _created_queued(plan.hold, self.timing) else PENDING,
             )
             self._jobs[job_id] = job
+            self._save()
             snapshot = job.to_json()
             thread = threading.Thread(
                 target=self._runner, args=(self, job), name=f"vb-job-{job_id}", daemon=True
@@ -323,8 +249,8 @@ class JobStore:
                 self.touch(job, cancel_requested=True, state=CANCELLING)
         return {}
 
-    def delete(self, location: str, job_id: str, api_version: str) -> dict[str, Any]:
-        """Delete a finished job; returns a done Operation."""
+    def delete(self, location: str, job_id: str) -> None:
+        """Delete a finished job (the caller answers with its Operation, `_operations.py`)."""
         with self.cond:
             job = self._find(location, job_id)
             if not job.terminal:
@@ -335,25 +261,19 @@ class JobStore:
                     "FAILED_PRECONDITION",
                 )
             del self._jobs[job_id]
+            self._save()
             self.cond.notify_all()
-        now = rfc3339(datetime.now(UTC))
-        operation_id = str(secrets.randbelow(9 * 10**18) + 10**18)
-        return {
-            "name": f"projects/{self.project_number}/locations/{location}/operations/"
-            f"{operation_id}",
-            "metadata": {
-                "@type": f"type.googleapis.com/google.cloud.aiplatform.{api_version}."
-                "DeleteOperationMetadata",
-                "genericMetadata": {"createTime": now, "updateTime": now},
-            },
-            "done": True,
-            "response": {"@type": "type.googleapis.com/google.protobuf.Empty"},
-        }
 
     def list_jobs(
-        self, location: str, filter_text: str, page_size: int, page_token: str
+        self,
+        location: str,
+        filter_text: str,
+        page_size: int,
+        page_token: str,
+        masks: tuple[tuple[str, ...], ...] | None = None,
     ) -> dict[str, Any]:
-        """One page of the location's jobs matching filter, in creation order."""
+        """One page of the location's jobs matching filter, in creation order; with `masks`
+        (a `readMask`, `_create.read_mask`), each job holds only those fields."""
         try:
             predicate = compile_filter(filter_text)
         except FilterError as exc:
@@ -373,6 +293,8 @@ class JobStore:
                     matches.append(job)
             page = [job.to_json() for job in matches[:size]]
             last_seq = matches[size - 1].seq if len(matches) > size else None
+        if masks is not None:
+            page = [apply_mask(job, masks) for job in page]
         out: dict[str, Any] = {}
         if page:
             out["batchPredictionJobs"] = page
@@ -427,6 +349,8 @@ class JobStore:
         deadline = time.monotonic() + timeout
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+        with self.cond:
+            self._save()
 
 
 def _created_queued(hold: Hold | None, timing: Timing) -> bool:

@@ -50,6 +50,10 @@ class Timing:
         queued_at: where that QUEUED spell sits: "create" (the job is created QUEUED, then
             PENDING: the order issue 12 describes) or "after_pending" (PENDING, then QUEUED,
             then RUNNING: the reference checklist's "PENDING → (QUEUED) → RUNNING").
+        delete_seconds: how long a delete's long-running operation takes: its Operation is
+            `done` only that long after the delete (0, the default: done at once), so a
+            client's polling path (`operation.result()`, `get_operation`, `wait_operation`)
+            runs. The job itself is gone at once.
     """
 
     pending_seconds: float = 0.0
@@ -58,6 +62,7 @@ class Timing:
     incremental_every: int = 0
     queued_seconds: float = 0.0
     queued_at: QueuedAt = "create"
+    delete_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if self.pending_seconds < 0 or self.row_seconds < 0 or self.queued_seconds < 0:
@@ -68,6 +73,8 @@ class Timing:
             raise ValueError("expire_seconds must be >= 0 or None")
         if self.incremental_every < 0:
             raise ValueError("incremental_every must be >= 0")
+        if self.delete_seconds < 0:
+            raise ValueError("delete_seconds must be >= 0")
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,9 @@ Routes (under `/v1/` and `/v1beta1/`, `$alt` ignored, enums always strings):
     DELETE projects/{p}/locations/{l}/batchPredictionJobs/{id}        delete
     POST   projects/{p}/locations/{l}/batchPredictionJobs/{id}:cancel cancel
     GET    projects/{p}/locations/{l}/operations/{id}                 getOperation (of a delete)
+    GET    projects/{p}/locations/{l}/operations                      listOperations
+    POST   projects/{p}/locations/{l}/operations/{id}:wait            waitOperation
+           (the operations also under /ui/, where aiplatform_v1's REST transport asks)
     POST   projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent  (online Gemini)
     POST   projects/{p}/locations/{l}/publishers/anthropic/models/{m}:rawPredict    (online Claude)
     GET    publishers/{pub}/models/{m}                                 getPublisherModel
@@ -37,9 +40,11 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from vertexbatch.emulator._count_tokens import COUNT_OPS, COUNT_ROUTES, count_tokens
-from vertexbatch.emulator._errors import ApiError, envelope
+from vertexbatch.emulator._create import check_fields, check_query, not_emulated, read_mask
+from vertexbatch.emulator._errors import ApiError, bad_request, envelope
 from vertexbatch.emulator._jobs import JobStore
 from vertexbatch.emulator._model import answer_claude, answer_gemini
+from vertexbatch.emulator._operations import Operations
 from vertexbatch.emulator._publishers import held_permissions, project_resource, publisher_model
 from vertexbatch.emulator._spec import parse_create_body
 
@@ -49,6 +54,9 @@ logger = logging.getLogger("vertexbatch.emulator")
 
 _PREFIX = r"^/(?P<version>v1|v1beta1)/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/"
 _MODEL = r"publishers/(?P<pub>[^/]+)/models/(?P<model>[^/:]+)"
+# Operations also under /ui/: aiplatform_v1's REST transport asks there for every
+# google.longrunning call (get_operation, list_operations, wait_operation, an LRO's result()).
+_OPERATIONS = _PREFIX.replace("v1|v1beta1", "v1|v1beta1|ui")
 _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     *COUNT_ROUTES,  # first: Claude's count-tokens:rawPredict would match rawPredict
     ("POST", re.compile(_PREFIX + r"batchPredictionJobs$"), "create"),
@@ -56,7 +64,9 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(_PREFIX + r"batchPredictionJobs/(?P<id>[^/:]+)$"), "get"),
     ("DELETE", re.compile(_PREFIX + r"batchPredictionJobs/(?P<id>[^/:]+)$"), "delete"),
     ("POST", re.compile(_PREFIX + r"batchPredictionJobs/(?P<id>[^/:]+):cancel$"), "cancel"),
-    ("GET", re.compile(_PREFIX + r"operations/(?P<id>[^/:]+)$"), "getOperation"),
+    ("GET", re.compile(_OPERATIONS + r"operations/(?P<id>[^/:]+)$"), "getOperation"),
+    ("GET", re.compile(_OPERATIONS + r"operations$"), "listOperations"),
+    ("POST", re.compile(_OPERATIONS + r"operations/(?P<id>[^/:]+):wait$"), "waitOperation"),
     (
         "POST",
         re.compile(
@@ -84,6 +94,8 @@ _PERMISSIONS = {
     "delete": "delete",
     "cancel": "cancel",
     "getOperation": "get",
+    "listOperations": "list",
+    "waitOperation": "get",
     "generateContent": "predict",
     "rawPredict": "predict",
     "getPublisherModel": "get",
@@ -119,7 +131,7 @@ class Service:
         self.store = store
         self._lock = threading.Lock()
         self._calls: Counter[str] = Counter()
-        self._operations: dict[str, dict[str, Any]] = {}
+        self.operations = Operations(store.project_number)
         self._received: dict[str, deque[Any]] = {op: deque(maxlen=_RECEIVED) for op in _ONLINE}
 
     def calls(self) -> Counter[str]:
@@ -207,12 +219,20 @@ class Service:
                 "(or it may not exist).",
                 "PERMISSION_DENIED",
             )
+        store.locations.check(location)
+        check_query(op, query)
         job_id = params.get("id", "")
         if op in ("get", "delete", "cancel") and not job_id.isdigit():
             raise ApiError(400, "The batch prediction job id must be a number.", "INVALID_ARGUMENT")
         if op == "create":
+            request = _json_body(body, required=True)
+            check_fields(request, params["version"])
+            held = store.catalogue.holds
+            sentence = not_emulated(request, held) if isinstance(request, dict) else None
+            if sentence is not None:
+                raise bad_request(sentence)
             spec = parse_create_body(
-                _json_body(body, required=True),
+                request,
                 project=store.project,
                 project_number=store.project_number,
                 location=location,
@@ -231,6 +251,10 @@ class Service:
                 (query.get("filter") or [""])[0],
                 int(size_text),
                 (query.get("pageToken") or query.get("page_token") or [""])[0],
+                read_mask(
+                    (query.get("readMask") or query.get("read_mask") or [""])[0],
+                    params["version"],
+                ),
             )
         if op == "get":
             return store.get(location, job_id)
@@ -238,16 +262,15 @@ class Service:
             _json_body(body, required=False)
             return store.cancel(location, job_id)
         if op == "delete":
-            operation = store.delete(location, job_id, params["version"])
-            with self._lock:
-                self._operations[operation["name"].rsplit("/", 1)[-1]] = operation
-            return operation
+            store.delete(location, job_id)
+            seconds = store.timing.delete_seconds
+            return self.operations.start_delete(location, params["version"], seconds)
         if op == "getOperation":
-            with self._lock:
-                found = self._operations.get(job_id)
-            if found is None:
-                raise ApiError(404, "Operation not found.", "NOT_FOUND")
-            return found
+            return self.operations.get(location, job_id)
+        if op == "waitOperation":
+            return self.operations.wait(location, job_id, _json_body(body, required=False))
+        if op == "listOperations":
+            return self.operations.list(location)
         if op in COUNT_OPS:
             request = _json_body(body, required=True)
             return count_tokens(op, params, request, store.catalogue, store.project_number)

@@ -10,11 +10,13 @@ and the service account (an email of one). A bad body raises the ApiError Vertex
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from vertexbatch.emulator._bq_spec import bigquery_destination, bigquery_source
 from vertexbatch.emulator._catalogue import Catalogue
+from vertexbatch.emulator._create import instance_config
 from vertexbatch.emulator._errors import bad_request
 from vertexbatch.emulator._rows import Provider
 
@@ -47,6 +49,9 @@ class JobSpec:
     # BigQuery sides (`_bq_spec.py`): the input table and output dataset or table, "" for GCS.
     bigquery_source: str = ""
     bigquery_destination: str = ""
+    # Echoed as created: `modelParameters` (any JSON value) and `instanceConfig` (camelCase).
+    model_parameters: Any = None
+    instance_config: Mapping[str, Any] | None = None
 
 
 def _label_ok(text: str, *, key: bool) -> bool:
@@ -155,6 +160,8 @@ def parse_create_body(
         service_account=service_account,
         bigquery_source=bq_source or "",
         bigquery_destination=bq_destination or "",
+        model_parameters=body.get("modelParameters", body.get("model_parameters")),
+        instance_config=instance_config(body),
     )
 
 

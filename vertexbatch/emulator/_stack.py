@@ -19,8 +19,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from google.api_core import exceptions as api_exceptions
-from google.auth.credentials import AnonymousCredentials
-from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
 
 from vertexbatch import Client, RetryPolicy
 from vertexbatch._config import (
@@ -38,13 +36,15 @@ from vertexbatch.emulator._catalogue import Catalogue
 from vertexbatch.emulator._faults import Faults
 from vertexbatch.emulator._gcs import GcsServer, start_gcs
 from vertexbatch.emulator._jobs import TERMINAL, JobStore
+from vertexbatch.emulator._locations import Locations
 from vertexbatch.emulator._options import JobOptions, Timing
 from vertexbatch.emulator._runner import make_runner
 from vertexbatch.emulator._server import RestServer, Service
 from vertexbatch.emulator._stack_bigquery import BIGQUERY_STORAGE_HOST, StackBigQuery
+from vertexbatch.emulator._stack_sdk import StackSdk
+from vertexbatch.emulator._state import JOBS_FILE
 
 if TYPE_CHECKING:
-    from google.cloud.aiplatform_v1 import JobServiceClient
     from opentelemetry.metrics import MeterProvider
 
 __all__ = ["PROJECT_NUMBER", "LocalStack"]
@@ -53,7 +53,7 @@ __all__ = ["PROJECT_NUMBER", "LocalStack"]
 PROJECT_NUMBER = "123456789012"
 
 
-class LocalStack(StackBigQuery):
+class LocalStack(StackSdk, StackBigQuery):
     """A local Vertex AI batch-prediction service backed by a real fake-gcs-server.
 
     Use it as a context manager; both servers stop on exit, also when the body raises::
@@ -86,6 +86,11 @@ class LocalStack(StackBigQuery):
             and written by BigQuery jobs and reached by `bigquery_client()`; without it a
             BigQuery create gets a 400 saying how to get one.
         bigquery_port, bigquery_grpc_port: its REST and gRPC loopback ports (0: free ones).
+        locations: locations served besides `DEFAULT_LOCATIONS` (a call under another is a
+            400, as Vertex refuses a location it does not serve); `add_location` extends it.
+        state_dir: keep jobs and GCS objects here, across restarts (`_state.py`: a job not
+            terminal at stop ends FAILED on the next start). None, the default: everything
+            is in memory and gone when the stack stops.
     """
 
     def __init__(
@@ -105,6 +110,8 @@ class LocalStack(StackBigQuery):
         bigquery: bool = False,
         bigquery_port: int = 0,
         bigquery_grpc_port: int = 0,
+        locations: Iterable[str] = (),
+        state_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         if claude_over_cap not in ("reject", "queue"):
             raise ValueError('claude_over_cap must be "reject" or "queue"')
@@ -112,6 +119,9 @@ class LocalStack(StackBigQuery):
         self.job_options = job_options or JobOptions()
         self.project = project
         self.catalogue = Catalogue(models, unknown_model_code)
+        self.locations = Locations(locations)
+        if location not in self.locations.names():
+            self.locations.add(location)
         self.location = location
         self.project_number = PROJECT_NUMBER
         self.timing = timing or Timing()
@@ -119,6 +129,7 @@ class LocalStack(StackBigQuery):
         self.claude_concurrency = claude_concurrency
         self.faults = Faults()
         self._log_dir = Path(log_dir) if log_dir is not None else None
+        self.state_dir = Path(state_dir) if state_dir is not None else None
         named = (
             ("port", port),
             ("gcs_port", gcs_port),
@@ -180,7 +191,11 @@ class LocalStack(StackBigQuery):
             else:
                 log_dir = self._log_dir
                 log_dir.mkdir(parents=True, exist_ok=True)
-            self._gcs = start_gcs(log_dir / "fake-gcs-server.log", self._gcs_port)
+            state = self.state_dir
+            if state is not None:
+                (state / "gcs").mkdir(parents=True, exist_ok=True)
+            gcs_root = state / "gcs" if state is not None else None
+            self._gcs = start_gcs(log_dir / "fake-gcs-server.log", self._gcs_port, gcs_root)
             if self._bigquery_wanted:
                 rest, grpc = self._bigquery_ports
                 self._bigquery_server = start_bigquery(
@@ -198,8 +213,10 @@ class LocalStack(StackBigQuery):
                     self.storage_client, make_lifecycle(self.storage_client, bigquery)
                 ),
                 catalogue=self.catalogue,
+                locations=self.locations,
                 claude_over_cap=self.claude_over_cap,
                 admit=make_admit(bigquery),
+                state_path=state / JOBS_FILE if state is not None else None,
             )
             self._store.set_job_options(self.job_options)
             self._service = Service(self._store)
@@ -267,25 +284,6 @@ class LocalStack(StackBigQuery):
         """The fake-gcs-server process id (tests check it is gone after stop)."""
         return self._running()[0].process.pid
 
-    def jobs_client(self) -> JobServiceClient:
-        """An aiplatform_v1.JobServiceClient on the REST transport, anonymous, at the stack."""
-        from google.cloud import aiplatform_v1
-
-        client: JobServiceClient = aiplatform_v1.JobServiceClient(
-            transport="rest",
-            credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
-            client_options={"api_endpoint": self.vertex_endpoint},
-        )
-        return client
-
-    def storage_client(self) -> storage.Client:
-        """A google.cloud.storage.Client on fake-gcs-server, anonymous."""
-        return storage.Client(
-            project=self.project,
-            credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
-            client_options={"api_endpoint": self.storage_endpoint},
-        )
-
     def environment(self, bucket: str, prefix: str | None = None) -> dict[str, str]:
         """The variables that point `vertexbatch.Client.from_env` and the command at this stack.
 
@@ -324,7 +322,9 @@ class LocalStack(StackBigQuery):
         """A `vertexbatch.Client` bound to the stack (the bucket is created if missing).
 
         Its default prefix is the library's (`vertexbatch`), so `Client.from_env` and the
-        command, pointed here by `environment(bucket)`, find the jobs it makes.
+        command, pointed here by `environment(bucket)`, find the jobs it makes. As theirs, its
+        retry policy (`retry`, default `RetryPolicy()`) makes a refused connection final at
+        once: a stopped stack is an error with a hint, not a minute of retries.
         """
         self.create_bucket(bucket)
         return Client.for_endpoints(
@@ -335,7 +335,8 @@ class LocalStack(StackBigQuery):
             bucket=bucket,
             prefix=prefix,
             meter_provider=meter_provider,
-            retry=retry,
+            # The loopback rule of Client.from_env (`_config.local_retry`): refused is final.
+            retry=replace(retry or RetryPolicy(), retry_refused=False),
             bigquery_storage_endpoint=self.bigquery_environment().get(BIGQUERY_STORAGE_HOST),
         )
 
@@ -345,6 +346,10 @@ class LocalStack(StackBigQuery):
         """Serve one more model: `add_model("anthropic", "claude-haiku-5-5")` (a bare id; with
         `@version`, only that version)."""
         self.catalogue.add(publisher, model)
+
+    def add_location(self, location: str) -> None:
+        """Serve one more location (`LocalStack(locations=...)` at start)."""
+        self.locations.add(location)
 
     def models(self) -> dict[str, tuple[str, ...]]:
         """The model catalogue now: model ids by publisher."""
