@@ -90,6 +90,32 @@ def test_the_place_names_documented_fields_only(params: dict[str, Any], place: s
     assert SECRET not in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("params", "near"),
+    [
+        (_params(temprature=0.2), "'temperature'"),
+        (_params(max_token=5), "'max_tokens'"),
+        ({"max_tokens": 5, "messages": [{"role": "user", "contnet": "Hi"}]}, "'content'"),
+        (_params(**{SECRET: 1}), None),
+    ],
+    ids=["top level", "a plural", "in a message", "nothing near"],
+)
+def test_a_misspelling_names_the_field_the_sdk_defines(
+    params: dict[str, Any], near: str | None
+) -> None:
+    """The closest name the SDK's types define is offered (never the caller's own text)."""
+    from vertexbatch._providers import PROVIDERS
+
+    with pytest.raises(vb.InvalidRequestError) as info:
+        PROVIDERS["anthropic"].builder()(vb.ClaudeRequest("k", params))
+    message = str(info.value)
+    if near is None:
+        assert "did you mean" not in message
+    else:
+        assert f"(did you mean {near}?)" in message
+    assert SECRET not in message and "temprature" not in message
+
+
 def test_vertex_fields_and_the_sdks_own_are_staged(client: vb.Client, stack: LocalStack) -> None:
     """temperature, anthropic_beta, a custom tool, thinking and metadata all pass."""
     params = _params(

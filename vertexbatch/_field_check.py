@@ -41,10 +41,14 @@ def _version(distribution: str) -> str:
         return "(version unknown)"
 
 
-def _refused(key: str, field: str, place: str, sdk: str, api: str) -> InvalidRequestError:
+def _refused(
+    key: str, field: str, place: str, near: str | None, sdk: str, api: str
+) -> InvalidRequestError:
+    # ``near`` is a name the SDK's types define, never the caller's: safe to show.
+    meant = f" (did you mean {near!r}?)" if near else ""
     return InvalidRequestError(
         f"request {key!r} sets a field {api} does not take: {place} is not a field of the "
-        f"installed {sdk} {_version(sdk)}'s request types, and {api} refuses unknown fields "
+        f"installed {sdk} {_version(sdk)}'s request types{meant}, and {api} refuses unknown fields "
         "line by line; fix its name, or, for a parameter newer than the installed SDK, "
         "upgrade it or submit with check_fields=False",
         field=field,
@@ -69,7 +73,7 @@ def check_claude_fields(request: ClaudeRequest) -> None:
     if unknown is None or (not unknown.parent and unknown.name in ("model", "stream")):
         return
     place = _place("params", unknown)
-    raise _refused(request.key, "params", place, "anthropic", "Claude's Messages API")
+    raise _refused(request.key, "params", place, unknown.near, "anthropic", "Claude's Messages API")
 
 
 def check_gemini_fields(request: GeminiRequest) -> None:
@@ -81,7 +85,9 @@ def check_gemini_fields(request: GeminiRequest) -> None:
     if unknown is None:
         return
     place = _place("", unknown)
-    raise _refused(request.key, "contents", place, "google-genai", "Vertex's Gemini API")
+    raise _refused(
+        request.key, "contents", place, unknown.near, "google-genai", "Vertex's Gemini API"
+    )
 
 
 def checked_builder(

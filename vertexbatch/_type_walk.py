@@ -8,6 +8,7 @@ the types are, and which provider they are for, is ``_request_fields``'s.
 
 from __future__ import annotations
 
+import difflib
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ class Unknown:
     name: str  # the unknown field, as written
     parent: tuple[Segment, ...] = ()  # the object that holds it
     position: int = 1  # the unknown field's position among that object's keys, from 1
+    near: str | None = None  # the closest field the type does name (a misspelling's fix)
 
     @property
     def path(self) -> str:
@@ -315,10 +317,12 @@ def _literal_values(hint: Any) -> frozenset[Any] | None:
 class _Found(Exception):
     """Raised from deep in a walk with the unknown field; the place is built on the way out."""
 
-    def __init__(self, name: str, position: int) -> None:
+    def __init__(self, name: str, position: int, known: Iterable[str] = ()) -> None:
         super().__init__(name)
         self.name = name
         self.position = position
+        near = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
+        self.near = near[0] if near else None
         self.steps: list[Segment] = []  # innermost first
 
 
@@ -335,7 +339,8 @@ class Walk:
         try:
             self.walk(value, node)
         except _Found as found:
-            return Unknown(found.name, tuple(reversed(found.steps)), found.position)
+            steps = tuple(reversed(found.steps))
+            return Unknown(found.name, steps, found.position, found.near)
         return None
 
     def walk(self, value: Any, node: Any) -> None:
@@ -379,7 +384,7 @@ class Walk:
         if not fields.keys() >= value.keys():  # one set operation, in C, for the usual case
             for position, name in enumerate(value, 1):
                 if type(name) is not str or name not in fields:
-                    raise _Found(str(name), position)
+                    raise _Found(str(name), position, fields)
         if not deep:
             return
         for name, item in value.items():
