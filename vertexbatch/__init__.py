@@ -36,6 +36,7 @@ from ._models import (
 from ._prices import PRICES, PRICES_DATE, PRICES_SOURCE, Price
 from ._retry import RetryPolicy, is_retryable
 from ._runs.run import KeyResult, Run, RunSummary, Shard
+from ._runs.tasks import Task
 from ._wait import wait
 
 __all__ = [
@@ -67,6 +68,7 @@ __all__ = [
     "SchemaError",
     "Shard",
     "Status",
+    "Task",
     "ToolCall",
     "TruncatedError",
     "Usage",

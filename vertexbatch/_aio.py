@@ -30,6 +30,7 @@ from ._estimate import Plan
 from ._models import ClaudeRequest, GeminiRequest, Job, Result, Status
 from ._runs.online import CONCURRENCY
 from ._runs.run import KeyResult, Run, RunSummary
+from ._runs.tasks import Task
 from ._submit_options import PlanKeywords, RunKeywords, SubmitKeywords
 from ._wait import poll_async
 
@@ -83,13 +84,13 @@ class AsyncRun:
         """``Run.status``, awaitable."""
         return await self._pool.call(f"status of run {self.run.id}", self.run.status)
 
-    def results(self) -> ResultStream[Result]:
-        """``Run.results`` as an async iterator."""
-        return ResultStream(f"results of run {self.run.id}", self.run.results())
+    def results(self, *, task: Task | None = None) -> ResultStream[Result]:
+        """``Run.results`` as an async iterator (``task``: that task's share)."""
+        return ResultStream(f"results of run {self.run.id}", self.run.results(task=task))
 
-    def key_results(self) -> ResultStream[KeyResult]:
-        """``Run.key_results`` as an async iterator."""
-        return ResultStream(f"key results of run {self.run.id}", self.run.key_results())
+    def key_results(self, *, task: Task | None = None) -> ResultStream[KeyResult]:
+        """``Run.key_results`` as an async iterator (``task``: that task's share)."""
+        return ResultStream(f"key results of run {self.run.id}", self.run.key_results(task=task))
 
 
 class AsyncClient:

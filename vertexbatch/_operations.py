@@ -9,6 +9,7 @@ checked and built into lines here, one request at a time, before any cloud call
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,8 @@ from ._rules import check_id, check_job, check_key, check_model, next_attempt_id
 from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
 from ._runs.run import DEFAULT_SHARD_SIZE, Run
 from ._runs.start import create_run, held_run
+from ._runs.tasked import held_task, start_task
+from ._runs.tasks import Task
 from ._schema import Schema
 from ._submit_options import PlanKeywords, RunKeywords, SubmitOptions
 from ._telemetry import SILENT
@@ -98,13 +101,18 @@ def plan(
     count_tokens: bool,
     prices: Iterable[Price],
     shard_size: int | None,
+    task: Task | None = None,
 ) -> Plan:
     """What submitting (or, with ``shard_size``, starting a run of) the requests would do; the
-    plan names the sink (``Plan.dest``)."""
-    return replace(
-        _plan(cloud, id, model, provider, requests, options, count_tokens, prices, shard_size),
-        dest=options.dest,
+    plan names the sink (``Plan.dest``). ``task``: the requests are that task's part of a run."""
+    if task is not None and shard_size is None:
+        raise InvalidRequestError(
+            "task= plans one task's part of a run: give shard_size too", field="task"
+        )
+    made = _plan(
+        cloud, id, model, provider, requests, options, count_tokens, prices, shard_size, task
     )
+    return replace(made, dest=options.dest)
 
 
 def _plan(
@@ -117,6 +125,7 @@ def _plan(
     count_tokens: bool,
     prices: Iterable[Price],
     shard_size: int | None,
+    task: Task | None,
 ) -> Plan:
     check_id(id)
     check_model(model, provider)
@@ -166,7 +175,8 @@ def _plan(
             job, cached = found
             return submitted_plan(provider, model, held, job.name, cached, prices)
     else:  # what the run id already holds: starting these would rejoin it, or be refused
-        run = held_run(
+        holding = held_run if task is None else functools.partial(held_task, task=task)
+        run = holding(
             cloud,
             id,
             provider,
@@ -328,23 +338,33 @@ def start_run(
     *,
     shard_size: int,
     max_attempts: int,
+    task: Task | None = None,
 ) -> Run:
-    """``run_claude`` and ``run_gemini``: check, then start (or rejoin) the run."""
+    """``run_claude`` and ``run_gemini``: check, then start (or rejoin) the run (``task``: one
+    task's part of it)."""
     check_run_dest(options.dest)
     check_model(model, provider)
     controls = options.controls(cloud.location)
     row = PROVIDERS[provider]
+    lines = staged_lines(requests, row.request, row.line, options.schema)
+    ttl = check_ttl(options.cache_ttl)
+    if task is not None:  # one task's part of a run staged by many (docs/runs.md)
+        return start_task(
+            cloud, id, provider, model, lines, task=task, shard_size=shard_size,
+            max_attempts=max_attempts, dedupe=options.dedupe, cache=options.cache,
+            cache_ttl=ttl, schema=options.schema, controls=controls,
+        )  # fmt: skip
     return create_run(
         cloud,
         id,
         provider,
         model,
-        staged_lines(requests, row.request, row.line, options.schema),
+        lines,
         shard_size=shard_size,
         max_attempts=max_attempts,
         dedupe=options.dedupe,
         cache=options.cache,
-        cache_ttl=check_ttl(options.cache_ttl),
+        cache_ttl=ttl,
         count=len(requests) if isinstance(requests, Sized) else None,
         schema=options.schema,
         controls=controls,
@@ -372,6 +392,7 @@ def planned(
         count_tokens=given.get("count_tokens", False),
         prices=given.get("prices", ()),
         shard_size=given.get("shard_size"),
+        task=given.get("task"),
     )
 
 
@@ -395,4 +416,5 @@ def started(
         options,
         shard_size=given.get("shard_size", DEFAULT_SHARD_SIZE),
         max_attempts=given.get("max_attempts", 3),
+        task=given.get("task"),
     )

@@ -102,6 +102,14 @@ class Ledger:
     shards: tuple[Shard, ...]
     labelled: bool = False
     controls: Controls = NO_CONTROLS
+    # Staged by this many tasks (``_runs.registry``), 0 by one process: its shard numbers are
+    # interleaved by task (``RUN.s{n*tasks+task}``), increasing, with gaps where tasks differ.
+    tasks: int = 0
+
+    @property
+    def span(self) -> int:
+        """One past the highest shard number (the shard count, in a run of one process)."""
+        return int(self.shards[-1].id.rpartition(".s")[2]) + 1 if self.shards else 0
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {
@@ -114,6 +122,8 @@ class Ledger:
         }
         if not self.controls.empty:
             data["controls"] = self.controls.to_json()
+        if self.tasks:
+            data["tasks"] = self.tasks
         return data
 
     @classmethod
@@ -142,11 +152,21 @@ class Ledger:
         listed = data.get("shards")
         if not isinstance(listed, list) or not listed:
             raise bad("'shards' is not a list of shards")
-        shards = []
+        tasks = data.get("tasks", 0)
+        if type(tasks) is not int or tasks < 0 or ("tasks" in data and not tasks):
+            raise bad("'tasks' is not a count of tasks")
+        shards: list[Shard] = []
         for index, entry in enumerate(listed):
+            number = index
+            if tasks and isinstance(entry, dict) and isinstance(entry.get("id"), str):
+                # A tasked run's numbers increase, with gaps (``_runs.registry.shard_id``).
+                head, _, digits = entry["id"].rpartition(".s")
+                above = int(shards[-1].id.rpartition(".s")[2]) if shards else -1
+                if head == run_id and digits.isdigit() and int(digits) > above:
+                    number = int(digits)
             if (
                 not isinstance(entry, dict)
-                or entry.get("id") != f"{run_id}.s{index}"
+                or entry.get("id") != f"{run_id}.s{number}"
                 or type(entry.get("keys")) is not int
                 or not 1 <= entry["keys"] <= MAX_ROWS
             ):
@@ -161,7 +181,7 @@ class Ledger:
             raise bad(str(exc)) from None
         if "controls" in data and controls.empty:
             raise bad("'controls' is written only when some are set")
-        return cls(run_id, provider, model, attempts, tuple(shards), labelled, controls)
+        return cls(run_id, provider, model, attempts, tuple(shards), labelled, controls, tasks)
 
 
 def _encoded(ledger: Ledger) -> bytes:
