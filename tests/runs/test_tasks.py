@@ -249,3 +249,38 @@ def test_a_plan_of_a_task_says_it_rejoins_or_is_refused(client: vb.Client) -> No
         client.run_claude("planned", MODEL, rows[3:], shard_size=2, task=vb.Task(i, 2))
     with pytest.raises(vb.InvalidRequestError, match="was staged by 2 tasks: plan one task"):
         client.plan_claude("planned", MODEL, rows, shard_size=2)
+
+
+def test_a_tasked_run_takes_the_fallback_and_the_cache(
+    client: vb.Client, stack: LocalStack
+) -> None:
+    """Once made, a tasked run is a run: the online fallback past the deadline answers its
+    keys (jobs PENDING), and its results fill the answer cache another tasked run reads."""
+    from datetime import UTC, datetime, timedelta
+
+    rows = _requests(6)
+    for i in range(2):
+        stack.faults.hold(display_name=f"late.s{i}", state="PENDING")
+    for i in range(2):
+        client.run_claude("late", MODEL, vb.Task(i, 2).slice(rows), task=vb.Task(i, 2))
+    run = client.open_run("late")
+    summary = run.advance(deadline=datetime.now(UTC) - timedelta(seconds=1), fallback="online")
+    assert summary.done and summary.outcomes == {"ok": 6}
+    assert stack.calls()["rawPredict"] == 6
+    assert sorted(r.key for r in run.results()) == sorted(r.key for r in rows)
+
+    cached = [task(i, "cached") for i in range(6)]
+    for i in range(2):
+        warm = client.run_claude(
+            "warm", MODEL, vb.Task(i, 2).slice(cached), task=vb.Task(i, 2), cache=True
+        )
+    stack.settle()
+    assert warm.advance().done
+    assert len(list(warm.results())) == 6  # fills the answer cache
+    before = len(jobs_in(stack, client.bucket))
+    for i in range(2):
+        again = client.run_claude(
+            "cached", MODEL, vb.Task(i, 2).slice(cached), task=vb.Task(i, 2), cache=True
+        )
+    assert len(jobs_in(stack, client.bucket)) == before  # answered whole from the cache
+    assert again.advance().outcomes == {"ok": 6}
