@@ -77,13 +77,13 @@ def task_options(command: Callable[..., Any]) -> Callable[..., Any]:
         "--task-count",
         type=click.IntRange(min=1),
         envvar=COUNT_VARIABLE,
-        help=f"How many tasks share the run (default: ${COUNT_VARIABLE} when set).",
+        help=f"How many tasks share the run. [env: {COUNT_VARIABLE}]",
     )(command)
     return click.option(
         "--task-index",
         type=click.IntRange(min=0),
         envvar=INDEX_VARIABLE,
-        help=f"This task's index, from 0 (default: ${INDEX_VARIABLE} when set).",
+        help=f"This task's index, from 0. [env: {INDEX_VARIABLE}]",
     )(command)
 
 
