@@ -284,3 +284,29 @@ def test_a_tasked_run_takes_the_fallback_and_the_cache(
         )
     assert len(jobs_in(stack, client.bucket)) == before  # answered whole from the cache
     assert again.advance().outcomes == {"ok": 6}
+
+
+def test_a_bad_first_request_is_refused_before_any_cloud_call(
+    counted: tuple[vb.Client, list[str]], stack: LocalStack
+) -> None:
+    client, seen = counted
+    stack.reset_calls()
+    with pytest.raises(vb.InvalidRequestError, match="max_tokens"):
+        client.run_claude(
+            "badline", MODEL, [vb.ClaudeRequest("k", {"messages": []})], task=vb.Task(0, 2)
+        )
+    assert seen == [] and not stack.calls()
+
+
+def test_dedupe_across_a_task_counts_every_key(client: vb.Client, stack: LocalStack) -> None:
+    rows = [task(i % 3) for i in range(3)] + [
+        vb.ClaudeRequest(f"copy-{i}", dict(task(i % 3).params)) for i in range(9)
+    ]
+    for i in range(2):
+        run = client.run_claude(
+            "deduped", MODEL, vb.Task(i, 2).slice(rows), task=vb.Task(i, 2), dedupe=True
+        )
+    assert run.keys == 12
+    stack.settle()
+    assert run.advance().outcomes == {"ok": 12}
+    assert sorted(r.key for r in run.results()) == sorted(r.key for r in rows)

@@ -93,10 +93,11 @@ def start_task(
     check_numbers(shard_size, max_attempts)
     cloud = replace(cloud, staging=cloud.staging.keyed(controls.kms_key))
     staging = cloud.staging
+    keys = _Keys()
+    # The first request is checked before any cloud call.
+    cutter = _Shards(keys.through(lines), shard_size, staging.limits, dedupe)
     ledger = read_ledger(staging, run_id)
     _check_count(ledger, run_id, task)
-    keys = _Keys()
-    cutter = _Shards(keys.through(lines), shard_size, staging.limits, dedupe)
     wanted = TaskRecord(
         run_id, task.index, task.count, provider, model, max_attempts, shard_size, cache,
         controls, (), "",
