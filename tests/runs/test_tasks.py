@@ -310,3 +310,21 @@ def test_dedupe_across_a_task_counts_every_key(client: vb.Client, stack: LocalSt
     stack.settle()
     assert run.advance().outcomes == {"ok": 12}
     assert sorted(r.key for r in run.results()) == sorted(r.key for r in rows)
+
+
+def test_a_tasked_ledger_reads_back_and_a_damaged_one_is_refused() -> None:
+    from vertexbatch._runs.ledger import Ledger, Shard
+
+    shards = (Shard("r.s1", 3), Shard("r.s2", 2), Shard("r.s5", 1))
+    ledger = Ledger("r", "anthropic", MODEL, 3, shards, True, tasks=3)
+    data = ledger.to_json()
+    assert data["tasks"] == 3 and Ledger.from_json(data, "r", "run.json") == ledger
+    assert ledger.span == 6
+    untasked = {k: v for k, v in data.items() if k != "tasks"}
+    with pytest.raises(vb.InvalidRequestError, match="shard 0 is not"):
+        Ledger.from_json(untasked, "r", "run.json")  # gaps only in a tasked ledger
+    swapped = {**data, "shards": [data["shards"][1], data["shards"][0], data["shards"][2]]}
+    with pytest.raises(vb.InvalidRequestError, match="shard 1 is not"):
+        Ledger.from_json(swapped, "r", "run.json")
+    with pytest.raises(vb.InvalidRequestError, match="'tasks' is not a count"):
+        Ledger.from_json({**data, "tasks": 0}, "r", "run.json")

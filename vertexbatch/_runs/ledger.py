@@ -158,9 +158,10 @@ class Ledger:
         shards: list[Shard] = []
         for index, entry in enumerate(listed):
             number = index
-            if tasks and isinstance(entry, dict) and isinstance(entry.get("id"), str):
-                # A tasked run's numbers increase, with gaps (``_runs.registry.shard_id``).
-                head, _, digits = entry["id"].rpartition(".s")
+            if tasks:  # a tasked run's numbers increase, with gaps (``_runs.registry``)
+                number = -1  # no shard's: refused below unless its number is above the last's
+                named = entry.get("id") if isinstance(entry, dict) else None
+                head, _, digits = named.rpartition(".s") if isinstance(named, str) else ("", "", "")
                 above = int(shards[-1].id.rpartition(".s")[2]) if shards else -1
                 if head == run_id and digits.isdigit() and int(digits) > above:
                     number = int(digits)
@@ -170,8 +171,11 @@ class Ledger:
                 or type(entry.get("keys")) is not int
                 or not 1 <= entry["keys"] <= MAX_ROWS
             ):
+                shown = "N" if tasks else str(index)
+                rule = ", N above the previous shard's" if tasks else ""
                 raise bad(
-                    f"shard {index} is not {{'id': '{run_id}.s{index}', 'keys': 1-{MAX_ROWS}}}"
+                    f"shard {index} is not {{'id': '{run_id}.s{shown}', 'keys': 1-{MAX_ROWS}}}"
+                    + rule
                 )
             shards.append(Shard(entry["id"], entry["keys"]))
         labelled = data.get("format") == LABELLED_FORMAT
