@@ -40,6 +40,8 @@ __all__ = [
     "Waiting",
     "any_task",
     "assemble",
+    "check_unique_keys",
+    "difference",
     "keys_name",
     "read_task",
     "record_name",
@@ -257,7 +259,7 @@ def assemble(staging: Staging, run_id: str, *, write: bool) -> Ledger | Waiting 
         if record is None:
             continue
         if record.settings() != first.settings():
-            raise _disagree(run_id, first, index, _difference(first, record))
+            raise _disagree(run_id, first, index, difference(first, record))
         records[index] = record
     missing = tuple(i for i in range(first.count) if i not in records)
     if missing:
@@ -301,7 +303,8 @@ def _disagree(run_id: str, first: TaskRecord, index: int, why: str) -> InvalidRe
     )
 
 
-def _difference(one: TaskRecord, other: TaskRecord) -> str:
+def difference(one: TaskRecord, other: TaskRecord) -> str:
+    """The first setting two task records differ in, in words."""
     names = ("count", "provider", "model", "max_attempts", "shard_size", "cache", "controls")
     for name, a, b in zip(names, one.settings(), other.settings(), strict=True):
         if a != b:

@@ -30,7 +30,7 @@ from .._manifest import Manifest, read_manifest, run_origin
 from .._models import Provider
 from .._schema import Schema
 from .ledger import Ledger, Shard, check_run_id, read_done, read_ledger
-from .registry import TaskRecord, keys_name, read_task, shard_id, write_task
+from .registry import TaskRecord, difference, keys_name, read_task, shard_id, write_task
 from .run import Run
 from .start import _check_rejoin, _from_cache, _Shards, check_numbers
 from .tasks import Task
@@ -240,11 +240,9 @@ def _check_rejoin_task(
     """Raise unless these rows and settings are those the task registered (reads only);
     the manifests of its shards."""
     if record.settings() != wanted.settings():
-        from .registry import _difference
-
         raise InvalidRequestError(
             f"task {wanted.index} of run {wanted.run!r} was registered with "
-            f"{_difference(record, wanted)}: rejoin it as it was started, or use a new run "
+            f"{difference(record, wanted)}: rejoin it as it was started, or use a new run "
             "id; nothing staged was changed",
             field="id",
         )
