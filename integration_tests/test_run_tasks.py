@@ -48,11 +48,14 @@ def _kill_at_write(stack: LocalStack, bucket: str, name: str, args: tuple[Any, .
     assert process.exitcode == -signal.SIGKILL
 
 
-def _finish(stack: LocalStack, client: vb.Client, run_id: str, total: int) -> vb.RunSummary:
-    """Advance until done; check one ledger's worth of jobs, each once, every key one outcome."""
+def _finish(
+    stack: LocalStack, client: vb.Client, run_id: str, total: int, settle: float = 30.0
+) -> vb.RunSummary:
+    """Advance until done; check one ledger's worth of jobs, each once, every key one outcome
+    (``settle``: the seconds the stack's jobs may take to end, each step)."""
     run = client.open_run(run_id)
     for _ in range(40):
-        stack.settle()
+        stack.settle(settle)
         summary = run.advance(max_live_jobs=16)
         if summary.done:
             break
@@ -66,7 +69,13 @@ def _finish(stack: LocalStack, client: vb.Client, run_id: str, total: int) -> vb
 
 
 def _four_tasks_one_killed(
-    stack: LocalStack, bucket: str, client: vb.Client, run_id: str, total: int, size: int
+    stack: LocalStack,
+    bucket: str,
+    client: vb.Client,
+    run_id: str,
+    total: int,
+    size: int,
+    settle: float = 30.0,
 ) -> None:
     """4 tasks of ``total`` requests at once in shards of ``size``; task 2 is SIGKILLed before
     its second shard's input is written and run again as attempt 1, which adopts its first
@@ -107,7 +116,7 @@ def _four_tasks_one_killed(
     assert [s.id for s in client.open_run(run_id).shards] == [
         f"{run_id}.s{i}" for i in range(shards)
     ]
-    _finish(stack, client, run_id, total)
+    _finish(stack, client, run_id, total, settle)
 
 
 def test_four_tasks_stage_one_run_one_killed_and_retried(
@@ -126,7 +135,7 @@ def test_four_tasks_stage_400k_requests_one_killed_and_retried(
     stack: LocalStack, bucket: str, client: vb.Client
 ) -> None:
     """The issue's figure: 4 tasks x 100,000 requests, 8 shards of 50,000."""
-    _four_tasks_one_killed(stack, bucket, client, "fleet-400k", 400_000, 50_000)
+    _four_tasks_one_killed(stack, bucket, client, "fleet-400k", 400_000, 50_000, settle=1200)
 
 
 @pytest.mark.parametrize("step", ["s3/manifest.json", "tasks/t1.keys", "tasks/t1.json"])

@@ -328,3 +328,18 @@ def test_a_tasked_ledger_reads_back_and_a_damaged_one_is_refused() -> None:
         Ledger.from_json(swapped, "r", "run.json")
     with pytest.raises(vb.InvalidRequestError, match="'tasks' is not a count"):
         Ledger.from_json({**data, "tasks": 0}, "r", "run.json")
+
+
+def test_a_tasked_ledger_too_large_to_read_back_is_refused_before_any_job(
+    client: vb.Client, stack: LocalStack
+) -> None:
+    from tests.helpers import with_staging_sizes
+    from vertexbatch._rules import Limits
+
+    with_staging_sizes(client, limits=Limits(record_bytes=2_500))
+    rows = _requests(80)
+    client.run_claude("huge", MODEL, rows[:40], shard_size=1, task=vb.Task(0, 2))
+    with pytest.raises(vb.InvalidRequestError, match="use a larger shard_size") as info:
+        client.run_claude("huge", MODEL, rows[40:], shard_size=1, task=vb.Task(1, 2))
+    assert info.value.field == "shard_size"
+    assert jobs_in(stack, client.bucket) == []
