@@ -46,16 +46,17 @@ def stage_task(
         out.put(("error", place.index, f"{type(exc).__name__}: {exc}", []))
 
 
-def advance_until_made(endpoints: dict[str, str], run_id: str, out: Any) -> None:
-    """Advance the run until its ledger is made, reporting each step (waiting, created)."""
+def advance_until_made(endpoints: dict[str, str], run_id: str, out: Any, stop: Any) -> None:
+    """Advance the run until its ledger is made (or the parent sets ``stop``), reporting each
+    step's (waiting, created)."""
     run = client(endpoints).open_run(run_id)
     try:
-        for _ in range(5000):  # bounded: the test registers the last task meanwhile
+        while not stop.is_set():  # the test registers the last task meanwhile
             summary = run.advance()
             out.put(("step", list(summary.waiting), summary.created))
             if not summary.waiting:
                 out.put(("ok", [], 0))
                 return
-        out.put(("error", "the run was never made", 0))
+        out.put(("error", "stopped before the run was made", 0))
     except Exception as exc:  # reported to the parent, which fails the test with it
         out.put(("error", f"{type(exc).__name__}: {exc}", 0))

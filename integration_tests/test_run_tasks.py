@@ -198,7 +198,10 @@ def test_a_task_registers_while_an_advancer_runs(
     out = _SPAWN.Queue()
     workers.stage_task(endpoints, "meanwhile", total, (0, 2, 0), size, None, out)
     assert out.get(timeout=60)[0] == "ok"
-    advancer = _SPAWN.Process(target=workers.advance_until_made, args=(endpoints, "meanwhile", out))
+    stop = _SPAWN.Event()
+    advancer = _SPAWN.Process(
+        target=workers.advance_until_made, args=(endpoints, "meanwhile", out, stop)
+    )
     advancer.start()
     first = out.get(timeout=120)
     assert first == ("step", [1], 0)  # the advancer is stepping a run still waiting
@@ -213,6 +216,7 @@ def test_a_task_registers_while_an_advancer_runs(
         if item[0] == "step":
             steps.append(item)
         elif item[0] == "error":
+            stop.set()
             pytest.fail(str(item))
         elif len(item) == 4:
             staged = item
