@@ -29,8 +29,8 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from benchmarks import workload  # noqa: E402
 from vertexbatch._manifest import Tally  # noqa: E402
-from vertexbatch._operations import staged_lines  # noqa: E402
 from vertexbatch._providers import by_command  # noqa: E402
+from vertexbatch._request_lines import staged_lines  # noqa: E402
 from vertexbatch._rules import DEFAULT_LIMITS  # noqa: E402
 
 

@@ -539,12 +539,13 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write every raw figure here")
     parser.add_argument(
-        "--only", choices=["import", "batch", "stall", "cache", "bigquery"],
+        "--only", choices=["import", "batch", "stall", "cache", "bigquery", "tasks"],
         help="import: the cold start alone; batch: staging, results and calls alone; "
         "stall: the event loop's longest gap under client.aio alone; "
         "cache: the answer cache and dedupe alone (benchmarks.cache, Claude, each size); "
         "bigquery: results of a BigQuery output table against list_rows and a query "
-        "(benchmarks.bigquery_results, each size)",
+        "(benchmarks.bigquery_results, each size); "
+        "tasks: one run staged from 1 and 2 task processes (benchmarks.run_tasks, each size)",
     )  # fmt: skip
     parser.add_argument("--stall-size", type=int, default=20_000)
     parser.add_argument(
@@ -563,6 +564,12 @@ def main(argv: list[str] | None = None) -> int:
         return _cache(args.sizes, args.repeats)
     if args.only == "bigquery":
         return _bigquery(args.sizes, args.repeats)
+    if args.only == "tasks":
+        from benchmarks import run_tasks
+
+        for n in args.sizes:
+            run_tasks.main(["--n", str(n), "--tasks", "1,2", "--repeats", str(args.repeats)])
+        return 0
     started = time.perf_counter()
     cases = [] if args.only == "import" else _batch(args)
     cold = None if args.only == "batch" else _cold_start(args.import_repeats)

@@ -1,16 +1,18 @@
-"""A Cloud Run job that submits a batch from a JSONL file, safely retried.
+"""A Cloud Run job whose tasks stage one run together from a JSONL file, safely retried.
 
-Cloud Run retries a failed task with the same execution id (``CLOUD_RUN_EXECUTION``). Using it as
-the submission id makes the retry adopt the job the first attempt created (or staged and never
-created) instead of creating a second one, whatever happened to the first attempt.
+Every task of the job's execution stages its part of the file (every N-th line, from its index:
+``vb.Task.from_env()`` reads ``CLOUD_RUN_TASK_INDEX``, ``CLOUD_RUN_TASK_COUNT`` and
+``CLOUD_RUN_TASK_ATTEMPT``) under one run id, the execution id ``CLOUD_RUN_EXECUTION``, and
+registers it. Cloud Run retries a failed task with the same index and execution id: the retry
+adopts what the first attempt staged and finishes it, whatever happened to the first attempt.
+No task waits for another: the run's jobs are created by the step that finds every task
+registered (the last task's own step, or a scheduled ``examples/run_advancer.py``).
 
-With several tasks (``CLOUD_RUN_TASK_COUNT`` > 1) each task submits every N-th line under
-``EXECUTION-tINDEX``.
-
-Run it as a Cloud Run job with ``--max-retries`` above 0, the command being
+Run it as a Cloud Run job (``--tasks N --max-retries M``, docs/operations.md), the command being
 ``python examples/cloud_run_job.py --provider claude --model claude-opus-5-5@default FILE``
 (one request per line: ``{"key": ..., "params": {...}}`` for Claude,
-``{"key": ..., "contents": [...], "config": {...}}`` for Gemini).
+``{"key": ..., "contents": [...], "config": {...}}`` for Gemini). Outside Cloud Run (no task
+variables) it stages the whole file as a run of one process.
 
 Configuration comes from the same variables as the ``vertexbatch`` command; with
 ``VERTEXBATCH_VERTEX_ENDPOINT`` and ``STORAGE_EMULATOR_HOST`` set it talks to the local stack.
@@ -30,47 +32,53 @@ from typing import Any
 import vertexbatch as vb
 
 
-def submission_id(env: dict[str, str] | None = None) -> str:
-    """The id of this task's submission: the execution id, plus the task index if several."""
+def run_id(env: dict[str, str] | None = None) -> str:
+    """The run every task of this execution stages into: the execution id."""
     env = dict(os.environ) if env is None else env
     execution = env.get("CLOUD_RUN_EXECUTION")
     if not execution:
         raise SystemExit("CLOUD_RUN_EXECUTION is not set: run this as a Cloud Run job task")
-    if int(env.get("CLOUD_RUN_TASK_COUNT", "1")) > 1:
-        return f"{execution}-t{env.get('CLOUD_RUN_TASK_INDEX', '0')}"
     return execution
 
 
-def read_lines(path: Path, task_index: int, task_count: int) -> Iterator[dict[str, Any]]:
-    """This task's share of the file's request lines, streamed."""
+def read_lines(path: Path) -> Iterator[dict[str, Any]]:
+    """The file's request lines, streamed."""
     with path.open("rb") as f:
-        for number, raw in enumerate(f):
-            if raw.strip() and number % task_count == task_index:
+        for raw in f:
+            if raw.strip():
                 yield json.loads(raw)
 
 
 def main(argv: Sequence[str] | None = None, client: vb.Client | None = None) -> int:
-    """Submit this task's requests under the execution id; print the job as JSON."""
+    """Stage this task's part of the run; print where the run stands as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--provider", choices=["claude", "gemini"], required=True)
     parser.add_argument("--model", required=True)
     parser.add_argument("file", type=Path)
     args = parser.parse_args(argv)
 
-    task_index = int(os.environ.get("CLOUD_RUN_TASK_INDEX", "0"))
-    task_count = int(os.environ.get("CLOUD_RUN_TASK_COUNT", "1"))
-    sid = submission_id()
-    lines = read_lines(args.file, task_index, task_count)
+    rid = run_id()
+    task = vb.Task.from_env()  # None outside Cloud Run: the whole file, one process
+    lines = read_lines(args.file)
+    part = lines if task is None else task.take(lines)  # every N-th line, streamed
     # A client handed in is the caller's to close; one made here is closed when done.
     with contextlib.nullcontext(client) if client else vb.Client.from_env() as used:
         if args.provider == "claude":
-            claude = (vb.ClaudeRequest(d["key"], d["params"]) for d in lines)
-            job = used.submit_claude(sid, args.model, claude)
+            claude = (vb.ClaudeRequest(d["key"], d["params"]) for d in part)
+            run = used.run_claude(rid, args.model, claude, task=task)
         else:
-            gemini = (vb.GeminiRequest(d["key"], d["contents"], d.get("config")) for d in lines)
-            job = used.submit_gemini(sid, args.model, gemini)
+            gemini = (vb.GeminiRequest(d["key"], d["contents"], d.get("config")) for d in part)
+            run = used.run_gemini(rid, args.model, gemini, task=task)
+        summary = run.status()
     # Cloud Run sends stdout to Cloud Logging: one JSON line a log query can pick up.
-    print(json.dumps({"message": "batch submitted", "job": job.to_dict()}))
+    record = {
+        "message": "run part staged",
+        "run": rid,
+        "task": None if task is None else task.index,
+        "keys": summary.keys,
+        "waiting_for_tasks": list(summary.waiting),
+    }
+    print(json.dumps(record))
     return 0
 
 

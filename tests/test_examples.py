@@ -33,23 +33,25 @@ def test_cloud_run_job_retried_task_adopts_the_job(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """A retried task (same CLOUD_RUN_EXECUTION) returns the same job; Vertex holds one."""
+    """Outside the task variables the file is one run; a retry (same execution) rejoins it."""
     cloud_run_job = load("cloud_run_job")
     path = write_jsonl(
         tmp_path / "requests.jsonl",
         ({"key": r.key, "params": dict(r.params)} for r in claude_requests(4)),
     )
     monkeypatch.setenv("CLOUD_RUN_EXECUTION", "review-batch-x7k2p")
+    for name in ("CLOUD_RUN_TASK_INDEX", "CLOUD_RUN_TASK_COUNT", "CLOUD_RUN_TASK_ATTEMPT"):
+        monkeypatch.delenv(name, raising=False)
     argv = ["--provider", "claude", "--model", CLAUDE, str(path)]
     assert cloud_run_job.main(argv) == 0
-    first = json.loads(capsys.readouterr().out)["job"]
+    first = json.loads(capsys.readouterr().out)
     assert cloud_run_job.main(argv) == 0  # the retry
-    second = json.loads(capsys.readouterr().out)["job"]
-    assert first == second and first["id"] == "review-batch-x7k2p" and first["keys"] == 4
-    assert ids_on_vertex(stack, stack_env) == ["review-batch-x7k2p"]
+    second = json.loads(capsys.readouterr().out)
+    assert first == second and first["run"] == "review-batch-x7k2p" and first["keys"] == 4
+    assert ids_on_vertex(stack, stack_env) == ["review-batch-x7k2p.s0"]
 
 
-def test_cloud_run_job_tasks_split_the_file(
+def test_cloud_run_job_tasks_stage_one_run(
     stack: LocalStack,
     stack_env: str,
     client: vb.Client,
@@ -57,20 +59,26 @@ def test_cloud_run_job_tasks_split_the_file(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """With several tasks each submits every N-th Gemini line under EXECUTION-tINDEX."""
+    """Two tasks (and a retry of the first) stage every other Gemini line into one run."""
     cloud_run_job = load("cloud_run_job")
     path = write_jsonl(
         tmp_path / "requests.jsonl", ({"key": f"t{i}", "contents": f"Ticket {i}"} for i in range(5))
     )
     monkeypatch.setenv("CLOUD_RUN_EXECUTION", "triage-abc12")
     monkeypatch.setenv("CLOUD_RUN_TASK_COUNT", "2")
-    for index in ("0", "1"):
+    argv = ["--provider", "gemini", "--model", "gemini-3.8-flash", str(path)]
+    printed = []
+    for index, attempt in (("0", "0"), ("0", "1"), ("1", "0")):
         monkeypatch.setenv("CLOUD_RUN_TASK_INDEX", index)
-        argv = ["--provider", "gemini", "--model", "gemini-3.8-flash", str(path)]
+        monkeypatch.setenv("CLOUD_RUN_TASK_ATTEMPT", attempt)
         assert cloud_run_job.main(argv, client=client) == 0
-    capsys.readouterr()
-    jobs = [client.find("triage-abc12-t0"), client.find("triage-abc12-t1")]
-    assert [j.keys for j in jobs if j is not None] == [3, 2]
+        printed.append(json.loads(capsys.readouterr().out))
+    assert printed[0]["waiting_for_tasks"] == [1] and printed[0]["keys"] == 3
+    assert printed[1] == printed[0]  # the retry adopted what the first attempt staged
+    assert printed[2]["waiting_for_tasks"] == [] and printed[2]["keys"] == 5
+    run = client.open_run("triage-abc12")
+    assert [s.keys for s in run.shards] == [3, 2]
+    assert sorted(ids_on_vertex(stack, stack_env)) == ["triage-abc12.s0", "triage-abc12.s1"]
 
 
 # -- scheduler_poller.py ------------------------------------------------------------------------

@@ -43,3 +43,10 @@ def test_an_error_pickles_and_names_the_package() -> None:
     assert type(pickle.loads(pickle.dumps(error))) is vertexbatch.InvalidRequestError
     line = traceback.format_exception_only(error)[-1]
     assert line == "vertexbatch.InvalidRequestError: bad id\n"
+
+
+def test_the_run_task_value_is_public() -> None:
+    """``vertexbatch.Task`` (runs across tasks) is exported, and names the package."""
+    assert "Task" in vertexbatch.__all__
+    assert vertexbatch.Task.__module__ == "vertexbatch"
+    assert repr(vertexbatch.Task(1, 2)) == "Task(index=1, count=2, attempt=0)"

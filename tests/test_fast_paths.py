@@ -737,7 +737,7 @@ def _staged_or_error(requests: list[vb.GeminiRequest] | list[vb.ClaudeRequest]) 
     that stopped them, if any."""
     from vertexbatch._errors import InvalidRequestError
     from vertexbatch._lines import claude_line, gemini_line
-    from vertexbatch._operations import staged_lines as _staged_lines
+    from vertexbatch._request_lines import staged_lines as _staged_lines
 
     claude = bool(requests) and isinstance(requests[0], vb.ClaudeRequest)
     kind, build = (vb.ClaudeRequest, claude_line) if claude else (vb.GeminiRequest, gemini_line)

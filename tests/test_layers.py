@@ -101,6 +101,9 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_runs.ledger",
             "_runs.online",
             "_runs.sink",
+            "_runs.tasks",
+            "_runs.registry",
+            "_runs.tasked",
             "_wait",
         },
     ),
@@ -109,6 +112,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         {
             "_client",
             "_operations",
+            "_request_lines",
             "_submit_options",
             "_aio",
             "_config",

@@ -32,6 +32,7 @@ from ._models import Job, Result, Status
 from ._progress import ProgressCallback
 from ._runs.online import CONCURRENCY
 from ._runs.run import KeyResult, Run, RunSummary
+from ._runs.tasks import Task
 from ._submit_options import PlanKeywords, RunKeywords, SubmitKeywords
 from ._wait import poll_async
 
@@ -85,13 +86,17 @@ class AsyncRun:
         """``Run.status``, awaitable."""
         return await self._pool.call(f"status of run {self.run.id}", self.run.status)
 
-    def results(self, *, progress: ProgressCallback | None = None) -> ResultStream[Result]:
-        """``Run.results`` as an async iterator (``progress`` is called in its reading thread)."""
-        return ResultStream(f"results of run {self.run.id}", self.run.results(progress=progress))
+    def results(
+        self, *, task: Task | None = None, progress: ProgressCallback | None = None
+    ) -> ResultStream[Result]:
+        """``Run.results`` as an async iterator (``task``: that task's share; ``progress`` is
+        called in its reading thread)."""
+        results = self.run.results(task=task, progress=progress)
+        return ResultStream(f"results of run {self.run.id}", results)
 
-    def key_results(self) -> ResultStream[KeyResult]:
-        """``Run.key_results`` as an async iterator."""
-        return ResultStream(f"key results of run {self.run.id}", self.run.key_results())
+    def key_results(self, *, task: Task | None = None) -> ResultStream[KeyResult]:
+        """``Run.key_results`` as an async iterator (``task``: that task's share)."""
+        return ResultStream(f"key results of run {self.run.id}", self.run.key_results(task=task))
 
 
 class AsyncClient:

@@ -9,17 +9,12 @@ checked and built into lines here, one request at a time, before any cloud call
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sized
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ._bigquery.source import (
-    BigQuerySource,
-    ClaudeRequests,
-    GeminiRequests,
-    SourceRows,
-    check_source_extra,
-)
+from ._bigquery.source import BigQuerySource, ClaudeRequests, GeminiRequests
 from ._cache.store import AnswerCache, check_ttl
 from ._cache.submission import answer_from_cache, claimed_digests, is_cached_job
 from ._cloud import Cloud
@@ -27,32 +22,28 @@ from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError
 from ._estimate import Plan, build_plan, submitted_plan
 from ._identity import resubmit, stage_and_submit
-from ._lines import StagedLine
 from ._lookup import held_job
 from ._manifest import no_rows, resubmit_origin, with_schema, with_source
-from ._models import ClaudeRequest, GeminiRequest, Job, Provider, Status
+from ._models import Job, Provider, Status
 from ._prices import Price
 from ._progress import Meter, meter_of
-from ._providers import PROVIDERS
+from ._request_lines import request_lines
 from ._results import iter_results
-from ._rules import check_id, check_job, check_key, check_model, next_attempt_id
+from ._rules import check_id, check_job, check_model, next_attempt_id
 from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
 from ._runs.run import DEFAULT_SHARD_SIZE, Run
 from ._runs.sink import check_run_dest
 from ._runs.start import create_run, held_run
-from ._schema import Schema
+from ._runs.tasked import held_task, start_task
+from ._runs.tasks import Task
 from ._submit_options import PlanKeywords, RunKeywords, SubmitOptions
 from ._telemetry import SILENT
 from ._tokens import token_counter
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "plan",
     "planned",
     "resubmit_job",
-    "staged_lines",
     "start_run",
     "started",
     "submit",
@@ -99,10 +90,6 @@ def submit(
     return job
 
 
-def _line_size(line: StagedLine) -> int:
-    return len(line.data)
-
-
 def plan(
     cloud: Cloud,
     id: str,
@@ -114,12 +101,18 @@ def plan(
     count_tokens: bool,
     prices: Iterable[Price],
     shard_size: int | None,
+    task: Task | None = None,
 ) -> Plan:
     """What submitting (or, with ``shard_size``, starting a run of) the requests would do; the
-    plan names the sink (``Plan.dest``)."""
+    plan names the sink (``Plan.dest``). ``task``: the requests are that task's part of a run."""
+    if task is not None and shard_size is None:
+        raise InvalidRequestError(
+            "task= plans one task's part of a run: give shard_size too", field="task"
+        )
+    check_tasked(task, options.dest, requests)
     meter = meter_of(options.progress, "plan", requests)
     made = _plan(
-        cloud, id, model, provider, requests, options, count_tokens, prices, shard_size, meter
+        cloud, id, model, provider, requests, options, count_tokens, prices, shard_size, task, meter
     )
     if meter is not None:
         meter.report(done=True)
@@ -136,6 +129,7 @@ def _plan(
     count_tokens: bool,
     prices: Iterable[Price],
     shard_size: int | None,
+    task: Task | None,
     meter: Meter | None,
 ) -> Plan:
     check_id(id)
@@ -187,7 +181,12 @@ def _plan(
             job, cached = found
             return submitted_plan(provider, model, held, job.name, cached, prices)
     else:  # what the run id already holds: starting these would rejoin it, or be refused
-        run = held_run(
+        holding = (
+            functools.partial(held_run, dest=options.dest)
+            if task is None
+            else functools.partial(held_task, task=task)  # a tasked run has no dest (yet)
+        )
+        run = holding(
             cloud,
             id,
             provider,
@@ -198,7 +197,6 @@ def _plan(
             cache=cache,
             schema=options.schema,
             controls=controls,
-            dest=options.dest,
         )
         if run is not None:
             return submitted_plan(
@@ -280,74 +278,22 @@ def resubmit_job(
     )
 
 
-def staged_lines(
-    requests: Iterable[Any],
-    expected: type[ClaudeRequest] | type[GeminiRequest],
-    build: Callable[..., StagedLine],
-    schema: Schema | None = None,
-) -> Iterator[StagedLine]:
-    """Validate each request's type and key, then build its line (with ``schema``, the answer
-    schema written in); one request at a time.
-
-    ``requests`` itself is checked now, before any cloud call; its items as they are taken.
-    """
-    if isinstance(requests, str | bytes | Mapping) or not isinstance(requests, Iterable):
+def check_tasked(task: Task | None, dest: str, requests: object) -> None:
+    """Refuse what a run staged by tasks cannot honour yet, before any cloud call: a BigQuery
+    sink (the ledger the last task's step makes carries none) and a table source (every task
+    would read the whole table)."""
+    if task is not None and dest:
         raise InvalidRequestError(
-            f"requests must be an iterable of {expected.__name__}, got {type(requests).__name__}",
+            "a run staged by tasks (task=) cannot write to BigQuery (dest=) yet: run it "
+            "without task=, or without dest (GCS)",
+            field="dest",
+        )
+    if task is not None and isinstance(requests, BigQuerySource):
+        raise InvalidRequestError(
+            "a run staged by tasks (task=) cannot read a BigQuerySource yet: every task would "
+            "read the whole table; give each task its part as requests, or run without task=",
             field="requests",
         )
-    return _built_lines(requests, expected, build, schema)
-
-
-def _built_lines(
-    requests: Iterable[Any],
-    expected: type[ClaudeRequest] | type[GeminiRequest],
-    build: Callable[..., StagedLine],
-    schema: Schema | None,
-) -> Iterator[StagedLine]:
-    from ._field_types import FieldTypes
-
-    seen: set[str] = set()
-    types = FieldTypes()  # a field's type must not differ between the lines (Vertex's importer)
-    for request in requests:
-        if not isinstance(request, expected):
-            raise InvalidRequestError(
-                f"expected {expected.__name__} items, got {type(request).__name__}",
-                field="requests",
-            )
-        check_key(request.key, seen)
-        yield build(request, types, schema)
-
-
-def request_lines(
-    cloud: Cloud,
-    provider: Provider,
-    requests: ClaudeRequests | GeminiRequests,
-    options: SubmitOptions,
-    meter: Meter | None,
-) -> tuple[Iterator[StagedLine], SourceRows | None]:
-    """The requests' staged lines, built as they are taken and counted by ``meter``, and the
-    reading of a ``BigQuerySource`` (which records the table), else ``None``."""
-    taken, read = source_requests(cloud, provider, requests)
-    row = PROVIDERS[provider]
-    lines = staged_lines(taken, row.request, row.builder(options.check_fields), options.schema)
-    return (lines if meter is None else meter.counted(lines, _line_size)), read
-
-
-def source_requests(
-    cloud: Cloud, provider: Provider, requests: ClaudeRequests | GeminiRequests
-) -> tuple[Iterable[Any], SourceRows | None]:
-    """``requests`` as they are, or a ``BigQuerySource``'s rows as requests (``SourceRows``:
-    read once, when the first request is taken) and the reading, which records the table."""
-    if not isinstance(requests, BigQuerySource):
-        return requests, None
-    check_source_extra()  # before any cloud call: the table cannot be read without it
-    if cloud.bigquery is None:
-        raise InvalidRequestError(
-            "this client has no BigQuery Storage Read client", field="requests"
-        )
-    read = SourceRows(requests, provider, cloud.bigquery.client, cloud.project, cloud.retry)
-    return read.requests(), read
 
 
 def _rejoined(run: tuple[Ledger, int, list[Shard]]) -> str:
@@ -371,13 +317,26 @@ def start_run(
     *,
     shard_size: int,
     max_attempts: int,
+    task: Task | None = None,
 ) -> Run:
-    """``run_claude`` and ``run_gemini``: check, then start (or rejoin) the run."""
+    """``run_claude`` and ``run_gemini``: check, then start (or rejoin) the run (``task``: one
+    task's part of it)."""
     dest = check_run_dest(options.dest)  # a dataset, never a table
+    check_tasked(task, dest, requests)
     check_model(model, provider)
     controls = options.controls(cloud.location)
     meter = meter_of(options.progress, "stage", requests)
     lines, _ = request_lines(cloud, provider, requests, options, meter)  # the ledger: their rows
+    ttl = check_ttl(options.cache_ttl)
+    if task is not None:  # one task's part of a run staged by many (docs/runs.md)
+        run = start_task(
+            cloud, id, provider, model, lines, task=task, shard_size=shard_size,
+            max_attempts=max_attempts, dedupe=options.dedupe, cache=options.cache,
+            cache_ttl=ttl, schema=options.schema, controls=controls,
+        )  # fmt: skip
+        if meter is not None:
+            meter.report(done=True)
+        return run
     run = create_run(
         cloud,
         id,
@@ -388,7 +347,7 @@ def start_run(
         max_attempts=max_attempts,
         dedupe=options.dedupe,
         cache=options.cache,
-        cache_ttl=check_ttl(options.cache_ttl),
+        cache_ttl=ttl,
         count=len(requests) if isinstance(requests, Sized) else None,
         schema=options.schema,
         controls=controls,
@@ -420,6 +379,7 @@ def planned(
         count_tokens=given.get("count_tokens", False),
         prices=given.get("prices", ()),
         shard_size=given.get("shard_size"),
+        task=given.get("task"),
     )
 
 
@@ -443,4 +403,5 @@ def started(
         options,
         shard_size=given.get("shard_size", DEFAULT_SHARD_SIZE),
         max_attempts=given.get("max_attempts", 3),
+        task=given.get("task"),
     )

@@ -24,6 +24,8 @@ from ._schema import Schema, schema_of
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from ._runs.tasks import Task
+
 __all__ = ["PlanKeywords", "RunKeywords", "SubmitKeywords", "SubmitOptions", "checked"]
 
 
@@ -73,19 +75,24 @@ class SubmitKeywords(TypedDict, total=False):
 
 class PlanKeywords(SubmitKeywords, total=False):
     """A plan's keywords: a submission's, and ``count_tokens`` (``False``), ``prices`` (``()``),
-    ``shard_size`` (``None``: a single job; a number: a run cut in shards of that many keys)."""
+    ``shard_size`` (``None``: a single job; a number: a run cut in shards of that many keys),
+    ``task`` (``None``; a ``vertexbatch.Task``: the requests are that task's part of a run)."""
 
     count_tokens: bool
     prices: Iterable[Price]
     shard_size: int | None
+    task: Task | None
 
 
 class RunKeywords(SubmitKeywords, total=False):
-    """A run's keywords: a submission's, and ``shard_size`` (``DEFAULT_SHARD_SIZE``, 100,000) and
-    ``max_attempts`` (3)."""
+    """A run's keywords: a submission's, and ``shard_size`` (``DEFAULT_SHARD_SIZE``, 100,000),
+    ``max_attempts`` (3) and ``task`` (``None``: the run is staged by this process alone; a
+    ``vertexbatch.Task``: this process stages that task's part of a run staged by many,
+    docs/runs.md "Runs across tasks")."""
 
     shard_size: int
     max_attempts: int
+    task: Task | None
 
 
 def checked(method: str, given: Mapping[str, object], kind: type) -> Mapping[str, Any]:

@@ -111,8 +111,10 @@ def plan_of(
     lines: Any,
     pay: PayOnce,
     shard_size: int | None = None,
+    **tasked: Any,
 ) -> Plan:
-    """The plan ``--dry-run`` prints: ``plan_claude`` or ``plan_gemini`` with the options."""
+    """The plan ``--dry-run`` prints: ``plan_claude`` or ``plan_gemini`` with the options
+    (``tasked``: ``task=``, a run task's part)."""
     planner: Callable[..., Plan] = getattr(client, by_command(provider).method("plan"))
     return planner(
         submission_id,
@@ -121,6 +123,7 @@ def plan_of(
         count_tokens=pay.count_tokens,
         shard_size=shard_size,
         prices=pay.prices,
+        **tasked,
         **pay.submit_arguments(),
     )
 

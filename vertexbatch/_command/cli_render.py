@@ -312,13 +312,19 @@ def status_record(job: Job, status: Status) -> dict[str, Any]:
 
 
 def run_record(summary: RunSummary, *, shards: int) -> dict[str, Any]:
-    """The JSON form of a run's summary, with its number of shards and the exit code."""
-    return {
+    """The JSON form of a run's summary, with its number of shards and the exit code
+    (``waiting``, the tasks not registered yet, only while there are some)."""
+    record = {
         **dataclasses.asdict(summary),
         "outcomes": dict(summary.outcomes),
         "shards": shards,
         "exit_code": int(run_exit_code(summary)),
     }
+    if not summary.waiting:
+        del record["waiting"]
+    else:
+        record["waiting"] = list(summary.waiting)
+    return record
 
 
 def run_line(summary: RunSummary, *, created: bool = False) -> str:
@@ -333,6 +339,8 @@ def run_line(summary: RunSummary, *, created: bool = False) -> str:
     if summary.done:
         return line
     advance = f"'vertexbatch run advance {summary.id}'"
+    if summary.waiting:
+        return f"{line}: no job is created until every task has registered"
     if summary.live_jobs:
         return f"{line}; waiting for its jobs, then {advance}"
     return f"{line}; waiting for {advance}"

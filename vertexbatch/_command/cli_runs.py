@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 import click
 
@@ -15,6 +17,7 @@ from .._client import Client
 from .._errors import InvalidRequestError
 from .._providers import COMMANDS, by_command
 from .._runs.run import DEFAULT_SHARD_SIZE, Run, RunSummary
+from .._runs.tasks import COUNT_VARIABLE, INDEX_VARIABLE, Task
 from .cli_controls import control_options
 from .cli_options import cloud_client, cloud_command
 from .cli_plan import PayOnce, echo_plan, pay_options, plan_of
@@ -69,6 +72,33 @@ def _deadline(value: str | None) -> datetime | None:
     return deadline
 
 
+def task_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--task-index`` and ``--task-count``, by default the Cloud Run task's variables."""
+    command = click.option(
+        "--task-count",
+        type=click.IntRange(min=1),
+        envvar=COUNT_VARIABLE,
+        help=f"How many tasks share the run. [env: {COUNT_VARIABLE}]",
+    )(command)
+    return click.option(
+        "--task-index",
+        type=click.IntRange(min=0),
+        envvar=INDEX_VARIABLE,
+        help=f"This task's index, from 0. [env: {INDEX_VARIABLE}]",
+    )(command)
+
+
+def _task(index: int | None, count: int | None) -> Task | None:
+    """The task the options name; ``None`` when neither is given (nor set by Cloud Run)."""
+    if index is None and count is None:
+        return None
+    if index is None or count is None:
+        raise Fail(ExitCode.USAGE, "--task-index and --task-count go together")
+    if index >= count:
+        raise Fail(ExitCode.USAGE, f"--task-index {index} is not below --task-count {count}")
+    return Task(index, count)
+
+
 @click.group("run")
 def run_group() -> None:
     """Runs: many requests over shards and attempts until every key is answered.
@@ -97,6 +127,7 @@ def run_group() -> None:
     help="Most attempts per key.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@task_options
 @pay_options
 @control_options
 @requests_argument
@@ -108,6 +139,8 @@ def run_submit(
     shard_size: int,
     attempts: int,
     as_json: bool,
+    task_index: int | None,
+    task_count: int | None,
     pay: PayOnce,
     file: GivenRequests,
 ) -> None:
@@ -115,12 +148,19 @@ def run_submit(
 
     The lines (or the --source table) are those of `vertexbatch submit`. Stages every shard,
     creates the first jobs and prints the run's summary; the same id and file again rejoin it.
+    With --task-index and --task-count (by default the Cloud Run task's), this task stages its
+    part of FILE (every COUNT-th request from INDEX) under the one run id; jobs are created once
+    every task did.
     """
     check_provider(provider, model)
+    task = _task(task_index, task_count)
+    tasked = {} if task is None else {"task": task}
     with given_requests(file, provider) as (requests, stream):
         client = cloud_client()
+        # A file's lines are cut here; a table is handed on whole (the library refuses it).
+        part = requests if task is None or stream is None else task.take(requests)
         if pay.dry_run:
-            plan = plan_of(client, provider, run_id, model, requests, pay, shard_size)
+            plan = plan_of(client, provider, run_id, model, part, pay, shard_size, **tasked)
             echo_plan(plan, f"run {run_id!r}", as_json)
             return
         start = getattr(client, by_command(provider).method("run"))
@@ -128,9 +168,10 @@ def run_submit(
             run = start(
                 run_id,
                 model,
-                requests,
+                iter(part) if stream is not None else part,
                 shard_size=shard_size,
                 max_attempts=attempts,
+                **tasked,
                 **pay.submit_arguments(),
                 progress=progress,
             )
@@ -188,20 +229,27 @@ def run_status(run_id: str, as_json: bool) -> None:
     multiple=True,
     help="Print only keys with this outcome or run_outcome (repeatable), e.g. exhausted.",
 )
+@task_options
 @cloud_command
-def run_results(run_id: str, only: tuple[str, ...]) -> None:
+def run_results(
+    run_id: str, only: tuple[str, ...], task_index: int | None, task_count: int | None
+) -> None:
     """Print one JSON line per key of the run; a summary goes to stderr.
 
     Each key's latest attempt wins. The fields are those of `vertexbatch results`, then
     attempts (how many attempts held the key) and run_outcome (ok, refused, truncated, failed,
     exhausted: retryable or missing with no attempt left, or pending: its shard is not
-    finished), the words `run status` counts; the summary counts them as it does.
+    finished), the words `run status` counts; the summary counts them as it does. With
+    --task-index and --task-count (by default the Cloud Run task's), only this task's share of
+    the keys: the shares of COUNT tasks hold every key exactly once.
     """
+    task = _task(task_index, task_count)
     client = cloud_client()
     run = _open_run(client, run_id)
     counts: Counter[str] = Counter()
-    for item in run.key_results():
+    for item in run.key_results(task=task):
         counts[item.outcome] += 1
         if not only or item.result.outcome in only or item.outcome in only:
             click.echo(json_line(run_result_record(item)))
-    click.echo(run_results_summary(counts, keys=run.keys), err=True)
+    keys = run.keys if task is None else sum(counts.values())
+    click.echo(run_results_summary(counts, keys=keys), err=True)

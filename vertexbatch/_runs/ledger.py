@@ -106,6 +106,14 @@ class Ledger:
     labelled: bool = False
     controls: Controls = NO_CONTROLS
     dest: str = ""
+    # Staged by this many tasks (``_runs.registry``), 0 by one process: its shard numbers are
+    # interleaved by task (``RUN.s{n*tasks+task}``), increasing, with gaps where tasks differ.
+    tasks: int = 0
+
+    @property
+    def span(self) -> int:
+        """One past the highest shard number (the shard count, in a run of one process)."""
+        return int(self.shards[-1].id.rpartition(".s")[2]) + 1 if self.shards else 0
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {
@@ -120,6 +128,8 @@ class Ledger:
             data["controls"] = self.controls.to_json()
         if self.dest:
             data["dest"] = self.dest
+        if self.tasks:
+            data["tasks"] = self.tasks
         return data
 
     @classmethod
@@ -148,16 +158,30 @@ class Ledger:
         listed = data.get("shards")
         if not isinstance(listed, list) or not listed:
             raise bad("'shards' is not a list of shards")
-        shards = []
+        tasks = data.get("tasks", 0)
+        if type(tasks) is not int or tasks < 0 or ("tasks" in data and not tasks):
+            raise bad("'tasks' is not a count of tasks")
+        shards: list[Shard] = []
         for index, entry in enumerate(listed):
+            number = index
+            if tasks:  # a tasked run's numbers increase, with gaps (``_runs.registry``)
+                number = -1  # no shard's: refused below unless its number is above the last's
+                named = entry.get("id") if isinstance(entry, dict) else None
+                head, _, digits = named.rpartition(".s") if isinstance(named, str) else ("", "", "")
+                above = int(shards[-1].id.rpartition(".s")[2]) if shards else -1
+                if head == run_id and digits.isdigit() and int(digits) > above:
+                    number = int(digits)
             if (
                 not isinstance(entry, dict)
-                or entry.get("id") != f"{run_id}.s{index}"
+                or entry.get("id") != f"{run_id}.s{number}"
                 or type(entry.get("keys")) is not int
                 or not 1 <= entry["keys"] <= MAX_ROWS
             ):
+                shown = "N" if tasks else str(index)
+                rule = ", N above the previous shard's" if tasks else ""
                 raise bad(
-                    f"shard {index} is not {{'id': '{run_id}.s{index}', 'keys': 1-{MAX_ROWS}}}"
+                    f"shard {index} is not {{'id': '{run_id}.s{shown}', 'keys': 1-{MAX_ROWS}}}"
+                    + rule
                 )
             shards.append(Shard(entry["id"], entry["keys"]))
         labelled = data.get("format") == LABELLED_FORMAT
@@ -170,7 +194,9 @@ class Ledger:
         dest = data.get("dest", "")
         if "dest" in data and not _is_dataset(dest):
             raise bad("'dest' is not a bq://PROJECT.DATASET vertexbatch wrote")
-        return cls(run_id, provider, model, attempts, tuple(shards), labelled, controls, dest)
+        return cls(
+            run_id, provider, model, attempts, tuple(shards), labelled, controls, dest, tasks
+        )
 
 
 def _is_dataset(dest: object) -> bool:

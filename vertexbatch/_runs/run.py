@@ -45,7 +45,9 @@ from .online import CONCURRENCY
 from .plan import StepRules, plan_step
 from .read import UNSETTLED, ShardReader
 from .records import Records
+from .registry import Waiting, assemble
 from .step import RunSummary, Step, open_shard
+from .tasks import Task
 
 __all__ = [
     "DEFAULT_LIVE_JOBS",
@@ -87,11 +89,15 @@ def _tracing_of(run: Run) -> Tracing:
 class Run:
     """A run of many requests over shards and attempts; see the module docstring."""
 
-    def __init__(self, cloud: Cloud, ledger: Ledger) -> None:
+    def __init__(self, cloud: Cloud, ledger: Ledger, *, waiting: bool = False) -> None:
+        """``waiting``: a run staged by tasks whose ledger is not made yet (``ledger`` has no
+        shards): each step first tries to make it (``_runs.registry``)."""
         # With a CMEK key, every object of the run (records, online answers) is written with it.
         cloud = replace(cloud, staging=cloud.staging.keyed(ledger.controls.kms_key))
         self._cloud = cloud
         self._ledger = ledger
+        self._waiting: Waiting | None = None
+        self._unmade = waiting
         self.id = ledger.id
         self.provider: Provider = ledger.provider
         self.model = ledger.model
@@ -100,6 +106,34 @@ class Run:
         self.dest = ledger.dest  # the BigQuery dataset its jobs write to ("": GCS)
         self._labels = {RUN_LABEL: id_label(self.id)}
         self._reader = ShardReader(cloud, self.id, self.provider, self.model)
+
+    def _made(self, write: bool) -> bool:
+        """Whether the run has its ledger: a tasked run's is made once every task registered
+        (written only when ``write``: ``status`` writes nothing)."""
+        if not self._unmade:
+            return True
+        found = assemble(self._cloud.staging, self.id, write=write)
+        if isinstance(found, Ledger):
+            self._ledger, self.shards, self._waiting = found, list(found.shards), None
+            self._unmade = not write
+            return True
+        self._waiting = found
+        return False
+
+    def _unmade_summary(self) -> RunSummary:
+        waiting = self._waiting
+        keys = 0 if waiting is None else waiting.keys
+        missing = () if waiting is None else waiting.missing
+        return RunSummary(self.id, False, keys, {"pending": keys} if keys else {}, waiting=missing)
+
+    def _ready_to_read(self) -> None:
+        if not self._made(write=False):
+            missing = self._waiting.missing if self._waiting is not None else ()
+            raise InvalidRequestError(
+                f"run {self.id!r} has no results yet: tasks {list(missing)} have not registered "
+                "their requests, so no job exists",
+                field="run",
+            )
 
     def __repr__(self) -> str:
         return f"Run(id={self.id!r}, provider={self.provider!r}, shards={len(self.shards)})"
@@ -172,6 +206,8 @@ class Run:
             max_attempts=self.max_attempts,
             live_budget=budget,
         )
+        if not self._made(write=True):
+            return self._unmade_summary()
         summary = self._step(rules, online_concurrency)
         note(
             {
@@ -184,6 +220,8 @@ class Run:
 
     def status(self) -> RunSummary:
         """Where the run stands, without creating or cancelling anything."""
+        if not self._made(write=False):
+            return self._unmade_summary()
         return self._step(self._looking(), CONCURRENCY)
 
     def _looking(self) -> StepRules:
@@ -196,17 +234,33 @@ class Run:
         """One step (``_run_step``): its state read at a cost that does not grow with the shards."""
         return Step(self._cloud, self._ledger, self._reader, self._labels).take(rules, concurrency)
 
-    def key_results(self) -> Iterator[KeyResult]:
+    def _share(self, task: Task | None) -> list[Shard]:
+        """The shards a reading task takes: every ``task.count``-th of the run's, from its
+        index (all of them without a task), so that N readers share every key exactly once."""
+        if task is not None and not isinstance(task, Task):
+            raise InvalidRequestError(
+                f"task must be a vertexbatch.Task, got {type(task).__name__}", field="task"
+            )
+        self._ready_to_read()
+        if task is None:
+            return self.shards
+        return self.shards[task.index :: task.count]
+
+    def key_results(self, *, task: Task | None = None) -> Iterator[KeyResult]:
         """Like ``results``, each result with its attempts and its outcome in the run.
 
         The outcomes are those ``status`` counts: a key of a shard that is not finished is
         ``pending`` (whatever its latest result), and a retryable or missing key of a finished
-        shard is ``exhausted``.
+        shard is ``exhausted``. ``task``: this task's share of the keys, as for ``results``.
         """
+        shards = self._share(task)
+        return self._key_results(shards)
+
+    def _key_results(self, shards: list[Shard]) -> Iterator[KeyResult]:
         reader = self._reader
         records = Records(self._cloud.staging)
         jobs = self._jobs()
-        for shard in self.shards:
+        for shard in shards:
             job = reader.job(shard)
             attempts = jobs.attempts(shard, self.max_attempts)
             final = records.done(shard) is not None or any(
@@ -225,24 +279,34 @@ class Run:
                     outcome = result.outcome
                 yield KeyResult(result, tries, outcome)
 
-    def results(self, *, progress: ProgressCallback | None = None) -> Iterator[Result]:
+    def results(
+        self, *, task: Task | None = None, progress: ProgressCallback | None = None
+    ) -> Iterator[Result]:
         """One result per key across shards and attempts, the latest attempt winning.
 
         Each yielded result is recorded in the client's metrics once, as ``Client.results`` does.
-        ``progress``: called with a ``vertexbatch.Progress`` (results of the run's keys).
+        ``task``: only this task's share of the run's keys (its shards: every ``task.count``-th,
+        from ``task.index``), so that the tasks of a reading job read every key exactly once
+        between them. ``progress``: called with a ``vertexbatch.Progress`` (results of the keys).
+
+        Raises:
+            InvalidRequestError: a run staged by tasks that have not all registered yet
+                (``field == "run"``), or ``task`` is not a ``Task``.
         """
+        shards = self._share(task)
         attributes = {"vertexbatch.run.id": self.id, "gen_ai.request.model": self.model}
-        meter = meter_of(
-            check_progress(progress), "results", total_rows=self.keys, counts_bytes=False
-        )
-        results = self._results() if meter is None else meter.counted(self._results(), done=True)
+        total = self.keys if task is None else sum(shard.keys for shard in shards)
+        meter = meter_of(check_progress(progress), "results", total_rows=total, counts_bytes=False)
+        results = self._results(shards)
+        if meter is not None:
+            results = meter.counted(results, done=True)
         return self._cloud.tracing.passing(results, attributes, "run.results")
 
-    def _results(self) -> Iterator[Result]:
+    def _results(self, shards: list[Shard]) -> Iterator[Result]:
         reader = self._reader
         records = Records(self._cloud.staging)
         jobs = self._jobs()
-        for shard in self.shards:
+        for shard in shards:
             job = reader.job(shard)
             final = records.done(shard) is not None
             attempts = jobs.attempts(shard, self.max_attempts)
@@ -255,4 +319,6 @@ def summary_line(summary: RunSummary) -> str:
     """One line for logs and the CLI."""
     counts = ", ".join(f"{k} {v}" for k, v in summary.outcomes.items())
     state = "done" if summary.done else f"{summary.live_jobs} live job(s)"
+    if summary.waiting:
+        state = f"waiting for task(s) {', '.join(map(str, summary.waiting))} to register"
     return f"run {summary.id}: {summary.keys} keys, {state}; {counts}"

@@ -33,10 +33,11 @@ from .ledger import (
     read_ledger,
     write_ledger,
 )
+from .registry import any_task
 from .run import Run
 from .sink import other_sink
 
-__all__ = ["create_run", "held_run", "open_run"]
+__all__ = ["check_numbers", "create_run", "held_run", "open_run"]
 
 
 class _Shards:
@@ -100,15 +101,7 @@ def create_run(
     in the ledger and every shard's manifest; a rejoin with another sink is refused.
     """
     check_run_id(run_id)
-    if type(shard_size) is not int or shard_size < 1:
-        raise InvalidRequestError(
-            f"shard_size must be at least 1, got {shard_size}", field="shard_size"
-        )
-    if type(max_attempts) is not int or not 1 <= max_attempts <= MAX_ATTEMPTS:
-        raise InvalidRequestError(
-            f"max_attempts must be a whole number from 1 to {MAX_ATTEMPTS}, got {max_attempts!r}",
-            field="max_attempts",
-        )
+    check_numbers(shard_size, max_attempts)
     if count is not None:  # a ledger too big to read back: refused before anything is staged
         check_requests_fit(
             run_id,
@@ -128,6 +121,12 @@ def create_run(
     cloud = replace(cloud, staging=cloud.staging.keyed(controls.kms_key))
     staging = cloud.staging
     existing = read_ledger(staging, run_id)
+    if existing is not None and existing.tasks:
+        raise _other_run(
+            run_id,
+            f"run {run_id!r} was staged by {existing.tasks} tasks: rejoin it with task= (a "
+            "vertexbatch.Task), or use a new run id",
+        )
     if existing is not None:
         # Rejoining: check the whole run against what is staged before touching anything.
         _check_rejoin(
@@ -202,6 +201,19 @@ def create_run(
     return run
 
 
+def check_numbers(shard_size: int, max_attempts: int) -> None:
+    """Raise unless the shard size and the attempts are whole numbers in their ranges."""
+    if type(shard_size) is not int or shard_size < 1:
+        raise InvalidRequestError(
+            f"shard_size must be at least 1, got {shard_size}", field="shard_size"
+        )
+    if type(max_attempts) is not int or not 1 <= max_attempts <= MAX_ATTEMPTS:
+        raise InvalidRequestError(
+            f"max_attempts must be a whole number from 1 to {MAX_ATTEMPTS}, got {max_attempts!r}",
+            field="max_attempts",
+        )
+
+
 _PROVIDER_NAMES: Mapping[Provider, str] = {"anthropic": "Claude", "google": "Gemini"}
 
 
@@ -248,6 +260,12 @@ def held_run(
     ledger = read_ledger(cloud.staging, run_id)
     if ledger is None:
         return None
+    if ledger.tasks:
+        raise _other_run(
+            run_id,
+            f"run {run_id!r} was staged by {ledger.tasks} tasks: plan one task's part with "
+            "task= (a vertexbatch.Task), or use a new run id",
+        )
     cutter = _Shards(lines, shard_size, cloud.staging.limits, dedupe)
     # A plan takes no max_attempts: the run's own is checked, not a default's.
     staged = _check_rejoin(
@@ -383,6 +401,9 @@ def open_run(cloud: Cloud, run_id: str) -> Run:
     check_run_id(run_id)
     ledger = read_ledger(cloud.staging, run_id)
     if ledger is None:
+        task = any_task(cloud.staging, run_id)  # staged by tasks, not all registered yet
+        if task is not None:
+            return Run(cloud, task.placeholder(), waiting=True)
         uri = cloud.staging.folder(run_id).uri("run.json")
         raise InvalidRequestError(f"no run under id {run_id!r} (no {uri})", field="run")
     return Run(cloud, ledger)

@@ -59,6 +59,8 @@ class RunSummary:
             attempt's own, left by a lost create answer, say: ``advance`` cancels them, and
             they count until they end).
         created: jobs this step created (0 for ``status``).
+        waiting: a run staged by tasks whose ledger is not made yet: the indexes of the tasks
+            that have not registered (``keys`` counts those that have; no job exists yet).
     """
 
     id: str
@@ -67,6 +69,7 @@ class RunSummary:
     outcomes: Mapping[str, int] = field(default_factory=dict)
     live_jobs: int = 0
     created: int = 0
+    waiting: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +107,7 @@ class Step:
         self._ledger = ledger
         self._reader = reader
         self._labels = dict(labels)
-        self._records: Records = ListedRecords(cloud.staging, ledger.id, len(ledger.shards))
+        self._records: Records = ListedRecords(cloud.staging, ledger.id, ledger.span)
 
     def take(self, rules: StepRules, concurrency: int) -> RunSummary:
         """Read every shard, plan, then act: the live-job budget counts the whole run."""

@@ -1,0 +1,33 @@
+"""Smoke run of the tasks benchmark, so it keeps working (not timed: no figure asserted)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import run_tasks
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_tasks_benchmark_prints_one_row_per_task_count() -> None:
+    """`python -m benchmarks.run --only tasks --sizes 300` prints the 1 and 2 task rows."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.run", "--only", "tasks", "--sizes", "300",
+         "--repeats", "1"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("# python -m benchmarks.run_tasks --n 300 --tasks 1,2")
+    header = lines.index("| " + " | ".join(run_tasks.HEADERS) + " |")
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[header + 2 :]]
+    assert [r[:2] for r in rows] == [["1", "300"], ["2", "300"]]
+    assert all(cell for r in rows for cell in r) and rows[0][5] == "1.00x"

@@ -1,0 +1,260 @@
+"""Starting one task's part of a run: stage its shards, register them, and step if it can.
+
+Task ``i`` of ``N`` stages its shards create-only as ``RUN.s{n*N+i}`` (``registry.shard_id``),
+so tasks never collide, then writes its keys file and its record (``_runs.registry``),
+create-only, and takes a step: the step that finds every task registered makes the run's
+ledger; before that it creates nothing. A task never waits for another.
+
+A task's later attempt (the same index) adopts what an earlier one staged: each shard staged
+with the same rows is adopted by the identity protocol, and once the task is registered its
+rows are checked against its record, read-only. Other rows are refused, as a run id with other
+rows is.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from datetime import timedelta
+
+from .._cache.submission import record_cached
+from .._cloud import Cloud
+from .._controls import NO_CONTROLS, Controls
+from .._errors import InvalidRequestError
+from .._gcs.staging import Staging
+from .._identity import stage
+from .._lines import StagedLine
+from .._manifest import Manifest, read_manifest, run_origin
+from .._models import Provider
+from .._schema import Schema
+from .ledger import Ledger, Shard, check_run_id, read_done, read_ledger
+from .registry import TaskRecord, difference, keys_name, read_task, shard_id, write_task
+from .run import Run
+from .start import _check_rejoin, _from_cache, _Shards, check_numbers
+from .tasks import Task
+
+__all__ = ["held_task", "start_task"]
+
+logger = logging.getLogger("vertexbatch")
+
+
+class _Keys:
+    """The keys of the lines streamed through, as ``<digest> <key as JSON>`` lines."""
+
+    def __init__(self) -> None:
+        self.lines: list[bytes] = []
+
+    def through(self, lines: Iterable[StagedLine]) -> Iterator[StagedLine]:
+        for line in lines:
+            self.lines.append(f"{line.digest} {json.dumps(line.key)}".encode())
+            yield line
+
+    def write(self, staging: Staging, name: str) -> str:
+        """Write them sorted by digest, create-only; the MD5 of what this task's rows make."""
+        self.lines.sort()
+        upload = staging.upload(name, "text/plain")
+        for start in range(0, len(self.lines), 10_000):
+            upload.write(b"".join(line + b"\n" for line in self.lines[start : start + 10_000]))
+        md5 = upload.md5_hex()
+        if not upload.finish() and staging.md5(name) != md5:
+            raise InvalidRequestError(
+                f"{name} holds other keys than this task's requests: another attempt of the "
+                "task staged other requests; nothing was changed",
+                field="id",
+            )
+        return md5
+
+
+def start_task(
+    cloud: Cloud,
+    run_id: str,
+    provider: Provider,
+    model: str,
+    lines: Iterable[StagedLine],
+    *,
+    task: Task,
+    shard_size: int,
+    max_attempts: int,
+    dedupe: bool = False,
+    cache: bool = False,
+    cache_ttl: timedelta | None = None,
+    schema: Schema | None = None,
+    controls: Controls = NO_CONTROLS,
+) -> Run:
+    """Stage task ``task``'s part of run ``run_id`` (its ``lines``, possibly none) and register
+    it, or rejoin it; then take a step, which creates jobs only once every task registered."""
+    check_run_id(run_id)
+    if not isinstance(task, Task):
+        raise InvalidRequestError(
+            f"task must be a vertexbatch.Task, got {type(task).__name__}", field="task"
+        )
+    check_numbers(shard_size, max_attempts)
+    cloud = replace(cloud, staging=cloud.staging.keyed(controls.kms_key))
+    staging = cloud.staging
+    keys = _Keys()
+    # The first request is checked before any cloud call.
+    cutter = _Shards(keys.through(lines), shard_size, staging.limits, dedupe)
+    ledger = read_ledger(staging, run_id)
+    _check_count(ledger, run_id, task)
+    wanted = TaskRecord(
+        run_id, task.index, task.count, provider, model, max_attempts, shard_size, cache,
+        controls, (), "",
+    )  # fmt: skip
+    record = read_task(staging, run_id, task.index)
+    if record is None:
+        record = _stage(cloud, wanted, cutter, keys, cache_ttl, schema)
+    else:
+        _check_rejoin_task(cloud, record, wanted, cutter, cache, cache_ttl, schema)
+    logger.info(
+        "run %s: %s (attempt %d) registered %d shards, %d keys",
+        run_id,
+        task,
+        task.attempt,
+        len(record.shards),
+        record.keys,
+    )
+    run = Run(cloud, ledger or record.placeholder(), waiting=ledger is None)
+    run.advance()
+    return run
+
+
+def held_task(
+    cloud: Cloud,
+    run_id: str,
+    provider: Provider,
+    model: str,
+    lines: Iterable[StagedLine],
+    *,
+    task: Task,
+    shard_size: int,
+    dedupe: bool = False,
+    cache: bool = False,
+    schema: Schema | None = None,
+    controls: Controls = NO_CONTROLS,
+) -> tuple[Ledger, int, list[Shard]] | None:
+    """A plan's question for one task (``held_run``'s): the part of the run this task already
+    registered with these rows (a ledger of its shards), how many keys the cache answered, and
+    its shards not finished yet; read-only. ``None`` if the task has not registered.
+
+    Raises:
+        InvalidRequestError: starting these rows as this task would be refused (the same
+            message).
+    """
+    check_run_id(run_id)
+    if not isinstance(task, Task):
+        raise InvalidRequestError(
+            f"task must be a vertexbatch.Task, got {type(task).__name__}", field="task"
+        )
+    cloud = replace(cloud, staging=cloud.staging.keyed(controls.kms_key))
+    staging = cloud.staging
+    _check_count(read_ledger(staging, run_id), run_id, task)
+    record = read_task(staging, run_id, task.index)
+    if record is None:
+        return None
+    cutter = _Shards(lines, shard_size, staging.limits, dedupe)
+    wanted = TaskRecord(
+        run_id, task.index, task.count, provider, model, record.max_attempts, shard_size, cache,
+        controls, (), "",
+    )  # fmt: skip
+    staged = _check_rejoin_task(cloud, record, wanted, cutter, cache, None, schema)
+    pending = [shard for shard in record.shards if read_done(staging, shard) is None]
+    part = replace(record.placeholder(), shards=record.shards)
+    return part, sum(manifest.cached for manifest in staged), pending
+
+
+def _check_count(ledger: Ledger | None, run_id: str, task: Task) -> None:
+    """Raise if the run's ledger was made by another number of tasks (or by one process)."""
+    if ledger is not None and ledger.tasks != task.count:
+        how = f"by {ledger.tasks} tasks" if ledger.tasks else "by one process"
+        raise InvalidRequestError(
+            f"run {run_id!r} was staged {how}, not by {task.count}: use a new run id, or "
+            "rejoin it as it was started; nothing staged was changed",
+            field="task",
+        )
+
+
+def _stage(
+    cloud: Cloud,
+    wanted: TaskRecord,
+    cutter: _Shards,
+    keys: _Keys,
+    cache_ttl: timedelta | None,
+    schema: Schema | None,
+) -> TaskRecord:
+    """Stage the task's shards (adopting those an earlier attempt staged), write its keys and
+    its record, create-only. Returns the record as registered."""
+    staging = cloud.staging
+    run_id, origin = wanted.run, run_origin(wanted.run)
+    shards: list[Shard] = []
+    while cutter.more():
+        sid = shard_id(run_id, wanted.index, wanted.count, len(shards))
+        lines, amend = _from_cache(
+            cloud, sid, wanted.provider, wanted.model, cutter.take(), wanted.cache, cache_ttl,
+            schema,
+        )  # fmt: skip
+        try:
+            manifest = stage(
+                staging, sid, wanted.provider, wanted.model, lines, origin, amend, wanted.controls
+            )
+        except InvalidRequestError as exc:
+            staged = read_manifest(staging, sid) if exc.field == "id" else None
+            if exc.field != "id" or (staged is not None and staged.origin != origin):
+                raise  # a bad line, or the id is someone else's: its own message says so
+            raise _other_rows(wanted) from exc
+        if not manifest.rows:
+            record_cached(staging, manifest.spec(sid, staging.folder(sid)), manifest)
+        shards.append(Shard(sid, manifest.key_count))
+    # An earlier attempt that staged more shards than these rows make had other rows.
+    after = shard_id(run_id, wanted.index, wanted.count, len(shards))
+    staged = read_manifest(staging, after)
+    if staged is not None and staged.origin == origin:
+        raise _other_rows(wanted)
+    md5 = keys.write(staging, keys_name(staging, run_id, wanted.index))
+    record = replace(wanted, shards=tuple(shards), keys_md5=md5)
+    earlier = write_task(staging, record)
+    if earlier is not None and earlier != record:
+        raise _other_rows(wanted)
+    return record
+
+
+def _other_rows(wanted: TaskRecord) -> InvalidRequestError:
+    return InvalidRequestError(
+        f"task {wanted.index} of run {wanted.run!r} was staged before with other requests, "
+        "model or shard size: a retried task must be given the same part of the run; use a "
+        "new run id; nothing staged was changed",
+        field="id",
+    )
+
+
+def _check_rejoin_task(
+    cloud: Cloud,
+    record: TaskRecord,
+    wanted: TaskRecord,
+    cutter: _Shards,
+    cache: bool,
+    cache_ttl: timedelta | None,
+    schema: Schema | None,
+) -> list[Manifest]:
+    """Raise unless these rows and settings are those the task registered (reads only);
+    the manifests of its shards."""
+    if record.settings() != wanted.settings():
+        raise InvalidRequestError(
+            f"task {wanted.index} of run {wanted.run!r} was registered with "
+            f"{difference(record, wanted)}: rejoin it as it was started, or use a new run "
+            "id; nothing staged was changed",
+            field="id",
+        )
+    if not record.shards:
+        if cutter.more():
+            raise _other_rows(wanted)
+        return []
+    part = replace(record.placeholder(), shards=record.shards)
+    try:
+        return _check_rejoin(
+            cloud, part, wanted.provider, wanted.model, wanted.max_attempts, wanted.shard_size,
+            cutter, cache, cache_ttl, schema, wanted.controls,
+        )  # fmt: skip
+    except InvalidRequestError as exc:
+        raise _other_rows(wanted) from exc
