@@ -16,6 +16,8 @@ variables) it stages the whole file as a run of one process.
 
 Configuration comes from the same variables as the ``vertexbatch`` command; with
 ``VERTEXBATCH_VERTEX_ENDPOINT`` and ``STORAGE_EMULATOR_HOST`` set it talks to the local stack.
+
+Install: ``pip install vertexbatch``.
 """
 
 from __future__ import annotations

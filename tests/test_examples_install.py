@@ -29,8 +29,7 @@ from vertexbatch.emulator import LocalStack
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 _INSTALL = re.compile(r"^Install: ``pip install (.+?)``", re.MULTILINE)
-# What each example's docstring must name (cloud_run_job.py: being rewritten for Cloud Run tasks,
-# its install line is checked once its docstring has one).
+# What each example's docstring must name.
 EXPECTED = {
     "agent_executor.py": "'vertexbatch[local]'",
     "async_agent_executor.py": "'vertexbatch[local]'",
@@ -152,8 +151,6 @@ def _run(
 def test_each_example_names_its_install(example: str) -> None:
     assert example in EXPECTED, f"examples/{example}: add it to EXPECTED with its install"
     install = install_of(ROOT / "examples" / example)
-    if install is None and example == "cloud_run_job.py":
-        pytest.skip("cloud_run_job.py is being rewritten: its docstring gets its Install: line")
     assert install == EXPECTED[example], f"examples/{example}: Install: ``pip install {install}``"
 
 
@@ -206,6 +203,33 @@ def test_nightly_run_runs_on_its_install(stack: LocalStack, bucket: str, tmp_pat
     # The one key is pending, or already ok when the local job was that quick.
     assert printed["run"] == "nightly-install" and printed["shards"] == 1
     assert printed["outcomes"] in ({"pending": 1}, {"ok": 1}), printed
+
+
+@pytest.mark.timeout(180)
+def test_cloud_run_job_runs_on_its_install(stack: LocalStack, bucket: str, tmp_path: Path) -> None:
+    """One task of two stages its part of the file on the plain install, and says so."""
+    requests = tmp_path / "requests.jsonl"
+    lines = (
+        {
+            "key": f"k{i}",
+            "params": {"max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]},
+        }
+        for i in range(3)
+    )
+    requests.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    tasks = {"CLOUD_RUN_EXECUTION": "install-x1", "CLOUD_RUN_TASK_INDEX": "0"}
+    tasks |= {"CLOUD_RUN_TASK_COUNT": "2", "CLOUD_RUN_TASK_ATTEMPT": "0"}
+    ran = _run(
+        "cloud_run_job.py",
+        "--provider",
+        "claude",
+        "--model",
+        "claude-opus-5-5@default",
+        str(requests),
+        env={**stack.environment(bucket), **tasks},
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert json.loads(ran.stdout)["run"] == "install-x1"
 
 
 @pytest.mark.timeout(180)
