@@ -10,7 +10,6 @@ import pytest
 from anthropic.types import MessageCreateParams, TextBlockParam, message_create_params
 from google.genai import types as genai_types
 
-from vertexbatch._gemini_body import _REQUEST_LEVEL
 from vertexbatch._importer import documented_names
 from vertexbatch._request_fields import (
     GEMINI_REQUEST_LEVEL,
@@ -286,11 +285,6 @@ def test_every_generation_and_request_field_of_the_installed_sdk_is_taken() -> N
                 assert gemini_unknown(_gemini(generation_config={written: None})) is None
     for name, info in genai_types.GenerationConfig.model_fields.items():
         assert gemini_unknown(_gemini(generationConfig={info.alias or name: None})) is None
-
-
-def test_the_request_level_fields_are_the_ones_the_client_stages() -> None:
-    """_gemini_body splits a config by the same table."""
-    assert dict(GEMINI_REQUEST_LEVEL) == _REQUEST_LEVEL
 
 
 def test_a_full_gemini_request_is_taken_snake_case_too() -> None:

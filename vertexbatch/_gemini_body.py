@@ -18,6 +18,7 @@ import orjson
 from ._errors import InvalidRequestError
 from ._importer import Problem, documented_names, keys_are_strings, problem, scan
 from ._plain import STRICT_SORTED, cannot, dump, loaded
+from ._request_fields import GEMINI_REQUEST_LEVEL
 
 if TYPE_CHECKING:
     from google.genai import types as genai_types
@@ -27,18 +28,7 @@ __all__ = ["gemini_body", "gemini_request_body"]
 # GenerateContentConfig fields (by JSON alias) that go on the request itself, not in
 # generationConfig; the rest of the config is generation settings. What only the client uses is
 # refused: it would have no effect in batch.
-_REQUEST_LEVEL = {
-    "systemInstruction": "systemInstruction",
-    "safetySettings": "safetySettings",
-    "tools": "tools",
-    "toolConfig": "toolConfig",
-    "labels": "labels",
-    "cachedContent": "cachedContent",
-    "modelArmorConfig": "modelArmorConfig",
-    "serviceTier": "serviceTier",
-    "continuationToken": "continuationToken",
-    "generationOutputConfig": "outputConfig",
-}
+_REQUEST_LEVEL = GEMINI_REQUEST_LEVEL  # one table with the field check's
 _CLIENT_SIDE = {
     "httpOptions",
     "shouldReturnHttpResponse",

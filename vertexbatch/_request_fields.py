@@ -66,8 +66,9 @@ GEMINI_REQUEST_LEVEL: Mapping[str, str] = {
     "generationOutputConfig": "outputConfig",
 }
 """``GenerateContentConfig`` fields (by JSON alias) that sit on the request itself, each with
-its wire name; the config's other fields are ``generationConfig``'s (``_gemini_body`` splits a
-config the same way, held equal by tests/test_request_fields_client.py)."""
+its wire name; the config's other fields are ``generationConfig``'s. The one table: the client
+splits a config by it (``_gemini_body``), and reads a table's requests by it
+(``_bigquery.source``)."""
 
 _GEMINI_CLIENT_SIDE = frozenset(
     {

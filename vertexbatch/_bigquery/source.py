@@ -29,6 +29,7 @@ from google.api_core import exceptions as api_exceptions
 
 from .._errors import InvalidRequestError
 from .._models import ClaudeRequest, GeminiRequest, Provider
+from .._request_fields import GEMINI_REQUEST_LEVEL
 from .._retry import RetryPolicy
 from .dest import Dest, parse_dest
 from .read import _SLICE, missing_extra
@@ -44,18 +45,7 @@ _FIELD = "requests"
 _MAX_COLUMN = 300  # BigQuery's longest column name
 # A GenerateContentRequest's request-level fields, by wire name, as a GenerateContentConfig
 # names them (``_gemini_body`` maps them back); ``generationConfig`` is spread into the config.
-_GEMINI_FIELDS = {
-    "systemInstruction": "systemInstruction",
-    "safetySettings": "safetySettings",
-    "tools": "tools",
-    "toolConfig": "toolConfig",
-    "labels": "labels",
-    "cachedContent": "cachedContent",
-    "modelArmorConfig": "modelArmorConfig",
-    "serviceTier": "serviceTier",
-    "continuationToken": "continuationToken",
-    "outputConfig": "generationOutputConfig",
-}
+_GEMINI_FIELDS = {wire: name for name, wire in GEMINI_REQUEST_LEVEL.items()}
 _GEMINI_NAMES = sorted({"contents", "generationConfig", *_GEMINI_FIELDS})
 
 
