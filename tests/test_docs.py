@@ -43,6 +43,7 @@ RUN_BY = {
     "docs/examples/sdks/genai_recipe.py": "tests/emulator/test_sdk_recipes.py",
     "examples/agent_executor.py": "tests/test_examples.py",
     "examples/async_agent_executor.py": "tests/test_aio_examples.py",
+    "examples/bigquery_table.py": "tests/test_examples_install.py",
     "examples/nightly_run.py": "tests/runs/test_run_examples.py",
     "examples/run_advancer.py": "tests/runs/test_run_examples.py",
     "examples/structured_agent.py": "tests/test_examples.py",

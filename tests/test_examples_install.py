@@ -11,20 +11,26 @@ handler called with a request.
 from __future__ import annotations
 
 import ast
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+import uuid
 from functools import cache
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from vertexbatch.emulator import LocalStack
+
+if TYPE_CHECKING:
+    from google.cloud import bigquery
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
@@ -33,6 +39,7 @@ _INSTALL = re.compile(r"^Install: ``pip install (.+?)``", re.MULTILINE)
 EXPECTED = {
     "agent_executor.py": "'vertexbatch[local]'",
     "async_agent_executor.py": "'vertexbatch[local]'",
+    "bigquery_table.py": "'vertexbatch[bigquery]'",
     "cloud_run_job.py": "vertexbatch",
     "nightly_run.py": "vertexbatch",
     "run_advancer.py": "vertexbatch functions-framework",
@@ -248,3 +255,69 @@ def test_handlers_run_on_their_install(
     ran = _run(example, env=env)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert json.loads(ran.stdout.splitlines()[-1])["status"] == 404
+
+
+def _request_table(stack: LocalStack, dataset: str, table: str) -> None:
+    """A table of four Claude requests (custom_id STRING, request JSON): two answered, one
+    refused, one failing with a 429."""
+    from google.cloud import bigquery
+
+    client: bigquery.Client = stack.bigquery_client()
+    made = bigquery.Dataset(f"{stack.project}.{dataset}")
+    made.location = stack.location
+    client.create_dataset(made)
+    schema = [bigquery.SchemaField("custom_id", "STRING"), bigquery.SchemaField("request", "JSON")]
+    client.create_table(bigquery.Table(f"{stack.project}.{dataset}.{table}", schema))
+    prompts = {"q1": "hi", "q2": "x [[vb:refuse]]", "q3": "x [[vb:error 429]]", "q4": "hello"}
+    rows = "".join(
+        json.dumps(
+            {
+                "custom_id": key,
+                "request": {"max_tokens": 8, "messages": [{"role": "user", "content": text}]},
+            }
+        )
+        + "\n"
+        for key, text in prompts.items()
+    )
+    config = bigquery.LoadJobConfig(schema=schema, source_format="NEWLINE_DELIMITED_JSON")
+    target = f"{stack.project}.{dataset}.{table}"
+    client.load_table_from_file(io.BytesIO(rows.encode()), target, job_config=config).result()
+    client.close()  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.timeout(240)
+def test_bigquery_table_runs_on_its_install(bigquery_local: LocalStack) -> None:
+    """examples/bigquery_table.py, on `vertexbatch[bigquery]` alone: the table's keys through
+    client.results, the output table by SQL, and the same id again adopting the job."""
+    suffix = uuid.uuid4().hex[:10]
+    bucket, dataset = f"bq-example-{suffix}", f"example_{suffix}"
+    bigquery_local.create_bucket(bucket)
+    _request_table(bigquery_local, dataset, "prompts")
+    env = {**bigquery_local.environment(bucket), "DATASET": dataset, "TABLE": "prompts"}
+    assert "bqemulator" in blocked_modules("'vertexbatch[bigquery]'")
+    first = _run("bigquery_table.py", "--id", f"bq-table-{suffix}", env=env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    lines = first.stdout.splitlines()
+    job = lines[0].removeprefix("job: ")
+    assert job != lines[0] and "/batchPredictionJobs/" in job
+    assert lines[1] == "state: JOB_STATE_SUCCEEDED"
+    output = f"output: bq://{bigquery_local.project}.{dataset}.predictions_"
+    assert lines[2].startswith(output), lines
+    results = sorted(line for line in lines if line.startswith("result: "))
+    assert results == [
+        "result: q1 ok",
+        "result: q2 refused",
+        "result: q3 retryable",
+        "result: q4 ok",
+    ]
+    sql = [line.split(" ", 2)[1:] for line in lines if line.startswith("sql: ")]
+    counts = {(reason, rest.rsplit(" ", 1)[0]): int(rest.rsplit(" ", 1)[1]) for reason, rest in sql}
+    assert counts.pop(("end_turn", "''")) == 2, lines
+    assert counts.pop(("refusal", "''")) == 1, lines
+    [((reason, status), n)] = counts.items()  # the 429: no response, the error as its status
+    assert (reason, n) == ("-", 1) and "429" in status, lines
+    again = _run("bigquery_table.py", "--id", f"bq-table-{suffix}", env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.splitlines()[0] == f"job: {job}"  # adopted, not created
+    assert again.stdout.splitlines()[2] == lines[2]
+    assert sum(j["displayName"] == f"bq-table-{suffix}" for j in bigquery_local.jobs()) == 1

@@ -156,6 +156,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_command.demo",
             "_command.demo_data",
             "_command.demo_cache",
+            "_command.demo_bigquery",
         },
     ),
 ]

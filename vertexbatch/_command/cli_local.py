@@ -138,14 +138,20 @@ _LOCAL_EXTRA = (
 
 @click.command()
 @click.option("--fast", is_flag=True, help="No simulated latency (for tests).")
+@click.option("--bigquery", is_flag=True, help="Add a section: a BigQuery table in, a dataset out.")
 @verbose
-def demo(fast: bool) -> None:
+def demo(fast: bool, bigquery: bool) -> None:
     """Run a Claude and a Gemini batch on a local stack and show what happened to each request."""
     try:
         from .demo import run_demo
+        from .demo_bigquery import EXTRA_LINE, missing_extra
     except ImportError as exc:
         raise Fail(ExitCode.USAGE, _LOCAL_EXTRA.format(exc=exc)) from exc
-    run_demo(out=sys.stdout, fast=fast, tty=sys.stdout.isatty(), command=invoked_as())
+    if bigquery and missing_extra():
+        raise Fail(ExitCode.USAGE, f"{EXTRA_LINE} (missing: {', '.join(missing_extra())})")
+    run_demo(
+        out=sys.stdout, fast=fast, tty=sys.stdout.isatty(), command=invoked_as(), bigquery=bigquery
+    )
 
 
 def invoked_as() -> str:

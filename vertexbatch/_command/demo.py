@@ -5,7 +5,8 @@ their progress, then what happened to every request. The second run submits the 
 the same ids, as a retried Cloud Run task would, and shows the jobs being adopted, not created.
 Then a *run* of Claude requests over three shards is advanced step by step, as a scheduler
 would, until every key has its final outcome. Last, two nights of an evaluation are planned and
-submitted with dedupe and the answer cache (``_demo_cache``).
+submitted with dedupe and the answer cache (``_demo_cache``). With ``bigquery=True`` a table of
+requests goes in and a dataset takes the answers (``_demo_bigquery``).
 
 The requests, their scripted outcomes and the ids are in ``_demo_data``; this module narrates.
 """
@@ -24,6 +25,7 @@ from .._providers import PROVIDERS
 from .._runs.run import Run, RunSummary
 from .cli_progress import key_counts
 from .cli_render import OUTCOMES, progress_bar
+from .demo_bigquery import bigquery_section
 from .demo_cache import cache_section
 from .demo_data import (
     BUCKET,
@@ -62,7 +64,12 @@ class JobReport:
 
 
 def run_demo(
-    *, out: TextIO, fast: bool = False, tty: bool = False, command: str = "vertexbatch"
+    *,
+    out: TextIO,
+    fast: bool = False,
+    tty: bool = False,
+    command: str = "vertexbatch",
+    bigquery: bool = False,
 ) -> None:
     """Run the demo, writing plain text to ``out``; ``fast`` turns the simulated latency off.
 
@@ -80,7 +87,7 @@ def run_demo(
     say("vertexbatch demo: a local Vertex AI batch-prediction service on a real GCS server")
     say("(nothing here talks to Google Cloud; the same calls run against it unchanged)")
     started = time.monotonic()
-    with LocalStack(timing=timing) as stack:
+    with LocalStack(timing=timing, bigquery=bigquery) as stack:
         client = stack.client(bucket=BUCKET, prefix=PREFIX)
         batches: list[tuple[str, str, Callable[[], Job]]] = [
             (
@@ -132,6 +139,11 @@ def run_demo(
         say("6. Pay once per distinct request: a nightly evaluation planned, then submitted with")
         say("   dedupe=True and cache=True; the next night resends yesterday's prompts")
         cache_section(client, say, interval=0.05 if fast else 0.5)
+
+        if bigquery:
+            say()
+            say("7. BigQuery: a table of requests submitted under an id, the answers to a dataset")
+            bigquery_section(stack, client, say, _describe, interval=0.05 if fast else 0.5)
 
     say()
     say(f"Done in {time.monotonic() - started:.0f}s.")
