@@ -232,3 +232,25 @@ def test_a_resource_manager_that_cannot_be_reached_leaves_the_caller_cannot_tell
     assert caller.detail == (
         f"cannot tell: Resource Manager did not answer (cannot connect): {NETWORK_FIX}"
     )
+
+
+def test_doctor_source_checks_a_table_and_refuses_a_dataset(
+    bq: LocalStack, made: bigquery.Client, dataset: str
+) -> None:
+    """`doctor --source` runs the same four checks read-side: the table must exist."""
+    bq.create_bucket("doctor-bq")
+    table = f"{dataset}.requests_{uuid.uuid4().hex[:6]}"
+    missing = doctor(bq, "--source", table)
+    assert missing.exit_code == ExitCode.CHECK_FAILED, missing.output
+    assert by_name(missing)["source-dataset"]["result"] == "fail"
+    made.create_table(
+        bigquery.Table(table.removeprefix("bq://"), [bigquery.SchemaField("request", "JSON")])
+    )
+    found = doctor(bq, "--source", table)
+    assert found.exit_code == 0, found.output
+    names = [n.replace("dest", "source") for n in NAMES]
+    assert list(by_name(found))[-4:] == names
+    assert by_name(found)["source-dataset"]["result"] == "ok"
+    refused = doctor(bq, "--source", dataset)
+    assert refused.exit_code == ExitCode.USAGE
+    assert "--source:" in refused.output and "give a table" in refused.output

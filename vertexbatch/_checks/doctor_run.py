@@ -108,6 +108,7 @@ def run_checks(
     service_account: str | None = None,
     session: Session | None = None,
     dest: str | None = None,
+    source: str | None = None,
 ) -> list[Check]:
     """Every check in order; one that needs an earlier one's success is skipped, saying why.
 
@@ -115,11 +116,14 @@ def run_checks(
     ``kms_key``, ``service_account``: the job controls to check too (``kms-key``,
     ``service-account``, last), through ``session`` (by default an ``AuthorizedSession`` with
     application default credentials; none on the local stack, which serves neither API).
-    ``dest``: a BigQuery sink's dataset to check (``dest-*``, after the bucket's and models').
+    ``dest``: a BigQuery sink's dataset to check (``dest-*``, after the bucket's and models');
+    ``source``: a source table to check the same way (``source-*``: it exists, read access).
     """
     checks = _run_checks(env, flags, models, retry)
     if dest is not None:  # a BigQuery sink's dataset (``_doctor_bigquery``)
         checks += dest_checks(env, flags, checks, dest, service_account, _projects)
+    if source is not None:  # a BigQuery source's table, the same checks read-side
+        checks += dest_checks(env, flags, checks, source, service_account, _projects, "source")
     controls = [
         (name, value)
         for name, value in (("kms-key", kms_key), ("service-account", service_account))

@@ -39,6 +39,12 @@ __all__ = ["doctor"]
     default=None,
     help="Check this BigQuery dataset too: it exists, its region, who may read and write it.",
 )
+@click.option(
+    "--source",
+    metavar="bq://PROJECT.DATASET.TABLE",
+    default=None,
+    help="Check this BigQuery table too: it exists, its region, who may read it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a list of {check, result, detail}.")
 @cloud_command
 def doctor(
@@ -46,6 +52,7 @@ def doctor(
     kms_key: str | None,
     service_account: str | None,
     dest: str | None,
+    source: str | None,
     as_json: bool,
 ) -> None:
     """Check the configuration, credentials, Vertex, the bucket and the models before a first job.
@@ -57,14 +64,9 @@ def doctor(
     from .._checks.doctor import failed
     from .._checks.doctor_run import run_checks
 
-    if dest is not None:  # a bad URI is a usage error, before any lookup
-        from .._bigquery.dest import parse_dest
-        from .._errors import InvalidRequestError
-
-        try:
-            parse_dest(dest)
-        except InvalidRequestError as exc:
-            raise Fail(ExitCode.USAGE, f"--dest: {exc}") from exc
+    for flag, uri in (("--dest", dest), ("--source", source)):  # a bad URI: usage, first
+        if uri is not None:
+            _check_uri(flag, uri)
 
     checks = run_checks(
         os.environ,
@@ -73,6 +75,7 @@ def doctor(
         kms_key=kms_key,
         service_account=service_account,
         dest=dest,
+        source=source,
     )
     if as_json:
         click.echo(json.dumps([check.to_dict() for check in checks]))
@@ -81,3 +84,16 @@ def doctor(
             click.echo(check.line())
     if failed(checks):
         click.get_current_context().exit(int(ExitCode.CHECK_FAILED))
+
+
+def _check_uri(flag: str, uri: str) -> None:
+    """A bad BigQuery URI (or a --source that names no table) is a usage error naming ``flag``."""
+    from .._bigquery.dest import parse_dest
+    from .._errors import InvalidRequestError
+
+    try:
+        parsed = parse_dest(uri, flag.lstrip("-"))
+    except InvalidRequestError as exc:
+        raise Fail(ExitCode.USAGE, f"{flag}: {exc}") from exc
+    if flag == "--source" and not parsed.table:
+        raise Fail(ExitCode.USAGE, f"--source: {uri!r} names a dataset: give a table")
