@@ -119,7 +119,7 @@ def _walk(value: Any, descriptor: Descriptor, path: str) -> None:
         if message.GetOptions().map_entry:
             continue  # labels: string to string, checked by the create
         inner = f"{path}.{field.name}"
-        if field.label == FieldDescriptor.LABEL_REPEATED:
+        if _repeated(field):
             for index, element in enumerate(item if isinstance(item, list) else []):
                 _walk(element, message, f"{inner}[{index}]")
         else:
@@ -289,3 +289,12 @@ def apply_mask(job: Mapping[str, Any], masks: tuple[tuple[str, ...], ...]) -> di
                 target = target.setdefault(step, {})
             target[path[-1]] = source
     return out
+
+
+def _repeated(field: FieldDescriptor) -> bool:
+    """Whether a field is a list: ``is_repeated`` where protobuf has it (protobuf 7 dropped
+    ``label``), ``label`` before it."""
+    repeated = getattr(field, "is_repeated", None)
+    if repeated is not None:
+        return bool(repeated)
+    return bool(field.label == FieldDescriptor.LABEL_REPEATED)
