@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from google.api_core import exceptions as api_exceptions
 
 from .._errors import InvalidRequestError
+from .._importer import documented_names
 from .._models import ClaudeRequest, GeminiRequest, Provider
 from .._request_fields import GEMINI_REQUEST_LEVEL
 from .._retry import RetryPolicy
@@ -144,12 +145,18 @@ class SourceRows:
     def _request(self, key: str, body: dict[str, Any]) -> ClaudeRequest | GeminiRequest:
         if self._provider == "anthropic":
             return ClaudeRequest(key, body)
-        unknown = sorted(set(body) - set(_GEMINI_NAMES))
+        # A documented name is shown, any other by its position: a mapping's keys may be content.
+        documented = documented_names()
+        unknown = [
+            name if name in documented else f"<field {place}>"
+            for place, name in enumerate(body, 1)
+            if name not in _GEMINI_NAMES
+        ]
         if unknown:
             raise self._bad(
                 f"key {key!r}",
-                f"the request has unknown field(s) {unknown}; a GenerateContentRequest has "
-                f"{_GEMINI_NAMES}",
+                f"the request has unknown field(s) {', '.join(unknown)}; a GenerateContentRequest "
+                f"has {_GEMINI_NAMES}",
             )
         generation = body.get("generationConfig")
         if generation is not None and not isinstance(generation, dict):
