@@ -138,6 +138,7 @@ def test_submit_and_run_submit_read_a_source_table(
         ([], "one is needed"),
         (["in.jsonl", "--key-column", "k"], "--key-column and --request-column go with --source"),
         (["--source", "bq://local-project.ds"], "--source: table 'bq://local-project.ds' names"),
+        (["--source", "bq://x"], "--source: table 'bq://x' is not a BigQuery table URI: it must"),
     ],
 )
 def test_requests_from_both_or_neither_is_one_usage_line(

@@ -56,7 +56,8 @@ class Dest:
 
 
 def _bad(uri: str, rule: str, field: str) -> InvalidRequestError:
-    return InvalidRequestError(f"{field} {uri!r} is not a BigQuery sink: {rule}", field=field)
+    what = "sink" if field == "dest" else "table URI"  # a source's table is no sink
+    return InvalidRequestError(f"{field} {uri!r} is not a BigQuery {what}: {rule}", field=field)
 
 
 def _table_ok(table: str) -> bool:
