@@ -283,13 +283,14 @@ def test_a_gemini_row_with_a_field_no_generate_content_request_has_is_refused(
     bq: LocalStack, bq_client: vb.Client, dataset: str
 ) -> None:
     good = gemini_request_body("g", "SECRET", None)
-    request = {**good, "model": "x", "Patient SECRET": 1}
+    request = {**good, "generation_config": {}, "Patient SECRET": 1}
     table = make_table(bq, dataset, [{"custom_id": "g", "request": request}])
     with pytest.raises(
         vb.InvalidRequestError, match=r"key 'g': the request has unknown field"
     ) as info:
         bq_client.submit_gemini("gem-bad", GEMINI, vb.BigQuerySource(table))
     said = str(info.value).partition("unknown field(s) ")[2]
-    assert "model" in said and "<field " in said  # a documented name shown, the other by place
+    assert "(did you mean 'generationConfig'?)" in said and said.count("<field ") == 2
+    assert "generation_config" not in said  # the caller's names by position only
     assert "SECRET" not in str(info.value)
     assert staged(bq, bq_client.bucket) == []

@@ -17,6 +17,7 @@ is bad) and the rule, never a request's content.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import json
 import os
@@ -28,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 from google.api_core import exceptions as api_exceptions
 
 from .._errors import InvalidRequestError
-from .._importer import documented_names
 from .._models import ClaudeRequest, GeminiRequest, Provider
 from .._request_fields import GEMINI_REQUEST_LEVEL
 from .._retry import RetryPolicy
@@ -48,6 +48,13 @@ _MAX_COLUMN = 300  # BigQuery's longest column name
 # names them (``_gemini_body`` maps them back); ``generationConfig`` is spread into the config.
 _GEMINI_FIELDS = {wire: name for name, wire in GEMINI_REQUEST_LEVEL.items()}
 _GEMINI_NAMES = sorted({"contents", "generationConfig", *_GEMINI_FIELDS})
+_NAMES = frozenset(_GEMINI_NAMES)
+
+
+def _place(position: int, name: object) -> str:
+    """An unknown field by its position, and the request's field it is closest to, if any."""
+    near = difflib.get_close_matches(str(name), _GEMINI_NAMES, n=1, cutoff=0.75)
+    return f"<field {position}>" + (f" (did you mean {near[0]!r}?)" if near else "")
 
 
 def _column(value: object, name: str) -> str:
@@ -145,13 +152,9 @@ class SourceRows:
     def _request(self, key: str, body: dict[str, Any]) -> ClaudeRequest | GeminiRequest:
         if self._provider == "anthropic":
             return ClaudeRequest(key, body)
-        # A documented name is shown, any other by its position: a mapping's keys may be content.
-        documented = documented_names()
-        unknown = [
-            name if name in documented else f"<field {place}>"
-            for place, name in enumerate(body, 1)
-            if name not in _GEMINI_NAMES
-        ]
+        # Named by position, with the closest field a request has: a mapping's keys may be
+        # content, so the caller's own names are never shown.
+        unknown = [_place(place, name) for place, name in enumerate(body, 1) if name not in _NAMES]
         if unknown:
             raise self._bad(
                 f"key {key!r}",
