@@ -26,7 +26,7 @@ from ._lookup import held_job
 from ._manifest import no_rows, resubmit_origin, with_schema, with_source
 from ._models import Job, Provider, Status
 from ._prices import Price
-from ._progress import Meter, meter_of
+from ._progress import Meter, finish, meter_of
 from ._request_lines import request_lines
 from ._results import iter_results
 from ._rules import check_id, check_job, check_model, next_attempt_id
@@ -85,8 +85,7 @@ def submit(
         controls=controls,
         dest=options.dest,
     )
-    if meter is not None:
-        meter.report(done=True)
+    finish(meter)
     return job
 
 
@@ -114,8 +113,7 @@ def plan(
     made = _plan(
         cloud, id, model, provider, requests, options, count_tokens, prices, shard_size, task, meter
     )
-    if meter is not None:
-        meter.report(done=True)
+    finish(meter)
     return replace(made, dest=options.dest)
 
 
@@ -334,8 +332,7 @@ def start_run(
             max_attempts=max_attempts, dedupe=options.dedupe, cache=options.cache,
             cache_ttl=ttl, schema=options.schema, controls=controls,
         )  # fmt: skip
-        if meter is not None:
-            meter.report(done=True)
+        finish(meter)
         return run
     run = create_run(
         cloud,
@@ -353,8 +350,7 @@ def start_run(
         controls=controls,
         dest=dest,
     )
-    if meter is not None:
-        meter.report(done=True)
+    finish(meter)
     return run
 
 

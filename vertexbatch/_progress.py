@@ -27,6 +27,7 @@ __all__ = [
     "Progress",
     "ProgressCallback",
     "check_progress",
+    "finish",
     "meter_of",
 ]
 
@@ -165,6 +166,12 @@ class Meter:
                 add(1, size(item))
                 yield item
         self.report(done=done)
+
+
+def finish(meter: Meter | None) -> None:
+    """The last report of a call's meter (``done``), when the call has one."""
+    if meter is not None:
+        meter.report(done=True)
 
 
 def meter_of(
