@@ -212,6 +212,9 @@ def test_table_and_column_kinds_are_refused_naming_them(
     text = make_table(bq, dataset, [{"custom_id": "a", "request": "SECRET {"}], schema)
     with pytest.raises(vb.InvalidRequestError, match=r"request \('request'\) is not JSON text"):
         bq_client.submit_claude("kinds", CLAUDE, vb.BigQuerySource(text))
+    deep = make_table(bq, dataset, [{"custom_id": "a", "request": "[" * 200_000}], schema)
+    with pytest.raises(vb.InvalidRequestError, match=r"\('request'\) is nested too deeply"):
+        bq_client.submit_claude("kinds", CLAUDE, vb.BigQuerySource(deep))
     assert staged(bq, bq_client.bucket) == []
 
 

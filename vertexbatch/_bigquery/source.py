@@ -249,6 +249,9 @@ class SourceRows:
         except ValueError:
             body = None
             problem = "is not JSON text"
+        except RecursionError:  # a hostile depth: the decoder gives up, so do we, cleanly
+            body = None
+            problem = "is nested too deeply to read"
         else:
             problem = "" if isinstance(body, dict) else f"is a JSON {type(body).__name__}"
         if problem:  # raised outside the except block: the decoder's error quotes the text
