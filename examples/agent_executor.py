@@ -57,7 +57,7 @@ class BatchExecutor:
     def __init__(
         self,
         client: vb.Client,
-        model: str = "claude-opus-5-5@default",
+        model: str = "claude-sonnet-4-5",
         *,
         floor: float = 30.0,
         ceiling: float = 600.0,

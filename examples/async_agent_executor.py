@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import vertexbatch as vb
 
-MODEL = "claude-opus-5-5@default"
+MODEL = "claude-sonnet-4-5"
 
 
 @dataclass(frozen=True, slots=True)

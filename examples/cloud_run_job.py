@@ -9,7 +9,7 @@ No task waits for another: the run's jobs are created by the step that finds eve
 registered (the last task's own step, or a scheduled ``examples/run_advancer.py``).
 
 Run it as a Cloud Run job (``--tasks N --max-retries M``, docs/operations.md), the command being
-``python examples/cloud_run_job.py --provider claude --model claude-opus-5-5@default FILE``
+``python examples/cloud_run_job.py --provider claude --model claude-sonnet-4-5 FILE``
 (one request per line: ``{"key": ..., "params": {...}}`` for Claude,
 ``{"key": ..., "contents": [...], "config": {...}}`` for Gemini). Outside Cloud Run (no task
 variables) it stages the whole file as a run of one process.

@@ -5,7 +5,7 @@ re-running this job with the same run id rejoins the run instead of starting ano
 to the end with ``examples/run_advancer.py`` on a Cloud Scheduler trigger, or with
 ``vertexbatch run advance RUN_ID``.
 
-Usage: ``python examples/nightly_run.py --model claude-opus-5-5@default RUN_ID FILE``
+Usage: ``python examples/nightly_run.py --model claude-sonnet-4-5 RUN_ID FILE``
 (one request per line: ``{"key": ..., "params": {...}}``).
 
 Install: ``pip install vertexbatch``.

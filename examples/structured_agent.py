@@ -23,7 +23,7 @@ import pydantic
 
 import vertexbatch as vb
 
-MODEL = "claude-opus-5-5@default"
+MODEL = "claude-sonnet-4-5"
 
 LOOKUP = {
     "name": "lookup_order",

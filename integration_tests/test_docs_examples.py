@@ -72,7 +72,7 @@ def test_point_clients_drives_the_stack(stack: LocalStack, bucket: str, tmp_path
     """point_clients.py stages, creates and reads a job with the Google clients alone."""
     lines = _run("point_clients.py", stack.environment(bucket), tmp_path)
     assert len(lines) == 1
-    assert re.fullmatch(r"\S+ publishers/google/models/gemini-3.8-flash JOB_STATE_\w+", lines[0])
+    assert re.fullmatch(r"\S+ publishers/google/models/gemini-2.5-flash JOB_STATE_\w+", lines[0])
 
 
 def test_telemetry_prints_metrics(stack: LocalStack, bucket: str, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import vertexbatch as vb
 from tests.helpers import EXAMPLES, claude_requests, load, write_jsonl
 from vertexbatch.emulator import LocalStack
 
-CLAUDE = "claude-opus-5-5@default"
+CLAUDE = "claude-sonnet-4-5"
 
 
 def ids_on_vertex(stack: LocalStack, bucket: str) -> list[str]:
@@ -66,7 +66,7 @@ def test_cloud_run_job_tasks_stage_one_run(
     )
     monkeypatch.setenv("CLOUD_RUN_EXECUTION", "triage-abc12")
     monkeypatch.setenv("CLOUD_RUN_TASK_COUNT", "2")
-    argv = ["--provider", "gemini", "--model", "gemini-3.8-flash", str(path)]
+    argv = ["--provider", "gemini", "--model", "gemini-2.5-flash", str(path)]
     printed = []
     for index, attempt in (("0", "0"), ("0", "1"), ("1", "0")):
         monkeypatch.setenv("CLOUD_RUN_TASK_INDEX", index)

@@ -200,7 +200,7 @@ def test_nightly_run_runs_on_its_install(stack: LocalStack, bucket: str, tmp_pat
     ran = _run(
         "nightly_run.py",
         "--model",
-        "claude-opus-5-5@default",
+        "claude-sonnet-4-5",
         "nightly-install",
         str(requests),
         env=stack.environment(bucket),
@@ -231,7 +231,7 @@ def test_cloud_run_job_runs_on_its_install(stack: LocalStack, bucket: str, tmp_p
         "--provider",
         "claude",
         "--model",
-        "claude-opus-5-5@default",
+        "claude-sonnet-4-5",
         str(requests),
         env={**stack.environment(bucket), **tasks},
     )

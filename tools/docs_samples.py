@@ -34,7 +34,7 @@ _CONFIG = ("GOOGLE_CLOUD_", "VERTEXBATCH_", "STORAGE_EMULATOR_HOST", "GOOGLE_APP
 FOLDER = "/home/me/clone"
 FIRST_JOB = 2751784852711494009
 
-CLAUDE = "claude-opus-5-5@default"
+CLAUDE = "claude-sonnet-4-5"
 QUICKSTART_REQUESTS = (
     '{"key": "a", "params": {"max_tokens": 64, "messages": [{"role": "user", "content": '
     '"Review this diff."}]}}\n'
@@ -56,7 +56,7 @@ BAD_LINES = (
     '{"key": "x", "params": {"max_tokens": NaN, "messages": []}}\n',
     '{"key": "x", "params": {"messages": [{"role": "user", "content": "hi"}]}}\n',
     _claude("a", "again"),
-    '{"key": "x", "params": {"model": "claude-opus-5-5", "max_tokens": 8, "messages": '
+    '{"key": "x", "params": {"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": '
     '[{"role": "user", "content": "hi"}]}}\n',
 )
 
@@ -202,7 +202,7 @@ def generate(session: Session) -> dict[str, str]:
         "--provider",
         "claude",
         "--model",
-        "gemini-3.8-flash",
+        "gemini-2.5-flash",
         "--id",
         "g1",
         "requests.jsonl",

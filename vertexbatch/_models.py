@@ -83,7 +83,7 @@ class Job:
         id: the caller's submission id.
         name: the Vertex resource name, ``projects/P/locations/L/batchPredictionJobs/N``.
         provider: ``"anthropic"`` or ``"google"``.
-        model: the bare Vertex model id (``claude-opus-5-5@default``, ``gemini-3.8-flash``).
+        model: the bare Vertex model id (``claude-sonnet-4-5``, ``gemini-2.5-flash``).
         input_uri: ``gs://`` URI of the staged input JSONL.
         output_prefix: ``gs://`` prefix Vertex writes under (a GCS sink).
         keys: how many keys the job holds.

@@ -149,8 +149,8 @@ def check_model(model: object, provider: Provider) -> str:
         raise InvalidRequestError(f"model must be a non-empty string, got {model!r}", field="model")
     if "/" in model:
         raise InvalidRequestError(
-            f"model {model!r} must be a bare Vertex model id such as 'claude-opus-5-5@default' or "
-            "'gemini-3.8-flash', without 'publishers/...' or a resource path: vertexbatch adds "
+            f"model {model!r} must be a bare Vertex model id such as 'claude-sonnet-4-5' or "
+            "'gemini-2.5-flash', without 'publishers/...' or a resource path: vertexbatch adds "
             "the publisher itself",
             field="model",
         )

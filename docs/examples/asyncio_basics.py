@@ -13,7 +13,7 @@ async def main() -> None:
 async def _review(aio: vb.AsyncClient) -> None:
     params = {"max_tokens": 256, "messages": [{"role": "user", "content": "Review this diff."}]}
     requests = [vb.ClaudeRequest("a", params), vb.ClaudeRequest("b", params)]
-    job = await aio.submit_claude("asyncio-1", "claude-opus-5-5@default", requests)
+    job = await aio.submit_claude("asyncio-1", "claude-sonnet-4-5", requests)
     status = await aio.wait(job, floor=1)  # asyncio.sleep between polls
     print(job.id, status.state)
     async for result in aio.results(job):  # streamed, a few hundred results ahead

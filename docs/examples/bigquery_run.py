@@ -8,7 +8,7 @@ import time
 
 import vertexbatch as vb
 
-MODEL = "claude-opus-5-5@default"
+MODEL = "claude-sonnet-4-5"
 dataset = f"bq://{os.environ['GOOGLE_CLOUD_PROJECT']}.{os.environ['DATASET']}"
 params = {"max_tokens": 256, "messages": [{"role": "user", "content": "Label this ticket."}]}
 requests = [vb.ClaudeRequest(f"t{i}", params) for i in range(6)]

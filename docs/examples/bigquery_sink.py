@@ -9,9 +9,9 @@ dest = f"bq://{os.environ['GOOGLE_CLOUD_PROJECT']}.{os.environ['DATASET']}"  # a
 params = {"max_tokens": 256, "messages": [{"role": "user", "content": "Review this diff."}]}
 requests = [vb.ClaudeRequest("a", params), vb.ClaudeRequest("b", params)]
 
-job = client.submit_claude("bq-sink-1", "claude-opus-5-5@default", requests, dest=dest)
+job = client.submit_claude("bq-sink-1", "claude-sonnet-4-5", requests, dest=dest)
 try:  # the sink is part of the id: the same rows to GCS are other rows
-    client.submit_claude("bq-sink-1", "claude-opus-5-5@default", requests)
+    client.submit_claude("bq-sink-1", "claude-sonnet-4-5", requests)
 except vb.InvalidRequestError as exc:
     print("refused:", exc.field)
 client.wait(job, floor=1)

@@ -14,17 +14,17 @@ controls = {
 params = {"max_tokens": 256, "messages": [{"role": "user", "content": "Review this diff."}]}
 requests = [vb.ClaudeRequest("a", params), vb.ClaudeRequest("b", params)]
 
-job = client.submit_claude("controls-1", "claude-opus-5-5@default", requests, **controls)
-again = client.submit_claude("controls-1", "claude-opus-5-5@default", requests, **controls)
+job = client.submit_claude("controls-1", "claude-sonnet-4-5", requests, **controls)
+again = client.submit_claude("controls-1", "claude-sonnet-4-5", requests, **controls)
 assert again == job  # the same rows and controls: the same job
 
 try:  # the same rows with other controls are other rows: refused, nothing changed
-    client.submit_claude("controls-1", "claude-opus-5-5@default", requests, labels={"team": "ads"})
+    client.submit_claude("controls-1", "claude-sonnet-4-5", requests, labels={"team": "ads"})
 except vb.InvalidRequestError as exc:
     print("refused:", exc.field)
 
 try:  # checked before any cloud call
-    client.submit_claude("controls-2", "claude-opus-5-5@default", requests, labels={"Team": "x"})
+    client.submit_claude("controls-2", "claude-sonnet-4-5", requests, labels={"Team": "x"})
 except vb.InvalidRequestError as exc:
     print("refused:", exc.field)
 print(job.id, client.wait(job, floor=1).state)

@@ -12,7 +12,7 @@ with LocalStack(timing=Timing(row_seconds=0.01)) as stack:  # starts in ~30 ms, 
 
     prompt = {"role": "user", "content": "Hello. [[vb:truncate]]"}  # a directive: cut it short
     request = vb.ClaudeRequest("greeting", {"max_tokens": 64, "messages": [prompt]})
-    job = client.submit_claude("local-1", "claude-opus-5-5@default", [request])
+    job = client.submit_claude("local-1", "claude-sonnet-4-5", [request])
     print(stack.wait_job(job.name)["state"])  # blocks until the job is terminal, no sleep loop
     for result in client.results(job):
         print(result.key, result.outcome)

@@ -7,7 +7,7 @@
 import vertexbatch as vb
 
 with vb.Client.from_env() as client:
-    MODEL = "claude-opus-5-5@default"
+    MODEL = "claude-sonnet-4-5"
 
     def ask(key: str, prompt: str) -> vb.ClaudeRequest:
         return vb.ClaudeRequest(

@@ -37,7 +37,7 @@ bucket = gcs.bucket(os.environ["VERTEXBATCH_BUCKET"])
 line = '{"request": {"contents": [{"role": "user", "parts": [{"text": "Hello."}]}]}}\n'
 bucket.blob("raw/input.jsonl").upload_from_string(line)
 batch = gen.batches.create(
-    model="gemini-3.8-flash",
+    model="gemini-2.5-flash",
     src=f"gs://{bucket.name}/raw/input.jsonl",
     config=types.CreateBatchJobConfig(dest=f"gs://{bucket.name}/raw/output"),
 )

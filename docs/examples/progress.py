@@ -13,7 +13,7 @@ def show(progress: vb.Progress) -> None:
         print(f"{progress.phase}: {progress.rows} of {total} in {progress.elapsed:.1f}s")
 
 
-job = client.submit_claude("progress-1", "claude-opus-5-5@default", requests, progress=show)
+job = client.submit_claude("progress-1", "claude-sonnet-4-5", requests, progress=show)
 client.wait(job, floor=1)
 results = list(client.results(job, progress=show))
 client.close()

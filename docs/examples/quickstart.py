@@ -16,7 +16,7 @@ with vb.Client.from_env() as client:  # closed at the end of the block
         for key, text in prompts.items()
     ]
     # Your id: submitting it again adopts this job instead of making another.
-    job = client.submit_claude("review-0a1b2c", "claude-opus-5-5@default", requests)
+    job = client.submit_claude("review-0a1b2c", "claude-sonnet-4-5", requests)
     # Poll with backoff until the job is terminal. A short floor for the local stack, which
     # answers in seconds; a Vertex job takes minutes to hours, and the pauses grow to 5 minutes.
     status = vb.wait(client, job, floor=1)

@@ -8,7 +8,7 @@ import time
 
 import vertexbatch as vb
 
-MODEL = "claude-opus-5-5@default"
+MODEL = "claude-sonnet-4-5"
 questions = ["What is idempotence?", "Why shard a batch?", "What is a ledger?"] * 2
 requests = [
     vb.ClaudeRequest(f"q{i}", {"max_tokens": 256, "messages": [{"role": "user", "content": q}]})

@@ -16,9 +16,7 @@ with vb.Client.from_env(meter_provider=provider) as client:
         "max_tokens": 256,
         "messages": [{"role": "user", "content": "Summarise the incident."}],
     }
-    job = client.submit_claude(
-        "telemetry-1", "claude-opus-5-5@default", [vb.ClaudeRequest("a", params)]
-    )
+    job = client.submit_claude("telemetry-1", "claude-sonnet-4-5", [vb.ClaudeRequest("a", params)])
     vb.wait(client, job, floor=1)
     for result in client.results(job):  # each result yielded is recorded
         print(result.key, result.outcome, result.usage)

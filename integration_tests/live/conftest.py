@@ -72,8 +72,8 @@ class Target:
 @pytest.fixture
 def target(request: pytest.FixtureRequest) -> Target:
     settings = live_settings(os.environ)
-    claude = os.environ.get(CLAUDE_MODEL) or "claude-opus-5-5@default"
-    gemini = os.environ.get(GEMINI_MODEL) or "gemini-3.8-flash"
+    claude = os.environ.get(CLAUDE_MODEL) or "claude-sonnet-4-5"
+    gemini = os.environ.get(GEMINI_MODEL) or "gemini-2.5-flash"
     if settings is not None:
         client = vb.Client(
             settings["VERTEXBATCH_LIVE_PROJECT"],

@@ -63,8 +63,8 @@ def test_doctor_is_all_ok_on_the_local_stack(stack_env: str) -> None:
     assert lines["credentials"].startswith("skip ")
     assert "anonymous on the local stack" in lines["credentials"]
     assert lines["model"].endswith(
-        "claude-opus-5-5 exists for publisher anthropic (version default not checked); "
-        "gemini-3.8-flash exists for publisher google"
+        "claude-sonnet-4-5 exists for publisher anthropic; "
+        "gemini-2.5-flash exists for publisher google"
     )
     assert "us-central1" not in lines["model"]  # Model Garden is asked per publisher, not here
     # fake-gcs-server serves no bucket IAM policy: doctor says it cannot tell, never guesses.
@@ -118,7 +118,9 @@ def test_a_model_is_looked_up_for_its_publisher(stack: LocalStack, stack_env: st
     """get_publisher_model finds a catalogue model; a missing one fails naming it and where."""
     result = doctor("--model", "claude-opus-5-5@default")
     assert result.exit_code == ExitCode.OK
-    assert lines_by_check(result.output)["model"].startswith("ok    model            claude-opus")
+    assert lines_by_check(result.output)["model"].endswith(
+        "claude-opus-5-5 exists for publisher anthropic (version default not checked)"
+    )
     missing = doctor("--model", "gemini-3.8-flash", "--model", "claude-opus-0-1@default")
     assert missing.exit_code == ExitCode.CHECK_FAILED
     line = lines_by_check(missing.output)["model"]

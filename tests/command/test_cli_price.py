@@ -14,7 +14,7 @@ from tests.helpers import request_line, write_lines
 from vertexbatch._command.cli import ExitCode, main
 from vertexbatch.emulator import LocalStack
 
-MODEL = "claude-opus-5-5@default"  # the docs' model, which the shipped table does not price
+MODEL = "claude-opus-5-5@default"  # fictional on purpose: a model the shipped table does not price
 
 
 @pytest.fixture

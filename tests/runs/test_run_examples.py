@@ -29,7 +29,7 @@ def test_run_advancer_drives_a_run(stack: LocalStack, stack_env: str) -> None:
             {"max_tokens": 16, "messages": [{"role": "user", "content": "x [[vb:error 503]]"}]},
         )
     ]
-    client.run_claude("nightly", "claude-opus-5-5@default", requests, max_attempts=2)
+    client.run_claude("nightly", "claude-sonnet-4-5", requests, max_attempts=2)
     app = functions_framework.create_app("advance", str(module.__file__))
     http = app.test_client()
     body: dict = {}
@@ -72,7 +72,7 @@ def test_nightly_run_starts_and_rejoins(
     path = write_jsonl(
         tmp_path / "requests.jsonl", ({"key": f"k{i}", "params": message} for i in range(7))
     )
-    argv = ["--model", "claude-opus-5-5@default", "--shard-size", "3", "nightly-cli", str(path)]
+    argv = ["--model", "claude-sonnet-4-5", "--shard-size", "3", "nightly-cli", str(path)]
     assert module.main(argv) == 0
     assert json.loads(capsys.readouterr().out)["shards"] == 3
     assert module.main(argv) == 0

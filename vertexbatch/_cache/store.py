@@ -253,8 +253,8 @@ class AnswerCache:
         """The folder's entry objects by shard."""
         by_shard: dict[str, list[_Object]] = defaultdict(list)
         start = len(self.uri) + 1
-        # ``list_names`` lists the folder (a trailing slash): ``gemini-3.8-flash`` never lists
-        # ``gemini-3.8-flash-lite``.
+        # ``list_names`` lists the folder (a trailing slash): ``gemini-2.5-flash`` never lists
+        # ``gemini-2.5-flash-lite``.
         for uri, _, _ in self._staging.list_names(self.uri):
             rest = uri[start:]
             match = _NAME.fullmatch(rest)

@@ -85,7 +85,7 @@ _CREATE_BUCKET = (
     "create it in the job's region (gcloud storage buckets create gs://{bucket}) or set "
     "--bucket / VERTEXBATCH_BUCKET."
 )
-DEFAULT_MODELS = ("claude-opus-5-5@default", "gemini-3.8-flash")
+DEFAULT_MODELS = ("claude-sonnet-4-5", "gemini-2.5-flash")
 """The models ``model`` looks up when ``--model`` is not given (the demo's and the docs')."""
 
 
@@ -360,7 +360,7 @@ def _model_form(model: str) -> tuple[Provider, str | None]:
     if row is None and "/" not in model:
         return publisher, (
             f"model {model!r} is neither a Claude nor a Gemini model id: pass a bare Vertex id "
-            "such as claude-opus-5-5@default."
+            "such as claude-sonnet-4-5."
         )
     try:
         check_model_id(model, publisher)

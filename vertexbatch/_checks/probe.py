@@ -52,8 +52,8 @@ if TYPE_CHECKING:
 __all__ = ["PROBE_MODELS", "REPORT_VERSION", "run_probe"]
 
 PROBE_MODELS: Mapping[str, str] = {
-    "claude": "claude-opus-5-5@default",
-    "gemini": "gemini-3.8-flash",
+    "claude": "claude-sonnet-4-5",
+    "gemini": "gemini-2.5-flash",
 }
 """The models probed unless ``--claude-model`` / ``--gemini-model`` say otherwise."""
 REPORT_VERSION = 1

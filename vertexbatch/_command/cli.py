@@ -183,7 +183,7 @@ def main() -> None:
 
 @main.command()
 @click.option("--provider", type=click.Choice(COMMANDS), required=True, help="Whose model.")
-@click.option("--model", required=True, help="Bare Vertex model id, e.g. claude-opus-5-5@default.")
+@click.option("--model", required=True, help="Bare Vertex model id, e.g. claude-sonnet-4-5.")
 @click.option("--id", "submission_id", required=True, help="Submission id (idempotency key).")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pay_options

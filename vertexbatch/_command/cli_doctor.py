@@ -18,8 +18,8 @@ __all__ = ["doctor"]
     "--model",
     "models",
     multiple=True,
-    help="A bare Vertex model id to look up (repeatable; default: claude-opus-5-5@default "
-    "and gemini-3.8-flash).",
+    help="A bare Vertex model id to look up (repeatable; default: claude-sonnet-4-5 "
+    "and gemini-2.5-flash).",
 )
 @click.option(
     "--kms-key",

@@ -67,7 +67,7 @@ def parse_price(text: str) -> Price:
     except (ValueError, InvalidRequestError):
         raise click.BadParameter(
             f"{text!r} is not MODEL=INPUT,OUTPUT (batch dollars per million tokens, e.g. "
-            "claude-opus-5-5=2.5,12.5)",
+            "claude-opus-4-1=7.5,37.5)",
             param_hint="--price",
         ) from None
 
@@ -220,7 +220,7 @@ def pay_options(command: Any) -> Any:
             multiple=True,
             metavar="MODEL=INPUT,OUTPUT",
             help="With --dry-run: batch dollars per million input and output tokens for MODEL "
-            "(a model family, e.g. claude-opus-5-5=2.5,12.5), over the shipped table; repeatable.",
+            "(a model family, e.g. claude-opus-4-1=7.5,37.5), over the shipped table; repeatable.",
         ),
         click.option(
             "--schema",

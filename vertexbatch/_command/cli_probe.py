@@ -27,8 +27,8 @@ __all__ = ["probe"]
     required=True,
     help="Where the report goes (JSON; no request or response text).",
 )
-@click.option("--claude-model", default="claude-opus-5-5@default", show_default=True)
-@click.option("--gemini-model", default="gemini-3.8-flash", show_default=True)
+@click.option("--claude-model", default="claude-sonnet-4-5", show_default=True)
+@click.option("--gemini-model", default="gemini-2.5-flash", show_default=True)
 @click.option(
     "--interval", type=Seconds(), default=None,
     help="Seconds between polls, at least 5 against Vertex [default: 30; 0.5 on the local "

@@ -110,7 +110,7 @@ def run_group() -> None:
 
 @run_group.command("submit")
 @click.option("--provider", type=click.Choice(COMMANDS), required=True, help="Whose model.")
-@click.option("--model", required=True, help="Bare Vertex model id, e.g. claude-opus-5-5@default.")
+@click.option("--model", required=True, help="Bare Vertex model id, e.g. claude-sonnet-4-5.")
 @click.option("--id", "run_id", required=True, help="Run id (shards are RUN_ID.s0, .s1, ...).")
 @click.option(
     "--shard-size",

@@ -29,8 +29,8 @@ __all__ = [
     "run_requests",
 ]
 
-CLAUDE_MODEL = "claude-opus-5-5@default"
-GEMINI_MODEL = "gemini-3.8-flash"
+CLAUDE_MODEL = "claude-sonnet-4-5"
+GEMINI_MODEL = "gemini-2.5-flash"
 REVIEW_ID = "demo-code-review"
 TRIAGE_ID = "demo-ticket-triage"
 RUN_ID = "demo-nightly-review"

@@ -22,14 +22,17 @@ PUBLISHERS: tuple[str, ...] = ("anthropic", "google")
 
 DEFAULT_MODELS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
-        "anthropic": ("claude-opus-5-5", "claude-sonnet-5", "claude-sonnet-4-5"),
-        "google": ("gemini-3.8-flash", "gemini-2.5-flash"),
+        "anthropic": ("claude-sonnet-4-5", "claude-opus-5-5", "claude-sonnet-5"),
+        "google": ("gemini-2.5-flash", "gemini-3.8-flash"),
     }
 )
-"""The default catalogue, by publisher. An id without `@` holds the model with no version and
-every version of the forms Vertex uses (`VERSION_FORM`: `claude-opus-5-5@default`,
-`claude-opus-5-5@20261001`, `gemini-9@001`), never another (`@no-such-version`); one with `@`
-holds only that version."""
+"""The default catalogue, by publisher: the real ids the docs, demo and examples use
+(`claude-sonnet-4-5`, `gemini-2.5-flash`), and fictional ones the project's tests use
+(`claude-opus-5-5`, `claude-sonnet-5`, `gemini-3.8-flash`: no price table knows them). An id
+without `@` holds the model with no version and every version of the forms Vertex uses
+(`VERSION_FORM`: `claude-sonnet-4-5@default`, `claude-sonnet-4-5@20250929`,
+`gemini-2.5-flash@001`), never another (`@no-such-version`); one with `@` holds only that
+version."""
 
 VERSION_FORM = re.compile(r"default|\d{8}|\d{3}")
 """The versions a bare catalogue id holds: `default`, a date `YYYYMMDD`, a number `NNN`."""
@@ -61,7 +64,7 @@ class Catalogue:
         if publisher not in PUBLISHERS:
             raise ValueError(f"publisher must be one of {PUBLISHERS}")
         if not model or "/" in model:
-            raise ValueError("model must be a bare model id such as 'claude-opus-5-5'")
+            raise ValueError("model must be a bare model id such as 'claude-sonnet-4-5'")
         with self._lock:
             self._models[publisher].add(model)
 

@@ -343,7 +343,7 @@ class LocalStack(StackSdk, StackBigQuery):
     # Scripting and inspection.
 
     def add_model(self, publisher: str, model: str) -> None:
-        """Serve one more model: `add_model("anthropic", "claude-haiku-5-5")` (a bare id; with
+        """Serve one more model: `add_model("anthropic", "claude-haiku-4-5")` (a bare id; with
         `@version`, only that version)."""
         self.catalogue.add(publisher, model)
 

@@ -2,7 +2,7 @@
 
 import vertexbatch as vb
 
-MODEL = "claude-opus-5-5@default"
+MODEL = "claude-sonnet-4-5"
 RESUBMIT = {"retryable", "missing"}
 
 
