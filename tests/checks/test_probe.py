@@ -316,7 +316,7 @@ def test_a_refused_create_cancels_the_job_already_made(
     report = load(out)  # partial: the Claude job's name, so it can be found again
     assert report["partial"] is True and list(report["jobs"]) == ["claude"]
     [job] = jobs_in(stack, stack_env)
-    assert job["model"].endswith("/claude-opus-5-5@default")
+    assert job["model"].endswith("/claude-sonnet-4-5")  # the default --claude-model
     assert stack.wait_job(job["name"])["state"] == "JOB_STATE_CANCELLED"
 
 
