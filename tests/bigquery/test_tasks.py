@@ -369,10 +369,47 @@ def test_a_task_with_another_sink_is_refused_naming_both_before_it_stages(
         )
     assert said.format(d=dataset) in str(info.value) and info.value.field == "dest"
     assert objects(bq, bq_bucket) == before  # nothing staged
-    other = bq_client.run_claude(
-        "sinks-2", CLAUDE, requests[3:], task=vb.Task(1, 2), dest=dataset if then else None
-    )  # two tasks registering at once, unchecked before staging: the ledger is never made
-    assert other.status().waiting == (0,)
+    with pytest.raises(vb.InvalidRequestError) as planned:  # a plan says the same
+        bq_client.plan_claude(
+            "sinks", CLAUDE, requests[3:], task=vb.Task(1, 2), shard_size=10,
+            dest=dataset if then else None,
+        )  # fmt: skip
+    assert str(planned.value) == str(info.value)
+
+
+def test_two_tasks_registering_at_once_with_other_sinks_make_no_ledger(
+    bq: LocalStack, bq_bucket: str, dataset: str
+) -> None:
+    """Task 1 (no dest) registers while task 0 (a dest), past its check, writes its record:
+    neither saw the other before staging, and the step that finds both refuses the run."""
+    from tests.helpers import local_client
+
+    requests = REQUESTS[:6]
+    bq.create_bucket(bq_bucket)
+    other = local_client(bq, bq_bucket)
+    meanwhile: list[vb.Run] = []
+
+    def task_one_registers(method: str, path: str, headers: Message, body: bytes) -> Spoil | None:
+        if method == "POST" and b"split/tasks/t0.json" in body and not meanwhile:
+            meanwhile.append(other.run_claude("split", CLAUDE, requests[3:], task=vb.Task(1, 2)))
+        return None
+
+    with body_gate(bq.storage_endpoint, task_one_registers) as url:
+        zero = local_client(bq, bq_bucket, storage_endpoint=url)
+        with pytest.raises(vb.InvalidRequestError) as info:
+            zero.run_claude("split", CLAUDE, requests[:3], task=vb.Task(0, 2), dest=dataset)
+    assert len(meanwhile) == 1  # task 1 registered first, and found task 0 missing
+    said = (
+        f"tasks 0 and 1 of run 'split' were started differently (dest '{dataset}' against the "
+        "GCS output prefix (no dest))"
+    )
+    assert said in str(info.value)
+    with pytest.raises(vb.InvalidRequestError) as again:  # every later step says the same
+        meanwhile[0].status()
+    assert str(again.value) == str(info.value)
+    assert blob(bq, bq_bucket, "split/run.json") is None and jobs_in(bq, bq_bucket) == []
+    zero.close()
+    other.close()
 
 
 def test_the_command_stages_a_share_of_a_table_to_a_dataset(

@@ -139,7 +139,7 @@ def start_task(
     )  # fmt: skip
     record = read_task(staging, run_id, task.index)
     if record is None:
-        _check_sink(staging, ledger, wanted)
+        _check_sink(staging, ledger, run_id, task.index, dest)
         record = _stage(cloud, wanted, cutter, keys, cache_ttl, schema)
     else:
         _check_rejoin_task(cloud, record, wanted, cutter, cache, cache_ttl, schema)
@@ -186,9 +186,11 @@ def held_task(
         )
     cloud = replace(cloud, staging=cloud.staging.keyed(controls.kms_key))
     staging = cloud.staging
-    _check_count(read_ledger(staging, run_id), run_id, task)
+    ledger = read_ledger(staging, run_id)
+    _check_count(ledger, run_id, task)
     record = read_task(staging, run_id, task.index)
-    if record is None:
+    if record is None:  # what starting it would refuse before staging: another sink
+        _check_sink(staging, ledger, run_id, task.index, dest)
         return None
     cutter = _Shards(lines, shard_size, staging.limits, dedupe)
     wanted = TaskRecord(
@@ -212,21 +214,23 @@ def _check_count(ledger: Ledger | None, run_id: str, task: Task) -> None:
         )
 
 
-def _check_sink(staging: Staging, ledger: Ledger | None, wanted: TaskRecord) -> None:
-    """Raise if the run's ledger, or a task that registered, writes to another sink: before
-    this task stages anything. (Two tasks registering at once are checked by ``assemble``.)"""
+def _check_sink(
+    staging: Staging, ledger: Ledger | None, run_id: str, index: int, dest: str
+) -> None:
+    """Raise if the run's ledger, or a task that registered, writes to another sink than
+    ``dest``: before task ``index`` stages anything. (Two tasks registering at once are checked
+    by ``assemble``.)"""
     if ledger is not None:
         other, whose = ledger.dest, "the run's ledger"
     else:
-        first = any_task(staging, wanted.run)
-        if first is None or first.index == wanted.index:
+        first = any_task(staging, run_id)
+        if first is None or first.index == index:
             return
         other, whose = first.dest, f"task {first.index}"
-    if other != wanted.dest:
+    if other != dest:
         raise InvalidRequestError(
-            f"task {wanted.index} of run {wanted.run!r} writes to {sink_of(wanted.dest)}, but "
-            f"{whose} to {sink_of(other)}: every task of a run writes to the same sink; "
-            "nothing was staged",
+            f"task {index} of run {run_id!r} writes to {sink_of(dest)}, but {whose} to "
+            f"{sink_of(other)}: every task of a run writes to the same sink; nothing was staged",
             field="dest",
         )
 
