@@ -291,8 +291,9 @@ def tasked_share(
 ) -> Share | None:
     """A run task's share of a ``BigQuerySource`` at the run's one snapshot (``_bigquery.share``):
     recorded create-only by the first task to read (``write``), adopted by every other; ``None``
-    for requests given in Python or a run of one process."""
-    if task is None or not isinstance(requests, BigQuerySource):
+    for requests given in Python or a run of one process (a ``task`` not a ``Task`` is refused
+    by the run's start)."""
+    if not isinstance(task, Task) or not isinstance(requests, BigQuerySource):
         return None
     check_run_id(run_id)  # before the record's cloud call
     staging = cloud.staging.keyed(controls.kms_key)
