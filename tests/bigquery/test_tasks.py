@@ -16,7 +16,9 @@ gRPC interceptor in front of the real Storage Read client.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -235,6 +237,57 @@ def test_a_task_losing_the_race_to_record_the_snapshot_reads_the_winners(
     assert snapshot(bq, bq_bucket, "raced") == winner
     (session,) = recorder.seen
     assert session.table_modifiers.snapshot_time.timestamp() == won.timestamp()
+
+
+def stage_share(endpoints: dict[str, str], run_id: str, table: str, index: int) -> None:
+    """A task process (spawned): task ``index`` of ``COUNT`` stages its share of ``table``."""
+    client = vb.Client.for_endpoints(
+        vertex_endpoint=endpoints["vertex"], storage_endpoint=endpoints["storage"],
+        project=endpoints["project"], location=endpoints["location"], bucket=endpoints["bucket"],
+        prefix="jobs", retry=vb.RetryPolicy.no_wait(),
+        bigquery_storage_endpoint=endpoints["grpc"],
+    )  # fmt: skip
+    client.run_claude(run_id, CLAUDE, vb.BigQuerySource(table), task=vb.Task(index, COUNT))
+
+
+def test_a_task_killed_before_it_registers_is_retried_and_adopts(
+    bq: LocalStack, bq_client: vb.Client, bq_bucket: str, dataset: str
+) -> None:
+    """Task 1 is SIGKILLed as it writes its record (its shards staged, the snapshot recorded);
+    its second attempt reads the same share at the same time, adopts every shard, and the run
+    of three tasks ends with every key of the table one outcome."""
+    from tests.gcs_gate import hold_write
+
+    table = table_of(bq, dataset, REQUESTS)
+    endpoints = {
+        "vertex": bq.vertex_endpoint, "project": bq.project, "location": bq.location,
+        "bucket": bq_bucket, "grpc": bq.bigquery_grpc_target,
+    }  # fmt: skip
+    with hold_write(bq.storage_endpoint, "killed/tasks/t1.json") as gate:
+        process = multiprocessing.get_context("spawn").Process(
+            target=stage_share, args=({**endpoints, "storage": gate.url}, "killed", table, 1)
+        )
+        process.start()
+        try:
+            assert gate.held.wait(120), "the task never wrote its record"
+        finally:
+            process.kill()
+            process.join(timeout=60)
+    assert process.exitcode == -signal.SIGKILL
+    record = snapshot(bq, bq_bucket, "killed")
+    staged = objects(bq, bq_bucket)
+    assert blob(bq, bq_bucket, "killed/tasks/t1.json") is None
+    assert any(name.startswith("jobs/killed.s1/") for name in staged)  # its first shard
+    source = vb.BigQuerySource(table)
+    bq_client.run_claude("killed", CLAUDE, source, task=vb.Task(1, COUNT, attempt=1))
+    after = objects(bq, bq_bucket)
+    assert {n: g for n, g in after.items() if n in staged} == staged  # adopted, not rewritten
+    assert snapshot(bq, bq_bucket, "killed") == record
+    for index in (0, 2):
+        run = bq_client.run_claude("killed", CLAUDE, source, task=vb.Task(index, COUNT))
+    summary = advance_until_done(bq, run)
+    assert summary.keys == len(REQUESTS) and summary.outcomes == {"ok": len(REQUESTS)}
+    assert sorted(r.key for r in run.results()) == sorted(r.key for r in REQUESTS)
 
 
 def test_a_plan_before_any_task_read_records_no_snapshot(
