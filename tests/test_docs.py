@@ -37,6 +37,7 @@ RUN_BY = {
     "docs/examples/bigquery_sink.py": "tests/bigquery/test_command.py",
     "docs/examples/bigquery_source.py": "tests/bigquery/test_command.py",
     "docs/examples/bigquery_run.py": "tests/bigquery/test_runs.py",
+    "docs/examples/bigquery_tasks.py": "tests/bigquery/test_tasks.py",
     "docs/examples/sdks/aiplatform_v1_recipe.py": "tests/emulator/test_sdk_recipes.py",
     "docs/examples/sdks/aiplatform_recipe.py": "tests/emulator/test_sdk_recipes.py",
     "docs/examples/sdks/vertexai_recipe.py": "tests/emulator/test_sdk_recipes.py",

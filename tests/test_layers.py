@@ -48,6 +48,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_bigquery.dest",
             "_bigquery.read",
             "_bigquery.source",
+            "_bigquery.share",
             "_gcs",
             "_gcs.upload",
             "_gcs.resumable",

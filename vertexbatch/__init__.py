@@ -38,6 +38,7 @@ from ._prices import PRICES, PRICES_DATE, PRICES_SOURCE, Price
 from ._progress import Progress
 from ._retry import RetryPolicy, is_retryable
 from ._runs.run import KeyResult, Run, RunSummary, Shard
+from ._runs.tasked import table_share
 from ._runs.tasks import Task
 from ._wait import wait
 
@@ -79,6 +80,7 @@ __all__ = [
     "VertexBatchError",
     "WaitTimeout",
     "is_retryable",
+    "table_share",
     "wait",
 ]
 

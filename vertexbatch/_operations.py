@@ -14,10 +14,12 @@ from collections.abc import Callable, Iterable, Mapping, Sized
 from dataclasses import replace
 from typing import Any
 
+from ._bigquery.share import Share, run_snapshot
 from ._bigquery.source import BigQuerySource, ClaudeRequests, GeminiRequests
 from ._cache.store import AnswerCache, check_ttl
 from ._cache.submission import answer_from_cache, claimed_digests, is_cached_job
 from ._cloud import Cloud
+from ._controls import Controls
 from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError
 from ._estimate import Plan, build_plan, submitted_plan
@@ -33,7 +35,7 @@ from ._rules import check_id, check_job, check_model, next_attempt_id
 from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
 from ._runs.run import DEFAULT_SHARD_SIZE, Run
 from ._runs.sink import check_run_dest
-from ._runs.start import create_run, held_run
+from ._runs.start import check_numbers, create_run, held_run
 from ._runs.tasked import held_task, start_task
 from ._runs.tasks import Task
 from ._submit_options import PlanKeywords, RunKeywords, SubmitOptions
@@ -108,7 +110,6 @@ def plan(
         raise InvalidRequestError(
             "task= plans one task's part of a run: give shard_size too", field="task"
         )
-    check_tasked(task, options.dest, requests)
     meter = meter_of(options.progress, "plan", requests)
     made = _plan(
         cloud, id, model, provider, requests, options, count_tokens, prices, shard_size, task, meter
@@ -141,7 +142,10 @@ def _plan(
             f"shard_size must be at least 1, got {shard_size!r}", field="shard_size"
         )
     prices = tuple(prices)
-    given, read = request_lines(cloud, provider, requests, options, meter)
+    if task is not None:
+        check_run_dest(options.dest)  # before the snapshot record is read
+    share = tasked_share(cloud, id, task, requests, controls, write=False)  # a plan writes none
+    given, read = request_lines(cloud, provider, requests, options, meter, share)
     held = list(given)  # what the id (or run id) already holds is checked against them first
     if not held:  # as submit and run refuse it, before any cloud call
         raise no_rows(id)
@@ -182,7 +186,7 @@ def _plan(
         holding = (
             functools.partial(held_run, dest=options.dest)
             if task is None
-            else functools.partial(held_task, task=task)  # a tasked run has no dest (yet)
+            else functools.partial(held_task, task=task, dest=options.dest)
         )
         run = holding(
             cloud,
@@ -276,22 +280,24 @@ def resubmit_job(
     )
 
 
-def check_tasked(task: Task | None, dest: str, requests: object) -> None:
-    """Refuse what a run staged by tasks cannot honour yet, before any cloud call: a BigQuery
-    sink (the ledger the last task's step makes carries none) and a table source (every task
-    would read the whole table)."""
-    if task is not None and dest:
-        raise InvalidRequestError(
-            "a run staged by tasks (task=) cannot write to BigQuery (dest=) yet: run it "
-            "without task=, or without dest (GCS)",
-            field="dest",
-        )
-    if task is not None and isinstance(requests, BigQuerySource):
-        raise InvalidRequestError(
-            "a run staged by tasks (task=) cannot read a BigQuerySource yet: every task would "
-            "read the whole table; give each task its part as requests, or run without task=",
-            field="requests",
-        )
+def tasked_share(
+    cloud: Cloud,
+    run_id: str,
+    task: Task | None,
+    requests: object,
+    controls: Controls,
+    *,
+    write: bool,
+) -> Share | None:
+    """A run task's share of a ``BigQuerySource`` at the run's one snapshot (``_bigquery.share``):
+    recorded create-only by the first task to read (``write``), adopted by every other; ``None``
+    for requests given in Python or a run of one process (a ``task`` not a ``Task`` is refused
+    by the run's start)."""
+    if not isinstance(task, Task) or not isinstance(requests, BigQuerySource):
+        return None
+    check_run_id(run_id)  # before the record's cloud call
+    staging = cloud.staging.keyed(controls.kms_key)
+    return run_snapshot(staging, run_id, requests, task.index, task.count, write=write)
 
 
 def _rejoined(run: tuple[Ledger, int, list[Shard]]) -> str:
@@ -320,17 +326,19 @@ def start_run(
     """``run_claude`` and ``run_gemini``: check, then start (or rejoin) the run (``task``: one
     task's part of it)."""
     dest = check_run_dest(options.dest)  # a dataset, never a table
-    check_tasked(task, dest, requests)
     check_model(model, provider)
     controls = options.controls(cloud.location)
-    meter = meter_of(options.progress, "stage", requests)
-    lines, _ = request_lines(cloud, provider, requests, options, meter)  # the ledger: their rows
     ttl = check_ttl(options.cache_ttl)
+    if task is not None:
+        check_numbers(shard_size, max_attempts)  # before the snapshot record's cloud call
+    share = tasked_share(cloud, id, task, requests, controls, write=True)  # a table's share
+    meter = meter_of(options.progress, "stage", requests)
+    lines, _ = request_lines(cloud, provider, requests, options, meter, share)  # the ledger's rows
     if task is not None:  # one task's part of a run staged by many (docs/runs.md)
         run = start_task(
             cloud, id, provider, model, lines, task=task, shard_size=shard_size,
             max_attempts=max_attempts, dedupe=options.dedupe, cache=options.cache,
-            cache_ttl=ttl, schema=options.schema, controls=controls,
+            cache_ttl=ttl, schema=options.schema, controls=controls, dest=dest,
         )  # fmt: skip
         finish(meter)
         return run

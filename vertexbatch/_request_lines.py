@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from ._bigquery.share import Share
 from ._bigquery.source import (
     BigQuerySource,
     ClaudeRequests,
@@ -73,17 +74,22 @@ def request_lines(
     requests: ClaudeRequests | GeminiRequests,
     options: SubmitOptions,
     meter: Meter | None,
+    share: Share | None = None,
 ) -> tuple[Iterator[StagedLine], SourceRows | None]:
     """The requests' staged lines, built as they are taken and counted by ``meter``, and the
-    reading of a ``BigQuerySource`` (which records the table), else ``None``."""
-    taken, read = source_requests(cloud, provider, requests)
+    reading of a ``BigQuerySource`` (which records the table), else ``None``; ``share``: a
+    run task's share of the table, at the run's snapshot."""
+    taken, read = source_requests(cloud, provider, requests, share)
     row = PROVIDERS[provider]
     lines = staged_lines(taken, row.request, row.builder(options.check_fields), options.schema)
     return (lines if meter is None else meter.counted(lines, _line_size)), read
 
 
 def source_requests(
-    cloud: Cloud, provider: Provider, requests: ClaudeRequests | GeminiRequests
+    cloud: Cloud,
+    provider: Provider,
+    requests: ClaudeRequests | GeminiRequests,
+    share: Share | None = None,
 ) -> tuple[Iterable[Any], SourceRows | None]:
     """``requests`` as they are, or a ``BigQuerySource``'s rows as requests (``SourceRows``:
     read once, when the first request is taken) and the reading, which records the table."""
@@ -94,7 +100,7 @@ def source_requests(
         raise InvalidRequestError(
             "this client has no BigQuery Storage Read client", field="requests"
         )
-    read = SourceRows(requests, provider, cloud.bigquery.client, cloud.project, cloud.retry)
+    read = SourceRows(requests, provider, cloud.bigquery.client, cloud.project, cloud.retry, share)
     return read.requests(), read
 
 

@@ -142,6 +142,39 @@ def test_storage_read_marks_json_columns(bq_stack: LocalStack, table: str) -> No
     assert metadata.get(b"ARROW:extension:name") == b"google:sqlType:json"
 
 
+@gap("a read session's table_modifiers.snapshot_time is ignored: it reads now", AssertionError)
+def test_a_read_session_reads_the_table_at_its_snapshot_time(
+    bq_stack: LocalStack, table: str
+) -> None:
+    """Rows loaded after a session's snapshot time are not in what it reads."""
+    from datetime import UTC, datetime
+
+    from google.cloud.bigquery_storage_v1 import types
+
+    at = datetime.now(UTC)
+    row = json.dumps({"key": "c", "j": {"a": "c"}}).encode() + b"\n"
+    config = bigquery.LoadJobConfig(schema=SCHEMA, source_format="NEWLINE_DELIMITED_JSON")
+    client = bq_stack.bigquery_client()
+    client.load_table_from_file(io.BytesIO(row), table, job_config=config).result()
+    project, dataset, name = table.split(".")
+    read = bq_stack.bigquery_read_client()
+    session = read.create_read_session(
+        parent=f"projects/{project}",
+        read_session=types.ReadSession(
+            table=f"projects/{project}/datasets/{dataset}/tables/{name}",
+            data_format=types.DataFormat.ARROW,
+            table_modifiers=types.ReadSession.TableModifiers(snapshot_time=at),
+        ),
+        max_stream_count=1,
+    )
+    rows = sum(
+        page.num_items
+        for s in session.streams
+        for page in read.read_rows(s.name).rows(session).pages
+    )
+    assert rows == 2
+
+
 @gap(
     "deleting a non-empty dataset without delete_contents answers 404, not 400 resourceInUse",
     api_exceptions.NotFound,

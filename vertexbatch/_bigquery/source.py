@@ -38,6 +38,8 @@ from .read import _SLICE, missing_extra
 if TYPE_CHECKING:
     from google.cloud import bigquery_storage_v1
 
+    from .share import Share
+
 __all__ = ["BigQuerySource", "ClaudeRequests", "GeminiRequests", "SourceRows", "check_source_extra"]
 
 MISSING_EXTRA = "reading a BigQuery source needs pip install 'vertexbatch[bigquery]'"
@@ -112,8 +114,10 @@ class SourceRows:
         client: Callable[[], bigquery_storage_v1.BigQueryReadClient],
         project: str,
         policy: RetryPolicy,
+        share: Share | None = None,
     ) -> None:
         self.source = source
+        self._share = share  # a task's share of the table, at the run's snapshot
         self._provider = provider
         self._client = client  # built at the first read (``BigQueryReader.client``)
         self._project = project  # the read session's parent: billed for the read
@@ -171,11 +175,18 @@ class SourceRows:
     def _session(self, columns: list[str] | None) -> Any:
         from google.cloud.bigquery_storage_v1 import types
 
-        options = types.ReadSession.TableReadOptions(selected_fields=columns or [])
+        share = self._share if columns else None  # a schema-only session takes neither
+        options = types.ReadSession.TableReadOptions(
+            selected_fields=columns or [], row_restriction=share.restriction if share else ""
+        )
+        modifiers = {}
+        if share is not None and share.at is not None:
+            modifiers["table_modifiers"] = types.ReadSession.TableModifiers(snapshot_time=share.at)
         wanted = types.ReadSession(
             table=self.source.dest.table_path,
             data_format=types.DataFormat.ARROW,
             read_options=options,
+            **modifiers,
         )
 
         def open_session() -> Any:
@@ -206,17 +217,20 @@ class SourceRows:
             if name not in names:
                 option = option or "request_column"
                 raise self._bad("", f"it has no column {name!r} ({option})")
+        self._check_types(_schema(session))
+        at = self._share.at if self._share is not None else None
+        if at is not None:
+            raise self._bad(
+                "",
+                f"its read session at the run's snapshot time {at.isoformat()} was refused: a "
+                "table is readable as it was only within its time travel window (7 days by "
+                "default) and not before it was created; start the run again under a new id",
+            )
         raise self._bad("", "its read session was refused")
 
-    def _read(self) -> Iterator[tuple[int, str, str]]:
-        """``(row number, key, request text)`` of every row, checked, in the read's order."""
+    def _check_types(self, schema: Any) -> None:
         import pyarrow as pa
 
-        session = self._open()
-        when = session.table_modifiers.snapshot_time
-        if when and when.timestamp() > 0:
-            self.snapshot = when.isoformat()
-        schema = _schema(session)
         for name in (self.source.key_column, self.source.request_column):
             kind = schema.field(name).type
             if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
@@ -225,6 +239,14 @@ class SourceRows:
                     f"it is of Arrow type {kind}: the key column must be a STRING, the "
                     "request column a JSON or STRING column",
                 )
+
+    def _read(self) -> Iterator[tuple[int, str, str]]:
+        """``(row number, key, request text)`` of every row, checked, in the read's order."""
+        session = self._open()
+        when = session.table_modifiers.snapshot_time
+        if when and when.timestamp() > 0:
+            self.snapshot = when.isoformat()
+        self._check_types(_schema(session))
         number = 0
         key_name, request_name = self.source.key_column, self.source.request_column
         for stream in session.streams:

@@ -149,15 +149,16 @@ def run_submit(
     The lines (or the --source table) are those of `vertexbatch submit`. Stages every shard,
     creates the first jobs and prints the run's summary; the same id and file again rejoin it.
     With --task-index and --task-count (by default the Cloud Run task's), this task stages its
-    part of FILE (every COUNT-th request from INDEX) under the one run id; jobs are created once
-    every task did.
+    part of FILE (every COUNT-th request from INDEX), or its share of the --source table, under
+    the one run id; jobs are created once every task did.
     """
     check_provider(provider, model)
     task = _task(task_index, task_count)
     tasked = {} if task is None else {"task": task}
     with given_requests(file, provider) as (requests, stream):
         client = cloud_client()
-        # A file's lines are cut here; a table is handed on whole (the library refuses it).
+        # A file's lines are cut here; a table is handed on whole: the library reads the
+        # task's share of it, at the run's one snapshot.
         part = requests if task is None or stream is None else task.take(requests)
         if pay.dry_run:
             plan = plan_of(client, provider, run_id, model, part, pay, shard_size, **tasked)

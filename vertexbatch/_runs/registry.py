@@ -7,6 +7,8 @@ makes the run's ledger once every task has registered.
                                shards it staged (ids and key counts), its keys file's MD5
     PREFIX/RUN/tasks/t3.keys   task 3's keys: one line per key, ``<digest> <key as JSON>``,
                                sorted by digest (the key digest every staged line carries)
+    PREFIX/RUN/tasks/snapshot.json  a run from a BigQuery table: the table, its columns and the
+                               snapshot time every task reads it at (``_bigquery.share``)
 
 Each task writes only its own two objects, create-only, so tasks never read-modify-write a
 shared object and never wait on each other. The run's ledger (``run.json``) is written by the
@@ -27,6 +29,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from .._bigquery.dest import parse_dest
 from .._controls import NO_CONTROLS, Controls
 from .._errors import InvalidRequestError
 from .._gcs.staging import Staging
@@ -47,6 +50,7 @@ __all__ = [
     "record_name",
     "registered",
     "shard_id",
+    "sink_of",
     "write_task",
 ]
 
@@ -90,6 +94,7 @@ class TaskRecord:
     controls: Controls
     shards: tuple[Shard, ...]
     keys_md5: str
+    dest: str = ""  # the run's BigQuery dataset ("": GCS), as the ledger records it
 
     @property
     def keys(self) -> int:
@@ -105,6 +110,7 @@ class TaskRecord:
             (),
             True,
             self.controls,
+            dest=self.dest,
             tasks=self.count,
         )
 
@@ -118,6 +124,7 @@ class TaskRecord:
             self.shard_size,
             self.cache,
             self.controls,
+            self.dest,
         )
 
     def to_json(self) -> dict[str, object]:
@@ -136,6 +143,8 @@ class TaskRecord:
         }
         if not self.controls.empty:
             data["controls"] = self.controls.to_json()
+        if self.dest:
+            data["dest"] = self.dest
         return data
 
     @classmethod
@@ -183,9 +192,12 @@ class TaskRecord:
             controls = Controls.from_json(data["controls"]) if "controls" in data else NO_CONTROLS
         except ValueError as exc:
             raise bad(str(exc)) from None
+        dest = data.get("dest", "")
+        if "dest" in data and not _is_dataset(dest):
+            raise bad("'dest' is not a bq://PROJECT.DATASET vertexbatch wrote")
         return cls(
             run_id, index, count, provider, model, attempts, size, data["cache"], controls,
-            tuple(shards), md5,
+            tuple(shards), md5, dest,
         )  # fmt: skip
 
 
@@ -283,6 +295,7 @@ def assemble(staging: Staging, run_id: str, *, write: bool) -> Ledger | Waiting 
         tuple(shards),
         True,
         first.controls,
+        dest=first.dest,
         tasks=first.count,
     )
     if write and not write_ledger(staging, ledger):
@@ -305,12 +318,30 @@ def _disagree(run_id: str, first: TaskRecord, index: int, why: str) -> InvalidRe
 
 def difference(one: TaskRecord, other: TaskRecord) -> str:
     """The first setting two task records differ in, in words."""
-    names = ("count", "provider", "model", "max_attempts", "shard_size", "cache", "controls")
+    names = (
+        "count", "provider", "model", "max_attempts", "shard_size", "cache", "controls", "dest",
+    )  # fmt: skip
     for name, a, b in zip(names, one.settings(), other.settings(), strict=True):
         if a != b:
             shown = (a, b) if name != "controls" else ("its controls", "others")
+            if name == "dest":
+                return f"{sink_of(str(a))} against {sink_of(str(b))}"
             return f"{name} {shown[0]!r} against {shown[1]!r}"
     return "their settings"  # pragma: no cover - settings() differed
+
+
+def sink_of(dest: str) -> str:
+    """A run's sink in words: its dataset, or GCS."""
+    return f"dest {dest!r}" if dest else "the GCS output prefix (no dest)"
+
+
+def _is_dataset(dest: object) -> bool:
+    """Whether ``dest`` is a ``bq://PROJECT.DATASET`` as ``check_run_dest`` gives one."""
+    try:
+        sink = parse_dest(dest)
+    except InvalidRequestError:
+        return False
+    return not sink.table and sink.uri == dest
 
 
 def _lines(staging: Staging, run_id: str, record: TaskRecord) -> Iterator[tuple[bytes, int, bytes]]:

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from datetime import timedelta
 
+from .._bigquery.share import share_restriction
+from .._bigquery.source import BigQuerySource
 from .._cache.submission import record_cached
 from .._cloud import Cloud
 from .._controls import NO_CONTROLS, Controls
@@ -30,12 +32,21 @@ from .._manifest import Manifest, read_manifest, run_origin
 from .._models import Provider
 from .._schema import Schema
 from .ledger import Ledger, Shard, check_run_id, read_done, read_ledger
-from .registry import TaskRecord, difference, keys_name, read_task, shard_id, write_task
+from .registry import (
+    TaskRecord,
+    any_task,
+    difference,
+    keys_name,
+    read_task,
+    shard_id,
+    sink_of,
+    write_task,
+)
 from .run import Run
 from .start import _check_rejoin, _from_cache, _Shards, check_numbers
 from .tasks import Task
 
-__all__ = ["held_task", "start_task"]
+__all__ = ["held_task", "start_task", "table_share"]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -67,6 +78,27 @@ class _Keys:
         return md5
 
 
+def table_share(source: BigQuerySource, task: Task) -> str:
+    """The SQL condition that selects ``task``'s share of ``source``'s rows: what the task's read
+    session gives BigQuery as its row restriction when ``source`` is its requests (``""`` for
+    one task). Every row is in exactly one task's share, by a stable hash of its key; use it in
+    a query of your own (``SELECT ... FROM T WHERE <share>``) to see or count a share.
+
+    Raises:
+        InvalidRequestError: ``source`` is not a ``BigQuerySource`` or ``task`` not a ``Task``.
+    """
+    if not isinstance(source, BigQuerySource):
+        raise InvalidRequestError(
+            f"source must be a vertexbatch.BigQuerySource, got {type(source).__name__}",
+            field="requests",
+        )
+    if not isinstance(task, Task):
+        raise InvalidRequestError(
+            f"task must be a vertexbatch.Task, got {type(task).__name__}", field="task"
+        )
+    return share_restriction(source.key_column, task.index, task.count)
+
+
 def start_task(
     cloud: Cloud,
     run_id: str,
@@ -82,9 +114,12 @@ def start_task(
     cache_ttl: timedelta | None = None,
     schema: Schema | None = None,
     controls: Controls = NO_CONTROLS,
+    dest: str = "",
 ) -> Run:
     """Stage task ``task``'s part of run ``run_id`` (its ``lines``, possibly none) and register
-    it, or rejoin it; then take a step, which creates jobs only once every task registered."""
+    it, or rejoin it; then take a step, which creates jobs only once every task registered.
+    ``dest``: the run's BigQuery dataset (checked), in the task's record; a task given another
+    sink than a registered task's (or the ledger's) is refused before it stages."""
     check_run_id(run_id)
     if not isinstance(task, Task):
         raise InvalidRequestError(
@@ -100,10 +135,11 @@ def start_task(
     _check_count(ledger, run_id, task)
     wanted = TaskRecord(
         run_id, task.index, task.count, provider, model, max_attempts, shard_size, cache,
-        controls, (), "",
+        controls, (), "", dest,
     )  # fmt: skip
     record = read_task(staging, run_id, task.index)
     if record is None:
+        _check_sink(staging, ledger, run_id, task.index, dest)
         record = _stage(cloud, wanted, cutter, keys, cache_ttl, schema)
     else:
         _check_rejoin_task(cloud, record, wanted, cutter, cache, cache_ttl, schema)
@@ -133,6 +169,7 @@ def held_task(
     cache: bool = False,
     schema: Schema | None = None,
     controls: Controls = NO_CONTROLS,
+    dest: str = "",
 ) -> tuple[Ledger, int, list[Shard]] | None:
     """A plan's question for one task (``held_run``'s): the part of the run this task already
     registered with these rows (a ledger of its shards), how many keys the cache answered, and
@@ -149,14 +186,16 @@ def held_task(
         )
     cloud = replace(cloud, staging=cloud.staging.keyed(controls.kms_key))
     staging = cloud.staging
-    _check_count(read_ledger(staging, run_id), run_id, task)
+    ledger = read_ledger(staging, run_id)
+    _check_count(ledger, run_id, task)
     record = read_task(staging, run_id, task.index)
-    if record is None:
+    if record is None:  # what starting it would refuse before staging: another sink
+        _check_sink(staging, ledger, run_id, task.index, dest)
         return None
     cutter = _Shards(lines, shard_size, staging.limits, dedupe)
     wanted = TaskRecord(
         run_id, task.index, task.count, provider, model, record.max_attempts, shard_size, cache,
-        controls, (), "",
+        controls, (), "", dest,
     )  # fmt: skip
     staged = _check_rejoin_task(cloud, record, wanted, cutter, cache, None, schema)
     pending = [shard for shard in record.shards if read_done(staging, shard) is None]
@@ -172,6 +211,27 @@ def _check_count(ledger: Ledger | None, run_id: str, task: Task) -> None:
             f"run {run_id!r} was staged {how}, not by {task.count}: use a new run id, or "
             "rejoin it as it was started; nothing staged was changed",
             field="task",
+        )
+
+
+def _check_sink(
+    staging: Staging, ledger: Ledger | None, run_id: str, index: int, dest: str
+) -> None:
+    """Raise if the run's ledger, or a task that registered, writes to another sink than
+    ``dest``: before task ``index`` stages anything. (Two tasks registering at once are checked
+    by ``assemble``.)"""
+    if ledger is not None:
+        other, whose = ledger.dest, "the run's ledger"
+    else:
+        first = any_task(staging, run_id)
+        if first is None or first.index == index:
+            return
+        other, whose = first.dest, f"task {first.index}"
+    if other != dest:
+        raise InvalidRequestError(
+            f"task {index} of run {run_id!r} writes to {sink_of(dest)}, but {whose} to "
+            f"{sink_of(other)}: every task of a run writes to the same sink; nothing was staged",
+            field="dest",
         )
 
 
@@ -196,8 +256,9 @@ def _stage(
         )  # fmt: skip
         try:
             manifest = stage(
-                staging, sid, wanted.provider, wanted.model, lines, origin, amend, wanted.controls
-            )
+                staging, sid, wanted.provider, wanted.model, lines, origin, amend,
+                wanted.controls, wanted.dest,
+            )  # fmt: skip
         except InvalidRequestError as exc:
             staged = read_manifest(staging, sid) if exc.field == "id" else None
             if exc.field != "id" or (staged is not None and staged.origin != origin):
@@ -254,7 +315,7 @@ def _check_rejoin_task(
     try:
         return _check_rejoin(
             cloud, part, wanted.provider, wanted.model, wanted.max_attempts, wanted.shard_size,
-            cutter, cache, cache_ttl, schema, wanted.controls,
+            cutter, cache, cache_ttl, schema, wanted.controls, wanted.dest,
         )  # fmt: skip
     except InvalidRequestError as exc:
         raise _other_rows(wanted) from exc
