@@ -11,7 +11,7 @@ import os
 
 import vertexbatch as vb
 
-MODEL = "claude-opus-5-5@default"
+MODEL = "claude-sonnet-4-5"
 project, dataset = os.environ["GOOGLE_CLOUD_PROJECT"], os.environ["DATASET"]
 table = vb.BigQuerySource(f"bq://{project}.{dataset}.{os.environ['TABLE']}")
 task = vb.Task.from_env()  # CLOUD_RUN_TASK_INDEX, CLOUD_RUN_TASK_COUNT, CLOUD_RUN_TASK_ATTEMPT
