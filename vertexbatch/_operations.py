@@ -143,8 +143,8 @@ def _plan(
     prices = tuple(prices)
     given, read = request_lines(cloud, provider, requests, options, meter)
     held = list(given)  # what the id (or run id) already holds is checked against them first
-    if not held:  # as submit and run refuse it, before any cloud call
-        raise no_rows(id)
+    if not held and task is None:  # as submit and run refuse it, before any cloud call
+        raise no_rows(id)  # (a task's part may be empty: it registers as one, docs/runs.md)
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
         check_run_dest(options.dest)  # a dataset, never a table
         check_run_id(id)
