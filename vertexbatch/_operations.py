@@ -331,6 +331,7 @@ def start_run(
             cloud, id, provider, model, lines, task=task, shard_size=shard_size,
             max_attempts=max_attempts, dedupe=options.dedupe, cache=options.cache,
             cache_ttl=ttl, schema=options.schema, controls=controls,
+            count=len(requests) if isinstance(requests, Sized) else None,
         )  # fmt: skip
         finish(meter)
         return run
