@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 import vertexbatch as vb
-from tests.helpers import jobs_in
+from tests.helpers import jobs_in, with_staging_sizes
 from vertexbatch._runs.shares import byte_shares, share_of
 from vertexbatch.emulator import LocalStack
 
@@ -192,3 +192,20 @@ def test_a_plan_of_an_empty_share_is_a_plan_of_nothing(client: vb.Client) -> Non
     assert plan.requests == 0 and plan.jobs == 0
     with pytest.raises(vb.InvalidRequestError, match="no requests"):
         client.plan_claude("quiet", MODEL, [], shard_size=10)  # a whole run of none: refused
+
+
+def test_a_file_is_streamed_a_range_at_a_time_never_held_whole(
+    counted: tuple[vb.Client, list[str]], stack: LocalStack, bucket: str
+) -> None:
+    """The first request of a 200-line file comes after one range read (and one read ahead),
+    not after the whole file: a file of any size is never held."""
+    client, seen = counted
+    with_staging_sizes(client, read_chunk=1024)
+    _fill(stack, bucket, [200])  # about 24 KB: two dozen ranges of 1 KiB
+    files = vb.list_request_files(client, f"gs://{bucket}/in/")
+    seen.clear()
+    requests = files.claude_requests()
+    assert next(requests).key == "key-0"
+    assert len(seen) <= 2, seen
+    assert sum(1 for _ in requests) == 199
+    assert len(seen) > 20
