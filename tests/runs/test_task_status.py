@@ -8,6 +8,7 @@ import pytest
 import vertexbatch as vb
 from tests.gcs_gate import body_gate, gate, refusing_writes
 from tests.helpers import jobs_in, local_client, task
+from vertexbatch._command.cli_render import run_record
 from vertexbatch._runs.run import summary_line
 from vertexbatch.emulator import LocalStack
 
@@ -57,10 +58,14 @@ def test_status_of_a_registered_run_costs_a_bounded_number_of_gcs_requests(
         "look", False, keys, {"pending": keys}, 0, 0, waiting=(), made=False
     )
     assert "every task registered; the next advance checks the keys" in summary_line(summary)
+    assert run_record(summary, shards=0)["made"] is False and "waiting" not in run_record(
+        summary, shards=0
+    )
     # The next advance checks the keys and makes the ledger; status then steps as on any run.
     made = client.open_run("look").advance()
     assert made.made and made.keys == keys and jobs_in(stack, client.bucket)
     assert client.open_run("look").status().made
+    assert "made" not in run_record(client.open_run("look").status(), shards=1)
 
 
 def test_status_leaves_a_duplicate_key_to_the_advance_that_would_make_the_ledger(
