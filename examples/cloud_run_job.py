@@ -1,18 +1,21 @@
-"""A Cloud Run job whose tasks stage one run together from a JSONL file, safely retried.
+"""A Cloud Run job whose tasks stage one run together from JSONL request files, safely retried.
 
-Every task of the job's execution stages its part of the file (every N-th line, from its index:
-``vb.Task.from_env()`` reads ``CLOUD_RUN_TASK_INDEX``, ``CLOUD_RUN_TASK_COUNT`` and
-``CLOUD_RUN_TASK_ATTEMPT``) under one run id, the execution id ``CLOUD_RUN_EXECUTION``, and
-registers it. Cloud Run retries a failed task with the same index and execution id: the retry
-adopts what the first attempt staged and finishes it, whatever happened to the first attempt.
-No task waits for another: the run's jobs are created by the step that finds every task
-registered (the last task's own step, or a scheduled ``examples/run_advancer.py``).
+Every task of the job's execution stages its part of the requests under one run id, the
+execution id ``CLOUD_RUN_EXECUTION``, and registers it (``vb.Task.from_env()`` reads
+``CLOUD_RUN_TASK_INDEX``, ``CLOUD_RUN_TASK_COUNT`` and ``CLOUD_RUN_TASK_ATTEMPT``). Given a GCS
+prefix (``gs://bucket/in/``), a task lists its files once and takes its share of them, cut by
+bytes (``vb.list_request_files(client, prefix).share(task)``), streamed from GCS; given a local
+file, every N-th line of it, from its index. Cloud Run retries a failed task with the same
+index and execution id: the retry adopts what the first attempt staged and finishes it,
+whatever happened to the first attempt. No task waits for another: the run's jobs are created
+by the step that finds every task registered (the last task's own step, or a scheduled
+``examples/run_advancer.py``).
 
 Run it as a Cloud Run job (``--tasks N --max-retries M``, docs/operations.md), the command being
-``python examples/cloud_run_job.py --provider claude --model claude-sonnet-4-5 FILE``
-(one request per line: ``{"key": ..., "params": {...}}`` for Claude,
+``python examples/cloud_run_job.py --provider claude --model claude-sonnet-4-5
+gs://bucket/in/`` (or a FILE; one request per line: ``{"key": ..., "params": {...}}`` for Claude,
 ``{"key": ..., "contents": [...], "config": {...}}`` for Gemini). Outside Cloud Run (no task
-variables) it stages the whole file as a run of one process.
+variables) it stages every file (or the whole file) as a run of one process.
 
 Configuration comes from the same variables as the ``vertexbatch`` command; with
 ``VERTEXBATCH_VERTEX_ENDPOINT`` and ``STORAGE_EMULATOR_HOST`` set it talks to the local stack.
@@ -56,21 +59,30 @@ def main(argv: Sequence[str] | None = None, client: vb.Client | None = None) -> 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--provider", choices=["claude", "gemini"], required=True)
     parser.add_argument("--model", required=True)
-    parser.add_argument("file", type=Path)
+    parser.add_argument("requests", help="a gs://bucket/path/ prefix of JSONL files, or a file")
     args = parser.parse_args(argv)
 
     rid = run_id()
-    task = vb.Task.from_env()  # None outside Cloud Run: the whole file, one process
-    lines = read_lines(args.file)
-    part = lines if task is None else task.take(lines)  # every N-th line, streamed
+    task = vb.Task.from_env()  # None outside Cloud Run: every request, one process
     # A client handed in is the caller's to close; one made here is closed when done.
     with contextlib.nullcontext(client) if client else vb.Client.from_env() as used:
-        if args.provider == "claude":
-            claude = (vb.ClaudeRequest(d["key"], d["params"]) for d in part)
-            run = used.run_claude(rid, args.model, claude, task=task)
+        if args.requests.startswith("gs://"):
+            # One listing, sorted by name; this task's contiguous share of the files by bytes
+            # (possibly none: the task then registers an empty part, and the run completes).
+            files = vb.list_request_files(used, args.requests).share(task)
+            if args.provider == "claude":
+                run = used.run_claude(rid, args.model, files.claude_requests(), task=task)
+            else:
+                run = used.run_gemini(rid, args.model, files.gemini_requests(), task=task)
         else:
-            gemini = (vb.GeminiRequest(d["key"], d["contents"], d.get("config")) for d in part)
-            run = used.run_gemini(rid, args.model, gemini, task=task)
+            lines = read_lines(Path(args.requests))
+            part = lines if task is None else task.take(lines)  # every N-th line, streamed
+            if args.provider == "claude":
+                claude = (vb.ClaudeRequest(d["key"], d["params"]) for d in part)
+                run = used.run_claude(rid, args.model, claude, task=task)
+            else:
+                gemini = (vb.GeminiRequest(d["key"], d["contents"], d.get("config")) for d in part)
+                run = used.run_gemini(rid, args.model, gemini, task=task)
         summary = run.status()
     # Cloud Run sends stdout to Cloud Logging: one JSON line a log query can pick up.
     record = {

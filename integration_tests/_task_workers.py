@@ -60,3 +60,29 @@ def advance_until_made(endpoints: dict[str, str], run_id: str, out: Any, stop: A
         out.put(("error", "stopped before the run was made", 0))
     except Exception as exc:  # reported to the parent, which fails the test with it
         out.put(("error", f"{type(exc).__name__}: {exc}", 0))
+
+
+def stage_files_task(
+    endpoints: dict[str, str],
+    run_id: str,
+    prefix: str,
+    task: tuple[int, int, int],
+    shard_size: int,
+    out: Any = None,
+) -> None:
+    """Stage task ``(index, count, attempt)``'s share of the request files under ``prefix``,
+    listed by the task itself, as a Cloud Run task would; report as ``stage_task`` does."""
+    place = vb.Task(*task)
+    c = client(endpoints)
+    try:
+        files = vb.list_request_files(c, prefix).share(place)
+        run = c.run_claude(
+            run_id, CLAUDE, files.claude_requests(), shard_size=shard_size, task=place
+        )
+        summary = run.status()
+        if out is not None:
+            out.put(("ok", place.index, summary.keys, list(summary.waiting)))
+    except Exception as exc:  # reported to the parent, which fails the test with it
+        if out is None:
+            raise
+        out.put(("error", place.index, f"{type(exc).__name__}: {exc}", []))

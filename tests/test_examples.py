@@ -81,6 +81,34 @@ def test_cloud_run_job_tasks_stage_one_run(
     assert sorted(ids_on_vertex(stack, stack_env)) == ["triage-abc12.s0", "triage-abc12.s1"]
 
 
+def test_cloud_run_job_tasks_stage_their_shares_of_a_prefix(
+    stack: LocalStack,
+    stack_env: str,
+    client: vb.Client,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Three tasks stage their shares of a GCS prefix's files (one share is empty) into one run."""
+    cloud_run_job = load("cloud_run_job")
+    bucket = stack.storage_client().bucket(stack_env)
+    for number, keys in enumerate([range(3), range(3, 5)]):
+        lines = [json.dumps({"key": f"r{i}", "params": {"max_tokens": 8, "messages": [
+            {"role": "user", "content": f"Review {i}"}]}}) for i in keys]  # fmt: skip
+        bucket.blob(f"in/part-{number:05d}.jsonl").upload_from_string("\n".join(lines))
+    monkeypatch.setenv("CLOUD_RUN_EXECUTION", "prefix-q8")
+    monkeypatch.setenv("CLOUD_RUN_TASK_COUNT", "3")
+    argv = ["--provider", "claude", "--model", CLAUDE, f"gs://{stack_env}/in/"]
+    printed = []
+    for index in ("0", "1", "2"):
+        monkeypatch.setenv("CLOUD_RUN_TASK_INDEX", index)
+        assert cloud_run_job.main(argv, client=client) == 0
+        printed.append(json.loads(capsys.readouterr().out))
+    assert printed[-1]["waiting_for_tasks"] == [] and printed[-1]["keys"] == 5
+    assert sorted(r.key for r in client.open_run("prefix-q8").results()) == [
+        f"r{i}" for i in range(5)
+    ]
+
+
 # -- scheduler_poller.py ------------------------------------------------------------------------
 
 

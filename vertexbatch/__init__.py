@@ -36,6 +36,7 @@ from ._models import (
 )
 from ._prices import PRICES, PRICES_DATE, PRICES_SOURCE, Price
 from ._progress import Progress
+from ._request_files import RequestFile, RequestFiles, list_request_files
 from ._retry import RetryPolicy, is_retryable
 from ._runs.run import KeyResult, Run, RunSummary, Shard
 from ._runs.tasked import table_share
@@ -65,6 +66,8 @@ __all__ = [
     "Provider",
     "Refusal",
     "RefusedError",
+    "RequestFile",
+    "RequestFiles",
     "Result",
     "ResultError",
     "RetryPolicy",
@@ -80,6 +83,7 @@ __all__ = [
     "VertexBatchError",
     "WaitTimeout",
     "is_retryable",
+    "list_request_files",
     "table_share",
     "wait",
 ]

@@ -147,8 +147,8 @@ def _plan(
     share = tasked_share(cloud, id, task, requests, controls, write=False)  # a plan writes none
     given, read = request_lines(cloud, provider, requests, options, meter, share)
     held = list(given)  # what the id (or run id) already holds is checked against them first
-    if not held:  # as submit and run refuse it, before any cloud call
-        raise no_rows(id)
+    if not held and task is None:  # as submit and run refuse it, before any cloud call
+        raise no_rows(id)  # (a task's part may be empty: it registers as one, docs/runs.md)
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
         check_run_dest(options.dest)  # a dataset, never a table
         check_run_id(id)
@@ -339,6 +339,7 @@ def start_run(
             cloud, id, provider, model, lines, task=task, shard_size=shard_size,
             max_attempts=max_attempts, dedupe=options.dedupe, cache=options.cache,
             cache_ttl=ttl, schema=options.schema, controls=controls, dest=dest,
+            count=len(requests) if isinstance(requests, Sized) else None,
         )  # fmt: skip
         finish(meter)
         return run

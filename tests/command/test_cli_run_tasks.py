@@ -57,3 +57,33 @@ def test_tasks_submit_their_parts_and_read_their_shares(
     assert bad.exit_code == ExitCode.USAGE and "--task-index 2 is not below" in bad.output
     half = cli("run", "results", "crt", "--task-index", "1")
     assert half.exit_code == ExitCode.USAGE and "go together" in half.output
+
+
+def test_tasks_submit_their_shares_of_a_prefix(
+    stack: LocalStack, client: vb.Client, bucket: str
+) -> None:
+    """`run submit gs://BUCKET/in/` with task flags: each task its share of the files."""
+    files = stack.storage_client().bucket(bucket)
+    for number in range(3):  # three files of 2, 3 and 4 lines
+        lines = [request_line(f"f{number}-{i}") for i in range(number + 2)]
+        files.blob(f"in/part-{number:05d}.jsonl").upload_from_string("\n".join(lines) + "\n")
+    prefix = f"gs://{bucket}/in/"
+    submit = ("run", "submit", "--provider", "claude", "--model", CLAUDE, "--id", "pre")
+    outputs = []
+    for i in range(4):  # four tasks, three files: one task's share is empty
+        done = cli(*submit, "--task-index", str(i), "--task-count", "4", prefix)
+        assert done.exit_code == 0, done.output
+        outputs.append(done.output)
+    assert sum("registers an empty part of the run" in o for o in outputs) == 1
+    assert "run pre: 9 keys" in outputs[-1] and jobs_in(stack, client.bucket)
+    whole = cli(*submit[:-1], "whole", prefix)  # no task: the whole prefix, one process
+    assert whole.exit_code == 0 and "run whole: 9 keys" in whole.stdout, whole.output
+    empty = cli(*submit[:-1], "none", f"gs://{bucket}/nothing/")
+    assert (
+        empty.exit_code == ExitCode.INVALID_REQUEST
+        and f"no request files under gs://{bucket}/nothing/" in (empty.output)
+    )
+    files.blob("in/part-00001.jsonl").upload_from_string('{"key": "x", "params": 1}\n')
+    bad = cli(*submit[:-1], "bad", prefix)
+    assert bad.exit_code == ExitCode.INVALID_REQUEST
+    assert f"{prefix}part-00001.jsonl line 1: 'params' must be an object" in bad.output

@@ -5,6 +5,7 @@ If a change makes a documented use of vertexbatch a type error, the test command
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 from google.genai import types as genai_types
@@ -286,3 +287,17 @@ def progress(client: vb.Client, job: vb.Job) -> int:
     run = client.run_claude("p-run", "claude-opus-5-5@default", requests, progress=None)
     rows = sum(1 for _ in client.results(job, progress=show))
     return rows + sum(1 for _ in run.results(progress=lambda p: print(p.rows, p.elapsed)))
+
+
+def task_files(client: vb.Client) -> int:
+    """A task's share of a GCS prefix's request files, streamed into a tasked run."""
+    task: vb.Task | None = vb.Task.from_env()
+    files: vb.RequestFiles = vb.list_request_files(client, "gs://bucket/in/").share(task)
+    first: vb.RequestFile = next(iter(files))
+    sizes: int = first.size + files.size + len(files)
+    claude: Iterator[vb.ClaudeRequest] = files.claude_requests()
+    gemini: Iterator[vb.GeminiRequest] = files.gemini_requests()
+    client.run_claude("r", "claude-x", claude, task=task)
+    client.run_gemini("g", "gemini-x", gemini, task=task)
+    vb.list_request_files("gs://bucket/in/", client)  # type: ignore[arg-type]
+    return sizes

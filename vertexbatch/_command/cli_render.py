@@ -324,6 +324,8 @@ def run_record(summary: RunSummary, *, shards: int) -> dict[str, Any]:
         del record["waiting"]
     else:
         record["waiting"] = list(summary.waiting)
+    if summary.made:
+        del record["made"]  # written only while a tasked run's ledger is not made
     return record
 
 

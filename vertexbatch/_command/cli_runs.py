@@ -5,17 +5,19 @@ Wired into the command by ``_cli``; what is printed is made in ``_cli_render``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import Any
+from typing import IO, Any
 
 import click
 
 from .._client import Client
 from .._errors import InvalidRequestError
 from .._providers import COMMANDS, by_command
+from .._request_files import list_request_files
 from .._runs.run import DEFAULT_SHARD_SIZE, Run, RunSummary
 from .._runs.tasks import COUNT_VARIABLE, INDEX_VARIABLE, Task
 from .cli_controls import control_options
@@ -144,22 +146,20 @@ def run_submit(
     pay: PayOnce,
     file: GivenRequests,
 ) -> None:
-    """Start a run of the requests of FILE (JSONL, - for stdin).
+    """Start a run of the requests of FILE (JSONL, - for stdin, or a gs://BUCKET/PATH/ prefix).
 
     The lines (or the --source table) are those of `vertexbatch submit`. Stages every shard,
     creates the first jobs and prints the run's summary; the same id and file again rejoin it.
-    With --task-index and --task-count (by default the Cloud Run task's), this task stages its
-    part of FILE (every COUNT-th request from INDEX), or its share of the --source table, under
-    the one run id; jobs are created once every task did.
+    FILE may be a GCS prefix of JSONL files: every file under it, in name order. With
+    --task-index and --task-count (by default the Cloud Run task's), this task stages its part
+    of FILE under the one run id (every COUNT-th request from INDEX; of a prefix, its share of
+    the files, cut by bytes; of the --source table, its share of the rows); jobs are created
+    once every task did.
     """
     check_provider(provider, model)
     task = _task(task_index, task_count)
     tasked = {} if task is None else {"task": task}
-    with given_requests(file, provider) as (requests, stream):
-        client = cloud_client()
-        # A file's lines are cut here; a table is handed on whole: the library reads the
-        # task's share of it, at the run's one snapshot.
-        part = requests if task is None or stream is None else task.take(requests)
+    with _given(file, provider, task) as (part, stream, client):
         if pay.dry_run:
             plan = plan_of(client, provider, run_id, model, part, pay, shard_size, **tasked)
             echo_plan(plan, f"run {run_id!r}", as_json)
@@ -177,6 +177,32 @@ def run_submit(
                 progress=progress,
             )
     _echo_run(run, run.status(), as_json)
+
+
+@contextlib.contextmanager
+def _given(
+    file: GivenRequests, provider: str, task: Task | None
+) -> Iterator[tuple[Any, IO[bytes] | None, Client]]:
+    """This task's requests (all of them without a task), the file they stream from (``None``:
+    a table, or a prefix's files) and the command's client."""
+    if file.file is None or not file.file.startswith("gs://") or file.source is not None:
+        with given_requests(file, provider) as (requests, stream):
+            # A file's lines are cut here; a table is handed on whole: the library reads the
+            # task's share of it, at the run's one snapshot.
+            part = requests if task is None or stream is None else task.take(requests)
+            yield part, stream, cloud_client()
+        return
+    if file.key_column is not None or file.request_column is not None:
+        raise Fail(ExitCode.USAGE, "--key-column and --request-column go with --source only")
+    client = cloud_client()
+    files = list_request_files(client, file.file).share(task)
+    if task is not None and not len(files):
+        click.echo(
+            f"{task}: no file of {files.prefix} is this task's (fewer files than tasks, or "
+            "large ones); it registers an empty part of the run",
+            err=True,
+        )
+    yield getattr(files, f"{provider}_requests")(), None, client
 
 
 @run_group.command("advance")

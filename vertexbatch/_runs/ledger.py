@@ -36,6 +36,7 @@ __all__ = [
     "check_requests_fit",
     "check_run_id",
     "counts_online",
+    "encoded_size",
     "ledger_size",
     "max_shards",
     "parse_done",
@@ -210,6 +211,11 @@ def _is_dataset(dest: object) -> bool:
 def _encoded(ledger: Ledger) -> bytes:
     # As ``Staging.create_json`` writes it (a test checks the two agree).
     return json.dumps(ledger.to_json(), sort_keys=True, indent=1).encode("utf-8")
+
+
+def encoded_size(ledger: Ledger) -> int:
+    """The bytes of ``ledger`` as ``write_ledger`` writes it."""
+    return len(_encoded(ledger))
 
 
 def ledger_size(

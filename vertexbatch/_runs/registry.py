@@ -237,17 +237,25 @@ def registered(staging: Staging, run_id: str) -> list[int]:
 
 @dataclass(frozen=True, slots=True)
 class Waiting:
-    """A tasked run whose ledger cannot be made yet: the tasks that have not registered."""
+    """A tasked run whose ledger is not made yet: the tasks that have not registered (none
+    when every task has, and a look left the keys check to the next ``advance``)."""
 
     first: TaskRecord
     missing: tuple[int, ...]
     keys: int  # the keys of the tasks that registered
 
 
-def assemble(staging: Staging, run_id: str, *, write: bool) -> Ledger | Waiting | None:
+def assemble(
+    staging: Staging, run_id: str, *, write: bool, check: bool = True
+) -> Ledger | Waiting | None:
     """The run's ledger: read, or made from its task records once every task has registered
     (and written create-only when ``write``); ``Waiting`` before; ``None`` if the id holds
     neither a ledger nor a task record.
+
+    Without ``check`` (``status``: read-only), a run whose every task registered but whose
+    ledger is not written yet is ``Waiting`` with no task missing, its keys counted from the
+    records: the keys check (one pass over every key) is left to the ``advance`` that makes the
+    ledger, so a look costs one ledger read, one listing and a read per task record.
 
     Raises:
         InvalidRequestError: the records disagree on the run's settings (naming two tasks), a
@@ -274,7 +282,7 @@ def assemble(staging: Staging, run_id: str, *, write: bool) -> Ledger | Waiting 
             raise _disagree(run_id, first, index, difference(first, record))
         records[index] = record
     missing = tuple(i for i in range(first.count) if i not in records)
-    if missing:
+    if missing or not check:
         return Waiting(first, missing, sum(r.keys for r in records.values()))
     ordered = [records[i] for i in range(first.count)]
     check_unique_keys(staging, run_id, ordered)

@@ -107,12 +107,13 @@ class Run:
         self._labels = {RUN_LABEL: id_label(self.id)}
         self._reader = ShardReader(cloud, self.id, self.provider, self.model)
 
-    def _made(self, write: bool) -> bool:
+    def _made(self, write: bool, check: bool = True) -> bool:
         """Whether the run has its ledger: a tasked run's is made once every task registered
-        (written only when ``write``: ``status`` writes nothing)."""
+        (written only when ``write``; without ``check``, a ledger not written yet is left to
+        the next ``advance`` to check and make: ``status`` writes nothing and merges nothing)."""
         if not self._unmade:
             return True
-        found = assemble(self._cloud.staging, self.id, write=write)
+        found = assemble(self._cloud.staging, self.id, write=write, check=check)
         if isinstance(found, Ledger):
             self._ledger, self.shards, self._waiting = found, list(found.shards), None
             self._unmade = not write
@@ -124,7 +125,9 @@ class Run:
         waiting = self._waiting
         keys = 0 if waiting is None else waiting.keys
         missing = () if waiting is None else waiting.missing
-        return RunSummary(self.id, False, keys, {"pending": keys} if keys else {}, waiting=missing)
+        return RunSummary(
+            self.id, False, keys, {"pending": keys} if keys else {}, waiting=missing, made=False
+        )
 
     def _ready_to_read(self) -> None:
         if not self._made(write=False):
@@ -219,8 +222,13 @@ class Run:
         return summary
 
     def status(self) -> RunSummary:
-        """Where the run stands, without creating or cancelling anything."""
-        if not self._made(write=False):
+        """Where the run stands, without creating or cancelling anything.
+
+        A run staged by tasks whose ledger no ``advance`` has made yet is summed up from its
+        task records alone (``made`` false, every key pending, ``waiting`` the tasks that have
+        not registered): once every task has, the next ``advance`` checks the keys and makes
+        the ledger, and a look costs a bounded number of GCS requests meanwhile."""
+        if not self._made(write=False, check=False):
             return self._unmade_summary()
         return self._step(self._looking(), CONCURRENCY)
 
@@ -321,4 +329,6 @@ def summary_line(summary: RunSummary) -> str:
     state = "done" if summary.done else f"{summary.live_jobs} live job(s)"
     if summary.waiting:
         state = f"waiting for task(s) {', '.join(map(str, summary.waiting))} to register"
+    elif not summary.made:
+        state = "every task registered; the next advance checks the keys and makes the ledger"
     return f"run {summary.id}: {summary.keys} keys, {state}; {counts}"

@@ -61,6 +61,10 @@ class RunSummary:
         created: jobs this step created (0 for ``status``).
         waiting: a run staged by tasks whose ledger is not made yet: the indexes of the tasks
             that have not registered (``keys`` counts those that have; no job exists yet).
+        made: the run has its ledger; ``False`` for a run staged by tasks whose ledger no
+            ``advance`` has made yet (no job exists, every key is pending): with ``waiting``
+            empty, every task has registered and the next ``advance`` checks the keys are
+            unique across tasks and makes it.
     """
 
     id: str
@@ -70,6 +74,7 @@ class RunSummary:
     live_jobs: int = 0
     created: int = 0
     waiting: tuple[int, ...] = ()
+    made: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,8 +30,9 @@ from .._identity import stage
 from .._lines import StagedLine
 from .._manifest import Manifest, read_manifest, run_origin
 from .._models import Provider
+from .._rules import Limits
 from .._schema import Schema
-from .ledger import Ledger, Shard, check_run_id, read_done, read_ledger
+from .ledger import Ledger, Shard, check_run_id, encoded_size, read_done, read_ledger
 from .registry import (
     TaskRecord,
     any_task,
@@ -99,6 +100,60 @@ def table_share(source: BigQuerySource, task: Task) -> str:
     return share_restriction(source.key_column, task.index, task.count)
 
 
+class _LedgerFloor:
+    """The smallest records a task's own shards imply: its task record lists them, and so does
+    the run's ledger (at their ids ``RUN.s{n*N+i}``, whatever the other tasks stage), each read
+    back whole. Exact arithmetic on the encoding (as ``ledger.ledger_size``): every shard's
+    entry costs the same bytes in either, but for its digits."""
+
+    def __init__(self, wanted: TaskRecord, limits: Limits) -> None:
+        def sizes(n: int) -> tuple[int, int]:
+            listed = tuple(Shard(f"{wanted.run}.s{i}", 1) for i in range(n))  # 2 digits each
+            ledger = encoded_size(replace(wanted.placeholder(), shards=listed))
+            record = replace(wanted, shards=listed, keys_md5="0" * 32).to_json()
+            return ledger, len(json.dumps(record, sort_keys=True, indent=1).encode())
+
+        one, two = sizes(1), sizes(2)
+        # (fixed bytes, bytes per entry but its digits) of the ledger and of the record; the
+        # first entry has no comma, the others one.
+        self._forms = [(a - (b - a - 2) - 2, b - a - 2) for a, b in zip(one, two, strict=True)]
+        self._wanted = wanted
+        self._limit = limits.record_bytes
+        self.shards = 0
+        self._digits = 0  # of this task's shards so far: their numbers' and key counts'
+
+    def _digits_of(self, number: int, keys: int) -> int:
+        position = number * self._wanted.count + self._wanted.index
+        return len(str(position)) + len(str(keys))
+
+    def add(self, keys: int) -> None:
+        """Count this task's next shard, of ``keys`` keys."""
+        self._digits += self._digits_of(self.shards, keys)
+        self.shards += 1
+
+    def check(self, more: int, keys: int, last: int, why: str, then: str) -> None:
+        """Raise if this task's shards so far and ``more`` more (each of at least ``keys``
+        keys, the last of at least ``last``) make its record or the run's ledger over the
+        limit."""
+        digits = self._digits + sum(
+            self._digits_of(self.shards + n, keys if n < more - 1 else last) for n in range(more)
+        )
+        total = self.shards + more
+        size = max(fixed + total * entry for fixed, entry in self._forms) + digits
+        if size <= self._limit:
+            return
+        wanted = self._wanted
+        raise InvalidRequestError(
+            f"{why}: this task's record of them, and run {wanted.run!r}'s ledger listing them "
+            f"({wanted.run}.s{{n*{wanted.count}+{wanted.index}}}), would be at least {size:,} "
+            f"bytes, over the {self._limit:,} a record may be, as each is read back whole; use "
+            f"a larger shard_size than {wanted.shard_size:,} (the ledger lists every task's "
+            "shards, so more tasks make it no smaller; only a larger share for this task than "
+            f"for the others does){then}",
+            field="shard_size",
+        )
+
+
 def start_task(
     cloud: Cloud,
     run_id: str,
@@ -115,11 +170,16 @@ def start_task(
     schema: Schema | None = None,
     controls: Controls = NO_CONTROLS,
     dest: str = "",
+    count: int | None = None,
 ) -> Run:
     """Stage task ``task``'s part of run ``run_id`` (its ``lines``, possibly none) and register
     it, or rejoin it; then take a step, which creates jobs only once every task registered.
+
     ``dest``: the run's BigQuery dataset (checked), in the task's record; a task given another
-    sink than a registered task's (or the ledger's) is refused before it stages."""
+    sink than a registered task's (or the ledger's) is refused before it stages. ``count``: the
+    number of this task's requests when known before they are read (a list), so that a part
+    whose own shards would make the run's ledger too large to read back is refused before any
+    cloud call; a stream's is refused before the shard that would, is staged."""
     check_run_id(run_id)
     if not isinstance(task, Task):
         raise InvalidRequestError(
@@ -128,19 +188,30 @@ def start_task(
     check_numbers(shard_size, max_attempts)
     cloud = replace(cloud, staging=cloud.staging.keyed(controls.kms_key))
     staging = cloud.staging
+    wanted = TaskRecord(
+        run_id, task.index, task.count, provider, model, max_attempts, shard_size, cache,
+        controls, (), "", dest,
+    )  # fmt: skip
+    floor = _LedgerFloor(wanted, staging.limits)
+    if count:  # the fewest shards these requests make, each of its fewest keys
+        more = -(-count // shard_size)
+        exact = not dedupe and not cache  # else a shard may list fewer keys than its rows
+        floor.check(
+            more,
+            shard_size if exact else 1,
+            count - (more - 1) * shard_size if exact else 1,
+            f"{task}: {count:,} requests in shards of {shard_size:,} make at least {more:,} shards",
+            "; nothing was staged",
+        )
     keys = _Keys()
     # The first request is checked before any cloud call.
     cutter = _Shards(keys.through(lines), shard_size, staging.limits, dedupe)
     ledger = read_ledger(staging, run_id)
     _check_count(ledger, run_id, task)
-    wanted = TaskRecord(
-        run_id, task.index, task.count, provider, model, max_attempts, shard_size, cache,
-        controls, (), "", dest,
-    )  # fmt: skip
     record = read_task(staging, run_id, task.index)
     if record is None:
         _check_sink(staging, ledger, run_id, task.index, dest)
-        record = _stage(cloud, wanted, cutter, keys, cache_ttl, schema)
+        record = _stage(cloud, wanted, cutter, keys, cache_ttl, schema, floor)
     else:
         _check_rejoin_task(cloud, record, wanted, cutter, cache, cache_ttl, schema)
     logger.info(
@@ -242,6 +313,7 @@ def _stage(
     keys: _Keys,
     cache_ttl: timedelta | None,
     schema: Schema | None,
+    floor: _LedgerFloor,
 ) -> TaskRecord:
     """Stage the task's shards (adopting those an earlier attempt staged), write its keys and
     its record, create-only. Returns the record as registered."""
@@ -249,6 +321,13 @@ def _stage(
     run_id, origin = wanted.run, run_origin(wanted.run)
     shards: list[Shard] = []
     while cutter.more():
+        # A stream's length is known only as it is cut: refused before the shard the ledger
+        # cannot hold is staged (and long before the ledger would be made).
+        floor.check(
+            1, 1, 1, f"task {wanted.index} of {wanted.count} has more than {len(shards):,} shards",
+            f" and a new run id (its first {len(shards):,} shards were staged before the "
+            "number of requests was known: pass a list to have it checked first)",
+        )  # fmt: skip
         sid = shard_id(run_id, wanted.index, wanted.count, len(shards))
         lines, amend = _from_cache(
             cloud, sid, wanted.provider, wanted.model, cutter.take(), wanted.cache, cache_ttl,
@@ -267,6 +346,7 @@ def _stage(
         if not manifest.rows:
             record_cached(staging, manifest.spec(sid, staging.folder(sid)), manifest)
         shards.append(Shard(sid, manifest.key_count))
+        floor.add(manifest.key_count)
     # An earlier attempt that staged more shards than these rows make had other rows.
     after = shard_id(run_id, wanted.index, wanted.count, len(shards))
     staged = read_manifest(staging, after)
