@@ -153,7 +153,7 @@ def render(measured: dict[int, list[Row]]) -> str:
 def _in_memory() -> str | None:
     """A tmpfs directory for the objects (/dev/shm) where there is one, else the default
     temporary directory: fake-gcs-server syncs every object it writes to disk, which on tmpfs
-    costs nothing (its CPU staging 4,000 shards: 9 s there, 29 s on this machine's disk)."""
+    costs little (its CPU staging 4,000 shards: 9 s there, 29 s on this machine's disk)."""
     shm = Path("/dev/shm")
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
 
