@@ -12,14 +12,24 @@ shards), its first four jobs held PENDING. Counted by the stack, then printed as
 - ``status`` after that (the four new jobs held PENDING).
 
 It also prints each step's GCS requests, counted by the storage client's own session (listing
-pages, object reads, writes), and its wall time. Staging N shards takes most of the time (about
-20 shards a second on two cores).
+pages, object reads, writes), and its wall time.
+
+The stack's fake-gcs-server keeps its objects in files (its filesystem backend, the stack's
+``state_dir``: a temporary directory on tmpfs where there is one) unless ``--gcs memory``. The
+memory backend finds an object by walking every object of the bucket (formatting two strings
+per object, on every create and read), so staging N shards of three objects costs it time in N
+squared: 40,000 shards had not finished staging after 1 h 51 min. In files an object is found by
+its path: staging is linear in the shards (a shard's three uploads cost the client about 7 ms of
+CPU and the server about 2), and what each step makes is the same on both backends
+(``integration_tests/test_benchmark_run_calls_backends.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 import time
 import uuid
 from collections import Counter
@@ -32,8 +42,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(ROOT))
 
-__all__ = ["HEADERS", "main"]
+__all__ = ["GCS_BACKENDS", "HEADERS", "main", "measure"]
 
+GCS_BACKENDS = ("filesystem", "memory")
 HEADERS = ["shards", "step", "Vertex calls", "by operation", "GCS requests", "by kind", "seconds"]
 _MODEL = "claude-opus-5-5@default"
 
@@ -139,20 +150,49 @@ def render(measured: dict[int, list[Row]]) -> str:
     return "\n".join(lines)
 
 
+def _in_memory() -> str | None:
+    """A tmpfs directory for the objects (/dev/shm) where there is one, else the default
+    temporary directory: fake-gcs-server syncs every object it writes to disk, which on tmpfs
+    costs little (its CPU staging 4,000 shards: 9 s there, 29 s on this machine's disk)."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
+
+
+def measure(
+    sizes: Sequence[int], gcs: str = "filesystem", state_dir: Path | None = None
+) -> dict[int, list[Row]]:
+    """Each size's rows, on one LocalStack whose fake-gcs-server has the ``gcs`` backend
+    (filesystem: its objects under ``state_dir``, a temporary directory when None)."""
+    from vertexbatch.emulator import LocalStack
+
+    if gcs not in GCS_BACKENDS:
+        raise ValueError(f"gcs must be one of {GCS_BACKENDS}, got {gcs!r}")
+    measured: dict[int, list[Row]] = {}
+    with tempfile.TemporaryDirectory(prefix="run-calls-", dir=_in_memory()) as temporary:
+        # A state directory is what gives the stack's fake-gcs-server its filesystem backend.
+        state = (state_dir or Path(temporary)) if gcs == "filesystem" else None
+        with LocalStack(state_dir=state) as stack:
+            for shards in sizes:
+                measured[shards] = _measure(stack, shards)
+    return measured
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run_calls", description=__doc__)
     parser.add_argument("--sizes", default="10,1000,40000", help="shards per run, comma-separated")
+    parser.add_argument(
+        "--gcs",
+        choices=GCS_BACKENDS,
+        default="filesystem",
+        help="fake-gcs-server's backend: filesystem (linear staging) or memory (quadratic)",
+    )
     args = parser.parse_args(argv)
     sizes = [int(n) for n in args.sizes.split(",") if n]
-    from vertexbatch.emulator import LocalStack
-
     started = time.perf_counter()
-    measured: dict[int, list[Row]] = {}
-    with LocalStack() as stack:
-        for shards in sizes:
-            measured[shards] = _measure(stack, shards)
+    measured = measure(sizes, args.gcs)
     took = time.perf_counter() - started
-    print(f"# python -m benchmarks.run_calls --sizes {args.sizes}  ({took:.0f}s)")
+    shown = "" if args.gcs == "filesystem" else f" --gcs {args.gcs}"
+    print(f"# python -m benchmarks.run_calls --sizes {args.sizes}{shown}  ({took:.0f}s)")
     print()
     print(render(measured))
     return 0
