@@ -9,6 +9,7 @@ the types are, and which provider they are for, is ``_request_fields``'s.
 from __future__ import annotations
 
 import difflib
+import threading
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -141,6 +142,9 @@ class Compiler:
         self._records: dict[Any, Record] = {}
         self._unions: dict[int, tuple[str | None, dict[Any, list[Any]], list[Any]]] = {}
         self._tagged: dict[tuple[int, Any], list[Any]] = {}  # members by a union's literal
+        # One compiler serves every thread (the emulator's request threads, client.aio's
+        # workers): a record is resolved by one thread while the others wait for it.
+        self._resolving = threading.RLock()
 
     def node(self, annotation: Any) -> Any:
         origin = typing.get_origin(annotation)
@@ -237,10 +241,20 @@ class Compiler:
         return found
 
     def resolve(self, record: Record) -> Record:
-        """Fill a record's fields from its type, once."""
+        """Fill a record's fields from its type, once.
+
+        ``resolved`` is set only once every field is in: a thread that saw it set before the
+        fields were filled would take a known field for an unknown one (a 400 for a valid
+        request), and cache the partial fields for good."""
         if record.resolved:
             return record
-        record.resolved = True
+        with self._resolving:
+            if not record.resolved:
+                self._fill(record)
+                record.resolved = True
+        return record
+
+    def _fill(self, record: Record) -> None:
         source = record.source
         if _is_typeddict(source):
             hints = typing.get_type_hints(source, include_extras=True)
@@ -265,7 +279,6 @@ class Compiler:
         if tag is not None and len(tag) == 1:
             (only,) = tag
             record.tag = str(only)
-        return record
 
 
 def _named(origin: Any, name: str) -> bool:
