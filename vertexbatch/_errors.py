@@ -53,6 +53,7 @@ __all__ = [
     "TruncatedError",
     "VertexBatchError",
     "WaitTimeout",
+    "damaged_record",
     "job_errors",
     "shorten",
 ]
@@ -86,6 +87,14 @@ class InvalidRequestError(VertexBatchError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), self.args, {"field": self.field}))
+
+
+def damaged_record(where: str, what: str, why: str) -> InvalidRequestError:
+    """The error for a record read back from GCS that fails a check (``field == "id"``): ``where``
+    is its URI, ``what`` the kind of record ("run ledger"), ``why`` the check it failed."""
+    return InvalidRequestError(
+        f"{where} is not a vertexbatch {what} ({why}): it was damaged or edited", field="id"
+    )
 
 
 class JobError(VertexBatchError):

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from .._errors import InvalidRequestError
+from .._errors import InvalidRequestError, damaged_record
 from .._gcs.staging import Staging
 from .source import BigQuerySource
 
@@ -95,10 +95,7 @@ class TableSnapshot:
         """A record read from GCS, every field checked: it may have been edited."""
 
         def bad(why: str) -> InvalidRequestError:
-            return InvalidRequestError(
-                f"{where} is not a vertexbatch snapshot record ({why}): it was damaged or edited",
-                field="id",
-            )
+            return damaged_record(where, "snapshot record", why)
 
         if not isinstance(data, dict) or data.get("format") != _FORMAT:
             raise bad("not an object of its format")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .._bigquery.dest import parse_dest
 from .._controls import NO_CONTROLS, Controls
-from .._errors import InvalidRequestError
+from .._errors import InvalidRequestError, damaged_record
 from .._gcs.staging import Staging
 from .._models import Provider
 from .._rules import MAX_ROWS, RECORD_MAX, Limits, check_id
@@ -138,10 +138,7 @@ class Ledger:
         """A ledger read from GCS, every field checked: it may have been edited."""
 
         def bad(why: str) -> InvalidRequestError:
-            return InvalidRequestError(
-                f"{where} is not a vertexbatch run ledger ({why}): it was damaged or edited",
-                field="id",
-            )
+            return damaged_record(where, "run ledger", why)
 
         if not isinstance(data, dict):
             raise bad(f"a JSON {type(data).__name__}, not an object")
@@ -193,14 +190,15 @@ class Ledger:
         if "controls" in data and controls.empty:
             raise bad("'controls' is written only when some are set")
         dest = data.get("dest", "")
-        if "dest" in data and not _is_dataset(dest):
+        if "dest" in data and not is_dataset(dest):
             raise bad("'dest' is not a bq://PROJECT.DATASET vertexbatch wrote")
         return cls(
             run_id, provider, model, attempts, tuple(shards), labelled, controls, dest, tasks
         )
 
 
-def _is_dataset(dest: object) -> bool:
+def is_dataset(dest: object) -> bool:
+    """Whether ``dest`` is a ``bq://PROJECT.DATASET`` as ``check_run_dest`` gives one."""
     try:
         sink = parse_dest(dest)
     except InvalidRequestError:

@@ -29,13 +29,12 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from .._bigquery.dest import parse_dest
 from .._controls import NO_CONTROLS, Controls
-from .._errors import InvalidRequestError
+from .._errors import InvalidRequestError, damaged_record
 from .._gcs.staging import Staging
 from .._models import Provider
 from .._rules import MAX_ROWS
-from .ledger import MAX_ATTEMPTS, Ledger, Shard, read_ledger, write_ledger
+from .ledger import MAX_ATTEMPTS, Ledger, Shard, is_dataset, read_ledger, write_ledger
 
 __all__ = [
     "KEYS_CHUNK",
@@ -152,10 +151,7 @@ class TaskRecord:
         """A task record read from GCS, every field checked: it may have been edited."""
 
         def bad(why: str) -> InvalidRequestError:
-            return InvalidRequestError(
-                f"{where} is not a vertexbatch task record ({why}): it was damaged or edited",
-                field="id",
-            )
+            return damaged_record(where, "task record", why)
 
         if not isinstance(data, dict) or data.get("format") != _FORMAT:
             raise bad("not an object of its format")
@@ -193,7 +189,7 @@ class TaskRecord:
         except ValueError as exc:
             raise bad(str(exc)) from None
         dest = data.get("dest", "")
-        if "dest" in data and not _is_dataset(dest):
+        if "dest" in data and not is_dataset(dest):
             raise bad("'dest' is not a bq://PROJECT.DATASET vertexbatch wrote")
         return cls(
             run_id, index, count, provider, model, attempts, size, data["cache"], controls,
@@ -341,15 +337,6 @@ def difference(one: TaskRecord, other: TaskRecord) -> str:
 def sink_of(dest: str) -> str:
     """A run's sink in words: its dataset, or GCS."""
     return f"dest {dest!r}" if dest else "the GCS output prefix (no dest)"
-
-
-def _is_dataset(dest: object) -> bool:
-    """Whether ``dest`` is a ``bq://PROJECT.DATASET`` as ``check_run_dest`` gives one."""
-    try:
-        sink = parse_dest(dest)
-    except InvalidRequestError:
-        return False
-    return not sink.table and sink.uri == dest
 
 
 def _lines(staging: Staging, run_id: str, record: TaskRecord) -> Iterator[tuple[bytes, int, bytes]]:
