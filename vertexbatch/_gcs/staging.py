@@ -30,6 +30,7 @@ from google.api_core import exceptions as api_exceptions
 from .._errors import InvalidRequestError, ObjectReplaced
 from .._retry import RetryPolicy
 from .._rules import DEFAULT_LIMITS, Limits
+from .parts import PART_SIZE
 from .ranged_read import RangeRead
 from .upload import CHUNK, SINGLE_REQUEST_LIMIT, CreateOnlyUpload
 
@@ -80,9 +81,10 @@ class Folder:
 class Staging:
     """GCS operations of vertexbatch, each under the client's retry policy.
 
-    ``read_chunk``, ``upload_chunk`` and ``single_request_limit`` are the sizes of the byte
-    paths (a range read; a resumable chunk; the largest object sent in one request), the
-    module constants by default: tests pass small ones to cross their ends with small objects.
+    ``read_chunk``, ``upload_chunk``, ``single_request_limit`` and ``part_size`` are the sizes of
+    the byte paths (a range read; a resumable chunk; the largest object sent in one request; a
+    staged part), the module constants by default: tests pass small ones to cross their ends
+    with small objects.
     """
 
     def __init__(
@@ -95,6 +97,7 @@ class Staging:
         read_chunk: int = _READ_CHUNK,
         upload_chunk: int = CHUNK,
         single_request_limit: int = SINGLE_REQUEST_LIMIT,
+        part_size: int = PART_SIZE,
         limits: Limits = DEFAULT_LIMITS,
     ) -> None:
         self._client = client
@@ -104,6 +107,7 @@ class Staging:
         self._read_chunk = read_chunk
         self._upload_chunk = upload_chunk
         self._single_request_limit = single_request_limit
+        self.part_size = part_size
         self.limits = limits
         self.kms_key = ""  # the Cloud KMS key every object is written with ("": the bucket's)
 
@@ -113,6 +117,7 @@ class Staging:
         read_chunk: int | None = None,
         upload_chunk: int | None = None,
         single_request_limit: int | None = None,
+        part_size: int | None = None,
         limits: Limits | None = None,
     ) -> Staging:
         """This staging (its storage client, bucket, prefix and policy) with other byte-path
@@ -127,6 +132,7 @@ class Staging:
             single_request_limit=(
                 self._single_request_limit if single_request_limit is None else single_request_limit
             ),
+            part_size=self.part_size if part_size is None else part_size,
             limits=self.limits if limits is None else limits,
         ).keyed(self.kms_key)
 
@@ -168,6 +174,32 @@ class Staging:
             self._upload_chunk if chunk is None else chunk,
             single_request_limit=self._single_request_limit,
         )
+
+    def create_bytes(self, name: str, data: bytes, content_type: str, md5: str) -> int:
+        """Write ``data`` (hex MD5 ``md5``, which GCS checks) create-only in one request; the
+        generation created, 0 if the object already existed."""
+        blob = self._blob(name)
+        blob.md5_hash = base64.b64encode(bytes.fromhex(md5)).decode("ascii")
+        try:
+            self._policy.call(
+                f"upload {name}",
+                lambda: blob.upload_from_string(
+                    data, content_type=content_type, if_generation_match=0, retry=None
+                ),
+            )
+        except api_exceptions.PreconditionFailed:
+            return 0
+        return int(blob.generation or 0) or 1
+
+    def delete_generation(self, name: str, generation: int) -> None:
+        """Delete that generation of an object only (never another writer's); one gone or
+        replaced is left alone."""
+        blob = self._blob(name)
+        with contextlib.suppress(api_exceptions.NotFound, api_exceptions.PreconditionFailed):
+            self._policy.call(
+                f"delete {name}",
+                lambda: blob.delete(if_generation_match=generation, retry=None),
+            )
 
     def create_json(self, name: str, value: Any) -> bool:
         """Write a small JSON object create-only; ``False`` if it already existed."""

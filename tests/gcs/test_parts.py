@@ -1,0 +1,177 @@
+"""The input and key map staged as parts: each create-only in one request, read back in order.
+
+Parts are small here (``part_size``), so a few requests cross several part ends; the writer is
+the one ``submit`` uses, against the real storage client and fake-gcs-server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import replace
+
+import pytest
+from google.api_core import exceptions as api_exceptions
+
+import vertexbatch as vb
+from tests.gcs_gate import body_gate, refusing_writes
+from tests.helpers import claude_request, local_client, with_staging_sizes
+from vertexbatch._gcs.parts import PartedUpload, part_leaf
+from vertexbatch._gcs.staging import Staging
+from vertexbatch._manifest import Manifest, read_manifest
+from vertexbatch.emulator import LocalStack
+
+MODEL = "claude-opus-5-5@default"
+PART = 4096  # bytes a part: a request line here is ~300 bytes
+JSONL = "application/jsonl"
+
+
+def _requests(n: int, text: str = "Review diff {i}.") -> list[vb.ClaudeRequest]:
+    return [claude_request(f"k{i:03d}", text.format(i=i) + " pad" * 40) for i in range(n)]
+
+
+def _client(stack: LocalStack, bucket: str, endpoint: str | None = None) -> vb.Client:
+    client = local_client(stack, bucket, storage_endpoint=endpoint)
+    return with_staging_sizes(client, part_size=PART)
+
+
+def _staging(stack: LocalStack, bucket: str) -> Staging:
+    return Staging(stack.storage_client(), bucket, "jobs", vb.RetryPolicy.no_wait())
+
+
+def _names(stack: LocalStack, bucket: str, submission_id: str) -> list[str]:
+    prefix = f"jobs/{submission_id}/"
+    blobs = stack.storage_client().list_blobs(bucket, prefix=prefix)
+    return sorted(b.name[len(prefix) :] for b in blobs if "/output/" not in b.name)
+
+
+def _manifest(stack: LocalStack, bucket: str, submission_id: str) -> Manifest:
+    manifest = read_manifest(_staging(stack, bucket), submission_id)
+    assert manifest is not None
+    return manifest
+
+
+def test_a_large_input_is_parts_read_back_in_order(stack: LocalStack, bucket: str) -> None:
+    """Every part is named in the manifest and the job (in order); the job answers every key,
+    and a resubmission reads the staged lines back in order from every part."""
+    client = _client(stack, bucket)
+    requests = _requests(60)
+    job = client.submit_claude("many", MODEL, requests)
+    manifest = _manifest(stack, bucket, "many")
+    assert len(manifest.input_parts) >= 4 and len(manifest.key_parts) >= 2
+    leaves = [part_leaf("input", i, md5) for i, md5 in enumerate(manifest.input_parts)]
+    assert leaves[0] == "input.jsonl"
+    names = _names(stack, bucket, "many")
+    assert set(leaves) <= set(names)
+    (created,) = [j for j in stack.jobs() if j["displayName"] == "many"]
+    assert created["inputConfig"]["gcsSource"]["uris"] == [
+        f"gs://{bucket}/jobs/many/{leaf}" for leaf in leaves
+    ]
+    store = stack.storage_client().bucket(bucket)
+    parts = [store.blob(f"jobs/many/{leaf}").download_as_bytes() for leaf in leaves]
+    assert all(len(part) <= PART and part.endswith(b"\n") for part in parts)  # whole lines
+    assert hashlib.md5(b"".join(parts)).hexdigest() == manifest.md5
+    assert [hashlib.md5(part).hexdigest() for part in parts] == list(manifest.input_parts)
+    stack.wait_job(job.name)
+    assert sorted(r.key for r in client.results(job)) == [r.key for r in requests]
+    again = client.resubmit(job, keys=[r.key for r in requests[::7]], id="many.r")
+    stack.wait_job(again.name)
+    assert sorted(r.key for r in client.results(again)) == [r.key for r in requests[::7]]
+    assert client.submit_claude("many", MODEL, requests) == job  # the same job, adopted
+
+
+@pytest.mark.parametrize("size", [100, 9 * 1024 * 1024 + 17])  # one request; past 8 MiB
+def test_every_part_is_create_only(stack: LocalStack, bucket: str, size: int) -> None:
+    """A second writer of other bytes is told part 0 exists (a conflict, naming its MD5) and
+    replaces no byte, at every size (the default part size: each part one request, where
+    fake-gcs-server enforces create-only); the same bytes again adopt every part."""
+    staging = _staging(stack, bucket)
+    folder = staging.folder("co")
+    line = b'{"a": "' + b"x" * 1000 + b'"}\n'
+    data = line * (size // len(line) + 1)
+    other = b'{"b' + data[3:]  # the first line differs
+
+    def upload(data: bytes) -> PartedUpload:
+        parts = PartedUpload(staging, folder, "input", JSONL)
+        for at in range(0, len(data), len(line)):
+            parts.write(data[at : at + len(line)])
+        parts.finish()
+        return parts
+
+    first = upload(data)
+    md5s = first.md5s()
+    assert first.conflict is None and first.created == len(md5s) == (2 if size > 100 else 1)
+    before = {n: staging.md5(f"jobs/co/{n}") for n in _names(stack, bucket, "co")}
+    second = upload(other)
+    assert second.conflict is not None and second.conflict.index == 0
+    assert second.conflict.existing == md5s[0]
+    after = {n: staging.md5(f"jobs/co/{n}") for n in _names(stack, bucket, "co")}
+    assert {n: after[n] for n in before} == before  # every byte of the first stays
+    adopted = upload(data)
+    assert adopted.md5s() == md5s and adopted.conflict is None and adopted.created == 0
+    if len(md5s) > 1:  # a later part of other bytes has a name of its own: nothing is replaced
+        tail = upload(data[:-2] + b"y\n")
+        assert tail.conflict is None and tail.md5s()[0] == md5s[0] and tail.created == 1
+        assert {n: staging.md5(f"jobs/co/{n}") for n in before} == before
+
+
+def test_a_part_refused_midway_fails_the_submit_and_the_retry_adopts(
+    stack: LocalStack, bucket: str
+) -> None:
+    """A later part refused for good fails the submit (no manifest, no job, no thread left);
+    the same rows again adopt the parts already written, and other rows are refused."""
+    requests = _requests(60)
+    before = set(threading.enumerate())
+    refusing = body_gate(stack.storage_endpoint, refusing_writes("input-00003-"))
+    with refusing as url, pytest.raises(api_exceptions.Forbidden):
+        _client(stack, bucket, url).submit_claude("midway", MODEL, requests)
+    left = set(threading.enumerate()) - before
+    assert not any(t.name.startswith(("vertexbatch-part", "vertexbatch-hash")) for t in left)
+    names = _names(stack, bucket, "midway")
+    assert "input.jsonl" in names and "manifest.json" not in names
+    assert stack.calls()["create"] == 0
+    with pytest.raises(vb.InvalidRequestError, match="already claimed for other rows"):
+        _client(stack, bucket).submit_claude("midway", MODEL, _requests(60, "Other {i}."))
+    assert _names(stack, bucket, "midway") == names  # the refused rows left nothing
+    job = _client(stack, bucket).submit_claude("midway", MODEL, requests)
+    stack.wait_job(job.name)
+    assert sorted(r.key for r in _client(stack, bucket).results(job)) == [r.key for r in requests]
+
+
+def test_a_bad_line_past_the_first_part_leaves_nothing(stack: LocalStack, bucket: str) -> None:
+    """Rows refused as they stream take the parts they wrote with them: the rows mended (their
+    first part other bytes) are staged under the same id."""
+    bad = vb.ClaudeRequest("k000", {"max_tokens": 1, "messages": []})  # a repeated key
+    with pytest.raises(vb.InvalidRequestError, match="appears twice"):
+        _client(stack, bucket).submit_claude("mend", MODEL, iter([*_requests(40), bad]))
+    assert _names(stack, bucket, "mend") == []
+    job = _client(stack, bucket).submit_claude("mend", MODEL, _requests(40, "Mended {i}."))
+    assert job.keys == 40
+
+
+def test_a_job_reading_only_the_first_part_is_not_the_ids(stack: LocalStack, bucket: str) -> None:
+    """A job of the id that reads part 0 alone (or the parts out of order) would miss or
+    mislabel keys: it does not read the id's input. With the parts unknown (a run's listing),
+    the first part and the folder identify it; an older version's one input.jsonl still does."""
+    from google.cloud import aiplatform_v1
+
+    from vertexbatch._vertex import reads_input
+
+    client = _client(stack, bucket)
+    client.submit_claude("shape", MODEL, _requests(30))
+    spec = _manifest(stack, bucket, "shape").spec("shape", _staging(stack, bucket).folder("shape"))
+    assert len(spec.uris) >= 3 and spec.uris[0] == spec.input_uri
+
+    def reading(uris: list[str]) -> aiplatform_v1.BatchPredictionJob:
+        source = aiplatform_v1.GcsSource(uris=uris)
+        config = aiplatform_v1.BatchPredictionJob.InputConfig(gcs_source=source)
+        return aiplatform_v1.BatchPredictionJob(display_name="shape", input_config=config)
+
+    assert reads_input(reading(spec.uris), spec)
+    assert not reads_input(reading(spec.uris[:1]), spec)
+    assert not reads_input(reading([spec.uris[0], *spec.uris[:0:-1]]), spec)
+    unknown = replace(spec, input_uris=())
+    assert reads_input(reading(spec.uris), unknown)
+    assert reads_input(reading([spec.input_uri]), unknown)
+    assert not reads_input(reading(spec.uris[1:]), unknown)
+    assert not reads_input(reading([*spec.uris, "gs://elsewhere/x.jsonl"]), unknown)

@@ -1,0 +1,220 @@
+"""An object staged as parts: bounded pieces of whole lines, each created in one request.
+
+Part 0 is ``STEM.jsonl`` (so an input that fits in one part is laid out as it always was), every
+later part ``STEM-NNNNN-<its MD5>.jsonl``: named by its own bytes, so two submitters of other rows
+never write the same later part, and one left by a crash never blocks a retry. Part 0 is the one
+name other rows can meet: there it exists with other bytes, and the caller refuses them.
+
+A part is cut before the line that would take it past ``part_size`` (a longer line is a part of
+its own), so the same lines always make the same parts. Parts go up from a small pool while the
+next is built, at most ``in_flight`` at once: memory is about ``in_flight + 1`` parts (each part
+in flight also has its request's body). A part that exists with the same MD5 is adopted (a retry,
+or a lost answer); one that exists with other bytes is a conflict, after which nothing more is
+uploaded but the bytes are still hashed, so the caller can name both digests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .staging import Folder, Staging
+
+__all__ = [
+    "IN_FLIGHT",
+    "PART_SIZE",
+    "PartConflict",
+    "PartedUpload",
+    "parse_part_md5s",
+    "part_leaf",
+    "part_leaves",
+]
+
+# Each part is one request: the storage client's multipart limit (8 MiB), where fake-gcs-server
+# enforces create-only (it does not on resumable uploads). 1 GB is 120 parts.
+PART_SIZE = 8 * 1024 * 1024
+IN_FLIGHT = 2  # parts uploading at once while the next is built
+
+_MD5 = re.compile(r"[0-9a-f]{32}")
+
+
+def part_leaf(stem: str, index: int, md5: str) -> str:
+    """The name (in the id's folder) of part ``index`` of ``stem``, whose MD5 is ``md5``."""
+    return f"{stem}.jsonl" if index == 0 else f"{stem}-{index:05d}-{md5}.jsonl"
+
+
+def part_leaves(stem: str, md5s: tuple[str, ...]) -> list[str]:
+    """The names of every part, in order; no MD5s (a manifest of one part): ``STEM.jsonl``."""
+    return [part_leaf(stem, index, md5) for index, md5 in enumerate(md5s)] or [f"{stem}.jsonl"]
+
+
+def parse_part_md5s(value: Any) -> tuple[str, ...] | None:
+    """A manifest's list of part MD5s (two or more hex MD5s), ``None`` if it is not one."""
+    if not isinstance(value, list) or len(value) < 2:
+        return None
+    if not all(isinstance(md5, str) and _MD5.fullmatch(md5) for md5 in value):
+        return None
+    return tuple(value)
+
+
+class PartConflict(Exception):
+    """Part ``index`` exists with other bytes (MD5 ``existing``)."""
+
+    def __init__(self, index: int, existing: str) -> None:
+        super().__init__(f"part {index} exists with MD5 {existing}")
+        self.index = index
+        self.existing = existing
+
+
+class PartedUpload:
+    """Writes whole lines as parts of ``stem`` in ``folder``; ``finish`` gives the parts' MD5s.
+
+    ``conflict`` is set (and nothing more uploaded) once a part is found with other bytes.
+    """
+
+    def __init__(
+        self,
+        staging: Staging,
+        folder: Folder,
+        stem: str,
+        content_type: str,
+        *,
+        part_size: int = PART_SIZE,
+        in_flight: int = IN_FLIGHT,
+    ) -> None:
+        if part_size <= 0 or in_flight <= 0:
+            raise ValueError(f"a part size and a pool are positive, not {part_size}, {in_flight}")
+        self._staging = staging
+        self._folder = folder
+        self._stem = stem
+        self._content_type = content_type
+        self._part_size = part_size
+        self._in_flight = in_flight
+        self._pending: list[bytes] = []
+        self._held = 0
+        self._md5s: list[str] = []  # of every part cut so far, in order
+        self._whole = hashlib.md5(usedforsecurity=False)
+        # One thread hashes the whole in order; ``in_flight`` threads send parts.
+        self._hasher = ThreadPoolExecutor(1, thread_name_prefix="vertexbatch-hash")
+        self._pool = ThreadPoolExecutor(in_flight, thread_name_prefix="vertexbatch-part")
+        self._hashing: deque[Future[None]] = deque()
+        self._sending: deque[Future[str]] = deque()
+        self._ended = False
+        self.conflict: PartConflict | None = None
+        self._created: list[tuple[str, int]] = []  # (name, generation) of parts this created
+
+    def write(self, data: bytes) -> None:
+        """Add whole lines (a line never spans two parts)."""
+        if self._ended:
+            raise RuntimeError(f"write to the parts of {self._stem} after they were finished")
+        if self._pending and self._held + len(data) > self._part_size:
+            self._cut()
+        self._pending.append(data)
+        self._held += len(data)
+
+    def _cut(self) -> None:
+        part = b"".join(self._pending)
+        self._pending, self._held = [], 0
+        self._md5s.append("")
+        index = len(self._md5s) - 1
+        while len(self._hashing) >= self._in_flight + 1:
+            self._hashing.popleft().result()
+        self._hashing.append(self._hasher.submit(self._whole.update, part))
+        self._collect(self._in_flight - 1)  # at most in_flight parts held by the pool
+        if self.conflict is None:
+            self._sending.append(self._pool.submit(self._send, index, part))
+        else:  # still counted: only its MD5, for the manifest of the rows
+            self._md5s[index] = hashlib.md5(part, usedforsecurity=False).hexdigest()
+
+    def _collect(self, keep: int) -> None:
+        """Wait until at most ``keep`` parts are being sent; a conflict stops the rest."""
+        while len(self._sending) > keep:
+            try:
+                self._sending.popleft().result()
+            except PartConflict as exc:
+                if self.conflict is None or exc.index < self.conflict.index:
+                    self.conflict = exc
+
+    def _send(self, index: int, part: bytes) -> str:
+        md5 = hashlib.md5(part, usedforsecurity=False).hexdigest()
+        self._md5s[index] = md5
+        name = self._folder.name(part_leaf(self._stem, index, md5))
+        generation = self._staging.create_bytes(name, part, self._content_type, md5)
+        if generation:
+            self._created.append((name, generation))
+            return md5
+        existing = self._staging.md5(name)
+        if existing == md5:  # a retry's, or a lost answer: the same bytes, adopted
+            return md5
+        raise PartConflict(index, existing or "unknown")
+
+    def md5s(self) -> tuple[str, ...]:
+        """The MD5 of each part, in order (after ``finish``)."""
+        return tuple(self._md5s)
+
+    def md5_hex(self) -> str:
+        """The MD5 (hex) of every byte written, all parts in order (after ``finish``)."""
+        return self._whole.hexdigest()
+
+    def finish(self) -> tuple[str, ...]:
+        """Send the last part and wait for every part; the parts' MD5s, in order.
+
+        Check ``conflict`` after: a part found with other bytes. Any other failure ends the
+        upload before it is raised.
+        """
+        if self._ended:
+            raise RuntimeError(f"finish the parts of {self._stem} twice")
+        try:
+            if self._pending or not self._md5s:
+                self._cut()
+            self._collect(0)
+            for hashing in self._hashing:
+                hashing.result()
+        except BaseException:
+            self.abort()
+            raise
+        self._ended = True
+        self._shutdown()
+        return self.md5s()
+
+    @property
+    def created(self) -> int:
+        """How many parts this upload created (the rest were there already)."""
+        return len(self._created)
+
+    def abort(self, *, remove: bool = False) -> None:
+        """Stop: parts not yet sent never are, those in flight are waited for. Parts already
+        written stay (whole, and adopted by a retry of the same rows), unless ``remove``: then
+        those this upload created are deleted (that generation only), for rows refused as
+        they are (a bad line, a limit) would otherwise leave a first part that refuses the
+        rows mended."""
+        self._ended = True
+        self._pending = []
+        futures: list[Future[Any]] = [*self._sending, *self._hashing]
+        for future in futures:
+            future.cancel()
+        for future in futures:
+            with contextlib.suppress(BaseException):  # the caller is handling an error already
+                future.result()
+        self._sending.clear()
+        self._hashing.clear()
+        self._shutdown()
+        if remove:
+            self.remove_created()
+
+    def remove_created(self) -> None:
+        """Delete the parts this upload created (that generation only), best-effort: for rows
+        the caller refuses, whose parts no other submitter can take."""
+        for name, generation in self._created:
+            with contextlib.suppress(Exception):  # the caller's error stands
+                self._staging.delete_generation(name, generation)
+        self._created.clear()
+
+    def _shutdown(self) -> None:
+        self._pool.shutdown(wait=True)
+        self._hasher.shutdown(wait=True)
