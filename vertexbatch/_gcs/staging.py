@@ -2,7 +2,7 @@
 
 Layout under ``gs://BUCKET/PREFIX/ID/``::
 
-    input.jsonl     the request lines Vertex reads
+    input.jsonl     the request lines Vertex reads (past 8 MiB its first part, ``_gcs.parts``)
     keys.jsonl      the key map: [key, digest, canonical digest] per line, in submission order
     manifest.json   claims the id for one set of rows: provider, model, rows, bytes, MD5 of input
     job.json        the record: the resource name of the job the id resolved to
