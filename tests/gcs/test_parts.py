@@ -175,3 +175,34 @@ def test_a_job_reading_only_the_first_part_is_not_the_ids(stack: LocalStack, buc
     assert reads_input(reading([spec.input_uri]), unknown)
     assert not reads_input(reading(spec.uris[1:]), unknown)
     assert not reads_input(reading([*spec.uris, "gs://elsewhere/x.jsonl"]), unknown)
+
+
+def test_an_id_staged_in_one_object_is_read_and_adopted(stack: LocalStack, bucket: str) -> None:
+    """An id staged as one input.jsonl of any size (as earlier versions did; here a part size
+    past the input's): the same rows carry on with its job, a resubmission and the results
+    read the one object, and nothing is staged in parts beside it."""
+    requests = _requests(60)
+    older = with_staging_sizes(local_client(stack, bucket), part_size=1 << 30)
+    job = older.submit_claude("old", MODEL, requests)
+    manifest = _manifest(stack, bucket, "old")
+    assert manifest.input_parts == manifest.key_parts == ()
+    assert "input_parts" not in manifest.to_json()  # the manifest an older version wrote
+    names = _names(stack, bucket, "old")
+    client = _client(stack, bucket)  # parts of 4 KB: this input would be many
+    assert client.submit_claude("old", MODEL, requests) == job
+    assert _names(stack, bucket, "old") == names
+    stack.wait_job(job.name)
+    assert sorted(r.key for r in client.results(job)) == [r.key for r in requests]
+    again = client.resubmit(job, keys=[r.key for r in requests[:5]], id="old.r")
+    stack.wait_job(again.name)
+    assert sorted(r.key for r in client.results(again)) == [r.key for r in requests[:5]]
+
+
+def test_a_manifest_with_bad_part_lists_is_refused() -> None:
+    """A list of part MD5s that is not two or more hex MD5s is a damaged manifest."""
+    good = Manifest("anthropic", MODEL, 2, 10, "0" * 32, input_parts=("1" * 32, "2" * 32))
+    assert Manifest.from_json(good.to_json(), "m") == good
+    for bad in (["1" * 32], ["x" * 32, "2" * 32], "1" * 32, [1, 2]):
+        data = {**good.to_json(), "input_parts": bad}
+        with pytest.raises(vb.InvalidRequestError, match="'input_parts' or 'key_parts'"):
+            Manifest.from_json(data, "m")
