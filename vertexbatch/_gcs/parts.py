@@ -7,8 +7,8 @@ name other rows can meet: there it exists with other bytes, and the caller refus
 
 A part is cut before the line that would take it past ``part_size`` (a longer line is a part of
 its own), so the same lines always make the same parts. Parts go up from a small pool while the
-next is built, at most ``in_flight`` at once: memory is about ``in_flight + 1`` parts (each part
-in flight also has its request's body). A part that exists with the same MD5 is adopted (a retry,
+next is built, at most ``in_flight`` at once: memory is about ``in_flight + 1`` parts (a part is
+appended to one buffer and sent as it is, never copied: ``resumable.create_in_one_request``). A part that exists with the same MD5 is adopted (a retry,
 or a lost answer); one that exists with other bytes is a conflict, after which nothing more is
 uploaded but the bytes are still hashed, so the caller can name both digests.
 """
@@ -95,8 +95,8 @@ class PartedUpload:
         self._content_type = content_type
         self._part_size = part_size
         self._in_flight = in_flight
-        self._pending: list[bytes] = []
-        self._held = 0
+        # The part being built: whole lines appended in place, handed over whole (no copy).
+        self._pending = bytearray()
         self._md5s: list[str] = []  # of every part cut so far, in order
         self._whole = hashlib.md5(usedforsecurity=False)
         # One thread hashes the whole in order; ``in_flight`` threads send parts.
@@ -112,14 +112,12 @@ class PartedUpload:
         """Add whole lines (a line never spans two parts)."""
         if self._ended:
             raise RuntimeError(f"write to the parts of {self._stem} after they were finished")
-        if self._pending and self._held + len(data) > self._part_size:
+        if self._pending and len(self._pending) + len(data) > self._part_size:
             self._cut()
-        self._pending.append(data)
-        self._held += len(data)
+        self._pending += data
 
     def _cut(self) -> None:
-        part = b"".join(self._pending)
-        self._pending, self._held = [], 0
+        part, self._pending = self._pending, bytearray()
         self._md5s.append("")
         index = len(self._md5s) - 1
         while len(self._hashing) >= self._in_flight + 1:
@@ -140,7 +138,7 @@ class PartedUpload:
                 if self.conflict is None or exc.index < self.conflict.index:
                     self.conflict = exc
 
-    def _send(self, index: int, part: bytes) -> str:
+    def _send(self, index: int, part: bytearray) -> str:
         md5 = hashlib.md5(part, usedforsecurity=False).hexdigest()
         self._md5s[index] = md5
         name = self._folder.name(part_leaf(self._stem, index, md5))
@@ -194,7 +192,7 @@ class PartedUpload:
         they are (a bad line, a limit) would otherwise leave a first part that refuses the
         rows mended."""
         self._ended = True
-        self._pending = []
+        self._pending = bytearray()
         futures: list[Future[Any]] = [*self._sending, *self._hashing]
         for future in futures:
             future.cancel()

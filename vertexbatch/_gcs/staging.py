@@ -32,6 +32,7 @@ from .._retry import RetryPolicy
 from .._rules import DEFAULT_LIMITS, Limits
 from .parts import PART_SIZE
 from .ranged_read import RangeRead
+from .resumable import Chunk, create_in_one_request
 from .upload import CHUNK, SINGLE_REQUEST_LIMIT, CreateOnlyUpload
 
 if TYPE_CHECKING:
@@ -175,21 +176,17 @@ class Staging:
             single_request_limit=self._single_request_limit,
         )
 
-    def create_bytes(self, name: str, data: bytes, content_type: str, md5: str) -> int:
-        """Write ``data`` (hex MD5 ``md5``, which GCS checks) create-only in one request; the
-        generation created, 0 if the object already existed."""
+    def create_bytes(self, name: str, data: Chunk, content_type: str, md5: str) -> int:
+        """Write ``data`` (hex MD5 ``md5``, which GCS checks) create-only in one request, the
+        bytes sent as they are held (``create_in_one_request``); the generation created, 0 if
+        the object already existed."""
         blob = self._blob(name)
-        blob.md5_hash = base64.b64encode(bytes.fromhex(md5)).decode("ascii")
-        try:
+        md5_b64 = base64.b64encode(bytes.fromhex(md5)).decode("ascii")
+        return int(
             self._policy.call(
-                f"upload {name}",
-                lambda: blob.upload_from_string(
-                    data, content_type=content_type, if_generation_match=0, retry=None
-                ),
+                f"upload {name}", lambda: create_in_one_request(blob, data, content_type, md5_b64)
             )
-        except api_exceptions.PreconditionFailed:
-            return 0
-        return int(blob.generation or 0) or 1
+        )
 
     def delete_generation(self, name: str, generation: int) -> None:
         """Delete that generation of an object only (never another writer's); one gone or
