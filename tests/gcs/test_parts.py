@@ -206,3 +206,17 @@ def test_a_manifest_with_bad_part_lists_is_refused() -> None:
         data = {**good.to_json(), "input_parts": bad}
         with pytest.raises(vb.InvalidRequestError, match="'input_parts' or 'key_parts'"):
             Manifest.from_json(data, "m")
+
+
+def test_a_part_stored_with_other_bytes_is_deleted_and_raised(
+    stack: LocalStack, bucket: str
+) -> None:
+    """A part GCS finalises with another MD5 than the one sent (bytes changed on the way; here
+    the MD5 stated is another's) is deleted, that generation only, and the upload raises."""
+    staging = _staging(stack, bucket)
+    with pytest.raises(api_exceptions.Conflict, match="other bytes than were sent"):
+        staging.create_bytes("jobs/md5/part", b'{"a":1}\n', JSONL, hashlib.md5(b"x").hexdigest())
+    assert not staging.exists("jobs/md5/part")
+    data = b'{"a":1}\n'
+    assert staging.create_bytes("jobs/md5/part", data, JSONL, hashlib.md5(data).hexdigest())
+    assert staging.md5("jobs/md5/part") == hashlib.md5(data).hexdigest()

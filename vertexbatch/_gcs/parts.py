@@ -8,9 +8,10 @@ name other rows can meet: there it exists with other bytes, and the caller refus
 A part is cut before the line that would take it past ``part_size`` (a longer line is a part of
 its own), so the same lines always make the same parts. Parts go up from a small pool while the
 next is built, at most ``in_flight`` at once: memory is about ``in_flight + 1`` parts (a part is
-appended to one buffer and sent as it is, never copied: ``resumable.create_in_one_request``). A part that exists with the same MD5 is adopted (a retry,
-or a lost answer); one that exists with other bytes is a conflict, after which nothing more is
-uploaded but the bytes are still hashed, so the caller can name both digests.
+appended to one buffer and sent as it is, never copied: ``resumable.create_in_one_request``).
+A part that exists with the same MD5 is adopted (a retry, or a lost answer); one that exists
+with other bytes is a conflict, after which nothing more is uploaded but the bytes are still
+hashed, so the caller can name both digests.
 """
 
 from __future__ import annotations
