@@ -1,10 +1,11 @@
 """Step 1 of the identity protocol: stage the rows create-only and claim the id for them.
 
 The input and the key map are uploaded as parts (``_gcs.parts``), each create-only, streamed
-(never all rows held), then
+(never all rows held), part 0 of each last, once every row is read and checked; then
 ``manifest.json``, the small object that claims the id for one set of rows: the same rows again
 carry on (a retry, recovery after a crash), other rows are refused and nothing staged is
-touched. The rest of the protocol (adopt or create, record, twins) is ``_identity``'s.
+touched (no part is ever deleted). The rest of the protocol (adopt or create, record, twins)
+is ``_identity``'s.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
 from ._controls import NO_CONTROLS, Controls
-from ._errors import InvalidRequestError
 from ._gcs.parts import PartedUpload
 from ._gcs.staging import JSONL, Staging
 from ._lines import StagedLine
@@ -57,7 +57,8 @@ def stage(
 
     Raises:
         InvalidRequestError: no rows, too many rows or bytes, a bad line, or the id is claimed
-            for other rows (or by another origin). Nothing partial is left behind.
+            for other rows (or by another origin). Nothing that claims the id or blocks other
+            rows is left behind: at most later parts, named by their bytes (never part 0).
     """
     staging = staging.keyed(controls.kms_key)
     folder = staging.folder(submission_id)
@@ -74,9 +75,12 @@ def stage(
         key_parts = PartedUpload(
             staging, folder, KEYS_STEM, JSONL, part_size=staging.part_size, in_flight=1
         )
-    # Until both are finished, any failure stops both (parts not sent never are); parts
-    # written stay whole, and a retry of the same rows adopts them.
-    streaming = True
+    # Until both are finished, any failure stops both (parts not sent never are). Part 0 of
+    # each is created last, once every row is read and checked: rows refused as they stream (a
+    # bad line, a limit) or a crash leave only later parts, named by their bytes, which block
+    # no one and which a retry of the same rows adopts; no part is ever deleted, so none that
+    # a concurrent submitter of the same lines adopted can go (docs/architecture.md, "Staged
+    # parts").
     try:
         for line in _chain(first, rows):
             record = line.key_record()
@@ -84,11 +88,16 @@ def stage(
             if input_parts is not None and key_parts is not None:
                 input_parts.write(line.data)
                 key_parts.write(record)
-        streaming = False
         inputs: tuple[str, ...] = ()
         keys: tuple[str, ...] = ()
         if input_parts is not None and key_parts is not None:
-            inputs, keys = input_parts.finish(), key_parts.finish()
+            input_parts.flush()  # every later part written, then the two part 0s
+            key_parts.flush()
+            inputs = input_parts.finish()
+            if input_parts.conflict is None:
+                keys = key_parts.finish()
+            else:  # other rows' input: its key map is theirs to write, not these rows'
+                key_parts.abort()
         md5 = input_parts.md5_hex() if input_parts is not None else None
         given = replace(
             tally.manifest(provider, model, origin, md5),
@@ -104,11 +113,9 @@ def stage(
             return _carry_on(staging, submission_id, staged, given)
         assert input_parts is not None and key_parts is not None
         if input_parts.conflict is not None:
-            # Other rows: no one else can take the parts this call wrote (their first part is
-            # not the staged one), so they go.
-            input_parts.remove_created()
-            key_parts.remove_created()
-            # Staged by an earlier attempt or a concurrent submitter: other rows.
+            # Staged by an earlier attempt or a concurrent submitter: other rows. The later
+            # parts this call wrote are referenced by no manifest; they stay (never deleted:
+            # the same lines may be another's), for a lifecycle rule to remove.
             raise claim_conflict(
                 submission_id,
                 read_manifest(staging, submission_id),
@@ -119,19 +126,14 @@ def stage(
         # no line of their own, and may be other keys or in another order): one already there
         # must be this one, or the job's results could never be read.
         if key_parts.conflict is not None:
-            key_parts.remove_created()
             raise claim_conflict(
                 submission_id, None, given, staged_keys_md5=key_parts.conflict.existing
             )
-    except BaseException as exc:
-        # Rows refused as they stream (a bad line, a limit): the parts this call created go,
-        # so the rows mended are not refused by them (a concurrent submitter of the same id
-        # whose rows share those parts would lose them: docs/architecture.md, "Staged parts").
-        # Any other failure leaves them whole, for a retry of the same rows to adopt.
-        bad_rows = streaming and isinstance(exc, InvalidRequestError)
+    except BaseException:
+        # Any failure leaves the parts written whole, for a retry of the same rows to adopt.
         for parts in (input_parts, key_parts):
             if parts is not None:
-                parts.abort(remove=bad_rows)
+                parts.abort()
         raise
     if staging.create_json(folder.name(MANIFEST), given.to_json()):
         logger.info("staged %d requests under %s", tally.rows, folder.uri(""))

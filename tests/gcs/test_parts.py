@@ -7,7 +7,9 @@ the one ``submit`` uses, against the real storage client and fake-gcs-server.
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
+from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
@@ -24,6 +26,7 @@ from vertexbatch.emulator import LocalStack
 MODEL = "claude-opus-5-5@default"
 PART = 4096  # bytes a part: a request line here is ~300 bytes
 JSONL = "application/jsonl"
+_LATER = re.compile(r"(input|keys)-\d{5}-[0-9a-f]{32}\.jsonl")  # a part after part 0
 
 
 def _requests(n: int, text: str = "Review diff {i}.") -> list[vb.ClaudeRequest]:
@@ -43,6 +46,15 @@ def _names(stack: LocalStack, bucket: str, submission_id: str) -> list[str]:
     prefix = f"jobs/{submission_id}/"
     blobs = stack.storage_client().list_blobs(bucket, prefix=prefix)
     return sorted(b.name[len(prefix) :] for b in blobs if "/output/" not in b.name)
+
+
+def _generations(stack: LocalStack, bucket: str, submission_id: str) -> dict[str, int]:
+    """The id's staged objects (not its output): name in the folder -> generation."""
+    prefix = f"jobs/{submission_id}/"
+    blobs = stack.storage_client().list_blobs(bucket, prefix=prefix)
+    return {
+        b.name[len(prefix) :]: int(b.generation or 0) for b in blobs if "/output/" not in b.name
+    }
 
 
 def _manifest(stack: LocalStack, bucket: str, submission_id: str) -> Manifest:
@@ -115,11 +127,13 @@ def test_every_part_is_create_only(stack: LocalStack, bucket: str, size: int) ->
         assert {n: staging.md5(f"jobs/co/{n}") for n in before} == before
 
 
-def test_a_part_refused_midway_fails_the_submit_and_the_retry_adopts(
+def test_a_crash_before_part_0_leaves_later_parts_a_retry_adopts(
     stack: LocalStack, bucket: str
 ) -> None:
-    """A later part refused for good fails the submit (no manifest, no job, no thread left);
-    the same rows again adopt the parts already written, and other rows are refused."""
+    """A later part refused for good (the storage layer raises) fails the submit before part 0
+    is written: no part 0, manifest or job, no thread left, only later parts named by their
+    bytes. The same rows again adopt every one of them (its generation unchanged) and create
+    the rest, part 0 last; the job answers every key."""
     requests = _requests(60)
     before = set(threading.enumerate())
     refusing = body_gate(stack.storage_endpoint, refusing_writes("input-00003-"))
@@ -127,26 +141,94 @@ def test_a_part_refused_midway_fails_the_submit_and_the_retry_adopts(
         _client(stack, bucket, url).submit_claude("midway", MODEL, requests)
     left = set(threading.enumerate()) - before
     assert not any(t.name.startswith(("vertexbatch-part", "vertexbatch-hash")) for t in left)
-    names = _names(stack, bucket, "midway")
-    assert "input.jsonl" in names and "manifest.json" not in names
+    crashed = _generations(stack, bucket, "midway")
+    assert any(n.startswith("input-00001-") for n in crashed), crashed
+    assert all(_LATER.fullmatch(n) for n in crashed), crashed  # no part 0, no manifest
     assert stack.calls()["create"] == 0
-    with pytest.raises(vb.InvalidRequestError, match="already claimed for other rows"):
-        _client(stack, bucket).submit_claude("midway", MODEL, _requests(60, "Other {i}."))
-    assert _names(stack, bucket, "midway") == names  # the refused rows left nothing
-    job = _client(stack, bucket).submit_claude("midway", MODEL, requests)
+    client = _client(stack, bucket)
+    job = client.submit_claude("midway", MODEL, requests)
+    retried = _generations(stack, bucket, "midway")
+    adopted = {n for n in crashed if retried.get(n) == crashed[n]}
+    created = set(retried) - set(crashed)
+    manifest = _manifest(stack, bucket, "midway")
+    parts = {part_leaf("input", i, md5) for i, md5 in enumerate(manifest.input_parts)}
+    parts |= {part_leaf("keys", i, md5) for i, md5 in enumerate(manifest.key_parts)}
+    assert adopted == set(crashed) and parts == adopted | (created & parts)
+    assert {"input.jsonl", "keys.jsonl", "manifest.json"} <= created
+    assert any(n.startswith("input-00003-") for n in created)
     stack.wait_job(job.name)
-    assert sorted(r.key for r in _client(stack, bucket).results(job)) == [r.key for r in requests]
+    assert sorted(r.key for r in client.results(job)) == [r.key for r in requests]
 
 
-def test_a_bad_line_past_the_first_part_leaves_nothing(stack: LocalStack, bucket: str) -> None:
-    """Rows refused as they stream take the parts they wrote with them: the rows mended (their
-    first part other bytes) are staged under the same id."""
+def test_a_bad_line_past_the_first_part_leaves_no_part_0(stack: LocalStack, bucket: str) -> None:
+    """Rows refused as they stream (a repeated key, several parts in) never wrote part 0: only
+    later parts named by their bytes are left, and none is deleted. The rows mended (their
+    first part other bytes) are staged under the same id and give its one job."""
     bad = vb.ClaudeRequest("k000", {"max_tokens": 1, "messages": []})  # a repeated key
     with pytest.raises(vb.InvalidRequestError, match="appears twice"):
-        _client(stack, bucket).submit_claude("mend", MODEL, iter([*_requests(40), bad]))
-    assert _names(stack, bucket, "mend") == []
-    job = _client(stack, bucket).submit_claude("mend", MODEL, _requests(40, "Mended {i}."))
-    assert job.keys == 40
+        _client(stack, bucket).submit_claude("mend", MODEL, iter([*_requests(60), bad]))
+    refused = _generations(stack, bucket, "mend")
+    assert any(n.startswith("input-00001-") for n in refused), refused
+    assert all(_LATER.fullmatch(n) for n in refused), refused  # no part 0, no manifest
+    mended = _requests(60, "Mended {i}.")
+    client = _client(stack, bucket)
+    job = client.submit_claude("mend", MODEL, mended)
+    assert job.keys == 60
+    after = _generations(stack, bucket, "mend")
+    assert {n: after.get(n) for n in refused} == refused  # left alone, never deleted
+    assert [j["name"] for j in stack.jobs() if j["displayName"] == "mend"] == [job.name]
+    stack.wait_job(job.name)
+    assert sorted(r.key for r in client.results(job)) == [r.key for r in mended]
+
+
+def test_rows_refused_midway_take_no_part_another_submitter_adopted(
+    stack: LocalStack, bucket: str
+) -> None:
+    """The race deleting parts lost. Submitter A streams B's rows and more, then a bad line;
+    while A waits before that line (every part wholly of B's rows written), B stages its rows
+    and adopts the parts A wrote. A is refused, and B's job reads every part it names."""
+    shared = _requests(60)
+    more = [claude_request(f"x{i:03d}", f"More {i}." + " pad" * 40) for i in range(40)]
+    bad = vb.ClaudeRequest("k000", {"max_tokens": 1, "messages": []})  # a repeated key
+    stack.faults.hold(display_name="shared", state="PENDING")
+    reached, go = threading.Event(), threading.Event()
+    refused: list[Exception] = []
+
+    def rows_of_a() -> Iterator[vb.ClaudeRequest]:
+        yield from shared
+        yield from more  # three parts more: the parts of ``shared`` alone are written
+        reached.set()
+        go.wait(120)
+        yield bad
+
+    def submit_a() -> None:
+        try:
+            _client(stack, bucket).submit_claude("shared", MODEL, rows_of_a())
+        except vb.InvalidRequestError as exc:
+            refused.append(exc)
+
+    a = threading.Thread(target=submit_a, name="submitter-a")
+    a.start()
+    try:
+        assert reached.wait(120)
+        by_a = _generations(stack, bucket, "shared")
+        client = _client(stack, bucket)
+        job = client.submit_claude("shared", MODEL, shared)  # B
+    finally:
+        go.set()
+        a.join(120)
+    assert len(refused) == 1 and "appears twice" in str(refused[0])
+    manifest = _manifest(stack, bucket, "shared")
+    leaves = [part_leaf("input", i, md5) for i, md5 in enumerate(manifest.input_parts)]
+    assert len(set(leaves) & set(by_a)) >= 2, (leaves, by_a)  # B adopted A's parts
+    (created,) = [j for j in stack.jobs() if j["displayName"] == "shared"]
+    uris = created["inputConfig"]["gcsSource"]["uris"]
+    assert uris == [f"gs://{bucket}/jobs/shared/{leaf}" for leaf in leaves]
+    after = _generations(stack, bucket, "shared")
+    assert all(leaf in after for leaf in leaves), (leaves, after)  # none deleted by A
+    stack.faults.release("shared")
+    stack.wait_job(job.name)
+    assert sorted(r.key for r in client.results(job)) == [r.key for r in shared]
 
 
 def test_a_job_reading_only_the_first_part_is_not_the_ids(stack: LocalStack, bucket: str) -> None:

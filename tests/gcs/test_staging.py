@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import vertexbatch as vb
@@ -45,7 +47,8 @@ def test_large_objects_are_create_only(stack: LocalStack, bucket: str) -> None:
     """A staged input past one request's 8 MiB is create-only too: it is staged in parts, each
     one request, where fake-gcs-server enforces the precondition (it does not on resumable
     uploads, which staging no longer uses). Other rows after a crash before the manifest are
-    refused at the first part, and every staged byte stays."""
+    refused at the first part (created last, after their later parts), and every staged byte
+    stays; their later parts, named by their bytes, are left referenced by nothing."""
     client = local_client(stack, bucket)
 
     def rows(text: str) -> list[vb.ClaudeRequest]:
@@ -59,4 +62,7 @@ def test_large_objects_are_create_only(stack: LocalStack, bucket: str) -> None:
     assert len([n for n in staged if "/input" in n]) == 2 and "jobs/large/input.jsonl" in staged
     with pytest.raises(vb.InvalidRequestError, match="already claimed for other rows"):
         client.submit_claude("large", "claude-opus-5-5@default", rows("cd"))
-    assert {b.name: b.md5_hash for b in store.list_blobs(prefix="jobs/large/")} == staged
+    after = {b.name: b.md5_hash for b in store.list_blobs(prefix="jobs/large/")}
+    assert {name: after[name] for name in staged} == staged
+    left = sorted(name.removeprefix("jobs/large/") for name in set(after) - set(staged))
+    assert len(left) == 1 and re.fullmatch(r"input-00001-[0-9a-f]{32}\.jsonl", left[0]), left

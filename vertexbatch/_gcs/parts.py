@@ -5,13 +5,20 @@ later part ``STEM-NNNNN-<its MD5>.jsonl``: named by its own bytes, so two submit
 never write the same later part, and one left by a crash never blocks a retry. Part 0 is the one
 name other rows can meet: there it exists with other bytes, and the caller refuses them.
 
+Part 0 is created last: its bytes are held until ``finish``, after every line was written (read
+and checked by the caller) and every later part created. Rows refused as they stream, or a
+crash, leave only later parts (named by their bytes: harmless, and adopted by a retry of the
+same rows), never part 0, so no part is ever deleted: one another submitter of the same lines
+adopted stays whole (docs/architecture.md, "Staged parts").
+
 A part is cut before the line that would take it past ``part_size`` (a longer line is a part of
-its own), so the same lines always make the same parts. Parts go up from a small pool while the
-next is built, at most ``in_flight`` at once: memory is about ``in_flight + 1`` parts (a part is
-appended to one buffer and sent as it is, never copied: ``resumable.create_in_one_request``).
-A part that exists with the same MD5 is adopted (a retry, or a lost answer); one that exists
-with other bytes is a conflict, after which nothing more is uploaded but the bytes are still
-hashed, so the caller can name both digests.
+its own), so the same lines always make the same parts. Later parts go up from a small pool
+while the next is built, at most ``in_flight`` at once: memory is about ``in_flight + 2`` parts
+(part 0 held, one being built; a part is appended to one buffer and sent as it is, never
+copied: ``resumable.create_in_one_request``). A part that exists with the same MD5 is adopted
+(a retry, or a lost answer); one that exists with other bytes is a conflict, after which
+nothing more is uploaded (part 0 not at all) but the bytes are still hashed, so the caller can
+name both digests.
 """
 
 from __future__ import annotations
@@ -73,7 +80,8 @@ class PartConflict(Exception):
 
 
 class PartedUpload:
-    """Writes whole lines as parts of ``stem`` in ``folder``; ``finish`` gives the parts' MD5s.
+    """Writes whole lines as parts of ``stem`` in ``folder``; ``finish`` creates part 0 (last)
+    and gives the parts' MD5s.
 
     ``conflict`` is set (and nothing more uploaded) once a part is found with other bytes.
     """
@@ -98,6 +106,7 @@ class PartedUpload:
         self._in_flight = in_flight
         # The part being built: whole lines appended in place, handed over whole (no copy).
         self._pending = bytearray()
+        self._first: bytearray | None = None  # part 0, held until ``finish`` creates it last
         self._md5s: list[str] = []  # of every part cut so far, in order
         self._whole = hashlib.md5(usedforsecurity=False)
         # One thread hashes the whole in order; ``in_flight`` threads send parts.
@@ -105,13 +114,14 @@ class PartedUpload:
         self._pool = ThreadPoolExecutor(in_flight, thread_name_prefix="vertexbatch-part")
         self._hashing: deque[Future[None]] = deque()
         self._sending: deque[Future[str]] = deque()
+        self._flushed = False  # every later part sent: part 0 is all that is left
         self._ended = False
         self.conflict: PartConflict | None = None
-        self._created: list[tuple[str, int]] = []  # (name, generation) of parts this created
+        self._created: list[str] = []  # the names of the parts this upload created
 
     def write(self, data: bytes) -> None:
         """Add whole lines (a line never spans two parts)."""
-        if self._ended:
+        if self._ended or self._flushed:
             raise RuntimeError(f"write to the parts of {self._stem} after they were finished")
         if self._pending and len(self._pending) + len(data) > self._part_size:
             self._cut()
@@ -123,7 +133,10 @@ class PartedUpload:
         index = len(self._md5s) - 1
         while len(self._hashing) >= self._in_flight + 1:
             self._hashing.popleft().result()
-        self._hashing.append(self._hasher.submit(self._whole.update, part))
+        self._hashing.append(self._hasher.submit(self._whole.update, part))  # part 0 first
+        if index == 0:  # held: created last, once every line is in (``finish``)
+            self._first = part
+            return
         self._collect(self._in_flight - 1)  # at most in_flight parts held by the pool
         if self.conflict is None:
             self._sending.append(self._pool.submit(self._send, index, part))
@@ -145,7 +158,7 @@ class PartedUpload:
         name = self._folder.name(part_leaf(self._stem, index, md5))
         generation = self._staging.create_bytes(name, part, self._content_type, md5)
         if generation:
-            self._created.append((name, generation))
+            self._created.append(name)
             return md5
         existing = self._staging.md5(name)
         if existing == md5:  # a retry's, or a lost answer: the same bytes, adopted
@@ -160,20 +173,43 @@ class PartedUpload:
         """The MD5 (hex) of every byte written, all parts in order (after ``finish``)."""
         return self._whole.hexdigest()
 
-    def finish(self) -> tuple[str, ...]:
-        """Send the last part and wait for every part; the parts' MD5s, in order.
-
-        Check ``conflict`` after: a part found with other bytes. Any other failure ends the
-        upload before it is raised.
-        """
+    def flush(self) -> None:
+        """Cut the last part and wait until every later part is written; part 0 is not yet
+        (``finish``). No line can be written after. Any failure ends the upload before it is
+        raised; the later parts written stay (a retry of the same rows adopts them)."""
         if self._ended:
             raise RuntimeError(f"finish the parts of {self._stem} twice")
+        if self._flushed:
+            return
         try:
             if self._pending or not self._md5s:
                 self._cut()
+            self._flushed = True
             self._collect(0)
             for hashing in self._hashing:
                 hashing.result()
+        except BaseException:
+            self.abort()
+            raise
+
+    def finish(self) -> tuple[str, ...]:
+        """Write every later part (``flush``), then create part 0, last: the parts' MD5s, in
+        order.
+
+        Check ``conflict`` after: a part found with other bytes (part 0 is then not written).
+        Any other failure ends the upload before it is raised.
+        """
+        self.flush()
+        first, self._first = self._first, None
+        assert first is not None  # the first cut holds it
+        try:
+            if self.conflict is None:
+                try:
+                    self._send(0, first)
+                except PartConflict as exc:
+                    self.conflict = exc
+            else:  # a later part conflicted: the rows are refused, part 0 is not written
+                self._md5s[0] = hashlib.md5(first, usedforsecurity=False).hexdigest()
         except BaseException:
             self.abort()
             raise
@@ -186,14 +222,14 @@ class PartedUpload:
         """How many parts this upload created (the rest were there already)."""
         return len(self._created)
 
-    def abort(self, *, remove: bool = False) -> None:
-        """Stop: parts not yet sent never are, those in flight are waited for. Parts already
-        written stay (whole, and adopted by a retry of the same rows), unless ``remove``: then
-        those this upload created are deleted (that generation only), for rows refused as
-        they are (a bad line, a limit) would otherwise leave a first part that refuses the
-        rows mended."""
+    def abort(self) -> None:
+        """Stop: parts not yet sent never are (part 0 among them), those in flight are waited
+        for. The later parts already written stay, whole: named by their bytes, they block no
+        one, and a retry of the same rows adopts them. No part is ever deleted (another
+        submitter of the same lines may have adopted it)."""
         self._ended = True
         self._pending = bytearray()
+        self._first = None
         futures: list[Future[Any]] = [*self._sending, *self._hashing]
         for future in futures:
             future.cancel()
@@ -203,16 +239,6 @@ class PartedUpload:
         self._sending.clear()
         self._hashing.clear()
         self._shutdown()
-        if remove:
-            self.remove_created()
-
-    def remove_created(self) -> None:
-        """Delete the parts this upload created (that generation only), best-effort: for rows
-        the caller refuses, whose parts no other submitter can take."""
-        for name, generation in self._created:
-            with contextlib.suppress(Exception):  # the caller's error stands
-                self._staging.delete_generation(name, generation)
-        self._created.clear()
 
     def _shutdown(self) -> None:
         self._pool.shutdown(wait=True)

@@ -188,16 +188,6 @@ class Staging:
             )
         )
 
-    def delete_generation(self, name: str, generation: int) -> None:
-        """Delete that generation of an object only (never another writer's); one gone or
-        replaced is left alone."""
-        blob = self._blob(name)
-        with contextlib.suppress(api_exceptions.NotFound, api_exceptions.PreconditionFailed):
-            self._policy.call(
-                f"delete {name}",
-                lambda: blob.delete(if_generation_match=generation, retry=None),
-            )
-
     def create_json(self, name: str, value: Any) -> bool:
         """Write a small JSON object create-only; ``False`` if it already existed."""
         upload = self.upload(name, JSON)
