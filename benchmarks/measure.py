@@ -61,15 +61,18 @@ class CountingSession(AuthorizedSession):
     def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         response = super().request(method, url, *args, **kwargs)  # type: ignore[no-untyped-call]
         if self.counting:
-            self._count(method, url, kwargs.get("data"), response)
+            self._count(method, url, kwargs.get("data"), response, kwargs.get("params") or {})
         return response
 
-    def _count(self, method: str, url: str, data: Any, response: Any) -> None:
+    def _count(
+        self, method: str, url: str, data: Any, response: Any, params: dict[str, str]
+    ) -> None:
         parts = urlsplit(url)
         query = parse_qs(parts.query)
+        query.update({key: [str(value)] for key, value in params.items()})  # given apart
         path = parts.path
-        if isinstance(data, bytes | bytearray):
-            self.sent_bytes += len(data)
+        if data is not None and not isinstance(data, str | dict) and hasattr(data, "__len__"):
+            self.sent_bytes += len(data)  # bytes, a chunk's view, a part's body of pieces
         if path.startswith("/upload/"):
             upload_type = query.get("uploadType", [""])[0]
             if method == "PUT" or "upload_id" in query:

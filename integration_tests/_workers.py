@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 import vertexbatch as vb
@@ -66,6 +66,27 @@ def submit_after_barrier(
     barrier.wait(timeout=60)
     try:
         out.put(("ok", c.submit_claude(submission_id, CLAUDE, rows).name))
+    except Exception as exc:  # reported to the parent, which fails the test with it
+        out.put(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def large_rows(megabytes: int) -> Iterator[vb.ClaudeRequest]:
+    """About ``megabytes`` MB of distinct requests of 20 KB, built as they are staged."""
+    for i in range(megabytes * 50):
+        text = f"{i} " + "lorem ipsum " * 1700
+        yield vb.ClaudeRequest(
+            key=f"k{i}", params={"max_tokens": 8, "messages": [{"role": "user", "content": text}]}
+        )
+
+
+def submit_large_after_barrier(
+    endpoints: dict[str, str], submission_id: str, megabytes: int, barrier: Any, out: Any
+) -> None:
+    """``submit_after_barrier`` with ``large_rows(megabytes)``: an input of several parts."""
+    c = client(endpoints)
+    barrier.wait(timeout=60)
+    try:
+        out.put(("ok", c.submit_claude(submission_id, CLAUDE, large_rows(megabytes)).name))
     except Exception as exc:  # reported to the parent, which fails the test with it
         out.put(("error", f"{type(exc).__name__}: {exc}"))
 

@@ -41,6 +41,33 @@ def test_eight_processes_submit_at_once(stack: LocalStack, bucket: str) -> None:
     assert live == list(names)
 
 
+def test_racing_submitters_of_a_50_mb_input_give_one_job(stack: LocalStack, bucket: str) -> None:
+    """4 processes stage the same 50 MB input (seven parts) under one id at once: every part
+    is created once (the rest adopt it), one manifest, one job name, at most one job live."""
+    stack.faults.hold(display_name="race-large", state="PENDING")
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(4)
+    out = ctx.Queue()
+    args = (_workers.endpoints(stack, bucket), "race-large", 50, barrier, out)
+    procs = [ctx.Process(target=_workers.submit_large_after_barrier, args=args) for _ in range(4)]
+    for p in procs:
+        p.start()
+    answers = [out.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    assert all(kind == "ok" for kind, _ in answers), answers
+    names = {name for _, name in answers}
+    assert len(names) == 1
+    (job,) = [j for j in _jobs(stack, bucket, "race-large") if j["state"] not in CANCELLED]
+    assert [job["name"]] == list(names)
+    uris = job["inputConfig"]["gcsSource"]["uris"]
+    assert len(uris) >= 6 and uris[0].endswith("/race-large/input.jsonl")
+    staged = [
+        b.name for b in stack.storage_client().list_blobs(bucket, prefix="jobs/race-large/input")
+    ]
+    assert sorted(f"gs://{bucket}/{name}" for name in staged) == sorted(uris)  # no stray part
+
+
 def test_submitter_killed_between_create_and_record(stack: LocalStack, bucket: str) -> None:
     """Two submitters killed once create took effect: the next submit records the earliest job."""
     stack.faults.hold(display_name="killed", state="PENDING")

@@ -37,14 +37,14 @@ def test_staging_from_a_generator_is_streamed(stack: LocalStack, bucket: str) ->
     small = _peak(lambda: client.submit_claude("mem-20k", CLAUDE, _requests(20_000)))
     large = _peak(lambda: client.submit_claude("mem-60k", CLAUDE, _requests(60_000)))
     sizes = {}
-    for name in ("mem-20k", "mem-60k"):
-        blob = stack.storage_client().bucket(bucket).get_blob(f"mem/{name}/input.jsonl")
-        assert blob is not None and blob.size is not None
-        sizes[name] = blob.size
+    for name in ("mem-20k", "mem-60k"):  # the input's parts: input.jsonl, input-00001-...
+        parts = list(stack.storage_client().list_blobs(bucket, prefix=f"mem/{name}/input"))
+        assert len(parts) > 1 and all(blob.size is not None for blob in parts)
+        sizes[name] = sum(blob.size or 0 for blob in parts)
     more_input = sizes["mem-60k"] - sizes["mem-20k"]
     assert more_input > 40_000_000
     print(f"staging peak: 20k {small:,} B, 60k {large:,} B, input {sizes} B")
-    # 8 MiB chunks (one being built, one in flight) and the key set grow; the input never is held.
+    # 8 MiB parts (one being built, two in flight) and the key set grow; the input never is held.
     assert large - small < more_input / 3, (small, large, sizes)
     assert large < 48_000_000, (small, large, sizes)
     for name in sizes:  # the jobs are not needed: no 80,000 rows to answer before the next test

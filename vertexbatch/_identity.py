@@ -2,7 +2,7 @@
 
 The protocol (DESIGN.md, "Submission identity"):
 
-1. ``_stage``: ``input.jsonl`` and ``keys.jsonl``, then ``manifest.json``, create-only; the
+1. ``_stage``: the input and key map (in parts), then ``manifest.json``, create-only; the
    manifest claims the id for one set of rows (the same rows carry on, others are refused).
 2. Before each create attempt, list the id's jobs; adopt one that reads the id's input and writes
    its output prefix: one an earlier attempt of the same call made if it is live or succeeded,

@@ -20,7 +20,7 @@ from ._models import Job, Provider
 from ._rules import is_job_name
 from ._schema import Schema
 from ._stage import only_job_settings_differ
-from ._vertex import JobSpec, Vertex, controls_of, is_live, output_of, succeeded
+from ._vertex import JobSpec, Vertex, controls_of, is_live, output_of, reads_input, succeeded
 
 if TYPE_CHECKING:
     from google.cloud.aiplatform_v1 import BatchPredictionJob as BatchJob
@@ -62,7 +62,7 @@ def matching(listed: list[BatchJob], spec: JobSpec) -> list[BatchJob]:
                 "this submission; cancel or delete it, or use a new id",
                 field="id",
             )
-        elif list(job.input_config.gcs_source.uris) == [spec.input_uri]:
+        elif reads_input(job, spec):
             raise InvalidRequestError(
                 f"job {job.name} reads the input of id {spec.id!r} but writes to "
                 f"{output_of(job)!r}, not {spec.dest or spec.output_prefix!r}: it was not "

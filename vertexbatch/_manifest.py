@@ -17,6 +17,7 @@ from typing import Any
 from ._bigquery.dest import parse_dest
 from ._controls import NO_CONTROLS, Controls
 from ._errors import InvalidRequestError
+from ._gcs.parts import parse_part_md5s, part_leaves
 from ._gcs.staging import Folder, Staging
 from ._lines import StagedLine
 from ._models import Provider
@@ -25,8 +26,8 @@ from ._schema import Schema, stored_schema
 from ._vertex import JobSpec
 
 __all__ = [
-    "INPUT",
-    "KEYS",
+    "INPUT_STEM",
+    "KEYS_STEM",
     "MANIFEST",
     "PLAIN",
     "RECORD",
@@ -43,8 +44,8 @@ __all__ = [
     "with_source",
 ]
 
-INPUT = "input.jsonl"
-KEYS = "keys.jsonl"
+INPUT_STEM = "input"  # parts: input.jsonl, input-00001-<md5>.jsonl, ... (``_gcs.parts``)
+KEYS_STEM = "keys"
 MANIFEST = "manifest.json"
 RECORD = "job.json"
 FORMAT = "vertexbatch/1"
@@ -80,8 +81,9 @@ _MD5 = re.compile(r"[0-9a-f]{32}")
 class Manifest:
     """What claims an id: who staged it, the rows' provider, model, count, size, MD5s.
 
-    ``md5`` is the MD5 of ``input.jsonl`` and ``keys_md5`` that of ``keys.jsonl``: reading the key
-    map or the input back checks both, so a damaged object is an error, not a lost key.
+    ``md5`` is the MD5 of the input and ``keys_md5`` that of the key map (all their parts, in
+    order): reading either back checks it, so a damaged object is an error, not a lost key.
+    ``input_parts``, ``key_parts``: each part's MD5 when there are two or more (``_gcs.parts``).
     ``rejected`` is set when Vertex refused to create a job from it (see ``mark_rejected``).
     ``keys`` is the number of keys when it differs from ``rows`` (``dedupe=True`` staged some
     keys' requests once), else 0 and not written.
@@ -113,6 +115,8 @@ class Manifest:
     dest: str = ""
     source: str = ""
     snapshot: str = ""
+    input_parts: tuple[str, ...] = ()  # each part's MD5, when the input is more than one
+    key_parts: tuple[str, ...] = ()  # the same for the key map
 
     @property
     def key_count(self) -> int:
@@ -126,18 +130,12 @@ class Manifest:
             data["controls"] = self.controls.to_json()
         if not self.rejected:
             del data["rejected"]
-        for name in (
-            "keys",
-            "cache",
-            "cached",
-            "cached_md5",
-            "schema",
-            "dest",
-            "source",
-            "snapshot",
-        ):
+        optional = ("keys", "cache", "cached", "cached_md5", "schema", "dest", "source", "snapshot")
+        for name in (*optional, "input_parts", "key_parts"):
             if not data[name]:
                 del data[name]
+            elif isinstance(data[name], tuple):
+                data[name] = list(data[name])
         return data
 
     @classmethod
@@ -200,7 +198,12 @@ class Manifest:
                 raise InvalidRequestError("not as written")
         except InvalidRequestError:
             raise bad("'source' is not a bq:// table vertexbatch wrote") from None
+        parts = {name: parse_part_md5s(data.get(name)) for name in ("input_parts", "key_parts")}
+        if any(v is None and name in data for name, v in parts.items()):
+            raise bad("'input_parts' or 'key_parts' is not a list of two or more hex MD5s")
         return cls(
+            input_parts=parts["input_parts"] or (),
+            key_parts=parts["key_parts"] or (),
             provider=data["provider"],
             model=data["model"],
             rows=data["rows"],
@@ -248,6 +251,7 @@ class Manifest:
             provider=self.provider,
             model=self.model,
             input_uri=folder.input_uri,
+            input_uris=tuple(folder.uri(leaf) for leaf in part_leaves("input", self.input_parts)),
             output_prefix=folder.output_prefix,
             keys=self.key_count,
             controls=self.controls,

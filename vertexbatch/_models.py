@@ -84,7 +84,8 @@ class Job:
         name: the Vertex resource name, ``projects/P/locations/L/batchPredictionJobs/N``.
         provider: ``"anthropic"`` or ``"google"``.
         model: the bare Vertex model id (``claude-sonnet-4-5``, ``gemini-2.5-flash``).
-        input_uri: ``gs://`` URI of the staged input JSONL.
+        input_uri: ``gs://`` URI of the staged input JSONL (its first part, for an input
+            staged in parts: the manifest beside it lists every part).
         output_prefix: ``gs://`` prefix Vertex writes under (a GCS sink).
         keys: how many keys the job holds.
         dest: a BigQuery sink's ``bq://PROJECT.DATASET.TABLE``, the output table (the ``dest=``

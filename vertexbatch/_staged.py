@@ -14,13 +14,14 @@ from itertools import islice
 from typing import TypeVar
 
 from ._errors import JobError, job_errors
+from ._gcs.parts import part_leaves
 from ._gcs.staging import Staging
 from ._keymap import KeyMap, parse_key_record
 from ._lines import StagedLine
-from ._manifest import KEYS, MANIFEST, Manifest
+from ._manifest import INPUT_STEM, KEYS_STEM, MANIFEST, Manifest
 from ._models import Job
 
-__all__ = ["job_manifest", "read_key_map", "read_staged_lines"]
+__all__ = ["job_manifest", "read_key_map", "read_parts", "read_staged_lines", "staged_uris"]
 
 
 def _beside_input(job: Job, leaf: str) -> str:
@@ -51,20 +52,33 @@ def _reading(job: Job, uri: str, read: Callable[[], T]) -> T:
         return read()
 
 
-class _Verified:
-    """The lines of a staged object, checked against the count and MD5 its manifest recorded."""
+def staged_uris(job: Job, stem: str, md5s: tuple[str, ...]) -> list[str]:
+    """The URIs of every part of a job's staged input or key map (``stem``), in order."""
+    return [_beside_input(job, leaf) for leaf in part_leaves(stem, md5s)]
 
-    def __init__(self, staging: Staging, job: Job, uri: str, rows: int, md5: str) -> None:
+
+def read_parts(staging: Staging, uris: list[str]) -> Iterator[bytes]:
+    """The lines of every part, in order."""
+    for uri in uris:
+        yield from staging.read_lines(uri)
+
+
+class _Verified:
+    """The lines of a staged object (all its parts, in order), checked against the count and
+    MD5 its manifest recorded."""
+
+    def __init__(self, staging: Staging, job: Job, uris: list[str], rows: int, md5: str) -> None:
         self._staging = staging
         self._job = job
-        self.uri = uri
+        self._uris = uris
+        self.uri = uris[0] if len(uris) == 1 else f"{uris[0]} (and its {len(uris) - 1} more parts)"
         self._rows = rows
         self._md5 = md5
 
     def __iter__(self) -> Iterator[bytes]:
         digest = hashlib.md5(usedforsecurity=False)
         count = 0
-        lines = _reading(self._job, self.uri, lambda: iter(self._staging.read_lines(self.uri)))
+        lines = _reading(self._job, self.uri, lambda: read_parts(self._staging, self._uris))
         while True:
             # A batch of lines per boundary crossing: a key map has up to 200,000 of them.
             batch = _reading(self._job, self.uri, lambda: list(islice(lines, _BATCH)))
@@ -104,8 +118,8 @@ def read_key_map(staging: Staging, job: Job) -> KeyMap:
 
 
 def _keys(staging: Staging, job: Job, manifest: Manifest) -> _Verified:
-    uri = _beside_input(job, KEYS)
-    return _Verified(staging, job, uri, manifest.key_count, manifest.keys_md5)
+    uris = staged_uris(job, KEYS_STEM, manifest.key_parts)
+    return _Verified(staging, job, uris, manifest.key_count, manifest.keys_md5)
 
 
 def read_staged_lines(staging: Staging, job: Job, keys: set[str]) -> Iterator[StagedLine]:
@@ -119,7 +133,8 @@ def read_staged_lines(staging: Staging, job: Job, keys: set[str]) -> Iterator[St
     """
     manifest = job_manifest(staging, job)
     records = _keys(staging, job, manifest)
-    inputs = _Verified(staging, job, job.input_uri, manifest.rows, manifest.md5)
+    uris = staged_uris(job, INPUT_STEM, manifest.input_parts)
+    inputs = _Verified(staging, job, uris, manifest.rows, manifest.md5)
     if manifest.keys:
         yield from _deduplicated(records, iter(inputs), keys)
         return
@@ -156,7 +171,7 @@ def _deduplicated(
     for digest in order:
         data = next(inputs, None)
         if data is None:
-            raise records.damaged(f"more lines than {records.uri.rsplit('/', 1)[0]}/input.jsonl")
+            raise records.damaged("more lines than the staged input")
         wanted = [(key, canonical) for key, canonical in by_line[digest] if key in keys]
         if wanted:
             first, canonical = wanted[0]

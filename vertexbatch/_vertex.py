@@ -94,6 +94,14 @@ class JobSpec:
     controls: Controls = NO_CONTROLS
     # The BigQuery sink (``bq://P.D[.T]``, checked); "" for the GCS output prefix.
     dest: str = ""
+    # Every part of the input, in order (``input_uri`` is the first); () when not known (a
+    # run's listing, before any manifest is read): then the first and the folder identify it.
+    input_uris: tuple[str, ...] = ()
+
+    @property
+    def uris(self) -> list[str]:
+        """The input URIs a job of this spec is created with."""
+        return list(self.input_uris or (self.input_uri,))
 
     def matches(self, job: BatchJob) -> bool:
         """Whether a listed job was created for this spec (display name, input, output and
@@ -104,7 +112,7 @@ class JobSpec:
         """Whether a job has this spec's display name, input and output (its controls aside)."""
         return (
             job.display_name == self.id
-            and reads_input(job, self.input_uri)
+            and reads_input(job, self)
             and output_of(job) == (self.dest or self.output_prefix.rstrip("/"))
         )
 
@@ -154,8 +162,14 @@ def controls_of(job: BatchJob) -> Controls:
     )
 
 
-def reads_input(job: BatchJob, input_uri: str) -> bool:
-    return list(job.input_config.gcs_source.uris) == [input_uri]
+def reads_input(job: BatchJob, spec: JobSpec) -> bool:
+    """Whether a job reads this spec's input: exactly its parts when they are known, else parts
+    of its folder, the first being ``input_uri`` (an id staged by an older version: only that)."""
+    uris = list(job.input_config.gcs_source.uris)
+    if spec.input_uris:
+        return uris == list(spec.input_uris)
+    folder = spec.input_uri.rsplit("/", 1)[0] + "/"
+    return bool(uris) and uris[0] == spec.input_uri and all(u.startswith(folder) for u in uris)
 
 
 def state_name(job: BatchJob) -> str:
@@ -243,7 +257,7 @@ class Vertex:
             model=publisher_path(spec.model, spec.provider),
             input_config=aiplatform_v1.BatchPredictionJob.InputConfig(
                 instances_format="jsonl",
-                gcs_source=aiplatform_v1.GcsSource(uris=[spec.input_uri]),
+                gcs_source=aiplatform_v1.GcsSource(uris=spec.uris),
             ),
             output_config=_output_config(spec),
             labels={

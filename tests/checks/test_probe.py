@@ -228,6 +228,27 @@ def test_a_stack_from_a_report_behaves_as_the_report_says(
             assert again[key] == report["facts"][key], key
 
 
+def test_a_stack_refusing_two_input_files_shows_in_the_report(
+    stack: LocalStack, stack_env: str, tmp_path: Path
+) -> None:
+    """A service that takes one input file only: each probe job's create of two parts is
+    refused, made again with one file, and the report says so; a stack built from it refuses
+    them too."""
+    stack.set_job_options(JobOptions(max_input_uris=1))
+    out = tmp_path / "report.json"
+    result = probe(out, "--yes")
+    assert result.exit_code == ExitCode.OK, result.output
+    assert "claude: a job of 2 input files was refused" in result.output
+    report = load(out)
+    facts = report["facts"]
+    assert facts["claude.input_uris_accepted"] == facts["gemini.input_uris_accepted"] == 1
+    assert facts["claude.reads_every_input_uri"] is facts["gemini.reads_every_input_uri"] is True
+    assert "  claude.input_uris_accepted: service 1, local stack 2" in result.stdout
+    assert stack.calls()["create"] == 4  # two refused, two made
+    with LocalStack.from_probe_report(out) as rebuilt:
+        assert rebuilt.job_options.max_input_uris == 1
+
+
 def test_from_probe_report_refuses_other_files(tmp_path: Path) -> None:
     path = tmp_path / "x.json"
     path.write_text('{"hello": 1}')

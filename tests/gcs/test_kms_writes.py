@@ -3,7 +3,7 @@
 fake-gcs-server takes ``kmsKeyName`` and drops it: an object reads back with no ``kmsKeyName``
 (a strict xfail below pins that gap, so it shows the day the server records it). What it cannot
 show, the gate in front of it does: every write request of such a submission (one-request
-uploads and resumable sessions alike, input, key map, manifest, record, cache claim and
+uploads and resumable sessions alike, the input's parts, key map, manifest, record, cache claim and
 entries, a run's ledger and records) carries ``kmsKeyName`` with the key.
 """
 
@@ -49,7 +49,8 @@ class Writes:
 
 
 def test_every_write_of_a_kms_submission_carries_the_key(stack: LocalStack, bucket: str) -> None:
-    """Input (resumable past 8 MiB), key map, manifest and record: every upload names the key."""
+    """Input (in two parts past 8 MiB), key map, manifest and record: every upload names the
+    key."""
     writes = Writes()
     big = [
         vb.ClaudeRequest(
@@ -66,8 +67,8 @@ def test_every_write_of_a_kms_submission_carries_the_key(stack: LocalStack, buck
         job = client.submit_claude("kms-all", MODEL, big, kms_key=key_of(stack))
     assert job.keys == 500
     kinds = {kind for kind, _ in writes.seen}
-    assert kinds == {"multipart", "resumable"}, writes.seen  # both upload paths were taken
-    assert len(writes.seen) >= 4  # input, key map, manifest, record
+    assert kinds == {"multipart"}, writes.seen  # every part is one request
+    assert len(writes.seen) >= 5  # two input parts, key map, manifest, record
     assert writes.keys() == {key_of(stack)}
 
 

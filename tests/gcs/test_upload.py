@@ -474,25 +474,6 @@ def test_uploads_go_through_the_session_the_storage_client_was_given(
     assert _stored(stack, bucket, "u/sess") == DATA
 
 
-@pytest.mark.parametrize("chunk", [1, 10])  # the first; the last whole one (seen at the digest)
-def test_a_failed_submit_leaves_no_session_and_no_thread(
-    stack: LocalStack, bucket: str, chunk: int
-) -> None:
-    """A chunk refused for good fails the submit; both uploads are abandoned wherever the
-    failure surfaces: the session is cancelled, no sending thread of this submit is left,
-    nothing is created."""
-    gate = Gate(faults={chunk: "refuse"})
-    before = set(threading.enumerate())
-    with upload_gate(stack.storage_endpoint, gate):
-        client = _small_client(stack, bucket, gate.url)
-        with pytest.raises(api_exceptions.Forbidden):
-            client.submit_claude("refused", CLAUDE, _two_thousand_requests())
-    assert gate.chunks == chunk and gate.cancels == 1
-    left = set(threading.enumerate()) - before
-    assert not any(t.name.startswith("vertexbatch-upload") for t in left)
-    assert not _staging(stack.storage_endpoint, bucket).exists("u/refused/input.jsonl")
-
-
 def test_a_failed_chunk_ends_the_upload_even_unaborted(stack: LocalStack, bucket: str) -> None:
     """A caller that only writes (no abort on error) still leaves no session and no thread: the
     upload ends itself when a chunk fails for good."""

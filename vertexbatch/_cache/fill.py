@@ -15,9 +15,9 @@ from typing import Any
 from .._dedupe import exact_digest
 from .._gcs.staging import Staging
 from .._keymap import parse_key_record
-from .._manifest import KEYS
+from .._manifest import INPUT_STEM, KEYS_STEM, Manifest
 from .._models import Job
-from .._staged import job_manifest
+from .._staged import job_manifest, read_parts, staged_uris
 from .entry import encode_response
 from .store import AnswerCache, storage_errors
 
@@ -71,6 +71,7 @@ class CacheFill:
         self._parts = 0
         self._written = 0
         self._exact: dict[str, str] | None = None  # key -> exact digest, read when first needed
+        self._manifest: Manifest | None = None  # read by the first check of whether to fill
         self._date: int | None = None  # the parts' date, read or set when first written
 
     def add(self, key: str, response: Mapping[str, Any]) -> None:
@@ -108,7 +109,7 @@ class CacheFill:
             return False
 
     def _to_fill(self) -> bool:
-        manifest = job_manifest(self._staging, self._job)
+        manifest = self._manifest = job_manifest(self._staging, self._job)
         # A kms_key job's entries are written with its key, in that key's cache (``store``).
         self._staging = self._staging.keyed(manifest.controls.kms_key)
         folder = self._staging.folder(self._job.id)
@@ -152,14 +153,16 @@ class CacheFill:
         """Each answered line's key -> the exact digest of its request, read from the staged
         key map and input (a line's first key: a shared key's answer is that key's)."""
         if self._exact is None:
-            folder = self._staging.folder(self._job.id)
+            manifest = self._manifest or job_manifest(self._staging, self._job)
+            keys = staged_uris(self._job, KEYS_STEM, manifest.key_parts)
             first: dict[str, str] = {}  # line digest -> its first key
-            for raw in self._staging.read_lines(folder.name(KEYS)):
+            for raw in read_parts(self._staging, keys):
                 key, digest, _ = parse_key_record(raw)
                 if digest.startswith("k"):
                     first.setdefault(digest, key)
             self._exact = {}
-            for raw in self._staging.read_lines(self._job.input_uri):
+            inputs = staged_uris(self._job, INPUT_STEM, manifest.input_parts)
+            for raw in read_parts(self._staging, inputs):
                 digest, exact = exact_digest(raw)
                 owner = first.get(digest)
                 if owner is not None:

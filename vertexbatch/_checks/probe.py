@@ -41,10 +41,12 @@ from .probe_shape import (
     facts,
     field_names,
     output_dir_offset,
+    probe_parts,
     probe_rows,
     row_facts,
     shape,
 )
+from .probe_stage import create_in_parts, stage_parts
 
 if TYPE_CHECKING:
     import requests
@@ -140,6 +142,7 @@ class _Job:
         self.states: list[dict[str, Any]] = [{"state": created.get("state"), "seconds": 0.0}]
         self.timed_out = False
         self.cancel: str | None = None  # when the probe stopped early: what its cancel did
+        self.input = (1, 0)  # the input files the job was created with, and their rows
 
     @property
     def state(self) -> str:
@@ -356,27 +359,29 @@ def _create_all(
     progress: Callable[[str], None],
     invalid: bool,
 ) -> None:
-    """Stage and create the two jobs, adding each to ``jobs`` as soon as it exists."""
+    """Stage and create the two jobs, adding each to ``jobs`` as soon as it exists (each input
+    in two parts: ``probe_stage``)."""
     for name in ("claude", "gemini"):
-        blob = gcs.bucket(config.bucket).blob(f"{folder}/{name}/input.jsonl")
-        blob.upload_from_string(
-            probe_rows(name, invalid), content_type="application/jsonl", if_generation_match=0
-        )
-        body = {
+        parts = probe_parts(probe_rows(name, invalid))
+        body: dict[str, Any] = {
             "displayName": f"vertexbatch-probe-{stamp}-{name}",
             "model": by_command(name).publisher_path(models[name]),
-            "inputConfig": {
-                "instancesFormat": "jsonl",
-                "gcsSource": {"uris": [f"gs://{config.bucket}/{blob.name}"]},
-            },
+            "inputConfig": {"instancesFormat": "jsonl"},
             "outputConfig": {
                 "predictionsFormat": "jsonl",
                 "gcsDestination": {"outputUriPrefix": f"gs://{config.bucket}/{folder}/{name}/out"},
             },
             "labels": {"vertexbatch_probe": stamp},
         }
-        created = _call(session, "POST", f"{parent}/batchPredictionJobs", body)
+        created, files = create_in_parts(
+            partial(_call, session, "POST", f"{parent}/batchPredictionJobs"),
+            body,
+            parts,
+            partial(stage_parts, gcs, config.bucket, f"{folder}/{name}"),
+            partial(_say, progress, name),
+        )
         jobs[name] = _Job(name, models[name], created, clock())
+        jobs[name].input = (files, sum(part.count(b"\n") for part in parts))
         progress(f"{name}: created {jobs[name].resource} ({jobs[name].state})")
 
 
@@ -396,6 +401,9 @@ def _read_output(gcs: Any, job: _Job) -> tuple[dict[str, Any], list[dict[str, An
         "output_files": [],
         "output_dir_offset_seconds": None,
         "main": None,
+        "input_uris": job.input[0],
+        "input_rows": job.input[1],
+        "output_rows": None,
     }
     directory = (last.get("outputInfo") or {}).get("gcsOutputDirectory")
     if not isinstance(directory, str) or not directory.startswith("gs://"):
@@ -424,4 +432,9 @@ def _read_output(gcs: Any, job: _Job) -> tuple[dict[str, Any], list[dict[str, An
                 rows.append({"file": file, "shape": "not JSON", "_row": {}})
                 continue
             rows.append({"file": file, "shape": shape(row), "_row": row})
+    entry["output_rows"] = len(rows)
     return entry, rows
+
+
+def _say(progress: Callable[[str], None], name: str, line: str) -> None:
+    progress(f"{name}: {line}")

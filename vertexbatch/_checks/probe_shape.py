@@ -23,6 +23,7 @@ from typing import Any
 from .._json import load_json
 
 __all__ = [
+    "probe_parts",
     "probe_rows",
     "LOCAL_DEFAULTS",
     "differences",
@@ -242,6 +243,10 @@ def facts(
         offset = job.get("output_dir_offset_seconds")
         out[f"{name}.output_dir_is_create_time"] = None if offset is None else offset == 0
         out[f"{name}.completion_counts"] = _one(job.get("completion_stats", {}).values())
+        # Whether the service takes a job of two input files and answers the rows of both.
+        out[f"{name}.input_uris_accepted"] = job.get("input_uris")
+        read, staged = job.get("output_rows"), job.get("input_rows")
+        out[f"{name}.reads_every_input_uri"] = None if not read else read >= (staged or 0)
     for name, found in rows.items():
         failed = [r for r in found if r["failed"]]
         good = [r for r in found if not r["failed"]]
@@ -265,6 +270,8 @@ LOCAL_DEFAULTS: Mapping[str, Any] = {
     "claude.output_files": ["predictions.jsonl"],
     "claude.output_dir_is_create_time": False,
     "claude.completion_counts": "string",
+    "claude.input_uris_accepted": 2,
+    "claude.reads_every_input_uri": True,
     "claude.request_echo": "object",
     "claude.success_status": "empty",
     "claude.error_status": "prefix_json",
@@ -277,6 +284,8 @@ LOCAL_DEFAULTS: Mapping[str, Any] = {
     "gemini.output_files": ["predictions.jsonl"],
     "gemini.output_dir_is_create_time": False,
     "gemini.completion_counts": "string",
+    "gemini.input_uris_accepted": 2,
+    "gemini.reads_every_input_uri": True,
     "gemini.request_echo": "object",
     "gemini.success_status": "empty",
     "gemini.error_status": "prefix_json",
@@ -303,6 +312,13 @@ def differences(
 
 _ANSWER = "Name one primary colour."
 _LONG = "Count from one to twenty in words."
+
+
+def probe_parts(rows: bytes) -> list[bytes]:
+    """A probe's rows staged as two parts, as ``submit`` stages a large input: the first row,
+    then the rest."""
+    first, _, rest = rows.partition(b"\n")
+    return [first + b"\n", rest]
 
 
 def probe_rows(name: str, invalid: bool = True) -> bytes:

@@ -23,7 +23,7 @@ from google.api_core import exceptions as api_exceptions
 if TYPE_CHECKING:
     import google.cloud.storage as storage
 
-__all__ = ["Chunk", "Session", "after", "check_offset"]
+__all__ = ["Chunk", "Session", "after", "check_offset", "create_in_one_request"]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -164,6 +164,74 @@ class Session:
     def cancel(self) -> None:
         """End the session: GCS drops what it holds and creates nothing."""
         self._request("DELETE", self.url)
+
+
+class _Body:
+    """A request body sent as it is held, its pieces one after another (never joined): requests
+    sends it with its ``Content-Length``, and each piece goes to the socket as it is."""
+
+    def __init__(self, pieces: list[Chunk]) -> None:
+        self._pieces = pieces
+        self._length = sum(len(piece) for piece in pieces)
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __iter__(self) -> Any:
+        return iter(self._pieces)
+
+
+def create_in_one_request(blob: storage.Blob, data: Chunk, content_type: str, md5: str) -> int:
+    """Create the object from ``data`` (base64 MD5 ``md5``, which GCS checks) in one multipart
+    request, create-only; the generation created, 0 if the object exists (412).
+
+    The storage client's own multipart upload joins the metadata and the bytes into one new
+    body (a copy of every byte); here they go as they are. An object finalised with other bytes
+    than were sent is deleted (that generation only) and raised, as a resumable upload's is.
+    """
+    client = blob.client
+    connection = client._connection
+    host = getattr(connection, "get_api_base_url_for_mtls", None)
+    hostname = host() if host is not None else connection.API_BASE_URL
+    params = {"uploadType": "multipart", "ifGenerationMatch": "0"}
+    if blob.user_project is not None:
+        params["userProject"] = blob.user_project
+    if blob.kms_key_name is not None:  # written with the caller's CMEK key, as the client does
+        params["kmsKeyName"] = blob.kms_key_name
+    metadata = json.dumps({"name": blob.name, "contentType": content_type, "md5Hash": md5})
+    # JSON lines hold no raw CR, so "\r\n--" and the boundary never occur in the bytes.
+    boundary = "vertexbatch-part-boundary"
+    head = (
+        f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n{metadata}\r\n"
+        f"--{boundary}\r\nContent-Type: {content_type}\r\n\r\n"
+    ).encode()
+    tail = f"\r\n--{boundary}--\r\n".encode("ascii")
+    headers = {
+        "User-Agent": connection.user_agent,
+        **(getattr(client, "_extra_headers", None) or {}),
+        "Content-Type": f'multipart/related; boundary="{boundary}"',
+    }
+    response = client._http.request(
+        "POST",
+        f"{hostname}/upload/storage/v1{blob.bucket.path}/o",
+        params=params,
+        data=_Body([head, memoryview(data), tail]),
+        headers=headers,
+        timeout=_TIMEOUT,
+    )
+    if response.status_code == 412:
+        return 0
+    _raise_for(response, ok=(200, 201))
+    size, stored, generation = _finalised(response)
+    if size == len(data) and stored in (None, md5):
+        return generation or 1
+    if generation is not None:  # only that generation: never another writer's object
+        with contextlib.suppress(api_exceptions.NotFound, api_exceptions.PreconditionFailed):
+            blob.bucket.blob(blob.name).delete(if_generation_match=generation, retry=None)
+    raise api_exceptions.Conflict(  # type: ignore[no-untyped-call]
+        f"GCS stored {blob.name} with other bytes than were sent (size or MD5): the object was "
+        "deleted; submit again"
+    )
 
 
 class _NoProgress(ConnectionError):

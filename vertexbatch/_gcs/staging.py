@@ -2,7 +2,7 @@
 
 Layout under ``gs://BUCKET/PREFIX/ID/``::
 
-    input.jsonl     the request lines Vertex reads
+    input.jsonl     the request lines Vertex reads (past 8 MiB its first part, ``_gcs.parts``)
     keys.jsonl      the key map: [key, digest, canonical digest] per line, in submission order
     manifest.json   claims the id for one set of rows: provider, model, rows, bytes, MD5 of input
     job.json        the record: the resource name of the job the id resolved to
@@ -30,7 +30,9 @@ from google.api_core import exceptions as api_exceptions
 from .._errors import InvalidRequestError, ObjectReplaced
 from .._retry import RetryPolicy
 from .._rules import DEFAULT_LIMITS, Limits
+from .parts import PART_SIZE
 from .ranged_read import RangeRead
+from .resumable import Chunk, create_in_one_request
 from .upload import CHUNK, SINGLE_REQUEST_LIMIT, CreateOnlyUpload
 
 if TYPE_CHECKING:
@@ -80,9 +82,10 @@ class Folder:
 class Staging:
     """GCS operations of vertexbatch, each under the client's retry policy.
 
-    ``read_chunk``, ``upload_chunk`` and ``single_request_limit`` are the sizes of the byte
-    paths (a range read; a resumable chunk; the largest object sent in one request), the
-    module constants by default: tests pass small ones to cross their ends with small objects.
+    ``read_chunk``, ``upload_chunk``, ``single_request_limit`` and ``part_size`` are the sizes of
+    the byte paths (a range read; a resumable chunk; the largest object sent in one request; a
+    staged part), the module constants by default: tests pass small ones to cross their ends
+    with small objects.
     """
 
     def __init__(
@@ -95,6 +98,7 @@ class Staging:
         read_chunk: int = _READ_CHUNK,
         upload_chunk: int = CHUNK,
         single_request_limit: int = SINGLE_REQUEST_LIMIT,
+        part_size: int = PART_SIZE,
         limits: Limits = DEFAULT_LIMITS,
     ) -> None:
         self._client = client
@@ -104,6 +108,7 @@ class Staging:
         self._read_chunk = read_chunk
         self._upload_chunk = upload_chunk
         self._single_request_limit = single_request_limit
+        self.part_size = part_size
         self.limits = limits
         self.kms_key = ""  # the Cloud KMS key every object is written with ("": the bucket's)
 
@@ -113,6 +118,7 @@ class Staging:
         read_chunk: int | None = None,
         upload_chunk: int | None = None,
         single_request_limit: int | None = None,
+        part_size: int | None = None,
         limits: Limits | None = None,
     ) -> Staging:
         """This staging (its storage client, bucket, prefix and policy) with other byte-path
@@ -127,6 +133,7 @@ class Staging:
             single_request_limit=(
                 self._single_request_limit if single_request_limit is None else single_request_limit
             ),
+            part_size=self.part_size if part_size is None else part_size,
             limits=self.limits if limits is None else limits,
         ).keyed(self.kms_key)
 
@@ -167,6 +174,18 @@ class Staging:
             custom_time,
             self._upload_chunk if chunk is None else chunk,
             single_request_limit=self._single_request_limit,
+        )
+
+    def create_bytes(self, name: str, data: Chunk, content_type: str, md5: str) -> int:
+        """Write ``data`` (hex MD5 ``md5``, which GCS checks) create-only in one request, the
+        bytes sent as they are held (``create_in_one_request``); the generation created, 0 if
+        the object already existed."""
+        blob = self._blob(name)
+        md5_b64 = base64.b64encode(bytes.fromhex(md5)).decode("ascii")
+        return int(
+            self._policy.call(
+                f"upload {name}", lambda: create_in_one_request(blob, data, content_type, md5_b64)
+            )
         )
 
     def create_json(self, name: str, value: Any) -> bool:

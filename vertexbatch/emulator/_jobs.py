@@ -172,6 +172,12 @@ class JobStore:
         with self.cond:
             if self.closing:
                 raise ApiError(503, "The service is shutting down.")
+            most = self._options.get(spec.display_name, self._default_options).max_input_uris
+            if most and len(spec.input_uris) > most:
+                raise bad_request(
+                    f"BatchPredictionJob.input_config.gcs_source.uris has {len(spec.input_uris)} "
+                    f"URIs; this model reads at most {most} input file(s)."
+                )
             if spec.publisher == "anthropic" and self.claude_over_cap == "reject":
                 active = sum(
                     1

@@ -116,6 +116,10 @@ class JobOptions:
             Extra inputs are not permitted"; Gemini: 400 `Invalid JSON payload received.
             Unknown name ...`). False: take any field (a parameter the provider takes that the
             installed SDK does not model yet; what `check_fields=False` stages).
+        max_input_uris: refuse (400 at create) a job whose `gcsSource.uris` lists more than
+            this many input files, as a provider that reads only one would have to; 0: any
+            number (Vertex's `GcsSource.uris` is a list). A probe report that shows a provider
+            refusing two parts is reproduced with 1.
     """
 
     echo_labels: bool = True
@@ -132,8 +136,11 @@ class JobOptions:
     bigquery_table_name: str = "predictions_{create_time:%Y_%m_%dT%H_%M_%S_%f}Z"
     claude_bigquery_columns: Literal["ignore", "pass"] = "ignore"
     check_fields: bool = True
+    max_input_uris: int = 0
 
     def __post_init__(self) -> None:
+        if type(self.max_input_uris) is not int or self.max_input_uris < 0:
+            raise ValueError("max_input_uris must be a whole number, 0 for any number")
         if self.claude_success_shape not in CLAUDE_SUCCESS_SHAPES:
             raise ValueError(f"claude_success_shape must be one of {CLAUDE_SUCCESS_SHAPES}")
         if self.claude_error_shape not in CLAUDE_ERROR_SHAPES:

@@ -118,6 +118,8 @@ def options_from_report(report: Mapping[str, Any]) -> tuple[JobOptions, Timing]:
     offset = next((o for o in offsets if isinstance(o, int | float)), None)
     if offset is not None:
         changes["output_time_offset"] = float(offset)
+    if 1 in (facts.get("claude.input_uris_accepted"), facts.get("gemini.input_uris_accepted")):
+        changes["max_input_uris"] = 1  # a job of two input files was refused
     timing = Timing()
     if facts.get("claude.queued_seen") or facts.get("gemini.queued_seen"):
         created_queued = "JOB_STATE_QUEUED" in (
