@@ -1,4 +1,4 @@
-"""Smoke runs of the upload-chunk and TLS benchmarks, so they keep working (no figure asserted)."""
+"""Smoke runs of the TLS benchmark, so it keeps working (no figure asserted)."""
 
 from __future__ import annotations
 
@@ -22,25 +22,6 @@ def _benchmark(module: str, *args: str) -> str:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_upload_chunk_benchmark_times_each_chunk() -> None:
-    """12,000 Claude requests (about 19 MB) in 4 MiB chunks: each timed, the re-checksum fitted."""
-    out = _benchmark("upload_chunks", "--n", "12000", "--repeats", "1", "--chunk-mib", "4")
-    assert out.startswith("claude N=12000, 4 MiB chunks"), out
-    summary = re.search(
-        r"input: (\d+) chunk requests, [\d.]+ s in all \(the last [\d.]+ s\), against [\d.]+ s "
-        r"for the same bytes by upload_from_string \((\d+) request\(s\)\)",
-        out,
-    )
-    assert summary, out
-    chunks = re.findall(r"input\.jsonl +at +[\d.]+ s: [\d.]+ s for +([\d.]+) MiB", out)
-    assert len(chunks) == int(summary.group(1)) == 5, out
-    assert chunks[:4] == ["4.0"] * 4, out
-    assert summary.group(2) == "1", out  # under 100 MiB: google-cloud-storage's one request
-    assert re.search(r"re-checksum: -?[\d.]+ s per GiB already stored, per chunk", out), out
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -18,14 +19,20 @@ pytestmark = pytest.mark.slow
 def test_client_refuses_more_than_200000_rows(
     client: vb.Client, bucket: str, stack: LocalStack
 ) -> None:
-    """More than 200,000 rows are refused, pointing at splitting; nothing is left staged."""
+    """More than 200,000 rows are refused, pointing at splitting; nothing that claims the id or
+    blocks a retry is left: no part 0, key map, manifest or record, only later parts of the
+    input, named by their bytes (staging never deletes a part: docs/architecture.md, "Staged
+    parts")."""
     requests = (
         vb.ClaudeRequest(f"k{i}", {"max_tokens": 1, "messages": [{"role": "user", "content": "x"}]})
         for i in range(200_001)
     )
     with pytest.raises(vb.InvalidRequestError, match="more than 200,000 requests"):
         client.submit_claude("too-many", CLAUDE, requests)
-    assert list(stack.storage_client().list_blobs(bucket)) == []
+    left = [b.name for b in stack.storage_client().list_blobs(bucket)]
+    assert left, "200,001 lines are more than one part: later parts were written"
+    later = re.compile(r"jobs/too-many/input-\d{5}-[0-9a-f]{32}\.jsonl")
+    assert all(later.fullmatch(name) for name in left), left
 
 
 def test_importer_normalises_200000_rows() -> None:

@@ -44,8 +44,8 @@ SINGLE_REQUEST_LIMIT = 8 * 1024 * 1024
 # (one in flight, one being built; a bytearray keeps up to a tenth more as slack): staging
 # 60,000 requests peaks at 32 MB of Python memory, under integration_tests/test_memory.py's
 # bound of 48 MB. fake-gcs-server's answer to a chunk
-# takes longer the larger the object already is: `python -m benchmarks.upload_chunks
-# --chunk-mib N` shows it (docs/performance.md, "Staging, third pass").
+# takes longer the larger the object already is (docs/performance.md; the input is staged in
+# parts since; this path carries the objects that are not, such as cached and online answers).
 CHUNK = 16 * 1024 * 1024
 # Smaller chunks for an object that is a few MB at most (a key map: ~85 bytes a request): sent
 # while the lines are built, so little is left to send once they are.
