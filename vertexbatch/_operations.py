@@ -34,6 +34,7 @@ from ._results import iter_results
 from ._rules import check_id, check_job, check_model, next_attempt_id
 from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
 from ._runs.run import DEFAULT_SHARD_SIZE, Run
+from ._runs.shares import Listed
 from ._runs.sink import check_run_dest
 from ._runs.start import check_numbers, create_run, held_run
 from ._runs.tasked import held_task, start_task
@@ -186,7 +187,12 @@ def _plan(
         holding = (
             functools.partial(held_run, dest=options.dest)
             if task is None
-            else functools.partial(held_task, task=task, dest=options.dest)
+            else functools.partial(
+                held_task,
+                task=task,
+                dest=options.dest,
+                listing=requests.listing if isinstance(requests, Listed) else "",
+            )
         )
         run = holding(
             cloud,
@@ -340,6 +346,7 @@ def start_run(
             max_attempts=max_attempts, dedupe=options.dedupe, cache=options.cache,
             cache_ttl=ttl, schema=options.schema, controls=controls, dest=dest,
             count=len(requests) if isinstance(requests, Sized) else None,
+            listing=requests.listing if isinstance(requests, Listed) else "",
         )  # fmt: skip
         finish(meter)
         return run

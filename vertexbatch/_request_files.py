@@ -13,6 +13,7 @@ file's URI and the line's number, never its content.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from ._errors import InvalidRequestError, ObjectReplaced
 from ._gcs.staging import Staging, parse_gs_uri
 from ._models import ClaudeRequest, GeminiRequest
 from ._providers import by_command
-from ._runs.shares import share_of
+from ._runs.shares import Listed, share_of
 from ._runs.tasks import Task
 
 if TYPE_CHECKING:
@@ -47,15 +48,22 @@ class RequestFiles:
     """Request files under one prefix, sorted by name: every file of a listing, or a task's
     share of them (``share``). Iterate it for the files; ``len`` is their number."""
 
-    __slots__ = ("_files", "_staging", "prefix", "task")
+    __slots__ = ("_files", "_staging", "listing", "prefix", "task")
 
     def __init__(
-        self, staging: Staging, prefix: str, files: tuple[RequestFile, ...], task: Task | None
+        self,
+        staging: Staging,
+        prefix: str,
+        files: tuple[RequestFile, ...],
+        task: Task | None,
+        listing: str = "",
     ) -> None:
         self._staging = staging
         self._files = files
         self.prefix = prefix
         self.task = task  # whose share these are (None: the whole listing)
+        # The digest of the whole listing a share was cut from: every task's record names it.
+        self.listing = listing or _digest(files)
 
     def __iter__(self) -> Iterator[RequestFile]:
         return iter(self._files)
@@ -100,23 +108,26 @@ class RequestFiles:
             )
         by_name = {file.uri: file for file in self._files}
         mine = share_of(((file.uri, file.size) for file in self._files), task)
-        return RequestFiles(self._staging, self.prefix, tuple(by_name[u] for u, _ in mine), task)
+        return RequestFiles(
+            self._staging, self.prefix, tuple(by_name[u] for u, _ in mine), task, self.listing
+        )
 
-    def claude_requests(self) -> Iterator[ClaudeRequest]:
+    def claude_requests(self) -> Listed[ClaudeRequest]:
         """The files' Claude requests (lines ``{"key": ..., "params": {...}}``), in order,
-        streamed: no file is held whole.
+        streamed: no file is held whole. The iterator's ``listing`` names the files' listing
+        (a digest), which a task's record keeps: tasks whose listings differ are refused.
 
         Raises:
             InvalidRequestError: a line is not a Claude request line (as it is read; the message
                 names the file's URI and the line's number), or a file was replaced or removed
                 since it was listed.
         """
-        return self._requests("claude", _claude)
+        return Listed(self._requests("claude", _claude), self.listing)
 
-    def gemini_requests(self) -> Iterator[GeminiRequest]:
+    def gemini_requests(self) -> Listed[GeminiRequest]:
         """The files' Gemini requests (lines ``{"key": ..., "contents": [...], "config":
         {...}}``), in order, streamed; see ``claude_requests``."""
-        return self._requests("gemini", _gemini)
+        return Listed(self._requests("gemini", _gemini), self.listing)
 
     def _requests(self, provider: str, build: Callable[[_Line, dict[str, Any]], R]) -> Iterator[R]:
         fields = by_command(provider).fields
@@ -165,6 +176,16 @@ class _Line:
         if not isinstance(data.get("key"), str) or not data["key"]:
             raise self.bad("'key' must be a non-empty string", field="key")
         return data
+
+
+def _digest(files: tuple[RequestFile, ...]) -> str:
+    """The MD5 of a listing's (name, size, generation) triples, sorted by name."""
+    text = json.dumps([[f.uri, f.size, f.generation] for f in sorted(files, key=_uri)])
+    return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
+
+
+def _uri(file: RequestFile) -> str:
+    return file.uri
 
 
 def _not_json(token: str) -> Any:

@@ -209,3 +209,57 @@ def test_a_file_is_streamed_a_range_at_a_time_never_held_whole(
     assert len(seen) <= 2, seen
     assert sum(1 for _ in requests) == 199
     assert len(seen) > 20
+
+
+def _staged_around(
+    client: vb.Client, stack: LocalStack, bucket: str, change: str, run_id: str
+) -> vb.InvalidRequestError:
+    """Task 0 of 3 lists and stages; the prefix changes (``change``); tasks 1 and 2 list and
+    stage: the refusal that follows, once no job exists."""
+    _fill(stack, bucket, [4, 1, 3, 2, 5])
+    first = vb.list_request_files(client, f"gs://{bucket}/in/").share(vb.Task(0, 3))
+    client.run_claude(run_id, MODEL, first.claude_requests(), shard_size=3, task=vb.Task(0, 3))
+    if change == "written":
+        _put(stack, bucket, "in/part-00001b.jsonl", _line(90) + _line(91))
+    else:
+        stack.storage_client().bucket(bucket).blob("in/part-00002.jsonl").delete()
+    refused = []
+    for i in (1, 2):
+        share = vb.list_request_files(client, f"gs://{bucket}/in/").share(vb.Task(i, 3))
+        with pytest.raises(vb.InvalidRequestError) as info:
+            client.run_claude(
+                run_id, MODEL, share.claude_requests(), shard_size=3, task=vb.Task(i, 3)
+            )
+        refused.append(info.value)
+    assert jobs_in(stack, client.bucket) == []
+    return refused[-1]
+
+
+@pytest.mark.parametrize("change", ["written", "removed"])
+def test_a_prefix_changed_between_the_tasks_listings_is_refused_before_any_job(
+    client: vb.Client, stack: LocalStack, bucket: str, change: str
+) -> None:
+    """A file written (or removed) after task 0 listed and before tasks 1 and 2 did would fall
+    in two shares or in none: the run is refused, naming two tasks, and no job is created."""
+    error = _staged_around(client, stack, bucket, change, "moved")
+    assert "the prefix changed while the tasks listed it: tasks 0 and " in str(error)
+    assert "start the run again under a new run id once the prefix holds every file" in str(error)
+    with pytest.raises(vb.InvalidRequestError, match="the prefix changed while the tasks"):
+        client.open_run("moved").status()
+    assert jobs_in(stack, client.bucket) == []
+
+
+def test_a_retried_task_whose_listing_differs_from_its_first_attempts_is_refused(
+    client: vb.Client, stack: LocalStack, bucket: str
+) -> None:
+    _fill(stack, bucket, [10, 1, 1])  # task 0's share is the first file, before and after
+    share = vb.list_request_files(client, f"gs://{bucket}/in/").share(vb.Task(0, 2))
+    client.run_claude("again", MODEL, share.claude_requests(), shard_size=3, task=vb.Task(0, 2))
+    _put(stack, bucket, "in/part-00009.jsonl", _line(90))
+    retried = vb.list_request_files(client, f"gs://{bucket}/in/").share(vb.Task(0, 2, 1))
+    assert list(retried) == list(share)  # the same share, from another listing
+    with pytest.raises(vb.InvalidRequestError, match="task 0's first attempt and its retry"):
+        client.run_claude(
+            "again", MODEL, retried.claude_requests(), shard_size=3, task=vb.Task(0, 2, 1)
+        )
+    assert jobs_in(stack, client.bucket) == []

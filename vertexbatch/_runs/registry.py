@@ -45,6 +45,7 @@ __all__ = [
     "check_unique_keys",
     "difference",
     "keys_name",
+    "listing_changed",
     "read_task",
     "record_name",
     "registered",
@@ -94,6 +95,7 @@ class TaskRecord:
     shards: tuple[Shard, ...]
     keys_md5: str
     dest: str = ""  # the run's BigQuery dataset ("": GCS), as the ledger records it
+    listing: str = ""  # the digest of the listing of files its share was cut from ("": none)
 
     @property
     def keys(self) -> int:
@@ -144,6 +146,8 @@ class TaskRecord:
             data["controls"] = self.controls.to_json()
         if self.dest:
             data["dest"] = self.dest
+        if self.listing:
+            data["listing"] = self.listing
         return data
 
     @classmethod
@@ -191,9 +195,12 @@ class TaskRecord:
         dest = data.get("dest", "")
         if "dest" in data and not is_dataset(dest):
             raise bad("'dest' is not a bq://PROJECT.DATASET vertexbatch wrote")
+        listing = data.get("listing", "")
+        if "listing" in data and (not isinstance(listing, str) or len(listing) != 32):
+            raise bad("'listing' is not the MD5 digest of a listing of files")
         return cls(
             run_id, index, count, provider, model, attempts, size, data["cache"], controls,
-            tuple(shards), md5, dest,
+            tuple(shards), md5, dest, listing,
         )  # fmt: skip
 
 
@@ -276,6 +283,8 @@ def assemble(
             continue
         if record.settings() != first.settings():
             raise _disagree(run_id, first, index, difference(first, record))
+        if record.listing and first.listing and record.listing != first.listing:
+            raise listing_changed(run_id, first.index, index)
         records[index] = record
     missing = tuple(i for i in range(first.count) if i not in records)
     if missing or not check:
@@ -317,6 +326,19 @@ def _disagree(run_id: str, first: TaskRecord, index: int, why: str) -> InvalidRe
         "every task of a run takes the same model, settings and task count; nothing was "
         "submitted",
         field="task",
+    )
+
+
+def listing_changed(
+    run_id: str, one: int, other: int, retried: bool = False
+) -> InvalidRequestError:
+    """The refusal of tasks whose shares were cut from different listings of their files."""
+    which = f"task {one}'s first attempt and its retry" if retried else f"tasks {one} and {other}"
+    return InvalidRequestError(
+        f"the prefix changed while the tasks listed it: {which} of run {run_id!r} listed "
+        "different files, so a file could be in two shares or in none; start the run again "
+        "under a new run id once the prefix holds every file; no job was created",
+        field="requests",
     )
 
 

@@ -12,12 +12,33 @@ file larger than a task's bytes covers its middle. Files of no bytes all go by c
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Generic, TypeVar
 
 from .._errors import InvalidRequestError
 from .tasks import Task
 
-__all__ = ["byte_shares", "share_of"]
+__all__ = ["Listed", "byte_shares", "share_of"]
+
+T = TypeVar("T")
+
+
+class Listed(Iterator[T], Generic[T]):
+    """Requests read from a listing of files, which also name it: ``listing`` is the digest of
+    every file listed (not just this share), recorded by a task so that the run can refuse
+    tasks whose shares were cut from different listings (the prefix changed meanwhile)."""
+
+    __slots__ = ("_items", "listing")
+
+    def __init__(self, items: Iterator[T], listing: str) -> None:
+        self._items = items
+        self.listing = listing
+
+    def __iter__(self) -> Iterator[T]:
+        return self
+
+    def __next__(self) -> T:
+        return next(self._items)
 
 
 def _checked(files: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:

@@ -38,6 +38,7 @@ from .registry import (
     any_task,
     difference,
     keys_name,
+    listing_changed,
     read_task,
     shard_id,
     sink_of,
@@ -171,6 +172,7 @@ def start_task(
     controls: Controls = NO_CONTROLS,
     dest: str = "",
     count: int | None = None,
+    listing: str = "",
 ) -> Run:
     """Stage task ``task``'s part of run ``run_id`` (its ``lines``, possibly none) and register
     it, or rejoin it; then take a step, which creates jobs only once every task registered.
@@ -190,7 +192,7 @@ def start_task(
     staging = cloud.staging
     wanted = TaskRecord(
         run_id, task.index, task.count, provider, model, max_attempts, shard_size, cache,
-        controls, (), "", dest,
+        controls, (), "", dest, listing,
     )  # fmt: skip
     floor = _LedgerFloor(wanted, staging.limits)
     if count:  # the fewest shards these requests make, each of its fewest keys
@@ -241,6 +243,7 @@ def held_task(
     schema: Schema | None = None,
     controls: Controls = NO_CONTROLS,
     dest: str = "",
+    listing: str = "",
 ) -> tuple[Ledger, int, list[Shard]] | None:
     """A plan's question for one task (``held_run``'s): the part of the run this task already
     registered with these rows (a ledger of its shards), how many keys the cache answered, and
@@ -266,7 +269,7 @@ def held_task(
     cutter = _Shards(lines, shard_size, staging.limits, dedupe)
     wanted = TaskRecord(
         run_id, task.index, task.count, provider, model, record.max_attempts, shard_size, cache,
-        controls, (), "", dest,
+        controls, (), "", dest, listing,
     )  # fmt: skip
     staged = _check_rejoin_task(cloud, record, wanted, cutter, cache, None, schema)
     pending = [shard for shard in record.shards if read_done(staging, shard) is None]
@@ -387,6 +390,8 @@ def _check_rejoin_task(
             "id; nothing staged was changed",
             field="id",
         )
+    if record.listing and wanted.listing and record.listing != wanted.listing:
+        raise listing_changed(wanted.run, wanted.index, wanted.index, retried=True)
     if not record.shards:
         if cutter.more():
             raise _other_rows(wanted)
