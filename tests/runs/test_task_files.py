@@ -259,6 +259,10 @@ def test_a_retried_task_whose_listing_differs_from_its_first_attempts_is_refused
     retried = vb.list_request_files(client, f"gs://{bucket}/in/").share(vb.Task(0, 2, 1))
     assert list(retried) == list(share)  # the same share, from another listing
     with pytest.raises(vb.InvalidRequestError, match="task 0's first attempt and its retry"):
+        client.plan_claude(
+            "again", MODEL, retried.claude_requests(), shard_size=3, task=vb.Task(0, 2, 1)
+        )
+    with pytest.raises(vb.InvalidRequestError, match="task 0's first attempt and its retry"):
         client.run_claude(
             "again", MODEL, retried.claude_requests(), shard_size=3, task=vb.Task(0, 2, 1)
         )

@@ -4,7 +4,8 @@ makes the run's ledger once every task has registered.
 ::
 
     PREFIX/RUN/tasks/t3.json   task 3's record: the run's settings, the count of tasks, the
-                               shards it staged (ids and key counts), its keys file's MD5
+                               shards it staged (ids and key counts), its keys file's MD5,
+                               and for a share of files their listing's digest (``listing``)
     PREFIX/RUN/tasks/t3.keys   task 3's keys: one line per key, ``<digest> <key as JSON>``,
                                sorted by digest (the key digest every staged line carries)
     PREFIX/RUN/tasks/snapshot.json  a run from a BigQuery table: the table, its columns and the
@@ -13,8 +14,9 @@ makes the run's ledger once every task has registered.
 Each task writes only its own two objects, create-only, so tasks never read-modify-write a
 shared object and never wait on each other. The run's ledger (``run.json``) is written by the
 first ``advance`` (any process, a task included) that finds all ``count`` records: it checks the
-records agree and that no key is in two tasks, then writes the ledger create-only (its content
-follows from the records alone, so racing writers write the same). Until then no job exists.
+records agree (their listings too: a prefix changed between two tasks' listings is refused) and
+that no key is in two tasks, then writes the ledger create-only (its content follows from the
+records alone, so racing writers write the same). Until then no job exists.
 
 The keys check is a k-way merge of the tasks' sorted keys files, streamed: memory is one read
 range (256 KiB, one more read ahead) per task, whatever the number of keys; the time is one
