@@ -58,17 +58,10 @@ class Session:
         metadata: dict[str, str] = {"name": blob.name, "contentType": content_type}
         if custom_time is not None:
             metadata["customTime"] = _rfc3339(custom_time)
-        connection = client._connection
-        host = getattr(connection, "get_api_base_url_for_mtls", None)
-        hostname = host() if host is not None else connection.API_BASE_URL
-        params = {"uploadType": "resumable", "ifGenerationMatch": "0"}
-        if blob.user_project is not None:
-            params["userProject"] = blob.user_project
-        if blob.kms_key_name is not None:  # written with the caller's CMEK key, as the client does
-            params["kmsKeyName"] = blob.kms_key_name
+        url, params = _upload_target(blob, "resumable")
         response = self._request(
             "POST",
-            f"{hostname}/upload/storage/v1{blob.bucket.path}/o",
+            url,
             params=params,
             data=json.dumps(metadata),
             headers={
@@ -181,6 +174,21 @@ class _Body:
         return iter(self._pieces)
 
 
+def _upload_target(blob: storage.Blob, upload_type: str) -> tuple[str, dict[str, str]]:
+    """The URL and query of a create-only upload of ``blob`` (``uploadType`` ``upload_type``),
+    as google-cloud-storage's own uploads make them: its endpoint (mTLS included), the bucket's
+    user project, and the caller's CMEK key."""
+    connection = blob.client._connection
+    host = getattr(connection, "get_api_base_url_for_mtls", None)
+    hostname = host() if host is not None else connection.API_BASE_URL
+    params = {"uploadType": upload_type, "ifGenerationMatch": "0"}
+    if blob.user_project is not None:
+        params["userProject"] = blob.user_project
+    if blob.kms_key_name is not None:  # written with the caller's CMEK key, as the client does
+        params["kmsKeyName"] = blob.kms_key_name
+    return f"{hostname}/upload/storage/v1{blob.bucket.path}/o", params
+
+
 def create_in_one_request(blob: storage.Blob, data: Chunk, content_type: str, md5: str) -> int:
     """Create the object from ``data`` (base64 MD5 ``md5``, which GCS checks) in one multipart
     request, create-only; the generation created, 0 if the object exists (412).
@@ -191,13 +199,7 @@ def create_in_one_request(blob: storage.Blob, data: Chunk, content_type: str, md
     """
     client = blob.client
     connection = client._connection
-    host = getattr(connection, "get_api_base_url_for_mtls", None)
-    hostname = host() if host is not None else connection.API_BASE_URL
-    params = {"uploadType": "multipart", "ifGenerationMatch": "0"}
-    if blob.user_project is not None:
-        params["userProject"] = blob.user_project
-    if blob.kms_key_name is not None:  # written with the caller's CMEK key, as the client does
-        params["kmsKeyName"] = blob.kms_key_name
+    url, params = _upload_target(blob, "multipart")
     metadata = json.dumps({"name": blob.name, "contentType": content_type, "md5Hash": md5})
     # JSON lines hold no raw CR, so "\r\n--" and the boundary never occur in the bytes.
     boundary = "vertexbatch-part-boundary"
@@ -213,7 +215,7 @@ def create_in_one_request(blob: storage.Blob, data: Chunk, content_type: str, md
     }
     response = client._http.request(
         "POST",
-        f"{hostname}/upload/storage/v1{blob.bucket.path}/o",
+        url,
         params=params,
         data=_Body([head, memoryview(data), tail]),
         headers=headers,
