@@ -45,6 +45,10 @@ class Command:
     target: float | None  # at most this many times the floor's wall time; None: no target
 
 
+_CHECK = (
+    "import vertexbatch; from vertexbatch._field_check import check_claude_fields; "
+    "check_claude_fields(vertexbatch.ClaudeRequest('k', {params}))"
+)
 FLOOR = Command(
     '`python -c "import google.cloud.aiplatform_v1.services.job_service"`',
     ("-c", "import google.cloud.aiplatform_v1.services.job_service"),
@@ -68,6 +72,29 @@ COMMANDS = (
             "import vertexbatch; vertexbatch.Client.for_endpoints(project='p', "
             "location='us-central1', bucket='b', vertex_endpoint='http://127.0.0.1:9', "
             "storage_endpoint='http://127.0.0.1:9')",
+        ),
+        None,
+    ),
+    # The field check of a first Claude request: one of the Messages API's first fields only
+    # is known without the SDK; one with a tool compiles anthropic's request types.
+    Command(
+        "`import vertexbatch` + field check, text request",
+        (
+            "-c",
+            _CHECK.format(
+                params="{'max_tokens': 8, 'messages': [{'role': 'user', 'content': 'Hi'}]}"
+            ),
+        ),
+        None,
+    ),
+    Command(
+        "`import vertexbatch` + field check, request with a tool",
+        (
+            "-c",
+            _CHECK.format(
+                params="{'max_tokens': 8, 'messages': [{'role': 'user', 'content': 'Hi'}], "
+                "'tools': [{'name': 'f', 'input_schema': {'type': 'object'}}]}"
+            ),
         ),
         None,
     ),

@@ -42,6 +42,7 @@ __all__ = [
     "Unknown",
     "claude_unknown",
     "gemini_unknown",
+    "plain_claude",
 ]
 
 VERTEX_CLAUDE_FIELDS: frozenset[str] = frozenset(
@@ -113,10 +114,76 @@ def claude_unknown(body: Any, params_type: Any = None) -> Unknown | None:
     union of its non-streaming and streaming forms).
     """
     if params_type is None:
+        if plain_claude(body):  # known without the SDK: no import of anthropic for it
+            return None
         root, compiler = _default_claude()
     else:
         root, compiler = _claude_root(params_type)
     return Walk(compiler, tags=True).find(body, root)
+
+
+# A Claude request of the Messages API's first fields only, known without the SDK. Importing
+# anthropic to compile its types costs a process about 1.2 s of CPU and 50 MB, more than
+# building 100,000 lines; a request of these fields only cannot name an unknown field in any
+# SDK that has them (tests/test_request_fields.py holds each name against the installed SDK's
+# types), so it needs none. Any other field, or another shape, is the SDK walk's to judge.
+# Fields whose values the walk never looks into (numbers, strings, lists of strings, free JSON).
+_PLAIN_LEAVES: frozenset[str] = frozenset({"max_tokens", "stop_sequences"} | VERTEX_CLAUDE_FIELDS)
+_PLAIN_TOP: frozenset[str] = _PLAIN_LEAVES | {"messages", "system", "metadata"}
+_PLAIN_MESSAGE: frozenset[str] = frozenset({"role", "content"})
+_PLAIN_ROLES: frozenset[str] = frozenset({"user", "assistant"})
+_PLAIN_TEXT: frozenset[str] = frozenset({"type", "text", "cache_control"})
+_PLAIN_CACHE: frozenset[str] = frozenset({"type", "ttl"})
+_PLAIN_METADATA: frozenset[str] = frozenset({"user_id"})
+
+
+def plain_claude(body: Any) -> bool:
+    """Whether a Claude request's params use only the Messages API's first fields (``True``:
+    none is unknown): ``max_tokens``, ``stop_sequences``, ``VERTEX_CLAUDE_FIELDS``,
+    ``metadata.user_id``, ``system`` and ``messages`` of ``user`` and ``assistant`` turns, as
+    text or text blocks (``type``, ``text``, ``cache_control`` of ``type`` and ``ttl``).
+    ``False`` says only that the SDK's types must judge it."""
+    if type(body) is not dict or not _PLAIN_TOP.issuperset(body):
+        return False
+    metadata = body.get("metadata")
+    if metadata is not None and (
+        type(metadata) is not dict or not _PLAIN_METADATA.issuperset(metadata)
+    ):
+        return False
+    system = body.get("system")
+    if system is not None and type(system) is not str and not _plain_blocks(system):
+        return False
+    messages = body.get("messages")
+    if messages is None:
+        return True
+    if type(messages) is not list:
+        return False
+    for message in messages:
+        if (
+            type(message) is not dict
+            or not _PLAIN_MESSAGE.issuperset(message)
+            or message.get("role") not in _PLAIN_ROLES
+        ):
+            return False
+        content = message.get("content")
+        if content is not None and type(content) is not str and not _plain_blocks(content):
+            return False
+    return True
+
+
+def _plain_blocks(blocks: Any) -> bool:
+    """Whether ``blocks`` is a list of text blocks of the first fields only."""
+    if type(blocks) is not list:
+        return False
+    for block in blocks:
+        if type(block) is not dict or block.get("type") != "text":
+            return False
+        if not _PLAIN_TEXT.issuperset(block):
+            return False
+        cache = block.get("cache_control")
+        if cache is not None and (type(cache) is not dict or not _PLAIN_CACHE.issuperset(cache)):
+            return False
+    return True
 
 
 @functools.lru_cache(maxsize=8)
