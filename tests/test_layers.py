@@ -51,7 +51,6 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_bigquery.share",
             "_gcs",
             "_gcs.upload",
-            "_gcs.resumable",
             "_gcs.ranged_read",
             "_gcs.parts",
             "_gcs.staging",
