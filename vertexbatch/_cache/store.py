@@ -87,7 +87,8 @@ def storage_errors() -> tuple[type[BaseException], ...]:
     passes over. Anything else is a bug, and raises.
 
     The transport errors (``_retry.transport_errors``), then what GCS answered (an API error,
-    an upload the resumable protocol refused or found corrupted) and the package's own. Built
+    a transfer google-cloud-storage's media library refused or found corrupted) and the
+    package's own. Built
     when a write fails: the storage libraries are imported by then.
     """
     from google.api_core import exceptions as api_exceptions

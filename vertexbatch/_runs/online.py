@@ -15,9 +15,9 @@ a caller claims the shard in GCS::
     PREFIX/SHARD/online/part-00000.jsonl    the answers of one group of calls, create-only
     PREFIX/SHARD/online.jsonl               every answer, written create-only once each key has one
 
-1. ``online.jsonl`` exists: the shard was answered; nothing is called. It is the only object
-   readers take answers from (``_runs`` reads it whole), and it is what a shard answered by an
-   earlier version holds, alone.
+1. ``online.jsonl`` exists: the shard was answered; nothing is called. Readers take answers
+   from it alone (and the later pieces it names, past 8 MiB: ``_runs.online_rows``), and it is
+   what a shard answered by an earlier version holds, alone.
 2. The claim is created create-only (``if_generation_match=0``). Of callers racing, one creates
    it; the others find it held and unexpired, call nothing and report the shard pending.
 3. The holder renews the claim every ``CLAIM_SECONDS / 5`` (60 s) to ``CLAIM_SECONDS`` (300 s)
