@@ -101,6 +101,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_runs.plan",
             "_runs.ledger",
             "_runs.online",
+            "_runs.online_rows",
             "_runs.sink",
             "_runs.tasks",
             "_runs.registry",
