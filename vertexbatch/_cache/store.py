@@ -88,8 +88,7 @@ def storage_errors() -> tuple[type[BaseException], ...]:
 
     The transport errors (``_retry.transport_errors``), then what GCS answered (an API error,
     a transfer google-cloud-storage's media library refused or found corrupted) and the
-    package's own. Built
-    when a write fails: the storage libraries are imported by then.
+    package's own. Built when a write fails: the storage libraries are imported by then.
     """
     from google.api_core import exceptions as api_exceptions
     from google.resumable_media import common as media_common
