@@ -98,3 +98,23 @@ def test_results_100k_lines_stream_beyond_key_map(stack: LocalStack, bucket: str
     assert counted == [n]
     print(f"results peak: key map {key_map:,} B, full pass {full:,} B, output {out.size:,} B")
     assert full - key_map < 32_000_000, (key_map, full, out.size)
+
+
+def test_a_create_only_write_past_8_mib_holds_no_copy_of_its_bytes(
+    stack: LocalStack, bucket: str
+) -> None:
+    """A 9.5 MiB object written from the rows a caller holds (a fill's shard, cached answers, a
+    task's keys) or from one bytes (a merge) goes in one request without a copy: at most what
+    small rows are gathered into per send (256 KiB) is held beyond them. The streamed upload it
+    replaced held a copy of every byte (10.0 and 9.5 MiB here)."""
+    from vertexbatch._gcs.staging import Staging
+
+    staging = Staging(stack.storage_client(), bucket, "mem", vb.RetryPolicy.no_wait())
+    rows = [(f'{{"d":"{i:032x}","r":"' + "x" * 900 + '"}\n').encode() for i in range(10_500)]
+    text = b"".join(rows)
+    assert len(text) > 9 * 1024 * 1024
+    assert staging.create("mem/warm", [b"x\n"], "application/jsonl")  # the session, opened
+    for name, data in (("rows", rows), ("text", text)):
+        peak = _peak(lambda name=name, data=data: staging.create(f"mem/{name}", data, "text/plain"))
+        print(f"create-only write of {len(text):,} B as {name}: peak {peak:,} B")
+        assert peak < 1024 * 1024, (name, peak)

@@ -23,10 +23,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 __all__ = [
     "Held",
+    "Planting",
     "Spoil",
     "body_gate",
     "deny_bucket_metadata",
@@ -223,3 +225,44 @@ def refusing_writes(fragment: str, status: int = 403) -> BodyScript:
         return None
 
     return script
+
+
+_NAME = re.compile(rb'"name":\s*"([^"]*)"')
+
+
+class Planting:
+    """A ``body_gate`` script that, at the first upload of an object whose name holds
+    ``fragment``, first creates that object upstream with ``other`` bytes (through ``bucket``,
+    a client of the server itself), as a writer racing the caller would have just before, then
+    forwards the upload. It records every upload request: ``uploads`` holds the ``uploadType``
+    and object name of each POST to ``/upload/`` (a resumable session's chunks are PUTs, counted
+    in ``chunks``); ``planted`` is the name it created, once it has."""
+
+    def __init__(self, bucket: Any, fragment: str, other: bytes) -> None:
+        self._bucket = bucket
+        self._fragment = fragment
+        self._other = other
+        self._lock = threading.Lock()
+        self.uploads: list[tuple[str, str]] = []
+        self.chunks = 0
+        self.planted: str | None = None
+
+    def __call__(self, method: str, path: str, headers: Message, body: bytes) -> Spoil | None:
+        url = urlsplit(path)
+        if method == "PUT" and url.path.startswith("/upload/"):
+            with self._lock:
+                self.chunks += 1
+        if method != "POST" or not url.path.startswith("/upload/"):
+            return None
+        found = _NAME.search(body)
+        name = found.group(1).decode() if found else "?"
+        with self._lock:
+            self.uploads.append((parse_qs(url.query).get("uploadType", ["?"])[0], name))
+            if self.planted is None and self._fragment in name:
+                self.planted = name
+                self._bucket.blob(name).upload_from_string(self._other)
+        return None
+
+    def kinds(self, fragment: str) -> list[str]:
+        """The ``uploadType`` of each upload of an object whose name holds ``fragment``."""
+        return [kind for kind, name in self.uploads if fragment in name]

@@ -336,9 +336,9 @@ def finished_output(
 
 def with_staging_sizes(client: vb.Client, **sizes: Any) -> vb.Client:
     """``client``, its staging built again with ``Staging``'s byte-path sizes (``read_chunk``,
-    ``upload_chunk``, ``single_request_limit``) or its ``limits`` (a ``_rules.Limits``: rows and
+    ``part_size``) or its ``limits`` (a ``_rules.Limits``: rows and
     bytes of one job, a record read back whole, an output line): the one way a test takes a
-    whole ``Client`` across a range's or a chunk's end, or past a limit, with small objects. The
+    whole ``Client`` across a range's or a part's end, or past a limit, with small objects. The
     client's own parts are replaced (``Client`` takes no sizes: they are not a user's to set);
     its storage client is kept."""
     from dataclasses import replace

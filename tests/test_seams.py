@@ -183,7 +183,7 @@ def test_the_rule_sees_a_patch() -> None:
         "import vertexbatch\n"
         "def t(monkeypatch):\n"
         "    monkeypatch.setattr(_staging, '_READ_CHUNK', 1)\n"
-        "    monkeypatch.setattr(Staging, 'upload', None)\n"
+        "    monkeypatch.setattr(Staging, 'create', None)\n"
         "    monkeypatch.setattr('vertexbatch._results._MAX_LINE', 1)\n"
         "    monkeypatch.setattr(vertexbatch.emulator, 'run_foreground', None)\n"
     )
@@ -192,7 +192,7 @@ def test_the_rule_sees_a_patch() -> None:
     targets = [_target(node, names) for node in ast.walk(module) if isinstance(node, ast.Call)]
     assert [t for t in targets if t is not None] == [
         "vertexbatch._gcs.staging:_READ_CHUNK",
-        "vertexbatch._gcs.staging:upload",
+        "vertexbatch._gcs.staging:create",
         "vertexbatch._results:_MAX_LINE",
         "",
     ]

@@ -74,10 +74,10 @@ def test_passes_that_stop_early_write_each_part_once(
 class _BuggyMerge(Staging):
     """Staging whose write of a merged object fails as a bug would (not as storage does)."""
 
-    def upload(self, name: str, *args: Any, **kwargs: Any) -> Any:
+    def create(self, name: str, *args: Any, **kwargs: Any) -> Any:
         if "/merged/" in name:
             raise KeyError("a bug")
-        return super().upload(name, *args, **kwargs)
+        return super().create(name, *args, **kwargs)
 
 
 def test_a_bug_in_a_merge_raises(client: vb.Client, stack: LocalStack, bucket: str) -> None:

@@ -2,8 +2,8 @@
 
 fake-gcs-server takes ``kmsKeyName`` and drops it: an object reads back with no ``kmsKeyName``
 (a strict xfail below pins that gap, so it shows the day the server records it). What it cannot
-show, the gate in front of it does: every write request of such a submission (one-request
-uploads and resumable sessions alike, the input's parts, key map, manifest, record, cache claim and
+show, the gate in front of it does: every write request of such a submission (each one
+request: the input's parts, key map, manifest, record, cache claim and
 entries, a run's ledger and records) carries ``kmsKeyName`` with the key.
 """
 

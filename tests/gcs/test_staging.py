@@ -12,7 +12,6 @@ from vertexbatch._gcs.staging import Staging
 from vertexbatch.emulator import LocalStack
 
 SMALL = b'{"a": 1}\n' * 100
-LARGE = b"x" * (9 * 1024 * 1024)  # past the 8 MiB single-request limit: a resumable upload
 
 
 def _staging(stack: LocalStack, bucket: str) -> Staging:
@@ -20,27 +19,12 @@ def _staging(stack: LocalStack, bucket: str) -> Staging:
 
 
 def test_small_objects_are_create_only(stack: LocalStack, bucket: str) -> None:
-    """A second writer of a small object is told it exists, and the first bytes stay."""
+    """A second writer of a small object is told it exists, and the first bytes stay (at every
+    size: tests/gcs/test_upload.py)."""
     staging = _staging(stack, bucket)
-    first = staging.upload("p/obj", "application/jsonl")
-    first.write(SMALL)
-    assert first.finish()
-    second = staging.upload("p/obj", "application/jsonl")
-    second.write(b"other\n")
-    assert not second.finish()
+    assert staging.create("p/obj", SMALL, "application/jsonl")
+    assert not staging.create("p/obj", b"other\n", "application/jsonl")
     assert stack.storage_client().bucket(bucket).blob("p/obj").download_as_bytes() == SMALL
-
-
-def test_aborted_stream_leaves_no_object(stack: LocalStack, bucket: str) -> None:
-    """An abandoned large upload is never finalised: nothing blocks a retry."""
-    staging = _staging(stack, bucket)
-    upload = staging.upload("p/big", "application/jsonl")
-    upload.write(LARGE)
-    upload.abort()
-    assert not staging.exists("p/big")
-    again = staging.upload("p/big", "application/jsonl")
-    again.write(LARGE)
-    assert again.finish()
 
 
 def test_large_objects_are_create_only(stack: LocalStack, bucket: str) -> None:

@@ -87,8 +87,8 @@ def storage_errors() -> tuple[type[BaseException], ...]:
     passes over. Anything else is a bug, and raises.
 
     The transport errors (``_retry.transport_errors``), then what GCS answered (an API error,
-    an upload the resumable protocol refused or found corrupted) and the package's own. Built
-    when a write fails: the storage libraries are imported by then.
+    a transfer google-cloud-storage's media library refused or found corrupted) and the
+    package's own. Built when a write fails: the storage libraries are imported by then.
     """
     from google.api_core import exceptions as api_exceptions
     from google.resumable_media import common as media_common
@@ -348,9 +348,9 @@ class AnswerCache:
         )
         name = f"{self._path}/{shard}/merged/{time_:010d}-{text_hash(text)[:16]}.jsonl"
         oldest = min((entry.created for entry in merged.values()), default=time_)
-        upload = self._staging.upload(name, JSONL, custom_time=datetime.fromtimestamp(oldest, UTC))
-        upload.write(text)
-        upload.finish()  # False: the same merge, written by a concurrent lookup
+        moment = datetime.fromtimestamp(oldest, UTC)
+        # False: the same merge, written by a concurrent lookup
+        self._staging.create(name, text, JSONL, custom_time=moment)
         logger.info(
             "answer cache: %d objects of shard %s of %s merged (%d entries)",
             len(replaces),
@@ -419,12 +419,8 @@ class AnswerCache:
 
         def write(item: tuple[str, list[bytes]]) -> int:
             shard, lines = item
-            upload = self._staging.upload(
-                f"{self._path}/{shard}/{created:010d}-{writer}.jsonl", JSONL
-            )
-            for line in lines:
-                upload.write(line)
-            return len(lines) if upload.finish() else 0
+            name = f"{self._path}/{shard}/{created:010d}-{writer}.jsonl"
+            return len(lines) if self._staging.create(name, lines, JSONL) else 0
 
         with ThreadPoolExecutor(max_workers=_READERS) as pool:
             written = sum(pool.map(write, shards.items()))

@@ -256,10 +256,9 @@ def _claim(
     }
     folder = staging.folder(submission_id)
     if text:
-        upload = staging.upload(folder.name(cached_name(md5)), JSONL)
-        for row_bytes in text:
-            upload.write(row_bytes)
-        upload.finish()  # False: staged by an earlier attempt, the same bytes (its MD5)
+        # The rows as they are held, in one request; False: staged by an earlier attempt, the
+        # same bytes (named by their MD5).
+        staging.create(folder.name(cached_name(md5)), text, JSONL, md5=md5)
     return claim if staging.create_json(folder.name(CLAIM), claim) else None
 
 

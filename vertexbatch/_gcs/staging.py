@@ -1,4 +1,4 @@
-"""Staging I/O on GCS: the id's folder, create-only writes, streamed uploads and reads.
+"""Staging I/O on GCS: the id's folder, create-only writes (each one request), streamed reads.
 
 Layout under ``gs://BUCKET/PREFIX/ID/``::
 
@@ -8,8 +8,9 @@ Layout under ``gs://BUCKET/PREFIX/ID/``::
     job.json        the record: the resource name of the job the id resolved to
     output/         Vertex's output prefix (it writes prediction-model-<time>/predictions.jsonl)
 
-Every object is written create-only (``if_generation_match=0``, see ``_upload``), so nothing
-staged is ever overwritten, and a partial stream is never finalised (its session is cancelled).
+Every object is written create-only (``if_generation_match=0``), each in one request, at every
+size (``_gcs.upload``): nothing staged is ever overwritten, and a write that fails midway
+creates nothing.
 A ``Staging`` made by ``keyed`` writes every object with a Cloud KMS key (``kmsKeyName``).
 """
 
@@ -19,7 +20,7 @@ import base64
 import contextlib
 import copy
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,14 +33,13 @@ from .._retry import RetryPolicy
 from .._rules import DEFAULT_LIMITS, Limits
 from .parts import PART_SIZE
 from .ranged_read import RangeRead
-from .resumable import Chunk, create_in_one_request
-from .upload import CHUNK, SINGLE_REQUEST_LIMIT, CreateOnlyUpload
+from .upload import Body, create_in_one_request, md5_of
 
 if TYPE_CHECKING:
     # Only for annotations: the storage client is built (and imported) by ``Client``.
     import google.cloud.storage as storage
 
-__all__ = ["CreateOnlyUpload", "Folder", "Staging", "parse_gs_uri"]
+__all__ = ["Folder", "Staging", "parse_gs_uri"]
 
 JSONL = "application/jsonl"
 JSON = "application/json"
@@ -82,10 +82,9 @@ class Folder:
 class Staging:
     """GCS operations of vertexbatch, each under the client's retry policy.
 
-    ``read_chunk``, ``upload_chunk``, ``single_request_limit`` and ``part_size`` are the sizes of
-    the byte paths (a range read; a resumable chunk; the largest object sent in one request; a
-    staged part), the module constants by default: tests pass small ones to cross their ends
-    with small objects.
+    ``read_chunk`` and ``part_size`` are the sizes of the byte paths (a range read; a staged
+    part, and a piece of a run's online answers), the module constants by default: tests pass
+    small ones to cross their ends with small objects.
     """
 
     def __init__(
@@ -96,8 +95,6 @@ class Staging:
         policy: RetryPolicy,
         *,
         read_chunk: int = _READ_CHUNK,
-        upload_chunk: int = CHUNK,
-        single_request_limit: int = SINGLE_REQUEST_LIMIT,
         part_size: int = PART_SIZE,
         limits: Limits = DEFAULT_LIMITS,
     ) -> None:
@@ -106,8 +103,6 @@ class Staging:
         self._prefix = prefix.strip("/")
         self._policy = policy
         self._read_chunk = read_chunk
-        self._upload_chunk = upload_chunk
-        self._single_request_limit = single_request_limit
         self.part_size = part_size
         self.limits = limits
         self.kms_key = ""  # the Cloud KMS key every object is written with ("": the bucket's)
@@ -116,8 +111,6 @@ class Staging:
         self,
         *,
         read_chunk: int | None = None,
-        upload_chunk: int | None = None,
-        single_request_limit: int | None = None,
         part_size: int | None = None,
         limits: Limits | None = None,
     ) -> Staging:
@@ -129,10 +122,6 @@ class Staging:
             self._prefix,
             self._policy,
             read_chunk=self._read_chunk if read_chunk is None else read_chunk,
-            upload_chunk=self._upload_chunk if upload_chunk is None else upload_chunk,
-            single_request_limit=(
-                self._single_request_limit if single_request_limit is None else single_request_limit
-            ),
             part_size=self.part_size if part_size is None else part_size,
             limits=self.limits if limits is None else limits,
         ).keyed(self.kms_key)
@@ -156,27 +145,38 @@ class Staging:
             return self._client.bucket(bucket).blob(name, generation=generation, kms_key_name=key)
         return self._bucket.blob(uri_or_name, generation=generation, kms_key_name=key)
 
-    def upload(
+    def create(
         self,
         name: str,
+        data: Body,
         content_type: str,
         *,
+        md5: str | None = None,
         custom_time: datetime | None = None,
-        chunk: int | None = None,
-    ) -> CreateOnlyUpload:
-        """A create-only streamed upload to ``name`` (with ``customTime``, for lifecycle rules;
-        ``chunk``: the resumable chunk size, this staging's ``upload_chunk`` by default; the
-        upload takes the MD5 of what is written, ``md5_hex()``, and GCS's must match it)."""
-        return CreateOnlyUpload(
-            self._blob(name),
-            content_type,
-            self._policy,
-            custom_time,
-            self._upload_chunk if chunk is None else chunk,
-            single_request_limit=self._single_request_limit,
-        )
+        metadata: Mapping[str, str] | None = None,
+    ) -> bool:
+        """Write ``data`` (one bytes, or rows sent one after another, never joined) create-only
+        in one request; ``False`` if the object already existed (nothing is written).
 
-    def create_bytes(self, name: str, data: Chunk, content_type: str, md5: str) -> int:
+        ``md5``: the hex MD5 of ``data``, if the caller has it (else it is taken here); GCS
+        checks it. ``custom_time``: the ``customTime`` lifecycle rules read; ``metadata``: the
+        object's custom metadata."""
+        digest = md5_of(data) if md5 is None else md5
+        created = self.create_bytes(
+            name, data, content_type, digest, custom_time=custom_time, metadata=metadata
+        )
+        return created != 0
+
+    def create_bytes(
+        self,
+        name: str,
+        data: Body,
+        content_type: str,
+        md5: str,
+        *,
+        custom_time: datetime | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> int:
         """Write ``data`` (hex MD5 ``md5``, which GCS checks) create-only in one request, the
         bytes sent as they are held (``create_in_one_request``); the generation created, 0 if
         the object already existed."""
@@ -184,15 +184,16 @@ class Staging:
         md5_b64 = base64.b64encode(bytes.fromhex(md5)).decode("ascii")
         return int(
             self._policy.call(
-                f"upload {name}", lambda: create_in_one_request(blob, data, content_type, md5_b64)
+                f"upload {name}",
+                lambda: create_in_one_request(
+                    blob, data, content_type, md5_b64, custom_time=custom_time, metadata=metadata
+                ),
             )
         )
 
     def create_json(self, name: str, value: Any) -> bool:
         """Write a small JSON object create-only; ``False`` if it already existed."""
-        upload = self.upload(name, JSON)
-        upload.write(json.dumps(value, sort_keys=True, indent=1).encode("utf-8"))
-        return upload.finish()
+        return self.create(name, json.dumps(value, sort_keys=True, indent=1).encode("utf-8"), JSON)
 
     def read_json(self, name: str) -> Any | None:
         """Read a small JSON object, ``None`` if it does not exist.
@@ -285,6 +286,15 @@ class Staging:
         except api_exceptions.NotFound:
             return None
         return base64.b64decode(blob.md5_hash).hex() if blob.md5_hash else None
+
+    def custom_metadata(self, name: str) -> dict[str, str] | None:
+        """An object's custom metadata (``{}`` if it has none), ``None`` if it does not exist."""
+        blob = self._blob(name)
+        try:
+            self._policy.call(f"stat {name}", lambda: blob.reload(retry=None))
+        except api_exceptions.NotFound:
+            return None
+        return dict(blob.metadata or {})
 
     def list_names(self, uri_prefix: str) -> list[tuple[str, int, int]]:
         """URIs, sizes and generations of the objects under a ``gs://`` prefix (every page)."""

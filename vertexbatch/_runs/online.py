@@ -15,9 +15,9 @@ a caller claims the shard in GCS::
     PREFIX/SHARD/online/part-00000.jsonl    the answers of one group of calls, create-only
     PREFIX/SHARD/online.jsonl               every answer, written create-only once each key has one
 
-1. ``online.jsonl`` exists: the shard was answered; nothing is called. It is the only object
-   readers take answers from (``_runs`` reads it whole), and it is what a shard answered by an
-   earlier version holds, alone.
+1. ``online.jsonl`` exists: the shard was answered; nothing is called. Readers take answers
+   from it alone (and the later pieces it names, past 8 MiB: ``_runs.online_rows``), and it is
+   what a shard answered by an earlier version holds, alone.
 2. The claim is created create-only (``if_generation_match=0``). Of callers racing, one creates
    it; the others find it held and unexpired, call nothing and report the shard pending.
 3. The holder renews the claim every ``CLAIM_SECONDS / 5`` (60 s) to ``CLAIM_SECONDS`` (300 s)
@@ -32,7 +32,8 @@ a caller claims the shard in GCS::
    retry window, leaves unwritten at most the one group in flight: the next holder pays again
    for those keys only.
 5. Once every key has a row in some part, the parts are joined into ``online.jsonl`` (each
-   digest once, the first part's row winning); the parts stay, unread from then on.
+   digest once, the first part's row winning; past 8 MiB in pieces it names, each one request,
+   ``_runs.online_rows``); the parts stay, unread from then on.
 6. A claim past its expiry was left by a holder that died (or stopped renewing; a holder that
    fails with an exception expires its claim at once): a later caller takes it over by
    overwriting it conditional on the stale claim's generation, so of two callers seeing the
@@ -68,6 +69,7 @@ from .._online_call import from_service, status_code
 from .._providers import PROVIDERS
 from .._staged import read_key_map, read_staged_lines
 from .._tracing import note, stepped
+from .online_rows import write_rows
 
 if TYPE_CHECKING:
     from .._cloud import Cloud
@@ -233,12 +235,15 @@ def answer_online(
         if not _answer(cloud, job, settled(), answered, parts, lease, concurrency):
             logger.warning("gave up answering %s online: its claim was lost", job.id)
             return False
-        upload = staging.upload(name, JSONL)
         rows = 0
-        for row in parts.rows():
-            upload.write(row)
-            rows += 1
-        if upload.finish():
+
+        def counted() -> Iterator[bytes]:
+            nonlocal rows
+            for row in parts.rows():
+                rows += 1
+                yield row
+
+        if write_rows(staging, folder, rows_leaf, counted()):
             logger.info("answered %d key(s) of %s online", rows, job.id)
     return True
 
@@ -307,13 +312,10 @@ class _Parts:
         that lost its claim) moves them to the next."""
         prefix = self._leaf.removesuffix(".jsonl")
         while True:
-            upload = self._staging.upload(
-                self._folder.name(f"{prefix}/{_PART.format(self._next)}"), JSONL
-            )
-            for row in rows:
-                upload.write(row)
+            name = self._folder.name(f"{prefix}/{_PART.format(self._next)}")
             self._next += 1
-            if upload.finish():
+            # One group of calls' rows (``concurrency`` of them): held, in one request.
+            if self._staging.create(name, rows, JSONL):
                 return
 
 

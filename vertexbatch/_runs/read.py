@@ -18,6 +18,7 @@ from .._results import read_output_file
 from .._staged import read_key_map
 from .jobs import Attempt
 from .ledger import Shard, counts_online
+from .online_rows import read_uris
 from .sink import read_attempt
 
 __all__ = ["ONLINE", "UNSETTLED", "ShardReader"]
@@ -109,13 +110,12 @@ class ShardReader:
         keys = read_key_map(staging, first)
         made = [a for a in attempts if a.job is not None]
         taken: set[int] = set()
-        answers = staging.folder(shard.id).uri(ONLINE)
-        if staging.exists(answers) and (
-            counts_online(staging, shard) if online is None else online
-        ):
+        answers = read_uris(staging, staging.folder(shard.id), ONLINE)  # None: not answered
+        if answers and (counts_online(staging, shard) if online is None else online):
             # Answered online: the key was left unsettled by every attempt, so each held it.
-            for result in read_output_file(staging, answers, keys, taken, first):
-                yield result, len(made) + 1
+            for uri in answers:
+                for result in read_output_file(staging, uri, keys, taken, first):
+                    yield result, len(made) + 1
         seen = {keys.keys[i] for i in taken}
         latest = len(made) - 1
         for index in range(latest, -1, -1):

@@ -26,6 +26,7 @@ from .._cloud import Cloud
 from .._controls import NO_CONTROLS, Controls
 from .._errors import InvalidRequestError
 from .._gcs.staging import Staging
+from .._gcs.upload import md5_of
 from .._identity import stage
 from .._lines import StagedLine
 from .._manifest import Manifest, read_manifest, run_origin
@@ -54,24 +55,23 @@ logger = logging.getLogger("vertexbatch")
 
 
 class _Keys:
-    """The keys of the lines streamed through, as ``<digest> <key as JSON>`` lines."""
+    """The keys of the lines streamed through, as ``<digest> <key as JSON>`` lines (each with
+    its newline: sorted, they are the object's bytes as they are held)."""
 
     def __init__(self) -> None:
         self.lines: list[bytes] = []
 
     def through(self, lines: Iterable[StagedLine]) -> Iterator[StagedLine]:
         for line in lines:
-            self.lines.append(f"{line.digest} {json.dumps(line.key)}".encode())
+            self.lines.append(f"{line.digest} {json.dumps(line.key)}\n".encode())
             yield line
 
     def write(self, staging: Staging, name: str) -> str:
         """Write them sorted by digest, create-only; the MD5 of what this task's rows make."""
+        # The newline sorts below any character of a line, so the order is the lines' own.
         self.lines.sort()
-        upload = staging.upload(name, "text/plain")
-        for start in range(0, len(self.lines), 10_000):
-            upload.write(b"".join(line + b"\n" for line in self.lines[start : start + 10_000]))
-        md5 = upload.md5_hex()
-        if not upload.finish() and staging.md5(name) != md5:
+        md5 = md5_of(self.lines)
+        if not staging.create(name, self.lines, "text/plain", md5=md5) and staging.md5(name) != md5:
             raise InvalidRequestError(
                 f"{name} holds other keys than this task's requests: another attempt of the "
                 "task staged other requests; nothing was changed",
