@@ -38,12 +38,12 @@ from google.cloud import storage
 
 import vertexbatch as vb
 from benchmarks import workload
-from vertexbatch._gcs.upload import CHUNK
 
 __all__ = ["CountingSession", "main"]
 
 JSONL = "application/jsonl"
-RAW_CHUNK = CHUNK  # the raw baseline streams with the same chunk size vertexbatch uses
+# The raw baseline streams in 16 MiB chunks (the storage client's resumable upload).
+RAW_CHUNK = 16 * 1024 * 1024
 _OBJECT = re.compile(r"^(?:/download)?/storage/v1/b/[^/]+/o/(?P<name>.+)$")
 
 

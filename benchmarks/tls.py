@@ -8,10 +8,9 @@ a fake-gcs-server of its own with ``-scheme https`` (its self-signed certificate
 on this benchmark's session only) and measures, in rounds whose order alternates:
 
 - upload: N benchmark Claude lines (``json.dumps`` each, as the naive way builds them) through
-  vertexbatch's create-only upload (16 MiB chunks sent by a thread while the lines are built),
-  with the writer letting the sending thread run every 64 KiB while a chunk is in flight (as
-  shipped), and without (``_YIELD_EVERY`` out of reach), against the naive way (the same lines
-  joined into one string, one ``upload_from_string``);
+  vertexbatch's create-only write (``Staging.create``: the rows sent in one request as they are
+  held), against the naive way (the same lines joined into one string, one
+  ``upload_from_string``);
 - read: a file of N lines (the first request line, N times, stands in for answers),
   ``download_as_bytes`` + ``splitlines`` + ``json.loads``
   (the naive way) against vertexbatch's range reads (``Staging.read_lines``: 4 MiB ranges, the
@@ -90,7 +89,6 @@ def main(argv: list[str] | None = None) -> int:
 
     import vertexbatch as vb
     from benchmarks import workload
-    from vertexbatch._gcs import upload as _upload
     from vertexbatch._gcs.staging import Staging
     from vertexbatch.emulator._gcs import free_port
 
@@ -106,23 +104,15 @@ def main(argv: list[str] | None = None) -> int:
                 json.dumps(line, ensure_ascii=False, separators=(",", ":"))
                 for line in workload.raw_lines("claude", 1)
             ]
-            shipped = _upload._YIELD_EVERY
 
-            def upload(name: str, yield_every: int) -> Callable[[], None]:
+            def upload(name: str) -> Callable[[], None]:
                 def run() -> None:
-                    _upload._YIELD_EVERY = yield_every
-                    try:
-                        upload = staging.upload(name, JSONL)
-                        for line in workload.raw_lines("claude", args.n):
-                            upload.write(
-                                json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode(
-                                    "utf-8"
-                                )
-                                + b"\n"
-                            )
-                        assert upload.finish()
-                    finally:
-                        _upload._YIELD_EVERY = shipped
+                    rows = [
+                        json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+                        + b"\n"
+                        for line in workload.raw_lines("claude", args.n)
+                    ]
+                    assert staging.create(name, rows, JSONL)
 
                 return run
 
@@ -153,8 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             for rep in range(args.repeats):
                 ops = [
                     ("upload, naive", naive_upload(f"naive{rep}.jsonl")),
-                    ("upload, writer yields", upload(f"y{rep}.jsonl", shipped)),
-                    ("upload, no yield", upload(f"n{rep}.jsonl", 1 << 62)),
+                    ("upload, one create-only request", upload(f"c{rep}.jsonl")),
                     ("read, naive", naive_read),
                     ("read, ranges", ranged_read),
                 ]

@@ -15,7 +15,7 @@ A part is cut before the line that would take it past ``part_size`` (a longer li
 its own), so the same lines always make the same parts. Later parts go up from a small pool
 while the next is built, at most ``in_flight`` at once: memory is about ``in_flight + 2`` parts
 (part 0 held, one being built; a part is appended to one buffer and sent as it is, never
-copied: ``resumable.create_in_one_request``). A part that exists with the same MD5 is adopted
+copied: ``upload.create_in_one_request``). A part that exists with the same MD5 is adopted
 (a retry, or a lost answer); one that exists with other bytes is a conflict, after which
 nothing more is uploaded (part 0 not at all) but the bytes are still hashed, so the caller can
 name both digests.
