@@ -106,7 +106,7 @@ _TEXT = st.fixed_dictionaries(
     optional={"cache_control": _VALUES, "citations": _VALUES},
 )
 _MESSAGE = st.fixed_dictionaries(
-    {"role": _SCALARS, "content": st.one_of(_SCALARS, st.lists(st.one_of(_TEXT, _VALUES)))},
+    {"role": st.one_of(_SCALARS, _VALUES), "content": st.one_of(_SCALARS, st.lists(st.one_of(_TEXT, _VALUES)))},
     optional={"name": _VALUES},
 )
 _REQUESTS = st.fixed_dictionaries(
@@ -163,6 +163,10 @@ def test_a_text_request_is_plain(body: dict[str, Any]) -> None:
         {"max_tokens": 8, "messages": "Hi"},
         {"max_tokens": 8, "metadata": {"user_id": "u", "tier": 1}},
         {"max_tokens": 8, "system": [{"type": "text", "text": "x", "citations": []}]},
+        # A role or a block type that is not a string (unhashable too): the SDK's to judge.
+        {"max_tokens": 8, "messages": [{"role": ["user"], "content": "Hi"}]},
+        {"max_tokens": 8, "messages": [{"role": {"user": 1}, "content": "Hi"}]},
+        {"max_tokens": 8, "messages": [{"role": "user", "content": [{"type": ["text"]}]}]},
     ],
 )
 def test_anything_else_is_the_sdks_to_judge(body: dict[str, Any]) -> None:

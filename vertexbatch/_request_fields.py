@@ -159,11 +159,10 @@ def plain_claude(body: Any) -> bool:
     if type(messages) is not list:
         return False
     for message in messages:
-        if (
-            type(message) is not dict
-            or not _PLAIN_MESSAGE.issuperset(message)
-            or message.get("role") not in _PLAIN_ROLES
-        ):
+        if type(message) is not dict or not _PLAIN_MESSAGE.issuperset(message):
+            return False
+        role = message.get("role")
+        if type(role) is not str or role not in _PLAIN_ROLES:  # a list is unhashable
             return False
         content = message.get("content")
         if content is not None and type(content) is not str and not _plain_blocks(content):
