@@ -14,19 +14,11 @@ from anthropic.types import MessageCreateParams
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vertexbatch._request_fields import (
-    VERTEX_CLAUDE_FIELDS,
-    _claude_root,
-    claude_unknown,
-    plain_claude,
-)
+from vertexbatch import _request_fields as fields
+from vertexbatch._request_fields import _claude_root, claude_unknown, plain_claude
 from vertexbatch._type_walk import FREE, LEAF, ListOf, Record, UnionOf
 
 _ROOT, _COMPILER = _claude_root(MessageCreateParams)
-
-
-def claude_tree() -> Record:
-    return _ROOT
 
 
 def member_for(node: Any, tag: str, value: str) -> Record:
@@ -52,21 +44,22 @@ def _not_looked_into(node: Any) -> bool:
 
 
 def test_each_plain_name_is_a_field_of_the_installed_sdk_where_plain_takes_it() -> None:
-    root = claude_tree()
-    for name in ("max_tokens", "stop_sequences", *VERTEX_CLAUDE_FIELDS):
+    root = _ROOT
+    assert fields._PLAIN_LEAVES | {"messages", "system", "metadata"} == fields._PLAIN_TOP
+    for name in fields._PLAIN_LEAVES:
         assert name in root.fields, name
         assert _not_looked_into(root.fields[name][0]), name
     metadata = _COMPILER.resolve(root.fields["metadata"][0])
-    assert type(metadata) is Record and "user_id" in metadata.fields
-    assert _not_looked_into(metadata.fields["user_id"][0])
+    assert type(metadata) is Record and metadata.fields.keys() >= fields._PLAIN_METADATA
+    assert all(_not_looked_into(metadata.fields[name][0]) for name in fields._PLAIN_METADATA)
     system = root.fields["system"][0]
     assert type(system) is ListOf
     _assert_text_block(system.item)
     messages = root.fields["messages"][0]
     assert type(messages) is ListOf
-    for role in ("user", "assistant"):
+    for role in fields._PLAIN_ROLES:
         message = member_for(messages.item, "role", role)
-        assert {"role", "content"} <= message.fields.keys(), role
+        assert message.fields.keys() >= fields._PLAIN_MESSAGE, role
         content = message.fields["content"][0]
         assert type(content) is ListOf, role
         _assert_text_block(member_for(content.item, "type", "text"))
@@ -74,11 +67,11 @@ def test_each_plain_name_is_a_field_of_the_installed_sdk_where_plain_takes_it() 
 
 def _assert_text_block(node: Any) -> None:
     block = member_for(node, "type", "text")
-    assert {"type", "text", "cache_control"} <= block.fields.keys()
+    assert block.fields.keys() >= fields._PLAIN_TEXT
     assert _not_looked_into(block.fields["text"][0])
     cache = member_for(block.fields["cache_control"][0], "type", "ephemeral")
-    assert {"type", "ttl"} <= cache.fields.keys()
-    assert all(_not_looked_into(cache.fields[name][0]) for name in ("type", "ttl"))
+    assert cache.fields.keys() >= fields._PLAIN_CACHE
+    assert all(_not_looked_into(cache.fields[name][0]) for name in fields._PLAIN_CACHE)
 
 
 # Values over the plain names and their near misses, nested the ways a request nests.
@@ -106,7 +99,10 @@ _TEXT = st.fixed_dictionaries(
     optional={"cache_control": _VALUES, "citations": _VALUES},
 )
 _MESSAGE = st.fixed_dictionaries(
-    {"role": st.one_of(_SCALARS, _VALUES), "content": st.one_of(_SCALARS, st.lists(st.one_of(_TEXT, _VALUES)))},
+    {
+        "role": st.one_of(_SCALARS, _VALUES),
+        "content": st.one_of(_SCALARS, st.lists(st.one_of(_TEXT, _VALUES))),
+    },
     optional={"name": _VALUES},
 )
 _REQUESTS = st.fixed_dictionaries(
