@@ -18,6 +18,7 @@ import json
 import re
 from array import array
 from collections.abc import Container, Iterable, Mapping
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from ._json import load_json
@@ -102,6 +103,10 @@ def canonical_digest(request: Mapping[str, Any]) -> str:
     return digest_text(_SORTED.encode(_canonical(body)))
 
 
+# Key records read at a time: a batch of plain ones (every one, usually) goes through one regex.
+_RECORDS_BATCH = 1024
+
+
 class KeyMap:
     """The keys of one job in submission order, and the digests that lead back to them.
 
@@ -163,8 +168,9 @@ class KeyMap:
         self._by_canonical = None
 
     @classmethod
-    def from_records(cls, lines: Iterable[bytes]) -> KeyMap:
-        """Build a key map from the staged key-map lines (``[key, digest, canonical]``).
+    def from_records(cls, lines: Iterable[bytes], *, batch: int = _RECORDS_BATCH) -> KeyMap:
+        """Build a key map from the staged key-map lines (``[key, digest, canonical]``), read
+        ``batch`` lines at a time.
 
         Raises:
             ValueError: a line is not a key record, or a key appears twice (the message names
@@ -172,28 +178,49 @@ class KeyMap:
         """
         km = cls()
         seen: set[str] = set()
-        # What ``add`` does for a plain record of a key with a line of its own (every record,
-        # usually), without the calls: up to 200,000 records are read before the first result.
-        keys, by_digest, canonicals, plain = km.keys, km._by_digest, km._canonical, _PLAIN_RECORD
-        for number, raw in enumerate(lines, start=1):
-            match = plain.fullmatch(raw)
-            if match is not None:
-                try:
-                    key = match[1].decode("utf-8", "surrogatepass")  # as json.loads decodes
-                except UnicodeDecodeError:
-                    match = None  # refused below, as json.loads refuses it
-                else:
-                    index = len(keys)
-                    if by_digest.setdefault(int(match[2][1:], 16), index) != index:
-                        match = None  # a line's other key (dedupe): ``add`` records it, below
-            if match is not None:
-                if key in seen:
-                    raise ValueError(f"line {number}: a key appears twice")
-                seen.add(key)
-                keys.append(key)
-                canonical = match[3]
-                canonicals.append(int(canonical[:16], 16) if canonical else 0)
-                continue
+        number = 0
+        # Up to 200,000 records are read before the first result: a batch of plain records
+        # (every one, usually) is read by one regex over the batch's decoded text, and only a
+        # batch with another record in it goes line by line.
+        records = iter(lines)
+        while block := tuple(islice(records, batch)):
+            if not km._add_plain(block, seen):
+                km._add_checked(block, seen, number)
+            number += len(block)
+        return km
+
+    def _add_plain(self, batch: tuple[bytes, ...], seen: set[str]) -> bool:
+        """Add a batch of plain records, each a key with a line of its own, as ``add`` would;
+        ``False``, with nothing added, when any line of it is not one (a damaged record, an
+        escape, a cached key, a line's other key, a key seen before) or the batch does not
+        decode as ``json.loads`` decodes."""
+        try:
+            text = b"\n".join(batch).decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            return False
+        records = _PLAIN_RECORDS.findall(text)
+        # One match a line, each line whole (a line with a newline in it is not a record).
+        if len(records) != len(batch) or text.count("\n") != len(batch) - 1:
+            return False
+        keys = [key for key, _, _ in records]
+        fresh = set(keys)
+        if len(fresh) != len(keys) or not seen.isdisjoint(fresh):
+            return False
+        digests = [int(digest, 16) for _, digest, _ in records]
+        by_digest = self._by_digest
+        if len(set(digests)) != len(digests) or not by_digest.keys().isdisjoint(digests):
+            return False
+        start = len(self.keys)
+        by_digest.update(zip(digests, range(start, start + len(keys)), strict=True))
+        seen |= fresh
+        self.keys.extend(keys)
+        self._canonical.extend([int(c[:16], 16) if c else 0 for _, _, c in records])
+        self._by_canonical = None
+        return True
+
+    def _add_checked(self, batch: Iterable[bytes], seen: set[str], number: int) -> None:
+        """Add records one by one, each parsed and checked (``parse_key_record``)."""
+        for number, raw in enumerate(batch, start=number + 1):  # noqa: B020 - the line's number
             try:
                 key, digest, canonical_text = parse_key_record(raw)
             except ValueError as exc:
@@ -201,8 +228,7 @@ class KeyMap:
             if key in seen:
                 raise ValueError(f"line {number}: a key appears twice")
             seen.add(key)
-            km.add(key, digest, canonical_text)
-        return km
+            self.add(key, digest, canonical_text)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -373,6 +399,10 @@ _HEX32 = re.compile(r"[0-9a-f]{32}")
 # A key record as written (compact, a key with no escape, quote or control character): every
 # one of a job's up to 200,000 records is read before its first result.
 _PLAIN_RECORD = re.compile(rb'\["([^"\\\x00-\x1f]+)","(k[0-9a-f]{32})","((?:[0-9a-f]{32})?)"\]')
+# The same records, a line each, in a batch's decoded text (the digest without its ``k``).
+_PLAIN_RECORDS = re.compile(
+    r'^\["([^"\\\x00-\x1f]+)","k([0-9a-f]{32})","((?:[0-9a-f]{32})?)"\]$', re.MULTILINE
+)
 
 
 def _number(digest: str) -> int:
