@@ -39,3 +39,28 @@ def test_results_cpu_refuses_a_bad_provider() -> None:
 
     with pytest.raises(SystemExit):
         results_cpu.main(["--providers", "claude,mistral"])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_results_ab_prints_a_row_per_provider() -> None:
+    """`python -m benchmarks.results_ab --base .` (this tree against itself) at N=200 prints
+    a row per provider, each side having read every result."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.results_ab", "--base", str(ROOT), "--n", "200",
+         "--rounds", "2"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith(("| claude", "| gemini"))]
+    assert len(rows) == 2, proc.stdout
+    assert all(row.rstrip(" |").endswith("x") for row in rows), rows
+
+
+def test_results_ab_refuses_a_base_without_the_package(tmp_path: Path) -> None:
+    """A --base that holds no vertexbatch package is refused by name."""
+    from benchmarks import results_ab
+
+    with pytest.raises(SystemExit, match="no vertexbatch package"):
+        results_ab.measure(tmp_path, "claude", 1, 1)

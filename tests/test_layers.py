@@ -80,7 +80,10 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_schema_forms",
         },
     ),
-    ("one output row, one Result (pure)", {"_outcomes", "_failures", "_content", "_parsed"}),
+    (
+        "one output row, one Result (pure)",
+        {"_outcomes", "_usual", "_failures", "_content", "_parsed"},
+    ),
     ("the provider table (pure)", {"_providers"}),
     ("the staged folder", {"_manifest", "_staged"}),
     (

@@ -3,6 +3,7 @@ setters, usual rows classified without the wrapper and status checks, metrics at
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import pickle
@@ -21,6 +22,7 @@ from vertexbatch._keymap import KeyMap, key_digest, parse_key_record
 from vertexbatch._models import Job, Refusal, Result, Usage, result_of, usage_of
 from vertexbatch._outcomes import classify_row
 from vertexbatch._telemetry import OPERATION, PROVIDER, Telemetry
+from vertexbatch._usual import row_reader
 
 from .test_outcomes import ALL_ROWS
 
@@ -123,6 +125,7 @@ def _plain(value: Any) -> Any:
 
 def _same(fast: Result, checked: Result) -> None:
     assert _fields(fast)[:5] == _fields(checked)[:5]  # key, text, usage, stop, refusal
+    assert fast.tool_calls == checked.tool_calls
     assert type(fast.error) is type(checked.error)
     assert repr(fast.error) == repr(checked.error)
     if fast.error is not None:
@@ -144,10 +147,9 @@ def test_every_row_kind_classifies_as_the_checked_path_does(
     """Each row of test_outcomes' tables (answers, refusals, truncations, failures, wrappers,
     usage shapes), for both providers: the same Result field by field."""
     for row in (line, {**line, "status": None}, {**line, "status": ""}):
-        _same(
-            classify_row(row, key="k", provider=provider),
-            classify_row(_checked(row), key="k", provider=provider),
-        )
+        checked = classify_row(_checked(row), key="k", provider=provider)
+        _same(classify_row(row, key="k", provider=provider), checked)
+        _same(row_reader(provider)(row, "k"), checked)
 
 
 _VALUES = st.recursive(
@@ -197,8 +199,138 @@ def test_any_response_classifies_as_the_checked_path_does(
     gemini.setdefault("usageMetadata", counts)
     for response, provider in ((claude, "anthropic"), (gemini, "google")):
         row = {"status": "", "processed_time": "t", "response": response}
-        fast = classify_row(row, key="k", provider=provider)  # type: ignore[arg-type]
-        _same(fast, classify_row(_checked(row), key="k", provider=provider))  # type: ignore[arg-type]
+        checked = classify_row(_checked(row), key="k", provider=provider)  # type: ignore[arg-type]
+        _same(classify_row(row, key="k", provider=provider), checked)  # type: ignore[arg-type]
+        _same(row_reader(provider)(row, "k"), checked)  # type: ignore[arg-type]
+
+
+def _usual_claude() -> dict[str, Any]:
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "answer"}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 12, "output_tokens": 3},
+    }
+
+
+def _usual_gemini() -> dict[str, Any]:
+    return {
+        "candidates": [
+            {"content": {"role": "model", "parts": [{"text": "answer"}]}, "finishReason": "STOP"}
+        ],
+        "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 3},
+    }
+
+
+def _set(path: tuple[Any, ...], value: Any) -> Any:
+    """A change to the usual response: ``value`` at ``path`` (``...``: the key is removed)."""
+
+    def change(response: dict[str, Any]) -> None:
+        node = response
+        for step in path[:-1]:
+            node = node[step]
+        if value is ...:
+            node.pop(path[-1], None)
+        else:
+            node[path[-1]] = value
+
+    return change
+
+
+_WEIRD = [None, "", 0, 3, -1, 2**63, 2.0, "12", True, [], {}, "x"]
+_CLAUDE_CHANGES = [
+    *(_set(("type",), v) for v in ("error", None, "other")),
+    *(
+        _set(("stop_reason",), v)
+        for v in ("stop_sequence", "tool_use", "max_tokens", "refusal", "pause_turn", None, 3)
+    ),
+    *(_set(("content", 0, "text"), v) for v in _WEIRD),
+    *(_set(("content", 0, "type"), v) for v in ("tool_use", "thinking", None)),
+    _set(("content", 0, "name"), "f"),
+    _set(("content",), [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]),
+    _set(("content",), [{"type": "tool_use", "name": "f", "input": {}, "id": "t"}]),
+    _set(("content",), "a string"),
+    _set(("content",), []),
+    *(_set(("usage",), v) for v in (None, [], "x", {})),
+    *(
+        _set(("usage", name), v)
+        for name in (
+            "input_tokens",
+            "output_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+        )
+        for v in _WEIRD
+    ),
+    _set(("error",), {"type": "overloaded_error", "message": "m"}),
+    _set(("body",), {"type": "message"}),
+    _set(("stop_details",), {"category": "cyber"}),
+]
+_GEMINI_CHANGES = [
+    _set(("type",), "error"),
+    _set(("error",), {"code": 429, "status": "RESOURCE_EXHAUSTED"}),
+    _set(("body",), {}),
+    *(_set(("promptFeedback",), v) for v in ({}, {"blockReason": "SAFETY"}, {"blockReason": ""})),
+    _set(("prompt_feedback",), {"block_reason": "OTHER"}),
+    *(_set(("candidates",), v) for v in ([], None, "x", [3])),
+    *(_set(("candidates", 0, "finishReason"), v) for v in ("MAX_TOKENS", "SAFETY", 1, 2, None,
+                                                            "")),
+    _set(("candidates", 0, "finish_reason"), "STOP"),
+    _set(("candidates", 0, "finish_reason"), "SAFETY"),
+    _set(("candidates", 0, "finishMessage"), "why"),
+    *(_set(("candidates", 0, "content"), v) for v in (None, [], "x")),
+    *(_set(("candidates", 0, "content", "parts"), v) for v in (None, [], "x", [3],
+                                                                 [{"text": "a"}, {"text": "b"}])),
+    *(_set(("candidates", 0, "content", "parts", 0, "text"), v) for v in _WEIRD),
+    *(_set(("candidates", 0, "content", "parts", 0, "thought"), v) for v in (True, False, 1)),
+    *(_set(("candidates", 0, "content", "parts", 0, "functionCall"), v)
+      for v in ({"name": "f", "args": {}}, {"name": ""}, {}, 3, None)),
+    _set(("candidates", 0, "content", "parts", 0, "function_call"), {"name": "g"}),
+    *(_set(("usageMetadata",), v) for v in (None, [], {}, ...)),
+    _set(("usage_metadata",), {"prompt_token_count": 4}),
+    lambda response: response.update(usage_metadata=response.pop("usageMetadata", None)),
+    *(_set(("usageMetadata", name), v) for name in ("promptTokenCount", "candidatesTokenCount",
+                                                    "thoughtsTokenCount",
+                                                    "cachedContentTokenCount",
+                                                    "toolUsePromptTokenCount") for v in _WEIRD),
+]  # fmt: skip
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    status=st.sampled_from(["", None, " ", "Bad Request", {"code": 0}]),
+    claude=st.sets(st.integers(0, len(_CLAUDE_CHANGES) - 1), max_size=3),
+    gemini=st.sets(st.integers(0, len(_GEMINI_CHANGES) - 1), max_size=3),
+)
+def test_usual_rows_read_as_the_checked_path_reads_them(
+    status: object, claude: set[int], gemini: set[int]
+) -> None:
+    """``row_reader``'s one-step reading of the usual answer, and of rows up to three changes
+    away from it (another stop or finish, a second block or part, a thought, a call, feedback,
+    an error field, a wrapper, counts that are not plain ints, a status): the Result
+    ``classify_row`` gives."""
+    rows = []
+    for usual, changes, chosen, provider in (
+        (_usual_claude(), _CLAUDE_CHANGES, claude, "anthropic"),
+        (_usual_gemini(), _GEMINI_CHANGES, gemini, "google"),
+    ):
+        for index in sorted(chosen):
+            # An earlier change may have taken this one's path away.
+            with contextlib.suppress(KeyError, IndexError, TypeError):
+                changes[index](usual)
+        rows.append(({"status": status, "processed_time": "t", "response": usual}, provider))
+    for row, provider in rows:
+        checked = classify_row(_checked(row), key="k", provider=provider)  # type: ignore[arg-type]
+        _same(row_reader(provider)(row, "k"), checked)  # type: ignore[arg-type]
+
+
+def test_a_row_reader_refuses_a_provider_it_does_not_know() -> None:
+    """The provider is checked once, when the reader is made, as classify_row checks it."""
+    with pytest.raises(vb.InvalidRequestError, match="provider must be 'anthropic' or 'google'"):
+        row_reader("openai")  # type: ignore[arg-type]
 
 
 class _Before(Telemetry):

@@ -42,7 +42,14 @@ from ._failures import is_error_body, line_error_for, parse_error_object, parse_
 from ._json import MAX_UNWRAP, is_number, load_json
 from ._models import Provider, Refusal, Result, Usage, result_of, usage_of
 
-__all__ = ["READERS", "classify_claude_message", "classify_gemini_response", "classify_row"]
+__all__ = [
+    "READERS",
+    "classify_claude_message",
+    "classify_gemini_response",
+    "classify_row",
+    "gemini_usage",
+    "token_count",
+]
 
 # v1 proto numbers of Candidate.FinishReason, for dumps that wrote the enum as a number.
 _FINISH_REASONS: Final[Mapping[int, str]] = {
@@ -199,7 +206,7 @@ def classify_gemini_response(response: Mapping[str, Any], *, key: str) -> Result
     if is_error_body(response):
         return _error_body_result(response, key=key)
 
-    usage = _gemini_usage(_get(response, "usageMetadata", "usage_metadata"))
+    usage = gemini_usage(_get(response, "usageMetadata", "usage_metadata"))
 
     feedback = _get(response, "promptFeedback", "prompt_feedback")
     if feedback is not None and isinstance(feedback, Mapping):
@@ -316,23 +323,23 @@ def _claude_usage(usage: object) -> Usage:
     if type(usage) is not dict and not isinstance(usage, Mapping):
         return Usage()
     return usage_of(
-        _count(usage.get("input_tokens")),
-        _count(usage.get("output_tokens")),
-        _count(usage.get("cache_read_input_tokens")),
-        _count(usage.get("cache_creation_input_tokens")),
+        token_count(usage.get("input_tokens")),
+        token_count(usage.get("output_tokens")),
+        token_count(usage.get("cache_read_input_tokens")),
+        token_count(usage.get("cache_creation_input_tokens")),
     )
 
 
-def _gemini_usage(meta: object) -> Usage:
+def gemini_usage(meta: object) -> Usage:
     """Usage with the online clients' meaning: prompt includes cached tokens, output thoughts."""
     if type(meta) is not dict and not isinstance(meta, Mapping):
         return Usage()
     return usage_of(
-        _count(_get(meta, "promptTokenCount", "prompt_token_count"))
-        + _count(_get(meta, "toolUsePromptTokenCount", "tool_use_prompt_token_count")),
-        _count(_get(meta, "candidatesTokenCount", "candidates_token_count"))
-        + _count(_get(meta, "thoughtsTokenCount", "thoughts_token_count")),
-        _count(_get(meta, "cachedContentTokenCount", "cached_content_token_count")),
+        token_count(_get(meta, "promptTokenCount", "prompt_token_count"))
+        + token_count(_get(meta, "toolUsePromptTokenCount", "tool_use_prompt_token_count")),
+        token_count(_get(meta, "candidatesTokenCount", "candidates_token_count"))
+        + token_count(_get(meta, "thoughtsTokenCount", "thoughts_token_count")),
+        token_count(_get(meta, "cachedContentTokenCount", "cached_content_token_count")),
         0,
     )
 
@@ -369,7 +376,7 @@ def _text_or(value: object, default: str) -> str:
     return value if isinstance(value, str) and value else default
 
 
-def _count(value: object) -> int:
+def token_count(value: object) -> int:
     """A token count; anything missing, null or not a count is 0."""
     if type(value) is int:  # the usual case, first: every row has several counts
         return value if 0 < value <= _MAX_COUNT else 0
@@ -380,7 +387,7 @@ def _count(value: object) -> int:
     if isinstance(value, int | float) and value == value and 0 < value <= _MAX_COUNT:
         return int(value) if float(value).is_integer() else 0
     if isinstance(value, str) and is_number(value.strip()):
-        return _count(int(value.strip()))
+        return token_count(int(value.strip()))
     return 0
 
 

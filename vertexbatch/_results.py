@@ -17,11 +17,11 @@ from ._gcs.staging import Staging
 from ._json import load_json
 from ._keymap import KeyMap, canonical_digest
 from ._models import Job, Result, Status
-from ._outcomes import classify_row
 from ._parsed import parsed_result
 from ._progress import Meter, ProgressCallback, meter_of
 from ._staged import read_key_map
 from ._telemetry import Telemetry
+from ._usual import row_reader
 from ._vertex import Vertex, output_table, status_of
 
 __all__ = [
@@ -332,6 +332,7 @@ def read_rows(
     here: Counter[str] = Counter()
     sharing = keys.sharing  # whether any line answers several keys (dedupe; none, usually)
     schema = keys.schema  # the answer schema (``schema=``): each usable answer checked
+    classify = row_reader(job.provider)
     for row, raw in rows:
         if row is None:
             index = keys.find_digest(raw)
@@ -379,7 +380,7 @@ def read_rows(
         taken.add(index)
         key = keys.keys[index]
         try:
-            result = classify_row(row, key=key, provider=job.provider)
+            result = classify(row, key)
             if schema is not None:
                 result = parsed_result(result, schema)
         except Exception as exc:  # a row of a shape nobody foresaw: the key still gets one
