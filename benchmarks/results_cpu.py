@@ -5,9 +5,9 @@
 
 For each provider one LocalStack runs a job of N benchmark requests (``benchmarks.workload``) to
 its end; then, in this process, each reader below makes a whole pass over the job's output, and
-its CPU seconds (``time.process_time``, the least of the rounds, each round
-every layer once) are printed with their ratio to
-the naive reader's. Each layer adds one piece of ``client.results`` to the one before it:
+its CPU seconds (``time.process_time``, the least of the rounds, each round every layer once)
+are printed with their ratio to the naive reader's. Each layer adds one piece of
+``client.results`` to the one before it:
 
 - ``download``: ``download_as_bytes`` each output file and ``splitlines`` (the naive reader
   without its parse);

@@ -21,11 +21,6 @@ def _text(value: object) -> str:
 
 def claude_content(content: object) -> tuple[str, tuple[ToolCall, ...]]:
     """Return (the text blocks joined in order, the tool_use blocks as calls, in order)."""
-    if type(content) is list and len(content) == 1:  # the usual answer: one text block
-        block = content[0]
-        if type(block) is dict and block.get("type") == "text":
-            text = block.get("text")
-            return (text if type(text) is str or isinstance(text, str) else ""), ()
     if isinstance(content, str):
         return content, ()
     if not isinstance(content, list):

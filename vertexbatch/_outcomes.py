@@ -43,12 +43,13 @@ from ._json import MAX_UNWRAP, is_number, load_json
 from ._models import Provider, Refusal, Result, Usage, result_of, usage_of
 
 __all__ = [
+    "CLAUDE_ANSWERED",
     "READERS",
     "classify_claude_message",
     "classify_gemini_response",
     "classify_row",
+    "claude_usage",
     "gemini_usage",
-    "token_count",
 ]
 
 # v1 proto numbers of Candidate.FinishReason, for dumps that wrote the enum as a number.
@@ -66,7 +67,7 @@ _FINISH_REASONS: Final[Mapping[int, str]] = {
     10: "MODEL_ARMOR",
 }
 
-_CLAUDE_ANSWERED: Final = frozenset({"end_turn", "stop_sequence", "tool_use"})
+CLAUDE_ANSWERED: Final = frozenset({"end_turn", "stop_sequence", "tool_use"})
 _CLAUDE_TRUNCATED: Final = frozenset({"max_tokens", "model_context_window_exceeded"})
 
 # A token count above int64 is not a count (and would overflow a metrics exporter).
@@ -162,7 +163,7 @@ def classify_claude_message(message: Mapping[str, Any], *, key: str) -> Result:
     if is_error_body(message):
         return _error_body_result(message, key=key)
 
-    usage = _claude_usage(message.get("usage"))
+    usage = claude_usage(message.get("usage"))
     stop = _enum_text(message.get("stop_reason"))
     text, calls = claude_content(message.get("content"))
 
@@ -176,7 +177,7 @@ def classify_claude_message(message: Mapping[str, Any], *, key: str) -> Result:
         return _refused(key, category, detail, usage=usage, stop=stop, response=message)
     if stop in _CLAUDE_TRUNCATED:
         return _truncated(key, text, usage=usage, stop=stop, response=message)
-    if stop in _CLAUDE_ANSWERED:
+    if stop in CLAUDE_ANSWERED:
         if text or calls:
             return result_of(key, text, usage, stop, None, None, message, calls)
         return _unusable(
@@ -319,14 +320,14 @@ def _unusable(
     return Result(key=key, usage=usage, stop=stop, error=error, response=response)
 
 
-def _claude_usage(usage: object) -> Usage:
+def claude_usage(usage: object) -> Usage:
     if type(usage) is not dict and not isinstance(usage, Mapping):
         return Usage()
     return usage_of(
-        token_count(usage.get("input_tokens")),
-        token_count(usage.get("output_tokens")),
-        token_count(usage.get("cache_read_input_tokens")),
-        token_count(usage.get("cache_creation_input_tokens")),
+        _count(usage.get("input_tokens")),
+        _count(usage.get("output_tokens")),
+        _count(usage.get("cache_read_input_tokens")),
+        _count(usage.get("cache_creation_input_tokens")),
     )
 
 
@@ -335,11 +336,11 @@ def gemini_usage(meta: object) -> Usage:
     if type(meta) is not dict and not isinstance(meta, Mapping):
         return Usage()
     return usage_of(
-        token_count(_get(meta, "promptTokenCount", "prompt_token_count"))
-        + token_count(_get(meta, "toolUsePromptTokenCount", "tool_use_prompt_token_count")),
-        token_count(_get(meta, "candidatesTokenCount", "candidates_token_count"))
-        + token_count(_get(meta, "thoughtsTokenCount", "thoughts_token_count")),
-        token_count(_get(meta, "cachedContentTokenCount", "cached_content_token_count")),
+        _count(_get(meta, "promptTokenCount", "prompt_token_count"))
+        + _count(_get(meta, "toolUsePromptTokenCount", "tool_use_prompt_token_count")),
+        _count(_get(meta, "candidatesTokenCount", "candidates_token_count"))
+        + _count(_get(meta, "thoughtsTokenCount", "thoughts_token_count")),
+        _count(_get(meta, "cachedContentTokenCount", "cached_content_token_count")),
         0,
     )
 
@@ -376,7 +377,7 @@ def _text_or(value: object, default: str) -> str:
     return value if isinstance(value, str) and value else default
 
 
-def token_count(value: object) -> int:
+def _count(value: object) -> int:
     """A token count; anything missing, null or not a count is 0."""
     if type(value) is int:  # the usual case, first: every row has several counts
         return value if 0 < value <= _MAX_COUNT else 0
@@ -387,7 +388,7 @@ def token_count(value: object) -> int:
     if isinstance(value, int | float) and value == value and 0 < value <= _MAX_COUNT:
         return int(value) if float(value).is_integer() else 0
     if isinstance(value, str) and is_number(value.strip()):
-        return token_count(int(value.strip()))
+        return _count(int(value.strip()))
     return 0
 
 

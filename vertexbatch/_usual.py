@@ -15,13 +15,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ._errors import InvalidRequestError
-from ._models import Provider, Result, result_of, usage_of
-from ._outcomes import READERS, classify_row, gemini_usage, token_count
+from ._models import Provider, Result, result_of
+from ._outcomes import CLAUDE_ANSWERED, READERS, classify_row, claude_usage, gemini_usage
 
 __all__ = ["row_reader"]
-
-# Claude's stops that answer (``_outcomes``: an answer with text is a usable one).
-_ANSWERED = frozenset({"end_turn", "stop_sequence", "tool_use"})
 
 RowReader = Callable[[Mapping[str, Any], str], Result]
 
@@ -58,7 +55,7 @@ def _claude(message: dict[str, Any], key: str) -> Result | None:
     usage = message.get("usage")
     if (
         type(stop) is not str
-        or stop not in _ANSWERED
+        or stop not in CLAUDE_ANSWERED
         or type(content) is not list
         or len(content) != 1
         or type(usage) is not dict
@@ -72,13 +69,7 @@ def _claude(message: dict[str, Any], key: str) -> Result | None:
     text = block.get("text")
     if type(text) is not str or not text:
         return None
-    tokens = usage_of(
-        token_count(usage.get("input_tokens")),
-        token_count(usage.get("output_tokens")),
-        token_count(usage.get("cache_read_input_tokens")),
-        token_count(usage.get("cache_creation_input_tokens")),
-    )
-    return result_of(key, text, tokens, stop, None, None, message, ())
+    return result_of(key, text, claude_usage(usage), stop, None, None, message, ())
 
 
 def _gemini(response: dict[str, Any], key: str) -> Result | None:
