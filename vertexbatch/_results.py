@@ -21,7 +21,7 @@ from ._parsed import parsed_result
 from ._progress import Meter, ProgressCallback, meter_of
 from ._staged import read_key_map
 from ._telemetry import Telemetry
-from ._usual import row_reader
+from ._usual import row_fields, row_reader
 from ._vertex import Vertex, output_table, status_of
 
 __all__ = [
@@ -150,7 +150,7 @@ def read_results(
             assert bigquery is not None
             dest = parse_dest(table)
             with job_errors(job.name, reading=table):
-                rows = _bytes_of(bigquery.rows(dest, staging.limits.output_line), meter)
+                rows = _bytes_of(_unmatched(bigquery.rows(dest, staging.limits.output_line)), meter)
                 results = read_rows(
                     rows, keys, taken, job, table, echoed=echoed, damaged=damaged, twins=twins
                 )
@@ -270,7 +270,7 @@ def read_output_file(
     with job_errors(job.name, reading=uri):
         lines = staging.read_lines(uri, max_line=staging.limits.output_line, generation=generation)
         yield from read_rows(
-            _bytes_of(_parsed(lines), meter),
+            _bytes_of(_parsed(lines, keys), meter),
             keys,
             taken,
             job,
@@ -281,37 +281,54 @@ def read_output_file(
         )
 
 
-def _parsed(lines: Iterable[bytes]) -> Iterator[tuple[Any, bytes]]:
-    """Each non-blank line, parsed (``None`` when it is not a readable JSON object), and its
-    bytes."""
+# A row read from a file or a table: its value (``None`` when it is not a readable JSON object),
+# its bytes, and the index of the key its id names when that is known already (else ``None``).
+Read = tuple[Any, bytes, int | None]
+
+
+def _parsed(lines: Iterable[bytes], keys: KeyMap) -> Iterator[Read]:
+    """Each non-blank line, read. A row whose id names one of ``keys`` is read as
+    ``row_fields`` (only the fields a pass reads of it); any other line whole: its echoed request
+    may be what matches it."""
+    match_id = keys.match_id
     for raw in lines:
+        fields = row_fields(raw)
+        if fields is not None:
+            index = match_id(fields)
+            if index is not None:
+                yield fields, raw, index
+                continue
         if not raw.strip():
             continue
         try:
             row = load_json(raw)
         except ValueError:  # not UTF-8, not JSON, too deep, or cut at the longest line
             row = None
-        yield (row if type(row) is dict else None), raw
+        yield (row if type(row) is dict else None), raw, None
 
 
-def _bytes_of(
-    rows: Iterable[tuple[Any, bytes]], meter: Meter | None
-) -> Iterable[tuple[Any, bytes]]:
+def _unmatched(rows: Iterable[tuple[Any, bytes]]) -> Iterator[Read]:
+    """Rows of a table, none matched yet."""
+    for row, raw in rows:
+        yield row, raw, None
+
+
+def _bytes_of(rows: Iterable[Read], meter: Meter | None) -> Iterable[Read]:
     """``rows``, their bytes (and a newline each) counted by ``meter``."""
     if meter is None:
         return rows
     return _counting(rows, meter)
 
 
-def _counting(rows: Iterable[tuple[Any, bytes]], meter: Meter) -> Iterator[tuple[Any, bytes]]:
+def _counting(rows: Iterable[Read], meter: Meter) -> Iterator[Read]:
     add = meter.add_bytes
-    for row in rows:
-        add(len(row[1]) + 1)
-        yield row
+    for read in rows:
+        add(len(read[1]) + 1)
+        yield read
 
 
 def read_rows(
-    rows: Iterable[tuple[Any, bytes]],
+    rows: Iterable[Read],
     keys: KeyMap,
     taken: set[int],
     job: Job,
@@ -323,7 +340,8 @@ def read_rows(
 ) -> Iterator[Result]:
     """``read_output_file``'s correlation and classification of parsed rows, each with its raw
     bytes (``None`` for a row that is not a readable JSON object: its raw bytes are searched for
-    an id), from a GCS file or a BigQuery table (``where`` names it in the log)."""
+    an id) and the index its id matched, if known, from a GCS file or a BigQuery table (``where``
+    names it in the log)."""
     alone = damaged is None  # read alone: its damaged lines' keys end with these rows
     if damaged is None:
         damaged = {}
@@ -333,7 +351,7 @@ def read_rows(
     sharing = keys.sharing  # whether any line answers several keys (dedupe; none, usually)
     schema = keys.schema  # the answer schema (``schema=``): each usable answer checked
     classify = row_reader(job.provider)
-    for row, raw in rows:
+    for row, raw, matched in rows:
         if row is None:
             index = keys.find_digest(raw)
             if index is None or index in taken or index in damaged:
@@ -351,7 +369,7 @@ def read_rows(
                 ),
             )
             continue
-        index = keys.match_id(row)
+        index = keys.match_id(row) if matched is None else matched
         if index is None:
             if keys.carries_id(row):  # another job's row, or a damaged id: no key's
                 skipped += 1

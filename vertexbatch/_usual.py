@@ -1,24 +1,82 @@
-"""The usual output row, classified in one step: the fast path of ``_outcomes.classify_row``.
+"""The usual output row, read and classified in one step: the fast paths of ``load_json`` and
+``_outcomes.classify_row``.
 
-Nearly every row of a job's output is the same shape: no status, and a response that is a plain
-answer (Claude: one text block and a stop that answers; Gemini: one candidate, one text part,
-``STOP``). A pass over 200,000 rows calls ``classify_row`` once a row, and its general path spends
-most of its time in the calls between its readers. ``row_reader`` reads that one shape in one
-function and gives every other row to ``classify_row``; the ``Result`` is the same field by field
-(``tests/test_result_paths.py`` holds the two paths equal on every row kind and on responses of
-any shape). Pure: no I/O, inputs never modified.
+Nearly every row of a job's output is the same shape: an id, no status, and a response that is a
+plain answer (Claude: one text block and a stop that answers; Gemini: one candidate, one text
+part, ``STOP``). A pass over 200,000 rows reads each whole and calls ``classify_row`` once a row,
+and its general path spends most of its time in the calls between its readers.
+
+- ``row_fields`` reads from a line only the fields a pass reads of a row its id matches: the
+  echoed request, 60% of a usual line, is checked and passed over, never built. ``load_json``
+  reads every other line whole. ``tests/test_fast_paths.py`` holds the fields equal
+  to ``load_json``'s, value and type, and every line refused when ``load_json`` refuses it.
+- ``row_reader`` reads the usual answer in one function and gives every other row to
+  ``classify_row``; the ``Result`` is the same field by field (``tests/test_result_paths.py``
+  holds the two paths equal on every row kind and on responses of any shape).
+
+Pure: no I/O, inputs never modified.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final, TypedDict, cast
+
+import msgspec
 
 from ._errors import InvalidRequestError
+from ._json import MAX_DEPTH
+from ._keymap import KEY_FIELD
 from ._models import Provider, Result, result_of
 from ._outcomes import CLAUDE_ANSWERED, READERS, classify_row, claude_usage, gemini_usage
 
-__all__ = ["row_reader"]
+__all__ = ["ROW_FIELDS", "row_fields", "row_reader"]
+
+ROW_FIELDS: Final = ("custom_id", KEY_FIELD, "status", "response", "processed_time")
+"""What a results pass reads of a row its id matches (``KeyMap.match_id``, ``classify_row``)."""
+
+
+class _Fields(TypedDict, total=False):
+    """The fields of ``ROW_FIELDS``, those the line has; msgspec checks every other field of the
+    line and builds none of them."""
+
+    custom_id: Any
+    vb_key: Any
+    status: Any
+    response: Any
+    processed_time: Any
+
+
+assert tuple(_Fields.__annotations__) == ROW_FIELDS  # one list of names, kept in step
+
+_decode_fields = msgspec.json.Decoder(_Fields).decode
+_REFUSED: Final = (msgspec.DecodeError, RecursionError)
+
+
+def row_fields(raw: bytes) -> dict[str, Any] | None:
+    """The ``ROW_FIELDS`` that the JSON object in ``raw`` has, each as ``load_json(raw)`` reads
+    it; ``None`` when ``load_json`` must read the line whole (and refuse it, or read what this
+    does not).
+
+    The line must be what ``load_json`` reads without a second look: valid UTF-8, no more than
+    ``MAX_DEPTH`` opening brackets, and JSON that msgspec reads (it refuses NaN, a byte-order
+    mark, a lone surrogate and a number past a float's range, which json takes).
+    """
+    # UTF-8: msgspec checks the strings it builds, not those it passes over.
+    if not raw.isascii():
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    # Nesting: no deeper than load_json allows (counting brackets is its cheap first test too).
+    if len(raw) - len(raw.translate(None, b"[{")) > MAX_DEPTH:
+        return None
+    try:
+        fields = _decode_fields(raw)
+    except _REFUSED:
+        return None
+    return cast("dict[str, Any]", fields)
+
 
 RowReader = Callable[[Mapping[str, Any], str], Result]
 
