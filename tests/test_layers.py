@@ -53,6 +53,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_gcs.upload",
             "_gcs.ranged_read",
             "_gcs.parts",
+            "_gcs.line_blocks",
             "_gcs.staging",
             "_vertex",
             "_telemetry",

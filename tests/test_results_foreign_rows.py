@@ -25,6 +25,7 @@ from tests.helpers import (
     claude_request,
     finished_output,
 )
+from vertexbatch._gcs.line_blocks import LineBlock, line_blocks
 from vertexbatch._gcs.staging import Staging
 from vertexbatch._keymap import KeyMap, cache_digest, key_digest
 from vertexbatch._models import Job
@@ -200,15 +201,15 @@ def test_damaged_copy_of_a_deduplicated_line(
 
 
 class _Lines:
-    """A staging whose one object is the given lines (read_output_file reads only lines)."""
+    """A staging whose one object is the given lines (read_output_file reads only those)."""
 
     limits = DEFAULT_LIMITS
 
     def __init__(self, lines: list[bytes]) -> None:
         self._lines = lines
 
-    def read_lines(self, uri: str, **options: object) -> Iterator[bytes]:
-        return iter(self._lines)
+    def read_line_blocks(self, uri: str, **options: object) -> Iterator[LineBlock]:
+        return line_blocks([b"".join(line + b"\n" for line in self._lines)])
 
 
 def test_a_file_read_alone_ends_its_damaged_keys() -> None:

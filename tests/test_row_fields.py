@@ -5,6 +5,7 @@ reading them whole gives: the same fields, value and type, the same results, and
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from typing import Any
 
@@ -13,10 +14,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from vertexbatch import _results
+from vertexbatch._gcs.line_blocks import LineBlock, line_blocks
 from vertexbatch._json import MAX_DEPTH, load_json
 from vertexbatch._keymap import KeyMap, key_digest
 from vertexbatch._models import Job, Result
-from vertexbatch._usual import ROW_FIELDS, row_fields
+from vertexbatch._usual import ROW_FIELDS, row_fields, shallow
 
 from .test_fast_paths import _JSON, _TEXT
 from .test_outcomes import ALL_ROWS
@@ -72,8 +74,10 @@ def _whole(raw: bytes) -> Any:
 
 
 def _assert_same_fields(raw: bytes) -> dict[str, Any] | None:
-    """``row_fields(raw)`` is ``None``, or the fields ``load_json`` reads, value and type."""
+    """``row_fields(raw)`` is ``None``, or the fields ``load_json`` reads, value and type; and
+    the same when its brackets were counted for a range it is in."""
     fields = row_fields(raw)
+    assert repr(row_fields(raw, counted=shallow(raw + b"\n{}"))) == repr(fields)
     if fields is not None:
         whole = _whole(raw)
         assert type(whole) is dict, raw
@@ -203,6 +207,11 @@ def _vertex_rows() -> list[bytes]:
     return [json.dumps(row, ensure_ascii=False).encode() for row in (claude, gemini, failed)]
 
 
+def _blocks(lines: list[bytes]) -> list[LineBlock]:
+    """``lines`` as a reader gets them: one range, each line ended."""
+    return list(line_blocks([b"".join(line + b"\n" for line in lines)]))
+
+
 def _keys() -> KeyMap:
     keys = KeyMap()
     keys.add(KEY, DIGEST, "")
@@ -213,7 +222,7 @@ def test_rows_as_vertex_writes_them_are_read_for_their_fields() -> None:
     """The fast path is taken: a row whose id names a key, answered or failed, is read for its
     fields alone, matched already; its echoed request is passed over, never built."""
     for raw in _vertex_rows():
-        read = list(_results._parsed([raw], _keys()))
+        read = list(_results._parsed(_blocks([raw]), _keys()))
         assert [(row, index) for row, _, index in read] == [(_assert_same_fields(raw), 0)]
         assert "request" not in read[0][0] and "request" in json.loads(raw)
 
@@ -227,7 +236,7 @@ def test_rows_matched_otherwise_are_read_whole() -> None:
         "response": {},
     }
     lines = [json.dumps(row).encode() for row in (label_only, {"request": {}, "response": {}})]
-    read = list(_results._parsed(lines, _keys()))
+    read = list(_results._parsed(_blocks(lines), _keys()))
     assert [(row, index) for row, _, index in read] == [(json.loads(raw), None) for raw in lines]
     taken: set[int] = set()
     job = Job("i", "n", "anthropic", "m", "gs://b/i", "gs://b/o", 1)
@@ -242,13 +251,20 @@ def _encodable(row: Any) -> bytes | None:
         return None
 
 
-def _results_of(lines: list[bytes], provider: str) -> list[list[tuple[str, str]]]:
+def _results_of(blocks: list[list[bytes]], provider: str) -> list[list[tuple[str, str]]]:
+    """The results of each block's lines, each line read in a pass of its own (one key)."""
     job = Job("i", "n", provider, "m", "gs://b/i", "gs://b/o", 1)  # type: ignore[arg-type]
     results: list[Result] = []
-    for raw in lines:
-        keys = _keys()
-        results += _results.read_rows(_results._parsed([raw], keys), keys, set(), job, "f")
+    for data, lines, joined in (b for each in blocks for b in _blocks(each)):
+        for number, raw in enumerate(lines):
+            keys = _keys()
+            one = [LineBlock(data, [raw], 1 if number < joined else 0)]
+            results += _results.read_rows(_results._parsed(one, keys), keys, set(), job, "f")
     return [[(f.name, repr(getattr(r, f.name))) for f in dataclasses.fields(r)] for r in results]
+
+
+def _deep(depth: int) -> bytes:
+    return _line(_USUAL, "request", b"[" * depth + b"]" * depth)
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "google"])
@@ -260,6 +276,59 @@ def test_every_row_kind_gives_the_result_reading_it_whole_gives(
     every line is read whole."""
     lines = [raw for row, _ in (p.values for p in ALL_ROWS) if (raw := _encodable(row))]
     assert len(lines) > 50
-    fast = _results_of(lines, provider)
-    monkeypatch.setattr(_results, "row_fields", lambda raw: None)
-    assert fast == _results_of(lines, provider)
+    # Ranges of usual lines, and of usual lines beside one nested past MAX_DEPTH (read whole
+    # and refused, past the recursion limit too, while its neighbours are read for fields).
+    blocks = [lines, [lines[0], _deep(MAX_DEPTH + 40), lines[1]], [_deep(3000), lines[2]]]
+    fast = _results_of(blocks, provider)
+    damaged = "not a readable JSON object"
+    assert damaged in str(fast[len(lines) + 1]) and damaged in str(fast[-2])
+    monkeypatch.setattr(_results, "row_fields", lambda raw, counted=False: None)
+    assert fast == _results_of(blocks, provider)
+
+
+def test_a_line_across_ranges_has_its_brackets_counted_whole() -> None:
+    """A line nested past ``MAX_DEPTH`` cut across two ranges, each piece shallow: both ranges
+    are found shallow, and the line, joined from them, is counted on its own and read whole."""
+    usual = _line(_USUAL, "other", b"1")
+    deep = _deep(MAX_DEPTH)
+    half = len(deep) // 2
+    ranges = [usual + b"\n" + deep[:half], deep[half:] + b"\n" + usual + b"\n"]
+    assert all(shallow(data) for data in ranges) and not shallow(deep)
+    blocks = list(line_blocks(ranges))
+    assert [(b.lines, b.joined) for b in blocks] == [([usual], 0), ([deep, usual], 1)]
+    read = list(_results._parsed(blocks, _keys()))
+    assert [(row is None, index) for row, _, index in read] == [
+        (False, 0),
+        (True, None),
+        (False, 0),
+    ]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    data=st.binary(max_size=60).map(lambda b: b.replace(b"\x01", b"\n").replace(b"\x02", b"[")),
+    cuts=st.lists(st.integers(0, 60), max_size=6),
+    max_line=st.none() | st.integers(1, 20),
+)
+def test_line_blocks_are_pieces_of_their_range(
+    data: bytes, cuts: list[int], max_line: int | None
+) -> None:
+    """Any bytes, read in any ranges, with or without a longest line: the lines are the
+    object's lines in order (longer ones cut with a NUL byte), and each line a block does not
+    count as joined is a piece of its range between newlines (or its first bytes and a NUL)."""
+    bounds = [0, *sorted(c for c in cuts if c <= len(data)), len(data)]
+    ranges = [data[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+    blocks = list(line_blocks(ranges, max_line))
+    expected = data.split(b"\n")
+    if expected[-1] == b"":
+        expected.pop()
+    if max_line is not None:
+        expected = [line if len(line) <= max_line else line[:max_line] + b"\0" for line in expected]
+    assert [line for block in blocks for line in block.lines] == expected
+    for block in blocks:
+        assert block.joined in (0, 1) and block.lines
+        pieces = block.data.split(b"\n")
+        for line in block.lines[block.joined :]:
+            assert line in pieces or (
+                line[-1:] == b"\0" and any(p.startswith(line[:-1]) for p in pieces)
+            )

@@ -13,6 +13,7 @@ from ._cache.fill import CacheFill
 from ._cache.submission import cached_status, is_cached_job, read_cached
 from ._dedupe import shared_result
 from ._errors import JobError, LineError, MissingError, job_errors
+from ._gcs.line_blocks import LineBlock
 from ._gcs.staging import Staging
 from ._json import load_json
 from ._keymap import KeyMap, canonical_digest
@@ -21,7 +22,7 @@ from ._parsed import parsed_result
 from ._progress import Meter, ProgressCallback, meter_of
 from ._staged import read_key_map
 from ._telemetry import Telemetry
-from ._usual import row_fields, row_reader
+from ._usual import row_fields, row_reader, shallow
 from ._vertex import Vertex, output_table, status_of
 
 __all__ = [
@@ -268,9 +269,11 @@ def read_output_file(
     collects the keys answered by a row matched by an echo other keys' requests share.
     ``meter`` counts the bytes read."""
     with job_errors(job.name, reading=uri):
-        lines = staging.read_lines(uri, max_line=staging.limits.output_line, generation=generation)
+        blocks = staging.read_line_blocks(
+            uri, max_line=staging.limits.output_line, generation=generation
+        )
         yield from read_rows(
-            _bytes_of(_parsed(lines, keys), meter),
+            _bytes_of(_parsed(blocks, keys), meter),
             keys,
             taken,
             job,
@@ -286,25 +289,27 @@ def read_output_file(
 Read = tuple[Any, bytes, int | None]
 
 
-def _parsed(lines: Iterable[bytes], keys: KeyMap) -> Iterator[Read]:
+def _parsed(blocks: Iterable[LineBlock], keys: KeyMap) -> Iterator[Read]:
     """Each non-blank line, read. A row whose id names one of ``keys`` is read as
     ``row_fields`` (only the fields a pass reads of it); any other line whole: its echoed request
     may be what matches it."""
     match_id = keys.match_id
-    for raw in lines:
-        fields = row_fields(raw)
-        if fields is not None:
-            index = match_id(fields)
-            if index is not None:
-                yield fields, raw, index
+    for data, lines, joined in blocks:
+        counted = shallow(data)  # the lines that are pieces of data need no count of their own
+        for number, raw in enumerate(lines):
+            fields = row_fields(raw, counted=counted and number >= joined)
+            if fields is not None:
+                index = match_id(fields)
+                if index is not None:
+                    yield fields, raw, index
+                    continue
+            if not raw.strip():
                 continue
-        if not raw.strip():
-            continue
-        try:
-            row = load_json(raw)
-        except ValueError:  # not UTF-8, not JSON, too deep, or cut at the longest line
-            row = None
-        yield (row if type(row) is dict else None), raw, None
+            try:
+                row = load_json(raw)
+            except ValueError:  # not UTF-8, not JSON, too deep, or cut at the longest line
+                row = None
+            yield (row if type(row) is dict else None), raw, None
 
 
 def _unmatched(rows: Iterable[tuple[Any, bytes]]) -> Iterator[Read]:

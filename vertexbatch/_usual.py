@@ -30,7 +30,7 @@ from ._keymap import KEY_FIELD
 from ._models import Provider, Result, result_of
 from ._outcomes import CLAUDE_ANSWERED, READERS, classify_row, claude_usage, gemini_usage
 
-__all__ = ["ROW_FIELDS", "row_fields", "row_reader"]
+__all__ = ["ROW_FIELDS", "row_fields", "row_reader", "shallow"]
 
 ROW_FIELDS: Final = ("custom_id", KEY_FIELD, "status", "response", "processed_time")
 """What a results pass reads of a row its id matches (``KeyMap.match_id``, ``classify_row``)."""
@@ -53,14 +53,26 @@ _decode_fields = msgspec.json.Decoder(_Fields).decode
 _REFUSED: Final = (msgspec.DecodeError, RecursionError)
 
 
-def row_fields(raw: bytes) -> dict[str, Any] | None:
+def shallow(data: bytes) -> bool:
+    """Whether no line of ``data`` (no piece between newlines) has more than ``MAX_DEPTH``
+    opening brackets: then ``row_fields`` need not count them line by line (one pass over a
+    range costs about half what the same pass costs line by line)."""
+    brackets = data.translate(None, _NOT_BRACKETS_OR_NEWLINES)
+    return max(map(len, brackets.split(b"\n")), default=0) <= MAX_DEPTH
+
+
+_NOT_BRACKETS_OR_NEWLINES: Final = bytes(b for b in range(256) if b not in b"[{\n")
+
+
+def row_fields(raw: bytes, *, counted: bool = False) -> dict[str, Any] | None:
     """The ``ROW_FIELDS`` that the JSON object in ``raw`` has, each as ``load_json(raw)`` reads
     it; ``None`` when ``load_json`` must read the line whole (and refuse it, or read what this
     does not).
 
     The line must be what ``load_json`` reads without a second look: valid UTF-8, no more than
-    ``MAX_DEPTH`` opening brackets, and JSON that msgspec reads (it refuses NaN, a byte-order
-    mark, a lone surrogate and a number past a float's range, which json takes).
+    ``MAX_DEPTH`` opening brackets (``counted``: it is a line of data found ``shallow``), and
+    JSON that msgspec reads (it refuses NaN, a byte-order mark, a lone surrogate and a number
+    past a float's range, which json takes).
     """
     # UTF-8: msgspec checks the strings it builds, not those it passes over.
     if not raw.isascii():
@@ -69,7 +81,7 @@ def row_fields(raw: bytes) -> dict[str, Any] | None:
         except UnicodeDecodeError:
             return None
     # Nesting: no deeper than load_json allows (counting brackets is its cheap first test too).
-    if len(raw) - len(raw.translate(None, b"[{")) > MAX_DEPTH:
+    if not counted and len(raw) - len(raw.translate(None, b"[{")) > MAX_DEPTH:
         return None
     try:
         fields = _decode_fields(raw)

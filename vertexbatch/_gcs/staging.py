@@ -20,7 +20,7 @@ import base64
 import contextlib
 import copy
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,6 +31,7 @@ from google.api_core import exceptions as api_exceptions
 from .._errors import InvalidRequestError, ObjectReplaced
 from .._retry import RetryPolicy
 from .._rules import DEFAULT_LIMITS, Limits
+from .line_blocks import LineBlock, line_blocks
 from .parts import PART_SIZE
 from .ranged_read import RangeRead
 from .upload import Body, create_in_one_request, md5_of
@@ -341,33 +342,19 @@ class Staging:
         With ``generation`` (from ``list_names``), every range is read from that generation, so
         an object replaced meanwhile is never read as a splice of two: ``ObjectReplaced``.
         """
-        tail: list[bytes] = []  # the line being read, in pieces while it spans reads
-        held = 0
-        skipping = False  # passing over the rest of a line cut at max_line
-        for data in self._ranges(self._blob(uri_or_name, generation or None)):
-            lines = data.split(b"\n")
-            last = lines.pop()
-            if lines:
-                if skipping:
-                    del lines[0]
-                    skipping = False
-                elif tail:
-                    tail.append(lines[0])
-                    lines[0] = b"".join(tail)
-                tail, held = [], 0
-                if max_line is None or max(map(len, lines), default=0) <= max_line:
-                    yield from lines
-                else:
-                    for line in lines:
-                        yield line if len(line) <= max_line else line[:max_line] + b"\0"
-            if last and not skipping:
-                tail.append(last)
-                held += len(last)
-                if max_line is not None and held > max_line:
-                    yield b"".join(tail)[:max_line] + b"\0"
-                    tail, held, skipping = [], 0, True
-        if tail:
-            yield b"".join(tail)
+        blocks = self.read_line_blocks(uri_or_name, max_line=max_line, generation=generation)
+        try:
+            for block in blocks:
+                yield from block.lines
+        finally:
+            blocks.close()  # a caller that stops early leaves no read ahead running
+
+    def read_line_blocks(
+        self, uri_or_name: str, *, max_line: int | None = None, generation: int = 0
+    ) -> Generator[LineBlock, None, None]:
+        """``read_lines``, a block of lines for each range read, with the range (``LineBlock``):
+        a reader may check a range once where it would check each of its lines."""
+        yield from line_blocks(self._ranges(self._blob(uri_or_name, generation or None)), max_line)
 
     def _ranges(self, blob: storage.Blob) -> Iterator[bytes]:
         """An object's bytes in ranges, in order; each transient failure retried where it was.
