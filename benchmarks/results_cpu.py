@@ -13,7 +13,9 @@ are printed with their ratio to the naive reader's. Each layer adds one piece of
   without its parse);
 - ``naive``: and ``json.loads`` each line (what ``benchmarks.run`` calls the naive baseline);
 - ``lines``: ``Staging.read_lines`` over each file (ranged reads and the split into lines);
-- ``parsed``: and ``_json.load_json`` of each line (the bounded parse);
+- ``parsed``: and ``_json.load_json`` of each line (the bounded parse of a whole line);
+- ``fields``: ``Staging.read_line_blocks`` and ``_usual.row_fields`` of each line, its nesting
+  counted once a range (``_usual.shallow``): how a pass reads a row its id matches;
 - ``key map``: ``_staged.read_key_map`` alone (the staged key map, read once per pass);
 - ``results``: ``client.results(job)`` whole: the key map, correlation, classification and
   telemetry.
@@ -41,8 +43,9 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from benchmarks import workload  # noqa: E402
 from vertexbatch._json import load_json  # noqa: E402
 from vertexbatch._staged import read_key_map  # noqa: E402
+from vertexbatch._usual import row_fields, shallow  # noqa: E402
 
-LAYERS = ("download", "naive", "lines", "parsed", "key map", "results")
+LAYERS = ("download", "naive", "lines", "parsed", "fields", "key map", "results")
 
 
 def _readers(client: Any, job: Any) -> dict[str, Callable[[], int]]:
@@ -81,6 +84,17 @@ def _readers(client: Any, job: Any) -> dict[str, Callable[[], int]]:
                     count += 1
         return count
 
+    def fields() -> int:
+        limit = staging.limits.output_line
+        count = 0
+        for uri in files():
+            for data, lines, joined in staging.read_line_blocks(uri, max_line=limit):
+                counted = shallow(data)
+                for number, raw in enumerate(lines):
+                    if raw and row_fields(raw, counted=counted and number >= joined) is not None:
+                        count += 1
+        return count
+
     def key_map() -> int:
         return len(read_key_map(staging, job))
 
@@ -92,6 +106,7 @@ def _readers(client: Any, job: Any) -> dict[str, Callable[[], int]]:
         "naive": whole(json.loads),
         "lines": lines,
         "parsed": parsed,
+        "fields": fields,
         "key map": key_map,
         "results": results,
     }

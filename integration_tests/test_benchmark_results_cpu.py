@@ -29,8 +29,8 @@ def test_results_cpu_prints_a_row_per_provider() -> None:
     assert len(rows) == 2, out
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
-        assert len(cells) == 8 and all(c.endswith("s") for c in cells[1:7]), row
-        assert cells[7].endswith("x"), row
+        assert len(cells) == 9 and all(c.endswith("s") for c in cells[1:8]), row
+        assert cells[8].endswith("x"), row
 
 
 def test_results_cpu_refuses_a_bad_provider() -> None:
