@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -332,3 +333,13 @@ def test_line_blocks_are_pieces_of_their_range(
             assert line in pieces or (
                 line[-1:] == b"\0" and any(p.startswith(line[:-1]) for p in pieces)
             )
+
+
+def test_row_fields_on_threads_at_once_read_as_one_thread_reads() -> None:
+    """One decoder serves every thread (``client.aio`` reads results on worker threads): lines
+    of every kind read on four threads at once give what one thread gives."""
+    lines = [*_vertex_rows(), _deep(MAX_DEPTH + 1), b'{"custom_id":"\xc0\x80"}', b"{bad"] * 500
+    alone = [repr(row_fields(raw)) for raw in lines]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda raw: repr(row_fields(raw)), lines, chunksize=7))
+    assert together == alone and alone.count("None") == 1500
