@@ -14,8 +14,9 @@ are printed with their ratio to the naive reader's. Each layer adds one piece of
 - ``naive``: and ``json.loads`` each line (what ``benchmarks.run`` calls the naive baseline);
 - ``lines``: ``Staging.read_lines`` over each file (ranged reads and the split into lines);
 - ``parsed``: and ``_json.load_json`` of each line (the bounded parse of a whole line);
-- ``fields``: ``Staging.read_line_blocks`` and ``_usual.row_fields`` of each line, its nesting
-  counted once a range (``_usual.shallow``): how a pass reads a row its id matches;
+- ``fields``: ``Staging.read_line_blocks`` and the pass's own line reader (``_results._parsed``:
+  ``_usual.row_fields`` of a row its id matches, its nesting counted once a range, ``load_json``
+  of any other), the key map read before the clock starts: what a pass now does for *parsed*;
 - ``key map``: ``_staged.read_key_map`` alone (the staged key map, read once per pass);
 - ``results``: ``client.results(job)`` whole: the key map, correlation, classification and
   telemetry.
@@ -42,8 +43,8 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from benchmarks import workload  # noqa: E402
 from vertexbatch._json import load_json  # noqa: E402
+from vertexbatch._results import _parsed  # noqa: E402
 from vertexbatch._staged import read_key_map  # noqa: E402
-from vertexbatch._usual import row_fields, shallow  # noqa: E402
 
 LAYERS = ("download", "naive", "lines", "parsed", "fields", "key map", "results")
 
@@ -84,16 +85,15 @@ def _readers(client: Any, job: Any) -> dict[str, Callable[[], int]]:
                     count += 1
         return count
 
+    keys = read_key_map(staging, job)
+
     def fields() -> int:
         limit = staging.limits.output_line
-        count = 0
-        for uri in files():
-            for data, lines, joined in staging.read_line_blocks(uri, max_line=limit):
-                counted = shallow(data)
-                for number, raw in enumerate(lines):
-                    if raw and row_fields(raw, counted=counted and number >= joined) is not None:
-                        count += 1
-        return count
+        return sum(
+            1
+            for uri in files()
+            for _ in _parsed(staging.read_line_blocks(uri, max_line=limit), keys)
+        )
 
     def key_map() -> int:
         return len(read_key_map(staging, job))

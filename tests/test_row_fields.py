@@ -78,7 +78,7 @@ def _assert_same_fields(raw: bytes) -> dict[str, Any] | None:
     """``row_fields(raw)`` is ``None``, or the fields ``load_json`` reads, value and type; and
     the same when its brackets were counted for a range it is in."""
     fields = row_fields(raw)
-    assert repr(row_fields(raw, counted=shallow(raw + b"\n{}"))) == repr(fields)
+    assert repr(row_fields(raw, counted=shallow(raw))) == repr(fields)
     if fields is not None:
         whole = _whole(raw)
         assert type(whole) is dict, raw

@@ -3,13 +3,14 @@
 
 Nearly every row of a job's output is the same shape: an id, no status, and a response that is a
 plain answer (Claude: one text block and a stop that answers; Gemini: one candidate, one text
-part, ``STOP``). A pass over 200,000 rows reads each whole and calls ``classify_row`` once a row,
-and its general path spends most of its time in the calls between its readers.
+part, ``STOP``). Read whole, 60% of each is its echoed request, which a row matched by its id
+never uses; and ``classify_row``'s general path spends most of its time in the calls between its
+readers.
 
 - ``row_fields`` reads from a line only the fields a pass reads of a row its id matches: the
   echoed request, 60% of a usual line, is checked and passed over, never built. ``load_json``
-  reads every other line whole. ``tests/test_fast_paths.py`` holds the fields equal
-  to ``load_json``'s, value and type, and every line refused when ``load_json`` refuses it.
+  reads every other line whole. ``tests/test_row_fields.py`` holds the fields equal to
+  ``load_json``'s, value and type, and every line refused when ``load_json`` refuses it.
 - ``row_reader`` reads the usual answer in one function and gives every other row to
   ``classify_row``; the ``Result`` is the same field by field (``tests/test_result_paths.py``
   holds the two paths equal on every row kind and on responses of any shape).
@@ -56,7 +57,7 @@ _REFUSED: Final = (msgspec.DecodeError, RecursionError)
 def shallow(data: bytes) -> bool:
     """Whether no line of ``data`` (no piece between newlines) has more than ``MAX_DEPTH``
     opening brackets: then ``row_fields`` need not count them line by line (one pass over a
-    range costs about half what the same pass costs line by line)."""
+    range is cheaper than a pass over each line: docs/performance.md)."""
     brackets = data.translate(None, _NOT_BRACKETS_OR_NEWLINES)
     return max(map(len, brackets.split(b"\n")), default=0) <= MAX_DEPTH
 
