@@ -278,6 +278,8 @@ def status_line(job: Job, status: Status) -> str:
         f"{job.id}  {status.state}  succeeded {count(status.succeeded)}  "
         f"failed {count(status.failed)}  incomplete {count(status.incomplete)}  of {job.keys} keys"
     )
+    if status.output_table:  # a BigQuery sink's table, once Vertex names it
+        line += f"  table {status.output_table}"
     if status.error_code or status.error_message:
         line += f"  error {status.error_code}: {shorten(status.error_message, 200)}"
     return line
