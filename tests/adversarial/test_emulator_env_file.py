@@ -13,16 +13,23 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import free_ports, refuses
 
+# The two ways to start one: the command, and the package's own module.
+COMMAND = ["vertexbatch", "emulator"]
+MODULE = ["vertexbatch.emulator"]
 
-def _emulator(env_file: Path, port: int, gcs_port: int) -> subprocess.Popen[bytes]:
+
+def _emulator(
+    env_file: Path, port: int, gcs_port: int, how: list[str] = COMMAND
+) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
             sys.executable,
             "-m",
-            "vertexbatch",
-            "emulator",
+            *how,
             "--port",
             str(port),
             "--gcs-port",
@@ -53,23 +60,28 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.communicate(timeout=30)
 
 
-def test_a_second_emulator_refuses_the_env_file_of_a_live_one(tmp_path: Path) -> None:
-    """The second emulator exits 2 naming the file and the first one's pid, starts nothing, and
-    leaves the file; the first keeps serving and removes its file when it stops."""
+@pytest.mark.parametrize("how", [COMMAND, MODULE], ids=["command", "module"])
+def test_a_second_emulator_refuses_the_env_file_of_a_live_one(
+    tmp_path: Path, how: list[str]
+) -> None:
+    """The second emulator (``vertexbatch emulator`` or ``python -m vertexbatch.emulator``)
+    exits 2 naming the file and the first one's pid, starts nothing, and leaves the file; the
+    first keeps serving and removes its file when it stops."""
     env_file = tmp_path / "stack.env"
     port, gcs_port, other, other_gcs = free_ports(4)
     first = _emulator(env_file, port, gcs_port)
     try:
         written = _wait_for(env_file, first)
         assert f"pid {first.pid}:" in written
-        second = _emulator(env_file, other, other_gcs)
+        second = _emulator(env_file, other, other_gcs, how)
         try:
             _, err = second.communicate(timeout=60)
         finally:
             _stop(second)  # one that serves instead of refusing is stopped all the same
         message = err.decode()
         assert second.returncode == 2, message
-        assert str(env_file) in message and str(first.pid) in message and "--env-file" in message
+        assert str(env_file) in message and f"pid {first.pid}," in message
+        assert "another --env-file" in message
         assert env_file.read_text() == written  # neither overwritten nor deleted
         assert refuses(f"http://127.0.0.1:{other}")  # the second started nothing
         assert not refuses(f"http://127.0.0.1:{port}")  # the first still serves
