@@ -67,12 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("job:", job.name)
         status = client.wait(job, floor=1)
         print("state:", status.state)
-        job = client.find(args.id) or job  # names the table the job wrote
-        print("output:", job.dest)
+        print("output:", status.output_table)  # the table the job wrote
         for result in client.results(job):
             print("result:", result.key, result.outcome)
 
-    table = job.dest.removeprefix("bq://")
+    table = status.output_table.removeprefix("bq://")
     bq = sql_client(project)
     try:
         for row in bq.query(SQL.format(table=table)).result():

@@ -53,12 +53,15 @@ class Spoil:
         shorten: forward, then send a 206's first this many bytes as a whole answer, with its
             ``Content-Range`` and ``Content-Length`` saying so.
         headers: forward, then set these headers on the answer.
+        message: with ``status``, the error body's message (and reason ``notFound`` for a
+            404), as GCS words it; by default the gate's own.
     """
 
     status: int | None = None
     cut: int | None = None
     shorten: int | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    message: str | None = None
 
 
 Script = Callable[[str, str, Message], Spoil | None]
@@ -131,7 +134,8 @@ _FORBIDDEN = (
 def _error(spoil: Spoil) -> bytes:
     code = spoil.status or 500
     message = _FORBIDDEN if code == 403 else f"the gate answered {code}"
-    reason = "forbidden" if code == 403 else "backendError"
+    reason = "forbidden" if code == 403 else "notFound" if code == 404 else "backendError"
+    message = spoil.message or message
     error = {"code": code, "message": message, "errors": [{"reason": reason}]}
     return json.dumps({"error": error}).encode("utf-8")
 

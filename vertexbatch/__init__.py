@@ -10,6 +10,7 @@ from ._aio import AsyncClient, AsyncRun
 from ._bigquery.source import BigQuerySource
 from ._client import Client
 from ._errors import (
+    BucketNotFoundError,
     InvalidRequestError,
     JobError,
     LineError,
@@ -47,6 +48,7 @@ __all__ = [
     "AsyncClient",
     "AsyncRun",
     "BigQuerySource",
+    "BucketNotFoundError",
     "ClaudeRequest",
     "Client",
     "GeminiRequest",

@@ -22,11 +22,11 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, TypeVar, Unpack
+from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar, Unpack
 
 from ._aio_threads import Pool, ResultStream
 from ._bigquery.source import ClaudeRequests, GeminiRequests
-from ._client_base import check_client, cloud_of, lifecycle_of
+from ._client_base import ASYNC_WITH, check_client, cloud_of, lifecycle_of
 from ._estimate import Plan
 from ._models import Job, Result, Status
 from ._progress import ProgressCallback
@@ -131,6 +131,18 @@ class AsyncClient:
     async def __aenter__(self) -> AsyncClient:
         lifecycle_of(self._client).check()
         return self
+
+    # ``with client.aio``: refused with the right form, nothing opened or closed.
+    def __enter__(self) -> NoReturn:
+        raise TypeError(ASYNC_WITH.format(what="client.aio", how="a blocking"))
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None  # pragma: no cover - __enter__ always raises
 
     async def __aexit__(
         self,

@@ -9,11 +9,21 @@ dependency pointing up (docs/architecture.md, Layers).
 
 from __future__ import annotations
 
+from types import TracebackType
+from typing import NoReturn
+
 from ._cloud import Cloud
 from ._errors import InvalidRequestError
 from ._lifecycle import Lifecycle
 
-__all__ = ["ClientBase", "check_client", "cloud_of", "lifecycle_of"]
+__all__ = ["ASYNC_WITH", "ClientBase", "check_client", "cloud_of", "lifecycle_of"]
+
+# The one message of a blocking client in ``async with`` and of its async view in ``with``:
+# as in google-genai, the client is blocking and ``client.aio`` is its async view.
+ASYNC_WITH = (
+    "{what} is not {how} context manager: use 'async with client.aio as aio:' in async code "
+    "(it closes the client at its end), or 'with client:' in blocking code"
+)
 
 
 class ClientBase:
@@ -25,6 +35,20 @@ class ClientBase:
     @property
     def _cloud(self) -> Cloud:
         raise NotImplementedError  # pragma: no cover - Client defines it
+
+    # ``async with Client(...)``: refused with the right form rather than Python's bare
+    # "does not support the asynchronous context manager protocol". Nothing is opened or
+    # closed: ``__aexit__`` is never reached, as ``__aenter__`` raises.
+    async def __aenter__(self) -> NoReturn:
+        raise TypeError(ASYNC_WITH.format(what="vertexbatch.Client", how="an async"))
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None  # pragma: no cover - __aenter__ always raises
 
 
 def check_client(client: object, how: str) -> None:

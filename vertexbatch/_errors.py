@@ -4,9 +4,10 @@
 
     VertexBatchError                 root of everything this package raises or yields
     ├── InvalidRequestError          rejected before or instead of a cloud call: bad id, key, model,
-    │                                params, limits; an id already claimed for other rows or by
-    │                                another origin; a record, manifest or ledger that was edited;
-    │                                a create Vertex refused (400/404: the model, say)
+    │   │                            params, limits; an id already claimed for other rows or by
+    │   │                            another origin; a record, manifest or ledger that was edited;
+    │   │                            a create Vertex refused (400/404: the model, say)
+    │   └── BucketNotFoundError      the client's bucket does not exist (GCS said so); ``bucket``
     ├── JobError                     the job itself cannot be read (unknown job, a staged object
     │                                gone or damaged, unreadable output)
     ├── WaitTimeout                  ``wait`` reached its deadline first; carries the last Status
@@ -23,9 +24,12 @@
 
 Google errors are translated here, by ``job_errors``: a job Vertex does not know becomes
 ``JobError``, and so does a staged object or output file that is gone or cannot be read once the
-retry policy gave up. Everything else passes through to callers unchanged, as the Google
-libraries raise it: credentials (``google.auth.exceptions``), permissions (403), and transient
-errors (429, 5xx, network) that outlasted the retry policy — ``is_retryable`` tells those apart.
+retry policy gave up. GCS's 404 for a bucket that does not exist becomes ``BucketNotFoundError``,
+by ``bucket_errors``, around every GCS call (``_gcs.staging``): before any caller could take it
+for an object that is not there yet. Everything else passes through to callers unchanged, as
+the Google libraries raise it: credentials (``google.auth.exceptions``), permissions (403), and
+transient errors (429, 5xx, network) that outlasted the retry policy — ``is_retryable`` tells
+those apart.
 
 Errors carry structured fields (ids, keys, codes, names), stay picklable, and never carry request
 or response content: provider messages are not copied into them.
@@ -34,6 +38,7 @@ or response content: provider messages are not copied into them.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +48,7 @@ if TYPE_CHECKING:
     from ._models import Status
 
 __all__ = [
+    "BucketNotFoundError",
     "InvalidRequestError",
     "JobError",
     "LineError",
@@ -53,6 +59,8 @@ __all__ = [
     "TruncatedError",
     "VertexBatchError",
     "WaitTimeout",
+    "bucket_errors",
+    "create_bucket_fix",
     "damaged_record",
     "job_errors",
     "shorten",
@@ -87,6 +95,53 @@ class InvalidRequestError(VertexBatchError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), self.args, {"field": self.field}))
+
+
+def create_bucket_fix(bucket: str) -> str:
+    """What to do about a bucket that does not exist: the one wording (``BucketNotFoundError``,
+    ``vertexbatch doctor``)."""
+    return (
+        f"create it in the job's region (gcloud storage buckets create gs://{bucket} "
+        "--location=REGION) or name an existing bucket (Client(bucket=...), --bucket or "
+        "VERTEXBATCH_BUCKET)"
+    )
+
+
+class BucketNotFoundError(InvalidRequestError):
+    """The client's bucket does not exist (or no longer does): GCS answered 404 for the bucket
+    itself, not for one of its objects. Raised by the first GCS call, before any job is created.
+
+    Attributes:
+        bucket: the bucket's name (``field`` is ``"bucket"``).
+    """
+
+    def __init__(self, bucket: str) -> None:
+        super().__init__(
+            f"bucket gs://{bucket} does not exist: {create_bucket_fix(bucket)}", field="bucket"
+        )
+        self.bucket = bucket
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.bucket,))
+
+
+# GCS's own words for a bucket that does not exist ("The specified bucket does not exist.",
+# in the JSON API's 404; "NoSuchBucket" in the XML API's). A 404 for an object says "No such
+# object": that one is an object not written yet, which callers take as such. The URL before
+# the message has no spaces, so no object name can read as these words.
+_NO_BUCKET = re.compile(r"\bbucket\b[^.]{0,80}?\bdoes not exist|\bno ?such ?bucket\b", re.I)
+
+
+@contextlib.contextmanager
+def bucket_errors(bucket: str) -> Iterator[None]:
+    """Translate GCS's 404 for a bucket that does not exist into ``BucketNotFoundError``
+    (``bucket``: the bucket the calls are about); every other error passes unchanged."""
+    try:
+        yield
+    except api_exceptions.NotFound as exc:
+        if not _NO_BUCKET.search(str(exc.message)):
+            raise
+        raise BucketNotFoundError(bucket) from exc
 
 
 def damaged_record(where: str, what: str, why: str) -> InvalidRequestError:

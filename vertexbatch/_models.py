@@ -86,11 +86,14 @@ class Job:
         model: the bare Vertex model id (``claude-sonnet-4-5``, ``gemini-2.5-flash``).
         input_uri: ``gs://`` URI of the staged input JSONL (its first part, for an input
             staged in parts: the manifest beside it lists every part).
-        output_prefix: ``gs://`` prefix Vertex writes under (a GCS sink).
+        output_prefix: ``gs://`` prefix Vertex writes under, for a GCS sink; ``""`` for a
+            BigQuery sink (a ``Job`` made with both keeps ``dest`` and drops the prefix).
         keys: how many keys the job holds.
-        dest: a BigQuery sink's ``bq://PROJECT.DATASET.TABLE``, the output table (the ``dest=``
-            given until Vertex names the table); "" for a GCS sink. A dict of a job from
-            before it (no ``dest``) rebuilds as a GCS-sink job.
+        dest: a BigQuery sink, as given at submit (``dest=``): ``bq://PROJECT.DATASET``, or
+            ``bq://PROJECT.DATASET.TABLE`` when a table was named; the same after ``submit``,
+            ``find`` and a JSON round trip. ``""`` for a GCS sink. The table Vertex writes is
+            ``Status.output_table``. A dict of a job from before sinks (no ``dest``) rebuilds
+            as a GCS-sink job.
     """
 
     id: str
@@ -101,6 +104,12 @@ class Job:
     output_prefix: str
     keys: int
     dest: str = ""
+
+    def __post_init__(self) -> None:
+        # One meaning for every Job, however made (older JSON named the GCS folder's output/
+        # for a sink job too): Vertex writes a sink job's answers in BigQuery only.
+        if self.dest and self.output_prefix:
+            object.__setattr__(self, "output_prefix", "")
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict; ``Job.from_dict`` rebuilds the same value."""
@@ -146,6 +155,9 @@ class Status:
         succeeded / failed / incomplete: Vertex's row counts; -1 when Vertex does not say yet.
         error_code / error_message: the job's error when it failed, was cancelled or expired.
         created: when Vertex created the job (timezone-aware), if it said.
+        output_table: a BigQuery-sink job's output table, ``bq://PROJECT.DATASET.TABLE``, once
+            Vertex names it (with a dataset as ``Job.dest``, a table per job); ``""`` before,
+            and for a GCS sink.
     """
 
     state: str
@@ -156,6 +168,7 @@ class Status:
     error_code: int = 0
     error_message: str = ""
     created: datetime | None = None
+    output_table: str = ""
 
 
 @dataclass(frozen=True, slots=True)

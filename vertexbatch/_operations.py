@@ -31,7 +31,7 @@ from ._prices import Price
 from ._progress import Meter, finish, meter_of
 from ._request_lines import request_lines
 from ._results import iter_results
-from ._rules import check_id, check_job, check_model, next_attempt_id
+from ._rules import check_id, check_job, check_model, check_own_id, next_attempt_id
 from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
 from ._runs.run import DEFAULT_SHARD_SIZE, Run
 from ._runs.shares import Listed
@@ -63,7 +63,7 @@ def submit(
 ) -> Job:
     """Check, build the lines (deduplicated, minus what the answer cache holds), then the
     identity protocol: what ``submit_claude`` and ``submit_gemini`` do."""
-    check_id(id)
+    check_own_id(id)
     check_model(model, provider)
     ttl = check_ttl(options.cache_ttl)
     controls = options.controls(cloud.location)
@@ -132,7 +132,7 @@ def _plan(
     task: Task | None,
     meter: Meter | None,
 ) -> Plan:
-    check_id(id)
+    check_own_id(id)
     check_model(model, provider)
     ttl = check_ttl(options.cache_ttl)
     controls = options.controls(cloud.location)  # checked as submit and run check them
@@ -406,6 +406,7 @@ def started(
 ) -> Run:
     """``run_claude`` / ``run_gemini`` (named by ``method``) with their keywords ``given``."""
     options = SubmitOptions.of(method, given, RunKeywords)  # every keyword checked here
+    check_own_id(id)  # the runs' own derived ids (RUN.s0) never come through here
     return start_run(
         cloud,
         id,

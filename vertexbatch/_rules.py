@@ -21,6 +21,7 @@ __all__ = [
     "MAX_INPUT_BYTES",
     "MAX_ROWS",
     "check_id",
+    "check_own_id",
     "check_job",
     "check_key",
     "check_model",
@@ -71,6 +72,35 @@ def check_id(submission_id: object) -> str:
             f"submission id {submission_id!r} is invalid: it must be {ID_RULE}", field="id"
         )
     return submission_id
+
+
+# The ids vertexbatch derives: a resubmission's ``ID.r1``, a run's shard ``RUN.s0`` (and its
+# attempts, ``RUN.s0.r1``). Each is claimed by its origin (``_manifest``): one a caller took
+# first would make the resubmission or the run that derives it fail as already claimed.
+_DERIVED = re.compile(r".+\.[rs][0-9]+")
+
+
+def check_own_id(submission_id: object) -> str:
+    """``check_id`` for an id a caller chooses to submit or run under (``submit_*``,
+    ``plan_*``, ``run_*``, the command): the ids vertexbatch derives are refused too.
+
+    Raises:
+        InvalidRequestError: the id is invalid, or ends in ``.r<number>`` or ``.s<number>``
+            (``field == "id"``).
+    """
+    checked = check_id(submission_id)
+    if _DERIVED.fullmatch(checked):
+        letter = checked.rsplit(".", 1)[1][0]
+        what = (
+            "resubmissions (ID.r1, ID.r2, ...)" if letter == "r" else "a run's shards (RUN.s0, ...)"
+        )
+        raise InvalidRequestError(
+            f"submission id {checked!r} ends in '.{letter}<number>', the form of the ids "
+            f"vertexbatch derives for {what}: resubmit a job's keys with client.resubmit(job), "
+            "and choose another id for new rows",
+            field="id",
+        )
+    return checked
 
 
 _ATTEMPT = re.compile(r"(.+)\.r(\d+)")

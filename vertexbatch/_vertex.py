@@ -125,7 +125,7 @@ class JobSpec:
             input_uri=self.input_uri,
             output_prefix=self.output_prefix,
             keys=self.keys,
-            dest=output_table(job) or self.dest,
+            dest=self.dest,  # as given: the table Vertex names is Status.output_table
         )
 
 
@@ -202,6 +202,7 @@ def status_of(job: BatchJob) -> Status:
         error_code=int(job.error.code) if "error" in job else 0,
         error_message=str(job.error.message) if "error" in job else "",
         created=_plain(job.create_time) if "create_time" in job else None,
+        output_table=output_table(job),
     )
 
 

@@ -14,9 +14,9 @@ try:  # the sink is part of the id: the same rows to GCS are other rows
     client.submit_claude("bq-sink-1", "claude-sonnet-4-5", requests)
 except vb.InvalidRequestError as exc:
     print("refused:", exc.field)
-client.wait(job, floor=1)
-job = client.find("bq-sink-1")  # now naming the table Vertex wrote
-assert job is not None and job.dest.startswith(dest + ".")
+status = client.wait(job, floor=1)
+assert client.find("bq-sink-1") == job and job.dest == dest  # the sink as given, always
+print("table:", status.output_table)  # the table Vertex wrote: bq://PROJECT.DATASET.TABLE
 for result in client.results(job):  # read through the Storage Read API, classified as from GCS
     print(result.key, result.outcome)
 client.close()

@@ -61,10 +61,12 @@ def _cli(env: Mapping[str, str], *args: str) -> tuple[int, str]:
 def test_run_refuses_a_shard_id_a_plain_submission_holds(
     client: vb.Client, stack: LocalStack
 ) -> None:
-    """A plain submission under RUN.s0, even of the very same rows, is not taken as shard 0."""
+    """A submission under RUN.s0 the run did not stage (callers cannot choose that id any more,
+    resubmit's id= can), even of the very same rows, is not taken as shard 0."""
     rows = [task(i) for i in range(3)]
-    foreign = client.submit_claude("nightly.s0", CLAUDE, rows)
-    with pytest.raises(vb.InvalidRequestError, match="a plain submission, not run 'nightly'"):
+    seed = client.submit_claude("seed", CLAUDE, rows)
+    foreign = client.resubmit(seed, keys=[r.key for r in rows], id="nightly.s0")
+    with pytest.raises(vb.InvalidRequestError, match="resubmission of 'seed', not run 'nightly'"):
         client.run_claude("nightly", CLAUDE, rows)
     assert [j["name"] for j in _jobs_named(stack, client.bucket, "nightly.s0")] == [foreign.name]
 
@@ -75,8 +77,9 @@ def test_run_never_adopts_a_foreign_attempt(client: vb.Client, stack: LocalStack
     first = client.find("owned.s0")
     assert first is not None
     stack.wait_job(first.name)
-    # Someone submits their own rows under the id the run derives for its next attempt.
-    foreign = client.submit_claude("owned.s0.r1", CLAUDE, [task(9)])
+    # Someone stages their own rows under the id the run derives for its next attempt.
+    seed = client.submit_claude("seed", CLAUDE, [task(9)])
+    foreign = client.resubmit(seed, keys=["key-9"], id="owned.s0.r1")
     stack.wait_job(foreign.name)
     with pytest.raises(vb.InvalidRequestError, match="did not stage"):
         run.advance()
@@ -90,19 +93,20 @@ def test_run_never_adopts_a_foreign_attempt(client: vb.Client, stack: LocalStack
 def test_resubmit_refuses_a_derived_id_a_plain_submission_holds(
     client: vb.Client, stack: LocalStack
 ) -> None:
-    """resubmit never adopts ID.r1 when a plain submission holds it, even with the same rows."""
+    """resubmit never adopts ID.r1 when another origin holds it, even with the same rows."""
     rows = [task(0, "[[vb:error 503]]")]
     job = client.submit_claude("base", CLAUDE, rows)
     stack.wait_job(job.name)
-    client.submit_claude("base.r1", CLAUDE, rows)
-    with pytest.raises(vb.InvalidRequestError, match="plain submission, not a resubmission"):
+    seed = client.submit_claude("seed", CLAUDE, rows)
+    client.resubmit(seed, keys=["key-0"], id="base.r1")  # callers' submit_* cannot take it
+    with pytest.raises(vb.InvalidRequestError, match="of 'seed', not a resubmission of 'base'"):
         client.resubmit(job)
     # And a resubmission's id is not a plain id either.
     other = client.submit_claude("other", CLAUDE, rows)
     stack.wait_job(other.name)
     again = client.resubmit(other)
     assert again.id == "other.r1" and client.resubmit(other) == again
-    with pytest.raises(vb.InvalidRequestError, match="a resubmission of 'other'"):
+    with pytest.raises(vb.InvalidRequestError, match=r"'other\.r1'.*client\.resubmit"):
         client.submit_claude("other.r1", CLAUDE, rows)
 
 

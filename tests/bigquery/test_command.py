@@ -26,8 +26,8 @@ def run(args: list[str], env: Mapping[str, str | None]) -> Result:
 def test_submit_dest_writes_the_table_and_results_read_it(
     bq: LocalStack, bq_bucket: str, dataset: str, tmp_path: Path
 ) -> None:
-    """The job writes to the dataset; ``find`` names the table; ``results`` reads each key from
-    it; the same id with another dest is refused."""
+    """The job writes to the dataset; ``find`` names the dataset given, ``status`` the table;
+    ``results`` reads each key from it; the same id with another dest is refused."""
     bq.create_bucket(bq_bucket)
     env = bq.environment(bq_bucket, prefix="jobs")
     path = write_lines(tmp_path / "in.jsonl", [request_line("a"), request_line("b")])
@@ -38,7 +38,8 @@ def test_submit_dest_writes_the_table_and_results_read_it(
     assert job["outputConfig"]["bigqueryDestination"]["outputUri"] == dataset
     assert run(["watch", "cli-bq", "--floor", "0.01", "--ceiling", "0.05"], env).exit_code == 0
     found = run(["find", "cli-bq"], env)
-    assert f"output   {dataset}.predictions_" in found.output
+    assert f"output   {dataset}\n" in found.output
+    assert f"  table {dataset}.predictions_" in run(["status", "cli-bq"], env).output
     results = run(["results", "cli-bq"], env)
     assert results.exit_code == 0, results.output
     rows = [json.loads(line) for line in results.stdout.splitlines()]
@@ -91,8 +92,9 @@ def test_the_docs_example_runs_as_written(bq: LocalStack, bq_bucket: str, datase
         [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=110
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    first, *results = proc.stdout.splitlines()
+    first, table, *results = proc.stdout.splitlines()
     assert first == "refused: id"
+    assert table.startswith(f"table: {dataset}.predictions_")  # Status.output_table
     assert sorted(results) == ["a ok", "b ok"]  # in the table's order, never input order
 
 

@@ -23,12 +23,11 @@ def test_the_same_id_and_rows_with_another_sink_are_refused(
     bq_client: vb.Client, dataset: str
 ) -> None:
     """Another dest, or none, under an id claimed with one is refused as other rows are, naming
-    both sinks; the same dest again returns the same job (its ``dest`` the table, once Vertex
-    names it)."""
+    both sinks; the same dest again returns the same job (its ``dest`` the dataset given)."""
     rows = claude_requests(3)
     job = bq_client.submit_claude("sink-a", CLAUDE, rows, dest=dataset)
     again = bq_client.submit_claude("sink-a", CLAUDE, rows, dest=dataset)
-    assert again.name == job.name and again.dest.startswith(job.dest)
+    assert again == job and again.dest == dataset
     for other in (f"{dataset}.named", None):
         with pytest.raises(vb.InvalidRequestError) as caught:
             bq_client.submit_claude("sink-a", CLAUDE, rows, dest=other)
@@ -95,14 +94,15 @@ def test_a_lost_create_leaves_one_live_job_writing_to_the_sink(
     assert [j["name"] for j in jobs if j["state"] not in CANCELLED] == [job.name]
     assert len(jobs) == 1
     assert jobs[0]["outputConfig"]["bigqueryDestination"]["outputUri"] == dataset
-    bq_client.wait(job, floor=0.01, ceiling=0.05)
+    status = bq_client.wait(job, floor=0.01, ceiling=0.05)
+    assert status.output_table.startswith(f"{dataset}.predictions_")
     found = bq_client.find("lost")
-    assert found is not None and found.dest.startswith(f"{dataset}.predictions_")
+    assert found == job and found.dest == dataset
     assert sorted(r.outcome for r in bq_client.results(found)) == ["ok"] * 3
 
 
 def test_a_named_table_is_the_jobs_table(bq_client: vb.Client, dataset: str) -> None:
-    """With dest naming a table, Job.dest is that table from the start, and results read it."""
+    """With dest naming a table, Job.dest is that table, and results read it."""
     table = f"{dataset}.t_{uuid.uuid4().hex[:6]}"
     job = bq_client.submit_claude("named", CLAUDE, claude_requests(2), dest=table)
     assert job.dest == table

@@ -138,7 +138,8 @@ def test_a_shard_retried_reads_its_answers_from_both_attempts_tables(
     assert written["flaky.s0"] != written["flaky.s0.r1"]
     assert [row_count(bq, written[n]) for n in ("flaky.s0", "flaky.s0.r1")] == [2, 2]
     retry = bq_client.find("flaky.s0.r1")
-    assert retry is not None and retry.keys == 2 and retry.dest == written["flaky.s0.r1"]
+    assert retry is not None and retry.keys == 2 and retry.dest == dataset
+    assert bq_client.status(retry).output_table == written["flaky.s0.r1"]
     keyed = {k.result.key: k for k in run.key_results()}
     assert sorted(keyed) == ["g0", "g1", "g2", "g3"]
     assert all(k.result.ok and k.result.text for k in keyed.values())

@@ -78,6 +78,7 @@ def cached_job(spec: JobSpec) -> Job:
         input_uri=spec.input_uri,
         output_prefix=spec.output_prefix,
         keys=spec.keys,
+        dest=spec.dest,
     )
 
 

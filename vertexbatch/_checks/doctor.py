@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from .._config import Config, read_config
-from .._errors import InvalidRequestError, shorten
+from .._errors import BucketNotFoundError, InvalidRequestError, create_bucket_fix, shorten
 from .._providers import PROVIDERS, of_model
 from .._rules import check_model as check_model_id
 from .doctor_rules import (
@@ -81,10 +81,6 @@ REGION_NAME = re.compile(r"[a-z]+-[a-z]+\d+")
 CLOUD_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 CREATE_PERMISSION = "aiplatform.batchPredictionJobs.create"
 LOOKUP_TIMEOUT = 30.0  # seconds for each lookup: one answer, no retries (a warn says why)
-_CREATE_BUCKET = (
-    "create it in the job's region (gcloud storage buckets create gs://{bucket}) or set "
-    "--bucket / VERTEXBATCH_BUCKET."
-)
 DEFAULT_MODELS = ("claude-sonnet-4-5", "gemini-2.5-flash")
 """The models ``model`` looks up when ``--model`` is not given (the demo's and the docs')."""
 
@@ -308,7 +304,7 @@ def check_bucket(cloud: Cloud, bucket: str) -> Check:
         return Check(
             "bucket",
             "fail",
-            f"bucket {bucket} does not exist: {_CREATE_BUCKET.format(bucket=bucket)}",
+            f"bucket {bucket} does not exist: {create_bucket_fix(bucket)}.",
         )
     return Check("bucket", "ok", f"gs://{bucket} exists")
 
@@ -348,8 +344,10 @@ def _object_failure(exc: BaseException, step: str, bucket: str) -> str:
 
     if isinstance(exc, api_exceptions.Forbidden):
         return f"the caller may not {step} objects in gs://{bucket}: grant {OBJECT_ROLE} on it."
-    if isinstance(exc, api_exceptions.NotFound) and step == "create":
-        return f"bucket {bucket} does not exist: {_CREATE_BUCKET.format(bucket=bucket)}"
+    if isinstance(exc, BucketNotFoundError) or (
+        isinstance(exc, api_exceptions.NotFound) and step == "create"
+    ):
+        return f"bucket {bucket} does not exist: {create_bucket_fix(bucket)}."
     return f"{step} failed ({brief(exc)}): {fix_for(exc)}"
 
 

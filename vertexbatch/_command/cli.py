@@ -8,7 +8,8 @@ Exit codes (an error is one line on stderr, never a traceback, never request con
 
     0   the command worked; for status and watch: the job is terminal and succeeded
     1   an unexpected error (a bug in vertexbatch)
-    2   usage or configuration: a bad flag, a missing --project / GOOGLE_CLOUD_PROJECT, ...
+    2   usage or configuration: a bad flag, a missing --project / GOOGLE_CLOUD_PROJECT, a
+        bucket that does not exist (BucketNotFoundError), ...
     3   InvalidRequestError: a bad id, model or request line (named by its line number)
     4   not found: no job for the id; run commands: no run under the id
     5   JobError: the job cannot be read

@@ -121,6 +121,8 @@ def emulator(
         raise Fail(ExitCode.USAGE, f"{flag}: {exc}") from None
     except RuntimeError as exc:  # --bigquery without the extra, or bqemulator did not start
         raise Fail(ExitCode.USAGE, f"--bigquery: {exc}") from None
+    except FileExistsError as exc:  # EnvFileInUse: another emulator's file, still serving
+        raise Fail(ExitCode.USAGE, f"--env-file: {exc}") from None
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:
             raise

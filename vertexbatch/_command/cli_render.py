@@ -18,7 +18,14 @@ from typing import Any, TextIO
 from google.api_core import exceptions as api_exceptions
 from google.auth import exceptions as auth_exceptions
 
-from .._errors import InvalidRequestError, JobError, LineError, VertexBatchError, shorten
+from .._errors import (
+    BucketNotFoundError,
+    InvalidRequestError,
+    JobError,
+    LineError,
+    VertexBatchError,
+    shorten,
+)
 from .._models import Job, Outcome, Result, Status
 from .._retry import LOCAL_STACK_HINT, is_connection_refused, transport_errors
 from .._runs.run import KeyResult, RunSummary, summary_line
@@ -106,6 +113,8 @@ def describe_error(exc: Exception) -> tuple[ExitCode, str]:
 
     if isinstance(exc, Fail):
         return exc.code, str(exc)
+    if isinstance(exc, BucketNotFoundError):  # --bucket / VERTEXBATCH_BUCKET: configuration
+        return ExitCode.USAGE, f"configuration: {exc}"
     if isinstance(exc, InvalidRequestError):
         return ExitCode.INVALID_REQUEST, f"invalid request: {exc}"
     if isinstance(exc, JobError):
@@ -269,6 +278,8 @@ def status_line(job: Job, status: Status) -> str:
         f"{job.id}  {status.state}  succeeded {count(status.succeeded)}  "
         f"failed {count(status.failed)}  incomplete {count(status.incomplete)}  of {job.keys} keys"
     )
+    if status.output_table:  # a BigQuery sink's table, once Vertex names it
+        line += f"  table {status.output_table}"
     if status.error_code or status.error_message:
         line += f"  error {status.error_code}: {shorten(status.error_message, 200)}"
     return line

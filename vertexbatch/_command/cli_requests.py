@@ -132,7 +132,7 @@ def _not_json(token: str) -> Any:
 
 
 # Library errors with these fields are about the call, not about the line just read.
-_NOT_ABOUT_A_LINE = frozenset({"id", "model", "shard_size", "max_attempts", "staging"})
+_NOT_ABOUT_A_LINE = frozenset({"id", "model", "shard_size", "max_attempts", "staging", "bucket"})
 
 
 @contextlib.contextmanager

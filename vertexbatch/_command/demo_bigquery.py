@@ -130,15 +130,15 @@ def bigquery_section(
     say(f"   {'':<20} {verb} {job.name}")
     while not (status := client.status(job)).terminal:
         time.sleep(interval)
-    found = client.find(BQ_ID)  # names the table Vertex wrote (the first submit: the dataset)
+    found = client.find(BQ_ID)  # the same job: its dest the dataset given
     assert found is not None
-    say(f"   {'':<20} {status.state}, output table {found.dest}")
+    say(f"   {'':<20} {status.state}, output table {status.output_table}")
     say("")
     say("   Each key's outcome (`client.results(job)`, read through the Storage Read API):")
     for result in sorted(client.results(found), key=lambda r: r.key):
         say(f"     {result.outcome:<10} {describe(result)}")
     say("")
-    output = found.dest.removeprefix("bq://")
+    output = status.output_table.removeprefix("bq://")
     say("   The same table by SQL (google-cloud-bigquery), rows per stop reason and status:")
     say("     SELECT JSON_VALUE(response, '$.stop_reason'), status, COUNT(*) ... GROUP BY 1, 2")
     say(f"     {'stop_reason':<14} {'status':<44} {'rows':>4}")

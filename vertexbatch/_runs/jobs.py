@@ -99,6 +99,7 @@ def _job(spec: JobSpec, name: str, model: str = "") -> Job:
         input_uri=spec.input_uri,
         output_prefix=spec.output_prefix,
         keys=spec.keys,
+        dest=spec.dest,
     )
 
 
@@ -357,5 +358,7 @@ def _read_ended(
         error_code=data["error_code"],
         error_message=data["error_message"],
         created=created,
+        # A sink job's "directory" is its table (``_runs.sink``), as status_of would say it.
+        output_table=data["directory"] if data["directory"].startswith("bq://") else "",
     )
     return data["name"], status, data["directory"]

@@ -1,0 +1,136 @@
+"""``vertexbatch emulator --env-file F`` never takes F from another emulator still serving: it
+refuses to start, naming F and that emulator, and the live one's file stays as it wrote it. A
+file left by an emulator that is gone (killed) is replaced, as before. Real processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import free_ports, refuses
+
+# The two ways to start one: the command, and the package's own module.
+COMMAND = ["vertexbatch", "emulator"]
+MODULE = ["vertexbatch.emulator"]
+
+
+def _emulator(
+    env_file: Path, port: int, gcs_port: int, how: list[str] = COMMAND
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            *how,
+            "--port",
+            str(port),
+            "--gcs-port",
+            str(gcs_port),
+            "--env-file",
+            str(env_file),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+
+
+def _wait_for(env_file: Path, process: subprocess.Popen[bytes], text: str = "") -> str:
+    """The file's text once it exists (and, with ``text``, holds it); the process must live."""
+    pause = threading.Event()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        if env_file.exists() and text in (written := env_file.read_text()):
+            return written
+        pause.wait(0.05)
+    raise AssertionError(process.stderr.read().decode() if process.stderr else "no file")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=30)
+
+
+@pytest.mark.parametrize("how", [COMMAND, MODULE], ids=["command", "module"])
+def test_a_second_emulator_refuses_the_env_file_of_a_live_one(
+    tmp_path: Path, how: list[str]
+) -> None:
+    """The second emulator (``vertexbatch emulator`` or ``python -m vertexbatch.emulator``)
+    exits 2 naming the file and the first one's pid, starts nothing, and leaves the file; the
+    first keeps serving and removes its file when it stops."""
+    env_file = tmp_path / "stack.env"
+    port, gcs_port, other, other_gcs = free_ports(4)
+    first = _emulator(env_file, port, gcs_port)
+    try:
+        written = _wait_for(env_file, first)
+        assert f"pid {first.pid}:" in written
+        second = _emulator(env_file, other, other_gcs, how)
+        try:
+            _, err = second.communicate(timeout=60)
+        finally:
+            _stop(second)  # one that serves instead of refusing is stopped all the same
+        message = err.decode()
+        assert second.returncode == 2, message
+        assert str(env_file) in message and f"pid {first.pid}," in message
+        assert "another --env-file" in message
+        assert env_file.read_text() == written  # neither overwritten nor deleted
+        assert refuses(f"http://127.0.0.1:{other}")  # the second started nothing
+        assert not refuses(f"http://127.0.0.1:{port}")  # the first still serves
+    finally:
+        _stop(first)
+    assert first.returncode == 0
+    assert not env_file.exists()
+
+
+def test_the_file_of_a_killed_emulator_is_replaced(tmp_path: Path) -> None:
+    """A file whose emulator died without removing it (SIGKILL) names no live stack: the next
+    emulator replaces it with its own, and removes it when it stops."""
+    env_file = tmp_path / "stack.env"
+    port, gcs_port, other, other_gcs = free_ports(4)
+    dead = _emulator(env_file, port, gcs_port)
+    _wait_for(env_file, dead)
+    dead.kill()
+    dead.communicate(timeout=30)
+    # Its servers were its children: wait until nothing answers on its ports any more.
+    pause, deadline = threading.Event(), time.monotonic() + 30
+    while not refuses(f"http://127.0.0.1:{port}") and time.monotonic() < deadline:
+        pause.wait(0.05)
+    assert f"pid {dead.pid}:" in env_file.read_text()  # left behind
+    second = _emulator(env_file, other, other_gcs)
+    try:
+        written = _wait_for(env_file, second, f"pid {second.pid}:")
+        assert f"127.0.0.1:{other}" in written
+    finally:
+        _stop(second)
+    assert second.returncode == 0
+    assert not env_file.exists()
+
+
+def test_sigterm_stops_an_emulator_after_a_bare_connection(tmp_path: Path) -> None:
+    """An emulator a liveness check connected to (and hung up on) still stops on SIGTERM, and
+    removes its file: four times over, as the signal may land on any of its threads."""
+    for attempt in range(4):
+        env_file = tmp_path / f"stack-{attempt}.env"
+        port, gcs_port = free_ports(2)
+        process = _emulator(env_file, port, gcs_port)
+        try:
+            _wait_for(env_file, process)
+            with socket.create_connection(("127.0.0.1", port), timeout=5):
+                pass  # what another emulator's check of this one's file does
+            process.send_signal(signal.SIGTERM)
+            process.communicate(timeout=20)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate(timeout=30)
+        assert process.returncode == 0, attempt
+        assert not env_file.exists()
