@@ -34,6 +34,7 @@ __all__ = [
     "look_up",
     "matching",
     "recorded_job",
+    "recorded_or_gone",
 ]
 
 
@@ -86,13 +87,26 @@ def follow_record(vertex: Vertex, record: Any, spec: JobSpec, where: str) -> Bat
 
 def recorded_job(vertex: Vertex, name: str, spec: JobSpec, where: str) -> BatchJob:
     """The job a record at ``where`` names, checked to exist and to be the id's."""
+    job = recorded_or_gone(vertex, name, spec, where)
+    if job is None:  # the record is wrong, not the caller's job value
+        raise InvalidRequestError(
+            f"{where} names job {name}, which does not exist", field="staging"
+        )
+    return job
+
+
+def recorded_or_gone(vertex: Vertex, name: str, spec: JobSpec, where: str) -> BatchJob | None:
+    """The job a record at ``where`` names, checked to be the id's; ``None`` if Vertex does
+    not know it (deleted: Vertex deletes only jobs that have ended).
+
+    Raises:
+        InvalidRequestError: the job exists but was not created for the id.
+    """
     try:
         with job_errors(name):
             job = vertex.get(name)
-    except JobError as exc:  # the record is wrong, not the caller's job value
-        raise InvalidRequestError(
-            f"{where} names job {name}, which does not exist", field="staging"
-        ) from exc
+    except JobError:
+        return None
     if not spec.matches(job):
         raise InvalidRequestError(
             f"{where} names job {name}, which was not created for id {spec.id!r}",
