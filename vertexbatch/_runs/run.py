@@ -118,7 +118,8 @@ class Run:
             self._ledger, self.shards, self._waiting = found, list(found.shards), None
             self._unmade = not write
             return True
-        self._waiting = found
+        # Not made yet: the shards its registered tasks staged, as the ledger will list them.
+        self._waiting, self.shards = found, [] if found is None else list(found.shards)
         return False
 
     def _unmade_summary(self) -> RunSummary:
@@ -139,7 +140,16 @@ class Run:
             )
 
     def __repr__(self) -> str:
-        return f"Run(id={self.id!r}, provider={self.provider!r}, shards={len(self.shards)})"
+        """The run's id, provider and shards; for a run staged by tasks whose ledger is not
+        made yet, the shards its registered tasks staged and the tasks still awaited, as the
+        last look found them (no look yet: no count)."""
+        shown = f"Run(id={self.id!r}, provider={self.provider!r}"
+        waiting = self._waiting
+        if waiting is not None:
+            return f"{shown}, shards={len(self.shards)}, made=False, waiting={waiting.missing})"
+        if self._unmade and not self.shards:
+            return f"{shown}, made=False)"
+        return f"{shown}, shards={len(self.shards)})"
 
     @property
     def keys(self) -> int:
