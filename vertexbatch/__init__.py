@@ -10,6 +10,7 @@ from ._aio import AsyncClient, AsyncRun
 from ._bigquery.source import BigQuerySource
 from ._client import Client
 from ._errors import (
+    ExhaustedError,
     InvalidRequestError,
     JobError,
     LineError,
@@ -49,6 +50,7 @@ __all__ = [
     "BigQuerySource",
     "ClaudeRequest",
     "Client",
+    "ExhaustedError",
     "GeminiRequest",
     "InvalidRequestError",
     "Job",
