@@ -6,12 +6,18 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 import vertexbatch as vb
 from tests.helpers import CLAUDE, object_names, task
 from vertexbatch._command.cli import main
 from vertexbatch.emulator import LocalStack
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
 
 
 def _ended_run(client: vb.Client, stack: LocalStack, run_id: str) -> list[vb.Job]:
@@ -82,3 +88,40 @@ def test_the_command_reads_a_run_whose_job_was_deleted(
     assert results.exit_code == 0, results.output
     lines = [json.loads(line) for line in results.stdout.splitlines()]
     assert sorted((x["key"], x["outcome"]) for x in lines) == [(f"key-{i}", "ok") for i in range(4)]
+
+
+def test_a_deleted_single_job_s_errors_say_where_its_output_stays(
+    client: vb.Client, stack: LocalStack
+) -> None:
+    """Once the id's job is deleted, find and submit of the id raise InvalidRequestError and
+    results JobError, each naming where its output stays (and how to submit the rows again)."""
+    rows = [task(i) for i in range(2)]
+    job = client.submit_claude("deleted-one", CLAUDE, rows)
+    stack.wait_job(job.name)
+    _delete(stack, job)
+    stays = f"stays under {job.output_prefix}/"
+    with pytest.raises(vb.InvalidRequestError, match="deleted") as found:
+        client.find("deleted-one")
+    with pytest.raises(vb.InvalidRequestError, match="deleted") as submitted:
+        client.submit_claude("deleted-one", CLAUDE, rows)
+    for info in (found, submitted):
+        assert stays in str(info.value) and "delete the record" in str(info.value)
+    with pytest.raises(vb.JobError, match="does not exist"):
+        client.status(job)
+    with pytest.raises(vb.JobError, match=stays):
+        list(client.results(job))
+
+
+@pytest.mark.anyio
+async def test_a_deleted_single_job_s_aio_errors_say_the_same(
+    client: vb.Client, stack: LocalStack
+) -> None:
+    """``client.aio.find`` and ``client.aio.results`` raise as their sync twins do."""
+    job = client.submit_claude("deleted-aio", CLAUDE, [task(0)])
+    stack.wait_job(job.name)
+    _delete(stack, job)
+    with pytest.raises(vb.InvalidRequestError, match=f"stays under {job.output_prefix}/"):
+        await client.aio.find("deleted-aio")
+    with pytest.raises(vb.JobError, match=f"stays under {job.output_prefix}/"):
+        async for _ in client.aio.results(job):
+            pass
