@@ -125,3 +125,37 @@ async def test_a_deleted_single_job_s_aio_errors_say_the_same(
     with pytest.raises(vb.JobError, match=f"stays under {job.output_prefix}/"):
         async for _ in client.aio.results(job):
             pass
+
+
+def test_a_run_of_the_first_format_reads_past_a_deleted_job(
+    client: vb.Client, stack: LocalStack, bucket: str
+) -> None:
+    """A run started before the run label (each attempt looked up by its id) goes on the same
+    way: the deleted job's answers read from GCS, no job made again."""
+    first, _ = _ended_run(client, stack, "deleted-old")
+    ledger = stack.storage_client().bucket(bucket).blob("jobs/deleted-old/run.json")
+    data = json.loads(ledger.download_as_bytes())
+    data["format"] = "vertexbatch-run/1"
+    ledger.upload_from_string(json.dumps(data))
+    _delete(stack, first)
+    run = client.open_run("deleted-old")
+    summary = run.advance()
+    assert summary.done and summary.outcomes == {"ok": 4} and summary.created == 0
+    assert sorted(r.key for r in run.results() if r.ok) == [f"key-{i}" for i in range(4)]
+
+
+def test_a_tasked_run_reads_past_a_deleted_job(client: vb.Client, stack: LocalStack) -> None:
+    """A run staged by Cloud Run tasks goes on the same way once its ledger is made."""
+    rows = [task(i) for i in range(4)]
+    for index in (0, 1):
+        part = vb.Task(index, 2).slice(rows)
+        client.run_claude("deleted-tasks", CLAUDE, part, task=vb.Task(index, 2), shard_size=2)
+    first, second = client.find("deleted-tasks.s0"), client.find("deleted-tasks.s1")
+    assert first is not None and second is not None
+    for job in (first, second):
+        stack.wait_job(job.name)
+    _delete(stack, first)
+    run = client.open_run("deleted-tasks")
+    assert run.status().outcomes == {"ok": 4}
+    for share in (vb.Task(0, 2), vb.Task(1, 2)):
+        assert all(r.ok for r in run.results(task=share))
