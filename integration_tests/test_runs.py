@@ -52,7 +52,7 @@ def test_two_processes_advance_the_same_run(stack: LocalStack, bucket: str) -> N
     assert all(kind == "ok" for kind, _ in answers), answers
     first, second = (outcomes for _, outcomes in answers)
     assert first == second
-    assert Counter(first.values()) == {"ok": 22, "retryable": 8}
+    assert Counter(first.values()) == {"ok": 22, "exhausted": 8}
     per_name = Counter(
         j["displayName"] for j in jobs_in(stack, bucket) if j["state"] not in CANCELLED
     )

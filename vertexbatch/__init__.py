@@ -11,6 +11,7 @@ from ._bigquery.source import BigQuerySource
 from ._client import Client
 from ._errors import (
     BucketNotFoundError,
+    ExhaustedError,
     InvalidRequestError,
     JobError,
     LineError,
@@ -51,6 +52,7 @@ __all__ = [
     "BucketNotFoundError",
     "ClaudeRequest",
     "Client",
+    "ExhaustedError",
     "GeminiRequest",
     "InvalidRequestError",
     "Job",

@@ -20,7 +20,10 @@
         │   │                        ``code``, ``status`` and ``transient`` say what happened
         │   └── SchemaError          an answer (``schema=``) that is not JSON or breaks its
         │                            schema; retryable, its raw text on ``Result.text``
-        └── MissingError             no output line for the key once the job is terminal
+        ├── MissingError             no output line for the key once the job is terminal
+        └── ExhaustedError           a run's key still retryable or missing once its shard
+                                     finished: the run tries it no more; the last attempt's
+                                     ``LineError`` or ``MissingError`` on ``last``
 
 Google errors are translated here, by ``job_errors``: a job Vertex does not know becomes
 ``JobError``, and so does a staged object or output file that is gone or cannot be read once the
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BucketNotFoundError",
+    "ExhaustedError",
     "InvalidRequestError",
     "JobError",
     "LineError",
@@ -234,6 +238,27 @@ class MissingError(ResultError):
             "job_error_code": self.job_error_code,
             "job_error_message": self.job_error_message,
         }
+
+
+class ExhaustedError(ResultError):
+    """A run's key that was still retryable or missing when its shard finished: the run tries
+    it no more (its ``max_attempts`` were used, or the deadline passed without the fallback).
+
+    Not retryable (``is_retryable``): the run is done with the key. Sending the request again
+    is the caller's choice; ``last`` says what the last attempt found.
+
+    Attributes:
+        last: the key's last error: a ``LineError`` (transient) or a ``MissingError``.
+        attempts: the run's attempts that held the key.
+    """
+
+    def __init__(self, message: str, *, key: str, last: ResultError, attempts: int) -> None:
+        super().__init__(message, key=key)
+        self.last = last
+        self.attempts = attempts
+
+    def _state(self) -> dict[str, Any]:
+        return {"key": self.key, "last": self.last, "attempts": self.attempts}
 
 
 class LineError(ResultError):

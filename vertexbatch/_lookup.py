@@ -34,6 +34,7 @@ __all__ = [
     "look_up",
     "matching",
     "recorded_job",
+    "recorded_or_gone",
 ]
 
 
@@ -86,13 +87,36 @@ def follow_record(vertex: Vertex, record: Any, spec: JobSpec, where: str) -> Bat
 
 def recorded_job(vertex: Vertex, name: str, spec: JobSpec, where: str) -> BatchJob:
     """The job a record at ``where`` names, checked to exist and to be the id's."""
+    job = recorded_or_gone(vertex, name, spec, where)
+    if job is None:  # the record is wrong, not the caller's job value
+        raise _gone(spec, name, where)
+    return job
+
+
+def _gone(spec: JobSpec, name: str, where: str) -> InvalidRequestError:
+    """The refusal to go on with an id whose record names a job Vertex does not know."""
+    return InvalidRequestError(
+        f"{where} names job {name}, which does not exist: it was deleted (once it ended), or "
+        f"the record was edited. What it wrote stays "
+        f"{f'in {spec.dest}' if spec.dest else f'under {spec.output_prefix}/'}; to submit "
+        "the id's rows again as a new job, delete the record: the next submit creates and "
+        "records one",
+        field="staging",
+    )
+
+
+def recorded_or_gone(vertex: Vertex, name: str, spec: JobSpec, where: str) -> BatchJob | None:
+    """The job a record at ``where`` names, checked to be the id's; ``None`` if Vertex does
+    not know it (deleted: Vertex deletes only jobs that have ended).
+
+    Raises:
+        InvalidRequestError: the job exists but was not created for the id.
+    """
     try:
         with job_errors(name):
             job = vertex.get(name)
-    except JobError as exc:  # the record is wrong, not the caller's job value
-        raise InvalidRequestError(
-            f"{where} names job {name}, which does not exist", field="staging"
-        ) from exc
+    except JobError:
+        return None
     if not spec.matches(job):
         raise InvalidRequestError(
             f"{where} names job {name}, which was not created for id {spec.id!r}",
@@ -127,7 +151,12 @@ def look_up(vertex: Vertex, staging: Staging, submission_id: str) -> Staged | No
 
 
 def find(vertex: Vertex, staging: Staging, submission_id: str) -> Job | None:
-    """The id's job: the recorded one, else the one ``choose`` picks of those listed; read-only."""
+    """The id's job: the recorded one, else the one ``choose`` picks of those listed; read-only.
+
+    Raises:
+        InvalidRequestError: the id's record names a job Vertex does not know (deleted once it
+            ended, or the record edited): the message says where its output stays.
+    """
     staged = look_up(vertex, staging, submission_id)
     if staged is not None and not staged.manifest.rows:
         return cached_job(staged.spec)

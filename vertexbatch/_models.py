@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ._errors import (
+    ExhaustedError,
     InvalidRequestError,
     LineError,
     MissingError,
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 Provider = Literal["anthropic", "google"]
-Outcome = Literal["ok", "refused", "truncated", "retryable", "failed", "missing"]
+Outcome = Literal["ok", "refused", "truncated", "retryable", "failed", "missing", "exhausted"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,6 +317,8 @@ class Result:
             return "truncated"
         if isinstance(error, MissingError):
             return "missing"
+        if isinstance(error, ExhaustedError):
+            return "exhausted"
         if isinstance(error, LineError) and error.transient:
             return "retryable"
         return "failed"

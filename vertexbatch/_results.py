@@ -74,8 +74,15 @@ def iter_results(
     if is_cached_job(job):  # answered wholly from the answer cache: no Vertex job
         status, directory = cached_status(job), ""
     else:
-        with job_errors(job.name):
-            vertex_job = vertex.get(job.name)
+        try:
+            with job_errors(job.name):
+                vertex_job = vertex.get(job.name)
+        except JobError as exc:  # deleted (Vertex deletes only ended jobs), or never was
+            raise JobError(
+                f"{exc}: if it was deleted, what it wrote stays "
+                f"{f'in {job.dest}' if job.dest else f'under {job.output_prefix}/'}",
+                job=job.name,
+            ) from exc
         status = status_of(vertex_job)
         # Only the directory Vertex names is this job's: its time is not createTime, and the
         # output prefix may hold other jobs' directories (a cancelled twin's, say). None yet:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENDED_STATES",
+    "GONE_STATE",
     "ID_LABEL",
     "MARK_LABEL",
     "NONCE_LABEL",
@@ -67,6 +68,9 @@ TERMINAL_STATES = frozenset(
 )
 # The states a job never leaves: it will not run again. PAUSED is not one (it can resume).
 ENDED_STATES = TERMINAL_STATES - {"JOB_STATE_PAUSED"}
+# vertexbatch's word for the state of a recorded job Vertex no longer knows (a run's attempt):
+# deleted, which Vertex allows only once a job has ended. Never Vertex's, never sent to it.
+GONE_STATE = "JOB_STATE_DELETED"
 # The states of a job that may still run: a twin in one of them is cancelled. PAUSED is one,
 # although ``status`` calls it terminal (it makes no progress on its own): it can be resumed.
 _LIVE_STATES = frozenset(

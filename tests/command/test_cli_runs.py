@@ -94,12 +94,18 @@ def test_run_with_retries_submit_advance_status_results(
     assert results.exit_code == 0, results.output
     got = records(results)
     assert sorted(got) == [f"k{i}" for i in range(7)]
-    assert got["k5"]["error"] == {"type": "LineError", "code": 503, "status": "UNAVAILABLE"}
-    assert got["k6"]["outcome"] == "missing"
+    assert got["k5"]["error"] == {
+        "type": "ExhaustedError",
+        "code": 503,
+        "status": "UNAVAILABLE",
+        "last": "LineError",
+    }
+    assert got["k6"]["outcome"] == "exhausted" and got["k6"]["error"]["last"] == "MissingError"
     # The summary counts as run status does.
     assert results.stderr == "vertexbatch: 7 of 7 keys, run done: exhausted 2, ok 5\n"
-    only = cli("run", "results", "cr-1", "--only", "missing")
-    assert list(records(only)) == ["k6"] and "7 of 7 keys" in only.stderr
+    only = cli("run", "results", "cr-1", "--only", "exhausted")
+    assert sorted(records(only)) == ["k5", "k6"] and "7 of 7 keys" in only.stderr
+    assert records(cli("run", "results", "cr-1", "--only", "missing")) == {}  # none is final
 
 
 def test_retry_recovers_a_failed_shard(stack: LocalStack, client: vb.Client) -> None:
@@ -159,8 +165,8 @@ def test_status_and_results_agree_and_only_exhausted(stack: LocalStack, tmp_path
     exhausted = records(cli("run", "results", "agree", "--only", "exhausted"))
     assert sorted(exhausted) == ["k4", "k5"]
     assert {k: (r["outcome"], r["attempts"]) for k, r in exhausted.items()} == {
-        "k4": ("retryable", 3),
-        "k5": ("missing", 3),
+        "k4": ("exhausted", 3),
+        "k5": ("exhausted", 3),
     }
     assert {r["attempts"] for k, r in after.items() if k not in exhausted} == {1}
     assert {r["run_outcome"] for k, r in after.items() if k not in exhausted} == {"ok"}

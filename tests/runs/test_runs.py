@@ -49,10 +49,14 @@ def test_retryable_and_dropped_keys_are_resubmitted(client: vb.Client, stack: Lo
     assert attempts == ["retries.s0", "retries.s0.r1", "retries.s0.r2"]
     retry_job = client.find("retries.s0.r1")
     assert retry_job is not None and retry_job.keys == 2  # only key-6 and key-7
-    outcomes = {r.key: r.outcome for r in run.results()}
-    assert outcomes["key-6"] == "retryable" and outcomes["key-7"] == "missing"
+    results = {r.key: r for r in run.results()}
+    outcomes = {key: r.outcome for key, r in results.items()}
+    lasts = {k: getattr(results[k].error, "last", None) for k in ("key-6", "key-7")}
+    assert outcomes["key-6"] == outcomes["key-7"] == "exhausted"
+    assert isinstance(lasts["key-6"], vb.LineError) and lasts["key-6"].transient
+    assert isinstance(lasts["key-7"], vb.MissingError)
     assert outcomes["key-8"] == "failed"
-    assert Counter(outcomes.values()) == {"ok": 6, "failed": 1, "retryable": 1, "missing": 1}
+    assert Counter(outcomes.values()) == {"ok": 6, "failed": 1, "exhausted": 2}
 
 
 def test_latest_attempt_wins(client: vb.Client, stack: LocalStack) -> None:
@@ -179,8 +183,9 @@ def test_past_the_deadline_a_shard_never_created_is_finished_exhausted(
     assert client.find("late5.s4") is None  # never created
     results = {r.key: r for r in run.results()}
     assert sorted(results) == [f"key-{i}" for i in range(5)]
-    assert isinstance(results["key-4"].error, vb.MissingError)
-    assert "deadline passed before" in str(results["key-4"].error)
+    error = results["key-4"].error
+    assert isinstance(error, vb.ExhaustedError) and isinstance(error.last, vb.MissingError)
+    assert "deadline passed before" in str(error.last)
     outcomes = {k.result.key: k.outcome for k in run.key_results()}
     assert outcomes["key-4"] == "exhausted" and list(outcomes.values()).count("ok") == 4
 
@@ -252,7 +257,7 @@ def test_online_answers_of_a_step_that_died_before_recording_them_are_not_read(
         assert isinstance(out["b"], api_exceptions.Forbidden)
         assert run.status().outcomes == {"exhausted": 2}
         assert Counter(k.outcome for k in run.key_results()) == {"exhausted": 2}
-        assert [r.outcome for r in run.results()] == ["missing", "missing"]
+        assert [r.outcome for r in run.results()] == ["exhausted", "exhausted"]
 
 
 def test_run_results_record_each_key_once(stack: LocalStack, bucket: str) -> None:
@@ -283,4 +288,4 @@ def test_run_results_record_each_key_once(stack: LocalStack, bucket: str) -> Non
     _advance_until_done(stack, run)
     assert counted() == []  # advancing reads every attempt's results without counting them
     assert len(list(run.results())) == 2
-    assert counted() == [("ok", 1), ("retryable", 1)]
+    assert counted() == [("exhausted", 1), ("ok", 1)]

@@ -20,9 +20,11 @@ from google.auth import exceptions as auth_exceptions
 
 from .._errors import (
     BucketNotFoundError,
+    ExhaustedError,
     InvalidRequestError,
     JobError,
     LineError,
+    ResultError,
     VertexBatchError,
     shorten,
 )
@@ -54,7 +56,8 @@ __all__ = [
 ]
 
 OUTCOMES: tuple[Outcome, ...] = ("ok", "refused", "truncated", "retryable", "failed", "missing")
-"""Every outcome word, in the order the command reports them."""
+"""Every outcome word of a job's results, in the order the command reports them (``exhausted``
+is a run's alone)."""
 RUN_OUTCOMES: tuple[str, ...] = (*OUTCOMES, "exhausted", "pending")
 """What ``run results --only`` takes: the outcomes, and the run's words for unsettled keys."""
 
@@ -205,13 +208,7 @@ def result_record(result: Result) -> dict[str, Any]:
         "stop": result.stop,
         "usage": dataclasses.asdict(result.usage),
         "refusal": dataclasses.asdict(result.refusal) if result.refusal else None,
-        "error": None
-        if error is None
-        else {
-            "type": type(error).__name__,
-            "code": error.code if isinstance(error, LineError) else 0,
-            "status": error.status if isinstance(error, LineError) else "",
-        },
+        "error": None if error is None else _error_record(error),
         "shared": result.shared,
         "cached": result.cached,
         "tool_calls": [
@@ -220,6 +217,20 @@ def result_record(result: Result) -> dict[str, Any]:
         ],
         "parsed": result.parsed,
     }
+
+
+def _error_record(error: ResultError) -> dict[str, Any]:
+    """A result's error as ``results`` prints it; an exhausted key's with its last error's
+    code and status, and that error's type as ``last``."""
+    last = error.last if isinstance(error, ExhaustedError) else error
+    record: dict[str, Any] = {
+        "type": type(error).__name__,
+        "code": last.code if isinstance(last, LineError) else 0,
+        "status": last.status if isinstance(last, LineError) else "",
+    }
+    if last is not error:
+        record["last"] = type(last).__name__
+    return record
 
 
 def results_summary(counts: Mapping[str, int], *, keys: int, where: str) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
 from .._client import Client
+from .._errors import ExhaustedError, LineError, MissingError
 from .._models import Job, Result, Status, Usage
 from .._providers import PROVIDERS
 from .._runs.run import Run, RunSummary
@@ -256,9 +257,7 @@ def _run_section(
             for job in attempts
         )
         say(f"     {shard:<24} {tried}")
-    exhausted = [
-        _describe(result) for result in run.results() if result.outcome in ("retryable", "missing")
-    ]
+    exhausted = [_describe(result) for result in run.results() if result.outcome == "exhausted"]
     say(
         f"   {len(exhausted)} keys ended exhausted (still retryable or missing after "
         f"{RUN_ATTEMPTS} attempts);"
@@ -333,15 +332,16 @@ def _report(client: Client, job: Job, status: Status) -> JobReport:
 
 
 def _describe(result: Result) -> str:
-    """A key and, for an error, what kind of error (never the content)."""
-    error = result.error
+    """A key and, for an error, what kind of error (never the content); an exhausted key's
+    last error."""
+    error = result.error.last if isinstance(result.error, ExhaustedError) else result.error
     code = getattr(error, "code", 0)
-    if result.outcome in ("retryable", "failed") and code:
-        return f"{result.key} ({code} {getattr(error, 'status', '')})"
+    if isinstance(error, LineError) and code:
+        return f"{result.key} ({code} {error.status})"
     if result.refusal is not None:
         category = result.refusal.category
         return f"{result.key} ({_REFUSALS.get(category, f'refused: {category}')})"
-    if result.outcome == "missing":
+    if isinstance(error, MissingError):
         return f"{result.key} (no output line)"
     return result.key
 

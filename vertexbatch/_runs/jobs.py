@@ -14,6 +14,10 @@ records in GCS::
 - One that is not listed has ended (its ended record says how), or was created so recently that
   listing does not show it yet: one ``get`` tells, and an ended one is recorded, so no later step
   asks Vertex about it again.
+- One that ``get`` does not find was deleted after it ended, before a step recorded it: the
+  attempt has ended all the same (``GONE_STATE``), its output read from what it left in GCS
+  and its other keys missing, to be submitted again (``RunJobs._gone``); no other shard is
+  touched.
 - An attempt with no record whose job is listed was created by a submitter that stopped before
   recording it; the job ``_identity.choose`` picks is the attempt's, as ``find`` says.
 - Every other listed job of an attempt's id is a *twin* (a lost create answer and list lag, a
@@ -30,6 +34,7 @@ of each attempt's id, as many calls as its steps made before, and finds twins in
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -37,11 +42,11 @@ from typing import TYPE_CHECKING, Any
 from .._cache.submission import cached_job, cached_status
 from .._errors import InvalidRequestError
 from .._gcs.staging import Folder, Staging
-from .._lookup import choose, recorded_job
+from .._lookup import choose, recorded_or_gone
 from .._manifest import MANIFEST, RECORD, Manifest, run_origin
 from .._models import Job, Provider, Status
 from .._rules import is_job_name
-from .._vertex import ENDED_STATES, JobSpec, Vertex, state_name, status_of
+from .._vertex import ENDED_STATES, GONE_STATE, JobSpec, Vertex, state_name, status_of
 from .ledger import Shard, attempt_id
 from .records import Records
 from .sink import output_of
@@ -51,7 +56,10 @@ if TYPE_CHECKING:
 
 __all__ = ["ENDED", "Attempt", "RunJobs", "Twin"]
 
+logger = logging.getLogger("vertexbatch")
+
 ENDED = "ended.json"
+_NOT_FOUND = 5  # google.rpc.Code: a deleted job's attempt ends with it (``RunJobs._gone``)
 _ENDED_FORMAT = "vertexbatch-ended/1"
 
 
@@ -86,8 +94,10 @@ class Attempt:
 
     @property
     def ended(self) -> bool:
-        """The job will not run again: a PAUSED job has not ended (it may resume)."""
-        return self.status is not None and self.status.state in ENDED_STATES
+        """The job will not run again: a PAUSED job has not ended (it may resume); a deleted
+        one has (``GONE_STATE``)."""
+        state = None if self.status is None else self.status.state
+        return state is not None and (state in ENDED_STATES or state == GONE_STATE)
 
 
 def _job(spec: JobSpec, name: str, model: str = "") -> Job:
@@ -267,16 +277,38 @@ class RunJobs:
         name = _recorded_name(record, folder.uri(RECORD))
         found = next((j for j in listed if j.name == name), None)
         if found is None:  # ended, or so new that listing does not show it yet: ask once
-            found = self._get(name, spec, folder.uri(RECORD))
+            found = recorded_or_gone(self._vertex, name, spec, folder.uri(RECORD))
+            if found is None:
+                return self._gone(spec, name, listed)
             if self._labelled and self._record and state_name(found) in ENDED_STATES:
                 _write_ended(self._staging, submission_id, found)
         return Attempt(
             spec.to_job(found), status_of(found), _directory(found), True, _twins(listed, name)
         )
 
-    def _get(self, name: str, spec: JobSpec, where: str) -> BatchJob:
-        """The recorded job, checked to be the attempt's (as a submit checks its record)."""
-        return recorded_job(self._vertex, name, spec, where)
+    def _gone(self, spec: JobSpec, name: str, listed: list[BatchJob]) -> Attempt:
+        """The attempt of a recorded job Vertex no longer knows: deleted after it ended, before
+        a step recorded how. It has ended (``GONE_STATE``, its counts unknown); its output is
+        what it left under the attempt's GCS output prefix (every directory there, each key's
+        first line winning: a twin's answers are to the same staged rows), and every other key
+        is missing, so the next step submits them again. A BigQuery sink's table is named by
+        the job alone: with the job gone, its keys are submitted again. Nothing is recorded,
+        so each step asks Vertex once more until the shard is finished."""
+        logger.warning(
+            "run %s: job %s of attempt %s no longer exists (deleted once it ended); reading "
+            "what it left in GCS, its other keys are submitted again",
+            self._run,
+            name,
+            spec.id,
+        )
+        status = Status(
+            state=GONE_STATE,
+            terminal=True,
+            error_code=_NOT_FOUND,
+            error_message=f"job {name} was deleted before a step recorded how it ended",
+        )
+        directory = "" if self._dest else spec.output_prefix
+        return Attempt(_job(spec, name), status, directory, True, _twins(listed, name))
 
 
 def _twins(listed: list[BatchJob], chosen: str) -> tuple[Twin, ...]:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .._vertex import ENDED_STATES
+from .._vertex import ENDED_STATES, GONE_STATE
 
 __all__ = ["Action", "Plan", "ShardView", "StepRules", "plan_step"]
 
@@ -49,8 +49,8 @@ class ShardView:
     @classmethod
     def of(cls, keys: int, attempts: int, state: str | None, unsettled: int = 0) -> ShardView:
         """The view of a shard whose latest attempt's job is in Vertex ``state`` (``None``:
-        not created yet)."""
-        ended = state is not None and state in ENDED_STATES
+        not created yet; ``GONE_STATE``: deleted once it ended)."""
+        ended = state is not None and (state in ENDED_STATES or state == GONE_STATE)
         return cls(keys, attempts, state is not None, ended, unsettled if ended else 0)
 
 

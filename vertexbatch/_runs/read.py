@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 
 from .._cache.fill import CacheFill
 from .._cloud import Cloud
-from .._errors import MissingError
+from .._errors import ExhaustedError, MissingError
 from .._models import Job, Provider, Result
 from .._results import read_output_file
 from .._staged import read_key_map
@@ -70,8 +71,7 @@ class ShardReader:
         """A finished shard's keys per final outcome (retryable and missing: ``exhausted``)."""
         counts: Counter[str] = Counter()
         for result in self.results(shard, attempts, final=True, online=online):
-            outcome = result.outcome
-            counts["exhausted" if outcome in UNSETTLED else outcome] += 1
+            counts[result.outcome] += 1
         return dict(counts)
 
     def results(
@@ -100,7 +100,9 @@ class ShardReader:
         ``fill``: a caller's results pass: each terminal attempt of a ``cache=True`` run fills
         the answer cache with its own ok answers (steps and ``status`` never write to it).
         ``final``: the shard is finished: a key no job answered (the deadline passed before its
-        shard's job was created) is ``missing``, so every key has its one result. ``online``:
+        shard's job was created) is ``missing``, so every key has its one result, and a key
+        still retryable or missing is ``exhausted`` (``exhausted``: the run tries it no more,
+        its last error on ``ExhaustedError.last``). ``online``:
         whether the shard's online answers count; by default, unless its done record was made
         without them (a step finished the shard from its attempts while another answered it
         online and had not yet recorded so), so that results and ``status`` always agree.
@@ -115,6 +117,8 @@ class ShardReader:
             # Answered online: the key was left unsettled by every attempt, so each held it.
             for uri in answers:
                 for result in read_output_file(staging, uri, keys, taken, first):
+                    if final and result.outcome in UNSETTLED:  # the online call's own error
+                        result = exhausted(result, len(made) + 1)
                     yield result, len(made) + 1
         seen = {keys.keys[i] for i in taken}
         latest = len(made) - 1
@@ -128,10 +132,28 @@ class ShardReader:
                     # Attempt i+1 holds exactly the keys attempt i left unsettled, and a finished
                     # attempt yields each of its keys: a key left unsettled by an earlier attempt
                     # is in the latest one, still running.
-                    settled = result.outcome not in UNSETTLED
-                    yield result, (index if settled else latest) + 1
+                    if result.outcome in UNSETTLED:
+                        tries = latest + 1
+                        yield (exhausted(result, tries) if final else result), tries
+                    else:
+                        yield result, index + 1
         if final and len(seen) < len(keys):
             for key in keys.keys:
                 if key not in seen:
-                    error = MissingError(_NEVER_RUN, key=key)
-                    yield Result(key=key, error=error), len(attempts)
+                    missing = Result(key=key, error=MissingError(_NEVER_RUN, key=key))
+                    yield exhausted(missing, len(attempts)), len(attempts)
+
+
+def exhausted(result: Result, attempts: int) -> Result:
+    """A finished shard's key still retryable or missing: ``exhausted``, its error kept as the
+    ``ExhaustedError``'s ``last`` (the rest of the result as it was: a retryable line's usage)."""
+    assert result.error is not None
+    last = result.error
+    error = ExhaustedError(
+        f"no attempt is left for this key: its run tried it {attempts} time(s) and its last "
+        f"attempt left it {result.outcome} ({type(last).__name__}, on .last)",
+        key=result.key,
+        last=last,
+        attempts=attempts,
+    )
+    return replace(result, error=error)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import heapq
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .._controls import NO_CONTROLS, Controls
@@ -248,6 +248,7 @@ class Waiting:
     first: TaskRecord
     missing: tuple[int, ...]
     keys: int  # the keys of the tasks that registered
+    shards: tuple[Shard, ...]  # and the shards they staged, in order
 
 
 def assemble(
@@ -290,12 +291,11 @@ def assemble(
         records[index] = record
     missing = tuple(i for i in range(first.count) if i not in records)
     if missing or not check:
-        return Waiting(first, missing, sum(r.keys for r in records.values()))
+        staged = _in_order(s for r in records.values() for s in r.shards)
+        return Waiting(first, missing, sum(r.keys for r in records.values()), staged)
     ordered = [records[i] for i in range(first.count)]
     check_unique_keys(staging, run_id, ordered)
-    shards = sorted(
-        (s for r in ordered for s in r.shards), key=lambda s: int(s.id.rpartition(".s")[2])
-    )
+    shards = _in_order(s for r in ordered for s in r.shards)
     if not shards:
         raise InvalidRequestError(
             f"no requests for run {run_id!r}: every one of its {first.count} tasks registered "
@@ -320,6 +320,11 @@ def assemble(
             field="id",
         )
     return ledger
+
+
+def _in_order(shards: Iterable[Shard]) -> tuple[Shard, ...]:
+    """Shards by their number (``RUN.sN``)."""
+    return tuple(sorted(shards, key=lambda s: int(s.id.rpartition(".s")[2])))
 
 
 def _disagree(run_id: str, first: TaskRecord, index: int, why: str) -> InvalidRequestError:

@@ -43,7 +43,7 @@ from .jobs import RunJobs
 from .ledger import Ledger, Shard
 from .online import CONCURRENCY
 from .plan import StepRules, plan_step
-from .read import UNSETTLED, ShardReader
+from .read import ShardReader
 from .records import Records
 from .registry import Waiting, assemble
 from .step import RunSummary, Step, open_shard
@@ -74,7 +74,8 @@ class KeyResult:
             online.
         outcome: the key's word among ``RunSummary.outcomes``: ``ok``, ``refused``,
             ``truncated``, ``failed``, ``exhausted`` (retryable or missing, nothing more to
-            try), or ``pending`` while its shard is not finished.
+            try: ``result.outcome`` says so too), or ``pending`` while its shard is not
+            finished.
     """
 
     result: Result
@@ -118,7 +119,8 @@ class Run:
             self._ledger, self.shards, self._waiting = found, list(found.shards), None
             self._unmade = not write
             return True
-        self._waiting = found
+        # Not made yet: the shards its registered tasks staged, as the ledger will list them.
+        self._waiting, self.shards = found, [] if found is None else list(found.shards)
         return False
 
     def _unmade_summary(self) -> RunSummary:
@@ -139,7 +141,16 @@ class Run:
             )
 
     def __repr__(self) -> str:
-        return f"Run(id={self.id!r}, provider={self.provider!r}, shards={len(self.shards)})"
+        """The run's id, provider and shards; for a run staged by tasks whose ledger is not
+        made yet, the shards its registered tasks staged and the tasks still awaited, as the
+        last look found them (no look yet: no count)."""
+        shown = f"Run(id={self.id!r}, provider={self.provider!r}"
+        waiting = self._waiting
+        if waiting is not None:
+            return f"{shown}, shards={len(self.shards)}, made=False, waiting={waiting.missing})"
+        if self._unmade and not self.shards:
+            return f"{shown}, made=False)"
+        return f"{shown}, shards={len(self.shards)})"
 
     @property
     def keys(self) -> int:
@@ -259,19 +270,29 @@ class Run:
 
         The outcomes are those ``status`` counts: a key of a shard that is not finished is
         ``pending`` (whatever its latest result), and a retryable or missing key of a finished
-        shard is ``exhausted``. ``task``: this task's share of the keys, as for ``results``.
+        shard is ``exhausted``, as its result's outcome says (``results``). ``task``: this
+        task's share of the keys, as for ``results``.
         """
         shards = self._share(task)
         return self._key_results(shards)
 
     def _key_results(self, shards: list[Shard]) -> Iterator[KeyResult]:
+        for result, tries, final in self._tries(shards):
+            yield KeyResult(result, tries, result.outcome if final else "pending")
+
+    def _tries(self, shards: list[Shard]) -> Iterator[tuple[Result, int, bool]]:
+        """Each key's result (recorded in the metrics), its attempts, and whether its shard is
+        finished: recorded so, or one the next step would finish (as ``status`` counts it), so
+        that ``results``, ``key_results`` and ``status`` agree: a finished shard's keys still
+        retryable or missing are ``exhausted`` (``ShardReader.tries``)."""
         reader = self._reader
         records = Records(self._cloud.staging)
         jobs = self._jobs()
         for shard in shards:
             job = reader.job(shard)
+            done = records.done(shard) is not None
             attempts = jobs.attempts(shard, self.max_attempts)
-            final = records.done(shard) is not None or any(
+            final = done or any(
                 action.kind == "finish"
                 for action in plan_step(
                     [open_shard(reader, shard, attempts).view()], self._looking()
@@ -279,19 +300,16 @@ class Run:
             )
             for result, tries in reader.tries(shard, attempts, fill=True, final=final):
                 self._cloud.telemetry.record(result, job)
-                if not final:
-                    outcome = "pending"
-                elif result.outcome in UNSETTLED:
-                    outcome = "exhausted"
-                else:
-                    outcome = result.outcome
-                yield KeyResult(result, tries, outcome)
+                yield result, tries, final
 
     def results(
         self, *, task: Task | None = None, progress: ProgressCallback | None = None
     ) -> Iterator[Result]:
         """One result per key across shards and attempts, the latest attempt winning.
 
+        A key of a finished shard (as ``status`` counts it) that is still retryable or missing
+        is ``exhausted``: its error an ``ExhaustedError`` (not retryable: the run tries it no
+        more) carrying the last attempt's ``LineError`` or ``MissingError`` as ``last``.
         Each yielded result is recorded in the client's metrics once, as ``Client.results`` does.
         ``task``: only this task's share of the run's keys (its shards: every ``task.count``-th,
         from ``task.index``), so that the tasks of a reading job read every key exactly once
@@ -311,16 +329,7 @@ class Run:
         return self._cloud.tracing.passing(results, attributes, "run.results")
 
     def _results(self, shards: list[Shard]) -> Iterator[Result]:
-        reader = self._reader
-        records = Records(self._cloud.staging)
-        jobs = self._jobs()
-        for shard in shards:
-            job = reader.job(shard)
-            final = records.done(shard) is not None
-            attempts = jobs.attempts(shard, self.max_attempts)
-            for result, _ in reader.tries(shard, attempts, fill=True, final=final):
-                self._cloud.telemetry.record(result, job)
-                yield result
+        return (result for result, _, _ in self._tries(shards))
 
 
 def summary_line(summary: RunSummary) -> str:
