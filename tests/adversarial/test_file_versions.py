@@ -8,6 +8,7 @@ GCS calls are watched (or refused) by a gate in front of fake-gcs-server.
 
 from __future__ import annotations
 
+import json
 import re
 from email.message import Message
 from typing import Any
@@ -213,3 +214,37 @@ def test_a_plan_counts_a_replaced_file_as_not_cached(
     assert object_names(stack, bucket, "jobs/plan-f2/") == []
     with pytest.raises(vb.InvalidRequestError, match="does not exist"):
         client.plan_gemini("plan-f3", GEMINI, [_gemini("doc", uri + ".gone")], cache=True)
+
+
+@pytest.mark.anyio
+async def test_client_aio_refuses_a_missing_file_alike(
+    client: vb.Client, stack: LocalStack, bucket: str
+) -> None:
+    """``client.aio.submit_gemini(cache=True)`` reads generations as the sync client does: a
+    missing object is the same InvalidRequestError, before anything is staged."""
+    uri = f"gs://{bucket}/aio-nowhere.txt"
+    with pytest.raises(vb.InvalidRequestError, match=r"'k'.*does not exist") as raised:
+        await client.aio.submit_gemini("aio-missing", GEMINI, [_gemini("k", uri)], cache=True)
+    assert "aio-nowhere" not in str(raised.value)
+    assert object_names(stack, bucket, "jobs/aio-missing/") == []
+
+
+def test_the_command_refuses_a_missing_file_with_cache(
+    stack: LocalStack, bucket: str, tmp_path: Any
+) -> None:
+    """``vertexbatch submit --cache`` with a line naming a missing object exits 3 with one
+    error line naming the key and place, never the URI."""
+    from click.testing import CliRunner
+
+    from vertexbatch._command.cli import main
+
+    parts = [{"text": "Read it."}, {"file_data": {"file_uri": f"gs://{bucket}/cli-nowhere.txt"}}]
+    line = json.dumps({"key": "doc", "contents": [{"role": "user", "parts": parts}]})
+    path = tmp_path / "in.jsonl"
+    path.write_text(line + "\n")
+    args = ["submit", "--provider", "gemini", "--model", GEMINI, "--id", "cli-missing"]
+    env = {**stack.environment(bucket, prefix="jobs")}
+    result = CliRunner().invoke(main, [*args, "--cache", str(path)], env=env)
+    assert result.exit_code == 3, result.output
+    assert "'doc'" in result.output and "file_data.file_uri" in result.output
+    assert "cli-nowhere" not in result.output
