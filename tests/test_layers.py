@@ -89,7 +89,14 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("the staged folder", {"_manifest", "_staged"}),
     (
         "the answer cache",
-        {"_cache", "_cache.store", "_cache.entry", "_cache.fill", "_cache.submission"},
+        {
+            "_cache",
+            "_cache.store",
+            "_cache.entry",
+            "_cache.files",
+            "_cache.fill",
+            "_cache.submission",
+        },
     ),
     ("one job: submitting and reading", {"_identity", "_stage", "_lookup", "_results"}),
     (

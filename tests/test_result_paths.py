@@ -18,6 +18,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import vertexbatch as vb
+from vertexbatch._content import GEMINI_OTHER_PARTS
 from vertexbatch._keymap import KeyMap, key_digest, parse_key_record
 from vertexbatch._models import Job, Refusal, Result, Usage, result_of, usage_of
 from vertexbatch._outcomes import classify_row
@@ -102,7 +103,15 @@ _RESPONSE_PATHS: dict[str, Any] = {
     "usage_metadata": {},
     "promptFeedback": {},
     "prompt_feedback": {},
-    "candidates": {"content": {"parts": {"functionCall": {}, "function_call": {}}}},
+    "candidates": {
+        "content": {
+            "parts": {
+                "functionCall": {},
+                "function_call": {},
+                **{key: {} for key in GEMINI_OTHER_PARTS},
+            }
+        }
+    },
 }
 
 
@@ -289,6 +298,11 @@ _GEMINI_CHANGES = [
     *(_set(("candidates", 0, "content", "parts", 0, "functionCall"), v)
       for v in ({"name": "f", "args": {}}, {"name": ""}, {}, 3, None)),
     _set(("candidates", 0, "content", "parts", 0, "function_call"), {"name": "g"}),
+    *(_set(("candidates", 0, "content", "parts", 0, name), v) for name in GEMINI_OTHER_PARTS
+      for v in ({"data": "iVBO"}, {}, "x")),
+    _set(("candidates", 0, "content", "parts"), [{"inlineData": {"data": "iVBO"}}]),
+    _set(("candidates", 0, "content", "parts"), [{"text": "t", "thought": True},
+                                                 {"fileData": {"fileUri": "gs://b/o"}}]),
     *(_set(("usageMetadata",), v) for v in (None, [], {}, ...)),
     _set(("usage_metadata",), {"prompt_token_count": 4}),
     lambda response: response.update(usage_metadata=response.pop("usageMetadata", None)),

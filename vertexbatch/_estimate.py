@@ -126,6 +126,7 @@ def build_plan(
     prices: Iterable[Price] = (),
     shard_size: int | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    files: Mapping[str, int] | None = None,
 ) -> Plan:
     """The plan of submitting ``lines`` (validated as submit validates them).
 
@@ -137,6 +138,8 @@ def build_plan(
         shard_size: plan a run cut in shards of this many keys (``None``: one submission,
             held to Vertex's limits for one job as submit is).
         limits: the limits submit holds the lines to (its staging's).
+        files: the generation of each ``gs://`` object the requests name, as the cache keys
+            them (``_cache.files``).
 
     Raises:
         InvalidRequestError: what submit would refuse (a bad request, a repeated key, more than
@@ -148,7 +151,7 @@ def build_plan(
         rows.append(
             _Row(
                 key=line.key,
-                exact=exact_digest(line.data)[1],
+                exact=exact_digest(line.data, files)[1],
                 size=len(line.data),
                 tokens=estimate_tokens(body),
                 ceiling=output_ceiling(provider, body),

@@ -21,14 +21,16 @@ value, or the error, is json's (``tests/test_fast_paths.py``).
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from itertools import accumulate, takewhile
 from typing import Any, Final
 
 import orjson
 
-__all__ = ["MAX_DEPTH", "MAX_UNWRAP", "is_number", "load_json", "too_deep"]
+__all__ = ["MAX_DEPTH", "MAX_UNWRAP", "is_number", "load_exact", "load_json", "too_deep"]
 
 MAX_DEPTH: Final = 128
 """The deepest nesting of arrays and objects read from an output line or a JSON string in it.
@@ -95,6 +97,47 @@ def load_json(text: str | bytes) -> Any:
             if end == len(text):
                 return value
     return json.loads(text)
+
+
+def load_exact(text: str) -> Any:
+    """``load_json`` for a model's own JSON text (a ``schema=`` answer), reading a number past a
+    float's range as the exact integer it is when it is whole and an int can be written as text
+    (Python's limit, 4,300 digits by default), else as json reads a float past its range (an
+    infinity of the number's sign), never an error.
+
+    Raises:
+        ValueError: the text is not JSON, or nests too deeply.
+    """
+    if too_deep(text):
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    return _EXACT.decode(text)
+
+
+def _exact_float(text: str) -> Any:
+    value = float(text)
+    if not math.isinf(value):
+        return value
+    exact = Decimal(text)  # a JSON number: always a finite Decimal, cheap to build
+    if exact.adjusted() < _INT_DIGITS and exact == exact.to_integral_value():
+        whole = int(exact)
+        try:
+            str(whole)  # within the interpreter's int-string limit: json can write it back
+        except ValueError:
+            return value
+        return whole
+    return value
+
+
+def _exact_int(text: str) -> Any:
+    try:
+        return int(text)
+    except ValueError:  # past the int-string limit: a number past a float's range, as json's
+        return -math.inf if text.startswith("-") else math.inf
+
+
+# The most digits an exact integer read from a float's text may have (int's default text limit).
+_INT_DIGITS: Final = 4300
+_EXACT: Final = json.JSONDecoder(parse_float=_exact_float, parse_int=_exact_int)
 
 
 def too_deep(text: str, start: int = 0) -> bool:

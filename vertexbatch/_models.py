@@ -240,7 +240,9 @@ class Result:
         stop: the provider's stop or finish reason, verbatim (``end_turn``, ``STOP``, ...).
         refusal: set when ``error`` is a ``RefusedError``.
         error: ``None`` for a usable answer, else the outcome (see ``vertexbatch.ResultError``).
-        response: the provider's raw response dict, for tool calls, citations and the like.
+        response: the provider's raw response dict, for tool calls, citations and the like, and
+            for the parts of a Gemini answer that are not text (an image, a file, code): an
+            answer of only such parts is an answer, its ``text`` ``""``.
         shared: the key's request was staged once for several keys (``dedupe=True``) and this
             is the answer of that one line under another of its keys: its ``usage`` was paid
             once, by the line, and metrics count it once.

@@ -16,6 +16,7 @@ from typing import Any
 
 from ._bigquery.share import Share, run_snapshot
 from ._bigquery.source import BigQuerySource, ClaudeRequests, GeminiRequests
+from ._cache.files import file_versions, stored_versions
 from ._cache.store import AnswerCache, check_ttl
 from ._cache.submission import answer_from_cache, claimed_digests, is_cached_job
 from ._cloud import Cloud
@@ -216,6 +217,11 @@ def _plan(
     if cache and shard_size is None:  # a submit that stopped before its manifest: its claim
         given = dedupe_lines(iter(held)) if dedupe else iter(held)
         claimed = claimed_digests(cloud.staging, id, given, provider, model)
+    files = None  # the cache keys a request naming gs:// objects on their generations
+    if claimed is not None:
+        files = stored_versions(cloud.staging, id)
+    elif cache:
+        files = file_versions(cloud.staging, id, held, write=False)
     if claimed is not None:
         taken = claimed
 
@@ -238,6 +244,7 @@ def _plan(
         prices=prices,
         shard_size=shard_size,
         limits=cloud.staging.limits,
+        files=files,
     )
 
 

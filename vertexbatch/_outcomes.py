@@ -11,7 +11,10 @@ A line of Vertex's ``predictions.jsonl`` is a failure when its ``status`` is non
     Gemini finishReason not STOP / MAX_TOKENS         RefusedError  (Result.refusal; no text)
     Claude max_tokens / model_context_window_exceeded TruncatedError (partial text kept)
     Gemini MAX_TOKENS                                 TruncatedError (partial text kept)
-    finished, but no text and no tool call            LineError EMPTY_RESPONSE, transient
+    finished, but no text, no tool call and (Gemini)  LineError EMPTY_RESPONSE, transient
+      no image, file, code or code-result part
+      (``_content.gemini_other_parts``; thoughts
+      are never an answer)
     Gemini: no candidates and no block                LineError NO_CANDIDATES, transient
     no stop / finish reason yet                       LineError NOT_FINISHED, transient
     Claude pause_turn or an unknown stop_reason       LineError STOP_REASON_<value>, permanent
@@ -36,7 +39,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from ._content import claude_content, gemini_content
+from ._content import claude_content, gemini_content, gemini_other_parts
 from ._errors import InvalidRequestError, RefusedError, TruncatedError
 from ._failures import is_error_body, line_error_for, parse_error_object, parse_status, safe_name
 from ._json import MAX_UNWRAP, is_number, load_json
@@ -226,9 +229,10 @@ def classify_gemini_response(response: Mapping[str, Any], *, key: str) -> Result
     finish = _finish_reason(_get(candidate, "finishReason", "finish_reason"))
     if not finish:
         return _unusable(key, "NOT_FINISHED", transient=True, usage=usage, response=response)
-    text, calls = gemini_content(_get(candidate, "content", "content"))
+    content = _get(candidate, "content", "content")
+    text, calls = gemini_content(content)
     if finish == "STOP":
-        if text or calls:
+        if text or calls or gemini_other_parts(content):
             return result_of(key, text, usage, finish, None, None, response, calls)
         return _unusable(
             key, "EMPTY_RESPONSE", transient=True, usage=usage, stop=finish, response=response

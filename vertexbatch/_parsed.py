@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from ._errors import SchemaError
-from ._json import load_json
+from ._json import load_exact
 from ._models import Result
 from ._schema import Schema, validate
 from ._schema_forms import SCHEMA_TOOL
@@ -45,7 +45,7 @@ def parsed_result(result: Result, schema: Schema) -> Result:
         return _refused(result, text, calls, "", "not_json", "answer holds no JSON")
     else:
         try:
-            value = load_json(text.strip())
+            value = load_exact(text.strip())
         except ValueError:
             return _refused(result, text, calls, "", "not_json", "answer is not JSON")
     found = validate(value, schema.json)

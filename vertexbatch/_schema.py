@@ -211,9 +211,9 @@ def _keyword(
             raise _bad(f"{place} is not a regular expression") from None
         return value
     if word in ("minimum", "maximum"):
-        if not _is_number(value):
+        if not _is_number(value) or (isinstance(value, float) and math.isinf(value)):
             raise _bad(f"{place} must be a number")
-        return value
+        return _plain(value, place)
     if word in ("minLength", "maxLength", "minItems", "maxItems"):
         if type(value) is not int or value < 0:
             raise _bad(f"{place} must be a whole number")
@@ -227,13 +227,37 @@ def _keyword(
 
 def _plain(value: Any, place: str) -> Any:
     try:
-        return json.loads(json.dumps(value, allow_nan=False))
-    except (TypeError, ValueError):
+        text = json.dumps(value, allow_nan=False)
+    except ValueError as exc:
+        # An int past the interpreter's int-string limit (4,300 digits by default) is a
+        # ValueError too: say which, not only "not JSON data".
+        if "digits" in str(exc):
+            raise _bad(f"{place} holds a number too long to write as JSON text") from None
         raise _bad(f"{place} is not JSON data") from None
+    except TypeError:
+        raise _bad(f"{place} is not JSON data") from None
+    return json.loads(text)
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """Whether ``value`` is a JSON number: an int of any size (compared exactly, never made a
+    float), a float but NaN. An infinity is a number past a float's range: json's reading of
+    one in a line (``_json.load_json``; ``load_exact`` reads a whole one exactly)."""
+    if type(value) is int:
+        return True
+    if isinstance(value, float):
+        return not math.isnan(value)
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_integer(value: object) -> bool:
+    """Whether ``value`` is a whole JSON number (``2.0`` is; an infinity, a number past a float's
+    range, is taken as one: every float that large is whole)."""
+    if type(value) is int:
+        return True
+    if isinstance(value, float):
+        return not math.isnan(value) and (math.isinf(value) or value.is_integer())
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 # --- validating an answer --------------------------------------------------------------------
@@ -320,7 +344,7 @@ def _of_type(value: Any, kinds: str | list[str]) -> bool:
             return True
         if kind == "number" and _is_number(value):
             return True
-        if kind == "integer" and _is_number(value) and float(value).is_integer():
+        if kind == "integer" and _is_integer(value):
             return True
     return False
 

@@ -19,6 +19,7 @@ from .._manifest import INPUT_STEM, KEYS_STEM, Manifest
 from .._models import Job
 from .._staged import job_manifest, read_parts, staged_uris
 from .entry import encode_response
+from .files import stored_versions
 from .store import AnswerCache, storage_errors
 
 __all__ = ["FILL_BUFFER", "FILLED", "FILLING", "CacheFill"]
@@ -161,9 +162,11 @@ class CacheFill:
                 if digest.startswith("k"):
                     first.setdefault(digest, key)
             self._exact = {}
+            # Keyed as the submission looked them up: with the generations it recorded.
+            files = stored_versions(self._staging, self._job.id)
             inputs = staged_uris(self._job, INPUT_STEM, manifest.input_parts)
             for raw in read_parts(self._staging, inputs):
-                digest, exact = exact_digest(raw)
+                digest, exact = exact_digest(raw, files)
                 owner = first.get(digest)
                 if owner is not None:
                     self._exact[owner] = exact

@@ -1,6 +1,7 @@
 """A submission made with ``cache=True``: answered in part (or whole) from the answer cache.
 
-Submitting: every request's exact digest (``_dedupe.exact_digest``) is looked up in the cache
+Submitting: every request's exact digest (``_dedupe.exact_digest``; with the generation of each
+``gs://`` object it names, ``files``) is looked up in the cache
 (``_cache``) before anything is staged. A key the cache answers gets a key record with
 ``cache_digest(key)`` and no input line, and its answer is staged in the submission's folder,
 create-only, as ``cached-<MD5>.jsonl`` (one ``{"d": cache digest, "x": exact digest, "r":
@@ -40,6 +41,7 @@ from .._outcomes import classify_row
 from .._parsed import parsed_result
 from .._staged import job_manifest
 from .._vertex import JobSpec
+from .files import file_versions, stored_versions
 from .store import AnswerCache
 
 __all__ = [
@@ -123,8 +125,8 @@ def answer_from_cache(
             or requests these lines do not have (the id is claimed for other rows), or its
             staged answers are damaged.
     """
-    held = list(exact_digests(lines))
-    if not held:
+    given = list(lines)
+    if not given:
         # Before any cloud call: a claim of nothing would turn the cache off for the id.
         raise no_rows(submission_id)
     folder = staging.folder(submission_id)
@@ -134,9 +136,14 @@ def answer_from_cache(
         # Claimed for rows staged without the cache: nothing is looked up or written, and
         # staging refuses these rows as other rows.
         claim = {"cached": 0, "cached_md5": ""}
+        held = list(exact_digests(given))
     elif claim is None:
+        # The files the requests name, their generations read and recorded before the claim.
+        held = list(exact_digests(given, file_versions(staging, submission_id, given)))
         mine = _claim(staging, submission_id, provider, model, held, ttl)
         claim = mine if mine is not None else staging.read_json(folder.name(CLAIM))
+    else:  # keyed as the claim was: by the generations the id recorded
+        held = list(exact_digests(given, stored_versions(staging, submission_id)))
     cached_md5, claimed = _claimed(staging, submission_id, claim)
     out = _take_claimed(submission_id, held, claimed)
     # The rows of a claim already there, before staging reads anything.
@@ -217,7 +224,8 @@ def claimed_digests(
         return None
     _check_claim_model(submission_id, claim, provider, model)
     _, claimed = _claimed(staging, submission_id, claim)
-    _take_claimed(submission_id, list(exact_digests(lines)), claimed)
+    versions = stored_versions(staging, submission_id)
+    _take_claimed(submission_id, list(exact_digests(lines, versions)), claimed)
     return set(claimed.values())
 
 

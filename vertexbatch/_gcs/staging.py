@@ -302,6 +302,16 @@ class Staging:
             return None
         return base64.b64decode(blob.md5_hash).hex() if blob.md5_hash else None
 
+    def generation(self, uri: str) -> int | None:
+        """The generation of the object at a ``gs://`` URI (a metadata read), ``None`` if it does
+        not exist. The URI is no name of ours: it is never written into a log or an error here."""
+        blob = self._blob(uri)
+        try:
+            self._policy.call("stat a file a request names", lambda: blob.reload(retry=None))
+        except api_exceptions.NotFound:
+            return None
+        return int(blob.generation or 0)
+
     def custom_metadata(self, name: str) -> dict[str, str] | None:
         """An object's custom metadata (``{}`` if it has none), ``None`` if it does not exist."""
         blob = self._blob(name)

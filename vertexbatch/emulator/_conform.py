@@ -11,6 +11,7 @@ type, else something that is not an object.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -70,12 +71,15 @@ def conforming(schema: object, word: str = "amber", depth: int = 0) -> Any:
     if kind in ("number", "integer"):
         floor, ceiling = schema.get("minimum"), schema.get("maximum")
         value: float = 0
+        up = True  # the least whole number above a floor, the greatest below a ceiling
         if isinstance(floor, int | float) and not isinstance(floor, bool):
             value = floor
         elif isinstance(ceiling, int | float) and not isinstance(ceiling, bool) and ceiling < 0:
-            value = ceiling
-        if kind == "integer":
-            return int(value) if float(value).is_integer() else int(value) + 1
+            value, up = ceiling, False
+        if kind == "integer":  # an int is never made a float: exact at any size
+            if isinstance(value, int):
+                return value
+            return math.ceil(value) if up else math.floor(value)
         return value
     if kind == "boolean":
         return False

@@ -24,6 +24,9 @@ Directives written anywhere in a request's text (`claude_texts`, `gemini_texts`)
 - `tool_call [name=N]`: the answer is a call of the request's declared tool N (default: the first
   declared; Claude `tool_use` with `stop_reason: "tool_use"`, Gemini a `functionCall` part), its
   arguments conforming to the tool's schema; a request that declares no tool gets a 400 error.
+- `parts KIND[,KIND...]`: Gemini: a finished answer (STOP) whose parts are one of each KIND, in
+  order, and no text part: `inline_data` (a PNG), `file_data` (a gs:// file), `executable_code`,
+  `code_execution_result`, `thought` (a thought part). Claude has no such answer: a 400 error.
 
 When several outcome directives are written, the first of drop, error, refuse, no_candidates,
 empty, truncate, finish wins. An unknown directive or a malformed argument raises DirectiveError,
@@ -42,6 +45,7 @@ from typing import Any, Literal
 from vertexbatch.emulator._options import CLAUDE_ERROR_SHAPES
 
 __all__ = [
+    "PART_KINDS",
     "DirectiveError",
     "Outcome",
     "Plan",
@@ -83,6 +87,10 @@ class Plan:
     cache_write: int = 0
     schema_answer: Literal["conforming", "nonconforming", "not_json"] = "conforming"
     tool_call: str | None = None  # "" for the first declared tool
+    parts: tuple[str, ...] | None = None  # Gemini: the answer's part kinds, no text part
+
+
+PART_KINDS = ("inline_data", "file_data", "executable_code", "code_execution_result", "thought")
 
 
 def _int_arg(name: str, value: str) -> int:
@@ -165,6 +173,12 @@ def _apply(
     elif name == "tool_call":
         allowed_named = {"name"}
         fields["tool_call"] = named.get("name", "")
+    elif name == "parts":
+        max_positional = 1
+        kinds = tuple(positional[0].split(",")) if len(positional) == 1 else ()
+        if not kinds or not set(kinds) <= set(PART_KINDS):
+            raise DirectiveError(f"directive parts needs kinds among {PART_KINDS}")
+        fields["parts"] = kinds
     elif name in ("cached", "cache_write"):
         max_positional = 1
         if len(positional) != 1:

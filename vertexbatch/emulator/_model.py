@@ -233,6 +233,8 @@ def answer_claude(request: Any, model: str, *, check_fields: bool = True) -> Ans
     if isinstance(planned, Answer):
         return planned
     plan, draft = planned
+    if plan.parts is not None:
+        return Answer(error=LineFailure(400, "parts: Claude answers have no such parts"))
     content: list[dict[str, Any]] = []
     stop_reason = "end_turn"
     stop_sequence: str | None = None
@@ -337,7 +339,10 @@ def answer_gemini(request: Any, model: str, now: datetime, *, check_fields: bool
             call = _gemini_call(request, plan, draft)
             if isinstance(call, Answer):
                 return call
-            if call is not None:
+            if plan.parts is not None:
+                parts.extend(_gemini_part(kind, draft) for kind in plan.parts)
+                text = None
+            elif call is not None:
                 parts.append(call)
                 text = None
             else:
@@ -391,6 +396,21 @@ def _gemini_schema(config: Mapping[str, Any]) -> Any:
         if config.get(name) is not None:
             return config[name]
     return None
+
+
+def _gemini_part(kind: str, draft: _Draft) -> dict[str, Any]:
+    """A part of one of ``PART_KINDS`` that is not text (a thought is text, marked thought)."""
+    if kind == "thought":
+        return {"text": draft.thought, "thought": True}
+    if kind == "inline_data":
+        png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes.fromhex(draft.digest[:16]))
+        return {"inlineData": {"mimeType": "image/png", "data": png.decode("ascii")}}
+    if kind == "file_data":
+        uri = f"gs://local-model/{draft.digest[:16]}.png"
+        return {"fileData": {"mimeType": "image/png", "fileUri": uri}}
+    if kind == "executable_code":
+        return {"executableCode": {"language": "PYTHON", "code": f"print({draft.words})"}}
+    return {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": f"{draft.words}\n"}}
 
 
 def _gemini_call(
