@@ -39,11 +39,21 @@ a caller claims the shard in GCS::
    overwriting it conditional on the stale claim's generation, so of two callers seeing the
    same stale claim exactly one wins; the winner goes on from step 4.
 7. The claim is never deleted: once ``online.jsonl`` exists, step 1 ends every later attempt.
+   A holder done with it without answering (step 9, or a failure) releases it: expires it at
+   once, marked ``released``, and the next caller takes it over as in step 6.
+8. A run step creating a batch attempt's job of the shard (``creating``) takes the same claim
+   first, creates nothing if it cannot or if any online answer or part exists, and releases it
+   once the job is recorded (``job.json``). So an attempt's create and the online answers
+   exclude each other: whoever claims second sees what the first did.
+9. Under the claim, the holder reads the shard's attempts afresh (``settled``): while one's job
+   has not ended (a cancel that lands late leaves it CANCELLING, then maybe SUCCEEDED) it is
+   cancelled, nothing is called and the claim is released; once all have ended, their output
+   is read and only the keys no attempt settled are called: those keep the batch answer.
 
 Assumptions: clocks agree to well within a renewal period (60 s), and a holder that cannot
 reach GCS for a whole ``CLAIM_SECONDS`` loses its claim (the group it has in flight may then be
-answered twice: the taker does not see it). A crashed holder delays the shard by at most
-``CLAIM_SECONDS``.
+answered twice: the taker does not see it; a create that outlasts the claim likewise). A
+crashed holder delays the shard by at most ``CLAIM_SECONDS``.
 """
 
 from __future__ import annotations
@@ -78,6 +88,7 @@ __all__ = [
     "CLAIM",
     "CLAIM_SECONDS",
     "answer_online",
+    "creating",
     "online_parts",
 ]
 
@@ -143,11 +154,21 @@ class _Lease:
     ) -> None:
         self._stop.set()
         self._thread.join()
-        if exc is not None and not self._lost.is_set():
+        if exc is not None:
             # Failed before writing the answers: let the next step take the claim over at once.
-            released = {**self._claim, "expires": datetime.now(UTC).isoformat()}
             with contextlib.suppress(Exception):  # the claim then simply expires on its own
-                self._staging.replace_json(self._name, released, self._claim)
+                self.release()
+
+    def release(self) -> None:
+        """Expire the claim now (unless it was lost), so the next caller takes it at once."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()  # no renewal after this
+        if self._lost.is_set() or self._claim.get("released"):
+            return
+        released = {**self._claim, "expires": datetime.now(UTC).isoformat(), "released": "yes"}
+        if self._staging.replace_json(self._name, released, self._claim):
+            self._claim = released
 
     def held(self) -> bool:
         """Whether a call may start: the claim is ours and more than one renewal from expiry."""
@@ -192,15 +213,37 @@ def _claim(staging: Staging, folder: Folder, seconds: float) -> _Lease | None:
     mine = _claim_value(owner, seconds)
     if not staging.replace_json(name, mine, held) and staging.read_json(name) != mine:
         return None  # another caller took the stale claim over first
-    logger.warning("took over %s from %s, expired at %s", folder.uri(CLAIM), held["owner"], expires)
+    if held.get("released"):  # its holder was done with it
+        logger.info("took over %s, released by %s", folder.uri(CLAIM), held["owner"])
+    else:
+        logger.warning(
+            "took over %s from %s, expired at %s", folder.uri(CLAIM), held["owner"], expires
+        )
     return _Lease(staging, name, mine, seconds)
+
+
+@contextlib.contextmanager
+def creating(staging: Staging, folder: Folder, rows_leaf: str) -> Iterator[bool]:
+    """Hold the shard's claim while an attempt's job is created (step 8 above): yields
+    ``True`` if it may be, ``False`` (create nothing) if another caller holds the claim or a
+    key of the shard was answered online. Released when the block ends: the job is recorded."""
+    lease = _claim(staging, folder, CLAIM_SECONDS)
+    if lease is None:
+        yield False
+        return
+    with lease:
+        answered = staging.exists(folder.name(rows_leaf)) or bool(
+            online_parts(staging, folder, rows_leaf)
+        )
+        yield not answered
+        lease.release()
 
 
 @stepped("online_fallback")
 def answer_online(
     cloud: Cloud,
     job: Job,
-    settled: Callable[[], set[str]],
+    settled: Callable[[], set[str] | None],
     folder: Folder,
     rows_leaf: str,
     concurrency: int = CONCURRENCY,
@@ -209,11 +252,13 @@ def answer_online(
 
     The rows go to ``folder``'s ``rows_leaf``, create-only, by way of parts under ``rows_leaf``
     without its suffix (``online.jsonl``: ``online/``). ``settled`` is called only by the caller
-    that holds the claim.
+    that holds the claim: the keys a batch attempt answered, or ``None`` while one of the
+    shard's batch attempts may still answer (then nothing is called and the claim is released).
 
     Returns:
         ``True`` once the rows are written (by this call or an earlier one), ``False`` while
-        another caller holds the claim (or this one lost it): the shard is still pending.
+        another caller holds the claim (or this one lost it), or ``settled`` gave ``None``: the
+        shard is still pending.
 
     Raises:
         Whatever is not the service's answer to a call (a failed GCS write once retried, a bug
@@ -231,8 +276,12 @@ def answer_online(
         # A holder whose claim went stale may have written the rows before this one took over.
         if staging.exists(name):
             return True
+        keep = settled()
+        if keep is None:  # a batch attempt may still answer: let the next step look again
+            lease.release()
+            return False
         answered = parts.read()
-        if not _answer(cloud, job, settled(), answered, parts, lease, concurrency):
+        if not _answer(cloud, job, keep, answered, parts, lease, concurrency):
             logger.warning("gave up answering %s online: its claim was lost", job.id)
             return False
         rows = 0
