@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from email.message import Message
 from typing import Any
 
 import vertexbatch as vb
+from tests.gcs_gate import Spoil, body_gate
 from tests.helpers import CLAUDE, endpoints_client, jobs_in, task
 from vertexbatch.emulator import LocalStack
 
@@ -165,4 +168,47 @@ def test_a_resubmit_waits_for_the_shard_answered_online(
         assert _joined(*child) == (0, {"ok": KEYS})
     assert run.advance().done
     assert stack.calls()["create"] == 0
+    assert _paid(stack, bucket) == KEYS
+
+
+def test_a_step_that_read_the_shard_before_a_create_sees_the_job_once_it_claims(
+    client: vb.Client, stack: LocalStack, bucket: str
+) -> None:
+    """A step past the deadline reads the shard while another process holds the claim to
+    create attempt r1 (staged, no job yet); its claim write is held until that create is
+    recorded and the claim released. Once it holds the claim it reads the shard afresh: it
+    finds r1's job, cancels it and calls nothing online; every key is paid once."""
+    run = _failed_first_attempt(client, stack, "cr-fresh")
+    stack.faults.hold(display_name="cr-fresh.s0.r1", state="PENDING")
+    stack.faults.block("create")
+    go, held = threading.Event(), threading.Event()
+
+    def script(method: str, path: str, headers: Message, body: bytes) -> Spoil | None:
+        if method == "POST" and b"online.claim.json" in body and not held.is_set():
+            held.set()
+            assert go.wait(120), "the test never let the claim write go"
+        return None  # forwarded as it came
+
+    with (
+        _in_process(stack, advance, _endpoints(stack, bucket), "cr-fresh", False) as child,
+        body_gate(stack.storage_endpoint, script) as url,
+    ):
+        stack.faults.wait_blocked("create", timeout=120)
+        gated = endpoints_client({**_endpoints(stack, bucket), "storage": url}, attempts=20)
+        late: list[vb.RunSummary] = []
+        stepper = threading.Thread(
+            target=lambda: late.append(
+                gated.open_run("cr-fresh").advance(deadline=_past(), fallback="online")
+            )
+        )
+        stepper.start()
+        assert held.wait(120)  # it read the shard: r1 staged, no job
+        stack.faults.unblock("create")
+        assert _joined(*child) == (1, {"pending": KEYS})  # r1's job made, the claim released
+        go.set()
+        stepper.join(timeout=120)
+    assert late and late[0].outcomes == {"pending": KEYS} and late[0].live_jobs == 1
+    assert stack.calls()["rawPredict"] == 0 and stack.calls()["cancel"] == 1
+    summary = _finish_late(run)
+    assert summary.outcomes == {"ok": KEYS}
     assert _paid(stack, bucket) == KEYS
