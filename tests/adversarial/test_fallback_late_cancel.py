@@ -3,8 +3,12 @@ batch attempt of its shard is terminal and its output read; keys the batch answe
 
 from __future__ import annotations
 
+import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import pytest
 
 import vertexbatch as vb
 from tests.helpers import CLAUDE, jobs_in, task
@@ -89,3 +93,62 @@ def test_a_late_cancel_that_fails_sends_online_only_what_the_batch_left(
     assert summary.done and summary.outcomes == {"ok": KEYS} and summary.live_jobs == 0
     assert stack.calls()["rawPredict"] == KEYS - batch
     assert sorted(r.key for r in run.results()) == sorted(f"key-{i}" for i in range(KEYS))
+
+
+def _step(client: vb.Client, run_id: str, entry: str) -> tuple[bool, int, dict[str, int]]:
+    """One step past the deadline with the fallback, through ``entry``: done, live, outcomes."""
+    if entry == "command":
+        from click.testing import CliRunner
+
+        from vertexbatch._command.cli import main
+
+        past = _past().isoformat()
+        args = ["run", "advance", run_id, "--deadline", past, "--fallback", "online", "--json"]
+        answer = CliRunner().invoke(main, args, catch_exceptions=False)
+        out = json.loads(answer.stdout)
+        return out["done"], out["live_jobs"], out["outcomes"]
+    if entry == "aio":
+
+        async def step() -> vb.RunSummary:
+            run = await client.aio.open_run(run_id)
+            return await run.advance(deadline=_past(), fallback="online")
+
+        summary = asyncio.run(step())
+    else:
+        summary = client.open_run(run_id).advance(deadline=_past(), fallback="online")
+    return summary.done, summary.live_jobs, dict(summary.outcomes)
+
+
+@pytest.mark.parametrize("entry", ["aio", "command", "tasked"])
+def test_every_entry_point_waits_for_a_late_cancel(
+    client: vb.Client, stack: LocalStack, bucket: str, stack_env: str, entry: str
+) -> None:
+    """client.aio, the command's `run advance` and a run staged by tasks: past the deadline a
+    job whose cancel lands late keeps its shard pending and live, and its answers are kept."""
+    run_id = f"lc-{entry}"
+    shards = [f"{run_id}.s{i}" for i in range(2 if entry == "tasked" else 1)]  # a shard a task
+    for name in shards:
+        stack.faults.hold(display_name=name, state="RUNNING", after_rows=1)
+        stack.faults.late_cancel(name, ends="SUCCEEDED")
+    rows = [task(i) for i in range(KEYS)]
+    if entry == "tasked":
+        for i in range(2):
+            share = vb.Task(i, 2)
+            client.run_claude(run_id, CLAUDE, share.slice(rows), task=share)
+        client.open_run(run_id).advance()  # makes the ledger and creates the shards' jobs
+    else:
+        client.run_claude(run_id, CLAUDE, rows)
+    jobs = [client.find(name) for name in shards]
+    for job in jobs:
+        assert job is not None
+        stack.wait_job(job.name, until=lambda j: bool(j.get("completionStats")))
+    stack.reset_calls()
+    assert _step(client, run_id, entry) == (False, len(shards), {"pending": KEYS})
+    assert stack.calls()["cancel"] == len(shards) and stack.calls()["rawPredict"] == 0
+    for name, job in zip(shards, jobs, strict=True):
+        assert job is not None
+        stack.faults.release(name)
+        assert stack.wait_job(job.name)["state"] == "JOB_STATE_SUCCEEDED"
+    assert _step(client, run_id, entry) == (True, 0, {"ok": KEYS})
+    assert stack.calls()["rawPredict"] == 0
+    assert _paid_in_batch(stack, bucket) == KEYS
