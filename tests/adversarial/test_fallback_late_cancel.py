@@ -152,3 +152,17 @@ def test_every_entry_point_waits_for_a_late_cancel(
     assert _step(client, run_id, entry) == (True, 0, {"ok": KEYS})
     assert stack.calls()["rawPredict"] == 0
     assert _paid_in_batch(stack, bucket) == KEYS
+
+
+def test_a_prompt_cancel_lets_the_same_step_answer_online(
+    client: vb.Client, stack: LocalStack, bucket: str
+) -> None:
+    """A job held PENDING is cancelled, as on Vertex, within a poll: the same step answers its
+    keys online, finishes the shard and reports no live job."""
+    stack.faults.hold(display_name="lc-prompt.s0", state="PENDING")
+    run = client.run_claude("lc-prompt", CLAUDE, [task(i) for i in range(KEYS)])
+    stack.reset_calls()
+    summary = run.advance(deadline=_past(), fallback="online")
+    assert (summary.done, summary.live_jobs, summary.outcomes) == (True, 0, {"ok": KEYS})
+    assert stack.calls()["cancel"] == 1 and stack.calls()["rawPredict"] == KEYS
+    assert _paid_in_batch(stack, bucket) == 0

@@ -160,8 +160,11 @@ class Step:
         )
         live = plan.live + twins
         created = plan.created
-        if rules.act:
-            self._cancel_late([unfinished[a.shard] for a in plan.actions if a.kind == "online"])
+        online = [a.shard for a in plan.actions if a.kind == "online"]
+        # The jobs the plan counts live for shards answered online, until seen ended.
+        views = {i: unfinished[i].view() for i in online}
+        counted = {i: int(v.created and not v.terminal) for i, v in views.items()}
+        self._cancel_late([unfinished[i] for i in online])
         for action in plan.actions:
             state = unfinished[action.shard]
             shard = state.shard
@@ -177,8 +180,7 @@ class Step:
             elif action.kind == "online":
                 outcomes, running = self._answer_online(shard, state.attempts, concurrency)
                 totals.update(outcomes)
-                view = state.view()
-                live += running - (view.created and not view.terminal)  # as the plan counted
+                live += running - counted[action.shard]
             else:
                 outcomes = reader.final_outcomes(shard, state.attempts)
                 if rules.act:
