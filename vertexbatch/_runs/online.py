@@ -12,6 +12,7 @@ processes, and an answer paid for is written before more are paid for. Before ca
 a caller claims the shard in GCS::
 
     PREFIX/SHARD/online.claim.json          {"format", "owner", "expires"}: who answers, until when
+    PREFIX/SHARD/creating/ID.json           the same fields: a caller creating an attempt's job
     PREFIX/SHARD/online/part-00000.jsonl    the answers of one group of calls, create-only
     PREFIX/SHARD/online.jsonl               every answer, written create-only once each key has one
 
@@ -41,10 +42,14 @@ a caller claims the shard in GCS::
 7. The claim is never deleted: once ``online.jsonl`` exists, step 1 ends every later attempt.
    A holder done with it without answering (step 9, or a failure) releases it: expires it at
    once, marked ``released``, and the next caller takes it over as in step 6.
-8. A run step creating a batch attempt's job of the shard (``creating``) takes the same claim
-   first, creates nothing if it cannot or if any online answer or part exists, and releases it
-   once the job is recorded (``job.json``). So an attempt's create and the online answers
-   exclude each other: whoever claims second sees what the first did.
+8. A run step creating a batch attempt's job of the shard (``creating``) first writes its own
+   token, ``PREFIX/SHARD/creating/ID.json`` (a claim's fields, renewed as a claim is), then
+   creates nothing if the claim is held (unexpired, not released) or any online answer or part
+   exists; it deletes the token once the job is recorded (``job.json``). A holder of the claim,
+   before anything else, looks for tokens: while an unexpired one exists it calls nothing and
+   releases the claim. Whichever of the two writes second sees the other, so an attempt's
+   create and the online answers exclude each other (``_runs.claim``); creators never wait
+   for one another (the identity protocol makes one job of an id).
 9. Under the claim, the holder reads the shard's attempts afresh (``settled``): while one's job
    has not ended (a cancel that lands late leaves it CANCELLING, then maybe SUCCEEDED) it is
    cancelled, nothing is called and the claim is released; once all have ended, their output
@@ -52,8 +57,9 @@ a caller claims the shard in GCS::
 
 Assumptions: clocks agree to well within a renewal period (60 s), and a holder that cannot
 reach GCS for a whole ``CLAIM_SECONDS`` loses its claim (the group it has in flight may then be
-answered twice: the taker does not see it; a create that outlasts the claim likewise). A
-crashed holder delays the shard by at most ``CLAIM_SECONDS``.
+answered twice: the taker does not see it; a create that outlasts its token likewise). A
+crashed holder, or a creator that died with its token, delays the shard's online answers by at
+most ``CLAIM_SECONDS``.
 """
 
 from __future__ import annotations
@@ -61,14 +67,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
-import socket
-import threading
-import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .._errors import InvalidRequestError
@@ -79,6 +79,8 @@ from .._online_call import from_service, status_code
 from .._providers import PROVIDERS
 from .._staged import read_key_map, read_staged_lines
 from .._tracing import note, stepped
+from .claim import CLAIM, CLAIM_SECONDS, Lease, claimed, creator_token, live_creators
+from .claim import take_claim as _claim
 from .online_rows import write_rows
 
 if TYPE_CHECKING:
@@ -96,147 +98,21 @@ logger = logging.getLogger("vertexbatch")
 
 # Online calls in flight at once, by default (Run.advance's online_concurrency).
 CONCURRENCY = 8
-CLAIM = "online.claim.json"
-CLAIM_FORMAT = "vertexbatch-online-claim/1"
-# How far ahead a claim reaches; its holder renews it five times per period.
-CLAIM_SECONDS = 300.0
 _PART = "part-{:05d}.jsonl"
-
-
-def _claim_value(owner: str, seconds: float) -> dict[str, str]:
-    expires = datetime.now(UTC) + timedelta(seconds=seconds)
-    return {"format": CLAIM_FORMAT, "owner": owner, "expires": expires.isoformat()}
-
-
-def _expiry(claim: Any, uri: str) -> datetime:
-    """When a claim read from GCS expires; it may have been edited, so every field is checked."""
-    expires = claim.get("expires") if isinstance(claim, dict) else None
-    try:
-        moment = datetime.fromisoformat(expires) if isinstance(expires, str) else None
-    except ValueError:
-        moment = None
-    if (
-        moment is None
-        or moment.utcoffset() is None
-        or claim.get("format") != CLAIM_FORMAT
-        or not isinstance(claim.get("owner"), str)
-    ):
-        raise InvalidRequestError(
-            f"{uri} is not a vertexbatch online claim: it was damaged or edited; delete it to "
-            "let the fallback answer the shard",
-            field="staging",
-        )
-    return moment
-
-
-class _Lease:
-    """A claim this process holds, renewed in the background until the ``with`` block ends."""
-
-    def __init__(self, staging: Staging, name: str, claim: dict[str, str], seconds: float) -> None:
-        self._staging = staging
-        self._name = name
-        self._claim = claim
-        self._seconds = seconds
-        self._expires = datetime.fromisoformat(claim["expires"])
-        self._lost = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._renew, name="vertexbatch-claim", daemon=True)
-
-    def __enter__(self) -> _Lease:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._stop.set()
-        self._thread.join()
-        if exc is not None:
-            # Failed before writing the answers: let the next step take the claim over at once.
-            with contextlib.suppress(Exception):  # the claim then simply expires on its own
-                self.release()
-
-    def release(self) -> None:
-        """Expire the claim now (unless it was lost), so the next caller takes it at once."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()  # no renewal after this
-        if self._lost.is_set() or self._claim.get("released"):
-            return
-        released = {**self._claim, "expires": datetime.now(UTC).isoformat(), "released": "yes"}
-        if self._staging.replace_json(self._name, released, self._claim):
-            self._claim = released
-
-    def held(self) -> bool:
-        """Whether a call may start: the claim is ours and more than one renewal from expiry."""
-        margin = timedelta(seconds=self._seconds / 5)
-        return not self._lost.is_set() and datetime.now(UTC) < self._expires - margin
-
-    def _renew(self) -> None:
-        while not self._stop.wait(self._seconds / 5):
-            renewed = _claim_value(self._claim["owner"], self._seconds)
-            try:
-                replaced = self._staging.replace_json(self._name, renewed, self._claim)
-                # A renewal whose answer was lost is retried and refused; it still took effect.
-                replaced = replaced or self._staging.read_json(self._name) == renewed
-            except Exception as exc:  # the next tick tries again; held() ends at the expiry
-                logger.warning(
-                    "could not renew the online claim %s: %s", self._name, type(exc).__name__
-                )
-                continue
-            if not replaced:
-                logger.warning("the online claim %s was taken over by another caller", self._name)
-                self._lost.set()
-                return
-            self._claim, self._expires = renewed, datetime.fromisoformat(renewed["expires"])
-
-
-def _claim(staging: Staging, folder: Folder, seconds: float) -> _Lease | None:
-    """Claim the shard's online answers; ``None`` if another caller holds the claim."""
-    name = folder.name(CLAIM)
-    owner = f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:12]}"
-    mine = _claim_value(owner, seconds)
-    if staging.create_json(name, mine):
-        return _Lease(staging, name, mine, seconds)
-    held = staging.read_json(name)
-    if held == mine:  # created by this call, whose answer was lost and retried
-        return _Lease(staging, name, mine, seconds)
-    if held is None:  # removed by hand meanwhile: the next step claims it afresh
-        return None
-    expires = _expiry(held, folder.uri(CLAIM))
-    if datetime.now(UTC) < expires:
-        logger.info("%s is claimed by %s until %s", folder.uri(CLAIM), held["owner"], expires)
-        return None
-    mine = _claim_value(owner, seconds)
-    if not staging.replace_json(name, mine, held) and staging.read_json(name) != mine:
-        return None  # another caller took the stale claim over first
-    if held.get("released"):  # its holder was done with it
-        logger.info("took over %s, released by %s", folder.uri(CLAIM), held["owner"])
-    else:
-        logger.warning(
-            "took over %s from %s, expired at %s", folder.uri(CLAIM), held["owner"], expires
-        )
-    return _Lease(staging, name, mine, seconds)
 
 
 @contextlib.contextmanager
 def creating(staging: Staging, folder: Folder, rows_leaf: str) -> Iterator[bool]:
-    """Hold the shard's claim while an attempt's job is created (step 8 above): yields
-    ``True`` if it may be, ``False`` (create nothing) if another caller holds the claim or a
-    key of the shard was answered online. Released when the block ends: the job is recorded."""
-    lease = _claim(staging, folder, CLAIM_SECONDS)
-    if lease is None:
-        yield False
-        return
-    with lease:
-        answered = staging.exists(folder.name(rows_leaf)) or bool(
-            online_parts(staging, folder, rows_leaf)
+    """While an attempt's job of the shard is created (step 8 above): yields ``True`` if it
+    may be, ``False`` (create nothing) if a caller holds the shard's claim to answer it online
+    or a key of it was answered online. The creator's token is removed when the block ends,
+    once the job is recorded."""
+    with creator_token(staging, folder):
+        yield not (
+            claimed(staging, folder)
+            or staging.exists(folder.name(rows_leaf))
+            or bool(online_parts(staging, folder, rows_leaf))
         )
-        yield not answered
-        lease.release()
 
 
 @stepped("online_fallback")
@@ -276,8 +152,10 @@ def answer_online(
         # A holder whose claim went stale may have written the rows before this one took over.
         if staging.exists(name):
             return True
-        keep = settled()
-        if keep is None:  # a batch attempt may still answer: let the next step look again
+        # A caller creating an attempt's job, or an attempt that may still answer: the next
+        # step looks again.
+        keep = None if live_creators(staging, folder) else settled()
+        if keep is None:
             lease.release()
             return False
         answered = parts.read()
@@ -374,7 +252,7 @@ def _answer(
     settled: set[str],
     answered: set[str],
     parts: _Parts,
-    lease: _Lease,
+    lease: Lease,
     concurrency: int,
 ) -> bool:
     """Answer every unsettled key no part answers, a group of calls per part; ``False`` if the

@@ -14,10 +14,11 @@ create an attempt's job, resubmit what is retryable or missing, answer online pa
 deadline, finish shards (their ``done.json``), cancel twins. ``advance`` then writes the
 progress cache for the next step.
 
-An attempt's job is created while holding the shard's online claim, and a shard is answered
-online only under that claim once every attempt's job has ended and its output is read
-(``vertexbatch._runs.online``, steps 8 and 9): no key is paid for twice, by a batch job and
-online, whatever the order the steps of several processes take.
+An attempt's job is created under a creator's token and never while the shard's online claim
+is held; a shard is answered online only under that claim, with no token live, once every
+attempt's job has ended and its output is read (``vertexbatch._runs.online``, steps 8 and 9):
+no key is paid for twice, by a batch job and online, whatever the order of several processes'
+steps.
 """
 
 from __future__ import annotations
@@ -170,7 +171,7 @@ class Step:
             shard = state.shard
             if action.kind == "create":
                 if self._create(shard, attempt_id(shard, action.attempt)) is None:
-                    created, live = created - 1, live - 1  # the claim is another's
+                    created, live = created - 1, live - 1  # answered online meanwhile
             elif action.kind == "resubmit":
                 job = state.attempts[-1].job
                 assert job is not None  # the planner resubmits only from a finished job
@@ -253,9 +254,9 @@ class Step:
             )
 
     def _create(self, shard: Shard, submission_id: str) -> Job | None:
-        """Create the job of an attempt that was staged but has none (identity protocol), while
-        holding the shard's online claim; ``None``: not created, as another process holds the
-        claim (answering the shard online, or creating its job) or answered keys online."""
+        """Create the job of an attempt that was staged but has none (identity protocol), under
+        a creator's token (``online.creating``); ``None``: not created, as another process holds
+        the shard's online claim or answered keys of it online."""
         cloud = self._cloud
         raw = self._records.read(submission_id, MANIFEST)
         if raw is None:
@@ -269,8 +270,8 @@ class Step:
             )
 
     def _resubmit(self, shard: Shard, job: Job, keys: list[str], attempt: int) -> Job | None:
-        """Stage and submit an attempt of ``keys``, read back from ``job``'s staged input, while
-        holding the shard's online claim (``None``: not made, as ``_create``)."""
+        """Stage and submit an attempt of ``keys``, read back from ``job``'s staged input, under
+        a creator's token (``None``: not made, as ``_create``)."""
         cloud = self._cloud
         origin = run_origin(self._ledger.id)
         with creating(cloud.staging, cloud.staging.folder(shard.id), ONLINE) as free:
@@ -323,11 +324,12 @@ class Step:
         shard's jobs still live.
 
         A job still CANCELLING keeps the shard pending (a cancel that lands late may end it
-        SUCCEEDED, answering keys). Each key is answered
-        online at most once across processes, and only once every attempt's job of its shard
-        has ended and its output is read: the shard is claimed in GCS first, then its attempts
-        are read afresh (``vertexbatch._runs.online``, steps 8 and 9); while another process
-        holds the claim, or a job is live, the shard is reported pending and nothing is called.
+        SUCCEEDED, answering keys). Each key is answered online at most once across processes,
+        and only once every attempt's job of its shard has ended and its output is read: the
+        shard is claimed in GCS first, then its attempts are read afresh
+        (``vertexbatch._runs.online``, steps 8 and 9); while another process holds the claim or
+        creates a job of the shard, or a job is live, the shard is reported pending and nothing
+        is called.
         """
         cloud = self._cloud
         reader = self._reader
