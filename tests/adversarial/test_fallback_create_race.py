@@ -4,6 +4,7 @@ and the answering of its keys online exclude each other, in either order, across
 from __future__ import annotations
 
 import contextlib
+import json
 import multiprocessing
 import threading
 from collections.abc import Iterator
@@ -211,4 +212,31 @@ def test_a_step_that_read_the_shard_before_a_create_sees_the_job_once_it_claims(
     assert stack.calls()["rawPredict"] == 0 and stack.calls()["cancel"] == 1
     summary = _finish_late(run)
     assert summary.outcomes == {"ok": KEYS}
+    assert _paid(stack, bucket) == KEYS
+
+
+def test_a_creator_killed_mid_create_delays_the_fallback_until_its_token_expires(
+    client: vb.Client, stack: LocalStack, bucket: str
+) -> None:
+    """A step killed while its create of r1 is held leaves its token: a step past the deadline
+    calls nothing while it is unexpired; once expired (as 5 minutes on), the shard is answered
+    online, each key once, and r1 is never created."""
+    run = _failed_first_attempt(client, stack, "cr-killed")
+    stack.faults.block("create")
+    with _in_process(stack, advance, _endpoints(stack, bucket), "cr-killed", False) as child:
+        stack.faults.wait_blocked("create", timeout=120)
+        child[0].kill()
+        child[0].join(timeout=60)
+        stack.faults.unblock("create", drop=True)  # the dead step's create never reaches Vertex
+    gcs = stack.storage_client().bucket(bucket)
+    tokens = list(gcs.list_blobs(prefix="jobs/cr-killed.s0/creating/"))
+    assert len(tokens) == 1
+    late = run.advance(deadline=_past(), fallback="online")
+    assert late.outcomes == {"pending": KEYS} and stack.calls()["rawPredict"] == 0
+    token = json.loads(tokens[0].download_as_bytes())
+    expired = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
+    tokens[0].upload_from_string(json.dumps({**token, "expires": expired}))
+    summary = run.advance(deadline=_past(), fallback="online")
+    assert summary.done and summary.outcomes == {"ok": KEYS}
+    assert [j["displayName"] for j in jobs_in(stack, bucket)] == ["cr-killed.s0"]
     assert _paid(stack, bucket) == KEYS
