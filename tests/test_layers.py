@@ -112,6 +112,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_runs.plan",
             "_runs.ledger",
             "_runs.online",
+            "_runs.claim",
             "_runs.online_rows",
             "_runs.sink",
             "_runs.tasks",

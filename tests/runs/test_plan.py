@@ -57,7 +57,7 @@ PAUSED = ShardView.of(keys=10, attempts=1, state="JOB_STATE_PAUSED", unsettled=2
         ),
         pytest.param([STAGED], ONLINE, Plan((Action("online", 0),), 0, 0, 0), id="online-staged"),
         pytest.param(
-            [RUNNING], ONLINE, Plan((Action("online", 0),), 0, 0, 0), id="online-cancels-live"
+            [RUNNING], ONLINE, Plan((Action("online", 0),), 0, 1, 0), id="online-cancels-live"
         ),
         pytest.param(
             [UNSETTLED], ONLINE, Plan((Action("online", 0),), 0, 0, 0), id="online-unsettled"
@@ -69,7 +69,7 @@ PAUSED = ShardView.of(keys=10, attempts=1, state="JOB_STATE_PAUSED", unsettled=2
         pytest.param([PAUSED], LOOK, Plan((), 10, 1, 0), id="status-counts-paused-live"),
         pytest.param([PAUSED], LATE, Plan((), 10, 1, 0), id="late-paused-not-finished"),
         pytest.param(
-            [PAUSED], ONLINE, Plan((Action("online", 0),), 0, 0, 0), id="online-cancels-paused"
+            [PAUSED], ONLINE, Plan((Action("online", 0),), 0, 1, 0), id="online-cancels-paused"
         ),
         pytest.param(
             [PAUSED, STAGED],
@@ -100,7 +100,7 @@ def test_online_frees_budget_for_no_one() -> None:
     """Past the deadline with the fallback, nothing is created even with budget to spare."""
     plan = plan_step([RUNNING, STAGED, UNSETTLED], ONLINE)
     assert [a.kind for a in plan.actions] == ["online", "online", "online"]
-    assert (plan.live, plan.created, plan.pending) == (0, 0, 0)
+    assert (plan.live, plan.created, plan.pending) == (1, 0, 0)  # live until seen ended
 
 
 @pytest.mark.parametrize(

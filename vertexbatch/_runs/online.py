@@ -12,6 +12,7 @@ processes, and an answer paid for is written before more are paid for. Before ca
 a caller claims the shard in GCS::
 
     PREFIX/SHARD/online.claim.json          {"format", "owner", "expires"}: who answers, until when
+    PREFIX/SHARD/creating/ID.json           the same fields: a caller creating an attempt's job
     PREFIX/SHARD/online/part-00000.jsonl    the answers of one group of calls, create-only
     PREFIX/SHARD/online.jsonl               every answer, written create-only once each key has one
 
@@ -39,11 +40,26 @@ a caller claims the shard in GCS::
    overwriting it conditional on the stale claim's generation, so of two callers seeing the
    same stale claim exactly one wins; the winner goes on from step 4.
 7. The claim is never deleted: once ``online.jsonl`` exists, step 1 ends every later attempt.
+   A holder done with it without answering (step 9, or a failure) releases it: expires it at
+   once, marked ``released``, and the next caller takes it over as in step 6.
+8. A run step creating a batch attempt's job of the shard (``creating``) first writes its own
+   token, ``PREFIX/SHARD/creating/ID.json`` (a claim's fields, renewed as a claim is), then
+   creates nothing if the claim is held (unexpired, not released) or any online answer or part
+   exists; it deletes the token once the job is recorded (``job.json``). A holder of the claim,
+   before anything else, looks for tokens: while an unexpired one exists it calls nothing and
+   releases the claim. Whichever of the two writes second sees the other, so an attempt's
+   create and the online answers exclude each other (``_runs.claim``); creators never wait
+   for one another (the identity protocol makes one job of an id).
+9. Under the claim, the holder reads the shard's attempts afresh (``settled``): while one's job
+   has not ended (a cancel that lands late leaves it CANCELLING, then maybe SUCCEEDED) it is
+   cancelled, nothing is called and the claim is released; once all have ended, their output
+   is read and only the keys no attempt settled are called: those keep the batch answer.
 
 Assumptions: clocks agree to well within a renewal period (60 s), and a holder that cannot
 reach GCS for a whole ``CLAIM_SECONDS`` loses its claim (the group it has in flight may then be
-answered twice: the taker does not see it). A crashed holder delays the shard by at most
-``CLAIM_SECONDS``.
+answered twice: the taker does not see it; a create that outlasts its token likewise). A
+crashed holder, or a creator that died with its token, delays the shard's online answers by at
+most ``CLAIM_SECONDS``.
 """
 
 from __future__ import annotations
@@ -51,14 +67,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
-import socket
-import threading
-import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .._errors import InvalidRequestError
@@ -69,6 +79,8 @@ from .._online_call import from_service, status_code
 from .._providers import PROVIDERS
 from .._staged import read_key_map, read_staged_lines
 from .._tracing import note, stepped
+from .claim import CLAIM, CLAIM_SECONDS, Lease, claimed, creator_token, live_creators
+from .claim import take_claim as _claim
 from .online_rows import write_rows
 
 if TYPE_CHECKING:
@@ -78,6 +90,7 @@ __all__ = [
     "CLAIM",
     "CLAIM_SECONDS",
     "answer_online",
+    "creating",
     "online_parts",
 ]
 
@@ -85,122 +98,28 @@ logger = logging.getLogger("vertexbatch")
 
 # Online calls in flight at once, by default (Run.advance's online_concurrency).
 CONCURRENCY = 8
-CLAIM = "online.claim.json"
-CLAIM_FORMAT = "vertexbatch-online-claim/1"
-# How far ahead a claim reaches; its holder renews it five times per period.
-CLAIM_SECONDS = 300.0
 _PART = "part-{:05d}.jsonl"
 
 
-def _claim_value(owner: str, seconds: float) -> dict[str, str]:
-    expires = datetime.now(UTC) + timedelta(seconds=seconds)
-    return {"format": CLAIM_FORMAT, "owner": owner, "expires": expires.isoformat()}
-
-
-def _expiry(claim: Any, uri: str) -> datetime:
-    """When a claim read from GCS expires; it may have been edited, so every field is checked."""
-    expires = claim.get("expires") if isinstance(claim, dict) else None
-    try:
-        moment = datetime.fromisoformat(expires) if isinstance(expires, str) else None
-    except ValueError:
-        moment = None
-    if (
-        moment is None
-        or moment.utcoffset() is None
-        or claim.get("format") != CLAIM_FORMAT
-        or not isinstance(claim.get("owner"), str)
-    ):
-        raise InvalidRequestError(
-            f"{uri} is not a vertexbatch online claim: it was damaged or edited; delete it to "
-            "let the fallback answer the shard",
-            field="staging",
+@contextlib.contextmanager
+def creating(staging: Staging, folder: Folder, rows_leaf: str) -> Iterator[bool]:
+    """While an attempt's job of the shard is created (step 8 above): yields ``True`` if it
+    may be, ``False`` (create nothing) if a caller holds the shard's claim to answer it online
+    or a key of it was answered online. The creator's token is removed when the block ends,
+    once the job is recorded."""
+    with creator_token(staging, folder):
+        yield not (
+            claimed(staging, folder)
+            or staging.exists(folder.name(rows_leaf))
+            or bool(online_parts(staging, folder, rows_leaf))
         )
-    return moment
-
-
-class _Lease:
-    """A claim this process holds, renewed in the background until the ``with`` block ends."""
-
-    def __init__(self, staging: Staging, name: str, claim: dict[str, str], seconds: float) -> None:
-        self._staging = staging
-        self._name = name
-        self._claim = claim
-        self._seconds = seconds
-        self._expires = datetime.fromisoformat(claim["expires"])
-        self._lost = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._renew, name="vertexbatch-claim", daemon=True)
-
-    def __enter__(self) -> _Lease:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._stop.set()
-        self._thread.join()
-        if exc is not None and not self._lost.is_set():
-            # Failed before writing the answers: let the next step take the claim over at once.
-            released = {**self._claim, "expires": datetime.now(UTC).isoformat()}
-            with contextlib.suppress(Exception):  # the claim then simply expires on its own
-                self._staging.replace_json(self._name, released, self._claim)
-
-    def held(self) -> bool:
-        """Whether a call may start: the claim is ours and more than one renewal from expiry."""
-        margin = timedelta(seconds=self._seconds / 5)
-        return not self._lost.is_set() and datetime.now(UTC) < self._expires - margin
-
-    def _renew(self) -> None:
-        while not self._stop.wait(self._seconds / 5):
-            renewed = _claim_value(self._claim["owner"], self._seconds)
-            try:
-                replaced = self._staging.replace_json(self._name, renewed, self._claim)
-                # A renewal whose answer was lost is retried and refused; it still took effect.
-                replaced = replaced or self._staging.read_json(self._name) == renewed
-            except Exception as exc:  # the next tick tries again; held() ends at the expiry
-                logger.warning(
-                    "could not renew the online claim %s: %s", self._name, type(exc).__name__
-                )
-                continue
-            if not replaced:
-                logger.warning("the online claim %s was taken over by another caller", self._name)
-                self._lost.set()
-                return
-            self._claim, self._expires = renewed, datetime.fromisoformat(renewed["expires"])
-
-
-def _claim(staging: Staging, folder: Folder, seconds: float) -> _Lease | None:
-    """Claim the shard's online answers; ``None`` if another caller holds the claim."""
-    name = folder.name(CLAIM)
-    owner = f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:12]}"
-    mine = _claim_value(owner, seconds)
-    if staging.create_json(name, mine):
-        return _Lease(staging, name, mine, seconds)
-    held = staging.read_json(name)
-    if held == mine:  # created by this call, whose answer was lost and retried
-        return _Lease(staging, name, mine, seconds)
-    if held is None:  # removed by hand meanwhile: the next step claims it afresh
-        return None
-    expires = _expiry(held, folder.uri(CLAIM))
-    if datetime.now(UTC) < expires:
-        logger.info("%s is claimed by %s until %s", folder.uri(CLAIM), held["owner"], expires)
-        return None
-    mine = _claim_value(owner, seconds)
-    if not staging.replace_json(name, mine, held) and staging.read_json(name) != mine:
-        return None  # another caller took the stale claim over first
-    logger.warning("took over %s from %s, expired at %s", folder.uri(CLAIM), held["owner"], expires)
-    return _Lease(staging, name, mine, seconds)
 
 
 @stepped("online_fallback")
 def answer_online(
     cloud: Cloud,
     job: Job,
-    settled: Callable[[], set[str]],
+    settled: Callable[[], set[str] | None],
     folder: Folder,
     rows_leaf: str,
     concurrency: int = CONCURRENCY,
@@ -209,11 +128,13 @@ def answer_online(
 
     The rows go to ``folder``'s ``rows_leaf``, create-only, by way of parts under ``rows_leaf``
     without its suffix (``online.jsonl``: ``online/``). ``settled`` is called only by the caller
-    that holds the claim.
+    that holds the claim: the keys a batch attempt answered, or ``None`` while one of the
+    shard's batch attempts may still answer (then nothing is called and the claim is released).
 
     Returns:
         ``True`` once the rows are written (by this call or an earlier one), ``False`` while
-        another caller holds the claim (or this one lost it): the shard is still pending.
+        another caller holds the claim (or this one lost it), or ``settled`` gave ``None``: the
+        shard is still pending.
 
     Raises:
         Whatever is not the service's answer to a call (a failed GCS write once retried, a bug
@@ -231,8 +152,14 @@ def answer_online(
         # A holder whose claim went stale may have written the rows before this one took over.
         if staging.exists(name):
             return True
+        # A caller creating an attempt's job, or an attempt that may still answer: the next
+        # step looks again.
+        keep = None if live_creators(staging, folder) else settled()
+        if keep is None:
+            lease.release()
+            return False
         answered = parts.read()
-        if not _answer(cloud, job, settled(), answered, parts, lease, concurrency):
+        if not _answer(cloud, job, keep, answered, parts, lease, concurrency):
             logger.warning("gave up answering %s online: its claim was lost", job.id)
             return False
         rows = 0
@@ -325,7 +252,7 @@ def _answer(
     settled: set[str],
     answered: set[str],
     parts: _Parts,
-    lease: _Lease,
+    lease: Lease,
     concurrency: int,
 ) -> bool:
     """Answer every unsettled key no part answers, a group of calls per part; ``False`` if the

@@ -12,7 +12,8 @@ decision pure lets every rule be table-tested without GCS or Vertex:
 - a shard whose latest attempt finished with nothing to retry (or no attempts left) is finished;
 - past the deadline no attempt is made (an attempt staged but not created is not created: its
   shard is finished); with the online fallback, every shard not yet settled is answered online
-  (its live jobs cancelled first).
+  (its live jobs cancelled first: the step answers it only once they have ended, and counts
+  them live until then).
 """
 
 from __future__ import annotations
@@ -89,7 +90,8 @@ class Plan:
 
     Attributes:
         actions: what to do. ``finish`` counts the shard's final outcomes (and records them
-            when acting); ``online`` answers the shard online and finishes it.
+            when acting); ``online`` cancels the shard's live jobs, then, once all have ended,
+            answers it online and finishes it.
         pending: keys of shards that stay unfinished whatever the actions do.
         live: the run's live jobs once the actions are done.
         created: jobs the actions create.
@@ -113,8 +115,8 @@ def plan_step(shards: Sequence[ShardView], rules: StepRules) -> Plan:
     for index, view in enumerate(shards):
         latest = view.attempts - 1
         if rules.online and not view.terminal:
+            # Its live job is cancelled first, and counts until the step sees it ended.
             actions.append(Action("online", index))
-            live -= view.created  # its live job is cancelled first
             continue
         if not view.created:
             if may_create():

@@ -13,11 +13,18 @@ What to do is decided by the pure planner in ``_plan``; here the actions are car
 create an attempt's job, resubmit what is retryable or missing, answer online past the
 deadline, finish shards (their ``done.json``), cancel twins. ``advance`` then writes the
 progress cache for the next step.
+
+An attempt's job is created under a creator's token and never while the shard's online claim
+is held; a shard is answered online only under that claim, with no token live, once every
+attempt's job has ended and its output is read (``vertexbatch._runs.online``, steps 8 and 9):
+no key is paid for twice, by a batch job and online, whatever the order of several processes'
+steps.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,7 +38,7 @@ from .._tracing import note
 from .._vertex import status_of
 from .jobs import Attempt, RunJobs, Twin
 from .ledger import Ledger, Shard, attempt_id, write_done, write_done_online
-from .online import answer_online
+from .online import answer_online, creating
 from .plan import Plan, ShardView, StepRules, plan_step
 from .read import ONLINE, UNSETTLED, ShardReader
 from .records import ListedRecords, Records
@@ -42,6 +49,8 @@ __all__ = ["Open", "RunSummary", "Step", "open_shard"]
 logger = logging.getLogger("vertexbatch")
 
 _CANCELLING = "JOB_STATE_CANCELLING"
+# How long a step waits for the cancels of jobs past the deadline to take effect.
+_CANCEL_WAIT = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,17 +159,29 @@ class Step:
                 for kind, n in Counter(a.kind for a in plan.actions).items()
             }
         )
+        live = plan.live + twins
+        created = plan.created
+        online = [a.shard for a in plan.actions if a.kind == "online"]
+        # The jobs the plan counts live for shards answered online, until seen ended.
+        views = {i: unfinished[i].view() for i in online}
+        counted = {i: int(v.created and not v.terminal) for i, v in views.items()}
+        self._cancel_late([unfinished[i] for i in online])
         for action in plan.actions:
             state = unfinished[action.shard]
             shard = state.shard
             if action.kind == "create":
-                self._create(attempt_id(shard, action.attempt))
+                if self._create(shard, attempt_id(shard, action.attempt)) is None:
+                    created, live = created - 1, live - 1  # answered online meanwhile
             elif action.kind == "resubmit":
                 job = state.attempts[-1].job
                 assert job is not None  # the planner resubmits only from a finished job
-                self._resubmit(job, state.unsettled, attempt_id(shard, action.attempt))
+                made = self._resubmit(shard, job, state.unsettled, action.attempt)
+                if made is None:
+                    created, live = created - 1, live - 1
             elif action.kind == "online":
-                totals.update(self._answer_online(shard, state.attempts, concurrency))
+                outcomes, running = self._answer_online(shard, state.attempts, concurrency)
+                totals.update(outcomes)
+                live += running - counted[action.shard]
             else:
                 outcomes = reader.final_outcomes(shard, state.attempts)
                 if rules.act:
@@ -174,8 +195,8 @@ class Step:
             done=not totals.get("pending"),
             keys=sum(s.keys for s in ledger.shards),
             outcomes={k: v for k, v in sorted(totals.items()) if v},
-            live_jobs=plan.live + twins,
-            created=plan.created,
+            live_jobs=live,
+            created=created,
         )
 
     def _plan(self, unfinished: list[Open], rules: StepRules, jobs: RunJobs) -> Plan:
@@ -212,7 +233,7 @@ class Step:
                 if attempt.recorded:
                     doomed.extend(attempt.twins)
                 elif attempt.job is not None:
-                    self._create(attempt.job.id)
+                    self._create(shard.shard, attempt.job.id)
         for twin in doomed:
             if act and twin.state != _CANCELLING:  # on its way already
                 self._cancel_twin(twin)
@@ -232,71 +253,134 @@ class Step:
                 type(exc).__name__,
             )
 
-    def _create(self, submission_id: str) -> Job:
-        """Create the job of an attempt that was staged but has none (identity protocol)."""
+    def _create(self, shard: Shard, submission_id: str) -> Job | None:
+        """Create the job of an attempt that was staged but has none (identity protocol), under
+        a creator's token (``online.creating``); ``None``: not created, as another process holds
+        the shard's online claim or answered keys of it online."""
         cloud = self._cloud
         raw = self._records.read(submission_id, MANIFEST)
         if raw is None:
             raise InvalidRequestError(f"attempt {submission_id!r} is not staged", field="id")
         manifest = Manifest.from_json(raw, cloud.staging.folder(submission_id).uri(MANIFEST))
-        return submit(
-            cloud.staging, cloud.vertex, cloud.retry, submission_id, manifest, self._labels
-        )
+        with creating(cloud.staging, cloud.staging.folder(shard.id), ONLINE) as free:
+            if not free:
+                return None
+            return submit(
+                cloud.staging, cloud.vertex, cloud.retry, submission_id, manifest, self._labels
+            )
 
-    def _resubmit(self, job: Job, keys: list[str], submission_id: str) -> Job:
-        """Stage and submit an attempt of ``keys``, read back from ``job``'s staged input."""
+    def _resubmit(self, shard: Shard, job: Job, keys: list[str], attempt: int) -> Job | None:
+        """Stage and submit an attempt of ``keys``, read back from ``job``'s staged input, under
+        a creator's token (``None``: not made, as ``_create``)."""
         cloud = self._cloud
         origin = run_origin(self._ledger.id)
-        return resubmit(
-            cloud.staging,
-            cloud.vertex,
-            cloud.retry,
-            job,
-            set(keys),
-            submission_id,
-            origin,
-            self._labels,
-        )
+        with creating(cloud.staging, cloud.staging.folder(shard.id), ONLINE) as free:
+            if not free:
+                return None
+            return resubmit(
+                cloud.staging,
+                cloud.vertex,
+                cloud.retry,
+                job,
+                set(keys),
+                attempt_id(shard, attempt),
+                origin,
+                self._labels,
+            )
+
+    def _cancel_late(self, shards: list[Open]) -> None:
+        """Cancel the live jobs of shards to answer online, and wait a little for the cancels
+        to take effect (a PENDING job's does within a poll); each shard's attempts are then
+        as Vertex says (a job still CANCELLING keeps its shard pending: ``_answer_online``).
+
+        Every job that has not ended is cancelled, a PAUSED one included (it could resume and
+        answer the keys again, paid twice).
+        """
+        live = [(s, a) for s in shards for a in s.attempts if a.job is not None and not a.ended]
+        for _, attempt in live:
+            assert attempt.job is not None and attempt.status is not None
+            if attempt.status.state != _CANCELLING:  # on its way already
+                self._cloud.vertex.cancel(attempt.job.name)
+        ends = time.monotonic() + _CANCEL_WAIT
+        pause = 0.05
+        while live:
+            still = []
+            for state, attempt in live:
+                now = self._refreshed(attempt)
+                state.attempts[state.attempts.index(attempt)] = now
+                if not now.ended:
+                    still.append((state, now))
+            live = still
+            if not live or time.monotonic() + pause > ends:
+                return
+            time.sleep(pause)
+            pause = min(2 * pause, 0.5)
 
     def _answer_online(
         self, shard: Shard, attempts: list[Attempt], concurrency: int
-    ) -> dict[str, int]:
-        """Past the deadline: cancel the shard's jobs and answer its unsettled keys online.
+    ) -> tuple[dict[str, int], int]:
+        """Past the deadline, the shard's jobs cancelled (``_cancel_late``): once all have
+        ended, answer online the keys none of them settled. Returns the outcomes and the
+        shard's jobs still live.
 
-        Every job that has not ended is cancelled first, a PAUSED one included (it could
-        resume and answer the keys again, paid twice). Each key is answered online at most
-        once across processes: the shard is claimed in GCS first (``vertexbatch._runs.online``);
-        while another process holds the claim, the shard is reported pending and nothing is
-        called.
+        A job still CANCELLING keeps the shard pending (a cancel that lands late may end it
+        SUCCEEDED, answering keys). Each key is answered online at most once across processes,
+        and only once every attempt's job of its shard has ended and its output is read: the
+        shard is claimed in GCS first, then its attempts are read afresh
+        (``vertexbatch._runs.online``, steps 8 and 9); while another process holds the claim or
+        creates a job of the shard, or a job is live, the shard is reported pending and nothing
+        is called.
         """
         cloud = self._cloud
         reader = self._reader
-        cancelled = [a for a in attempts if a.job is not None and not a.ended]
-        for attempt in cancelled:
-            assert attempt.job is not None and attempt.status is not None
-            if attempt.status.state != _CANCELLING:  # on its way already
-                cloud.vertex.cancel(attempt.job.name)
+        pending = {"pending": shard.keys}
+        running = sum(a.job is not None and not a.ended for a in attempts)  # _cancel_late's
+        if running:
+            return pending, running
 
         fresh: list[Attempt] = []
 
-        def refreshed() -> list[Attempt]:
-            # A job cancelled here may have written rows since it was listed: one get each.
-            if not fresh:
-                fresh.extend(self._refreshed(a) if a in cancelled else a for a in attempts)
-            return fresh
-
-        def settled() -> set[str]:
-            results = reader.results(shard, refreshed(), online=True)
+        def settled() -> set[str] | None:
+            nonlocal running
+            # Under the claim: an attempt created since the step read the shard shows now.
+            fresh.extend(self._fresh(shard))
+            live = [a for a in fresh if a.job is not None and not a.ended]
+            for attempt in live:
+                assert attempt.job is not None and attempt.status is not None
+                if attempt.status.state != _CANCELLING:
+                    cloud.vertex.cancel(attempt.job.name)
+            if live:
+                running = len(live)
+                return None
+            results = reader.results(shard, fresh, online=True)
             return {r.key for r in results if r.outcome not in UNSETTLED}
 
         folder = cloud.staging.folder(shard.id)
         if not answer_online(cloud, reader.job(shard), settled, folder, ONLINE, concurrency):
-            # Another process holds the shard's claim and is answering it; a later step finishes.
-            return {"pending": shard.keys}
-        outcomes = reader.final_outcomes(shard, refreshed(), online=True)
+            # Another process holds the shard's claim, or a job of it is live: a later step
+            # finishes it.
+            return pending, running
+        outcomes = reader.final_outcomes(shard, fresh or attempts, online=True)
         write_done_online(cloud.staging, shard, outcomes)
         logger.info("shard %s finished: %s", shard.id, outcomes)
-        return outcomes
+        return outcomes, 0
+
+    def _fresh(self, shard: Shard) -> list[Attempt]:
+        """The shard's attempts as GCS and Vertex say now: its records read, its ids' jobs
+        listed (one list and at most one get per attempt)."""
+        ledger = self._ledger
+        cloud = self._cloud
+        jobs = RunJobs(
+            cloud.vertex,
+            Records(cloud.staging),
+            ledger.id,
+            ledger.provider,
+            ledger.model,
+            labelled=False,  # a list per attempt's id, not one of the whole run
+            record=False,
+            dest=ledger.dest,
+        )
+        return jobs.attempts(shard, ledger.max_attempts)
 
     def _refreshed(self, attempt: Attempt) -> Attempt:
         """The attempt with its job's status and output directory as Vertex says now."""
