@@ -58,7 +58,7 @@ def test_price_table_matches_families_by_generation_and_takes_overrides() -> Non
     mine = vb.Price("claude-opus-5-5", 1.0, 2.0)
     assert price_of(CLAUDE, [mine]) == mine
     assert match("claude-opus-5-50", (mine,)) is None
-    with pytest.raises(vb.InvalidRequestError, match="output must be a number"):
+    with pytest.raises(vb.InvalidRequestError, match="output must be the online list price"):
         vb.Price("x", 1.0, -2.0)
     assert vb.PRICES_DATE and "http" in vb.PRICES_SOURCE and vb.PRICES
 

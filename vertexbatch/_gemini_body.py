@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
@@ -259,6 +259,7 @@ def _config_parts(key: str, config: Any) -> tuple[dict[str, Any], dict[str, Any]
             fields[_REQUEST_LEVEL[name]] = value
         else:
             generation[name] = value
+    _check_numbers(key, generation)
     system = fields.get("systemInstruction")
     if isinstance(system, str):
         fields["systemInstruction"] = {"role": "user", "parts": [{"text": system}]}
@@ -269,6 +270,39 @@ def _config_parts(key: str, config: Any) -> tuple[dict[str, Any], dict[str, Any]
         _PARTS.clear()  # a job's configs are few: more means each is used by few lines
     _PARTS[text] = fields, generation, shared
     return fields, generation, shared
+
+
+# generationConfig's numbers by their proto type in aiplatform_v1's GenerationConfig: int32 and
+# (32-bit) float. google-genai's types take any int or float, and Vertex refuses one past the
+# proto's range line by line; the plan's arithmetic would fail on an int past 1.8e308.
+_INT32: Final = ("candidateCount", "maxOutputTokens", "logprobs", "seed", "thinkingBudget")
+_FLOAT32: Final = ("temperature", "topP", "topK", "presencePenalty", "frequencyPenalty")
+_FLOAT32_MAX: Final = 3.4028234663852886e38
+_INFINITY: Final = float("inf")
+
+
+def _check_numbers(key: str, generation: Mapping[str, Any]) -> None:
+    """Refuse a generationConfig number past its proto type's range, naming the field."""
+    thinking = generation.get("thinkingConfig")
+    for name in _INT32 + _FLOAT32:
+        holder = thinking if name == "thinkingBudget" else generation
+        value = holder.get(name) if isinstance(holder, Mapping) else None
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+            continue  # NaN and Infinity are the strict encoder's to refuse, as not JSON
+        if isinstance(value, float) and value in (_INFINITY, -_INFINITY):
+            continue
+        place = f"thinkingConfig.{name}" if name == "thinkingBudget" else name
+        if name in _INT32 and not -(2**31) <= value < 2**31:
+            rule = "a whole number from -2,147,483,648 to 2,147,483,647 (an int32)"
+        elif name in _FLOAT32 and not -_FLOAT32_MAX <= value <= _FLOAT32_MAX:
+            rule = "a number at most 3.4e38 in size (a 32-bit float)"
+        else:
+            continue
+        raise InvalidRequestError(
+            f"config of request {key!r} sets generationConfig.{place} past what Vertex takes: "
+            f"it must be {rule}, as Vertex's GenerationConfig declares it",
+            field="config",
+        )
 
 
 def _config_key(config: Any) -> bytes | None:

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "LARGEST",
     "MAX_DEPTH",
     "SPACE",
     "Problem",
     "documented_names",
+    "has_huge_int",
     "import_problem",
     "keys_are_strings",
     "problem",
@@ -31,6 +34,11 @@ __all__ = [
 
 MAX_DEPTH = 15
 """Levels of nested lists and objects in a request (the request itself is level 1)."""
+
+LARGEST = int(sys.float_info.max)
+"""The largest integer a line may hold in size: the largest 64-bit float (about 1.8e308). Past it
+no JSON reader of Vertex's holds the number (``problem`` says so), and Python cannot make it a
+float: a plan's arithmetic would fail on it."""
 
 # A key the importer cannot store as a column name: empty, starting with "$", or with whitespace
 # (any Unicode whitespace, as ``str.isspace`` has it).
@@ -155,6 +163,8 @@ def problem(value: Any, *, importer: bool = True) -> Problem | None:
                 int.__repr__(node)
             except ValueError:
                 return top, path, "not JSON: an integer too long to write (over 4300 digits)"
+            if not -LARGEST <= node <= LARGEST:
+                return top, path, _LARGE
         elif kind is not bool and node is not None:
             return top, path, f"a value of type {kind.__name__}, which is not JSON data"
     return None
@@ -176,6 +186,10 @@ _COLUMN = (
     "a key that is not a valid column name for Vertex's importer (empty, starting with '$' or "
     "containing whitespace)"
 )
+_LARGE = (
+    "a number past 1.8e308 in size, which no number type of Vertex's importer holds (BigQuery's "
+    "INT64, FLOAT64 and BIGNUMERIC stop far below; no model takes one)"
+)
 _NOT_STR = "not a string: JSON keys are strings"
 _NOT_UTF8 = "not UTF-8 text (a lone surrogate)"
 _INF = float("inf")
@@ -187,6 +201,23 @@ def _utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def has_huge_int(value: Any) -> bool:
+    """Whether an integer past ``LARGEST`` in size is in ``value`` (JSON data, ``scan``ned: a
+    bounded depth). Only lines orjson could not write are walked for it (``_lines``): orjson
+    refuses every integer past 64 bits, so the usual line needs no walk."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is dict:
+            stack.extend(node.values())
+        elif kind is list:
+            stack.extend(node)
+        elif kind is int and not -LARGEST <= node <= LARGEST:
+            return True
+    return False
 
 
 def keys_are_strings(value: Any) -> bool:

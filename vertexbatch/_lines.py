@@ -21,14 +21,19 @@ from ._claude_shape import one_shape
 from ._errors import InvalidRequestError
 from ._field_types import FieldTypes
 from ._gemini_body import gemini_body
-from ._importer import Problem, problem, scan
+from ._importer import Problem, has_huge_int, problem, scan
 from ._keymap import KEY_FIELD, canonical_digest, key_digest
 from ._models import ClaudeRequest, GeminiRequest
 from ._plain import STRICT_COMPACT, STRICT_SORTED, cannot, dump
 from ._schema import Schema
 from ._schema_forms import claude_form, gemini_form
 
-__all__ = ["ANTHROPIC_VERSION", "StagedLine", "claude_line", "gemini_line"]
+__all__ = ["ANTHROPIC_VERSION", "MAX_TOKENS", "StagedLine", "claude_line", "gemini_line"]
+
+# The most ``max_tokens`` a line may ask: the int32 bound of Gemini's ``maxOutputTokens``, far
+# past what any model writes in one answer (Claude's largest is 128,000 tokens in 2026), so a
+# plan's ceiling and cost stay numbers and a line no model takes is refused before staging.
+MAX_TOKENS = 2**31 - 1
 
 # The version Vertex documents for Claude batch input lines.
 ANTHROPIC_VERSION = "vertex-2023-10-16"
@@ -134,15 +139,19 @@ def _sorted_json(body: dict[str, Any], fixed: bool) -> bytes:
     orjson writes the same text for plain JSON data (exact built-in types, string keys: what
     ``scan`` calls plain) in five to ten times less time, except floats below 1e-4 or from 1e16
     in size (``fixed`` says there are none), integers past 64 bits and strings that are not UTF-8
-    (it refuses those): then json writes it, or refuses it as before. docs/performance.md has
-    the decision; tests/test_fast_paths.py the proof.
+    (it refuses those): then json writes it, or refuses it as before, and an integer past
+    ``_importer.LARGEST`` is refused too. docs/performance.md has the decision;
+    tests/test_fast_paths.py the proof.
     """
     if fixed:
         try:
             return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
         except orjson.JSONEncodeError:
             pass
-    return STRICT_SORTED.encode(body).encode()
+    text = STRICT_SORTED.encode(body)
+    if has_huge_int(body):  # json writes any integer; past LARGEST no reader takes it
+        raise ValueError("an integer past the largest 64-bit float")  # problem() names it
+    return text.encode()
 
 
 def _compact_json(value: Any, fixed: bool) -> bytes:
@@ -212,11 +221,17 @@ def claude_line(
             "of at least one message",
             field="params",
         )
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        what = repr(max_tokens) if type(max_tokens) is int else type(max_tokens).__name__
+    if (
+        isinstance(max_tokens, bool)
+        or not isinstance(max_tokens, int)
+        or not 1 <= max_tokens <= MAX_TOKENS
+    ):
+        what = type(max_tokens).__name__
+        if type(max_tokens) is int:
+            what = repr(max_tokens) if max_tokens < 1 else f"a number past {MAX_TOKENS:,}"
         raise InvalidRequestError(
             f"params of request {request.key!r} give 'max_tokens' as {what}: Claude needs a "
-            "whole number of at least 1",
+            f"whole number from 1 to {MAX_TOKENS:,} (no model writes more)",
             field="params",
         )
     if schema is not None:

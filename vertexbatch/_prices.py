@@ -14,10 +14,22 @@ from dataclasses import dataclass
 
 from ._errors import InvalidRequestError
 
-__all__ = ["BATCH_DISCOUNT", "PRICES", "PRICES_DATE", "PRICES_SOURCE", "Price", "price_of"]
+__all__ = [
+    "BATCH_DISCOUNT",
+    "MAX_PRICE",
+    "PRICES",
+    "PRICES_DATE",
+    "PRICES_SOURCE",
+    "Price",
+    "price_of",
+]
 
 # Vertex AI bills batch prediction at 50% of the online rate, for Claude and Gemini alike.
 BATCH_DISCOUNT = 0.5
+
+# The most a price may be, in dollars per million tokens: far past any model's (the dearest
+# lists tens of dollars), and small enough that a plan's costs stay finite numbers.
+MAX_PRICE = 1_000_000
 
 # The date of the newest source (the table was compiled from them on 2026-11-30). The sources
 # are secondary tabulations of the providers' list prices: check the pricing pages before relying
@@ -36,13 +48,19 @@ PRICES_SOURCE = (
 
 @dataclass(frozen=True, slots=True)
 class Price:
-    """Online list prices of one model (or family), US dollars per million tokens.
+    """The online list prices of one model (or family), as the provider's pricing page prints
+    them: ``input`` and ``output`` are US dollars per million input and output tokens, the
+    online (not batch) rate. A plan's costs are at batch prices, these times ``BATCH_DISCOUNT``
+    (half). The command's ``--price MODEL=INPUT,OUTPUT`` takes the same two numbers.
 
     ``match`` is a model family: a bare model id (no ``@version``, no publisher path), which
     matches itself and the ids that continue it after a ``-`` (``"claude-sonnet-4"`` matches
     ``claude-sonnet-4@20250514`` and ``claude-sonnet-4-5@20250929``, not ``claude-sonnet-40``
-    nor ``claude-3-sonnet``). The most specific (longest) match wins. Batch prices are these
-    times ``BATCH_DISCOUNT``.
+    nor ``claude-3-sonnet``). The most specific (longest) match wins.
+
+    Raises:
+        InvalidRequestError (``field="prices"``): no ``match``, or a price that is not a number
+            of dollars from 0 to ``MAX_PRICE`` (NaN, infinite, negative, absurd).
     """
 
     match: str
@@ -54,9 +72,16 @@ class Price:
             raise InvalidRequestError("a Price needs a model id part to match", field="prices")
         for name in ("input", "output"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            # NaN fails both comparisons; an int of any size compares without becoming a float.
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not (0 <= value <= MAX_PRICE)
+            ):
                 raise InvalidRequestError(
-                    f"Price {self.match!r}: {name} must be a number of dollars >= 0",
+                    f"Price {self.match!r}: {name} must be the online list price in US dollars "
+                    f"per million {name} tokens, a number from 0 to {MAX_PRICE:,.0f}, got "
+                    f"{value!r:.40}",
                     field="prices",
                 )
 

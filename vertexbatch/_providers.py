@@ -19,6 +19,7 @@ with a ``Job.provider``).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -43,6 +44,7 @@ __all__ = [
     "ProviderRow",
     "by_command",
     "of_model",
+    "unknown_line_fields",
 ]
 
 # The output ceiling a plan assumes for a Gemini request that sets no maxOutputTokens.
@@ -168,3 +170,20 @@ def of_model(model: str | None) -> ProviderRow | None:
     if not model:
         return None
     return next((row for row in PROVIDERS.values() if row.owns(model)), None)
+
+
+def unknown_line_fields(row: ProviderRow, line: Mapping[str, Any]) -> str:
+    """A request-file line's fields that ``row`` does not name, as an error says them (``""``:
+    none): by position (``<field 3>``) with the line field each is closest to, never by name,
+    as a line's keys may be content (as ``_field_check`` names a params field it does not know).
+    """
+    names = sorted(row.fields)
+    unknown = []
+    for position, name in enumerate(line, start=1):
+        if name in row.fields:
+            continue
+        near = difflib.get_close_matches(str(name), names, n=1, cutoff=0.75)
+        unknown.append(f"<field {position}>" + (f" (did you mean {near[0]!r}?)" if near else ""))
+    if not unknown:
+        return ""
+    return f"unknown field(s) {', '.join(unknown)}: a {row.command} line has {names}"

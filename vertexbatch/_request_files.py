@@ -23,7 +23,7 @@ from ._client_base import check_client, cloud_of
 from ._errors import InvalidRequestError, ObjectReplaced
 from ._gcs.staging import Staging, parse_gs_uri
 from ._models import ClaudeRequest, GeminiRequest
-from ._providers import by_command
+from ._providers import ProviderRow, by_command, unknown_line_fields
 from ._runs.shares import Listed, share_of
 from ._runs.tasks import Task
 
@@ -130,14 +130,14 @@ class RequestFiles:
         return Listed(self._requests("gemini", _gemini), self.listing)
 
     def _requests(self, provider: str, build: Callable[[_Line, dict[str, Any]], R]) -> Iterator[R]:
-        fields = by_command(provider).fields
+        row = by_command(provider)
         for file in self._files:
             line = _Line(file.uri, 0)
             try:
                 for raw in self._staging.read_lines(file.uri, generation=file.generation):
                     line.number += 1
                     if raw.strip():
-                        yield build(line, line.parse(raw, fields, provider))
+                        yield build(line, line.parse(raw, row))
             except ObjectReplaced:
                 raise InvalidRequestError(
                     f"{file.uri} was replaced or removed after it was listed: list the prefix "
@@ -156,7 +156,7 @@ class _Line:
     def bad(self, problem: str, field: str = "requests") -> InvalidRequestError:
         return InvalidRequestError(f"{self.uri} line {self.number}: {problem}", field=field)
 
-    def parse(self, raw: bytes, fields: frozenset[str], provider: str) -> dict[str, Any]:
+    def parse(self, raw: bytes, row: ProviderRow) -> dict[str, Any]:
         problem = ""
         try:
             data = json.loads(raw.decode("utf-8").rstrip("\r"), parse_constant=_not_json)
@@ -170,9 +170,9 @@ class _Line:
             raise self.bad(problem)
         if not isinstance(data, dict):
             raise self.bad(f"expected a JSON object, got {type(data).__name__}")
-        unknown = sorted(set(data) - fields)
+        unknown = unknown_line_fields(row, data)
         if unknown:
-            raise self.bad(f"unknown field(s) {unknown}: a {provider} line has {sorted(fields)}")
+            raise self.bad(unknown)
         if not isinstance(data.get("key"), str) or not data["key"]:
             raise self.bad("'key' must be a non-empty string", field="key")
         return data

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import http.client
 import logging
-import math
 import random
 import sys
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from google.api_core import exceptions as api_exceptions
 from google.auth import exceptions as auth_exceptions
 
 from ._errors import InvalidRequestError, LineError
+from ._rules import is_seconds
 
 __all__ = [
     "LOCAL_STACK_HINT",
@@ -177,14 +177,11 @@ class RetryPolicy:
         for name in ("initial", "maximum", "jitter", "deadline", "timeout"):
             value = getattr(self, name)
             positive = name in ("deadline", "timeout")
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                ok = False
-            else:
-                ok = (value > 0 if positive else value >= 0) and math.isfinite(value)
-            if not ok:
-                rule = "more than 0" if positive else "0 or more"
+            if not is_seconds(value, positive=positive):
+                low = "1e-06" if positive else "0"
                 raise InvalidRequestError(
-                    f"RetryPolicy.{name} must be a number of seconds, {rule}, got {value!r}",
+                    f"RetryPolicy.{name} must be a number of seconds from {low} to 1e9, got "
+                    f"{value!r:.40}",
                     field="retry",
                 )
 

@@ -13,6 +13,9 @@ from ._models import Job, Provider
 
 __all__ = [
     "FAMILIES",
+    "MAX_SECONDS",
+    "MIN_SECONDS",
+    "is_seconds",
     "OUTPUT_LINE_MAX",
     "RECORD_MAX",
     "DEFAULT_LIMITS",
@@ -28,6 +31,24 @@ __all__ = [
     "id_label",
     "is_job_name",
 ]
+
+# Every duration vertexbatch takes, as a number of seconds (a wait's timeout, floor and ceiling,
+# a RetryPolicy's pauses, the command's duration options): at most MAX_SECONDS (about 31 years:
+# far past any job, TTL or wait, well inside what ``timedelta`` and the clocks' arithmetic
+# hold), and one that must be more than 0 at least MIN_SECONDS (a microsecond, the finest
+# duration a ``timedelta`` holds: less is 0 once it becomes one).
+MAX_SECONDS = 1e9
+MIN_SECONDS = 1e-6
+
+
+def is_seconds(value: object, *, positive: bool = False) -> bool:
+    """Whether ``value`` is a number of seconds from 0 (``positive``: from ``MIN_SECONDS``) to
+    ``MAX_SECONDS``. NaN, the infinities, a bool and an integer of any size are compared, never
+    converted, so none of them can overflow here."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return (MIN_SECONDS if positive else 0) <= value <= MAX_SECONDS
+
 
 # Vertex refuses more than 200,000 rows or 1 GB of input for one batch job.
 MAX_ROWS = 200_000

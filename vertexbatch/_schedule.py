@@ -7,13 +7,13 @@ status they poll. ``check_deadline`` is also the rule of ``Run.advance``'s deadl
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 
 from ._errors import InvalidRequestError, WaitTimeout
 from ._models import Job, Status
+from ._rules import is_seconds
 
 __all__ = ["MAX_JOB_LIFETIME", "Schedule", "check_deadline", "poll_delays"]
 
@@ -39,11 +39,6 @@ def check_deadline(deadline: object) -> datetime | None:
     )
 
 
-def _seconds(value: object) -> bool:
-    """Whether ``value`` is a number of seconds a pause can be (a real number, not NaN)."""
-    return not isinstance(value, bool) and isinstance(value, int | float) and not math.isnan(value)
-
-
 def poll_delays(
     floor: float, ceiling: float, *, rng: random.Random | None = None
 ) -> Iterator[float]:
@@ -54,17 +49,20 @@ def poll_delays(
     before the first pause is asked for.
 
     Raises:
-        InvalidRequestError: ``floor`` is not a number of seconds above 0 (``field ==
-            "floor"``), or ``ceiling`` is not one at least ``floor`` (``field == "ceiling"``).
+        InvalidRequestError: ``floor`` is not a number of seconds from 1e-06 to 1e9
+            (``field == "floor"``), or ``ceiling`` is not one at least ``floor`` (``field ==
+            "ceiling"``).
     """
-    if not _seconds(floor) or floor <= 0:
+    if not is_seconds(floor, positive=True):
         field = "floor"
-    elif not _seconds(ceiling) or ceiling < floor:
+    elif not is_seconds(ceiling, positive=True) or ceiling < floor:
         field = "ceiling"
     else:
         return _delays(floor, ceiling, rng or random.Random())
     raise InvalidRequestError(
-        f"need 0 < floor <= ceiling, got floor={floor!r}, ceiling={ceiling!r}", field=field
+        f"need 1e-06 <= floor <= ceiling <= 1e9 seconds, got floor={floor!r:.40}, "
+        f"ceiling={ceiling!r:.40}",
+        field=field,
     )
 
 
@@ -92,13 +90,9 @@ class Schedule:
         now: Callable[[], datetime],
     ) -> None:
         check_deadline(deadline)
-        if timeout is not None and (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not 0 <= timeout < float("inf")
-        ):
+        if timeout is not None and not is_seconds(timeout):
             raise InvalidRequestError(
-                f"timeout must be a number of seconds, 0 or more, got {timeout!r}",
+                f"timeout must be a number of seconds from 0 to 1e9, got {timeout!r:.40}",
                 field="timeout",
             )
         self._delays = poll_delays(floor, ceiling)

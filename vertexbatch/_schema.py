@@ -27,6 +27,8 @@ __all__ = ["MAX_SCHEMA_BYTES", "Schema", "Violation", "schema_of", "stored_schem
 
 # A schema is written into every request and into the manifest: kept far below a line's size.
 MAX_SCHEMA_BYTES: Final = 64 * 1024
+# The largest number a bound may be: the largest 64-bit float (Vertex's Schema holds doubles).
+_LARGEST: Final = int(sys.float_info.max)
 _MAX_DEPTH: Final = 12  # Vertex's importer fails a line nested past 15 levels
 
 _TYPES: Final = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
@@ -211,8 +213,8 @@ def _keyword(
             raise _bad(f"{place} is not a regular expression") from None
         return value
     if word in ("minimum", "maximum"):
-        if not _is_number(value) or (isinstance(value, float) and math.isinf(value)):
-            raise _bad(f"{place} must be a number")
+        if not _is_number(value) or not -_LARGEST <= value <= _LARGEST:
+            raise _bad(f"{place} must be a number no larger in size than 1.8e308 (a 64-bit float)")
         return _plain(value, place)
     if word in ("minLength", "maxLength", "minItems", "maxItems"):
         if type(value) is not int or value < 0:

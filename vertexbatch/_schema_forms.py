@@ -10,17 +10,43 @@
 
 A request that already sets another schema, tool choice or response type is refused before
 anything is staged, naming its key and the rule. Bodies given are never modified.
+
+Claude's property names. Anthropic refuses a tool whose ``input_schema.properties`` has a key
+outside ``^[a-zA-Z0-9_.-]{1,64}$``: 400 ``invalid_request_error``, "tools.0.custom.input_schema
+.properties: Property keys should match pattern '^[a-zA-Z0-9_.-]{1,64}$'", in a batch one line
+at a time, hours after submitting. So ``claude_form`` refuses such a schema before anything is
+staged (``check_claude_schema``), and the local stack fails such a line as Anthropic does.
+Sources (read 2026-12-07): Anthropic's documentation states no rule for property names (its
+API reference documents only the tool ``name``, ``^[a-zA-Z0-9_-]{1,64}$``); the rule is the
+API's own error message as reported publicly, e.g. anthropics/claude-code#79418 (2026-07),
+n8n-io/n8n#30590 (2026-05), ComposioHQ/composio#2330 (2026-01, the 64-character limit) and
+#3500 (2026-06, ``$`` and ``@``), and the same message from Bedrock in
+aws-solutions-library-samples/accelerated-intelligent-document-processing-on-aws#709
+(2026-08), which also reports that the check is on the top level only: a nested object's
+property names, ``items`` and ``$defs`` are not checked. The error names
+``input_schema.properties``, so only the top-level names are held to it here (after ``$ref``s
+are inlined, the form Anthropic reads). Gemini's ``responseSchema`` documents no rule for
+property names (``properties`` is a ``map<string, Schema>``) and keeps taking them; the
+importer's column rules (``_importer``) hold for both.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 from ._errors import InvalidRequestError
 from ._schema import Schema
 
-__all__ = ["SCHEMA_TOOL", "claude_form", "gemini_form", "gemini_schema"]
+__all__ = [
+    "CLAUDE_PROPERTY_NAME",
+    "SCHEMA_TOOL",
+    "check_claude_schema",
+    "claude_form",
+    "gemini_form",
+    "gemini_schema",
+]
 
 # The tool a Claude answer in a schema is given as: its input is the answer.
 SCHEMA_TOOL: Final = "vertexbatch_answer"
@@ -28,6 +54,35 @@ _TOOL_WORDS: Final = "Give your answer as this tool's input."
 _JSON: Final = "application/json"
 # Each schema's Gemini form by its digest: converted once per submission, not once per line.
 _WIRE: dict[str, dict[str, Any]] = {}
+# The names Anthropic takes as keys of a tool's ``input_schema.properties`` (module docstring).
+CLAUDE_PROPERTY_NAME: Final = "^[a-zA-Z0-9_.-]{1,64}$"
+_CLAUDE_NAME: Final = re.compile(CLAUDE_PROPERTY_NAME.strip("^$")).fullmatch
+# The digests of the schemas that passed ``check_claude_schema``: checked once per submission.
+_CLAUDE_OK: set[str] = set()
+
+
+def check_claude_schema(schema: Schema) -> None:
+    """Refuse a schema whose top-level property names Claude refuses (module docstring).
+
+    Raises:
+        InvalidRequestError (``field="schema"``): naming the first such property, its position
+            and the rule.
+    """
+    if schema.digest in _CLAUDE_OK:
+        return
+    properties = schema.json.get("properties") or {}
+    for position, name in enumerate(properties, start=1):
+        if not _CLAUDE_NAME(name):
+            raise InvalidRequestError(
+                f"schema.properties has a name Claude refuses: property {position}, {name!r}: "
+                f"Anthropic takes only property names matching {CLAUDE_PROPERTY_NAME} (letters, "
+                "digits, '_', '.', '-'; 1 to 64 of them) in a tool's input_schema, which is "
+                "how schema= reaches Claude; rename it (a pydantic field's alias= sets it)",
+                field="schema",
+            )
+    if len(_CLAUDE_OK) >= 16:
+        _CLAUDE_OK.clear()
+    _CLAUDE_OK.add(schema.digest)
 
 
 def _refused(key: str, field: str, what: str) -> InvalidRequestError:
@@ -43,8 +98,10 @@ def claude_form(body: Mapping[str, Any], schema: Schema, key: str) -> dict[str, 
 
     Raises:
         InvalidRequestError: the params set another ``tool_choice``, ``output_config.format``,
-            extended thinking (Anthropic refuses it with a forced tool), or a tool of the name.
+            extended thinking (Anthropic refuses it with a forced tool), or a tool of the name;
+            or the schema has a property name Claude refuses (``check_claude_schema``).
     """
+    check_claude_schema(schema)
     tool = {"name": SCHEMA_TOOL, "description": _TOOL_WORDS, "input_schema": dict(schema.json)}
     choice = {"type": "tool", "name": SCHEMA_TOOL}
     out = dict(body)

@@ -2,18 +2,20 @@
 
 Issue 38, item 7: an answer holding a 400-digit integer came back failed/MALFORMED_ROW (a float
 conversion in the schema checks overflowed), and ``failed`` is never retried. The stack tests
-submit real jobs whose schema asks for a huge ``minimum`` (the local model answers with the
-least value allowed); the pure tests hand answers straight to ``parsed_result``.
+run real jobs and make their output rows hold a 400-digit integer, as a model may write one; the
+pure tests hand answers straight to ``parsed_result``.
 """
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import Any
 
 import pytest
 
 import vertexbatch as vb
-from tests.helpers import claude_request
+from tests.helpers import FINAL_OUTPUT, claude_request
 from vertexbatch._models import Result
 from vertexbatch._parsed import parsed_result
 from vertexbatch._schema import schema_of, validate
@@ -22,6 +24,7 @@ from vertexbatch.emulator import LocalStack
 CLAUDE = "claude-opus-5-5@default"
 GEMINI = "gemini-3.8-flash"
 HUGE = 10**400
+LARGE = int(sys.float_info.max)  # the largest bound a schema may hold (a 64-bit float)
 
 
 def _schema(kind: str, **bounds: Any) -> dict[str, Any]:
@@ -32,14 +35,27 @@ def _schema(kind: str, **bounds: Any) -> dict[str, Any]:
     }
 
 
+def _with_huge_answer(row: dict[str, Any]) -> dict[str, Any]:
+    """The output row with its answer's ``n`` made HUGE (Claude's tool input, Gemini's text)."""
+    if "response" in row and "content" in row["response"]:
+        for block in row["response"]["content"]:
+            if block.get("type") == "tool_use":
+                block["input"] = {"n": HUGE}
+    else:
+        for part in row["response"]["candidates"][0]["content"]["parts"]:
+            if "text" in part and not part.get("thought"):
+                part["text"] = json.dumps({"n": HUGE})
+    return row
+
+
 @pytest.mark.parametrize("kind", ["integer", "number"])
 @pytest.mark.parametrize("provider", ["claude", "gemini"])
 def test_a_400_digit_integer_answer_is_parsed(
-    client: vb.Client, stack: LocalStack, provider: str, kind: str
+    client: vb.Client, stack: LocalStack, bucket: str, provider: str, kind: str
 ) -> None:
-    """A schema whose minimum is a 400-digit integer is accepted, and the answer holding that
-    integer (Gemini's text, Claude's forced tool input) is ok, parsed exactly."""
-    schema = _schema(kind, minimum=HUGE, maximum=HUGE + 1)
+    """An answer holding a 400-digit integer (Gemini's text, Claude's forced tool input), as a
+    model may write one, is ok and parsed exactly: the job's output row is made to hold it."""
+    schema = _schema(kind, minimum=0)
     if provider == "claude":
         job = client.submit_claude(
             f"big-{kind}", CLAUDE, [claude_request("k", "Count.")], schema=schema
@@ -48,7 +64,14 @@ def test_a_400_digit_integer_answer_is_parsed(
         job = client.submit_gemini(
             f"big-{kind}", GEMINI, [vb.GeminiRequest("k", "Count.")], schema=schema
         )
-    stack.wait_job(job.name)
+    directory = stack.wait_job(job.name)["outputInfo"]["gcsOutputDirectory"]
+    blob = (
+        stack.storage_client()
+        .bucket(bucket)
+        .blob(f"{directory.removeprefix(f'gs://{bucket}/')}/{FINAL_OUTPUT}")
+    )
+    rows = [_with_huge_answer(json.loads(line)) for line in blob.download_as_bytes().splitlines()]
+    blob.upload_from_string(b"".join(json.dumps(row).encode() + b"\n" for row in rows))
     (result,) = client.results(job)
     assert (result.outcome, result.error) == ("ok", None)
     assert result.parsed == {"n": HUGE} and type(result.parsed["n"]) is int
@@ -64,21 +87,21 @@ CASES = [
     ('{"n": 1e400}', {}, "number", None),
     ('{"n": 1e400}', {}, "integer", None),  # every number past a float's range is whole
     ('{"n": -1e400}', {"maximum": 0}, "number", None),
-    ('{"n": 1.5e400}', {"minimum": 10**400}, "integer", None),
-    ('{"n": 1e400}', {"maximum": 10**399}, "number", "maximum"),
-    ('{"n": 1e400}', {"minimum": 10**401}, "number", "minimum"),
-    ('{"n": 1e400}', {"maximum": 10**400}, "number", None),  # exactly equal
+    ('{"n": 1.5e400}', {"minimum": LARGE}, "integer", None),
+    ('{"n": 1e400}', {"maximum": LARGE}, "number", "maximum"),
+    ('{"n": 1e300}', {"minimum": LARGE}, "number", "minimum"),
+    (f'{{"n": {LARGE}}}', {"maximum": LARGE}, "number", None),  # exactly equal
     (f'{{"n": {HUGE}}}', {"maximum": 1e308}, "integer", "maximum"),
     (f'{{"n": {HUGE}}}', {"minimum": 1e308}, "integer", None),
     (f'{{"n": {-HUGE}}}', {"minimum": -1e308}, "number", "minimum"),
-    (f'{{"n": {HUGE + 1}}}', {"maximum": HUGE}, "integer", "maximum"),
-    (f'{{"n": {HUGE}.0}}', {"maximum": HUGE}, "integer", None),
-    (f'{{"n": {HUGE}e-1}}', {"maximum": HUGE}, "integer", None),
-    ('{"n": 1e4000}', {"maximum": HUGE}, "number", "maximum"),
-    ('{"n": ' + "9" * 5000 + "}", {"maximum": HUGE}, "integer", "maximum"),
+    (f'{{"n": {LARGE + 1}}}', {"maximum": LARGE}, "integer", "maximum"),
+    (f'{{"n": {LARGE}.0}}', {"maximum": LARGE}, "integer", None),
+    (f'{{"n": {LARGE}e-1}}', {"maximum": LARGE}, "integer", None),
+    ('{"n": 1e4000}', {"maximum": LARGE}, "number", "maximum"),
+    ('{"n": ' + "9" * 5000 + "}", {"maximum": LARGE}, "integer", "maximum"),
     ('{"n": -' + "9" * 5000 + "}", {}, "integer", None),
-    ('{"n": 1e300}', {"maximum": HUGE}, "integer", None),
-    ('{"n": 2.5}', {"maximum": HUGE}, "integer", "type"),
+    ('{"n": 1e300}', {"maximum": LARGE}, "integer", None),
+    ('{"n": 2.5}', {"maximum": LARGE}, "integer", "type"),
 ]
 
 
@@ -86,8 +109,8 @@ CASES = [
 def test_huge_numbers_validate_exactly(
     text: str, bounds: dict[str, Any], kind: str, rule: str | None
 ) -> None:
-    """Numbers beyond a float's range, in the answer or the schema, meet type, minimum and
-    maximum as the exact numbers they are: no overflow, no MALFORMED_ROW."""
+    """Numbers beyond a float's range in the answer, and bounds up to a float's largest, meet
+    type, minimum and maximum as the exact numbers they are: no overflow, no MALFORMED_ROW."""
     result = parsed_result(_answer(text), schema_of(_schema(kind, **bounds)))  # type: ignore[arg-type]
     if rule is None:
         assert result.error is None, result.error
@@ -132,13 +155,12 @@ def test_a_claude_tool_input_number_past_a_float_is_a_number() -> None:
 
 
 @pytest.mark.parametrize("bound", [HUGE, -HUGE, 10**4000], ids=["huge", "-huge", "4001-digits"])
-def test_a_schema_with_a_huge_bound_is_accepted(bound: int) -> None:
-    """A minimum or maximum that is an integer past a float's range is a valid bound, kept
-    exactly (it was a bare OverflowError)."""
+def test_a_schema_with_a_huge_bound_is_refused_clearly(bound: int) -> None:
+    """A minimum or maximum past a float's range (no provider's schema number can hold it) is a
+    clear InvalidRequestError naming the place (it was a bare OverflowError)."""
     for word in ("minimum", "maximum"):
-        schema = schema_of(_schema("integer", **{word: bound}))
-        assert schema is not None
-        assert schema.json["properties"]["n"][word] == bound
+        with pytest.raises(vb.InvalidRequestError, match=word):
+            schema_of(_schema("integer", **{word: bound}))
 
 
 @pytest.mark.parametrize("word", ["minimum", "maximum", "const", "enum"])

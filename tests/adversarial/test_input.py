@@ -350,9 +350,9 @@ def test_values_that_are_not_json_are_refused(
         (_claude(system="ok \ud83d broken"), "params", "params.system is not JSON: not UTF-8"),
         (_claude(metadata={"\udfff": 1}), "params", "params.metadata.<field 1> is a key that is"),
         (
-            _claude(max_tokens=10**5000),
+            _claude(temperature=10**5000),  # max_tokens past int32 is refused as such first
             "params",
-            "params.max_tokens is not JSON: an integer too long",
+            "params.temperature is not JSON: an integer too long",
         ),
         (
             vb.GeminiRequest("bad-key", "Hi", {"system_instruction": "x\ud800"}),

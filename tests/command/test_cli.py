@@ -101,7 +101,10 @@ def test_submit_gemini_from_stdin_json(env: dict[str, str | None], client: vb.Cl
     [
         ('{"key": "x", "params": ', "line 3: not valid JSON"),
         ('["x"]', "line 3: expected a JSON object, got list"),
-        ('{"key": "x", "params": {}, "prompt": 1}', "line 3: unknown field(s) ['prompt']"),
+        (
+            '{"key": "x", "params": {}, "prompt": 1}',
+            "line 3: unknown field(s) <field 3>: a claude line",
+        ),
         ('{"params": {"max_tokens": 5, "messages": []}}', "line 3: 'key' must be"),
         ('{"key": "x", "params": [1]}', "line 3: 'params' must be an object"),
         # Rejected by the library itself: the command adds the line number.

@@ -45,9 +45,9 @@ def test_the_plan_names_flags_not_keywords(
     assert not [a for a in as_json["assumptions"] if "prices=" in a or "=True" in a]
 
 
-def test_price_gives_the_cost_at_those_batch_prices(dry_run: Callable[..., Result]) -> None:
-    """--price takes batch dollars per million tokens: the plan prices at them."""
-    plan = json.loads(dry_run("--dry-run", "--json", "--price", "claude-opus-5-5=2.5,12.5").stdout)
+def test_price_gives_the_cost_at_half_those_list_prices(dry_run: Callable[..., Result]) -> None:
+    """--price takes online list dollars per million tokens, as Price does: batch is half."""
+    plan = json.loads(dry_run("--dry-run", "--json", "--price", "claude-opus-5-5=5,25").stdout)
     assert plan["price"] == {"match": "claude-opus-5-5", "input": 5.0, "output": 25.0}
     assert plan["cost_low"] == pytest.approx(plan["input_tokens"] * 2.5 / 1e6)
     assert plan["cost_high"] == pytest.approx(

@@ -28,11 +28,12 @@ from .._config import (
     build_client,
 )
 from .._errors import InvalidRequestError
+from .._rules import MAX_SECONDS, MIN_SECONDS
 from .cli_render import ExitCode, Fail
 
-# The longest duration any option takes (about 31 years): far past any job, TTL or wait, and
-# well inside what ``timedelta`` and the clocks' arithmetic hold.
-SECONDS_MAX = 1e9
+# The longest duration any option takes, as every duration parameter of the library
+# (``_rules.MAX_SECONDS``: about 31 years).
+SECONDS_MAX = MAX_SECONDS
 
 
 class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.2 on
@@ -40,7 +41,9 @@ class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic from click 
 
     ``inf``, ``nan`` and ``1e300`` are usage errors (exit 2) naming the option and the rule,
     like any other bad value, never an overflow deeper in (every numeric option of the command
-    that is not a whole number is one of these).
+    that is not a whole number is one of these). With ``above``, the minimum itself is refused
+    and so is anything under ``MIN_SECONDS`` (a microsecond, the finest ``timedelta``: ``1e-300``
+    would become a duration of 0), as the library's positive durations refuse it.
     """
 
     name = "seconds"
@@ -57,11 +60,13 @@ class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic from click 
                 number = float(value)
             except (TypeError, ValueError):
                 self.fail(f"{value!r} is not a number of seconds", param, ctx)
-        low = "more than" if self.above else "at least"
-        rule = f"a finite number of seconds {low} {self.minimum:g} and at most 1e9"
+        least = max(self.minimum, MIN_SECONDS) if self.above else self.minimum
+        rule = f"a finite number of seconds at least {least:g} and at most 1e9"
+        if self.above and self.minimum >= MIN_SECONDS:
+            rule = f"a finite number of seconds more than {self.minimum:g} and at most 1e9"
         if (
             not math.isfinite(number)
-            or number < self.minimum
+            or number < least
             or (self.above and number == self.minimum)
             or number > SECONDS_MAX
         ):

@@ -17,7 +17,7 @@ from .._client import Client
 from .._errors import InvalidRequestError
 from .._estimate import Plan
 from .._json import load_json
-from .._prices import BATCH_DISCOUNT, Price
+from .._prices import MAX_PRICE, Price
 from .._providers import by_command
 from .._schema import MAX_SCHEMA_BYTES, Schema, schema_of
 from .._submit_options import SubmitOptions
@@ -36,7 +36,7 @@ _AS_FLAGS = (
     ("count_tokens=True", "--count-tokens"),
     (
         "pass prices= for a cost",
-        "pass --price MODEL=INPUT,OUTPUT (batch dollars per million tokens)",
+        "pass --price MODEL=INPUT,OUTPUT (list dollars per million tokens)",
     ),
     ("dedupe=True", "--dedupe"),
     ("vertexbatch.PRICES_SOURCE", "PRICES_SOURCE in vertexbatch/_prices.py"),
@@ -55,19 +55,20 @@ def in_flags(plan: Plan) -> Plan:
 
 
 def parse_price(text: str) -> Price:
-    """``--price MODEL=INPUT,OUTPUT``: batch dollars per million tokens, as a ``Price`` of the
-    list prices they are the batch discount of."""
+    """``--price MODEL=INPUT,OUTPUT``: online list dollars per million tokens, as ``Price`` takes
+    them (a plan bills batch at half)."""
     model, _, rates = text.partition("=")
     parts = rates.split(",")
     try:
         if not model or len(parts) != 2:
             raise ValueError
-        batch_input, batch_output = (float(part) for part in parts)
-        return Price(model, batch_input / BATCH_DISCOUNT, batch_output / BATCH_DISCOUNT)
+        list_input, list_output = (float(part) for part in parts)
+        return Price(model, list_input, list_output)
     except (ValueError, InvalidRequestError):
         raise click.BadParameter(
-            f"{text!r} is not MODEL=INPUT,OUTPUT (batch dollars per million tokens, e.g. "
-            "claude-opus-4-1=7.5,37.5)",
+            f"{text!r} is not MODEL=INPUT,OUTPUT: the online list price in US dollars per "
+            f"million input and output tokens, each a number from 0 to {MAX_PRICE:,} (e.g. "
+            "claude-opus-4-1=15,75; batch bills half)",
             param_hint="--price",
         ) from None
 
@@ -131,7 +132,7 @@ def plan_of(
 def echo_plan(plan: Plan, what: str, as_json: bool) -> None:
     plan = in_flags(plan)
     if as_json:
-        click.echo(json.dumps(plan.to_dict()))
+        click.echo(json.dumps(plan.to_dict(), allow_nan=False))  # JSON never holds NaN
     else:
         click.echo("\n".join(plan_lines(plan, what)))
 
@@ -219,8 +220,9 @@ def pay_options(command: Any) -> Any:
             "--price",
             multiple=True,
             metavar="MODEL=INPUT,OUTPUT",
-            help="With --dry-run: batch dollars per million input and output tokens for MODEL "
-            "(a model family, e.g. claude-opus-4-1=7.5,37.5), over the shipped table; repeatable.",
+            help="With --dry-run: MODEL's online list price in US dollars per million input and "
+            "output tokens, as the pricing page prints it (a model family, e.g. "
+            "claude-opus-4-1=15,75); batch bills half. Over the shipped table; repeatable.",
         ),
         click.option(
             "--schema",

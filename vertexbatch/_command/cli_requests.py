@@ -24,7 +24,7 @@ import click
 from .._bigquery.source import BigQuerySource
 from .._errors import InvalidRequestError
 from .._models import ClaudeRequest, GeminiRequest
-from .._providers import by_command, of_model
+from .._providers import by_command, of_model, unknown_line_fields
 from .cli_render import ExitCode, Fail
 
 __all__ = [
@@ -84,12 +84,9 @@ class RequestLines:
             raise self._bad(problem)
         if not isinstance(data, dict):
             raise self._bad(f"expected a JSON object, got {type(data).__name__}")
-        allowed = by_command(self.provider).fields
-        unknown = sorted(set(data) - allowed)
+        unknown = unknown_line_fields(by_command(self.provider), data)
         if unknown:
-            raise self._bad(
-                f"unknown field(s) {unknown}: a {self.provider} line has {sorted(allowed)}"
-            )
+            raise self._bad(unknown)
         key = data.get("key")
         if not isinstance(key, str) or not key:
             raise self._bad("'key' must be a non-empty string", field="key")

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from vertexbatch._request_fields import claude_unknown, gemini_unknown
+from vertexbatch.emulator._claude_tools import tool_problem
 from vertexbatch.emulator._conform import breaking, conforming
 from vertexbatch.emulator._directives import (
     DirectiveError,
@@ -229,6 +230,9 @@ def answer_claude(request: Any, model: str, *, check_fields: bool = True) -> Ans
     version = request.get("anthropic_version")
     if not isinstance(version, str) or not version:
         return Answer(error=LineFailure(400, "anthropic_version: Field required"))
+    refused = tool_problem(request.get("tools"))
+    if refused is not None:
+        return Answer(error=LineFailure(400, refused))
     planned = _plan(claude_texts(request))
     if isinstance(planned, Answer):
         return planned
