@@ -10,6 +10,7 @@ under the prefix ``jobs``, ``stack_env`` and ``bigquery_local`` (a second stack,
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +26,39 @@ _spec = importlib.util.spec_from_file_location(
 assert _spec is not None and _spec.loader is not None
 _shown = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_shown)
+
+# The fast tier: a test that reaches neither stack (directly or through another fixture), is
+# not marked slow and starts no process of its own is marked ``fast``; `pytest -m fast` runs
+# them alone (README.md, "Develop"). A test that starts a process anyway fails in the fast tier
+# and is marked ``processes``, so the marker keeps telling the truth.
+SERVERS = {"local_stack", "bigquery_local"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & SERVERS or any(item.iter_markers("slow")):
+            continue
+        if not any(item.iter_markers("processes")):
+            item.add_marker(pytest.mark.fast)
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests_start_no_process(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Within a fast-marked test, starting a process fails, naming the marker to use."""
+    if request.node.get_closest_marker("fast") is None:
+        return
+
+    def refuse(self: object, *args: object, **kwargs: object) -> None:
+        raise AssertionError(
+            f"{request.node.nodeid} starts a process: mark it @pytest.mark.processes, "
+            "as it cannot be in the fast tier"
+        )
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+
 
 local_stack = _shown.local_stack
 stack = _shown.stack

@@ -50,6 +50,7 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
+@pytest.mark.processes
 @pytest.mark.timeout(120)
 def test_async_agent_executor_runs_on_the_readme_install() -> None:
     """Without the OpenTelemetry SDK the script runs and prints its four lines, no spans."""
@@ -67,6 +68,7 @@ def test_async_agent_executor_runs_on_the_readme_install() -> None:
     assert '"trace_id"' not in ran.stderr
 
 
+@pytest.mark.processes
 def test_async_agent_executor_main_prints_spans(capsys: pytest.CaptureFixture[str]) -> None:
     """`python examples/async_agent_executor.py --spans` prints its answers, and spans on
     stderr."""

@@ -72,6 +72,7 @@ gemini_line(GeminiRequest("k", "hi", {"temperature": 0.5}))
     ],
     ids=["import", "help", "claude line", "gemini line"],
 )
+@pytest.mark.processes
 def test_each_path_imports_only_what_it_needs(code: str, imported: set[str]) -> None:
     """`import vertexbatch` and `--help` import no heavy SDK; building a line, only its own."""
     assert _imported_after(code) == imported

@@ -242,6 +242,7 @@ def test_agent_executor_wait_times_out(stack: LocalStack, client: vb.Client) -> 
     assert client.find("agent-3") is not None
 
 
+@pytest.mark.processes
 def test_agent_executor_main(capsys: pytest.CaptureFixture[str]) -> None:
     """`python examples/agent_executor.py` runs on its own local stack."""
     load("agent_executor").main()
@@ -274,6 +275,7 @@ def test_structured_agent_acts_on_parsed_values_and_tool_calls(
     assert again is not None and again.keys == 1
 
 
+@pytest.mark.processes
 def test_structured_agent_main(capsys: pytest.CaptureFixture[str]) -> None:
     """`python examples/structured_agent.py` runs on its own local stack."""
     load("structured_agent").main()

@@ -185,6 +185,7 @@ def _imports_anthropic(requests: str) -> bool:
     return out.stdout.strip() == "True"
 
 
+@pytest.mark.processes
 def test_plain_requests_never_import_anthropic_and_others_do() -> None:
     plain = '[{"max_tokens": 8, "messages": [{"role": "user", "content": "Hi"}]}]'
     assert not _imports_anthropic(plain)

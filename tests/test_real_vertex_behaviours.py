@@ -609,6 +609,7 @@ def test_the_default_catalogue_and_its_code() -> None:
 # --- The Claude concurrency cap, as queueing ----------------------------------------------------
 
 
+@pytest.mark.processes
 def test_claude_jobs_over_the_cap_queue_instead_of_failing() -> None:
     """With claude_over_cap="queue", a Claude job past the cap is created and stays PENDING until
     a running one ends; the client sees an ordinary PENDING job."""

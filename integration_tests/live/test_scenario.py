@@ -3,6 +3,7 @@ results, cancel (conftest.py picks real Vertex or the local stack)."""
 
 from __future__ import annotations
 
+import pytest
 from google.genai import types as genai_types
 
 import vertexbatch as vb
@@ -50,6 +51,7 @@ def check_results(client: vb.Client, job: vb.Job, keys: list[str]) -> None:
         assert answer.text and answer.usage.input > 0 and answer.usage.output > 0
 
 
+@pytest.mark.processes
 def test_submit_find_adopt_status_results(target: Target) -> None:
     """Both providers: submitted, found by id, adopted on resubmission, waited for, read."""
     client = target.client
@@ -77,6 +79,7 @@ def test_submit_find_adopt_status_results(target: Target) -> None:
         check_results(client, job, [r.key for r in requests])
 
 
+@pytest.mark.processes
 def test_cancel(target: Target) -> None:
     """A job cancelled at once ends CANCELLED (or, cancelled too late, as it ran); every key is
     then either a result or missing, and a second cancel of the ended job is no error."""

@@ -362,6 +362,7 @@ def test_a_failed_get_is_retried_and_a_job_past_the_timeout_is_cancelled(
     assert stack.calls()["get"] >= 3  # the failed one, then each job's
 
 
+@pytest.mark.processes
 def test_the_emulator_command_serves_a_report(tmp_path: Path) -> None:
     """`run_foreground(probe_report=...)` (the command's --probe-report) serves its behaviour."""
     import io
@@ -447,6 +448,7 @@ def test_no_invalid_rows_leaves_the_error_row_out(
 ORDER = ["JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"]
 
 
+@pytest.mark.processes
 def test_states_are_recorded_in_order_with_timings(tmp_path: Path) -> None:
     """A queued, paced stack: create answers QUEUED, later states follow in order, in time."""
     timing = Timing(queued_seconds=0.2, pending_seconds=0.2, row_seconds=0.05)

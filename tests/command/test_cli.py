@@ -732,6 +732,7 @@ def test_emulator_on_a_port_in_use_is_one_usage_line(tmp_path: Path) -> None:
     assert "--port and --gcs-port must differ" in one_error_line(result)
 
 
+@pytest.mark.processes
 def test_demo_fast() -> None:
     """The demo runs both batches, shows outcomes and resubmits, then adoption on the rerun."""
     result = CliRunner().invoke(main, ["demo", "--fast"], catch_exceptions=False)

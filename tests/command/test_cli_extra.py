@@ -34,6 +34,7 @@ def no_click(tmp_path: Path) -> dict[str, str]:
         pytest.param([str(Path(sys.executable).parent / "vertexbatch")], id="console script"),
     ],
 )
+@pytest.mark.processes
 def test_without_click_the_command_says_how_to_install_the_extra(
     no_click: dict[str, str], command: list[str]
 ) -> None:
@@ -51,6 +52,7 @@ def test_without_click_the_command_says_how_to_install_the_extra(
     ]
 
 
+@pytest.mark.processes
 def test_with_click_the_entry_point_runs_the_command(no_click: dict[str, str]) -> None:
     """With click importable the same entry point runs the command (its version here)."""
     env = {"PATH": no_click["PATH"]}

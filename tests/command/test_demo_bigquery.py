@@ -17,6 +17,7 @@ from vertexbatch._command.cli import ExitCode, main
 from vertexbatch._command.demo_bigquery import BQ_ID, BQ_KEYS
 
 
+@pytest.mark.processes
 @pytest.mark.timeout(300)
 def test_demo_bigquery_section() -> None:
     """A table in, a dataset out: each key's outcome, the output table by SQL, then adoption."""
@@ -81,6 +82,7 @@ def _demo_on_readme_install(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.processes
 def test_demo_bigquery_without_the_extra_is_one_usage_line() -> None:
     """On the README's install, `demo --bigquery` names the extra to install, starting nothing."""
     assert "bqemulator" in blocked_modules(README_INSTALL)
@@ -94,6 +96,7 @@ def test_demo_bigquery_without_the_extra_is_one_usage_line() -> None:
     assert "(missing: bqemulator" in lines[0]
 
 
+@pytest.mark.processes
 @pytest.mark.timeout(240)
 def test_the_plain_demo_still_runs_on_the_readme_install() -> None:
     """`vertexbatch demo` needs nothing of the BigQuery extras, and has no BigQuery section."""

@@ -373,6 +373,7 @@ def test_missing_extra_check() -> None:
     assert str(info.value) == f"{MISSING_EXTRA} (missing: bqemulator, duckdb_extension_spatial)"
 
 
+@pytest.mark.processes
 def test_stack_without_the_extra_says_what_to_install() -> None:
     """With bqemulator unimportable, LocalStack(bigquery=True) refuses to start and the default
     stack's BigQuery create answers with the install command (a fresh interpreter)."""
@@ -417,6 +418,7 @@ with LocalStack() as stack:
     assert done.stdout.rstrip().endswith(f": {hint}"), done.stdout + done.stderr
 
 
+@pytest.mark.processes
 def test_emulator_command_exports_bigquery(tmp_path: Any) -> None:
     """`vertexbatch emulator --bigquery` exports BIGQUERY_EMULATOR_HOST, the stack answers there,
     and SIGTERM stops bqemulator with the rest."""
@@ -469,6 +471,7 @@ def test_emulator_command_exports_bigquery(tmp_path: Any) -> None:
     assert not env_file.exists()
 
 
+@pytest.mark.processes
 def test_stop_ends_bqemulator() -> None:
     """Stopping the stack ends its bqemulator process and frees its ports."""
     import os

@@ -133,6 +133,7 @@ def test_locations_the_stack_does_not_serve_are_refused(lab: Any) -> None:
         LocalStack(locations=["Bad Place"])
 
 
+@pytest.mark.processes
 def test_an_added_location_is_served() -> None:
     """LocalStack(locations=...) and add_location serve more locations."""
     with LocalStack(locations=["my-region1"]) as stack:

@@ -294,6 +294,7 @@ def successful_at_least(count: int) -> Any:
     return lambda job: int(job.get("completionStats", {}).get("successfulCount", "0")) >= count
 
 
+@pytest.mark.processes
 def test_incremental_shards_and_final_file(paced: Any) -> None:
     """incremental_every=2 writes shards of new rows while RUNNING; the final file has all rows."""
     job, rows = paced.run([paced.gemini_line(f"q{i}", f"k{i}") for i in range(5)])
@@ -310,6 +311,7 @@ def test_incremental_shards_and_final_file(paced: Any) -> None:
     assert shard_keys < set(by_key(rows))
 
 
+@pytest.mark.processes
 def test_cancel_keeps_finished_rows(paced: Any) -> None:
     """A cancelled RUNNING job writes the rows it finished and counts the rest incomplete."""
     # 1,000 rows take 20 s: the job is still running when it is cancelled, however slow the host.
@@ -327,6 +329,7 @@ def test_cancel_keeps_finished_rows(paced: Any) -> None:
     assert len(paced.read_rows(done)) == finished
 
 
+@pytest.mark.processes
 def test_expiry_keeps_finished_rows(lab_factory: Any) -> None:
     """A job not terminal by expire_seconds ends EXPIRED with its finished rows written."""
     with LocalStack(timing=Timing(expire_seconds=1.0)) as local:
@@ -346,6 +349,7 @@ def test_expiry_keeps_finished_rows(lab_factory: Any) -> None:
         assert expired["state"] == "JOB_STATE_EXPIRED" and "completionStats" not in expired
 
 
+@pytest.mark.processes
 def test_pending_seconds(lab_factory: Any) -> None:
     """pending_seconds keeps a job PENDING for a while before it runs."""
     with LocalStack(timing=Timing(pending_seconds=0.2)) as local:

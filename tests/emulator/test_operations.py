@@ -38,6 +38,7 @@ def test_get_and_list_operations_through_the_client(lab: Any) -> None:
         lab.jobs.get_operation(operations_pb2.GetOperationRequest(name=f"{location}/operations/1"))
 
 
+@pytest.mark.processes
 def test_a_slow_delete_is_polled_to_done(lab_factory: Any) -> None:
     """With Timing(delete_seconds=...), the delete answers a pending operation; result() polls
     it over /ui/ until done, and wait_operation blocks until then."""

@@ -58,6 +58,7 @@ def test_genai_client_is_configured(stack: LocalStack) -> None:
         assert list(client.batches.list(config={"filter": 'display_name="none-such"'})) == []
 
 
+@pytest.mark.processes
 def test_wait_for_completion_never_returns_on_expired(lab_factory: Any) -> None:
     """aiplatform's wait_for_completion() knows no JOB_STATE_EXPIRED (its complete states are
     SUCCEEDED, FAILED, CANCELLED, PAUSED): on an expired job it polls on. The stack reproduces

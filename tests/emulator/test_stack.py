@@ -31,6 +31,7 @@ def gone(pid: int) -> bool:
     return False
 
 
+@pytest.mark.processes
 def test_start_and_stop_leave_nothing_behind() -> None:
     """A stack serves on loopback, and stopping it leaves no process or port behind.
 
@@ -43,6 +44,7 @@ def test_start_and_stop_leave_nothing_behind() -> None:
     assert gone(pid) and refuses(vertex) and refuses(gcs)
 
 
+@pytest.mark.processes
 def test_stop_when_the_body_raises() -> None:
     """Leaving the with block by an exception still stops both servers."""
     with pytest.raises(RuntimeError, match="boom"), LocalStack() as stack:
@@ -53,6 +55,7 @@ def test_stop_when_the_body_raises() -> None:
         stack.vertex_endpoint  # noqa: B018
 
 
+@pytest.mark.processes
 def test_stop_with_held_and_running_jobs(lab_factory: Any) -> None:
     """Stopping with jobs held or mid-run, or a call blocked, is quick and raises nothing."""
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -97,6 +100,7 @@ def test_clients_and_helpers(lab: Any, tmp_path: Path) -> None:
     assert any(j["name"] == job.name for j in stack.jobs())
 
 
+@pytest.mark.processes
 def test_log_dir(tmp_path: Path) -> None:
     """log_dir receives fake-gcs-server's log file and is kept after stop."""
     with LocalStack(log_dir=tmp_path / "logs"):
@@ -137,6 +141,7 @@ class FlushedOutput(io.StringIO):
         self.flushed.set()
 
 
+@pytest.mark.processes
 def test_run_foreground_in_a_thread() -> None:
     """run_foreground prints the environment and stops when asked."""
     out = FlushedOutput()
@@ -160,6 +165,7 @@ def test_run_foreground_in_a_thread() -> None:
     assert refuses(lines[0].split("=", 1)[1]) and refuses(lines[1].split("=", 1)[1])
 
 
+@pytest.mark.processes
 def test_fixed_ports_survive_a_restart() -> None:
     """A stack on fixed ports serves there, frees them on stop, and a new one serves there again:
     the environment it gives is the same."""
@@ -190,6 +196,7 @@ def test_port_in_use_and_bad_ports() -> None:
             LocalStack(**bad)  # type: ignore[arg-type]
 
 
+@pytest.mark.processes
 def test_run_foreground_env_file(tmp_path: Path) -> None:
     """run_foreground writes the exports to env_file once serving (a stale file is gone first),
     on the ports given, and removes the file when it stops."""
@@ -231,6 +238,7 @@ def test_timing_is_validated() -> None:
             Timing(**bad)  # type: ignore[arg-type]
 
 
+@pytest.mark.processes
 def test_client_fails_fast_once_the_stack_is_gone() -> None:
     """`LocalStack.client()` gets the loopback rule of `Client.from_env`: a refused connection
     is final at once, with the hint, whatever retry policy the caller passes."""

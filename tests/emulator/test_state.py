@@ -22,6 +22,7 @@ from vertexbatch.emulator import LocalStack
 from vertexbatch.emulator._state import RESTARTED
 
 
+@pytest.mark.processes
 def test_jobs_and_objects_survive_a_restart(lab_factory: Any, tmp_path: Path) -> None:
     """A finished job (its output too), a deleted one and a held one, across a restart."""
     state = tmp_path / "state"
@@ -59,6 +60,7 @@ def test_jobs_and_objects_survive_a_restart(lab_factory: Any, tmp_path: Path) ->
         stack.wait_job(newer.name)
 
 
+@pytest.mark.processes
 def test_without_a_state_dir_nothing_is_kept(tmp_path: Path) -> None:
     """The default keeps nothing: a restart on the same ports has no job and no bucket."""
     port, gcs_port = free_ports(2)
@@ -68,6 +70,7 @@ def test_without_a_state_dir_nothing_is_kept(tmp_path: Path) -> None:
         assert stack.jobs() == [] and stack.storage_client().lookup_bucket("forgotten") is None
 
 
+@pytest.mark.processes
 def test_a_bad_state_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "vertex-jobs.json").write_text('{"version": 99}')
     with pytest.raises(ValueError, match="is not a local stack state file"):
@@ -99,6 +102,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     assert process.returncode == 0, err
 
 
+@pytest.mark.processes
 def test_the_command_keeps_state_across_a_real_restart(tmp_path: Path) -> None:
     """`vertexbatch emulator --state-dir DIR`, stopped by SIGTERM and started again on the same
     ports: the job and the objects are there, through the real clients."""
@@ -149,6 +153,7 @@ def test_the_command_keeps_state_across_a_real_restart(tmp_path: Path) -> None:
         _stop(process)
 
 
+@pytest.mark.processes
 def test_the_command_names_a_bad_state_dir(tmp_path: Path) -> None:
     """A state file of another format is the command's usage error naming --state-dir."""
     from click.testing import CliRunner

@@ -38,6 +38,7 @@ def test_by_default_create_answers_pending_then_running(lab: Any) -> None:
     assert state_of(lab, job.name) == "JOB_STATE_SUCCEEDED"
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("queued_lab", ["create"], indirect=True)
 def test_queued_at_create_goes_queued_then_pending(queued_lab: Any) -> None:
     """Timing(queued_seconds, queued_at="create"): QUEUED from create, then PENDING, RUNNING."""
@@ -51,6 +52,7 @@ def test_queued_at_create_goes_queued_then_pending(queued_lab: Any) -> None:
     assert done["state"] == "JOB_STATE_CANCELLED" and "startTime" not in done
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("queued_lab", ["after_pending"], indirect=True)
 def test_queued_after_pending_goes_pending_then_queued(queued_lab: Any) -> None:
     """Timing(queued_at="after_pending"): create answers PENDING, then the job shows QUEUED."""
@@ -66,6 +68,7 @@ def test_queued_after_pending_goes_pending_then_queued(queued_lab: Any) -> None:
     assert lab.stack.wait_job(job.name)["state"] == "JOB_STATE_CANCELLED"
 
 
+@pytest.mark.processes
 def test_a_short_queue_ends_like_any_job(lab_factory: Any) -> None:
     """A queued job leaves the queue by itself: QUEUED, PENDING, then SUCCEEDED."""
     with LocalStack(timing=Timing(queued_seconds=0.05)) as local:
