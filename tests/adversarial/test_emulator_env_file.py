@@ -60,6 +60,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.communicate(timeout=30)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("how", [COMMAND, MODULE], ids=["command", "module"])
 def test_a_second_emulator_refuses_the_env_file_of_a_live_one(
     tmp_path: Path, how: list[str]
@@ -91,6 +92,7 @@ def test_a_second_emulator_refuses_the_env_file_of_a_live_one(
     assert not env_file.exists()
 
 
+@pytest.mark.processes
 def test_the_file_of_a_killed_emulator_is_replaced(tmp_path: Path) -> None:
     """A file whose emulator died without removing it (SIGKILL) names no live stack: the next
     emulator replaces it with its own, and removes it when it stops."""
@@ -115,6 +117,7 @@ def test_the_file_of_a_killed_emulator_is_replaced(tmp_path: Path) -> None:
     assert not env_file.exists()
 
 
+@pytest.mark.processes
 def test_sigterm_stops_an_emulator_after_a_bare_connection(tmp_path: Path) -> None:
     """An emulator a liveness check connected to (and hung up on) still stops on SIGTERM, and
     removes its file: four times over, as the signal may land on any of its threads."""
