@@ -133,8 +133,8 @@ def measure_cache(n: int, repeats: int) -> dict[str, Any]:
     import vertexbatch as vb
     from vertexbatch._cache.store import AnswerCache
     from vertexbatch._client import cloud_of
-    from vertexbatch._dedupe import exact_digest
-    from vertexbatch._lines import claude_line
+    from vertexbatch._requests.dedupe import exact_digest
+    from vertexbatch._requests.lines import claude_line
     from vertexbatch.emulator import LocalStack
 
     figures: dict[str, Any] = {"n": n, "repeats": repeats, "staging": [], "lookup": []}

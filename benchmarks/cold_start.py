@@ -46,7 +46,7 @@ class Command:
 
 
 _CHECK = (
-    "import vertexbatch; from vertexbatch._field_check import check_claude_fields; "
+    "import vertexbatch; from vertexbatch._requests.field_check import check_claude_fields; "
     "check_claude_fields(vertexbatch.ClaudeRequest('k', {params}))"
 )
 FLOOR = Command(

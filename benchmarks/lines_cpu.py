@@ -28,10 +28,10 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import workload  # noqa: E402
-from vertexbatch._manifest import Tally  # noqa: E402
 from vertexbatch._providers import by_command  # noqa: E402
-from vertexbatch._request_lines import staged_lines  # noqa: E402
 from vertexbatch._rules import DEFAULT_LIMITS  # noqa: E402
+from vertexbatch._staged.manifest import Tally  # noqa: E402
+from vertexbatch._submission.lines import staged_lines  # noqa: E402
 
 
 def _stage(provider: str, requests: Iterable[Any]) -> Tally:

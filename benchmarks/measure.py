@@ -207,7 +207,7 @@ def _stage_naive(spec: dict[str, Any], store: storage.Client, client: vb.Client)
 
 
 def _stage_vb(spec: dict[str, Any], store: storage.Client, client: vb.Client) -> Op:
-    from vertexbatch._lines import claude_line, gemini_line
+    from vertexbatch._requests.lines import claude_line, gemini_line
 
     provider, n = spec["provider"], spec["n"]
 
@@ -294,7 +294,7 @@ def _results_vb(spec: dict[str, Any], store: storage.Client, client: vb.Client) 
 
 def _key_map(spec: dict[str, Any], store: storage.Client, client: vb.Client) -> Op:
     """What the key map alone keeps in memory (measured as retained RSS, not peak)."""
-    from vertexbatch._staged import read_key_map
+    from vertexbatch._staged.read import read_key_map
 
     job = vb.Job.from_dict(spec["job"])
     kept: list[Any] = []

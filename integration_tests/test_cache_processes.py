@@ -8,8 +8,8 @@ import pytest
 
 from tests.helpers import CLAUDE, jobs_in
 from vertexbatch._cache.entry import parse_entry
-from vertexbatch._dedupe import exact_digest
-from vertexbatch._lines import claude_line
+from vertexbatch._requests.dedupe import exact_digest
+from vertexbatch._requests.lines import claude_line
 from vertexbatch.emulator import LocalStack
 
 from . import _cache_workers, _workers

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 
 import vertexbatch as vb
 from tests.helpers import CLAUDE, claude_request
-from vertexbatch._lines import claude_line
-from vertexbatch._staged import read_key_map
+from vertexbatch._requests.lines import claude_line
+from vertexbatch._staged.read import read_key_map
 from vertexbatch.emulator import LocalStack
 
 FILLER = "lorem ipsum dolor sit amet " * 36  # ~1 KB per request line

@@ -256,7 +256,7 @@ class OutputFiles:
     """A finished job whose output files a test rewrites with the real storage client."""
 
     def __init__(self, stack: LocalStack, bucket: str, job: vb.Job, directory: str) -> None:
-        from vertexbatch._keymap import key_digest
+        from vertexbatch._requests.keymap import key_digest
 
         self.job = job
         self.bucket = stack.storage_client().bucket(bucket)
@@ -358,7 +358,7 @@ def results_filling(
     the fill writes through (a gated client's, say), the client's by default."""
     from vertexbatch._cache.fill import CacheFill
     from vertexbatch._client_base import cloud_of
-    from vertexbatch._results import iter_results
+    from vertexbatch._job.results import iter_results
 
     cloud = cloud_of(client)
     filler = CacheFill(staging or cloud.staging, job, **fill)

@@ -51,12 +51,12 @@ with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
 """
 CLAUDE_LINE = """
 from vertexbatch import ClaudeRequest
-from vertexbatch._lines import claude_line
+from vertexbatch._requests.lines import claude_line
 claude_line(ClaudeRequest("k", {"max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}))
 """
 GEMINI_LINE = """
 from vertexbatch import GeminiRequest
-from vertexbatch._lines import gemini_line
+from vertexbatch._requests.lines import gemini_line
 gemini_line(GeminiRequest("k", "hi", {"temperature": 0.5}))
 """
 

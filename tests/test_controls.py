@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 import vertexbatch as vb
-from vertexbatch._controls import (
+from vertexbatch._runs.ledger import Ledger, Shard
+from vertexbatch._staged.manifest import Manifest, claim_conflict
+from vertexbatch._vertex.controls import (
     NO_CONTROLS,
     RESERVED_LABELS,
     Controls,
     check_controls,
 )
-from vertexbatch._manifest import Manifest, claim_conflict
-from vertexbatch._runs.ledger import Ledger, Shard
 
 KEY = "projects/p/locations/us-central1/keyRings/ring/cryptoKeys/key-1"
 ACCOUNT = "runner@p.iam.gserviceaccount.com"

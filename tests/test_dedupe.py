@@ -23,9 +23,9 @@ from tests.helpers import (
 )
 from tests.processes import kill_at_write, submit
 from vertexbatch._command.cli import main
-from vertexbatch._dedupe import dedupe
-from vertexbatch._keymap import KeyMap
-from vertexbatch._lines import claude_line
+from vertexbatch._requests.dedupe import dedupe
+from vertexbatch._requests.keymap import KeyMap
+from vertexbatch._requests.lines import claude_line
 from vertexbatch.emulator import JobOptions, LocalStack
 
 

@@ -3,7 +3,7 @@
 The docs, README, examples, the demo and the command's help texts and error hints name model
 ids; a `--dry-run` of any of them must show a cost, not "no price known". The files are
 scanned for Claude and Gemini model ids, and each is looked up with `price_of`
-(vertexbatch/_prices.py). An id that is unpriced (or fictional) on purpose is listed in
+(vertexbatch/_plans/prices.py). An id that is unpriced (or fictional) on purpose is listed in
 `UNPRICED_ON_PURPOSE` with the file that names it and the reason: anywhere else it fails.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from vertexbatch._prices import price_of
+from vertexbatch._plans.prices import price_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,7 +29,7 @@ SCANNED = (
     "vertexbatch/_command/*.py",
     "vertexbatch/_checks/*.py",
     "vertexbatch/_rules.py",
-    "vertexbatch/_models.py",
+    "vertexbatch/_values.py",
 )
 
 # A model id: a Claude family (opus, sonnet, haiku, or a numbered generation such as

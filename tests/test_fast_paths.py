@@ -19,10 +19,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import vertexbatch as vb
-from vertexbatch import _field_types, _importer, _keymap
 from vertexbatch._gcs.staging import Staging
-from vertexbatch._keymap import key_digest, parse_key_record
-from vertexbatch._lines import StagedLine
+from vertexbatch._requests import importer_rules as _importer
+from vertexbatch._requests import importer_types as _field_types
+from vertexbatch._requests import keymap as _keymap
+from vertexbatch._requests.keymap import key_digest, parse_key_record
+from vertexbatch._requests.lines import StagedLine
 from vertexbatch.emulator import LocalStack
 
 from .gcs_gate import Spoil, gate
@@ -216,8 +218,8 @@ def _stdlib(value: object) -> bytes | str:
 
 
 def _ours(value: object) -> bytes | str:
-    from vertexbatch._importer import scan
-    from vertexbatch._lines import _sorted_json
+    from vertexbatch._requests.importer_rules import scan
+    from vertexbatch._requests.lines import _sorted_json
 
     bad, _, _, fixed = scan(value)  # a bad line (an empty key, say) is refused before writing:
     # the walk stopped there, so what it says of floats is not the whole story.
@@ -240,8 +242,8 @@ def test_sorted_json_is_byte_for_byte_what_json_writes(value: dict[str, object])
 def test_compact_json_is_byte_for_byte_what_json_writes(value: dict[str, object]) -> None:
     """Labels as staged (keys in their own order): the same bytes as json, or the same
     refusal."""
-    from vertexbatch._importer import scan
-    from vertexbatch._lines import _compact_json
+    from vertexbatch._requests.importer_rules import scan
+    from vertexbatch._requests.lines import _compact_json
 
     def stdlib() -> bytes | str:
         try:
@@ -287,7 +289,7 @@ def test_edge_values_are_written_as_json_writes_them() -> None:
 
 
 def _both_ways(build: object, request: object, monkeypatch: pytest.MonkeyPatch) -> None:
-    from vertexbatch import _lines
+    from vertexbatch._requests import lines as _lines
 
     fast = build(request)  # type: ignore[operator]
     with monkeypatch.context() as m:
@@ -303,7 +305,7 @@ def _both_ways(build: object, request: object, monkeypatch: pytest.MonkeyPatch) 
 def test_staged_lines_are_the_same_bytes_without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
     """Claude and Gemini lines (the benchmark's requests and edge cases): same line, digests."""
     from benchmarks import workload
-    from vertexbatch._lines import claude_line, gemini_line
+    from vertexbatch._requests.lines import claude_line, gemini_line
 
     for request in workload.claude_requests(50):
         _both_ways(claude_line, request, monkeypatch)
@@ -330,7 +332,7 @@ def test_claude_lines_with_any_values_are_the_same_bytes_without_orjson(
     params: dict[str, object],
 ) -> None:
     from vertexbatch._errors import InvalidRequestError
-    from vertexbatch._lines import claude_line
+    from vertexbatch._requests.lines import claude_line
 
     request = vb.ClaudeRequest("k", {"max_tokens": 5, "messages": [], **params})
     with pytest.MonkeyPatch.context() as m:
@@ -338,7 +340,7 @@ def test_claude_lines_with_any_values_are_the_same_bytes_without_orjson(
             _both_ways(claude_line, request, m)
         except InvalidRequestError:  # refused: it must be refused both ways
             with pytest.raises(InvalidRequestError):
-                from vertexbatch import _lines
+                from vertexbatch._requests import lines as _lines
 
                 m.setattr(_lines, "_sorted_json", lambda b, f: _STDLIB_SORTED.encode(b).encode())
                 claude_line(request)
@@ -629,7 +631,7 @@ def test_check_gives_what_scan_and_add_give(
 
 def _gemini_or_error(request: vb.GeminiRequest) -> object:
     from vertexbatch._errors import InvalidRequestError
-    from vertexbatch._lines import gemini_line
+    from vertexbatch._requests.lines import gemini_line
 
     try:
         line = gemini_line(request)
@@ -640,7 +642,7 @@ def _gemini_or_error(request: vb.GeminiRequest) -> object:
 
 def _unremembered(request: vb.GeminiRequest, monkeypatch: pytest.MonkeyPatch) -> object:
     """The line (or the refusal) with no config remembered: the config validated afresh."""
-    from vertexbatch import _gemini_body
+    from vertexbatch._requests import gemini_body as _gemini_body
 
     with monkeypatch.context() as m:
         m.setattr(_gemini_body, "_config_key", lambda config: None)
@@ -655,7 +657,7 @@ def test_equal_dict_configs_are_validated_once(monkeypatch: pytest.MonkeyPatch) 
     """A job's requests with equal dict configs (built per request, as the benchmark's are)
     validate the config once, and each line is what a freshly validated config gives."""
     from benchmarks import workload
-    from vertexbatch import _gemini_body
+    from vertexbatch._requests import gemini_body as _gemini_body
 
     _gemini_body._PARTS.clear()
     calls: list[object] = []
@@ -720,7 +722,7 @@ def test_a_config_changed_between_requests_gives_what_it_holds(
     an unknown or client-only field."""
     import copy
 
-    from vertexbatch import _gemini_body
+    from vertexbatch._requests import gemini_body as _gemini_body
 
     _gemini_body._PARTS.clear()
     config: dict[str, object] = {"temperature": 0.5}
@@ -736,8 +738,8 @@ def _staged_or_error(requests: list[vb.GeminiRequest] | list[vb.ClaudeRequest]) 
     """The staged lines and key records of ``requests`` (all of one provider), and the error
     that stopped them, if any."""
     from vertexbatch._errors import InvalidRequestError
-    from vertexbatch._lines import claude_line, gemini_line
-    from vertexbatch._request_lines import staged_lines as _staged_lines
+    from vertexbatch._requests.lines import claude_line, gemini_line
+    from vertexbatch._submission.lines import staged_lines as _staged_lines
 
     claude = bool(requests) and isinstance(requests[0], vb.ClaudeRequest)
     kind, build = (vb.ClaudeRequest, claude_line) if claude else (vb.GeminiRequest, gemini_line)
@@ -777,7 +779,7 @@ def test_lines_of_shared_configs_are_checked_as_fresh_ones(
     validated afresh for every request."""
     import copy
 
-    from vertexbatch import _gemini_body
+    from vertexbatch._requests import gemini_body as _gemini_body
 
     requests = [
         vb.GeminiRequest(f"k{n}", "Hi", copy.deepcopy(configs[pick % len(configs)]))
@@ -793,8 +795,8 @@ def test_lines_of_shared_configs_are_checked_as_fresh_ones(
 def test_a_shared_config_is_walked_once_per_input() -> None:
     """The parts of one config shared by a job's lines are noted by the input's field types
     (and so not walked again), the labels, which each line replaces, aside."""
-    from vertexbatch._field_types import FieldTypes
-    from vertexbatch._lines import gemini_line
+    from vertexbatch._requests.importer_types import FieldTypes
+    from vertexbatch._requests.lines import gemini_line
 
     types = FieldTypes()
     config = {"system_instruction": "s", "temperature": 0.5, "labels": {"team": "a"}}
@@ -814,7 +816,7 @@ _SYSTEMS = st.sampled_from(
 def test_lines_of_shared_system_prompts_are_checked_as_fresh_ones(systems: list[object]) -> None:
     """Claude requests with equal system strings (their blocks shared between lines and walked
     once) and other systems: the same lines, or the same refusal, as fresh blocks each time."""
-    from vertexbatch import _claude_shape
+    from vertexbatch._requests import claude_shape as _claude_shape
 
     requests = [
         vb.ClaudeRequest(
@@ -832,9 +834,9 @@ def test_lines_of_shared_system_prompts_are_checked_as_fresh_ones(systems: list[
 
 def test_a_shared_system_prompt_is_walked_once_per_input() -> None:
     """Equal system strings become one list of blocks, noted by the input's field types."""
-    from vertexbatch._claude_shape import one_shape
-    from vertexbatch._field_types import FieldTypes
-    from vertexbatch._lines import claude_line
+    from vertexbatch._requests.claude_shape import one_shape
+    from vertexbatch._requests.importer_types import FieldTypes
+    from vertexbatch._requests.lines import claude_line
 
     types = FieldTypes()
     params = {"max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}

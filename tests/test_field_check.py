@@ -1,5 +1,6 @@
 """A request with a field the provider would refuse as unknown is refused before staging, and
-``check_fields=False`` stages it for the provider to judge (vertexbatch/_field_check.py)."""
+``check_fields=False`` stages it for the provider to judge
+(vertexbatch/_requests/field_check.py)."""
 
 from __future__ import annotations
 

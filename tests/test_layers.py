@@ -23,159 +23,39 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "vertexbatch"
 EMULATOR = "emulator"  # the package vertexbatch/emulator/, one node of the client's graph
 
-# Bottom first. A module may import modules of its own layer (with no cycle) and of lower ones.
+# Bottom first: each entry is a package of the client or one of its few flat modules (its
+# node). A node may import nodes of its own layer (with no cycle) and of lower ones; inside a
+# package, modules import each other freely but with no cycle.
 LAYERS: list[tuple[str, set[str]]] = [
+    ("values, errors, rules (pure)", {"_errors", "_values", "_json", "_rules", "_retry"}),
+    ("answer schemas (pure)", {"_schemas"}),
+    ("request building and checking (pure)", {"_requests"}),
+    ("one output row, one Result (pure)", {"_rows"}),
     (
-        "values, errors, rules (pure)",
+        "the cloud's boundaries and cross-cutting",
         {
-            "_models",
-            "_errors",
-            "_rules",
-            "_controls",
-            "_schedule",
-            "_json",
-            "_schema",
-            "_progress",
-            "_request_fields",
-            "_type_walk",
-        },
-    ),
-    (
-        "I/O and cross-cutting",
-        {
-            "_retry",
-            "_bigquery",
-            "_bigquery.dest",
-            "_bigquery.read",
-            "_bigquery.source",
-            "_bigquery.share",
+            "_observe",
             "_gcs",
-            "_gcs.upload",
-            "_gcs.ranged_read",
-            "_gcs.parts",
-            "_gcs.line_blocks",
-            "_gcs.staging",
+            "_bigquery",
+            "_lifecycle",
             "_vertex",
-            "_telemetry",
-            "_tracing",
-            "_sdk_logs",
             "_cloud",
             "_client_base",
-            "_lifecycle",
             "_aio_threads",
-            "_online_call",
+            "_config",
         },
-    ),
-    (
-        "building and correlating lines (pure)",
-        {
-            "_lines",
-            "_field_check",
-            "_claude_shape",
-            "_gemini_body",
-            "_plain",
-            "_importer",
-            "_field_types",
-            "_keymap",
-            "_dedupe",
-            "_schema_forms",
-        },
-    ),
-    (
-        "one output row, one Result (pure)",
-        {"_outcomes", "_usual", "_failures", "_content", "_parsed"},
     ),
     ("the provider table (pure)", {"_providers"}),
-    ("the staged folder", {"_manifest", "_staged"}),
-    (
-        "the answer cache",
-        {
-            "_cache",
-            "_cache.store",
-            "_cache.entry",
-            "_cache.files",
-            "_cache.fill",
-            "_cache.submission",
-        },
-    ),
-    ("one job: submitting and reading", {"_identity", "_stage", "_lookup", "_results"}),
-    (
-        "runs over many jobs, and waiting",
-        {
-            "_runs",
-            "_runs.start",
-            "_runs.run",
-            "_runs.jobs",
-            "_runs.read",
-            "_runs.records",
-            "_runs.step",
-            "_runs.plan",
-            "_runs.ledger",
-            "_runs.online",
-            "_runs.claim",
-            "_runs.online_rows",
-            "_runs.sink",
-            "_runs.tasks",
-            "_runs.registry",
-            "_runs.tasked",
-            "_runs.shares",
-            "_wait",
-        },
-    ),
-    (
-        "the public Client, its async view, plans",
-        {
-            "_client",
-            "_operations",
-            "_request_lines",
-            "_request_files",
-            "_submit_options",
-            "_aio",
-            "_config",
-            "_estimate",
-            "_prices",
-            "_tokens",
-        },
-    ),
-    (
-        "checks of a project",
-        {
-            "_checks",
-            "_checks.doctor",
-            "_checks.doctor_access",
-            "_checks.doctor_bigquery",
-            "_checks.doctor_controls",
-            "_checks.doctor_run",
-            "_checks.doctor_rules",
-            "_checks.probe",
-            "_checks.probe_shape",
-            "_checks.probe_stage",
-        },
-    ),
+    ("the staged folder", {"_staged"}),
+    ("the answer cache", {"_cache"}),
+    ("one job: submit, find, read; waiting", {"_job", "_waiting"}),
+    ("plans and prices", {"_plans"}),
+    ("runs over many jobs", {"_runs"}),
+    ("the public Client and its async view", {"_submission", "_operations", "_client", "_aio"}),
+    ("checks of a project", {"_checks"}),
     ("the public names", {"__init__"}),
     ("the local stack", {EMULATOR}),
-    (
-        "the command and the demo",
-        {
-            "__main__",
-            "_command",
-            "_command.cli",
-            "_command.cli_options",
-            "_command.cli_render",
-            "_command.cli_requests",
-            "_command.cli_plan",
-            "_command.cli_controls",
-            "_command.cli_runs",
-            "_command.cli_local",
-            "_command.cli_doctor",
-            "_command.cli_probe",
-            "_command.cli_progress",
-            "_command.demo",
-            "_command.demo_data",
-            "_command.demo_cache",
-            "_command.demo_bigquery",
-        },
-    ),
+    ("the command and the demo", {"_command", "__main__"}),
 ]
 
 # (importer, imported) -> why the edge may point up. Keep it empty: fix the code instead.
@@ -199,11 +79,11 @@ STACK_USERS = {"LocalStack.client", "LocalStack.environment"}  # where those nam
 
 # What any module of the local stack may import from the package besides: which fields a
 # request may carry, read from the SDKs' own types (no client logic; it imports no other
-# vertexbatch module but its walk, ``_type_walk``, which imports none). The stack refuses what
-# the provider would by the same table the client checks before staging, so that the two
-# cannot disagree about which fields exist; tests/test_request_fields.py holds the table to
-# the SDK types themselves.
-SHARED_WITH_STACK = {"vertexbatch._request_fields": {"claude_unknown", "gemini_unknown"}}
+# vertexbatch module but its walk, ``_requests.type_walk``, which imports none). The stack
+# refuses what the provider would by the same table the client checks before staging, so
+# that the two cannot disagree about which fields exist; tests/test_request_fields.py holds
+# the table to the SDK types themselves.
+SHARED_WITH_STACK = {"vertexbatch._requests.sdk_fields": {"claude_unknown", "gemini_unknown"}}
 
 
 @dataclass(frozen=True)
@@ -295,23 +175,35 @@ def client_edges() -> list[Edge]:
     return edges
 
 
+def node_of(module: str) -> str:
+    """The layer node a module belongs to: its top-level package, or the flat module itself."""
+    return module.split(".")[0]
+
+
 def layer_problems(edges: Iterable[Edge], layers: list[tuple[str, set[str]]]) -> list[str]:
-    """Each edge that points to a higher layer, and each cycle among a layer's modules."""
-    level = {module: index for index, (_, modules) in enumerate(layers) for module in modules}
+    """Each edge that points to a higher layer, each cycle among a layer's nodes, and each cycle
+    among the modules of one package (edges are between modules; ``node_of`` names their node)."""
+    level = {node: index for index, (_, nodes) in enumerate(layers) for node in nodes}
     problems = []
     same: dict[str, list[Edge]] = {}
+    inside: dict[str, list[Edge]] = {}
     for edge in edges:
-        if (edge.source, edge.target) in EXCEPTIONS:
+        source, target = node_of(edge.source), node_of(edge.target)
+        if (source, target) in EXCEPTIONS:
             continue
-        up, down = level[edge.source], level[edge.target]
+        if source == target:
+            inside.setdefault(edge.source, []).append(edge)
+            continue
+        up, down = level[source], level[target]
         if down > up:
             problems.append(
                 f"{edge} points up: from {layers[up][0]!r} to {layers[down][0]!r}; move the "
                 "code to the concept it belongs to, or hand a small value down"
             )
         elif down == up:
-            same.setdefault(edge.source, []).append(edge)
+            same.setdefault(source, []).append(Edge(source, target, edge.path, edge.line))
     problems.extend(f"cycle in one layer: {', '.join(map(str, c))}" for c in _cycles(same))
+    problems.extend(f"cycle in one package: {', '.join(map(str, c))}" for c in _cycles(inside))
     return problems
 
 
@@ -336,28 +228,19 @@ def _cycles(graph: dict[str, list[Edge]]) -> list[list[Edge]]:
     return found
 
 
-def test_every_module_has_one_layer() -> None:
-    """Each module of the package is in exactly one layer, and every layer's module exists."""
-    placed = [module for _, modules in LAYERS for module in modules]
-    assert len(placed) == len(set(placed)), "a module is in two layers"
-    present = {name for name, _ in _client_modules()} | {EMULATOR}
-    assert present - set(placed) == set(), "place the new module in LAYERS (and the docs' table)"
-    assert set(placed) - present == set(), "a module in LAYERS no longer exists"
-
-
-def test_each_package_sits_in_one_layer() -> None:
-    """A subpackage is one box of the diagram: its modules are all in its own layer."""
-    level = {module: index for index, (_, modules) in enumerate(LAYERS) for module in modules}
-    packages = {name for name, path in _client_modules() if path.name == "__init__.py"}
-    split = {
-        package: sorted({LAYERS[level[m]][0] for m in level if m.split(".")[0] == package})
-        for package in packages - {"__init__"}
-    }
-    assert {p: layers for p, layers in split.items() if len(layers) != 1} == {}
+def test_every_node_has_one_layer() -> None:
+    """Each package and flat module of the client is in exactly one layer, and every layer's
+    node exists."""
+    placed = [node for _, nodes in LAYERS for node in nodes]
+    assert len(placed) == len(set(placed)), "a node is in two layers"
+    present = {node_of(name) for name, _ in _client_modules()} | {EMULATOR}
+    assert present - set(placed) == set(), "place the new package in LAYERS (and the docs' map)"
+    assert set(placed) - present == set(), "a node in LAYERS no longer exists"
 
 
 def test_every_import_points_down() -> None:
-    """No import between client modules points up or closes a cycle (docs/architecture.md)."""
+    """No import between client packages points up or closes a cycle, and none between the
+    modules of one package closes a cycle (docs/architecture.md)."""
     problems = layer_problems(client_edges(), LAYERS)
     assert not problems, "\n".join(problems)
 
@@ -373,6 +256,11 @@ def test_the_check_names_an_upward_edge_and_a_cycle() -> None:
     assert "a -> b (vertexbatch/_x.py:3)" in problems[1]
     assert "b -> a (vertexbatch/_x.py:4)" in problems[1]
     assert layer_problems(edges[:1] + edges[2:], [("one", {"a", "b", "c"})]) == []
+    # Modules of one package import each other freely, but not in a circle.
+    inner = [Edge("a.x", "a.y", here, 6), Edge("a.y", "a.x", here, 7), Edge("a.x", "b", here, 8)]
+    problems = layer_problems(inner, layers)
+    assert len(problems) == 1 and problems[0].startswith("cycle in one package: a.x -> a.y")
+    assert layer_problems(inner[::2], layers) == []
 
 
 def _stack_uses(tree: ast.Module, names: set[str]) -> Iterator[tuple[str, int, str]]:
@@ -394,9 +282,9 @@ def _stack_uses(tree: ast.Module, names: set[str]) -> Iterator[tuple[str, int, s
 def test_the_shared_field_table_imports_nothing_of_the_client() -> None:
     """What the stack shares (SHARED_WITH_STACK) imports no vertexbatch module but its walk,
     and the walk none at all."""
-    allowed = {"_request_fields": {"_type_walk"}, "_type_walk": set()}
+    allowed = {"_requests.sdk_fields": {"_requests.type_walk"}, "_requests.type_walk": set()}
     for module, may in allowed.items():
-        for node, names in _imports(PACKAGE / f"{module}.py"):
+        for node, names in _imports(PACKAGE.joinpath(*module.split(".")).with_suffix(".py")):
             targets = {_node_of(name) for name in names} - {None}
             assert targets <= may, (
                 f"{module} imports {sorted(map(str, targets))} (line {node.lineno})"

@@ -10,9 +10,9 @@ from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
 from vertexbatch import ClaudeRequest, GeminiRequest, InvalidRequestError
-from vertexbatch._claude_shape import one_shape
-from vertexbatch._keymap import KeyMap, canonical_digest, key_digest
-from vertexbatch._lines import ANTHROPIC_VERSION, claude_line, gemini_line
+from vertexbatch._requests.claude_shape import one_shape
+from vertexbatch._requests.keymap import KeyMap, canonical_digest, key_digest
+from vertexbatch._requests.lines import ANTHROPIC_VERSION, claude_line, gemini_line
 
 
 def _claude(key: str = "k1", **params: Any) -> ClaudeRequest:
@@ -286,7 +286,7 @@ def test_non_json_values_in_contents_are_converted() -> None:
 def test_a_refused_line_leaves_no_field_types_behind() -> None:
     """A line refused after its walk (NaN is not JSON) records no field types: the next lines
     are numbered and typed as if it was never given."""
-    from vertexbatch._field_types import FieldTypes
+    from vertexbatch._requests.importer_types import FieldTypes
 
     types = FieldTypes()
     claude_line(_claude("k0", temperature=0.5), types)

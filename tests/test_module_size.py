@@ -1,8 +1,9 @@
 """No module of the package grows past 450 lines: past that, a second concept hides in it.
 
-A module over the line is split where its concepts divide (``_lines`` into ``_claude_shape``,
-``_gemini_body`` and ``_plain``, say). The few that are not split yet are named below, each with
-why and with a ceiling at its size today, so that none of them grows while it waits.
+A module over the line is split where its concepts divide (``_requests.lines`` into
+``_requests.claude_shape``, ``_requests.gemini_body`` and ``_requests.plain_json``, say). The few
+that are not split yet are named below, each with why and with a ceiling at its size today, so that
+none of them grows while it waits.
 """
 
 from __future__ import annotations

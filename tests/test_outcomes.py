@@ -1,4 +1,4 @@
-"""Tests of vertexbatch._outcomes: one output line in, one Result out."""
+"""Tests of vertexbatch._rows.classify: one output line in, one Result out."""
 
 from __future__ import annotations
 
@@ -18,10 +18,14 @@ from vertexbatch._errors import (
     ResultError,
     TruncatedError,
 )
-from vertexbatch._failures import line_error_for
-from vertexbatch._models import Provider, Refusal, Result, Usage
-from vertexbatch._outcomes import classify_claude_message, classify_gemini_response, classify_row
 from vertexbatch._retry import TRANSIENT_HTTP
+from vertexbatch._rows.classify import (
+    classify_claude_message,
+    classify_gemini_response,
+    classify_row,
+)
+from vertexbatch._rows.failures import line_error_for
+from vertexbatch._values import Provider, Refusal, Result, Usage
 
 KEY = "key-1"
 # Stands for provider text (messages, explanations) that may echo content: it must never reach

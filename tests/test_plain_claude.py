@@ -1,5 +1,5 @@
 """A Claude request of the Messages API's first fields only is known to have no unknown field
-without importing anthropic (``_request_fields.plain_claude``); the fast path is held against
+without importing anthropic (``_requests.sdk_fields.plain_claude``); the fast path is held against
 the installed SDK's own types, which judge everything else."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from anthropic.types import MessageCreateParams
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vertexbatch import _request_fields as fields
-from vertexbatch._request_fields import _claude_root, claude_unknown, plain_claude
-from vertexbatch._type_walk import FREE, LEAF, ListOf, Record, UnionOf
+from vertexbatch._requests import sdk_fields as fields
+from vertexbatch._requests.sdk_fields import _claude_root, claude_unknown, plain_claude
+from vertexbatch._requests.type_walk import FREE, LEAF, ListOf, Record, UnionOf
 
 _ROOT, _COMPILER = _claude_root(MessageCreateParams)
 
@@ -175,7 +175,7 @@ def _imports_anthropic(requests: str) -> bool:
         f"""
         import sys
         from vertexbatch import ClaudeRequest
-        from vertexbatch._field_check import check_claude_fields
+        from vertexbatch._requests.field_check import check_claude_fields
         for params in {requests}:
             check_claude_fields(ClaudeRequest("k", params))
         print("anthropic" in sys.modules)

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 import vertexbatch as vb
 from tests.helpers import CLAUDE, GEMINI, claude_request, jobs_in, request_line, write_lines
 from vertexbatch._command.cli import main
-from vertexbatch._estimate import GEMINI_DEFAULT_OUTPUT, estimate_tokens, output_ceiling
-from vertexbatch._prices import price_of
+from vertexbatch._plans.estimate import GEMINI_DEFAULT_OUTPUT, estimate_tokens, output_ceiling
+from vertexbatch._plans.prices import price_of
 from vertexbatch.emulator import LocalStack
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import vertexbatch as vb
 from tests.helpers import CLAUDE, claude_request, claude_requests, object_names
-from vertexbatch._progress import INTERVAL, Meter
+from vertexbatch._observe.progress import INTERVAL, Meter
 from vertexbatch.emulator import LocalStack
 
 

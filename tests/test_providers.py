@@ -8,9 +8,7 @@ import pytest
 
 from vertexbatch import ClaudeRequest, Client, GeminiRequest, InvalidRequestError
 from vertexbatch._command.cli_requests import _REQUESTS
-from vertexbatch._estimate import output_ceiling
-from vertexbatch._keymap import KEY_FIELD
-from vertexbatch._outcomes import READERS
+from vertexbatch._plans.estimate import output_ceiling
 from vertexbatch._providers import (
     COMMANDS,
     GEMINI_DEFAULT_OUTPUT,
@@ -19,6 +17,8 @@ from vertexbatch._providers import (
     by_command,
     of_model,
 )
+from vertexbatch._requests.keymap import KEY_FIELD
+from vertexbatch._rows.classify import READERS
 from vertexbatch._rules import FAMILIES
 
 ROWS = list(PROVIDERS.values())

@@ -14,7 +14,7 @@ import pytest
 
 import vertexbatch as vb
 from tests.helpers import CLAUDE, GEMINI, claude_request
-from vertexbatch._failures import STATUS_WORDS, line_error_for
+from vertexbatch._rows.failures import STATUS_WORDS, line_error_for
 from vertexbatch.emulator import JobOptions, LocalStack
 
 
@@ -164,7 +164,7 @@ def test_echo_as_json_string_is_matched_within_bounds() -> None:
     or nests deeper than any request, matches nothing."""
     import json
 
-    from vertexbatch._keymap import KeyMap, canonical_digest, key_digest
+    from vertexbatch._requests.keymap import KeyMap, canonical_digest, key_digest
 
     request = {"max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "text"}]}]}
     keys = KeyMap()

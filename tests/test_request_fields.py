@@ -1,5 +1,5 @@
 """Which fields a request may carry comes from the installed SDKs' request types, and the first
-unknown one is named in each provider's own words (vertexbatch/_request_fields.py)."""
+unknown one is named in each provider's own words (vertexbatch/_requests/sdk_fields.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from anthropic.types import MessageCreateParams, TextBlockParam, message_create_params
 from google.genai import types as genai_types
 
-from vertexbatch._importer import documented_names
-from vertexbatch._request_fields import (
+from vertexbatch._requests.importer_rules import documented_names
+from vertexbatch._requests.sdk_fields import (
     GEMINI_REQUEST_LEVEL,
     VERTEX_CLAUDE_FIELDS,
     claude_unknown,

@@ -13,7 +13,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 import vertexbatch as vb
 from tests.helpers import claude_request
 from vertexbatch._rules import next_attempt_id
-from vertexbatch._schedule import poll_delays
+from vertexbatch._waiting.schedule import poll_delays
 from vertexbatch.emulator import LocalStack
 
 MODEL = "claude-opus-5-5@default"

@@ -27,10 +27,10 @@ from tests.helpers import (
 )
 from vertexbatch._gcs.line_blocks import LineBlock, line_blocks
 from vertexbatch._gcs.staging import Staging
-from vertexbatch._keymap import KeyMap, cache_digest, key_digest
-from vertexbatch._models import Job
-from vertexbatch._results import read_output_file
+from vertexbatch._job.results import read_output_file
+from vertexbatch._requests.keymap import KeyMap, cache_digest, key_digest
 from vertexbatch._rules import DEFAULT_LIMITS
+from vertexbatch._values import Job
 from vertexbatch.emulator import LocalStack
 
 PROVIDERS = ["anthropic", "google"]

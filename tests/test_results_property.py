@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import vertexbatch as vb
 from tests.helpers import claude_requests
-from vertexbatch._lines import claude_line
+from vertexbatch._requests.lines import claude_line
 from vertexbatch.emulator import LocalStack
 
 KEYS = 12

@@ -1,6 +1,6 @@
-"""Output rows read for the fields a results pass reads of them (``_usual.row_fields``) give what
-reading them whole gives: the same fields, value and type, the same results, and every line that
-``load_json`` refuses is refused (read whole, and refused there)."""
+"""Output rows read for the fields a results pass reads of them (``_rows.fast_path.row_fields``)
+give what reading them whole gives: the same fields, value and type, the same results, and every
+line that ``load_json`` refuses is refused (read whole, and refused there)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from vertexbatch import _results
 from vertexbatch._gcs.line_blocks import LineBlock, line_blocks
+from vertexbatch._job import results as _results
 from vertexbatch._json import MAX_DEPTH, load_json
-from vertexbatch._keymap import KeyMap, key_digest
-from vertexbatch._models import Job, Result
-from vertexbatch._usual import ROW_FIELDS, row_fields, shallow
+from vertexbatch._requests.keymap import KeyMap, key_digest
+from vertexbatch._rows.fast_path import ROW_FIELDS, row_fields, shallow
+from vertexbatch._values import Job, Result
 
 from .test_fast_paths import _JSON, _TEXT
 from .test_outcomes import ALL_ROWS

@@ -104,7 +104,7 @@ def test_the_callers_own_sdk_calls_log_as_before(
     call through the same SDK still logs them (its choice to log at DEBUG)."""
     from anthropic import AnthropicVertex
 
-    from vertexbatch._sdk_logs import quiet_requests
+    from vertexbatch._observe.sdk_logs import quiet_requests
 
     with quiet_requests():
         pass  # the filter is installed now

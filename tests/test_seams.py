@@ -25,13 +25,17 @@ ALLOWED: dict[tuple[str, str], str] = {
     # The fast paths are proved equal to the plain ones by turning the fast path off: these
     # swap a pure function for its plain twin (no crash, no race, no I/O), which no parameter
     # of the public path would reach without shipping a switch for tests.
-    ("tests/test_fast_paths.py", "vertexbatch._keymap:_PLAIN_RECORD"): "fast path off",
-    ("tests/test_fast_paths.py", "vertexbatch._lines:_sorted_json"): "fast path off",
-    ("tests/test_fast_paths.py", "vertexbatch._lines:_compact_json"): "fast path off",
-    ("tests/test_fast_paths.py", "vertexbatch._gemini_body:_config_key"): "fast path off",
-    ("tests/test_fast_paths.py", "vertexbatch._gemini_body:_config"): "fast path off (counted)",
-    ("tests/test_fast_paths.py", "vertexbatch._claude_shape:_system_blocks"): "fast path off",
-    ("tests/test_row_fields.py", "vertexbatch._results:row_fields"): "fast path off",
+    ("tests/test_fast_paths.py", "vertexbatch._requests.keymap:_PLAIN_RECORD"): "fast path off",
+    ("tests/test_fast_paths.py", "vertexbatch._requests.lines:_sorted_json"): "fast path off",
+    ("tests/test_fast_paths.py", "vertexbatch._requests.lines:_compact_json"): "fast path off",
+    ("tests/test_fast_paths.py", "vertexbatch._requests.gemini_body:_config_key"): "fast path off",
+    ("tests/test_fast_paths.py", "vertexbatch._requests.gemini_body:_config"): (
+        "fast path off (counted)"
+    ),
+    ("tests/test_fast_paths.py", "vertexbatch._requests.claude_shape:_system_blocks"): (
+        "fast path off"
+    ),
+    ("tests/test_row_fields.py", "vertexbatch._job.results:row_fields"): "fast path off",
 }
 
 # Sleeps that order nothing, each with why; any other ``time.sleep(`` / ``asyncio.sleep(`` with
@@ -185,7 +189,7 @@ def test_the_rule_sees_a_patch() -> None:
         "def t(monkeypatch):\n"
         "    monkeypatch.setattr(_staging, '_READ_CHUNK', 1)\n"
         "    monkeypatch.setattr(Staging, 'create', None)\n"
-        "    monkeypatch.setattr('vertexbatch._results._MAX_LINE', 1)\n"
+        "    monkeypatch.setattr('vertexbatch._job.results._MAX_LINE', 1)\n"
         "    monkeypatch.setattr(vertexbatch.emulator, 'run_foreground', None)\n"
     )
     module = ast.parse(source)
@@ -194,6 +198,6 @@ def test_the_rule_sees_a_patch() -> None:
     assert [t for t in targets if t is not None] == [
         "vertexbatch._gcs.staging:_READ_CHUNK",
         "vertexbatch._gcs.staging:create",
-        "vertexbatch._results:_MAX_LINE",
+        "vertexbatch._job.results:_MAX_LINE",
         "",
     ]

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 import vertexbatch as vb
-from vertexbatch import AsyncClient, AsyncRun, Client, Run, _operations, _submit_options
-from vertexbatch._submit_options import PlanKeywords, RunKeywords, SubmitKeywords
+from vertexbatch import AsyncClient, AsyncRun, Client, Run, _operations
+from vertexbatch._submission import options as _submit_options
+from vertexbatch._submission.options import PlanKeywords, RunKeywords, SubmitKeywords
 
 # Blocking members with no async twin of the same name, and why.
 NO_TWIN: dict[type, dict[str, str]] = {

@@ -22,7 +22,7 @@ from tests.helpers import (
 )
 from vertexbatch._client import cloud_of
 from vertexbatch._command.cli import ExitCode, main
-from vertexbatch._lines import claude_line
+from vertexbatch._requests.lines import claude_line
 from vertexbatch._rules import DEFAULT_LIMITS, RECORD_MAX, Limits
 from vertexbatch._runs.ledger import (
     MAX_ATTEMPTS,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from vertexbatch._type_walk import Compiler, Unknown, Walk
+from vertexbatch._requests.type_walk import Compiler, Unknown, Walk
 
 
 class _Info:

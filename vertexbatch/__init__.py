@@ -23,8 +23,15 @@ from ._errors import (
     VertexBatchError,
     WaitTimeout,
 )
-from ._estimate import Plan
-from ._models import (
+from ._observe.progress import Progress
+from ._plans.estimate import Plan
+from ._plans.prices import PRICES, PRICES_DATE, PRICES_SOURCE, Price
+from ._retry import RetryPolicy, is_retryable
+from ._runs.run import KeyResult, Run, RunSummary, Shard
+from ._runs.tasked import table_share
+from ._runs.tasks import Task
+from ._submission.request_files import RequestFile, RequestFiles, list_request_files
+from ._values import (
     ClaudeRequest,
     GeminiRequest,
     Job,
@@ -36,14 +43,7 @@ from ._models import (
     ToolCall,
     Usage,
 )
-from ._prices import PRICES, PRICES_DATE, PRICES_SOURCE, Price
-from ._progress import Progress
-from ._request_files import RequestFile, RequestFiles, list_request_files
-from ._retry import RetryPolicy, is_retryable
-from ._runs.run import KeyResult, Run, RunSummary, Shard
-from ._runs.tasked import table_share
-from ._runs.tasks import Task
-from ._wait import wait
+from ._waiting.wait import wait
 
 __all__ = [
     "AsyncClient",

@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar, Unpack
 from ._aio_threads import Pool, ResultStream
 from ._bigquery.source import ClaudeRequests, GeminiRequests
 from ._client_base import ASYNC_WITH, check_client, cloud_of, lifecycle_of
-from ._estimate import Plan
-from ._models import Job, Result, Status
-from ._progress import ProgressCallback
+from ._observe.progress import ProgressCallback
+from ._plans.estimate import Plan
 from ._runs.online import CONCURRENCY
 from ._runs.run import KeyResult, Run, RunSummary
 from ._runs.tasks import Task
-from ._submit_options import PlanKeywords, RunKeywords, SubmitKeywords
-from ._wait import poll_async
+from ._submission.options import PlanKeywords, RunKeywords, SubmitKeywords
+from ._values import Job, Result, Status
+from ._waiting.wait import poll_async
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -242,7 +242,8 @@ class AsyncClient:
         now: Callable[[], datetime] | None = None,
     ) -> Status:
         """``Client.wait``, pausing with ``asyncio.sleep``: the same floor, ceiling, jitter and
-        deadline rules (``vertexbatch._schedule.Schedule``); ``sleep``, if given, is awaited.
+        deadline rules (``vertexbatch._waiting.schedule.Schedule``); ``sleep``, if given, is
+        awaited.
 
         Raises:
             InvalidRequestError: the deadline is not a timezone-aware ``datetime``, or the

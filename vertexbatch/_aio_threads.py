@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import Generic, TypeVar
 
 from ._lifecycle import closed_error
-from ._models import Job
+from ._values import Job
 
 __all__ = ["CHUNK", "FIRST_CHUNK", "SLOTS", "WORKERS", "Pool", "ResultStream"]
 

@@ -16,21 +16,21 @@ from ._client_base import ClientBase, cloud_of
 from ._cloud import Cloud, build_cloud
 from ._config import DEFAULT_PREFIX, build_client
 from ._errors import job_errors
-from ._estimate import Plan
+from ._job.find import find
+from ._job.results import iter_results
 from ._lifecycle import Lifecycle, endpoint_clients
-from ._lookup import find
-from ._models import Job, Result, Status
+from ._observe.progress import ProgressCallback, check_progress
+from ._observe.traces import Tracing, job_attributes, traced
 from ._operations import planned, resubmit_job, started, submit
-from ._progress import ProgressCallback, check_progress
-from ._results import iter_results
+from ._plans.estimate import Plan
 from ._retry import RetryPolicy
 from ._rules import check_id, check_job
 from ._runs.run import Run
 from ._runs.start import open_run as load_run
-from ._submit_options import PlanKeywords, RunKeywords, SubmitKeywords, SubmitOptions
-from ._tracing import Tracing, job_attributes, traced
-from ._vertex import status_of
-from ._wait import poll
+from ._submission.options import PlanKeywords, RunKeywords, SubmitKeywords, SubmitOptions
+from ._values import Job, Result, Status
+from ._vertex.jobs import status_of
+from ._waiting.wait import poll
 
 if TYPE_CHECKING:
     from anthropic import AnthropicVertex

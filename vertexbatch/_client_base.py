@@ -1,9 +1,9 @@
 """``ClientBase``: what the layers a ``Client`` is built from may know of a client.
 
 ``Client`` makes its async view (``client.aio``) and waits (``Client.wait``), so ``_aio`` and
-``_wait`` sit below ``_client`` and cannot import it. They take a client all the same (the public
-``AsyncClient(client)`` and ``vertexbatch.wait(client, job)``): this base, which ``Client`` alone
-derives from, is how they refuse anything else and reach the client's ``Cloud``, without a
+``_waiting.wait`` sit below ``_client`` and cannot import it. They take a client all the same (the
+public ``AsyncClient(client)`` and ``vertexbatch.wait(client, job)``): this base, which ``Client``
+alone derives from, is how they refuse anything else and reach the client's ``Cloud``, without a
 dependency pointing up (docs/architecture.md, Layers).
 """
 

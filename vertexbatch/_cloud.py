@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 from ._bigquery.read import BigQueryReader
 from ._gcs.staging import Staging
 from ._lifecycle import Lifecycle
-from ._online_call import OnlineClients
+from ._observe.metrics import Telemetry
+from ._observe.traces import Tracing
 from ._retry import RetryPolicy
-from ._telemetry import Telemetry
-from ._tracing import Tracing
-from ._vertex import Vertex
+from ._vertex.jobs import Vertex
+from ._vertex.online import OnlineClients
 
 if TYPE_CHECKING:
     from anthropic import AnthropicVertex

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 from google.api_core import exceptions as api_exceptions
 
 if TYPE_CHECKING:
-    from ._models import Status
+    from ._values import Status
 
 __all__ = [
     "BucketNotFoundError",

@@ -20,18 +20,16 @@ from ._cache.files import file_versions, stored_versions
 from ._cache.store import AnswerCache, check_ttl
 from ._cache.submission import answer_from_cache, claimed_digests, is_cached_job
 from ._cloud import Cloud
-from ._controls import Controls
-from ._dedupe import dedupe as dedupe_lines
 from ._errors import InvalidRequestError
-from ._estimate import Plan, build_plan, submitted_plan
-from ._identity import resubmit, stage_and_submit
-from ._lookup import held_job
-from ._manifest import no_rows, resubmit_origin, with_schema, with_source
-from ._models import Job, Provider, Status
-from ._prices import Price
-from ._progress import Meter, finish, meter_of
-from ._request_lines import request_lines
-from ._results import iter_results
+from ._job.find import held_job
+from ._job.results import iter_results
+from ._job.submit import resubmit, stage_and_submit
+from ._observe.metrics import SILENT
+from ._observe.progress import Meter, finish, meter_of
+from ._plans.count_tokens import token_counter
+from ._plans.estimate import Plan, build_plan, submitted_plan
+from ._plans.prices import Price
+from ._requests.dedupe import dedupe as dedupe_lines
 from ._rules import check_id, check_job, check_model, check_own_id, next_attempt_id
 from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
 from ._runs.run import DEFAULT_SHARD_SIZE, Run
@@ -40,9 +38,11 @@ from ._runs.sink import check_run_dest
 from ._runs.start import check_numbers, create_run, held_run
 from ._runs.tasked import held_task, start_task
 from ._runs.tasks import Task
-from ._submit_options import PlanKeywords, RunKeywords, SubmitOptions
-from ._telemetry import SILENT
-from ._tokens import token_counter
+from ._staged.manifest import no_rows, resubmit_origin, with_schema, with_source
+from ._submission.lines import request_lines
+from ._submission.options import PlanKeywords, RunKeywords, SubmitOptions
+from ._values import Job, Provider, Status
+from ._vertex.controls import Controls
 
 __all__ = [
     "plan",

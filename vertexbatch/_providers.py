@@ -13,8 +13,8 @@ calls), so it imports them directly; the SDKs those calls use are imported when 
 made (``OnlineClients``), never by importing this. Two columns have a copy below the table, each
 held to this one by tests/test_providers.py: the family rule of ``_rules.check_model``
 (``_rules.FAMILIES``, below the table as tests/test_rules.py reads it) and the reader
-``_outcomes.classify_row`` dispatches to (``_outcomes.READERS``, which the results pass calls
-with a ``Job.provider``).
+``_rows.classify.classify_row`` dispatches to (``_rows.classify.READERS``, which the results pass
+calls with a ``Job.provider``).
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from ._errors import InvalidRequestError
-from ._field_check import check_claude_fields, check_gemini_fields, checked_builder
-from ._keymap import KEY_FIELD
-from ._lines import StagedLine, claude_line, gemini_line
-from ._models import ClaudeRequest, GeminiRequest, Provider, Result
-from ._online_call import Caller, claude_caller, claude_counter, gemini_caller, gemini_counter
-from ._outcomes import classify_claude_message, classify_gemini_response
+from ._requests.field_check import check_claude_fields, check_gemini_fields, checked_builder
+from ._requests.keymap import KEY_FIELD
+from ._requests.lines import StagedLine, claude_line, gemini_line
+from ._rows.classify import classify_claude_message, classify_gemini_response
 from ._rules import publisher_path
+from ._values import ClaudeRequest, GeminiRequest, Provider, Result
+from ._vertex.online import Caller, claude_caller, claude_counter, gemini_caller, gemini_counter
 
 if TYPE_CHECKING:
     from ._cloud import Cloud
@@ -95,7 +95,7 @@ class ProviderRow:
 
     def builder(self, check_fields: bool = True) -> Callable[..., StagedLine]:
         """The line builder a submission uses: ``line``, refusing an unknown field first
-        unless ``check_fields`` is False (``_field_check``)."""
+        unless ``check_fields`` is False (``_requests.field_check``)."""
         return checked_builder(self.line, self.check) if check_fields else self.line
 
     def publisher_path(self, model: str) -> str:
@@ -175,7 +175,8 @@ def of_model(model: str | None) -> ProviderRow | None:
 def unknown_line_fields(row: ProviderRow, line: Mapping[str, Any]) -> str:
     """A request-file line's fields that ``row`` does not name, as an error says them (``""``:
     none): by position (``<field 3>``) with the line field each is closest to, never by name,
-    as a line's keys may be content (as ``_field_check`` names a params field it does not know).
+    as a line's keys may be content (as ``_requests.field_check`` names a params field it does not
+    know).
     """
     names = sorted(row.fields)
     unknown = []

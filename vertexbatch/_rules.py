@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ._errors import InvalidRequestError
-from ._models import Job, Provider
+from ._values import Job, Provider
 
 __all__ = [
     "FAMILIES",
@@ -96,7 +96,7 @@ def check_id(submission_id: object) -> str:
 
 
 # The ids vertexbatch derives: a resubmission's ``ID.r1``, a run's shard ``RUN.s0`` (and its
-# attempts, ``RUN.s0.r1``). Each is claimed by its origin (``_manifest``): one a caller took
+# attempts, ``RUN.s0.r1``). Each is claimed by its origin (``_staged.manifest``): one a caller took
 # first would make the resubmission or the run that derives it fail as already claimed.
 _DERIVED = re.compile(r".+\.[rs][0-9]+")
 

@@ -16,9 +16,9 @@ import pytest
 
 import vertexbatch as vb
 from tests.helpers import FINAL_OUTPUT, claude_request
-from vertexbatch._models import Result
-from vertexbatch._parsed import parsed_result
-from vertexbatch._schema import schema_of, validate
+from vertexbatch._schemas.check import schema_of, validate
+from vertexbatch._schemas.parsed import parsed_result
+from vertexbatch._values import Result
 from vertexbatch.emulator import LocalStack
 
 CLAUDE = "claude-opus-5-5@default"

@@ -131,7 +131,7 @@ def test_a_schema_bound_no_number_can_be_is_refused(
 
 def test_an_answer_with_a_huge_integer_is_judged_not_crashed() -> None:
     """An answer of ``10**400`` is checked against its schema without converting it to float."""
-    from vertexbatch._schema import Violation, schema_of, validate
+    from vertexbatch._schemas.check import Violation, schema_of, validate
 
     schema = schema_of(
         {

@@ -1,9 +1,9 @@
 """An unknown field of a request-file line is named by its position, never by its name.
 
-Issue 38, item 11: the command and ``vertexbatch/_request_files.py`` quoted an unknown top-level
-field of a line (``unknown field(s) ['wombat-secret-4417']``); a field name can be content, and
-the params check already names fields by position for that reason. Now a line's unknown field
-is ``<field N>``, with the line's own field it is closest to, if any.
+Issue 38, item 11: the command and ``vertexbatch/_submission/request_files.py`` quoted an
+unknown top-level field of a line (``unknown field(s) ['wombat-secret-4417']``); a field name
+can be content, and the params check already names fields by position for that reason. Now a
+line's unknown field is ``<field N>``, with the line's own field it is closest to, if any.
 """
 
 from __future__ import annotations

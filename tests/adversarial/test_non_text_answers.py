@@ -14,8 +14,8 @@ import pytest
 
 import vertexbatch as vb
 from tests.helpers import jobs_in
-from vertexbatch._outcomes import classify_row
-from vertexbatch._usual import row_reader
+from vertexbatch._rows.classify import classify_row
+from vertexbatch._rows.fast_path import row_reader
 from vertexbatch.emulator import LocalStack
 
 GEMINI = "gemini-3.8-flash"

@@ -20,7 +20,7 @@ from tests.helpers import (
     finished_output,
     with_staging_sizes,
 )
-from vertexbatch._keymap import key_digest
+from vertexbatch._requests.keymap import key_digest
 from vertexbatch._rules import Limits
 from vertexbatch.emulator import LocalStack
 

@@ -4,7 +4,7 @@ Anthropic refuses a tool whose ``input_schema.properties`` has a key outside
 ``^[a-zA-Z0-9_.-]{1,64}$`` (400 ``invalid_request_error``, "Property keys should match
 pattern"): line by line, hours after a batch is submitted. ``schema=`` is sent to Claude as a
 forced tool's ``input_schema``, so such a schema is refused before anything is staged (the
-sources are in ``vertexbatch/_schema_forms.py``); Gemini's ``responseSchema`` documents no such
+sources are in ``vertexbatch/_schemas/forms.py``); Gemini's ``responseSchema`` documents no such
 rule and keeps taking it.
 """
 

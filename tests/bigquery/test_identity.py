@@ -9,7 +9,7 @@ from google.cloud import aiplatform_v1
 
 import vertexbatch as vb
 from tests.helpers import CLAUDE, claude_requests, jobs_in
-from vertexbatch._manifest import Manifest
+from vertexbatch._staged.manifest import Manifest
 from vertexbatch.emulator import LocalStack
 
 CANCELLED = ("JOB_STATE_CANCELLED", "JOB_STATE_CANCELLING")

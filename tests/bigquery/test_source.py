@@ -20,7 +20,7 @@ from google.cloud import bigquery
 import vertexbatch as vb
 from tests.bigquery.test_sink import DIRECTIVES, requests, seen
 from tests.helpers import CLAUDE, GEMINI, claude_request, jobs_in
-from vertexbatch._gemini_body import gemini_request_body
+from vertexbatch._requests.gemini_body import gemini_request_body
 from vertexbatch.emulator import LocalStack
 
 JSON_SCHEMA = [
@@ -255,7 +255,7 @@ def test_a_run_and_the_aio_twins_take_a_table(
 
 
 def test_a_manifest_reads_back_its_source_and_refuses_an_edited_one() -> None:
-    from vertexbatch._manifest import Manifest
+    from vertexbatch._staged.manifest import Manifest
 
     written = Manifest(
         "anthropic", CLAUDE, 1, 10, "0" * 32, source="bq://my-proj.ds.t", snapshot="2026-01-01"

@@ -28,7 +28,7 @@ from tests.helpers import (
 )
 from vertexbatch._cache.entry import entry_line
 from vertexbatch._command.cli import main
-from vertexbatch._lines import claude_line
+from vertexbatch._requests.lines import claude_line
 from vertexbatch.emulator import LocalStack
 
 

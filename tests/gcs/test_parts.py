@@ -20,7 +20,7 @@ from tests.gcs_gate import body_gate, refusing_writes
 from tests.helpers import claude_request, local_client, with_staging_sizes
 from vertexbatch._gcs.parts import PartedUpload, part_leaf
 from vertexbatch._gcs.staging import Staging
-from vertexbatch._manifest import Manifest, read_manifest
+from vertexbatch._staged.manifest import Manifest, read_manifest
 from vertexbatch.emulator import LocalStack
 
 MODEL = "claude-opus-5-5@default"
@@ -238,7 +238,7 @@ def test_a_job_reading_only_the_first_part_is_not_the_ids(stack: LocalStack, buc
     the first part and the folder identify it; an older version's one input.jsonl still does."""
     from google.cloud import aiplatform_v1
 
-    from vertexbatch._vertex import reads_input
+    from vertexbatch._vertex.jobs import reads_input
 
     client = _client(stack, bucket)
     client.submit_claude("shape", MODEL, _requests(30))

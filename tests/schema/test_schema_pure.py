@@ -12,11 +12,11 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import vertexbatch as vb
-from vertexbatch._lines import claude_line, gemini_line
-from vertexbatch._outcomes import classify_row
-from vertexbatch._parsed import parsed_result
-from vertexbatch._schema import schema_of, validate
-from vertexbatch._schema_forms import SCHEMA_TOOL, gemini_schema
+from vertexbatch._requests.lines import claude_line, gemini_line
+from vertexbatch._rows.classify import classify_row
+from vertexbatch._schemas.check import schema_of, validate
+from vertexbatch._schemas.forms import SCHEMA_TOOL, gemini_schema
+from vertexbatch._schemas.parsed import parsed_result
 from vertexbatch.emulator._conform import breaking, conforming
 
 

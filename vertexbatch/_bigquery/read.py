@@ -2,7 +2,7 @@
 
 The table's rows are read as Arrow, one stream at a time and a slice of one message at a time
 (never the whole table), and each becomes the row a GCS output line would have parsed to
-(``output_row``), so ``_results`` correlates and classifies it as it does a line of
+(``output_row``), so ``_job.results`` correlates and classifies it as it does a line of
 ``predictions.jsonl``: ``request`` and ``response`` are JSON columns (Arrow strings: BigQuery
 marks them only by an extension name some servers omit, so both are read as JSON text),
 ``status`` is a STRING ("" with a response), a Claude row's ``custom_id`` is the staged line's
@@ -83,7 +83,7 @@ def output_row(cells: Mapping[str, Any], max_bytes: int) -> tuple[dict[str, Any]
     """One output table row as the parsed GCS line it stands for (pure).
 
     Returns ``(row, b"")``, or ``(None, raw)`` for a row longer than ``max_bytes`` in its text
-    cells (a damaged line, as ``_results`` reads one): ``raw`` holds only its id fields, for the
+    cells (a damaged line, as ``_job.results`` reads one): ``raw`` holds only its id fields, for the
     key they name.
     """
     size = sum(len(v) for v in cells.values() if isinstance(v, str))

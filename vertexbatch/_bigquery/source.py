@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 from google.api_core import exceptions as api_exceptions
 
 from .._errors import InvalidRequestError
-from .._models import ClaudeRequest, GeminiRequest, Provider
-from .._request_fields import GEMINI_REQUEST_LEVEL
+from .._requests.sdk_fields import GEMINI_REQUEST_LEVEL
 from .._retry import RetryPolicy
+from .._values import ClaudeRequest, GeminiRequest, Provider
 from .dest import Dest, parse_dest
 from .read import _SLICE, missing_extra
 
@@ -47,7 +47,8 @@ MISSING_EXTRA = "reading a BigQuery source needs pip install 'vertexbatch[bigque
 _FIELD = "requests"
 _MAX_COLUMN = 300  # BigQuery's longest column name
 # A GenerateContentRequest's request-level fields, by wire name, as a GenerateContentConfig
-# names them (``_gemini_body`` maps them back); ``generationConfig`` is spread into the config.
+# names them (``_requests.gemini_body`` maps them back); ``generationConfig`` is spread into the
+# config.
 _GEMINI_FIELDS = {wire: name for name, wire in GEMINI_REQUEST_LEVEL.items()}
 _GEMINI_NAMES = sorted({"contents", "generationConfig", *_GEMINI_FIELDS})
 _NAMES = frozenset(_GEMINI_NAMES)

@@ -1,9 +1,9 @@
 """The generations of the ``gs://`` objects a ``cache=True`` submission's requests name.
 
-A request may name a file instead of carrying it (``_dedupe.named_files``: Gemini's
+A request may name a file instead of carrying it (``_requests.dedupe.named_files``: Gemini's
 ``fileData``, Claude's ``url`` source). Its answer depends on the object, and the object may be
 replaced under the same URI: so the answer cache keys such a request on the generation of each
-object it names too (``_dedupe.exact_digest``'s ``files``), never on the URI alone.
+object it names too (``_requests.dedupe.exact_digest``'s ``files``), never on the URI alone.
 
 ``file_versions`` reads each distinct URI's generation once (a GCS metadata read, in parallel),
 when the submission is staged and only with ``cache=True`` (dedupe needs none: the equal
@@ -22,10 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 from google.api_core import exceptions as api_exceptions
 
-from .._dedupe import named_files
 from .._errors import InvalidRequestError
 from .._gcs.staging import Staging
-from .._lines import StagedLine
+from .._requests.dedupe import named_files
+from .._requests.lines import StagedLine
 
 __all__ = ["FILES", "file_versions", "stored_versions"]
 

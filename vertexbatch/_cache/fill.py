@@ -12,12 +12,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._dedupe import exact_digest
 from .._gcs.staging import Staging
-from .._keymap import parse_key_record
-from .._manifest import INPUT_STEM, KEYS_STEM, Manifest
-from .._models import Job
-from .._staged import job_manifest, read_parts, staged_uris
+from .._requests.dedupe import exact_digest
+from .._requests.keymap import parse_key_record
+from .._staged.manifest import INPUT_STEM, KEYS_STEM, Manifest
+from .._staged.read import job_manifest, read_parts, staged_uris
+from .._values import Job
 from .entry import encode_response
 from .files import stored_versions
 from .store import AnswerCache, storage_errors

@@ -10,9 +10,9 @@ only, ``KKKKKKKKKKKKKKKK`` the first 16 hex digits of the key name's SHA-256, ev
 with the key: its answers are never merged into an object written without it, nor read by a
 submission that does not name the key (whoever may use the key can still read them).
 
-``PP`` is the first two hex digits of the exact digest (``_dedupe.exact_digest``; 256 shards),
-``TTTTTTTTTT`` the Unix time the entries are dated by (a job's first fill: ``CacheFill``) and
-``WRITER`` the submission id whose results filled them (``ID.pN`` for a part): one object per
+``PP`` is the first two hex digits of the exact digest (``_requests.dedupe.exact_digest``; 256
+shards), ``TTTTTTTTTT`` the Unix time the entries are dated by (a job's first fill: ``CacheFill``)
+and ``WRITER`` the submission id whose results filled them (``ID.pN`` for a part): one object per
 shard per completed job, written create-only, so two writers never touch one object and a
 writer that runs twice finds its objects there. Each line is one
 entry::
@@ -55,8 +55,8 @@ from typing import Any
 from .._errors import InvalidRequestError, VertexBatchError
 from .._gcs.staging import JSONL, Staging
 from .._json import load_json
-from .._models import Provider
 from .._retry import transport_errors
+from .._values import Provider
 from .entry import Entry, encode_response, entry_text, header_line, parse_entry, text_hash
 
 __all__ = [

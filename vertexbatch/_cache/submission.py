@@ -1,7 +1,7 @@
 """A submission made with ``cache=True``: answered in part (or whole) from the answer cache.
 
-Submitting: every request's exact digest (``_dedupe.exact_digest``; with the generation of each
-``gs://`` object it names, ``files``) is looked up in the cache
+Submitting: every request's exact digest (``_requests.dedupe.exact_digest``; with the generation of
+each ``gs://`` object it names, ``files``) is looked up in the cache
 (``_cache``) before anything is staged. A key the cache answers gets a key record with
 ``cache_digest(key)`` and no input line, and its answer is staged in the submission's folder,
 create-only, as ``cached-<MD5>.jsonl`` (one ``{"d": cache digest, "x": exact digest, "r":
@@ -29,18 +29,18 @@ from typing import Any
 
 from google.api_core.exceptions import NotFound
 
-from .._dedupe import exact_digests
 from .._errors import InvalidRequestError, JobError, job_errors
 from .._gcs.staging import JSONL, Staging
 from .._json import load_json
-from .._keymap import KeyMap, cache_digest
-from .._lines import StagedLine
-from .._manifest import RECORD, Manifest, check_limits, no_rows, read_manifest
-from .._models import Job, Provider, Result, Status
-from .._outcomes import classify_row
-from .._parsed import parsed_result
-from .._staged import job_manifest
-from .._vertex import JobSpec
+from .._requests.dedupe import exact_digests
+from .._requests.keymap import KeyMap, cache_digest
+from .._requests.lines import StagedLine
+from .._rows.classify import classify_row
+from .._schemas.parsed import parsed_result
+from .._staged.manifest import RECORD, Manifest, check_limits, no_rows, read_manifest
+from .._staged.read import job_manifest
+from .._values import Job, Provider, Result, Status
+from .._vertex.jobs import JobSpec
 from .files import file_versions, stored_versions
 from .store import AnswerCache
 

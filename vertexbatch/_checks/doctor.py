@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from google.cloud import aiplatform_v1
 
     from .._cloud import Cloud
-    from .._models import Provider
+    from .._values import Provider
 
 __all__ = [
     "brief",

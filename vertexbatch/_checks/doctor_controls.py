@@ -1,6 +1,6 @@
 """``vertexbatch doctor --kms-key … --service-account …``: the job controls' checks.
 
-``kms-key``: the key's form and region (``_controls``' rules), that it exists (Cloud KMS
+``kms-key``: the key's form and region (``_vertex.controls``' rules), that it exists (Cloud KMS
 ``cryptoKeys.get``) and that the Vertex AI service agent (which runs the job) and the Cloud
 Storage service agent (which encrypts what vertexbatch stages with it) may use it (the key's own
 IAM policy, ``cryptoKeys.getIamPolicy``). ``service-account``: its form, that it exists (IAM
@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from .._controls import check_controls
 from .._errors import InvalidRequestError
+from .._vertex.controls import check_controls
 from .doctor import LOOKUP_TIMEOUT, Check, brief
 
 __all__ = [

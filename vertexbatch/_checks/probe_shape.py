@@ -323,8 +323,8 @@ def probe_parts(rows: bytes) -> list[bytes]:
 
 def probe_rows(name: str, invalid: bool = True) -> bytes:
     """The staged JSONL of one provider's probe rows (without the invalid one: two)."""
-    from .._lines import claude_line, gemini_line
-    from .._models import ClaudeRequest, GeminiRequest
+    from .._requests.lines import claude_line, gemini_line
+    from .._values import ClaudeRequest, GeminiRequest
 
     if name == "claude":
 

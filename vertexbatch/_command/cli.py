@@ -43,9 +43,9 @@ import click
 
 from .._client import Client
 from .._errors import WaitTimeout
-from .._models import Job, Result, Status
 from .._providers import COMMANDS, by_command
-from .._wait import wait
+from .._values import Job, Result, Status
+from .._waiting.wait import wait
 from .cli_controls import control_options
 from .cli_doctor import doctor
 from .cli_local import demo, emulator

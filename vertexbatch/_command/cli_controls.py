@@ -19,8 +19,8 @@ import click
 from .._bigquery.dest import check_dest
 from .._bigquery.read import check_extra
 from .._config import read_config
-from .._controls import check_controls
 from .._errors import InvalidRequestError
+from .._vertex.controls import check_controls
 from .cli_options import config_flags
 from .cli_plan import PayOnce
 from .cli_render import ExitCode, Fail

@@ -15,12 +15,12 @@ import click
 
 from .._client import Client
 from .._errors import InvalidRequestError
-from .._estimate import Plan
 from .._json import load_json
-from .._prices import MAX_PRICE, Price
+from .._plans.estimate import Plan
+from .._plans.prices import MAX_PRICE, Price
 from .._providers import by_command
-from .._schema import MAX_SCHEMA_BYTES, Schema, schema_of
-from .._submit_options import SubmitOptions
+from .._schemas.check import MAX_SCHEMA_BYTES, Schema, schema_of
+from .._submission.options import SubmitOptions
 from .cli_options import Seconds
 
 __all__ = ["PayOnce", "echo_plan", "pay_options", "plan_lines", "plan_of"]
@@ -39,8 +39,8 @@ _AS_FLAGS = (
         "pass --price MODEL=INPUT,OUTPUT (list dollars per million tokens)",
     ),
     ("dedupe=True", "--dedupe"),
-    ("vertexbatch.PRICES_SOURCE", "PRICES_SOURCE in vertexbatch/_prices.py"),
-    ("(vertexbatch.PRICES)", "(PRICES in vertexbatch/_prices.py)"),
+    ("vertexbatch.PRICES_SOURCE", "PRICES_SOURCE in vertexbatch/_plans/prices.py"),
+    ("(vertexbatch.PRICES)", "(PRICES in vertexbatch/_plans/prices.py)"),
 )
 
 

@@ -25,9 +25,9 @@ import click
 
 from .._client_base import cloud_of
 from .._errors import InvalidRequestError
-from .._manifest import read_manifest
-from .._models import Job, Status
-from .._progress import Progress
+from .._observe.progress import Progress
+from .._staged.manifest import read_manifest
+from .._values import Job, Status
 from .cli_render import keys_status
 
 if TYPE_CHECKING:

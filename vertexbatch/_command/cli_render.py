@@ -28,9 +28,9 @@ from .._errors import (
     VertexBatchError,
     shorten,
 )
-from .._models import Job, Outcome, Result, Status
 from .._retry import LOCAL_STACK_HINT, is_connection_refused, transport_errors
 from .._runs.run import KeyResult, RunSummary, summary_line
+from .._values import Job, Outcome, Result, Status
 
 __all__ = [
     "OUTCOMES",

@@ -23,8 +23,8 @@ import click
 
 from .._bigquery.source import BigQuerySource
 from .._errors import InvalidRequestError
-from .._models import ClaudeRequest, GeminiRequest
 from .._providers import by_command, of_model, unknown_line_fields
+from .._values import ClaudeRequest, GeminiRequest
 from .cli_render import ExitCode, Fail
 
 __all__ = [

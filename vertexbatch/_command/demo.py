@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, TextIO
 
 from .._client import Client
 from .._errors import ExhaustedError, LineError, MissingError
-from .._models import Job, Result, Status, Usage
 from .._providers import PROVIDERS
 from .._runs.run import Run, RunSummary
+from .._values import Job, Result, Status, Usage
 from .cli_progress import key_counts
 from .cli_render import OUTCOMES, progress_bar
 from .demo_bigquery import bigquery_section

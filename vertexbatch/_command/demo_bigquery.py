@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from .._bigquery.source import BigQuerySource
 from .._client import Client
-from .._models import Result
+from .._values import Result
 from .demo_data import CLAUDE_MODEL
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable
 
 from .._client import Client
-from .._estimate import Plan
-from .._models import ClaudeRequest
+from .._plans.estimate import Plan
+from .._values import ClaudeRequest
 from .demo_data import CLAUDE_MODEL
 
 __all__ = ["EVAL_IDS", "cache_section", "eval_requests"]

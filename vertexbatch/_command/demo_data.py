@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from google.genai import types as genai_types
 
-from .._models import ClaudeRequest, GeminiRequest
+from .._values import ClaudeRequest, GeminiRequest
 
 __all__ = [
     "BUCKET",

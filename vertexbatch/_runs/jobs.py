@@ -19,7 +19,7 @@ records in GCS::
   and its other keys missing, to be submitted again (``RunJobs._gone``); no other shard is
   touched.
 - An attempt with no record whose job is listed was created by a submitter that stopped before
-  recording it; the job ``_identity.choose`` picks is the attempt's, as ``find`` says.
+  recording it; the job ``_job.submit.choose`` picks is the attempt's, as ``find`` says.
 - Every other listed job of an attempt's id is a *twin* (a lost create answer and list lag, a
   short create outage): the step cancels it, and counts it live until it ends.
 
@@ -42,11 +42,11 @@ from typing import TYPE_CHECKING, Any
 from .._cache.submission import cached_job, cached_status
 from .._errors import InvalidRequestError
 from .._gcs.staging import Folder, Staging
-from .._lookup import choose, recorded_or_gone
-from .._manifest import MANIFEST, RECORD, Manifest, run_origin
-from .._models import Job, Provider, Status
+from .._job.find import choose, recorded_or_gone
 from .._rules import is_job_name
-from .._vertex import ENDED_STATES, GONE_STATE, JobSpec, Vertex, state_name, status_of
+from .._staged.manifest import MANIFEST, RECORD, Manifest, run_origin
+from .._values import Job, Provider, Status
+from .._vertex.jobs import ENDED_STATES, GONE_STATE, JobSpec, Vertex, state_name, status_of
 from .ledger import Shard, attempt_id
 from .records import Records
 from .sink import output_of

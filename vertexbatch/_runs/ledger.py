@@ -18,11 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .._bigquery.dest import parse_dest
-from .._controls import NO_CONTROLS, Controls
 from .._errors import InvalidRequestError, damaged_record
 from .._gcs.staging import Staging
-from .._models import Provider
 from .._rules import MAX_ROWS, RECORD_MAX, Limits, check_id
+from .._values import Provider
+from .._vertex.controls import NO_CONTROLS, Controls
 
 __all__ = [
     "DONE",

@@ -1,7 +1,7 @@
 """The online fallback: answer staged requests through the online APIs, as output rows.
 
 Used by runs past their deadline. Each key's staged request body is sent as it was staged
-(``_online_call``), with bounded concurrency and retries on 429/529/5xx; every answer is written
+(``_vertex.online``), with bounded concurrency and retries on 429/529/5xx; every answer is written
 as a Vertex output row carrying the key's digest, so it is read, correlated and classified
 exactly like a batch row. Only what the service says becomes a key's row (an HTTP status, a
 transport failure once retries are spent); any other failure is a bug and propagates, and the
@@ -73,12 +73,12 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import InvalidRequestError
 from .._gcs.staging import JSONL, Folder, Staging
-from .._lines import StagedLine
-from .._models import Job
-from .._online_call import from_service, status_code
+from .._observe.traces import note, stepped
 from .._providers import PROVIDERS
-from .._staged import read_key_map, read_staged_lines
-from .._tracing import note, stepped
+from .._requests.lines import StagedLine
+from .._staged.read import read_key_map, read_staged_lines
+from .._values import Job
+from .._vertex.online import from_service, status_code
 from .claim import CLAIM, CLAIM_SECONDS, Lease, claimed, creator_token, live_creators
 from .claim import take_claim as _claim
 from .online_rows import write_rows

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .._vertex import ENDED_STATES, GONE_STATE
+from .._vertex.jobs import ENDED_STATES, GONE_STATE
 
 __all__ = ["Action", "Plan", "ShardView", "StepRules", "plan_step"]
 

@@ -14,9 +14,9 @@ from dataclasses import replace
 from .._cache.fill import CacheFill
 from .._cloud import Cloud
 from .._errors import ExhaustedError, MissingError
-from .._models import Job, Provider, Result
-from .._results import read_output_file
-from .._staged import read_key_map
+from .._job.results import read_output_file
+from .._staged.read import read_key_map
+from .._values import Job, Provider, Result
 from .jobs import Attempt
 from .ledger import Shard, counts_online
 from .online_rows import read_uris

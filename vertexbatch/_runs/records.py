@@ -44,7 +44,7 @@ from typing import Any
 
 from .._errors import InvalidRequestError
 from .._gcs.staging import Staging
-from .._manifest import MANIFEST, RECORD
+from .._staged.manifest import MANIFEST, RECORD
 from .ledger import DONE, OUTCOME_ORDER, Shard, read_done
 
 __all__ = ["PROGRESS", "ListedRecords", "Records"]

@@ -31,11 +31,11 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from .._controls import NO_CONTROLS, Controls
 from .._errors import InvalidRequestError, damaged_record
 from .._gcs.staging import Staging
-from .._models import Provider
 from .._rules import MAX_ROWS
+from .._values import Provider
+from .._vertex.controls import NO_CONTROLS, Controls
 from .ledger import MAX_ATTEMPTS, Ledger, Shard, is_dataset, read_ledger, write_ledger
 
 __all__ = [

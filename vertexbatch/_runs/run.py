@@ -33,12 +33,12 @@ from typing import Literal
 
 from .._cloud import Cloud
 from .._errors import InvalidRequestError
-from .._models import Provider, Result
-from .._progress import ProgressCallback, check_progress, meter_of
+from .._observe.progress import ProgressCallback, check_progress, meter_of
+from .._observe.traces import Tracing, note, traced
 from .._rules import id_label
-from .._tracing import Tracing, note, traced
-from .._vertex import RUN_LABEL
-from .._wait import check_deadline
+from .._values import Provider, Result
+from .._vertex.jobs import RUN_LABEL
+from .._waiting.wait import check_deadline
 from .jobs import RunJobs
 from .ledger import Ledger, Shard
 from .online import CONCURRENCY

@@ -4,7 +4,7 @@ A run with ``dest="bq://PROJECT.DATASET"`` stages each shard with that sink (its
 so, as a submission's does), and every attempt's job, ``RUN.sN`` and each ``RUN.sN.rK``, writes
 a table of its own in the dataset, Vertex naming it. A run never takes a table: attempts of one
 shard answer the same keys, so one shared table would mix their rows under the same ids, and a
-resubmission writes a new table in the dataset anyway (``_identity.sink_of_resubmission``).
+resubmission writes a new table in the dataset anyway (``_job.submit.sink_of_resubmission``).
 
 The ledger records the sink, so ``open_run`` (a scheduler's advancer that holds no state) reads
 and advances the run without being told it, and the run started again under its id with
@@ -25,10 +25,10 @@ from .._bigquery.read import BigQueryReader, check_extra
 from .._cache.fill import CacheFill
 from .._errors import InvalidRequestError
 from .._gcs.staging import Staging
-from .._models import Job, Result, Status
-from .._results import read_results
-from .._telemetry import SILENT
-from .._vertex import output_table
+from .._job.results import read_results
+from .._observe.metrics import SILENT
+from .._values import Job, Result, Status
+from .._vertex.jobs import output_table
 
 if TYPE_CHECKING:
     from google.cloud.aiplatform_v1 import BatchPredictionJob as BatchJob

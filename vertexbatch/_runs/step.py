@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 
 from .._cloud import Cloud
 from .._errors import InvalidRequestError, job_errors
-from .._identity import resubmit, submit
-from .._manifest import MANIFEST, Manifest, run_origin
-from .._models import Job
-from .._tracing import note
-from .._vertex import status_of
+from .._job.submit import resubmit, submit
+from .._observe.traces import note
+from .._staged.manifest import MANIFEST, Manifest, run_origin
+from .._values import Job
+from .._vertex.jobs import status_of
 from .jobs import Attempt, RunJobs, Twin
 from .ledger import Ledger, Shard, attempt_id, write_done, write_done_online
 from .online import answer_online, creating

@@ -23,16 +23,16 @@ from .._bigquery.share import share_restriction
 from .._bigquery.source import BigQuerySource
 from .._cache.submission import record_cached
 from .._cloud import Cloud
-from .._controls import NO_CONTROLS, Controls
 from .._errors import InvalidRequestError
 from .._gcs.staging import Staging
 from .._gcs.upload import md5_of
-from .._identity import stage
-from .._lines import StagedLine
-from .._manifest import Manifest, read_manifest, run_origin
-from .._models import Provider
+from .._job.submit import stage
+from .._requests.lines import StagedLine
 from .._rules import Limits
-from .._schema import Schema
+from .._schemas.check import Schema
+from .._staged.manifest import Manifest, read_manifest, run_origin
+from .._values import Provider
+from .._vertex.controls import NO_CONTROLS, Controls
 from .ledger import Ledger, Shard, check_run_id, encoded_size, read_done, read_ledger
 from .registry import (
     TaskRecord,

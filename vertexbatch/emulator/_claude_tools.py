@@ -15,7 +15,7 @@ message as the API writes it), never quoting the name:
 
 A tool with a ``type`` other than ``custom`` is a server tool (web search, bash, ...) and has
 neither. The client holds ``schema=`` to the same rule in its own code
-(``vertexbatch/_schema_forms.py``): the stack shares none with it.
+(``vertexbatch/_schemas/forms.py``): the stack shares none with it.
 """
 
 from __future__ import annotations

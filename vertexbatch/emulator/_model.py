@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from vertexbatch._request_fields import claude_unknown, gemini_unknown
+from vertexbatch._requests.sdk_fields import claude_unknown, gemini_unknown
 from vertexbatch.emulator._claude_tools import tool_problem
 from vertexbatch.emulator._conform import breaking, conforming
 from vertexbatch.emulator._directives import (
@@ -211,7 +211,7 @@ def answer_claude(request: Any, model: str, *, check_fields: bool = True) -> Ans
     """Answer one Claude line's `request` (an Anthropic Messages body without `model`).
 
     A field the installed anthropic SDK's `MessageCreateParams` does not name (nor Vertex's own,
-    `_request_fields.VERTEX_CLAUDE_FIELDS`) is refused as the Anthropic API refuses it: 400
+    `_requests.sdk_fields.VERTEX_CLAUDE_FIELDS`) is refused as the Anthropic API refuses it: 400
     `invalid_request_error`, "temprature: Extra inputs are not permitted" (`check_fields=False`:
     any field is taken).
     """

@@ -1,0 +1,6 @@
+"""Planning before paying: what a submission would stage, send and cost
+(``estimate``), the dated batch price table (``prices``), exact input tokens through the
+count-tokens APIs (``count_tokens``).
+
+Imports: ``_requests``, ``_staged``, ``_providers``, ``_cloud``, ``_vertex``.
+"""

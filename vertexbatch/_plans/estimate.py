@@ -1,0 +1,291 @@
+"""A plan before paying: what a submission would stage, send and cost, with nothing staged.
+
+``Plan`` is the value; ``build_plan`` computes it from the staged lines a submit would write
+(so a plan refuses what submit refuses), a cache lookup and an optional exact token count, all
+handed in as functions: the arithmetic here is pure. Token estimates are deliberately simple and
+stated in ``Plan.assumptions``: about 4 characters of request text per input token, the
+request's ``max_tokens`` (Gemini ``maxOutputTokens``) as the output ceiling.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .._providers import GEMINI_DEFAULT_OUTPUT, PROVIDERS
+from .._requests.dedupe import exact_digest
+from .._requests.lines import StagedLine
+from .._rules import DEFAULT_LIMITS, Limits
+from .._staged.manifest import Tally
+from .._values import Provider
+from .prices import BATCH_DISCOUNT, PRICES_DATE, Price, price_of
+
+__all__ = ["GEMINI_DEFAULT_OUTPUT", "Plan", "build_plan", "estimate_tokens", "output_ceiling"]
+
+# Characters of request text per input token in the estimate: English text runs at about 4.
+CHARS_PER_TOKEN = 4
+# Fields whose string values are structure, not text the model reads as prompt.
+_STRUCTURE = frozenset({"type", "role", "anthropic_version", "mimeType", "media_type"})
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a submission would do and cost; nothing was staged and no job was created.
+
+    Attributes:
+        provider / model: as given.
+        requests: the keys given.
+        distinct: distinct requests among them (by exact digest, as dedupe counts them).
+        cached: keys the answer cache holds (0 without ``cache=True``).
+        to_send: lines that would be staged and paid (with ``dedupe``, once per distinct
+            request; never for a cached key).
+        bytes: bytes of those lines.
+        jobs: Vertex jobs it would create (0 when every key is cached; shards for a run).
+        input_tokens: input tokens of the lines to send, estimated or, with
+            ``tokens_exact``, counted by the provider's count-tokens API.
+        max_output_tokens: the sum of the lines' output ceilings (``max_tokens``).
+        cost_low / cost_high: US dollars at batch prices: input only, and input plus every
+            line writing its whole output ceiling. ``None`` when no price is known.
+        price: the online list price used (``None``: unknown model, pass ``prices=``).
+        assumptions: what the figures rest on, in words.
+        submitted: the job the id already holds for these requests (``cached:ID`` for one
+            answered from the cache; ``run:ID`` for a run plan of a run the id already holds):
+            submitting them again returns it (rejoins the run), so nothing more is sent or
+            paid. ``""`` when submitting would stage or create.
+        dest: the BigQuery sink the job would write (``dest=``); ``""`` for the id's GCS folder.
+    """
+
+    provider: Provider
+    model: str
+    requests: int
+    distinct: int
+    cached: int
+    to_send: int
+    bytes: int
+    jobs: int
+    input_tokens: int
+    max_output_tokens: int
+    tokens_exact: bool
+    cost_low: float | None
+    cost_high: float | None
+    price: Price | None
+    assumptions: tuple[str, ...] = field(default=())
+    submitted: str = ""
+    dest: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (what ``--dry-run --json`` prints)."""
+        data = asdict(self)
+        data["assumptions"] = list(self.assumptions)
+        return data
+
+
+def estimate_tokens(body: Mapping[str, Any]) -> int:
+    """Estimated input tokens of one request body: its text (every string value but
+    structural ones such as ``role`` and ``type``) at about 4 characters per token."""
+    return -(-_text_size(body) // CHARS_PER_TOKEN) + 3
+
+
+def _text_size(value: Any, depth: int = 0) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if depth > 64:  # staged requests nest far less (the importer stops at 15)
+        return 0
+    if isinstance(value, Mapping):
+        return sum(_text_size(v, depth + 1) for k, v in value.items() if k not in _STRUCTURE)
+    if isinstance(value, list):
+        return sum(_text_size(v, depth + 1) for v in value)
+    return 0
+
+
+def output_ceiling(provider: Provider, body: Mapping[str, Any]) -> int:
+    """The most output tokens one request may write: its ``max_tokens`` (``maxOutputTokens``)."""
+    return PROVIDERS[provider].ceiling(body)
+
+
+@dataclass(slots=True)
+class _Row:
+    key: str
+    exact: str
+    size: int
+    tokens: int
+    ceiling: int
+    line: StagedLine | None  # kept only for the exact count and the run's limits
+
+
+def build_plan(
+    provider: Provider,
+    model: str,
+    lines: Iterable[StagedLine],
+    *,
+    dedupe: bool,
+    lookup: Callable[[list[str]], set[str]] | None = None,
+    count: Callable[[list[Mapping[str, Any]]], list[int]] | None = None,
+    prices: Iterable[Price] = (),
+    shard_size: int | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    files: Mapping[str, int] | None = None,
+) -> Plan:
+    """The plan of submitting ``lines`` (validated as submit validates them).
+
+    Args:
+        dedupe: as on submit.
+        lookup: exact digests -> those the answer cache holds (``cache=True``).
+        count: request bodies -> their exact input tokens (``count_tokens=True``).
+        prices: the caller's prices, before the shipped table.
+        shard_size: plan a run cut in shards of this many keys (``None``: one submission,
+            held to Vertex's limits for one job as submit is).
+        limits: the limits submit holds the lines to (its staging's).
+        files: the generation of each ``gs://`` object the requests name, as the cache keys
+            them (``_cache.files``).
+
+    Raises:
+        InvalidRequestError: what submit would refuse (a bad request, a repeated key, more than
+            one job's rows or bytes for a single submission).
+    """
+    rows: list[_Row] = []
+    for line in lines:
+        body = json.loads(line.data)["request"]
+        rows.append(
+            _Row(
+                key=line.key,
+                exact=exact_digest(line.data, files)[1],
+                size=len(line.data),
+                tokens=estimate_tokens(body),
+                ceiling=output_ceiling(provider, body),
+                line=line if count is not None or shard_size is None else None,
+            )
+        )
+    assumptions: list[str] = []
+    cached_digests = lookup([r.exact for r in rows]) if lookup is not None and rows else set()
+    sent: set[str] = set()
+    send: list[_Row] = []
+    shard_sends: list[int] = []
+    cached = 0
+    for index, row in enumerate(rows):
+        if shard_size is not None and index % shard_size == 0:
+            shard_sends.append(0)
+            sent = set()  # a run dedupes within each shard
+        if row.exact in cached_digests:
+            cached += 1
+            continue
+        if dedupe and row.exact in sent:
+            continue
+        sent.add(row.exact)
+        send.append(row)
+        if shard_sends:
+            shard_sends[-1] += 1
+    if shard_size is None:
+        tally = Tally(limits)  # a single submission is held to one job's limits, as submit is
+        for row in send:
+            assert row.line is not None
+            tally.add(row.line, b"")
+        jobs = 1 if send else 0
+    else:
+        jobs = sum(1 for n in shard_sends if n)
+        if sum(r.size for r in send) > limits.input_bytes * jobs:
+            assumptions.append("some shards pass 1 GB and would be cut further: more jobs")
+    input_tokens = sum(r.tokens for r in send)
+    exact = count is not None
+    if count is not None and send:
+        bodies = [json.loads(r.line.data)["request"] for r in send if r.line is not None]
+        input_tokens = sum(count(bodies))
+    ceiling = sum(r.ceiling for r in send)
+    price = price_of(model, prices)
+    low = high = None
+    if price is not None:
+        low = input_tokens * price.input * BATCH_DISCOUNT / 1e6
+        high = low + ceiling * price.output * BATCH_DISCOUNT / 1e6
+    assumptions.extend(
+        _assumptions(provider, model, price, exact=exact, dedupe=dedupe, cache=lookup is not None)
+    )
+    distinct = len({r.exact for r in rows})
+    if not dedupe and distinct < len(rows):
+        assumptions.append(
+            f"{len(rows) - distinct} repeated request(s) are sent and paid again: dedupe=True "
+            "sends each once"
+        )
+    return Plan(
+        provider=provider,
+        model=model,
+        requests=len(rows),
+        distinct=distinct,
+        cached=cached,
+        to_send=len(send),
+        bytes=sum(r.size for r in send),
+        jobs=jobs,
+        input_tokens=input_tokens,
+        max_output_tokens=ceiling,
+        tokens_exact=exact,
+        cost_low=low,
+        cost_high=high,
+        price=price,
+        assumptions=tuple(assumptions),
+    )
+
+
+def submitted_plan(
+    provider: Provider,
+    model: str,
+    lines: list[StagedLine],
+    job: str,
+    cached: int,
+    prices: Iterable[Price] = (),
+    said: str = "",
+) -> Plan:
+    """The plan of requests the id already holds as ``job``: nothing to send or pay.
+    ``said`` says so in other words (a run's)."""
+    return Plan(
+        provider=provider,
+        model=model,
+        requests=len(lines),
+        distinct=len({exact_digest(line.data)[1] for line in lines}),
+        cached=cached,
+        to_send=0,
+        bytes=0,
+        jobs=0,
+        input_tokens=0,
+        max_output_tokens=0,
+        tokens_exact=True,
+        cost_low=0.0,
+        cost_high=0.0,
+        price=price_of(model, prices),
+        assumptions=(
+            said
+            or f"already submitted as job {job}: submitting these requests under this id again "
+            "returns that job; nothing more is sent or paid",
+        ),
+        submitted=job,
+    )
+
+
+def _assumptions(
+    provider: Provider, model: str, price: Price | None, *, exact: bool, dedupe: bool, cache: bool
+) -> list[str]:
+    said = [
+        "input tokens counted by the provider's count-tokens API on Vertex"
+        if exact
+        else f"input tokens estimated at {CHARS_PER_TOKEN} characters of request text per "
+        "token (count_tokens=True counts them exactly)",
+        PROVIDERS[provider].ceiling_said,
+        "cost range: low = input only; high = every line writing its whole output ceiling",
+    ]
+    if price is None:
+        said.append(
+            f"no price known for model {model!r}: the shipped table (of {PRICES_DATE}) prices "
+            "only the model families it lists (vertexbatch.PRICES); pass prices= for a cost"
+        )
+    else:
+        said.append(
+            f"batch price = {BATCH_DISCOUNT:.0%} of ${price.input:g} input / ${price.output:g} "
+            f"output per million tokens (list prices matching {price.match!r}; shipped table "
+            f"of {PRICES_DATE}, see vertexbatch.PRICES_SOURCE); regional and long-context "
+            "rates and prompt caching are not modelled"
+        )
+    if cache:
+        said.append("cached keys are answered from the answer cache: nothing sent, nothing paid")
+    if dedupe:
+        said.append("dedupe: each distinct request is sent once")
+    return said

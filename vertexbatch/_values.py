@@ -1,0 +1,413 @@
+"""Value types: requests in, jobs and results out. All frozen; none does I/O."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from ._errors import (
+    ExhaustedError,
+    InvalidRequestError,
+    LineError,
+    MissingError,
+    RefusedError,
+    ResultError,
+    SchemaError,
+    TruncatedError,
+)
+
+if TYPE_CHECKING:
+    # Annotations only: google-genai's types take a third of a second to import, and only
+    # building a Gemini line from them needs them (``_requests.lines`` imports them then).
+    from google.genai import types as genai_types
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
+
+__all__ = [
+    "ClaudeRequest",
+    "GeminiRequest",
+    "Job",
+    "Outcome",
+    "Provider",
+    "Refusal",
+    "Result",
+    "Status",
+    "ToolCall",
+    "Usage",
+]
+
+Provider = Literal["anthropic", "google"]
+Outcome = Literal["ok", "refused", "truncated", "retryable", "failed", "missing", "exhausted"]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeRequest:
+    """One Claude request: the caller's key and Anthropic Messages parameters.
+
+    ``params`` is what ``anthropic.Anthropic().messages.create`` takes (``max_tokens``,
+    ``messages``, ``system``, ``tools``, ...), as JSON data. ``model`` and ``stream`` are
+    refused: the job carries the model, and batch prediction does not stream.
+    ``anthropic_version`` is set for Vertex batch unless given. The repr shows the key only:
+    request content stays out of logs and tracebacks.
+    """
+
+    key: str
+    params: Mapping[str, Any] = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class GeminiRequest:
+    """One Gemini request: the caller's key, contents and an optional config.
+
+    ``contents`` and ``config`` take google-genai types or the dict forms google-genai accepts
+    (``ContentDict``, ``GenerateContentConfigDict``); a plain string is one user turn. Config
+    fields only the google-genai client uses (``http_options``, ``automatic_function_calling``,
+    ...) are refused: they have no effect in batch. The repr shows the key only.
+    """
+
+    key: str
+    contents: genai_types.ContentListUnion | genai_types.ContentListUnionDict = field(repr=False)
+    config: genai_types.GenerateContentConfig | genai_types.GenerateContentConfigDict | None = (
+        field(default=None, repr=False)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """Everything ``status``, ``results`` and ``cancel`` need; safe to persist as JSON.
+
+    Attributes:
+        id: the caller's submission id.
+        name: the Vertex resource name, ``projects/P/locations/L/batchPredictionJobs/N``.
+        provider: ``"anthropic"`` or ``"google"``.
+        model: the bare Vertex model id (``claude-sonnet-4-5``, ``gemini-2.5-flash``).
+        input_uri: ``gs://`` URI of the staged input JSONL (its first part, for an input
+            staged in parts: the manifest beside it lists every part).
+        output_prefix: ``gs://`` prefix Vertex writes under, for a GCS sink; ``""`` for a
+            BigQuery sink (a ``Job`` made with both keeps ``dest`` and drops the prefix).
+        keys: how many keys the job holds.
+        dest: a BigQuery sink, as given at submit (``dest=``): ``bq://PROJECT.DATASET``, or
+            ``bq://PROJECT.DATASET.TABLE`` when a table was named; the same after ``submit``,
+            ``find`` and a JSON round trip. ``""`` for a GCS sink. The table Vertex writes is
+            ``Status.output_table``. A dict of a job from before sinks (no ``dest``) rebuilds
+            as a GCS-sink job.
+    """
+
+    id: str
+    name: str
+    provider: Provider
+    model: str
+    input_uri: str
+    output_prefix: str
+    keys: int
+    dest: str = ""
+
+    def __post_init__(self) -> None:
+        # One meaning for every Job, however made (older JSON named the GCS folder's output/
+        # for a sink job too): Vertex writes a sink job's answers in BigQuery only.
+        if self.dest and self.output_prefix:
+            object.__setattr__(self, "output_prefix", "")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict; ``Job.from_dict`` rebuilds the same value."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Job:
+        """Rebuild a job from ``to_dict`` output.
+
+        Raises:
+            InvalidRequestError: a field is missing or of the wrong type.
+        """
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            if f.name == "dest" and f.name not in data:
+                continue  # written by a vertexbatch before BigQuery sinks: a GCS sink
+            if f.name not in data:
+                raise InvalidRequestError(f"Job dict lacks field {f.name!r}", field=f.name)
+            value = data[f.name]
+            expected = int if f.name == "keys" else str
+            if not isinstance(value, expected) or isinstance(value, bool):
+                raise InvalidRequestError(
+                    f"Job field {f.name!r} must be {expected.__name__}, got {type(value).__name__}",
+                    field=f.name,
+                )
+            values[f.name] = value
+        if values["provider"] not in ("anthropic", "google"):
+            raise InvalidRequestError(
+                f"Job field 'provider' must be 'anthropic' or 'google', got {values['provider']!r}",
+                field="provider",
+            )
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """Where a job stands.
+
+    Attributes:
+        state: the Vertex state name, e.g. ``JOB_STATE_RUNNING``.
+        terminal: the job will make no further progress on its own (SUCCEEDED, PARTIALLY_SUCCEEDED,
+            FAILED, CANCELLED, EXPIRED, PAUSED).
+        succeeded / failed / incomplete: Vertex's row counts; -1 when Vertex does not say yet.
+        error_code / error_message: the job's error when it failed, was cancelled or expired.
+        created: when Vertex created the job (timezone-aware), if it said.
+        output_table: a BigQuery-sink job's output table, ``bq://PROJECT.DATASET.TABLE``, once
+            Vertex names it (with a dataset as ``Job.dest``, a table per job); ``""`` before,
+            and for a GCS sink.
+    """
+
+    state: str
+    terminal: bool
+    succeeded: int = -1
+    failed: int = -1
+    incomplete: int = -1
+    error_code: int = 0
+    error_message: str = ""
+    created: datetime | None = None
+    output_table: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts of one answer, with the meaning the online clients record.
+
+    ``input`` includes cached tokens for Gemini (Claude reports cache reads and writes apart);
+    ``output`` includes thinking tokens.
+    """
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+
+def sized(text: str) -> str:
+    """How a repr shows response text: its size, never the text (which may be private)."""
+    return f"<{len(text)} chars>"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Refusal:
+    """Why a request was refused: the provider's category (or block/finish reason) and detail.
+
+    Its repr shows the category and the detail's size, never the detail's text.
+    """
+
+    category: str
+    detail: str = ""
+
+    def __repr__(self) -> str:
+        return f"Refusal(category={self.category!r}, detail={sized(self.detail)})"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ToolCall:
+    """One tool call of an answer: a Claude ``tool_use`` block or a Gemini ``functionCall`` part.
+
+    Attributes:
+        name: the tool's (function's) name.
+        arguments: its arguments as parsed JSON (Claude's ``input``, Gemini's ``args``).
+        id: the provider's id of the call (Claude's ``id``; Gemini's ``id`` when it gives one,
+            else ``""``), to answer it with a ``tool_result`` / ``functionResponse``.
+
+    Its repr shows the name and id, never the arguments.
+    """
+
+    name: str
+    arguments: Any = None
+    id: str = ""
+
+    def __repr__(self) -> str:
+        return f"ToolCall(name={self.name!r}, id={self.id!r})"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Result:
+    """The outcome of one key.
+
+    Its repr shows the key, the outcome and sizes and kinds, never response text: ``text`` and
+    a refusal's detail appear as their lengths, ``response`` not at all.
+
+    Attributes:
+        key: the caller's key.
+        text: the answer text; the partial text on a truncation; ``""`` otherwise.
+        usage: token counts, zero when the line had none.
+        stop: the provider's stop or finish reason, verbatim (``end_turn``, ``STOP``, ...).
+        refusal: set when ``error`` is a ``RefusedError``.
+        error: ``None`` for a usable answer, else the outcome (see ``vertexbatch.ResultError``).
+        response: the provider's raw response dict, for tool calls, citations and the like, and
+            for the parts of a Gemini answer that are not text (an image, a file, code): an
+            answer of only such parts is an answer, its ``text`` ``""``.
+        shared: the key's request was staged once for several keys (``dedupe=True``) and this
+            is the answer of that one line under another of its keys: its ``usage`` was paid
+            once, by the line, and metrics count it once.
+        cached: the answer came from the answer cache (``cache=True``), not from this
+            submission's job: nothing was paid for it, and metrics record no tokens for it.
+        tool_calls: the answer's tool calls in order (``ToolCall``); an answer that is only
+            tool calls is an answer.
+        parsed: with ``schema=``, the answer validated against the schema, as JSON data
+            (``parsed_as(Model)`` gives the model instance); ``None`` otherwise, or when the
+            answer is only tool calls. An answer that breaks the schema is a ``SchemaError``.
+    """
+
+    key: str
+    text: str = ""
+    usage: Usage = field(default_factory=Usage)
+    stop: str = ""
+    refusal: Refusal | None = None
+    error: ResultError | None = None
+    response: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+    shared: bool = False
+    cached: bool = False
+    tool_calls: tuple[ToolCall, ...] = ()
+    parsed: Any = field(default=None, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        error = "None" if self.error is None else type(self.error).__name__
+        parsed = "None" if self.parsed is None else f"<{type(self.parsed).__name__}>"
+        return (
+            f"Result(key={self.key!r}, outcome={self.outcome!r}, text={sized(self.text)}, "
+            f"usage={self.usage!r}, stop={self.stop!r}, refusal={self.refusal!r}, "
+            f"error={error}, shared={self.shared}, cached={self.cached}, "
+            f"tool_calls={len(self.tool_calls)}, parsed={parsed})"
+        )
+
+    def parsed_as(self, model: type[M]) -> M:
+        """``parsed`` as an instance of the pydantic ``model`` (the class given as ``schema=``).
+
+        Results carry JSON data, as a reader given only the ``Job`` (a Cloud Scheduler
+        function, say) has the stored JSON schema and not the class.
+
+        Raises:
+            SchemaError: the result has no parsed answer, or ``model`` refuses it (a validator
+                the JSON schema cannot state); the message never quotes the answer.
+        """
+        if self.parsed is None:
+            raise SchemaError(
+                "result has no parsed answer", key=self.key, status="NO_PARSED", rule="parsed"
+            )
+        import pydantic
+
+        try:
+            return model.model_validate(self.parsed)
+        except pydantic.ValidationError as exc:
+            rule = str(exc.errors(include_url=False, include_input=False)[0]["type"])
+        # Raised outside the except block: pydantic's error quotes the value it refused.
+        raise SchemaError(
+            f"answer is refused by {model.__name__} ({rule})", key=self.key, rule=rule
+        )
+
+    @property
+    def ok(self) -> bool:
+        """Whether the key got a usable answer."""
+        return self.error is None
+
+    @property
+    def outcome(self) -> Outcome:
+        """One word for what happened: what a caller sorts results by."""
+        error = self.error
+        if error is None:
+            return "ok"
+        if isinstance(error, RefusedError):
+            return "refused"
+        if isinstance(error, TruncatedError):
+            return "truncated"
+        if isinstance(error, MissingError):
+            return "missing"
+        if isinstance(error, ExhaustedError):
+            return "exhausted"
+        if isinstance(error, LineError) and error.transient:
+            return "retryable"
+        return "failed"
+
+
+# --- building results fast --------------------------------------------------------------------
+# A frozen dataclass's __init__ sets each field through ``object.__setattr__``; one result per
+# output row is built here instead through the fields' slot descriptors, which is about twice as
+# fast. ``tests/test_outcomes.py`` proves these equal to the plain constructors, field by field.
+
+_new = object.__new__
+
+
+def _setters(cls: type, names: tuple[str, ...]) -> tuple[Any, ...]:
+    """The slot setters of ``cls``'s fields, which must be exactly ``names`` (a field added to
+    the class and not to its builder fails here, at import)."""
+    fields = tuple(f.name for f in dataclasses.fields(cls))
+    if sorted(fields) != sorted(names):  # pragma: no cover - a guard for whoever edits the class
+        raise TypeError(f"{cls.__name__} has fields {fields}, its builder sets {names}")
+    return tuple(cls.__dict__[name].__set__ for name in names)
+
+
+_set_input, _set_output, _set_cache_read, _set_cache_write = _setters(
+    Usage, ("input", "output", "cache_read", "cache_write")
+)
+(
+    _set_key,
+    _set_text,
+    _set_usage,
+    _set_stop,
+    _set_refusal,
+    _set_error,
+    _set_response,
+    _set_shared,
+    _set_cached,
+    _set_tool_calls,
+    _set_parsed,
+) = _setters(
+    Result,
+    (
+        "key",
+        "text",
+        "usage",
+        "stop",
+        "refusal",
+        "error",
+        "response",
+        "shared",
+        "cached",
+        "tool_calls",
+        "parsed",
+    ),
+)
+
+
+def usage_of(input: int, output: int, cache_read: int, cache_write: int) -> Usage:
+    """``Usage(input, output, cache_read, cache_write)``, built faster."""
+    usage = _new(Usage)
+    _set_input(usage, input)
+    _set_output(usage, output)
+    _set_cache_read(usage, cache_read)
+    _set_cache_write(usage, cache_write)
+    return usage
+
+
+def result_of(
+    key: str,
+    text: str,
+    usage: Usage,
+    stop: str,
+    refusal: Refusal | None,
+    error: ResultError | None,
+    response: Mapping[str, Any] | None,
+    tool_calls: tuple[ToolCall, ...] = (),
+) -> Result:
+    """``Result(key, text, usage, stop, refusal, error, response, tool_calls=...)``, built
+    faster (not shared, not cached, nothing parsed)."""
+    result = _new(Result)
+    _set_key(result, key)
+    _set_text(result, text)
+    _set_usage(result, usage)
+    _set_stop(result, stop)
+    _set_refusal(result, refusal)
+    _set_error(result, error)
+    _set_response(result, response)
+    _set_shared(result, False)
+    _set_cached(result, False)
+    _set_tool_calls(result, tool_calls)
+    _set_parsed(result, None)
+    return result

@@ -1,0 +1,6 @@
+"""The Vertex boundary: job control through ``aiplatform_v1`` (``jobs``), the online
+calls of the fallback (``online``), and job controls: labels, CMEK key, service account
+(``controls``).
+
+Imports: values, errors, rules, retry, observing, ``_bigquery`` (sink names), ``_lifecycle``.
+"""
