@@ -1,6 +1,6 @@
 """The docs build without a warning, showing the code they include.
 
-Which files the pages include is checked by tests/test_docs.py; the files run in
+Which files the pages include is checked by tests/docs/test_docs.py; the files run in
 integration_tests/test_docs_examples.py and the tests named there.
 """
 

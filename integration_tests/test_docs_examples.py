@@ -2,8 +2,8 @@
 
 The scripts run as `python FILE` with the environment `vertexbatch emulator` prints (here
 `stack.environment(bucket)`, on the session's stack); the testing page's three files run under
-pytest in a folder of their own, as a reader's project would hold them. tests/test_docs.py checks
-that the pages include exactly these files.
+pytest in a folder of their own, as a reader's project would hold them. tests/docs/test_docs.py
+checks that the pages include exactly these files.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@
    SVG that is not Mermaid's syntax-error picture. A screenshot of each diagram's section is
    written to --screenshots (default: TMPDIR/vertexbatch-diagrams).
 
-Prints one line per diagram and exits 1 if any check failed. tests/test_docs_diagrams.py runs
+Prints one line per diagram and exits 1 if any check failed. tests/docs/test_docs_diagrams.py runs
 it, with the browser where Chromium is installed.
 """
 

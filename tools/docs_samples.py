@@ -7,7 +7,7 @@ Starts `vertexbatch emulator --env-file local.env` in an empty folder, as the qu
 runs each command of the samples there with the environment that file holds, and writes what
 it printed (stdout and stderr, in order) under the command line: docs/quickstart.md, cli.md and
 cost.md include the files (`--8<-- "docs/samples/NAME.txt"`), so a sample cannot go stale:
-tests/test_docs_samples.py fails when a regenerated sample differs from the one in the docs.
+tests/docs/test_docs_samples.py fails when a regenerated sample differs from the one in the docs.
 
 What differs between runs is normalised: a job's number (the first job seen is always
 2751784852711494009, the next ...010, ...), the stack's ports (Vertex 9100, GCS 9101), the

@@ -15,7 +15,7 @@ JSON text as json does, except that it reads integers outside 64 bits as floats 
 integers) and refuses what json also accepts (NaN, Infinity, lone surrogates, a byte-order mark,
 numbers too large for a float). A line with a run of 19 or more digits anywhere goes to json
 (an integer outside 64 bits has at least 19 digits), and so does every line orjson refuses: the
-value, or the error, is json's (``tests/test_fast_paths.py``).
+value, or the error, is json's (``tests/requests/test_fast_paths.py``).
 """
 
 from __future__ import annotations

@@ -329,7 +329,8 @@ class Result:
 # --- building results fast --------------------------------------------------------------------
 # A frozen dataclass's __init__ sets each field through ``object.__setattr__``; one result per
 # output row is built here instead through the fields' slot descriptors, which is about twice as
-# fast. ``tests/test_outcomes.py`` proves these equal to the plain constructors, field by field.
+# fast. ``tests/rows/test_outcomes.py`` proves these equal to the plain constructors, field by
+# field.
 
 _new = object.__new__
 

@@ -12,7 +12,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from tests.test_examples_install import blocked_modules
+from tests.docs.test_examples_install import blocked_modules
 from vertexbatch._command.cli import ExitCode, main
 from vertexbatch._command.demo_bigquery import BQ_ID, BQ_KEYS
 

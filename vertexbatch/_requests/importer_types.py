@@ -69,7 +69,7 @@ class FieldTypes:
         """``scan(request)`` and ``add(request, key)`` in one walk: every line comes here.
 
         Returns ``scan``'s four answers and ``add``'s first clash, exactly as the two walks give
-        them (tests/test_fast_paths.py compares them) for a request that is an object (or a
+        them (tests/requests/test_fast_paths.py compares them) for a request that is an object (or a
         list). The line stays recorded only when it is plain, not bad and clashes with nothing;
         any other line leaves nothing behind. A caller that refuses a recorded line for a reason
         found later calls ``undo``. Whether a line has a clash does not depend on the order of

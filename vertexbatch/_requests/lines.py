@@ -142,7 +142,7 @@ def _sorted_json(body: dict[str, Any], fixed: bool) -> bytes:
     in size (``fixed`` says there are none), integers past 64 bits and strings that are not UTF-8
     (it refuses those): then json writes it, or refuses it as before, and an integer past
     ``_requests.importer_rules.LARGEST`` is refused too. docs/performance.md has the decision;
-    tests/test_fast_paths.py the proof.
+    tests/requests/test_fast_paths.py the proof.
     """
     if fixed:
         try:

@@ -125,7 +125,7 @@ def claude_unknown(body: Any, params_type: Any = None) -> Unknown | None:
 # A Claude request of the Messages API's first fields only, known without the SDK. Importing
 # anthropic to compile its types costs a process about 1.3 s of CPU and 50 MB
 # (``python -m benchmarks.cold_start``); a request of these fields only cannot name an unknown
-# field in any SDK that has them (tests/test_plain_claude.py holds each name against the
+# field in any SDK that has them (tests/requests/test_plain_claude.py holds each name against the
 # installed SDK's types), so it needs none. Any other field, or another shape, is the SDK
 # walk's to judge.
 # Fields whose values the walk never looks into (numbers, strings, lists of strings, free JSON).

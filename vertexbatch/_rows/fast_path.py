@@ -9,10 +9,10 @@ readers.
 
 - ``row_fields`` reads from a line only the fields a pass reads of a row its id matches: the
   echoed request, 60% of a usual line, is checked and passed over, never built. ``load_json``
-  reads every other line whole. ``tests/test_row_fields.py`` holds the fields equal to
+  reads every other line whole. ``tests/rows/test_row_fields.py`` holds the fields equal to
   ``load_json``'s, value and type, and every line refused when ``load_json`` refuses it.
 - ``row_reader`` reads the usual answer in one function and gives every other row to
-  ``classify_row``; the ``Result`` is the same field by field (``tests/test_result_paths.py``
+  ``classify_row``; the ``Result`` is the same field by field (``tests/rows/test_result_paths.py``
   holds the two paths equal on every row kind and on responses of any shape).
 
 Pure: no I/O, inputs never modified.

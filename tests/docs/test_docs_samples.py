@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 SAMPLES = DOCS / "samples"
 _INCLUDE = re.compile(r'^--8<-- "docs/samples/([^"]+)"$', re.MULTILINE)

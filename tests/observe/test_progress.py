@@ -243,7 +243,7 @@ def test_the_docs_example_runs_as_written(stack: LocalStack, bucket: str) -> Non
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "docs" / "examples" / "progress.py"
+    script = Path(__file__).resolve().parents[2] / "docs" / "examples" / "progress.py"
     env = {**os.environ, **stack.environment(bucket)}
     proc = subprocess.run(
         [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=110

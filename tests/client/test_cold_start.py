@@ -21,7 +21,7 @@ from google.genai import errors as genai_errors
 
 import vertexbatch as vb
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 ANTHROPIC = "anthropic"
 GENAI_TYPES = "google.genai.types"

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TREES = ("tests", "integration_tests", "benchmarks")
 
 # (file, target): patches that stay, each with why. A target is "module:attribute".
@@ -25,17 +25,29 @@ ALLOWED: dict[tuple[str, str], str] = {
     # The fast paths are proved equal to the plain ones by turning the fast path off: these
     # swap a pure function for its plain twin (no crash, no race, no I/O), which no parameter
     # of the public path would reach without shipping a switch for tests.
-    ("tests/test_fast_paths.py", "vertexbatch._requests.keymap:_PLAIN_RECORD"): "fast path off",
-    ("tests/test_fast_paths.py", "vertexbatch._requests.lines:_sorted_json"): "fast path off",
-    ("tests/test_fast_paths.py", "vertexbatch._requests.lines:_compact_json"): "fast path off",
-    ("tests/test_fast_paths.py", "vertexbatch._requests.gemini_body:_config_key"): "fast path off",
-    ("tests/test_fast_paths.py", "vertexbatch._requests.gemini_body:_config"): (
+    (
+        "tests/requests/test_fast_paths.py",
+        "vertexbatch._requests.keymap:_PLAIN_RECORD",
+    ): "fast path off",
+    (
+        "tests/requests/test_fast_paths.py",
+        "vertexbatch._requests.lines:_sorted_json",
+    ): "fast path off",
+    (
+        "tests/requests/test_fast_paths.py",
+        "vertexbatch._requests.lines:_compact_json",
+    ): "fast path off",
+    (
+        "tests/requests/test_fast_paths.py",
+        "vertexbatch._requests.gemini_body:_config_key",
+    ): "fast path off",
+    ("tests/requests/test_fast_paths.py", "vertexbatch._requests.gemini_body:_config"): (
         "fast path off (counted)"
     ),
-    ("tests/test_fast_paths.py", "vertexbatch._requests.claude_shape:_system_blocks"): (
+    ("tests/requests/test_fast_paths.py", "vertexbatch._requests.claude_shape:_system_blocks"): (
         "fast path off"
     ),
-    ("tests/test_row_fields.py", "vertexbatch._job.results:row_fields"): "fast path off",
+    ("tests/rows/test_row_fields.py", "vertexbatch._job.results:row_fields"): "fast path off",
 }
 
 # Sleeps that order nothing, each with why; any other ``time.sleep(`` / ``asyncio.sleep(`` with
@@ -49,7 +61,7 @@ SLEEPS: dict[str, str] = {
     "tests/emulator/test_bigquery.py": "polling for the env file a started command writes",
     "integration_tests/test_demo_next_lines.py": "polling for the env file the emulator writes",
     "tests/adversarial/test_fallback.py": "polling for a lease renewal of another thread",
-    "tests/test_aio.py": "a ticker that counts the loop staying free while wait pauses",
+    "tests/client/test_aio.py": "a ticker that counts the loop staying free while wait pauses",
 }
 
 _PATCHERS = {"setattr", "patch", "object"}

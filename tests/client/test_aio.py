@@ -22,7 +22,7 @@ from tests.helpers import (
     gemini_requests,
     jobs_in,
 )
-from tests.test_tracing import tree
+from tests.observe.test_tracing import tree
 from vertexbatch import _aio_threads as _aio
 from vertexbatch.emulator import LocalStack
 

@@ -16,7 +16,7 @@ import pytest
 
 from tools import check_diagrams
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_docs_have_their_diagrams() -> None:

@@ -19,6 +19,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import vertexbatch as vb
+from tests.gcs_gate import Spoil, gate
 from vertexbatch._gcs.staging import Staging
 from vertexbatch._requests import importer_rules as _importer
 from vertexbatch._requests import importer_types as _field_types
@@ -26,8 +27,6 @@ from vertexbatch._requests import keymap as _keymap
 from vertexbatch._requests.keymap import key_digest, parse_key_record
 from vertexbatch._requests.lines import StagedLine
 from vertexbatch.emulator import LocalStack
-
-from .gcs_gate import Spoil, gate
 
 CHUNK = 1024  # ranges this small stand for 4 MiB ones: many reads, lines across their ends
 

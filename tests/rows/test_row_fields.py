@@ -14,15 +14,14 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from tests.requests.test_fast_paths import _JSON, _TEXT
+from tests.rows.test_outcomes import ALL_ROWS
 from vertexbatch._gcs.line_blocks import LineBlock, line_blocks
 from vertexbatch._job import results as _results
 from vertexbatch._json import MAX_DEPTH, load_json
 from vertexbatch._requests.keymap import KeyMap, key_digest
 from vertexbatch._rows.fast_path import ROW_FIELDS, row_fields, shallow
 from vertexbatch._values import Job, Result
-
-from .test_fast_paths import _JSON, _TEXT
-from .test_outcomes import ALL_ROWS
 
 KEY = "the key"
 DIGEST = key_digest(KEY)

@@ -15,7 +15,7 @@ import vertexbatch as vb
 from tests.helpers import jobs_in, load
 from vertexbatch.emulator import LocalStack
 
-DOCS_EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
+DOCS_EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
 
 def test_async_agent_executor_serves_while_the_batch_runs(
@@ -54,7 +54,7 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 @pytest.mark.timeout(120)
 def test_async_agent_executor_runs_on_the_readme_install() -> None:
     """Without the OpenTelemetry SDK the script runs and prints its four lines, no spans."""
-    script = Path(__file__).resolve().parent.parent / "examples" / "async_agent_executor.py"
+    script = Path(__file__).resolve().parents[2] / "examples" / "async_agent_executor.py"
     ran = subprocess.run(
         [sys.executable, "-c", _WITHOUT_SDK, str(script)],
         capture_output=True,

@@ -16,7 +16,7 @@ import pytest
 
 from vertexbatch._plans.prices import price_of
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # What a user reads or runs: the docs (pages, included examples, generated samples), the README,
 # the examples, and the command (its help texts, error hints and the demo).

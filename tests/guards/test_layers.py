@@ -1,7 +1,7 @@
 """The layers of docs/architecture.md, pinned: every import points to the same layer or one below.
 
 Every ``import`` of a vertexbatch module is read from the source with ``ast`` (those inside
-functions too), as ``__all__`` is pinned in tests/test_exported_members.py. Imports under
+functions too), as ``__all__`` is pinned in tests/guards/test_exported_members.py. Imports under
 ``if TYPE_CHECKING:`` are left out: they exist for annotations only and are never run, so they are
 no edge at run time. An edge to a higher layer fails, and so does a cycle among the modules of one
 layer; the failure names the edge and its file:line.
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "vertexbatch"
+PACKAGE = Path(__file__).resolve().parents[2] / "vertexbatch"
 EMULATOR = "emulator"  # the package vertexbatch/emulator/, one node of the client's graph
 
 # Bottom first: each entry is a package of the client or one of its few flat modules (its
@@ -81,7 +81,7 @@ STACK_USERS = {"LocalStack.client", "LocalStack.environment"}  # where those nam
 # request may carry, read from the SDKs' own types (no client logic; it imports no other
 # vertexbatch module but its walk, ``_requests.type_walk``, which imports none). The stack
 # refuses what the provider would by the same table the client checks before staging, so
-# that the two cannot disagree about which fields exist; tests/test_request_fields.py holds
+# that the two cannot disagree about which fields exist; tests/requests/test_request_fields.py holds
 # the table to the SDK types themselves.
 SHARED_WITH_STACK = {"vertexbatch._requests.sdk_fields": {"claude_unknown", "gemini_unknown"}}
 

@@ -32,7 +32,7 @@ from vertexbatch.emulator import LocalStack
 if TYPE_CHECKING:
     from google.cloud import bigquery
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 _INSTALL = re.compile(r"^Install: ``pip install (.+?)``", re.MULTILINE)
 # What each example's docstring must name.

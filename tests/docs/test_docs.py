@@ -15,7 +15,7 @@ import pytest
 
 from vertexbatch._command.cli import ExitCode
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PAGES = sorted(p.name for p in DOCS.glob("*.md"))
 RUNS_DOCS_EXAMPLES = "integration_tests/test_docs_examples.py"
@@ -31,9 +31,9 @@ RUN_BY = {
     "docs/examples/testing/conftest.py": RUNS_DOCS_EXAMPLES,
     "docs/examples/testing/my_pipeline.py": RUNS_DOCS_EXAMPLES,
     "docs/examples/testing/test_my_pipeline.py": RUNS_DOCS_EXAMPLES,
-    "docs/examples/asyncio_basics.py": "tests/test_aio_examples.py",
-    "docs/examples/job_controls.py": "tests/test_job_controls.py",
-    "docs/examples/progress.py": "tests/test_progress.py",
+    "docs/examples/asyncio_basics.py": "tests/docs/test_aio_examples.py",
+    "docs/examples/job_controls.py": "tests/job/test_job_controls.py",
+    "docs/examples/progress.py": "tests/observe/test_progress.py",
     "docs/examples/bigquery_sink.py": "tests/bigquery/test_command.py",
     "docs/examples/bigquery_source.py": "tests/bigquery/test_command.py",
     "docs/examples/bigquery_run.py": "tests/bigquery/test_runs.py",
@@ -42,13 +42,13 @@ RUN_BY = {
     "docs/examples/sdks/aiplatform_recipe.py": "tests/emulator/test_sdk_recipes.py",
     "docs/examples/sdks/vertexai_recipe.py": "tests/emulator/test_sdk_recipes.py",
     "docs/examples/sdks/genai_recipe.py": "tests/emulator/test_sdk_recipes.py",
-    "examples/agent_executor.py": "tests/test_examples.py",
-    "examples/async_agent_executor.py": "tests/test_aio_examples.py",
-    "examples/bigquery_table.py": "tests/test_examples_install.py",
+    "examples/agent_executor.py": "tests/docs/test_examples.py",
+    "examples/async_agent_executor.py": "tests/docs/test_aio_examples.py",
+    "examples/bigquery_table.py": "tests/docs/test_examples_install.py",
     "examples/nightly_run.py": "tests/runs/test_run_examples.py",
     "examples/run_advancer.py": "tests/runs/test_run_examples.py",
-    "examples/structured_agent.py": "tests/test_examples.py",
-    "examples/cloud_run_job.py": "tests/test_examples.py",
+    "examples/structured_agent.py": "tests/docs/test_examples.py",
+    "examples/cloud_run_job.py": "tests/docs/test_examples.py",
 }
 # A fragment is marked `<!-- fragment: why it cannot run alone -->` just above its fence.
 FRAGMENT = re.compile(r"<!-- fragment: \S.* -->")

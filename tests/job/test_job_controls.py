@@ -251,7 +251,7 @@ async def test_client_aio_takes_the_controls(
 @pytest.mark.timeout(120)
 def test_the_docs_example_runs_as_written(stack: LocalStack, bucket: str) -> None:
     """docs/examples/job_controls.py runs as `python FILE` with the stack's environment."""
-    script = Path(__file__).resolve().parents[1] / "docs" / "examples" / "job_controls.py"
+    script = Path(__file__).resolve().parents[2] / "docs" / "examples" / "job_controls.py"
     env = {**os.environ, **stack.environment(bucket)}
     proc = subprocess.run(
         [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=110

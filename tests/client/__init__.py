@@ -1,0 +1,1 @@
+"""The Client, client.aio, configuration, lifecycle, retries and cold imports."""

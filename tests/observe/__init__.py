@@ -1,0 +1,1 @@
+"""Progress, SDK logs and traces (vertexbatch/_observe/)."""

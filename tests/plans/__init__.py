@@ -1,0 +1,1 @@
+"""Plans and prices (vertexbatch/_plans/)."""

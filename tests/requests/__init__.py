@@ -1,0 +1,1 @@
+"""Request building and checking (vertexbatch/_requests/)."""

@@ -1,0 +1,1 @@
+"""One output row into one Result (vertexbatch/_rows/)."""

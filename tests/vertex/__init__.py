@@ -1,0 +1,1 @@
+"""The Vertex boundary: job controls (vertexbatch/_vertex/)."""
