@@ -28,7 +28,7 @@ from ._plans.estimate import Plan
 from ._plans.prices import PRICES, PRICES_DATE, PRICES_SOURCE, Price
 from ._retry import RetryPolicy, is_retryable
 from ._runs.run import KeyResult, Run, RunSummary, Shard
-from ._runs.tasked import table_share
+from ._runs.start_task import table_share
 from ._runs.tasks import Task
 from ._submission.request_files import RequestFile, RequestFiles, list_request_files
 from ._values import (

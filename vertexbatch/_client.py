@@ -21,7 +21,7 @@ from ._job.results import iter_results
 from ._lifecycle import Lifecycle, endpoint_clients
 from ._observe.progress import ProgressCallback, check_progress
 from ._observe.traces import Tracing, job_attributes, traced
-from ._operations import planned, resubmit_job, started, submit
+from ._operations import plan_with, resubmit_job, run_with, submit
 from ._plans.estimate import Plan
 from ._retry import RetryPolicy
 from ._rules import check_id, check_job
@@ -279,7 +279,7 @@ class Client(ClientBase):
         Raises:
             InvalidRequestError: what ``submit_claude`` would refuse before staging.
         """
-        return planned(self._cloud, "plan_claude", id, model, "anthropic", requests, options)
+        return plan_with(self._cloud, "plan_claude", id, model, "anthropic", requests, options)
 
     @traced("plan", _tracing_of)
     def plan_gemini(
@@ -291,7 +291,7 @@ class Client(ClientBase):
     ) -> Plan:
         """What ``submit_gemini`` would do; see ``plan_claude`` (google-genai's
         ``models.count_tokens`` counts with ``count_tokens=True``)."""
-        return planned(self._cloud, "plan_gemini", id, model, "google", requests, options)
+        return plan_with(self._cloud, "plan_gemini", id, model, "google", requests, options)
 
     @traced("find", _tracing_of)
     def find(self, id: str) -> Job | None:
@@ -417,7 +417,7 @@ class Client(ClientBase):
         ``submit_claude``, within each shard (a shard the cache answers whole gets no job;
         ``Run.results`` fills the cache from finished shards); job controls on every attempt.
         """
-        return started(self._cloud, "run_claude", id, model, "anthropic", requests, options)
+        return run_with(self._cloud, "run_claude", id, model, "anthropic", requests, options)
 
     @traced("run.start", _tracing_of)
     def run_gemini(
@@ -428,7 +428,7 @@ class Client(ClientBase):
         **options: Unpack[RunKeywords],
     ) -> Run:
         """Start (or rejoin) a run of Gemini requests; see ``run_claude``."""
-        return started(self._cloud, "run_gemini", id, model, "google", requests, options)
+        return run_with(self._cloud, "run_gemini", id, model, "google", requests, options)
 
     @traced("run.open", _tracing_of)
     def open_run(self, id: str) -> Run:

@@ -21,7 +21,7 @@ from ._cache.store import AnswerCache, check_ttl
 from ._cache.submission import answer_from_cache, claimed_digests, is_cached_job
 from ._cloud import Cloud
 from ._errors import InvalidRequestError
-from ._job.find import held_job
+from ._job.find import existing_job
 from ._job.results import iter_results
 from ._job.submit import resubmit, stage_and_submit
 from ._observe.metrics import SILENT
@@ -36,7 +36,7 @@ from ._runs.run import DEFAULT_SHARD_SIZE, Run
 from ._runs.shares import Listed
 from ._runs.sink import check_run_dest
 from ._runs.start import check_numbers, create_run, held_run
-from ._runs.tasked import held_task, start_task
+from ._runs.start_task import existing_task, start_task
 from ._runs.tasks import Task
 from ._staged.manifest import no_rows, resubmit_origin, with_schema, with_source
 from ._submission.lines import request_lines
@@ -46,10 +46,10 @@ from ._vertex.controls import Controls
 
 __all__ = [
     "plan",
-    "planned",
+    "plan_with",
     "resubmit_job",
     "start_run",
-    "started",
+    "run_with",
     "submit",
 ]
 
@@ -167,7 +167,7 @@ def _plan(
             options.dest,
         )
     if shard_size is None:  # what the id already holds: a submit would return its job
-        found = held_job(
+        found = existing_job(
             cloud.staging,
             cloud.vertex,
             id,
@@ -189,7 +189,7 @@ def _plan(
             functools.partial(held_run, dest=options.dest)
             if task is None
             else functools.partial(
-                held_task,
+                existing_task,
                 task=task,
                 dest=options.dest,
                 listing=requests.listing if isinstance(requests, Listed) else "",
@@ -377,7 +377,7 @@ def start_run(
     return run
 
 
-def planned(
+def plan_with(
     cloud: Cloud,
     method: str,
     id: str,
@@ -402,7 +402,7 @@ def planned(
     )
 
 
-def started(
+def run_with(
     cloud: Cloud,
     method: str,
     id: str,

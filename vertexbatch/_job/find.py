@@ -1,7 +1,7 @@
 """What a submission id holds, read-only: its jobs listed and chosen, its record followed.
 
 Shared by the identity protocol (``_job.submit``: adopt, record, cancel twins), runs' steps
-(``_run_jobs``) and plans (``held_job``). Nothing here writes or cancels.
+(``_run_jobs``) and plans (``existing_job``). Nothing here writes or cancels.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ __all__ = [
     "choose",
     "find",
     "follow_record",
-    "held_job",
+    "existing_job",
     "look_up",
     "matching",
     "recorded_job",
@@ -165,7 +165,7 @@ def find(vertex: Vertex, staging: Staging, submission_id: str) -> Job | None:
     return staged.spec.to_job(staged.job)
 
 
-def held_job(
+def existing_job(
     staging: Staging,
     vertex: Vertex,
     submission_id: str,

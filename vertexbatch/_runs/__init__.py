@@ -6,6 +6,6 @@ advances it; ``jobs`` lists and cancels its attempts' jobs; ``read`` and ``recor
 results and the records it writes; ``plan`` is the pure shard planner; ``ledger`` is the run's
 record of shards and attempts; ``online`` is the online fallback for keys that batch could not
 answer. A run staged by many tasks: ``tasks`` is the ``Task`` value and its part of the input;
-``tasked`` stages one task's part and registers it; ``registry`` holds the tasks' records and
+``start_task`` stages one task's part and registers it; ``registry`` holds the tasks' records and
 makes the ledger once every task registered.
 """

@@ -251,7 +251,9 @@ class Run:
 
     def _step(self, rules: StepRules, concurrency: int) -> RunSummary:
         """One step (``_run_step``): its state read at a cost that does not grow with the shards."""
-        return Step(self._cloud, self._ledger, self._reader, self._labels).take(rules, concurrency)
+        return Step(self._cloud, self._ledger, self._reader, self._labels).perform(
+            rules, concurrency
+        )
 
     def _share(self, task: Task | None) -> list[Shard]:
         """The shards a reading task takes: every ``task.count``-th of the run's, from its

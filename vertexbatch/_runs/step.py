@@ -108,7 +108,7 @@ def open_shard(reader: ShardReader, shard: Shard, attempts: list[Attempt]) -> Op
 
 
 class Step:
-    """One step of one run; ``take`` it once."""
+    """One step of one run; ``perform`` it once."""
 
     def __init__(
         self,
@@ -123,7 +123,7 @@ class Step:
         self._labels = dict(labels)
         self._records: Records = ListedRecords(cloud.staging, ledger.id, ledger.span)
 
-    def take(self, rules: StepRules, concurrency: int) -> RunSummary:
+    def perform(self, rules: StepRules, concurrency: int) -> RunSummary:
         """Read every shard, plan, then act: the live-job budget counts the whole run."""
         ledger = self._ledger
         cloud = self._cloud

@@ -49,7 +49,7 @@ from .run import Run
 from .start import _check_rejoin, _from_cache, _Shards, check_numbers
 from .tasks import Task
 
-__all__ = ["held_task", "start_task", "table_share"]
+__all__ = ["existing_task", "start_task", "table_share"]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -229,7 +229,7 @@ def start_task(
     return run
 
 
-def held_task(
+def existing_task(
     cloud: Cloud,
     run_id: str,
     provider: Provider,
