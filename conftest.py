@@ -34,6 +34,14 @@ _spec.loader.exec_module(_shown)
 SERVERS = {"local_stack", "bigquery_local"}
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """In the fast tier, property tests draw fewer examples (``tests.helpers.examples``)."""
+    if config.getoption("markexpr", "") == "fast":
+        from tests import helpers
+
+        helpers.QUICK = True
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))

@@ -21,6 +21,16 @@ CLAUDE = "claude-opus-5-5@default"
 GEMINI = "gemini-3.8-flash"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
+# The fast tier (`pytest -m fast`, conftest.py sets this) draws each property test's examples
+# a twentieth as deep (20 at least): the same properties, checked on every edit; the full suite
+# draws them all.
+QUICK = False
+
+
+def examples(n: int) -> int:
+    """How many examples a property test draws: ``n``, or in the fast tier a twentieth."""
+    return max(20, n // 20) if QUICK else n
+
 
 def claude_request(key: str, text: str, *, max_tokens: int = 64) -> vb.ClaudeRequest:
     """A Claude request of one user turn (directives such as ``[[vb:drop]]`` go in ``text``)."""

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import vertexbatch as vb
 from tests.gcs_gate import Spoil, gate
+from tests.helpers import examples
 from vertexbatch._gcs.staging import Staging
 from vertexbatch._requests import importer_rules as _importer
 from vertexbatch._requests import importer_types as _field_types
@@ -121,7 +122,7 @@ def _fast_parse(raw: bytes) -> object:
         return ("ValueError", str(exc))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(key=st.text(min_size=1, max_size=40))
 def test_every_key_record_as_written_reads_back(key: str) -> None:
     """Any key (quotes, backslashes, control characters, non-ASCII) round-trips."""
@@ -140,7 +141,7 @@ _PARTS = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(
     parts=st.lists(_PARTS, max_size=9),
     key=st.binary(max_size=12),
@@ -169,7 +170,7 @@ def test_record_with_escapes_and_non_ascii_reads_as_json(monkeypatch: pytest.Mon
             assert _fast_parse(record) == _json_parse(record, monkeypatch) == expected
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(key=st.text(min_size=1, max_size=60), canonical=st.sampled_from(["", "ab" * 16]))
 def test_key_records_are_what_json_writes(key: str, canonical: str) -> None:
     """The key record built directly is byte for byte json's compact encoding of it."""
@@ -228,7 +229,7 @@ def _ours(value: object) -> bytes | str:
         return type(exc).__name__
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(value=st.dictionaries(_TEXT, _JSON, max_size=6))
 def test_sorted_json_is_byte_for_byte_what_json_writes(value: dict[str, object]) -> None:
     """Non-ASCII, escapes, large integers, floats of every size, NaN: the same bytes, or the
@@ -236,7 +237,7 @@ def test_sorted_json_is_byte_for_byte_what_json_writes(value: dict[str, object])
     assert _ours(value) == _stdlib(value)
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=examples(2000), deadline=None)
 @given(value=st.dictionaries(_TEXT, _JSON, max_size=6))
 def test_compact_json_is_byte_for_byte_what_json_writes(value: dict[str, object]) -> None:
     """Labels as staged (keys in their own order): the same bytes as json, or the same
@@ -325,7 +326,7 @@ def test_staged_lines_are_the_same_bytes_without_orjson(monkeypatch: pytest.Monk
     _both_ways(gemini_line, gemini, monkeypatch)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(params=st.dictionaries(st.sampled_from(["temperature", "top_p", "metadata"]), _JSON))
 def test_claude_lines_with_any_values_are_the_same_bytes_without_orjson(
     params: dict[str, object],
@@ -414,7 +415,7 @@ _SHAPES = st.recursive(
 )
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(requests=st.lists(st.dictionaries(_SHAPE_KEYS, _SHAPES, max_size=4), max_size=6))
 def test_field_types_find_the_same_clash_as_before(requests: list[dict[str, object]]) -> None:
     """Lines of few shapes and types: the same first clash, named the same way, or none."""
@@ -436,7 +437,7 @@ def _loaded(load: Any, text: bytes) -> object:
         return ("ValueError", str(exc))
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(
     value=st.dictionaries(_TEXT, _JSON, max_size=5),
     before=st.sampled_from(["", " ", "\n", "\ufeff"]),
@@ -503,7 +504,7 @@ def test_output_lines_read_by_orjson_read_as_json_loads_reads_them(text: bytes) 
     assert _loaded(load_json, text) == expected
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(number=_INTS | _FLOATS, digits=st.text("0123456789", min_size=1, max_size=40))
 def test_numbers_read_by_orjson_read_as_json_loads_reads_them(number: object, digits: str) -> None:
     """Any integer or float json writes, and any run of digits as an integer, a fraction and an
@@ -565,7 +566,7 @@ def _reference_check(
     return found, types.add(request, key)
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=examples(2000), deadline=None)
 @example(  # two clashes in one line: the first is named
     requests=[{"a": 1, "b": "x", "c": [1]}, {"a": "s", "b": 2, "c": {"d": 1}}],
     refused=[False] * 7,
@@ -689,7 +690,7 @@ class _Colour(enum.Enum):
     RED = "x"
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @example(changes=[("temperature", None), ("temperature", float("nan"))], fresh=[False] * 8)
 @example(changes=[("seed", None), ("seed", float("inf"))], fresh=[True] * 8)
 @example(
@@ -754,7 +755,7 @@ def _staged_or_error(requests: list[vb.GeminiRequest] | list[vb.ClaudeRequest]) 
 _SCHEMA_TYPES = st.sampled_from(["string", ["string", "null"], 1, {"a": 1}, None])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     configs=st.lists(
         st.fixed_dictionaries(
@@ -810,7 +811,7 @@ _SYSTEMS = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(systems=st.lists(_SYSTEMS, min_size=1, max_size=8))
 def test_lines_of_shared_system_prompts_are_checked_as_fresh_ones(systems: list[object]) -> None:
     """Claude requests with equal system strings (their blocks shared between lines and walked

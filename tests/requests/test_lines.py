@@ -9,6 +9,7 @@ from google.genai import types
 from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
+from tests.helpers import examples
 from vertexbatch import ClaudeRequest, GeminiRequest, InvalidRequestError
 from vertexbatch._requests.claude_shape import one_shape
 from vertexbatch._requests.keymap import KeyMap, canonical_digest, key_digest
@@ -258,7 +259,7 @@ _json = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     extra=st.dictionaries(
         st.sampled_from(["metadata", "system", "labels", "stop"]), _json, max_size=3

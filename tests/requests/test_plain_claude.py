@@ -14,6 +14,7 @@ from anthropic.types import MessageCreateParams
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import examples
 from vertexbatch._requests import sdk_fields as fields
 from vertexbatch._requests.sdk_fields import _claude_root, claude_unknown, plain_claude
 from vertexbatch._requests.type_walk import FREE, LEAF, ListOf, Record, UnionOf
@@ -117,7 +118,7 @@ _REQUESTS = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(_REQUESTS)
 def test_a_request_plain_takes_has_no_unknown_field_by_the_sdk(body: dict[str, Any]) -> None:
     if plain_claude(body):

@@ -18,6 +18,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import vertexbatch as vb
+from tests.helpers import examples
 from tests.rows.test_outcomes import ALL_ROWS
 from vertexbatch._observe.metrics import OPERATION, PROVIDER, Telemetry
 from vertexbatch._requests.keymap import KeyMap, key_digest, parse_key_record
@@ -44,7 +45,7 @@ def _fields(value: object) -> list[tuple[str, object]]:
     return [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]  # type: ignore[arg-type]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     counts=st.tuples(_COUNTS, _COUNTS, _COUNTS, _COUNTS),
     key=st.text(min_size=1, max_size=8),
@@ -175,7 +176,7 @@ _GEMINI_KEYS = st.sampled_from(
 )
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(
     claude=st.dictionaries(_CLAUDE_KEYS, _VALUES, max_size=5),
     gemini=st.dictionaries(_GEMINI_KEYS, _VALUES, max_size=5),
@@ -312,7 +313,7 @@ _GEMINI_CHANGES = [
 ]  # fmt: skip
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(
     status=st.sampled_from(["", None, " ", "Bad Request", {"code": 0}]),
     claude=st.sets(st.integers(0, len(_CLAUDE_CHANGES) - 1), max_size=3),
@@ -384,7 +385,7 @@ def _points(reader: InMemoryMetricReader) -> dict[str, list[tuple[object, ...]]]
     return out
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     results=st.lists(
         st.tuples(
@@ -488,7 +489,7 @@ def _record_lines(
     return lines
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(records=_RECORDS, damage=_DAMAGE, where=st.integers(0, 12))
 def test_key_maps_read_fast_are_what_add_makes(
     records: list[tuple[str, int, str, bool]], damage: bytes | None, where: int
@@ -499,7 +500,7 @@ def test_key_maps_read_fast_are_what_add_makes(
     assert _from_records(lines) == _added(lines)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(records=_RECORDS, damage=_DAMAGE, where=st.integers(0, 12), size=st.integers(1, 4))
 def test_key_maps_read_in_batches_are_what_add_makes(
     records: list[tuple[str, int, str, bool]], damage: bytes | None, where: int, size: int
@@ -533,7 +534,7 @@ _DIGESTS = st.sampled_from([key_digest("a"), key_digest("b"), key_digest("absent
 )
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(
     custom_id=st.none() | _DIGESTS | st.integers(),
     sibling=st.none() | _DIGESTS,

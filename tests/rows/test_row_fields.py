@@ -14,6 +14,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import examples
 from tests.requests.test_fast_paths import _JSON, _TEXT
 from tests.rows.test_outcomes import ALL_ROWS
 from vertexbatch._gcs.line_blocks import LineBlock, line_blocks
@@ -101,7 +102,7 @@ _ROWS = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=2500, deadline=None)
+@settings(max_examples=examples(2500), deadline=None)
 @given(
     row=_ROWS,
     extra=st.dictionaries(_TEXT, _JSON, max_size=2),
@@ -304,7 +305,7 @@ def test_a_line_across_ranges_has_its_brackets_counted_whole() -> None:
     ]
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(
     data=st.binary(max_size=60).map(lambda b: b.replace(b"\x01", b"\n").replace(b"\x02", b"[")),
     cuts=st.lists(st.integers(0, 60), max_size=6),

@@ -12,6 +12,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import vertexbatch as vb
+from tests.helpers import examples
 from vertexbatch._requests.lines import claude_line, gemini_line
 from vertexbatch._rows.classify import classify_row
 from vertexbatch._schemas.check import schema_of, validate
@@ -256,7 +257,7 @@ _OBJECTS = st.dictionaries(st.sampled_from(["a", "b", "c"]), _SCHEMAS, min_size=
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(_OBJECTS)
 def test_a_conforming_answer_always_parses(raw: dict[str, Any]) -> None:
     """The local model's conforming answer to any schema parses and validates; its breaking
