@@ -1,11 +1,7 @@
 """Reading a job's output: every key ends as exactly one Result, keyed by the caller's key.
 
-Results stream in the output's order, keys with no output row last (``MissingError``). A job's
-GCS output files and a BigQuery sink's output table (rows read by ``_bigquery.read``) go through
-one correlation, ``read_rows``: each row led to its key by the key map (``_requests.keymap``),
-classified (``_rows``), checked against the job's schema (``_schemas.parsed``); a
-``cache=True`` job's cached answers come from ``_cache.submission``, and its other ok answers
-fill the cache as they pass (``_cache.fill``).
+GCS output files and a BigQuery sink's table (``_bigquery.read``) go through one correlation,
+``read_rows`` (the key map, ``_rows``, ``_schemas.parsed``); keys with no row come last, missing.
 """
 
 from __future__ import annotations
