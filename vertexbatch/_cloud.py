@@ -2,7 +2,7 @@
 
 Runs, the online fallback and the identity protocol need Vertex, staging, the retry policy and
 telemetry, never the ``Client`` itself: they take this one value, so dependencies point one way
-(``_client`` → ``_runs`` → ``_online`` → identity, staging, Vertex).
+(``_client`` → ``_runs`` → ``_job`` → ``_staged`` → ``_gcs``, ``_vertex``).
 """
 
 from __future__ import annotations

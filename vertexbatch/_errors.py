@@ -35,7 +35,8 @@ transient errors (429, 5xx, network) that outlasted the retry policy — ``is_re
 those apart.
 
 Errors carry structured fields (ids, keys, codes, names), stay picklable, and never carry request
-or response content: provider messages are not copied into them.
+or response content: provider messages are not copied into them. A message that quotes a value
+(an id, a name) shortens it with ``shorten``, the one way: one line, cut to a limit.
 """
 
 from __future__ import annotations

@@ -1,4 +1,11 @@
-"""What counts as transient, and the one retry policy every Vertex and GCS call goes through."""
+"""What counts as transient, and the one retry policy every Vertex and GCS call goes through.
+
+``is_retryable`` and ``TRANSIENT_HTTP`` say what is transient; ``transport_errors`` is the one
+list of transport errors (what the policy retries, what a best-effort cache write passes over
+and what the command calls unreachable). ``RetryPolicy`` writes the backoff once: tenacity uses
+it for every call (each one-request upload included), and the identity protocol's sweep for
+twins (``_job.submit``) sleeps by its ``backoff``.
+"""
 
 from __future__ import annotations
 

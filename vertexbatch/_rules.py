@@ -1,4 +1,10 @@
-"""Validation rules for submission ids, keys, models and job limits (pure; no I/O)."""
+"""Validation rules for submission ids, keys, models and job limits (pure; no I/O).
+
+``Limits`` are the sizes work is held to (Vertex's rows and bytes per job, a record read back
+whole, an output line), carried by ``Staging`` so that tests can pass small ones.
+``FAMILIES`` is the provider table's family column, copied below it for ``check_model``
+(``tests/test_providers.py`` holds the copy equal).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""Value types: requests in, jobs and results out. All frozen; none does I/O."""
+"""Value types: requests in, jobs and results out. All frozen; none does I/O.
+
+The requests (``ClaudeRequest``, ``GeminiRequest``, and ``Provider``, a provider's publisher
+name), ``Job``, ``Status``, ``Result``, ``Usage``, ``Refusal``. ``result_of`` and ``usage_of``
+build a row's ``Result`` and ``Usage`` through the slots' setters, faster than the constructors'
+checks; ``tests/rows/test_result_paths.py`` holds them equal to the constructors.
+"""
 
 from __future__ import annotations
 

@@ -6,11 +6,13 @@ functions too), as ``__all__`` is pinned in tests/guards/test_exported_members.p
 no edge at run time. An edge to a higher layer fails, and so does a cycle among the modules of one
 layer; the failure names the edge and its file:line.
 
-The local stack (``vertexbatch/emulator/``) shares no code with the client on purpose (a client
-bug must not hide behind the same bug in the service): only ``LocalStack.client()`` and
-``LocalStack.environment()`` use the client, to build one and to name the variables
-``Client.from_env`` reads. The client reaches the stack only from the command (``vertexbatch
-emulator``, ``vertexbatch demo``).
+The local stack (``vertexbatch/emulator/``) is its own model of the service (a client bug must
+not hide behind the same bug in the service), and uses the client in two places only:
+``LocalStack.client()`` and ``LocalStack.environment()`` (``STACK_IMPORTS``, ``STACK_USERS``), to
+build a client and to name the variables ``Client.from_env`` reads; and the table of request
+fields its model refuses unknown ones by (``SHARED_WITH_STACK``: ``_requests.sdk_fields``, which
+imports nothing of the client but its walk). The client reaches the stack only from the command
+(``vertexbatch emulator``, ``vertexbatch demo``).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ runs them:
                      ``aiplatform.batchPredictionJobs.create`` on the project: no job is made
     bucket           the bucket exists (``lookup_bucket``); a refused lookup is ``warn``:
                      object roles cannot read bucket metadata, and vertexbatch never does
-    bucket-location  the bucket's location is one the job's region can use (``_doctor_rules``)
+    bucket-location  the bucket's location is one the job's region can use (``doctor_rules``)
     bucket-objects   create (create-only), read and delete ``PREFIX/.vertexbatch-doctor-<random>``
     service-agent    the bucket's IAM policy grants the Vertex AI service agent read and create
                      (its project number from Resource Manager ``projects.get``, or from a job

@@ -2,7 +2,7 @@
 
 ``job-create`` (``projects.testIamPermissions``), ``bucket-location`` and ``service-agent`` (the
 project number from ``projects.get`` or a listed job's name, then the bucket's policy): each one
-``Check``, as ``_doctor``'s are, each run by ``_doctor_run.run_checks`` with its own clients.
+``Check``, as ``doctor``'s are, each run by ``doctor_run.run_checks`` with its own clients.
 """
 
 from __future__ import annotations

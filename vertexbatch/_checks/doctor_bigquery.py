@@ -1,7 +1,7 @@
 """``vertexbatch doctor``'s checks of a BigQuery dataset a job writes to (or reads from).
 
 Given ``--dest bq://PROJECT.DATASET[.TABLE]`` (the same for a table a source names: ``side``
-names the checks), four checks, each one ``Check`` as ``_doctor``'s are:
+names the checks), four checks, each one ``Check`` as ``doctor``'s are:
 
     dest-dataset     the dataset exists (``bigquery.Client.get_dataset``); a table named in a
                      source must exist too (a sink's table is created by the job)

@@ -2,7 +2,7 @@
 
 A check that needs an earlier one to have passed is skipped, saying which; an error a check did
 not expect becomes its ``fail``, with a fix in one sentence (``fix_for``). The checks are
-``_doctor``'s and ``_doctor_access``'s.
+``doctor``'s and ``doctor_access``'s.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def run_checks(
     ``source``: a source table to check the same way (``source-*``: it exists, read access).
     """
     checks = _run_checks(env, flags, models, retry)
-    if dest is not None:  # a BigQuery sink's dataset (``_doctor_bigquery``)
+    if dest is not None:  # a BigQuery sink's dataset (``doctor_bigquery``)
         checks += dest_checks(env, flags, checks, dest, service_account, _projects)
     if source is not None:  # a BigQuery source's table, the same checks read-side
         checks += dest_checks(env, flags, checks, source, service_account, _projects, "source")

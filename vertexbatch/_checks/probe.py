@@ -14,7 +14,7 @@ service that fails a whole job over it), then polls both until they end (``inter
 by ``timeout``; a job still live then is cancelled), lists the output directory and reads its
 rows. The report keeps field names, JSON types, enums, status prefixes, states with their
 timings, file names and error codes: never a
-request or response text (``_probe_shape``). The lines are built by ``_requests.lines`` exactly as
+request or response text (``probe_shape``). The lines are built by ``_requests.lines`` exactly as
 ``submit`` stages them (``custom_id``, the ``vb_key`` sibling and label).
 
 Everything lands under ``gs://BUCKET/PREFIX/probe-<stamp>/`` and is left there (it is the

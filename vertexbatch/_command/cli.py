@@ -22,10 +22,10 @@ Exit codes (an error is one line on stderr, never a traceback, never request con
     141 the reader of the output went away (a closed pipe, as in ``| head``): nothing more is
         printed, as a command killed by SIGPIPE
 
-What is printed is made in ``_cli_render``, request files are read by ``_cli_requests``, and the
-shared options live in ``_cli_options``; this module wires them into the single-job commands and
-adds the groups kept apart: ``run`` (``_cli_runs``), ``emulator`` and ``demo`` (``_cli_local``),
-``doctor`` (``_cli_doctor``), ``probe`` (``_cli_probe``).
+What is printed is made in ``cli_render``, request files are read by ``cli_requests``, and the
+shared options live in ``cli_options``; this module wires them into the single-job commands and
+adds the groups kept apart: ``run`` (``cli_runs``), ``emulator`` and ``demo`` (``cli_local``),
+``doctor`` (``cli_doctor``), ``probe`` (``cli_probe``).
 """
 
 from __future__ import annotations

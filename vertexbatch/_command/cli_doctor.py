@@ -1,4 +1,4 @@
-"""``vertexbatch doctor``: the command over ``_doctor``'s checks, registered by ``_cli``."""
+"""``vertexbatch doctor``: the command over ``_checks.doctor``'s checks, registered by ``cli``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
 """The command's ``--dedupe``, ``--cache``, ``--schema`` and ``--dry-run``: the options, and
-plans printed."""
+plans printed.
+
+``PayOnce`` holds the ``SubmitOptions`` the command hands to the ``Client`` method its provider's
+row names (``submit_claude``, ``plan_gemini``, ...); a plan is printed as a table.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``vertexbatch probe``: the command over ``_probe``, registered by ``_cli``."""
+"""``vertexbatch probe``: the command over ``_checks.probe``, registered by ``cli``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``vertexbatch run submit|advance|status|results``: runs from the command line.
 
-Wired into the command by ``_cli``; what is printed is made in ``_cli_render``.
+Wired into the command by ``cli``; what is printed is made in ``cli_render``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What a submission id holds, read-only: its jobs listed and chosen, its record followed.
 
 Shared by the identity protocol (``_job.submit``: adopt, record, cancel twins), runs' steps
-(``_run_jobs``) and plans (``existing_job``). Nothing here writes or cancels.
+(``_runs.jobs``) and plans (``existing_job``). Nothing here writes or cancels.
 """
 
 from __future__ import annotations

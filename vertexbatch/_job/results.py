@@ -1,4 +1,8 @@
-"""Reading a job's output: every key ends as exactly one Result, keyed by the caller's key."""
+"""Reading a job's output: every key ends as exactly one Result, keyed by the caller's key.
+
+GCS output files and a BigQuery sink's table (``_bigquery.read``) go through one correlation,
+``read_rows`` (the key map, ``_rows``, ``_schemas.parsed``); keys with no row come last, missing.
+"""
 
 from __future__ import annotations
 

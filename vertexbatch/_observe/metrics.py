@@ -1,7 +1,8 @@
 """OpenTelemetry GenAI metrics for yielded results; only ``opentelemetry-api`` is needed.
 
 No request or response content ever becomes an attribute: only the model, provider, token type
-and outcome.
+and outcome. Metrics are recorded per result as it is yielded, with attribute sets built once per
+model, outcome and error type.
 """
 
 from __future__ import annotations

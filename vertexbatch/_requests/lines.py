@@ -6,6 +6,11 @@ again). Every line is checked against the rules of Vertex's importer and written
 What each provider's body is before it becomes a line is its own module's:
 ``_requests.claude_shape`` (Claude params in one shape), ``_requests.gemini_body`` (a Gemini
 request's body from contents and config).
+
+Staged bytes are json's exactly (compact, keys sorted, non-ASCII as UTF-8, NaN and Infinity
+refused); orjson writes a line (``_sorted_json``, ``_compact_json``) only where it gives json's
+bytes, json everywhere else: docs/performance.md, "JSON: orjson where it gives json's bytes";
+``tests/requests/test_fast_paths.py`` holds the bytes equal.
 """
 
 from __future__ import annotations

@@ -25,6 +25,16 @@ looked into. Only unknown *names* are found here; types and values are the provi
 place (``messages[0].contnet``) and the provider's own message for it, never a value. The local
 stack refuses such lines with those messages; the client refuses them before staging, naming
 undocumented names by position only (a mapping's keys may be content).
+
+A Claude request of the Messages API's first fields only (``plain_claude``) is known without
+the SDK, so text requests never import anthropic.
+
+The local stack imports ``claude_unknown`` and ``gemini_unknown`` from here
+(``vertexbatch/emulator/_model.py``; ``SHARED_WITH_STACK`` in tests/guards/test_layers.py), so
+the client and the stack cannot disagree about which fields exist. So this module imports
+nothing of vertexbatch but its walk (``_requests.type_walk``), which imports nothing at all;
+a guard test holds both, and ``tests/requests/test_request_fields.py`` holds the table to the
+SDK types (a mistake in it would be made on both sides).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ records in GCS::
 
 So a step costs one listing (one call per 100 live jobs), a ``get`` per recorded job that ended
 since the previous ``advance``, and the creates and cancels it makes, whatever the number of
-shards. The GCS records are read through ``_run_records``: in a step, from one listing of the
+shards. The GCS records are read through ``_runs.records``: in a step, from one listing of the
 shard folders and the run's progress cache, so that a record is read only when it changed; an
 attempt staged with no job has its manifest read only when the step acts on it (``check``).
 A run started before the label (its ledger of the first format) falls back to one list
@@ -132,7 +132,7 @@ class RunJobs:
         record: bool,
         dest: str = "",
     ) -> None:
-        """``records``: how the shards' records are read (``_run_records``); ``record``: write
+        """``records``: how the shards' records are read (``_runs.records``); ``record``: write
         the ended record of a job first seen ended (``advance`` only); ``dest``: the run's
         BigQuery dataset, where every attempt's job writes ("": GCS)."""
         self._vertex = vertex

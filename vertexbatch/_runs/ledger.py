@@ -49,7 +49,7 @@ __all__ = [
 
 LEDGER = "run.json"
 DONE = "done.json"
-# Outcome names in a fixed order, for records that count them in a row (``_run_records``).
+# Outcome names in a fixed order, for records that count them in a row (``_runs.records``).
 OUTCOME_ORDER = ("exhausted", "failed", "ok", "refused", "truncated")
 FORMAT = "vertexbatch-run/1"
 # A run whose attempts' jobs carry its label (``_vertex.RUN_LABEL``): a step lists them once.

@@ -16,12 +16,12 @@ GCS, under the run's own folder and the shards' folders::
 ``advance`` is one short, idempotent step: any number of schedulers may call it at once, and a
 step killed half-way is finished by the next. Two callers creating the same attempt get the same
 job, because an attempt is a submission with a derived id and deterministic rows. What a step
-does is decided by the pure planner in ``_plan``; this module reads the state and acts.
+does is decided by the pure planner in ``_runs.plan``; this module reads the state and acts.
 
-A step (``_run_step``) lists the run's jobs once (``_run_jobs``) and its shard folders once
-(``_run_records``, with the run's progress cache ``PREFIX/RUN/progress.json``), whatever its
+A step (``_runs.step``) lists the run's jobs once (``_runs.jobs``) and its shard folders once
+(``_runs.records``, with the run's progress cache ``PREFIX/RUN/progress.json``), whatever its
 number of shards, cancels the twins of its attempts' jobs it finds there, and counts them live
-until they end. Results passes read each shard (``_run_read``): they read its output anyway.
+until they end. Results passes read each shard (``_runs.read``): they read its output anyway.
 """
 
 from __future__ import annotations
@@ -250,7 +250,7 @@ class Run:
         )
 
     def _step(self, rules: StepRules, concurrency: int) -> RunSummary:
-        """One step (``_run_step``): its state read at a cost that does not grow with the shards."""
+        """One step (``_runs.step``): its state read at a cost that does not grow with shards."""
         return Step(self._cloud, self._ledger, self._reader, self._labels).perform(
             rules, concurrency
         )

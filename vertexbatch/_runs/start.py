@@ -188,7 +188,7 @@ def create_run(
                 ) from exc
             if not manifest.rows:
                 # Answered whole from the cache: recorded now, so that a step's listing shows it
-                # ended without reading every shard's manifest (``_run_records``).
+                # ended without reading every shard's manifest (``_runs.records``).
                 record_cached(staging, manifest.spec(shard_id, staging.folder(shard_id)), manifest)
             shards.append(Shard(shard_id, manifest.key_count))
         ledger = Ledger(

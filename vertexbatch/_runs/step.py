@@ -3,13 +3,13 @@
 A step reads its state at a cost that does not grow with the run's shards:
 
 - Vertex: one listing of the run's live jobs and a ``get`` per job that ended since the previous
-  ``advance`` (``_run_jobs``);
+  ``advance`` (``_runs.jobs``);
 - GCS: one listing of the run's shard folders and one read of its progress cache, then a read
-  of each record that changed since the cache was written (``_run_records``); an attempt
+  of each record that changed since the cache was written (``_runs.records``); an attempt
   staged with no job is not read at all until the plan acts on it (then its manifest is read:
   an attempt the answer cache answered whole has ended already, and the step plans again).
 
-What to do is decided by the pure planner in ``_plan``; here the actions are carried out:
+What to do is decided by the pure planner in ``_runs.plan``; here the actions are carried out:
 create an attempt's job, resubmit what is retryable or missing, answer online past the
 deadline, finish shards (their ``done.json``), cancel twins. ``advance`` then writes the
 progress cache for the next step.

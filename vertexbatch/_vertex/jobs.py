@@ -2,6 +2,9 @@
 
 Every call but create goes under the retry policy; create is never retried here, because a
 lost create response would make a second job: the identity protocol lists before each attempt.
+A job is created with a GCS or a BigQuery ``outputConfig``. ``JobSpec`` is what a job of an id
+must look like (its input, output and sink, its controls), against which a listed job is
+adopted; ``output_table`` is the table a sink job reports.
 """
 
 from __future__ import annotations
