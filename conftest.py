@@ -4,7 +4,8 @@
 (``docs/examples/testing/conftest.py``), imported from there so the page shows what the suite
 runs: each test gets the stack with its faults, job options and call counts reset, and a fresh
 bucket; afterwards its faults are reset again and every job settles. This file adds the client
-under the prefix ``jobs``, ``stack_env`` and ``bigquery_local`` (a second stack, with BigQuery).
+under the prefix ``jobs``, ``stack_env``, ``bigquery_local`` (a second stack, with BigQuery) and
+``docs_site`` (the docs site, built once a session for the tests that check it).
 """
 
 from __future__ import annotations
@@ -13,11 +14,15 @@ import importlib.util
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 import vertexbatch as vb
 from vertexbatch.emulator import LocalStack
+
+if TYPE_CHECKING:
+    from tools.check_diagrams import Built
 
 _spec = importlib.util.spec_from_file_location(
     "vertexbatch_docs_testing_conftest",
@@ -112,3 +117,15 @@ def stack_env(stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch) -
     for name, value in stack.environment(bucket, prefix="jobs").items():
         monkeypatch.setenv(name, value)
     return bucket
+
+
+@pytest.fixture(scope="session")
+def docs_site(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The docs site, built once a session by `mkdocs build --strict` in a process of its own,
+    with its exit status and log: integration_tests/test_docs_build.py checks the build and the
+    pages, tests/test_docs_diagrams.py the diagrams on the same pages (a build takes seconds,
+    most of them mkdocstrings rendering the API reference)."""
+    from tools.check_diagrams import build_site
+
+    # Within the 120 s the build's own test allows, whichever test builds it first.
+    return build_site(tmp_path_factory.mktemp("docs") / "site", timeout=110)

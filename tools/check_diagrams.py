@@ -1,20 +1,22 @@
 """Build the docs site and check that every Mermaid diagram renders, offline, in a real browser.
 
-    python -m tools.check_diagrams [--site DIR] [--screenshots DIR] [--no-browser]
+    python -m tools.check_diagrams [--site DIR [--built]] [--screenshots DIR] [--no-browser]
 
-1. Builds the site (`mkdocs build --strict`) into --site (a temporary folder by default).
+1. Builds the site (`mkdocs build --strict`) into --site (a temporary folder by default); with
+   --built, checks the site already built there instead (the tests build it once a session).
 2. Without a browser, checks what the built HTML can show: each ```mermaid block of
    docs/*.md is a `<div class="mermaid">` on its page carrying the block's source; every page
    with one loads the site's own `js/mermaid.min.js` (tools/mermaid_js.py) and
    `js/mermaid-init.js`; no page loads a script, style sheet, image or font from another host.
 3. With Chromium (`/usr/bin/chromium`, or --chromium PATH; Debian's `chromium` package), serves
-   the site on 127.0.0.1 and opens each page with a diagram headless, with every host name but
-   127.0.0.1 made unresolvable, so a CDN could not be reached: each diagram must have become an
-   SVG that is not Mermaid's syntax-error picture. A screenshot of each diagram's section is
-   written to --screenshots (default: TMPDIR/vertexbatch-diagrams).
+   the site on 127.0.0.1 and opens each diagram's page headless (one run of Chromium a diagram),
+   with every host name but 127.0.0.1 made unresolvable, so a CDN could not be reached: each
+   diagram must have become an SVG that is not Mermaid's syntax-error picture. A screenshot of
+   each diagram's section is written to --screenshots (default: TMPDIR/vertexbatch-diagrams).
 
 Prints one line per diagram and exits 1 if any check failed. tests/docs/test_docs_diagrams.py runs
-it, with the browser where Chromium is installed.
+it with --built on the session's build (the `docs_site` fixture of the root conftest.py, which
+integration_tests/test_docs_build.py checks too), with the browser where Chromium is installed.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ _LOADS = re.compile(
     r'|<link[^>]*rel="(?:stylesheet|preload|icon|shortcut icon)"[^>]*href="([^"]+)"'
     r"|url\((['\"]?)(https?:)?//[^)]*\)"
 )
-_SVG = re.compile(r'<div class="mermaid"[^>]*>\s*<svg([^>]*)>', re.DOTALL)
+# Each Mermaid div of a page's DOM, with the <svg ...> tag it begins with once drawn ('' if none).
+_DRAWN = re.compile(r'<div class="mermaid"[^>]*>\s*(<svg[^>]*>)?', re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -75,17 +78,32 @@ def diagrams() -> list[Diagram]:
     return found
 
 
-def build(site: Path) -> None:
-    """`mkdocs build --strict` into site; raises with mkdocs' output if it fails."""
+@dataclass(frozen=True)
+class Built:
+    """What `mkdocs build --strict` left: the site's folder, its exit status and its log."""
+
+    site: Path
+    returncode: int
+    log: str  # mkdocs' stdout then stderr
+
+
+def build_site(site: Path, timeout: float = 300) -> Built:
+    """`mkdocs build --strict` into site, in a process of its own (as a user runs it)."""
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
     )
-    if done.returncode != 0:
-        raise SystemExit(f"mkdocs build failed:\n{done.stdout}{done.stderr}")
+    return Built(site, done.returncode, done.stdout + done.stderr)
+
+
+def build(site: Path) -> None:
+    """`mkdocs build --strict` into site; raises with mkdocs' output if it fails."""
+    built = build_site(site)
+    if built.returncode != 0:
+        raise SystemExit(f"mkdocs build failed:\n{built.log}")
 
 
 def _page_html(site: Path, diagram: Diagram) -> str:
@@ -206,39 +224,40 @@ def _browser(binary: str, profile: Path, *args: str) -> subprocess.CompletedProc
 def browser_problems(
     site: Path, found: list[Diagram], binary: str, shots: Path
 ) -> tuple[list[str], list[str]]:
-    """Open each page with a diagram in headless Chromium: (problems, one line per diagram)."""
+    """Open each diagram's page in headless Chromium: (problems, one line per diagram).
+
+    One run of Chromium per diagram both dumps the page's DOM (where Mermaid's SVG is read) and
+    takes the screenshot of the diagram's section (`?shot=N`, which hides what comes before it).
+    """
     problems: list[str] = []
     lines: list[str] = []
     shots.mkdir(parents=True, exist_ok=True)
     with serving(site) as base, tempfile.TemporaryDirectory() as tmp:
-        pages: dict[str, str] = {}
         for diagram in found:
-            if diagram.page not in pages:
-                done = _browser(binary, Path(tmp) / "dom", "--dump-dom", base + diagram.url_path)
-                if done.returncode != 0:
-                    problems.append(f"{diagram.page}: chromium exited {done.returncode}")
-                pages[diagram.page] = done.stdout
-            rendered = _SVG.findall(pages[diagram.page])
-            if len(rendered) < diagram.index:
+            shot = shots / f"{Path(diagram.page).stem}-{diagram.index}.png"
+            shot.unlink(missing_ok=True)
+            done = _browser(
+                binary,
+                Path(tmp) / "profile",
+                "--dump-dom",
+                f"--screenshot={shot}",
+                "--window-size=1280,1600",
+                f"{base}{diagram.url_path}?shot={diagram.index}",
+            )
+            if done.returncode != 0:
+                problems.append(f"{diagram.name}: chromium exited {done.returncode}")
+            drawn = _DRAWN.findall(done.stdout)
+            attributes = drawn[diagram.index - 1] if len(drawn) >= diagram.index else ""
+            if not attributes:
                 problems.append(f"{diagram.name}: not rendered as SVG")
                 lines.append(f"FAIL  {diagram.name}  no SVG")
                 continue
-            attributes = rendered[diagram.index - 1]
             if 'aria-roledescription="error"' in attributes:
                 problems.append(f"{diagram.name}: Mermaid drew its syntax-error picture")
                 lines.append(f"FAIL  {diagram.name}  syntax error")
                 continue
             kind = re.search(r'aria-roledescription="([^"]+)"', attributes)
             box = re.search(r'viewBox="([^"]+)"', attributes)
-            shot = shots / f"{Path(diagram.page).stem}-{diagram.index}.png"
-            shot.unlink(missing_ok=True)
-            _browser(
-                binary,
-                Path(tmp) / "shot",
-                f"--screenshot={shot}",
-                "--window-size=1280,1600",
-                f"{base}{diagram.url_path}?shot={diagram.index}",
-            )
             if not shot.is_file():
                 problems.append(f"{diagram.name}: no screenshot written")
             lines.append(
@@ -251,16 +270,26 @@ def browser_problems(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.check_diagrams", description=__doc__)
     parser.add_argument("--site", type=Path, help="build the site here (default: a temp dir)")
+    parser.add_argument(
+        "--built", action="store_true", help="--site is already built: check it, do not build"
+    )
     parser.add_argument("--screenshots", type=Path, help="write the screenshots here")
     parser.add_argument("--chromium", help="the Chromium binary (default: chromium on PATH)")
     parser.add_argument("--no-browser", action="store_true", help="only the static checks")
     args = parser.parse_args(argv)
+    if args.built and args.site is None:
+        parser.error("--built needs --site, the folder the site was built into")
     with tempfile.TemporaryDirectory() as tmp:
         site = args.site or Path(tmp) / "site"
-        build(site)
+        if args.built:
+            if not (site / "index.html").is_file():
+                raise SystemExit(f"--built: {site} holds no built site (no index.html)")
+        else:
+            build(site)
         found = diagrams()
         problems = static_problems(site, found)
-        print(f"built {site}: {len(found)} diagrams on {len({d.page for d in found})} pages")
+        done = "checked" if args.built else "built"
+        print(f"{done} {site}: {len(found)} diagrams on {len({d.page for d in found})} pages")
         binary = None if args.no_browser else chromium(args.chromium)
         if binary is None:
             print("no browser: checked the built HTML only (install Debian's chromium to render)")

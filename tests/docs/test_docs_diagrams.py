@@ -1,9 +1,10 @@
 """The docs' Mermaid diagrams render, offline, in the built site.
 
-Runs `python -m tools.check_diagrams` (tools/check_diagrams.py says what it checks): in headless
-Chromium when it is installed (Debian's `chromium`), else the checks the built HTML allows
-(each diagram's source on its page, the site's own Mermaid script, nothing loaded from another
-host).
+Runs `python -m tools.check_diagrams --built` (tools/check_diagrams.py says what it checks) on the
+site the session built once with `mkdocs build --strict` (the `docs_site` fixture of the root
+conftest.py, whose build integration_tests/test_docs_build.py checks too): in headless Chromium
+when it is installed (Debian's `chromium`), else the checks the built HTML allows (each
+diagram's source on its page, the site's own Mermaid script, nothing loaded from another host).
 """
 
 from __future__ import annotations
@@ -27,11 +28,17 @@ def test_the_docs_have_their_diagrams() -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_every_diagram_renders(tmp_path: Path) -> None:
+def test_every_diagram_renders(docs_site: check_diagrams.Built, tmp_path: Path) -> None:
+    """Each ```mermaid block is on its built page with the site's own Mermaid script and, where
+    Chromium is installed, renders offline as an SVG flowchart (not Mermaid's syntax-error
+    picture) with a screenshot that is not blank."""
+    assert docs_site.returncode == 0, docs_site.log  # the site the checks read was built
     browser = check_diagrams.chromium(None)
-    args = ["--screenshots", str(tmp_path / "shots")] + ([] if browser else ["--no-browser"])
+    shots = tmp_path / "shots"
+    args = ["--site", str(docs_site.site), "--built", "--screenshots", str(shots)]
+    args += [] if browser else ["--no-browser"]
     done = subprocess.run(
-        [sys.executable, "-m", "tools.check_diagrams", "--site", str(tmp_path / "site"), *args],
+        [sys.executable, "-m", "tools.check_diagrams", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -43,6 +50,6 @@ def test_every_diagram_renders(tmp_path: Path) -> None:
     assert len(lines) == len(check_diagrams.diagrams())
     if browser:
         assert all(" SVG flowchart" in line for line in lines), done.stdout
-        shots = sorted(p.name for p in (tmp_path / "shots").glob("*.png"))
-        assert shots == ["cli-1.png", "concepts-1.png", "runs-1.png"]
-        assert all((tmp_path / "shots" / s).stat().st_size > 20_000 for s in shots)  # not blank
+        written = sorted(p.name for p in shots.glob("*.png"))
+        assert written == ["cli-1.png", "concepts-1.png", "runs-1.png"]
+        assert all((shots / s).stat().st_size > 20_000 for s in written)  # not blank
