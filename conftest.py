@@ -123,7 +123,7 @@ def stack_env(stack: LocalStack, bucket: str, monkeypatch: pytest.MonkeyPatch) -
 def docs_site(tmp_path_factory: pytest.TempPathFactory) -> Built:
     """The docs site, built once a session by `mkdocs build --strict` in a process of its own,
     with its exit status and log: integration_tests/test_docs_build.py checks the build and the
-    pages, tests/test_docs_diagrams.py the diagrams on the same pages (a build takes seconds,
+    pages, tests/docs/test_docs_diagrams.py the diagrams on the same pages (a build takes seconds,
     most of them mkdocstrings rendering the API reference)."""
     from tools.check_diagrams import build_site
 
