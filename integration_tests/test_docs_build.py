@@ -1,8 +1,8 @@
 """The docs build without a warning, showing the code they include.
 
 The site is built once a session (the `docs_site` fixture of the root conftest.py runs `mkdocs
-build --strict`); tests/docs/test_docs_diagrams.py checks the diagrams of the same build. Which files
-the pages include is checked by tests/docs/test_docs.py; the files run in
+build --strict`); tests/docs/test_docs_diagrams.py checks the diagrams of the same build. Which
+files the pages include is checked by tests/docs/test_docs.py; the files run in
 integration_tests/test_docs_examples.py and the tests named there.
 """
 
