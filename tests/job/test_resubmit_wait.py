@@ -157,9 +157,8 @@ def test_client_wait_is_vertexbatch_wait(client: vb.Client, stack: LocalStack) -
     stack.faults.hold(display_name="stuck-method", state="PENDING")
     job = client.submit_claude("stuck-method", MODEL, [claude_request("a", "x")])
     slept = []
-    for wait in (client.wait, functools.partial(vb.wait, client)):
+    for deprecated, wait in ((False, client.wait), (True, functools.partial(vb.wait, client))):
         clock = FakeTime()
-        deprecated = wait is not client.wait
         with pytest.raises(vb.WaitTimeout) as info, warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             wait(job, timeout=900, floor=5.0, ceiling=120.0, sleep=clock.sleep, now=clock.now)
