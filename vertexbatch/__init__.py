@@ -4,8 +4,8 @@ Submission is idempotent by a caller-chosen id; results come back keyed by the c
 each as exactly one outcome. See ``Client``.
 """
 
+import typing as _typing
 from inspect import isfunction as _isfunction
-from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from ._aio import AsyncClient, AsyncRun
 from ._bigquery.source import BigQuerySource
@@ -104,7 +104,7 @@ del _name, _value, _isfunction
 # Deprecated names, kept for one release: each warns, naming its replacement.
 _DEPRECATED = {"PRICES_DATE": "PRICES.date", "PRICES_SOURCE": "PRICES.source"}
 
-if not _TYPE_CHECKING:  # type checkers see the names as gone: use the replacements
+if not _typing.TYPE_CHECKING:  # type checkers see the names as gone: use the replacements
 
     def __getattr__(name: str) -> object:
         if name in _DEPRECATED:
@@ -118,3 +118,6 @@ if not _TYPE_CHECKING:  # type checkers see the names as gone: use the replaceme
             )
             return getattr(PRICES, replacement.partition(".")[2])
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+del _typing

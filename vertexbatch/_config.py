@@ -14,9 +14,10 @@ environment variable or (the command only) a flag, which wins::
 With both endpoints, ``VERTEXBATCH_BIGQUERY_STORAGE_HOST`` (a plaintext gRPC ``host:port``, as
 ``LocalStack.environment`` writes it) is where a BigQuery sink's table is read.
 
-``client_keywords`` turns them into a client's keywords: on Google Cloud with application default
-credentials, or, when both endpoints are set, on those endpoints with anonymous credentials
-(``Client.for_endpoints``). When both endpoints are on this machine (the local stack), a refused
+``client_keywords`` turns them into the keywords a ``Client`` is built with (``Client.from_env``,
+the command, ``vertexbatch doctor``): of ``Client(...)``, on Google Cloud with application default
+credentials, or, when both endpoints are set, of ``Client.for_endpoints``, on those endpoints with
+anonymous credentials. When both endpoints are on this machine (the local stack), a refused
 connection is not retried: it fails at once, saying to start ``vertexbatch emulator``.
 ``LocalStack.environment`` writes the same variables, and ``LocalStack.client`` uses the same
 default prefix, so what one makes the others find.

@@ -1,8 +1,8 @@
 """The options every ``vertexbatch`` command shares: the configuration flags and ``-v``.
 
 The configuration flags are those of ``_config.SETTINGS``; their values wait in the click
-context until a command asks for its client (``cloud_client``), which ``_config.client_keywords``
-builds from them and the environment, a flag winning over its variable.
+context until a command asks for its client (``cloud_client``), built with the keywords
+``_config.client_keywords`` reads from them and the environment, a flag winning over its variable.
 """
 
 from __future__ import annotations
