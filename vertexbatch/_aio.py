@@ -123,8 +123,9 @@ class AsyncClient:
         self._open(client)
 
     @classmethod
-    def of(cls, client: Client) -> AsyncClient:
-        """The async view of ``client``: how ``Client.aio`` builds it (once per client)."""
+    def _view_of(cls, client: Client) -> AsyncClient:
+        """The async view of ``client``, without the warning: how ``Client.aio`` builds it (once
+        per client)."""
         view = cls.__new__(cls)
         view._open(client)
         return view

@@ -214,7 +214,7 @@ class Client:
         from ._aio import AsyncClient  # the one import up (_aio wraps a Client)
 
         self._life.check()
-        return AsyncClient.of(self)
+        return AsyncClient._view_of(self)
 
     def __repr__(self) -> str:
         where = f"project={self.project!r}, location={self.location!r}, bucket={self.bucket!r}"
