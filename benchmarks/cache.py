@@ -95,10 +95,9 @@ def _many_writers(stack: Any, bucket: str, digests: list[str], repeats: int) -> 
     the cache (nothing compacts it), not with the requests."""
     import vertexbatch as vb
     from vertexbatch._cache.store import COMPACT_MARGIN, AnswerCache
-    from vertexbatch._client import cloud_of
 
     client = stack.client(bucket=bucket, prefix="bench-writers", retry=vb.RetryPolicy.no_wait())
-    staging = cloud_of(client).staging
+    staging = client._cloud.staging
     cache = AnswerCache(staging, "anthropic", workload.CLAUDE_MODEL)
     per = -(-len(digests) // WRITERS)
     for w in range(WRITERS):
@@ -132,7 +131,6 @@ def measure_cache(n: int, repeats: int) -> dict[str, Any]:
     """Every figure of the cache benchmark for ``n`` requests (see the module docstring)."""
     import vertexbatch as vb
     from vertexbatch._cache.store import AnswerCache
-    from vertexbatch._client import cloud_of
     from vertexbatch._requests.dedupe import exact_digest
     from vertexbatch._requests.lines import claude_line
     from vertexbatch.emulator import LocalStack
@@ -143,7 +141,7 @@ def measure_cache(n: int, repeats: int) -> dict[str, Any]:
         stack.create_bucket(bucket)
         stack.faults.hold(state="PENDING")  # staging is timed up to job creation only
         client = stack.client(bucket=bucket, prefix="bench", retry=vb.RetryPolicy.no_wait())
-        staging = cloud_of(client).staging
+        staging = client._cloud.staging
         digests = [exact_digest(claude_line(r).data)[1] for r in workload.claude_requests(n)]
         cache = AnswerCache(staging, "anthropic", workload.CLAUDE_MODEL)
         fill, written = _timed(

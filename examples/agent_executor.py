@@ -1,7 +1,7 @@
 """An agent executor that runs its tasks as one batch at half the online price.
 
 ``BatchExecutor.run`` fans a list of tasks out as one Claude batch keyed by task id, waits for it
-(``vertexbatch.wait``: backoff, never faster than a floor), maps every outcome back to its
+(``Client.wait``: backoff, never faster than a floor), maps every outcome back to its
 task, and
 resubmits the retryable and missing tasks under ``ID.r1``, ``ID.r2``, ... with
 ``Client.resubmit``, which reads them back from the staged input. Every id is derived from
@@ -79,8 +79,7 @@ class BatchExecutor:
         done: dict[str, TaskResult] = {}
         job = self.client.submit_claude(batch_id, self.model, [self._request(t) for t in tasks])
         for attempt in range(1, self.max_resubmits + 2):
-            vb.wait(
-                self.client,
+            self.client.wait(
                 job,
                 timeout=self.timeout,
                 floor=self.floor,

@@ -18,7 +18,7 @@ def requests(keys: list[int]) -> list[vb.ClaudeRequest]:
 def _answered(c: vb.Client, submission_id: str, keys: list[int]) -> dict[str, tuple[str, bool]]:
     """Submit with the cache, wait, read every result (which fills the cache)."""
     job = c.submit_claude(submission_id, CLAUDE, requests(keys), cache=True)
-    vb.wait(c, job, timeout=120, floor=0.05, ceiling=0.2)
+    c.wait(job, timeout=120, floor=0.05, ceiling=0.2)
     return {r.key: (r.text, r.cached) for r in c.results(job)}
 
 

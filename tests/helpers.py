@@ -353,9 +353,7 @@ def with_staging_sizes(client: vb.Client, **sizes: Any) -> vb.Client:
     its storage client is kept."""
     from dataclasses import replace
 
-    from vertexbatch._client_base import cloud_of
-
-    cloud = cloud_of(client)
+    cloud = client._cloud
     client._parts = replace(cloud, staging=cloud.staging.with_sizes(**sizes))  # type: ignore[attr-defined]
     return client
 
@@ -366,10 +364,10 @@ def results_filling(
     """``client.results(job)``'s pass (the same ``iter_results`` and ``CacheFill`` it builds)
     with the fill's options given: ``limit`` (a small buffer), ``clock``; ``staging``, the one
     the fill writes through (a gated client's, say), the client's by default."""
+
     from vertexbatch._cache.fill import CacheFill
-    from vertexbatch._client_base import cloud_of
     from vertexbatch._job.results import iter_results
 
-    cloud = cloud_of(client)
+    cloud = client._cloud
     filler = CacheFill(staging or cloud.staging, job, **fill)
     return iter_results(cloud.vertex, cloud.staging, job, cloud.telemetry, fill=filler)

@@ -4,6 +4,7 @@ Submission is idempotent by a caller-chosen id; results come back keyed by the c
 each as exactly one outcome. See ``Client``.
 """
 
+import typing as _typing
 from inspect import isfunction as _isfunction
 
 from ._aio import AsyncClient, AsyncRun
@@ -21,16 +22,18 @@ from ._errors import (
     SchemaError,
     TruncatedError,
     VertexBatchError,
-    WaitTimeout,
 )
+from ._functions import list_request_files, wait
 from ._observe.progress import Progress
 from ._plans.estimate import Plan
-from ._plans.prices import PRICES, PRICES_DATE, PRICES_SOURCE, Price
+from ._plans.prices import PRICES, Price
 from ._retry import RetryPolicy, is_retryable
-from ._runs.run import KeyResult, Run, RunSummary, Shard
+from ._runs.ledger import Shard
+from ._runs.run import KeyResult, Run
 from ._runs.start_task import table_share
+from ._runs.step import RunSummary
 from ._runs.tasks import Task
-from ._submission.request_files import RequestFile, RequestFiles, list_request_files
+from ._submission.request_files import RequestFile, RequestFiles
 from ._values import (
     ClaudeRequest,
     GeminiRequest,
@@ -43,7 +46,7 @@ from ._values import (
     ToolCall,
     Usage,
 )
-from ._waiting.wait import wait
+from ._waiting.schedule import WaitTimeout
 
 __all__ = [
     "AsyncClient",
@@ -62,8 +65,6 @@ __all__ = [
     "MissingError",
     "Outcome",
     "PRICES",
-    "PRICES_DATE",
-    "PRICES_SOURCE",
     "Plan",
     "Price",
     "Progress",
@@ -99,3 +100,24 @@ for _name in __all__:
     if isinstance(_value, type) or _isfunction(_value):
         _value.__module__ = __name__
 del _name, _value, _isfunction
+
+# Deprecated names, kept for one release: each warns, naming its replacement.
+_DEPRECATED = {"PRICES_DATE": "PRICES.date", "PRICES_SOURCE": "PRICES.source"}
+
+if not _typing.TYPE_CHECKING:  # type checkers see the names as gone: use the replacements
+
+    def __getattr__(name: str) -> object:
+        if name in _DEPRECATED:
+            import warnings
+
+            replacement = _DEPRECATED[name]
+            warnings.warn(
+                f"vertexbatch.{name} is deprecated: use vertexbatch.{replacement}",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return getattr(PRICES, replacement.partition(".")[2])
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+del _typing

@@ -19,27 +19,28 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar, Unpack
+from typing import Literal, NoReturn, TypeVar, Unpack
 
 from ._aio_threads import Pool, ResultStream
 from ._bigquery.source import ClaudeRequests, GeminiRequests
-from ._client_base import ASYNC_WITH, check_client, cloud_of, lifecycle_of
+from ._client import Client
+from ._functions import require_client
+from ._lifecycle import ASYNC_WITH
 from ._observe.progress import ProgressCallback
 from ._plans.estimate import Plan
 from ._runs.online import CONCURRENCY
-from ._runs.run import KeyResult, Run, RunSummary
+from ._runs.run import KeyResult, Run
+from ._runs.step import RunSummary
 from ._runs.tasks import Task
 from ._submission.options import PlanKeywords, RunKeywords, SubmitKeywords
 from ._values import Job, Result, Status
 from ._waiting.wait import poll_async
 
-if TYPE_CHECKING:
-    from ._client import Client
-
-__all__ = ["AsyncClient", "AsyncRun", "ResultStream"]
+__all__ = ["AsyncClient", "AsyncRun"]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -107,14 +108,33 @@ class AsyncClient:
 
     The view and its client are one: ``aclose()`` (or the end of ``async with``) closes the
     client, and ``client.close()`` closes the view.
+
+    ``AsyncClient(client)`` is deprecated (it warns with ``DeprecationWarning``, and goes in a
+    later release): use ``client.aio``, the client's own view.
     """
 
     def __init__(self, client: Client) -> None:
-        check_client(client, "use client.aio, or AsyncClient(client)")
+        require_client(client, "use client.aio")
+        warnings.warn(
+            "AsyncClient(client) is deprecated: use client.aio, the client's own async view",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        self._open(client)
+
+    @classmethod
+    def _view_of(cls, client: Client) -> AsyncClient:
+        """The async view of ``client``, without the warning: how ``Client.aio`` builds it (once
+        per client)."""
+        view = cls.__new__(cls)
+        view._open(client)
+        return view
+
+    def _open(self, client: Client) -> None:
         self._client = client
         self._pool = Pool()
         # Without waiting: a blocking close() may run on the event loop (aclose waits, off it).
-        lifecycle_of(client).own(functools.partial(self._pool.shutdown, wait=False))
+        client._life.own(functools.partial(self._pool.shutdown, wait=False))
 
     def __repr__(self) -> str:
         return f"{self._client!r}.aio"
@@ -129,7 +149,7 @@ class AsyncClient:
         self._client.close()
 
     async def __aenter__(self) -> AsyncClient:
-        lifecycle_of(self._client).check()
+        self._client._life.check()
         return self
 
     # ``with client.aio``: refused with the right form, nothing opened or closed.
@@ -252,7 +272,7 @@ class AsyncClient:
         """
         return await poll_async(
             self.status,
-            cloud_of(self._client).tracing,
+            self._client._cloud.tracing,
             job,
             deadline=deadline,
             timeout=timeout,

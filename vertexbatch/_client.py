@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
-from types import TracebackType
-from typing import TYPE_CHECKING, Self, Unpack
+from typing import TYPE_CHECKING, NoReturn, Self, Unpack
 
-from ._aio import AsyncClient
 from ._bigquery.source import ClaudeRequests, GeminiRequests
 from ._cache.fill import CacheFill
 from ._cache.submission import cached_status, is_cached_job
-from ._client_base import ClientBase, cloud_of
 from ._cloud import Cloud, build_cloud
-from ._config import DEFAULT_PREFIX, build_client
+from ._config import DEFAULT_PREFIX, client_keywords
 from ._errors import job_errors
 from ._job.find import find
 from ._job.results import iter_results
-from ._lifecycle import Lifecycle, endpoint_clients
+from ._lifecycle import ASYNC_WITH, Lifecycle, endpoint_clients
 from ._observe.progress import ProgressCallback, check_progress
 from ._observe.traces import Tracing, job_attributes, traced
 from ._operations import plan_with, resubmit_job, run_with, submit
@@ -39,14 +37,16 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
-__all__ = ["Client", "cloud_of"]
+    from ._aio import AsyncClient
+
+__all__ = ["Client"]
 
 
 def _tracing_of(client: Client) -> Tracing:
     return client._cloud.tracing
 
 
-class Client(ClientBase):
+class Client:
     """Vertex AI batch prediction for Claude and Gemini, keyed by caller-chosen ids.
 
     Args:
@@ -132,13 +132,15 @@ class Client(ClientBase):
         self._life.check()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    # ``async with Client(...)``: refused with the right form, not Python's bare protocol error.
+    async def __aenter__(self) -> NoReturn:
+        raise TypeError(ASYNC_WITH.format(what="vertexbatch.Client", how="an async"))
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None  # pragma: no cover - __aenter__ always raises
 
     @classmethod
     def from_env(
@@ -161,9 +163,9 @@ class Client(ClientBase):
             InvalidRequestError: a required variable is missing, named in the message; only one
                 endpoint is set; or an endpoint is not an ``http(s)://`` URL.
         """
-        return build_client(
-            cls, env, meter_provider=meter_provider, tracer_provider=tracer_provider, retry=retry
-        )
+        given, endpoints = client_keywords(os.environ if env is None else env, None, retry)
+        build = cls.for_endpoints if endpoints else cls
+        return build(**given, meter_provider=meter_provider, tracer_provider=tracer_provider)
 
     @classmethod
     def for_endpoints(
@@ -209,14 +211,14 @@ class Client(ClientBase):
     def aio(self) -> AsyncClient:
         """The async view of this client: the same methods, awaitable (``vertexbatch._aio``);
         ``await client.aio.aclose()`` closes the client, as ``close()`` does."""
+        from ._aio import AsyncClient  # the one import up (_aio wraps a Client)
+
         self._life.check()
-        return AsyncClient(self)
+        return AsyncClient._view_of(self)
 
     def __repr__(self) -> str:
-        return (
-            f"Client(project={self.project!r}, location={self.location!r}, "
-            f"bucket={self.bucket!r}, prefix={self.prefix!r})"
-        )
+        where = f"project={self.project!r}, location={self.location!r}, bucket={self.bucket!r}"
+        return f"Client({where}, prefix={self.prefix!r})"
 
     @traced("submit", _tracing_of)
     def submit_claude(
@@ -327,16 +329,14 @@ class Client(ClientBase):
         """Poll ``status`` until the job is terminal and return its final ``Status``.
 
         Pauses double from ``floor`` to ``ceiling``, jittered, and never outlast the deadline
-        (``vertexbatch.wait`` is this method; ``client.aio.wait`` pauses the same way with
-        ``asyncio.sleep``).
+        (``client.aio.wait`` pauses the same way with ``asyncio.sleep``).
 
         Args:
             deadline: give up at this moment (timezone-aware).
             timeout: give up after this many seconds (the earlier of the two wins).
             floor / ceiling: the shortest and longest pause between polls, in seconds.
             on_progress: called with every status polled.
-            sleep / now: injectable for tests (by default ``time.sleep`` and the current UTC
-                time).
+            sleep / now: injectable for tests (by default ``time.sleep``, the UTC time now).
 
         Raises:
             InvalidRequestError: ``job`` is not a ``Job``, the deadline is not a timezone-aware

@@ -14,9 +14,10 @@ environment variable or (the command only) a flag, which wins::
 With both endpoints, ``VERTEXBATCH_BIGQUERY_STORAGE_HOST`` (a plaintext gRPC ``host:port``, as
 ``LocalStack.environment`` writes it) is where a BigQuery sink's table is read.
 
-``build_client`` turns them into a client: on Google Cloud with application default
-credentials, or, when both endpoints are set, on those endpoints with anonymous credentials
-(``Client.for_endpoints``). When both endpoints are on this machine (the local stack), a refused
+``client_keywords`` turns them into the keywords a ``Client`` is built with (``Client.from_env``,
+the command, ``vertexbatch doctor``): of ``Client(...)``, on Google Cloud with application default
+credentials, or, when both endpoints are set, of ``Client.for_endpoints``, on those endpoints with
+anonymous credentials. When both endpoints are on this machine (the local stack), a refused
 connection is not retried: it fails at once, saying to start ``vertexbatch emulator``.
 ``LocalStack.environment`` writes the same variables, and ``LocalStack.client`` uses the same
 default prefix, so what one makes the others find.
@@ -24,19 +25,14 @@ default prefix, so what one makes the others find.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidRequestError
 from ._rules import is_loopback
 
 if TYPE_CHECKING:
-    from opentelemetry.metrics import MeterProvider
-    from opentelemetry.trace import TracerProvider
-
-    from ._client import Client
     from ._retry import RetryPolicy
 
 __all__ = [
@@ -54,8 +50,7 @@ __all__ = [
     "VERTEX_ENDPOINT",
     "Config",
     "Setting",
-    "build_client",
-    "is_loopback",
+    "client_keywords",
     "local_retry",
     "read_config",
 ]
@@ -88,8 +83,6 @@ REQUIRED = (PROJECT, LOCATION, BUCKET)
 ENDPOINTS = (VERTEX_ENDPOINT, STORAGE_ENDPOINT)
 ENV_REQUIRED = tuple(setting.variable for setting in REQUIRED)
 """The variables ``Client.from_env`` cannot do without."""
-
-_C = TypeVar("_C", bound="Client")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,50 +140,35 @@ def read_config(env: Mapping[str, str], flags: Mapping[str, str | None] | None =
     )
 
 
-def build_client(
-    cls: type[_C],
-    env: Mapping[str, str] | None = None,
-    *,
-    flags: Mapping[str, str | None] | None = None,
-    meter_provider: MeterProvider | None = None,
-    tracer_provider: TracerProvider | None = None,
-    retry: RetryPolicy | None = None,
-) -> _C:
-    """The ``cls`` client (a ``Client``) that the environment (default ``os.environ``) names.
-
-    ``flags`` are the command's values by setting name, each winning over its variable. With
-    both endpoints set the client talks to them with anonymous credentials; without, to Google
-    Cloud with application default credentials.
+def client_keywords(
+    env: Mapping[str, str],
+    flags: Mapping[str, str | None] | None,
+    retry: RetryPolicy | None,
+) -> tuple[dict[str, Any], bool]:
+    """The keywords of the client the environment and the command's ``flags`` name (by setting
+    name, each winning over its variable), and whether they are ``Client.for_endpoints``'s (both
+    endpoints set: anonymous credentials, a refused connection final when both are on this
+    machine) or ``Client(...)``'s (Google Cloud, application default credentials).
 
     Raises:
         InvalidRequestError: the configuration is incomplete or wrong (see ``read_config``).
     """
-    env = os.environ if env is None else env
     config = read_config(env, flags)
-    if config.vertex_endpoint and config.storage_endpoint:
-        if is_loopback(config.vertex_endpoint) and is_loopback(config.storage_endpoint):
-            retry = local_retry(retry)
-        return cls.for_endpoints(
-            vertex_endpoint=config.vertex_endpoint,
-            storage_endpoint=config.storage_endpoint,
-            project=config.project,
-            location=config.location,
-            bucket=config.bucket,
-            prefix=config.prefix,
-            meter_provider=meter_provider,
-            tracer_provider=tracer_provider,
-            retry=retry,
-            bigquery_storage_endpoint=env.get(BIGQUERY_STORAGE_HOST) or None,
-        )
-    return cls(
-        config.project,
-        config.location,
-        config.bucket,
-        prefix=config.prefix,
-        meter_provider=meter_provider,
-        tracer_provider=tracer_provider,
-        retry=retry,
-    )
+    given: dict[str, Any] = {
+        "project": config.project,
+        "location": config.location,
+        "bucket": config.bucket,
+        "prefix": config.prefix,
+        "retry": retry,
+    }
+    if not (config.vertex_endpoint and config.storage_endpoint):
+        return given, False
+    if is_loopback(config.vertex_endpoint) and is_loopback(config.storage_endpoint):
+        given["retry"] = local_retry(retry)
+    given["vertex_endpoint"] = config.vertex_endpoint
+    given["storage_endpoint"] = config.storage_endpoint
+    given["bigquery_storage_endpoint"] = env.get(BIGQUERY_STORAGE_HOST) or None
+    return given, True
 
 
 def local_retry(retry: RetryPolicy | None) -> RetryPolicy:

@@ -11,6 +11,8 @@
     ├── JobError                     the job itself cannot be read (unknown job, a staged object
     │                                gone or damaged, unreadable output)
     ├── WaitTimeout                  ``wait`` reached its deadline first; carries the last Status
+    │                                (defined beside the wait, in ``_waiting.schedule``: a Status
+    │                                is a value, and values are built on this tree)
     └── ResultError                  the outcome of one key, found on ``Result.error`` (never raised
         │                            by ``results``; raise it yourself if you want)
         ├── RefusedError             the model refused (Claude ``refusal``, Gemini block or a
@@ -44,12 +46,9 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from google.api_core import exceptions as api_exceptions
-
-if TYPE_CHECKING:
-    from ._values import Status
 
 __all__ = [
     "BucketNotFoundError",
@@ -63,11 +62,11 @@ __all__ = [
     "SchemaError",
     "TruncatedError",
     "VertexBatchError",
-    "WaitTimeout",
     "bucket_errors",
     "create_bucket_fix",
     "damaged_record",
     "job_errors",
+    "rebuild",
     "shorten",
 ]
 
@@ -99,7 +98,7 @@ class InvalidRequestError(VertexBatchError):
         self.field = field
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), self.args, {"field": self.field}))
+        return (rebuild, (type(self), self.args, {"field": self.field}))
 
 
 def create_bucket_fix(bucket: str) -> str:
@@ -165,22 +164,7 @@ class JobError(VertexBatchError):
         self.job = job
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), self.args, {"job": self.job}))
-
-
-class WaitTimeout(VertexBatchError):
-    """``wait`` reached its deadline (or the job's longest possible life) first.
-
-    Attributes:
-        status: the last status seen.
-    """
-
-    def __init__(self, message: str, *, status: Status) -> None:
-        super().__init__(message)
-        self.status = status
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), self.args, {"status": self.status}))
+        return (rebuild, (type(self), self.args, {"job": self.job}))
 
 
 class ResultError(VertexBatchError):
@@ -198,7 +182,7 @@ class ResultError(VertexBatchError):
         return {"key": self.key}
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), self.args, self._state()))
+        return (rebuild, (type(self), self.args, self._state()))
 
 
 class RefusedError(ResultError):
@@ -319,7 +303,7 @@ class SchemaError(LineError):
         return {**super()._state(), "place": self.place, "rule": self.rule}
 
 
-def _rebuild(cls: type[Exception], args: tuple[Any, ...], state: dict[str, Any]) -> Exception:
+def rebuild(cls: type[Exception], args: tuple[Any, ...], state: dict[str, Any]) -> Exception:
     """Rebuild a pickled error through its own constructor (keyword-only fields)."""
     return cls(*args, **state)
 

@@ -18,9 +18,16 @@ from ._bigquery.read import endpoint_read_client
 if TYPE_CHECKING:
     from google.cloud import aiplatform_v1, bigquery_storage_v1, storage
 
-__all__ = ["endpoint_clients", "Lifecycle", "closed_error"]
+__all__ = ["ASYNC_WITH", "Lifecycle", "closed_error", "endpoint_clients"]
 
 T = TypeVar("T")
+
+# The one message of a blocking client in ``async with`` and of its async view in ``with``:
+# as in google-genai, the client is blocking and ``client.aio`` is its async view.
+ASYNC_WITH = (
+    "{what} is not {how} context manager: use 'async with client.aio as aio:' in async code "
+    "(it closes the client at its end), or 'with client:' in blocking code"
+)
 
 
 def closed_error() -> RuntimeError:

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Mapping, Sized
 from dataclasses import replace
 from typing import Any
 
-from ._bigquery.share import Share, run_snapshot
-from ._bigquery.source import BigQuerySource, ClaudeRequests, GeminiRequests
+from ._bigquery.share import run_snapshot
+from ._bigquery.source import BigQuerySource, ClaudeRequests, GeminiRequests, Share
 from ._cache.files import file_versions, stored_versions
 from ._cache.store import AnswerCache, check_ttl
 from ._cache.submission import answer_from_cache, claimed_digests, is_cached_job

@@ -23,7 +23,7 @@ import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from ._errors import InvalidRequestError
 from ._requests.field_check import check_claude_fields, check_gemini_fields, checked_builder
@@ -32,10 +32,14 @@ from ._requests.lines import StagedLine, claude_line, gemini_line
 from ._rows.classify import classify_claude_message, classify_gemini_response
 from ._rules import publisher_path
 from ._values import ClaudeRequest, GeminiRequest, Provider, Result
-from ._vertex.online import Caller, claude_caller, claude_counter, gemini_caller, gemini_counter
-
-if TYPE_CHECKING:
-    from ._cloud import Cloud
+from ._vertex.online import (
+    Caller,
+    OnlineClients,
+    claude_caller,
+    claude_counter,
+    gemini_caller,
+    gemini_counter,
+)
 
 __all__ = [
     "COMMANDS",
@@ -81,8 +85,9 @@ class ProviderRow:
     ceiling: Callable[[Mapping[str, Any]], int]  # a staged body's output ceiling
     ceiling_said: str  # how a plan says it assumed the ceiling
     global_batch: bool  # whether its batch jobs run in the location "global"
-    online: Callable[[Cloud, str, int], Caller]  # (cloud, model, concurrency) -> the caller
-    counter: Callable[[Cloud, str], Callable[[Mapping[str, Any]], int]]  # count-tokens call
+    # (the client's online clients, model, concurrency) -> the caller
+    online: Callable[[OnlineClients, str, int], Caller]
+    counter: Callable[[OnlineClients, str], Callable[[Mapping[str, Any]], int]]  # count-tokens
 
     @property
     def title(self) -> str:

@@ -28,6 +28,6 @@ with vb.Client.from_env() as client:
         print(f"{submission_id}: {plan.requests} requests, {plan.distinct} distinct, "
               f"{plan.cached} cached, {plan.to_send} to send, {plan.jobs} job(s)")  # fmt: skip
         job = client.submit_claude(submission_id, MODEL, batch, dedupe=True, cache=True)
-        vb.wait(client, job, floor=1)
+        client.wait(job, floor=1)
         for r in client.results(job):  # read to the end: the ok answers fill the cache
             print(r.key, r.outcome, "cached" if r.cached else "shared" if r.shared else "paid")

@@ -19,7 +19,7 @@ with vb.Client.from_env() as client:  # closed at the end of the block
     job = client.submit_claude("review-0a1b2c", "claude-sonnet-4-5", requests)
     # Poll with backoff until the job is terminal. A short floor for the local stack, which
     # answers in seconds; a Vertex job takes minutes to hours, and the pauses grow to 5 minutes.
-    status = vb.wait(client, job, floor=1)
+    status = client.wait(job, floor=1)
     print(job.id, status.state)
     for r in client.results(job):  # streamed; keys with no output line come last, as missing
         if r.ok:

@@ -17,7 +17,7 @@ with vb.Client.from_env(meter_provider=provider) as client:
         "messages": [{"role": "user", "content": "Summarise the incident."}],
     }
     job = client.submit_claude("telemetry-1", "claude-sonnet-4-5", [vb.ClaudeRequest("a", params)])
-    vb.wait(client, job, floor=1)
+    client.wait(job, floor=1)
     for result in client.results(job):  # each result yielded is recorded
         print(result.key, result.outcome, result.usage)
 

@@ -73,7 +73,7 @@ def test_submit_find_adopt_status_results(target: Target) -> None:
     for job, requests in ((claude, claude_requests()), (gemini, gemini_requests())):
         first = client.status(job)
         assert first.state.startswith("JOB_STATE_")
-        final = vb.wait(client, job, floor=target.floor, ceiling=60.0, timeout=target.timeout)
+        final = client.wait(job, floor=target.floor, ceiling=60.0, timeout=target.timeout)
         assert final.terminal and final.state in ENDED, final
         assert final.succeeded + max(final.failed, 0) == len(requests)
         check_results(client, job, [r.key for r in requests])
@@ -89,7 +89,7 @@ def test_cancel(target: Target) -> None:
         target.stack.faults.hold(cancelled, state="PENDING")
     job = client.submit_claude(cancelled, target.claude_model, claude_requests())
     client.cancel(job)
-    final = vb.wait(client, job, floor=target.floor, ceiling=60.0, timeout=target.timeout)
+    final = client.wait(job, floor=target.floor, ceiling=60.0, timeout=target.timeout)
     assert final.terminal
     if target.stack is not None:
         assert final.state == "JOB_STATE_CANCELLED" and final.error_code == 1

@@ -188,13 +188,13 @@ def test_the_holder_renews_its_claim_and_stops_when_it_is_taken_over(
     client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     """The lease mechanism itself (with a 3 s claim): renewed while held, lost when overwritten."""
-    from vertexbatch._runs.online import _claim
+    from vertexbatch._runs.claim import take_claim
 
     staging = client._cloud.staging
     folder = staging.folder("leased")
-    lease = _claim(staging, folder, 3.0)
+    lease = take_claim(staging, folder, 3.0)
     assert lease is not None
-    assert _claim(staging, folder, 3.0) is None  # held and unexpired: another caller backs off
+    assert take_claim(staging, folder, 3.0) is None  # held and unexpired: another caller backs off
     gcs = stack.storage_client().bucket(bucket)
 
     def read() -> Any:
@@ -272,12 +272,12 @@ def test_run_advance_refuses_an_unknown_fallback(client: vb.Client, stack: Local
 def test_wait_refuses_a_deadline_without_timezone(
     client: vb.Client, stack: LocalStack, deadline: Any
 ) -> None:
-    """vb.wait with a naive or non-datetime deadline is InvalidRequestError, before polling."""
+    """Client.wait with a naive or non-datetime deadline is InvalidRequestError, before polling."""
     stack.faults.hold(display_name="waited", state="PENDING")
     job = client.submit_claude("waited", CLAUDE, [task(0)])
     stack.reset_calls()
     with pytest.raises(vb.InvalidRequestError, match="timezone") as info:
-        vb.wait(client, job, deadline=deadline, timeout=5, floor=0.01, ceiling=0.01)
+        client.wait(job, deadline=deadline, timeout=5, floor=0.01, ceiling=0.01)
     assert info.value.field == "deadline"
     assert stack.calls()["get"] == 0
 
@@ -290,7 +290,7 @@ def test_wait_takes_an_aware_deadline_in_any_timezone(client: vb.Client, stack: 
     job = client.submit_claude("waited-tz", CLAUDE, [task(0)])
     east = timezone(timedelta(hours=5))
     with pytest.raises(vb.WaitTimeout):
-        vb.wait(client, job, deadline=datetime.now(east), floor=0.01, ceiling=0.01)
+        client.wait(job, deadline=datetime.now(east), floor=0.01, ceiling=0.01)
 
 
 def test_run_advancer_answers_400_to_a_bad_deadline(stack: LocalStack, stack_env: str) -> None:

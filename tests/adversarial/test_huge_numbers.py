@@ -17,7 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 import vertexbatch as vb
-from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
 
 CLAUDE = "claude-sonnet-4-5@20250929"  # a priced model: the plan computes a cost

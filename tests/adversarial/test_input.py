@@ -24,7 +24,8 @@ from google.genai import types
 
 import vertexbatch as vb
 from tests.helpers import CLAUDE, GEMINI, claude_requests, gemini_requests, write_jsonl
-from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
 
 # Request content, as a value and as a mapping key: it must never leave the request.

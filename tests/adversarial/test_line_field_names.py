@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 import vertexbatch as vb
 from tests.helpers import CLAUDE
-from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
 
 SECRET = "wombat-secret-4417"

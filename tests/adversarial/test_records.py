@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 import vertexbatch as vb
 from tests.helpers import CLAUDE, GEMINI, claude_requests, gemini_requests, jobs_in, task
-from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
 
 

@@ -43,7 +43,7 @@ def test_a_deleted_record_is_rebuilt_on_the_live_job_not_an_earlier_cancelled_tw
     assert again.name == later.name
     assert _states(stack, bucket, "recover")[later.name] == "JOB_STATE_RUNNING"
     stack.faults.release("recover")
-    assert vb.wait(client, again, floor=0.05).state == "JOB_STATE_SUCCEEDED"
+    assert client.wait(again, floor=0.05).state == "JOB_STATE_SUCCEEDED"
     assert [r.outcome for r in client.results(again)] == ["ok", "ok"]
 
 

@@ -20,7 +20,8 @@ from click.testing import CliRunner
 import vertexbatch as vb
 from tests.helpers import CLAUDE, GEMINI, claude_requests, gemini_requests
 from tests.lab import Lab
-from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
 
 BAD_NAMES = ["a@b", "naïve", "x" * 65, "a/b", "a:b", "(1-5)"]

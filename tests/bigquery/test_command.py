@@ -15,7 +15,8 @@ from click.testing import CliRunner, Result
 from google.cloud import bigquery
 
 from tests.helpers import CLAUDE, jobs_in, one_error_line, request_line, write_lines
-from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
 
 

@@ -27,7 +27,8 @@ from vertexbatch._checks.doctor_bigquery import (
     dataset_location_fit,
 )
 from vertexbatch._checks.doctor_run import lookups
-from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch._config import Config
 from vertexbatch.emulator import LocalStack
 

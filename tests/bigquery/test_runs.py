@@ -23,7 +23,8 @@ from click.testing import CliRunner, Result
 
 import vertexbatch as vb
 from tests.helpers import CLAUDE, GEMINI, jobs_in, one_error_line, request_line, task, write_lines
-from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
 
 # Every outcome a run gives a key: two answers, a refusal, a truncation, a permanent line error,

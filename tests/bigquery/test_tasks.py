@@ -41,7 +41,8 @@ from tests.bigquery.test_runs import advance_until_done, output_tables, tables
 from tests.bigquery.test_source import body, make_table
 from tests.gcs_gate import Spoil, body_gate
 from tests.helpers import CLAUDE, jobs_in, task
-from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch._lifecycle import endpoint_clients
 from vertexbatch.emulator import LocalStack
 

@@ -11,7 +11,6 @@ import pytest
 import vertexbatch as vb
 from tests.helpers import CLAUDE, object_names
 from vertexbatch._cache.store import AnswerCache
-from vertexbatch._client import cloud_of
 from vertexbatch.emulator import LocalStack
 
 NOW = 2_000_000_000
@@ -23,7 +22,7 @@ def _digest(i: int) -> str:
 
 
 def _cache(client: vb.Client, at: float) -> AnswerCache:
-    return AnswerCache(cloud_of(client).staging, "anthropic", CLAUDE, clock=lambda: at)
+    return AnswerCache(client._cloud.staging, "anthropic", CLAUDE, clock=lambda: at)
 
 
 def _merged(stack: LocalStack, bucket: str) -> list[str]:

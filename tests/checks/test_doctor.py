@@ -18,7 +18,8 @@ from vertexbatch._checks.doctor import (
     check_location,
     check_model,
 )
-from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch._config import Config
 from vertexbatch.emulator import LocalStack
 

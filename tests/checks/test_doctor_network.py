@@ -11,7 +11,8 @@ from tests.helpers import free_ports
 from vertexbatch._checks.doctor import NETWORK_FIX, check_model
 from vertexbatch._checks.doctor_access import check_job_create
 from vertexbatch._checks.doctor_run import lookups
-from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch._config import Config
 from vertexbatch.emulator import LocalStack
 

@@ -24,7 +24,8 @@ from vertexbatch._checks.probe_shape import (
     status_format,
     status_shape,
 )
-from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import JobOptions, LocalStack, Timing
 
 DIFFERENT = JobOptions(
@@ -387,7 +388,7 @@ def test_the_emulator_command_serves_a_report(tmp_path: Path) -> None:
         )
         client = vb.Client.from_env(env, retry=vb.RetryPolicy.no_wait())
         job = client.submit_claude("served", "claude-opus-5-5@default", [CLAIM])
-        assert vb.wait(client, job, floor=0.01).state == "JOB_STATE_SUCCEEDED"
+        assert client.wait(job, floor=0.01).state == "JOB_STATE_SUCCEEDED"
         [result] = client.results(job)  # matched by the canonical digest: no custom_id echoed
         assert result.key == "k" and result.error is None
         gcs = storage.Client(

@@ -96,7 +96,7 @@ async def test_bad_input_raises_before_any_call(client: vb.Client) -> None:
     with pytest.raises(vb.InvalidRequestError, match="expected a vertexbatch Job"):
         await client.aio.wait("not a job")  # type: ignore[arg-type]
     with pytest.raises(vb.InvalidRequestError, match="expected a vertexbatch Job"):
-        vb.wait(client, "not a job")  # type: ignore[arg-type]
+        client.wait("not a job")  # type: ignore[arg-type]
     job = await client.aio.submit_claude("deadline", CLAUDE, claude_requests(1))
     with pytest.raises(vb.InvalidRequestError, match="timezone"):
         await client.aio.wait(job, deadline=datetime(2030, 1, 1))
@@ -412,7 +412,7 @@ async def test_async_calls_give_the_same_spans(stack: LocalStack, bucket: str) -
     exporter.clear()
     job = client.submit_claude("spans-s", CLAUDE, claude_requests(2))
     stack.wait_job(job.name)
-    vb.wait(client, job, floor=0.01, ceiling=0.05)
+    client.wait(job, floor=0.01, ceiling=0.05)
     assert len(list(client.results(job))) == 2
     assert async_tree == tree(exporter.get_finished_spans())
     assert [name for name, _ in async_tree] == [

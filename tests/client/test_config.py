@@ -7,8 +7,9 @@ import pytest
 import requests
 
 import vertexbatch as vb
-from vertexbatch._config import DEFAULT_PREFIX, Config, is_loopback, local_retry, read_config
+from vertexbatch._config import DEFAULT_PREFIX, Config, local_retry, read_config
 from vertexbatch._retry import LOCAL_STACK_HINT, is_connection_refused
+from vertexbatch._rules import is_loopback
 
 BASE = {
     "GOOGLE_CLOUD_PROJECT": "p",

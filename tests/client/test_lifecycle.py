@@ -80,7 +80,7 @@ def test_a_closed_client_refuses_every_call(stack: LocalStack, bucket: str) -> N
         "run": lambda: client.run_claude("run", CLAUDE, claude_requests(1)),
         "open_run": lambda: client.open_run("run"),
         "aio": lambda: client.aio,
-        "wait": lambda: vb.wait(client, job),
+        "wait": lambda: client.wait(job),
     }
     for name, call in calls.items():
         with pytest.raises(RuntimeError, match=r"vertexbatch\.Client is closed"):

@@ -26,8 +26,8 @@ from tests.helpers import (
     write_lines,
 )
 from vertexbatch._command import cli as _cli
-from vertexbatch._command.cli import ExitCode, main
-from vertexbatch._command.cli_render import Progress, describe_error, result_record
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode, Progress, describe_error, result_record
 from vertexbatch._config import SETTINGS
 from vertexbatch._errors import shorten
 from vertexbatch._retry import LOCAL_STACK_HINT

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from tests.helpers import CLAUDE, jobs_in, one_error_line, request_line, write_lines
-from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
 
 ACCOUNT = "runner@local-project.iam.gserviceaccount.com"

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from tests.helpers import request_line, write_lines
-from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
 
 MODEL = "claude-opus-5-5@default"  # fictional on purpose: a model the shipped table does not price

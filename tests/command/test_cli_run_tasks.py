@@ -11,7 +11,8 @@ from click.testing import CliRunner, Result
 
 import vertexbatch as vb
 from tests.helpers import CLAUDE, jobs_in, request_line, write_lines
-from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
 
 

@@ -14,7 +14,8 @@ from click.testing import CliRunner, Result
 import vertexbatch as vb
 from tests.helpers import CLAUDE, GEMINI, jobs_in, one_error_line, request_line, write_lines
 from vertexbatch._command import demo as _demo
-from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
 
 SECRET = "quokka-secret-prompt-words"  # request content that must never reach an error line

@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from tests.docs.test_examples_install import blocked_modules
-from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch._command.demo_bigquery import BQ_ID, BQ_KEYS
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vertexbatch._command.cli import ExitCode
+from vertexbatch._command.cli_render import ExitCode
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

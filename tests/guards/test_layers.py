@@ -2,9 +2,14 @@
 
 Every ``import`` of a vertexbatch module is read from the source with ``ast`` (those inside
 functions too), as ``__all__`` is pinned in tests/guards/test_exported_members.py. Imports under
-``if TYPE_CHECKING:`` are left out: they exist for annotations only and are never run, so they are
-no edge at run time. An edge to a higher layer fails, and so does a cycle among the modules of one
-layer; the failure names the edge and its file:line.
+``if TYPE_CHECKING:`` count too (the failure says "type-only"): never run, they still tie the
+modules' meaning together, and a circle of them is a circle of concepts. An edge to a higher
+layer fails, and so does a cycle among the nodes of one layer or the modules of one package; the
+failure names the edge and its file:line.
+
+One edge may point up, by design: ``Client.aio`` builds the async view, and ``_aio``, above
+``_client``, wraps a client. It is imported inside the property (a lazy import, run when first
+needed) and for its annotation, never at module level (``LAZY_UP``).
 
 The local stack (``vertexbatch/emulator/``) is its own model of the service (a client bug must
 not hide behind the same bug in the service), and uses the client in two places only:
@@ -42,7 +47,6 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_lifecycle",
             "_vertex",
             "_cloud",
-            "_client_base",
             "_aio_threads",
             "_config",
         },
@@ -53,15 +57,20 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("one job: submit, find, read; waiting", {"_job", "_waiting"}),
     ("plans and prices", {"_plans"}),
     ("runs over many jobs", {"_runs"}),
-    ("the public Client and its async view", {"_submission", "_operations", "_client", "_aio"}),
+    ("the public Client", {"_submission", "_operations", "_client"}),
+    ("its async view, and the functions that take a client", {"_aio", "_functions"}),
     ("checks of a project", {"_checks"}),
     ("the public names", {"__init__"}),
     ("the local stack", {EMULATOR}),
     ("the command and the demo", {"_command", "__main__"}),
 ]
 
-# (importer, imported) -> why the edge may point up. Keep it empty: fix the code instead.
-EXCEPTIONS: dict[tuple[str, str], str] = {}
+# (importer, imported) -> why a lazy import (inside a function), and the type-only import of its
+# annotation, may point up. Nothing else may: a module-level import up fails all the same, and so
+# does any edge up between other nodes. Keep it to this one.
+LAZY_UP: dict[tuple[str, str], str] = {
+    ("_client", "_aio"): "Client.aio builds its async view when first read; _aio wraps a Client",
+}
 
 # What of the client the local stack may import, and where it may use it.
 STACK_MODULE = "_stack.py"
@@ -96,40 +105,47 @@ class Edge:
     target: str
     path: Path
     line: int
+    kind: str = ""  # "" at module level, "lazy" inside a function, "type-only" for annotations
 
     def __str__(self) -> str:
         where = self.path.relative_to(PACKAGE.parent)
-        return f"{self.source} -> {self.target} ({where}:{self.line})"
+        kind = f", {self.kind}" if self.kind else ""
+        return f"{self.source} -> {self.target} ({where}:{self.line}{kind})"
 
 
-def _type_checking_only(tree: ast.Module) -> set[int]:
-    """The ids of the nodes under ``if TYPE_CHECKING:`` (annotations only, never run)."""
-    skipped: set[int] = set()
+def _kinds(tree: ast.Module) -> dict[int, str]:
+    """The kind of each node not at module level, by id: ``"type-only"`` under ``if
+    TYPE_CHECKING:`` (annotations only, never run), ``"lazy"`` inside a function."""
+    kinds: dict[int, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for statement in node.body:
+                kinds.update((id(inner), "lazy") for inner in ast.walk(statement))
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and ast.unparse(node.test) in (
             "TYPE_CHECKING",
             "typing.TYPE_CHECKING",
         ):
             for statement in node.body:
-                skipped.update(id(inner) for inner in ast.walk(statement))
-    return skipped
+                kinds.update((id(inner), "type-only") for inner in ast.walk(statement))
+    return kinds
 
 
-def _imports(path: Path) -> Iterator[tuple[ast.Import | ast.ImportFrom, list[str]]]:
-    """Each run-time import in ``path`` with the absolute names of the modules it imports
-    (``from . import x`` and ``from pkg import x`` import ``pkg.x`` when that is a module)."""
+def _imports(path: Path) -> Iterator[tuple[ast.Import | ast.ImportFrom, list[str], str]]:
+    """Each import in ``path`` with the absolute names of the modules it imports (``from . import
+    x`` and ``from pkg import x`` import ``pkg.x`` when that is a module) and its kind (see
+    ``_kinds``; ``""`` at module level)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    skipped = _type_checking_only(tree)
+    kinds = _kinds(tree)
     package = path.relative_to(PACKAGE.parent).parent.parts
     for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
+        kind = kinds.get(id(node), "")
         if isinstance(node, ast.Import):
-            yield node, [alias.name for alias in node.names]
+            yield node, [alias.name for alias in node.names], kind
         elif isinstance(node, ast.ImportFrom):
             base = list(package[: len(package) - node.level + 1]) if node.level else []
             stem = ".".join(base + ([node.module] if node.module else []))
-            yield node, sorted({_module(stem, alias.name) for alias in node.names})
+            yield node, sorted({_module(stem, alias.name) for alias in node.names}), kind
 
 
 def _module(stem: str, name: str) -> str:
@@ -166,14 +182,15 @@ def _client_modules() -> Iterator[tuple[str, Path]]:
 
 
 def client_edges() -> list[Edge]:
-    """Every run-time import between the client's modules (the stack counts as one node)."""
+    """Every import between the client's modules, type-only ones too (the stack counts as one
+    node)."""
     edges = []
     for source, path in _client_modules():
-        for node, names in _imports(path):
+        for node, names, kind in _imports(path):
             for name in names:
                 target = _node_of(name)
                 if target is not None and target != source:
-                    edges.append(Edge(source, target, path, node.lineno))
+                    edges.append(Edge(source, target, path, node.lineno, kind))
     return edges
 
 
@@ -191,7 +208,7 @@ def layer_problems(edges: Iterable[Edge], layers: list[tuple[str, set[str]]]) ->
     inside: dict[str, list[Edge]] = {}
     for edge in edges:
         source, target = node_of(edge.source), node_of(edge.target)
-        if (source, target) in EXCEPTIONS:
+        if edge.kind in ("lazy", "type-only") and (source, target) in LAZY_UP:
             continue
         if source == target:
             inside.setdefault(edge.source, []).append(edge)
@@ -203,7 +220,9 @@ def layer_problems(edges: Iterable[Edge], layers: list[tuple[str, set[str]]]) ->
                 "code to the concept it belongs to, or hand a small value down"
             )
         elif down == up:
-            same.setdefault(source, []).append(Edge(source, target, edge.path, edge.line))
+            same.setdefault(source, []).append(
+                Edge(source, target, edge.path, edge.line, edge.kind)
+            )
     problems.extend(f"cycle in one layer: {', '.join(map(str, c))}" for c in _cycles(same))
     problems.extend(f"cycle in one package: {', '.join(map(str, c))}" for c in _cycles(inside))
     return problems
@@ -263,6 +282,42 @@ def test_the_check_names_an_upward_edge_and_a_cycle() -> None:
     problems = layer_problems(inner, layers)
     assert len(problems) == 1 and problems[0].startswith("cycle in one package: a.x -> a.y")
     assert layer_problems(inner[::2], layers) == []
+    # An import for annotations only counts as any other: up, or closing a circle.
+    typed = [Edge("a", "c", here, 9, "type-only"), Edge("c", "a", here, 10)]
+    problems = layer_problems(typed, layers)
+    assert problems == [
+        "a -> c (vertexbatch/_x.py:9, type-only) points up: from 'low' to 'high'; move the code "
+        "to the concept it belongs to, or hand a small value down"
+    ]
+    problems = layer_problems(typed, [("one", {"a", "c"})])
+    assert len(problems) == 1 and "a -> c (vertexbatch/_x.py:9, type-only)" in problems[0]
+    # Only the one edge of LAZY_UP may point up, and only lazily (or for its annotation).
+    (allowed,) = LAZY_UP
+    lazy_layers = [("low", {allowed[0]}), ("high", {allowed[1]})]
+    for kind in ("lazy", "type-only"):
+        assert layer_problems([Edge(*allowed, here, 11, kind)], lazy_layers) == []
+    assert len(layer_problems([Edge(*allowed, here, 12)], lazy_layers)) == 1
+    assert len(layer_problems([Edge("a", "c", here, 13, "lazy")], layers)) == 1
+
+
+def test_imports_are_read_with_their_kind() -> None:
+    """An import at module level, inside a function and under ``if TYPE_CHECKING:`` is each
+    read, with its kind."""
+    tree = ast.parse(
+        "from typing import TYPE_CHECKING\n"
+        "from ._values import Job\n"
+        "if TYPE_CHECKING:\n"
+        "    from ._rules import check_id\n"
+        "def f() -> None:\n"
+        "    from ._retry import RetryPolicy\n"
+    )
+    kinds = _kinds(tree)
+    found = {
+        node.module: kinds.get(id(node), "")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module != "typing"
+    }
+    assert found == {"_values": "", "_rules": "type-only", "_retry": "lazy"}
 
 
 def _stack_uses(tree: ast.Module, names: set[str]) -> Iterator[tuple[str, int, str]]:
@@ -286,7 +341,7 @@ def test_the_shared_field_table_imports_nothing_of_the_client() -> None:
     and the walk none at all."""
     allowed = {"_requests.sdk_fields": {"_requests.type_walk"}, "_requests.type_walk": set()}
     for module, may in allowed.items():
-        for node, names in _imports(PACKAGE.joinpath(*module.split(".")).with_suffix(".py")):
+        for node, names, _ in _imports(PACKAGE.joinpath(*module.split(".")).with_suffix(".py")):
             targets = {_node_of(name) for name in names} - {None}
             assert targets <= may, (
                 f"{module} imports {sorted(map(str, targets))} (line {node.lineno})"
@@ -299,7 +354,7 @@ def test_the_local_stack_shares_no_code_with_the_client() -> None:
     problems = []
     for path in sorted((PACKAGE / EMULATOR).rglob("*.py")):
         where = path.relative_to(PACKAGE.parent)
-        for node, names in _imports(path):
+        for node, names, _ in _imports(path):
             for name in names:
                 node_name = _node_of(name)
                 if node_name is None or node_name == EMULATOR:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import random
+import warnings
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -114,7 +115,7 @@ def test_wait_returns_terminal_status(client: vb.Client, stack: LocalStack) -> N
     """wait returns the final status, reporting progress on the way."""
     job = client.submit_claude("waited", MODEL, [claude_request("a", "x")])
     seen: list[vb.Status] = []
-    status = vb.wait(client, job, floor=0.01, ceiling=0.05, on_progress=seen.append)
+    status = client.wait(job, floor=0.01, ceiling=0.05, on_progress=seen.append)
     assert status.terminal and status.state == "JOB_STATE_SUCCEEDED"
     assert seen[-1] == status
 
@@ -141,9 +142,7 @@ def test_wait_on_a_job_that_never_finishes(client: vb.Client, stack: LocalStack)
     clock = FakeTime()
     stack.reset_calls()
     with pytest.raises(vb.WaitTimeout) as info:
-        vb.wait(
-            client, job, timeout=3600, floor=5.0, ceiling=120.0, sleep=clock.sleep, now=clock.now
-        )
+        client.wait(job, timeout=3600, floor=5.0, ceiling=120.0, sleep=clock.sleep, now=clock.now)
     assert info.value.status.state == "JOB_STATE_PENDING"
     assert sum(clock.slept) == pytest.approx(3600)
     polls = stack.calls()["get"]
@@ -153,14 +152,21 @@ def test_wait_on_a_job_that_never_finishes(client: vb.Client, stack: LocalStack)
 
 
 def test_client_wait_is_vertexbatch_wait(client: vb.Client, stack: LocalStack) -> None:
-    """Client.wait polls and pauses exactly as vertexbatch.wait does, to the same deadline."""
+    """Client.wait polls and pauses exactly as the deprecated vertexbatch.wait does (which
+    warns), to the same deadline."""
     stack.faults.hold(display_name="stuck-method", state="PENDING")
     job = client.submit_claude("stuck-method", MODEL, [claude_request("a", "x")])
     slept = []
-    for wait in (client.wait, functools.partial(vb.wait, client)):
+    for deprecated, wait in ((False, client.wait), (True, functools.partial(vb.wait, client))):
         clock = FakeTime()
-        with pytest.raises(vb.WaitTimeout) as info:
+        with pytest.raises(vb.WaitTimeout) as info, warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
             wait(job, timeout=900, floor=5.0, ceiling=120.0, sleep=clock.sleep, now=clock.now)
+        assert [str(w.message) for w in seen if w.category is DeprecationWarning] == (
+            ["vertexbatch.wait(client, job) is deprecated: use client.wait(job)"]
+            if deprecated
+            else []
+        )
         assert info.value.status.state == "JOB_STATE_PENDING"
         assert sum(clock.slept) == pytest.approx(900)
         slept.append(len(clock.slept))
@@ -174,7 +180,7 @@ def test_a_timeout_of_zero_gives_up_at_the_first_poll(client: vb.Client, stack: 
     job = client.submit_claude("zero", MODEL, [claude_request("a", "x")])
     clock = FakeTime()
     with pytest.raises(vb.WaitTimeout):
-        vb.wait(client, job, timeout=0, floor=5.0, sleep=clock.sleep, now=clock.now)
+        client.wait(job, timeout=0, floor=5.0, sleep=clock.sleep, now=clock.now)
     assert clock.slept == []
 
 
@@ -185,7 +191,7 @@ def test_a_timeout_that_is_no_number_of_seconds_is_refused(
     stack.faults.hold(display_name="bad-timeout", state="PENDING")
     job = client.submit_claude("bad-timeout", MODEL, [claude_request("a", "x")])
     with pytest.raises(vb.InvalidRequestError, match="timeout must be a number of seconds") as err:
-        vb.wait(client, job, timeout=timeout, floor=5.0)  # type: ignore[arg-type]
+        client.wait(job, timeout=timeout, floor=5.0)  # type: ignore[arg-type]
     assert err.value.field == "timeout"
 
 
@@ -198,14 +204,16 @@ def test_wait_is_bounded_by_the_job_lifetime(client: vb.Client, stack: LocalStac
     assert created is not None
     clock.moment = created
     with pytest.raises(vb.WaitTimeout):
-        vb.wait(client, job, floor=60.0, ceiling=3600.0, sleep=clock.sleep, now=clock.now)
+        client.wait(job, floor=60.0, ceiling=3600.0, sleep=clock.sleep, now=clock.now)
     assert clock.moment - created == timedelta(hours=96)
 
 
 def test_wait_refuses_a_job_given_as_the_client(client: vb.Client, stack: LocalStack) -> None:
     """``vb.wait(job, job)`` is InvalidRequestError naming the argument and the right call."""
     job = client.submit_claude("swapped", "claude-opus-5-5@default", [claude_request("k", "hi")])
-    with pytest.raises(vb.InvalidRequestError, match=r"not Job: call vertexbatch\.wait") as raised:
+    with pytest.raises(
+        vb.InvalidRequestError, match=r"not Job: call client\.wait\(job\)"
+    ) as raised:
         vb.wait(job, job, floor=0.01)  # type: ignore[arg-type]
     assert raised.value.field == "client"
     assert "client must be a vertexbatch.Client" in str(raised.value)

@@ -20,8 +20,8 @@ from tests.helpers import (
     object_names,
     with_staging_sizes,
 )
-from vertexbatch._client import cloud_of
-from vertexbatch._command.cli import ExitCode, main
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch._requests.lines import claude_line
 from vertexbatch._rules import DEFAULT_LIMITS, RECORD_MAX, Limits
 from vertexbatch._runs.ledger import (
@@ -176,7 +176,7 @@ def test_max_shards_is_the_edge(client: vb.Client, stack: LocalStack, bucket: st
     most = max_shards(RUN_ID, "anthropic", CLAUDE, 3, 1, DEFAULT_LIMITS)
     assert ledger_size(RUN_ID, "anthropic", CLAUDE, 3, most, 1) <= RECORD_MAX
     assert ledger_size(RUN_ID, "anthropic", CLAUDE, 3, most + 1, 1) > RECORD_MAX
-    staging = cloud_of(client).staging
+    staging = client._cloud.staging
     fits = Ledger(
         RUN_ID, "anthropic", CLAUDE, 3, tuple(Shard(f"{RUN_ID}.s{i}", 1) for i in range(most))
     )

@@ -114,7 +114,7 @@ def test_no_request_text_reaches_a_span(
     with pytest.raises(vb.InvalidRequestError):  # other rows under the same id
         traced.submit_claude("marker", CLAUDE, [claude_request("ok", f"{marker} changed")])
     assert traced.find("marker") == job
-    vb.wait(traced, job, floor=0.01, ceiling=0.05)
+    traced.wait(job, floor=0.01, ceiling=0.05)
     outcomes = {r.key: r.outcome for r in traced.results(job)}
     assert outcomes == {"ok": "ok", "refused": "refused", "retry": "retryable", "gone": "missing"}
     again = traced.resubmit(job)
@@ -127,7 +127,7 @@ def test_no_request_text_reaches_a_span(
     plan = traced.plan_claude("marker-plan", CLAUDE, requests, cache=True, count_tokens=True)
     assert plan.requests == 4
     cached = traced.submit_claude("marker-cached", CLAUDE, requests, dedupe=True, cache=True)
-    vb.wait(traced, cached, floor=0.01, ceiling=0.05)
+    traced.wait(cached, floor=0.01, ceiling=0.05)
     assert len(list(traced.results(cached))) == 4
 
     spans = exporter.get_finished_spans()

@@ -11,8 +11,9 @@ from click.testing import CliRunner
 import vertexbatch as vb
 from tests.helpers import CLAUDE, GEMINI, claude_request, jobs_in, request_line, write_lines
 from vertexbatch._command.cli import main
-from vertexbatch._plans.estimate import GEMINI_DEFAULT_OUTPUT, estimate_tokens, output_ceiling
+from vertexbatch._plans.estimate import estimate_tokens, output_ceiling
 from vertexbatch._plans.prices import price_of
+from vertexbatch._providers import GEMINI_DEFAULT_OUTPUT
 from vertexbatch.emulator import LocalStack
 
 
@@ -60,7 +61,7 @@ def test_price_table_matches_families_by_generation_and_takes_overrides() -> Non
     assert match("claude-opus-5-50", (mine,)) is None
     with pytest.raises(vb.InvalidRequestError, match="output must be the online list price"):
         vb.Price("x", 1.0, -2.0)
-    assert vb.PRICES_DATE and "http" in vb.PRICES_SOURCE and vb.PRICES
+    assert vb.PRICES.date and "http" in vb.PRICES.source and vb.PRICES
 
 
 def test_estimates_read_text_and_ceilings() -> None:

@@ -219,7 +219,7 @@ def test_gemini_and_aio_take_a_task(client: vb.Client, stack: LocalStack) -> Non
     gem = [vb.GeminiRequest(key=f"g{i}", contents=f"Say {i}") for i in range(4)]
 
     async def main() -> list[str]:
-        async with vb.AsyncClient(client) as aio:
+        async with client.aio as aio:
             for i in range(2):
                 await aio.run_gemini(
                     "gem", "gemini-2.5-flash", vb.Task(i, 2).slice(gem), task=vb.Task(i, 2)

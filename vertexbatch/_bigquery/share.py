@@ -31,9 +31,9 @@ from datetime import UTC, datetime
 
 from .._errors import InvalidRequestError, damaged_record
 from .._gcs.staging import Staging
-from .source import BigQuerySource
+from .source import BigQuerySource, Share
 
-__all__ = ["Share", "TableSnapshot", "read_snapshot", "run_snapshot", "share_restriction"]
+__all__ = ["TableSnapshot", "read_snapshot", "run_snapshot", "share_restriction"]
 
 _FORMAT = "vertexbatch-run-snapshot/1"
 
@@ -51,15 +51,6 @@ def share_restriction(key_column: str, index: int, count: int) -> str:
         f"IFNULL(MOD(MOD(FARM_FINGERPRINT({_quoted(key_column)}), {count}) + {count}, {count}), "
         f"0) = {index}"
     )
-
-
-@dataclass(frozen=True, slots=True)
-class Share:
-    """How one task reads a source table: its row restriction and the run's snapshot time
-    (``None``: now, a plan's read before any task has read)."""
-
-    restriction: str
-    at: datetime | None
 
 
 @dataclass(frozen=True, slots=True)

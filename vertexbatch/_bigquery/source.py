@@ -24,6 +24,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from google.api_core import exceptions as api_exceptions
@@ -38,9 +39,14 @@ from .read import _SLICE, missing_extra
 if TYPE_CHECKING:
     from google.cloud import bigquery_storage_v1
 
-    from .share import Share
-
-__all__ = ["BigQuerySource", "ClaudeRequests", "GeminiRequests", "SourceRows", "check_source_extra"]
+__all__ = [
+    "BigQuerySource",
+    "ClaudeRequests",
+    "GeminiRequests",
+    "Share",
+    "SourceRows",
+    "check_source_extra",
+]
 
 MISSING_EXTRA = "reading a BigQuery source needs pip install 'vertexbatch[bigquery]'"
 
@@ -67,6 +73,15 @@ def _column(value: object, name: str) -> str:
             field=name,
         )
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """How one task reads a source table: its row restriction and the run's snapshot time
+    (``None``: now, a plan's read before any task has read)."""
+
+    restriction: str
+    at: datetime | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .._config import Config, build_client, read_config
+from .._config import Config, client_keywords, read_config
 from .._providers import of_model
 from .doctor import (
     CLOUD_SCOPE,
@@ -161,7 +161,7 @@ def _run_checks(
     models: Sequence[str],
     retry: RetryPolicy | None,
 ) -> list[Check]:
-    from .._client import Client, cloud_of
+    from .._client import Client
     from .._retry import RetryPolicy
 
     if retry is None:
@@ -196,7 +196,8 @@ def _run_checks(
         checks += [Check(name, "skip", "needs credentials") for name in cloud_checks]
         checks.append(check_model(config, models))
         return checks
-    cloud = cloud_of(build_client(Client, env, flags=flags, retry=retry))
+    given, endpoints = client_keywords(env, flags, retry)
+    cloud = (Client.for_endpoints if endpoints else Client)(**given)._cloud
     found = lookups(config)
     vertex, listed = check_vertex(cloud)
     checks.append(vertex)

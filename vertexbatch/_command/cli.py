@@ -42,10 +42,9 @@ from typing import Any
 import click
 
 from .._client import Client
-from .._errors import WaitTimeout
 from .._providers import COMMANDS, by_command
 from .._values import Job, Result, Status
-from .._waiting.wait import wait
+from .._waiting.schedule import WaitTimeout
 from .cli_controls import control_options
 from .cli_doctor import doctor
 from .cli_local import demo, emulator
@@ -78,7 +77,7 @@ from .cli_requests import GivenRequests, check_provider, given_requests, request
 from .cli_runs import run_group
 
 # ExitCode is the command's contract with scripts: importable from the command's own module.
-__all__ = ["ExitCode", "main"]
+__all__ = ["main"]
 
 logger = logging.getLogger("vertexbatch")
 
@@ -331,8 +330,7 @@ def watch(submission_id: str, floor: float, ceiling: float, timeout: float | Non
     progress = Progress(sys.stderr, tty=sys.stderr.isatty())
     start = time.monotonic()
     try:
-        st = wait(
-            client,
+        st = client.wait(
             job,
             timeout=timeout,
             floor=floor,

@@ -1,14 +1,15 @@
 """The options every ``vertexbatch`` command shares: the configuration flags and ``-v``.
 
 The configuration flags are those of ``_config.SETTINGS``; their values wait in the click
-context until a command asks for its client (``cloud_client``), which ``_config.build_client``
-builds from them and the environment, a flag winning over its variable.
+context until a command asks for its client (``cloud_client``), built with the keywords
+``_config.client_keywords`` reads from them and the environment, a flag winning over its variable.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -25,7 +26,7 @@ from .._config import (
     STORAGE_ENDPOINT,
     VERTEX_ENDPOINT,
     Setting,
-    build_client,
+    client_keywords,
 )
 from .._errors import InvalidRequestError
 from .._rules import MAX_SECONDS, MIN_SECONDS
@@ -106,7 +107,8 @@ def cloud_client() -> Client:
     """
     ctx = click.get_current_context()
     try:
-        client = build_client(Client, flags=ctx.meta.get(_CONFIG_KEY, {}))
+        given, endpoints = client_keywords(os.environ, ctx.meta.get(_CONFIG_KEY, {}), None)
+        client = (Client.for_endpoints if endpoints else Client)(**given)
     except InvalidRequestError as exc:
         raise Fail(ExitCode.USAGE, str(exc)) from exc
     ctx.call_on_close(client.close)

@@ -43,7 +43,7 @@ _AS_FLAGS = (
         "pass --price MODEL=INPUT,OUTPUT (list dollars per million tokens)",
     ),
     ("dedupe=True", "--dedupe"),
-    ("vertexbatch.PRICES_SOURCE", "PRICES_SOURCE in vertexbatch/_plans/prices.py"),
+    ("vertexbatch.PRICES.source", "PRICES.source in vertexbatch/_plans/prices.py"),
     ("(vertexbatch.PRICES)", "(PRICES in vertexbatch/_plans/prices.py)"),
 )
 

@@ -23,7 +23,6 @@ from typing import IO, TYPE_CHECKING, Any, TextIO
 
 import click
 
-from .._client_base import cloud_of
 from .._errors import InvalidRequestError
 from .._observe.progress import Progress
 from .._staged.manifest import read_manifest
@@ -208,7 +207,7 @@ def key_counts(client: Client, job: Job) -> KeyCounts:
     """The ``KeyCounts`` of ``job``, from its manifest (one small read, once per command); a
     job whose manifest cannot be read counts one key per row, as Vertex does."""
     try:
-        manifest = read_manifest(cloud_of(client).staging, job.id)
+        manifest = read_manifest(client._cloud.staging, job.id)
     except InvalidRequestError:
         manifest = None
     if manifest is None or manifest.key_count != job.keys:

@@ -29,7 +29,8 @@ from .._errors import (
     shorten,
 )
 from .._retry import LOCAL_STACK_HINT, is_connection_refused, transport_errors
-from .._runs.run import KeyResult, RunSummary, summary_line
+from .._runs.run import KeyResult, summary_line
+from .._runs.step import RunSummary
 from .._values import Job, Outcome, Result, Status
 
 __all__ = [

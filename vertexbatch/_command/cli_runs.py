@@ -16,10 +16,11 @@ import click
 
 from .._client import Client
 from .._errors import InvalidRequestError
+from .._functions import list_request_files
 from .._providers import COMMANDS, by_command
-from .._runs.run import DEFAULT_SHARD_SIZE, Run, RunSummary
+from .._runs.run import DEFAULT_SHARD_SIZE, Run
+from .._runs.step import RunSummary
 from .._runs.tasks import COUNT_VARIABLE, INDEX_VARIABLE, Task
-from .._submission.request_files import list_request_files
 from .cli_controls import control_options
 from .cli_options import cloud_client, cloud_command
 from .cli_plan import PayOnce, echo_plan, pay_options, plan_of

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, TextIO
 from .._client import Client
 from .._errors import ExhaustedError, LineError, MissingError
 from .._providers import PROVIDERS
-from .._runs.run import Run, RunSummary
+from .._runs.run import Run
+from .._runs.step import RunSummary
 from .._values import Job, Result, Status, Usage
 from .cli_progress import key_counts
 from .cli_render import OUTCOMES, progress_bar

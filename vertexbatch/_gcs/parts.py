@@ -28,15 +28,14 @@ import hashlib
 import re
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .staging import Folder, Staging
+from typing import Any, Protocol
 
 __all__ = [
     "IN_FLIGHT",
     "PART_SIZE",
     "PartConflict",
+    "PartFolder",
+    "PartStore",
     "PartedUpload",
     "parse_part_md5s",
     "part_leaf",
@@ -79,6 +78,21 @@ class PartConflict(Exception):
         self.existing = existing
 
 
+class PartStore(Protocol):
+    """What a parted upload needs of ``staging.Staging``: create an object create-only (its
+    generation, 0 if it exists) and read an existing one's MD5."""
+
+    def create_bytes(self, name: str, data: bytearray, content_type: str, md5: str) -> int: ...
+
+    def md5(self, name: str) -> str | None: ...
+
+
+class PartFolder(Protocol):
+    """What a parted upload needs of ``staging.Folder``: the object name of a leaf in it."""
+
+    def name(self, leaf: str) -> str: ...
+
+
 class PartedUpload:
     """Writes whole lines as parts of ``stem`` in ``folder``; ``finish`` creates part 0 (last)
     and gives the parts' MD5s.
@@ -88,8 +102,8 @@ class PartedUpload:
 
     def __init__(
         self,
-        staging: Staging,
-        folder: Folder,
+        staging: PartStore,
+        folder: PartFolder,
         stem: str,
         content_type: str,
         *,

@@ -44,14 +44,14 @@ from .._staged.manifest import (
 from .._staged.read import job_manifest, read_key_map, read_staged_lines
 from .._staged.write import stage
 from .._values import Job, Provider
-from .._vertex.controls import NO_CONTROLS, Controls
-from .._vertex.jobs import NONCE_LABEL, JobSpec, Vertex, is_live, succeeded
+from .._vertex.controls import NO_CONTROLS, NONCE_LABEL, Controls
+from .._vertex.jobs import JobSpec, Vertex, is_live, succeeded
 from .find import choose, follow_record, matching
 
 if TYPE_CHECKING:
     from google.cloud.aiplatform_v1 import BatchPredictionJob as BatchJob
 
-__all__ = ["resubmit", "sink_of_resubmission", "stage", "stage_and_submit", "submit"]
+__all__ = ["resubmit", "sink_of_resubmission", "stage_and_submit", "submit"]
 
 logger = logging.getLogger("vertexbatch")
 

@@ -39,7 +39,7 @@ def token_counter(
     """A function from staged request bodies to their input tokens, as the provider counts."""
 
     def count(bodies: list[Mapping[str, Any]]) -> list[int]:
-        one = PROVIDERS[provider].counter(cloud, model)
+        one = PROVIDERS[provider].counter(cloud.online, model)
 
         def counted(body: Mapping[str, Any]) -> int:
             try:

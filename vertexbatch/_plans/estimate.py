@@ -14,15 +14,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .._providers import GEMINI_DEFAULT_OUTPUT, PROVIDERS
+from .._providers import PROVIDERS
 from .._requests.dedupe import exact_digest
 from .._requests.lines import StagedLine
 from .._rules import DEFAULT_LIMITS, Limits
 from .._staged.manifest import Tally
 from .._values import Provider
-from .prices import BATCH_DISCOUNT, PRICES_DATE, Price, price_of
+from .prices import BATCH_DISCOUNT, PRICES, Price, price_of
 
-__all__ = ["GEMINI_DEFAULT_OUTPUT", "Plan", "build_plan", "estimate_tokens", "output_ceiling"]
+__all__ = ["Plan", "build_plan", "estimate_tokens", "output_ceiling"]
 
 # Characters of request text per input token in the estimate: English text runs at about 4.
 CHARS_PER_TOKEN = 4
@@ -274,14 +274,14 @@ def _assumptions(
     ]
     if price is None:
         said.append(
-            f"no price known for model {model!r}: the shipped table (of {PRICES_DATE}) prices "
+            f"no price known for model {model!r}: the shipped table (of {PRICES.date}) prices "
             "only the model families it lists (vertexbatch.PRICES); pass prices= for a cost"
         )
     else:
         said.append(
             f"batch price = {BATCH_DISCOUNT:.0%} of ${price.input:g} input / ${price.output:g} "
             f"output per million tokens (list prices matching {price.match!r}; shipped table "
-            f"of {PRICES_DATE}, see vertexbatch.PRICES_SOURCE); regional and long-context "
+            f"of {PRICES.date}, see vertexbatch.PRICES.source); regional and long-context "
             "rates and prompt caching are not modelled"
         )
     if cache:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Self
 
 from .._errors import InvalidRequestError
 
@@ -18,9 +19,8 @@ __all__ = [
     "BATCH_DISCOUNT",
     "MAX_PRICE",
     "PRICES",
-    "PRICES_DATE",
-    "PRICES_SOURCE",
     "Price",
+    "PriceTable",
     "price_of",
 ]
 
@@ -30,20 +30,6 @@ BATCH_DISCOUNT = 0.5
 # The most a price may be, in dollars per million tokens: far past any model's (the dearest
 # lists tens of dollars), and small enough that a plan's costs stay finite numbers.
 MAX_PRICE = 1_000_000
-
-# The date of the newest source (the table was compiled from them on 2026-11-30). The sources
-# are secondary tabulations of the providers' list prices: check the pricing pages before relying
-# on a figure, and pass your own ``Price`` when they differ.
-PRICES_DATE = "2026-06"
-PRICES_SOURCE = (
-    "Claude: Anthropic list prices, as tabulated at "
-    "https://deploybase.ai/articles/claude-api-pricing "
-    "(as of 2026-03-21; Opus 4.5/4.6, Sonnet 4.x, Haiku 4.5); Gemini: Vertex AI list prices as "
-    "quoted at https://redresscompliance.com/google-cloud-vertex-ai-gemini-negotiation-download "
-    "(2026-06; Gemini 2.5 Pro, Flash Lite) and https://deploybase.ai/articles/"
-    "google-vertex-ai-pricing-complete-cost-breakdown (Gemini 2.5 Flash); batch at 50% per "
-    "https://cloud.google.com/vertex-ai/generative-ai/pricing; compiled 2026-11-30"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,16 +72,49 @@ class Price:
                 )
 
 
+class PriceTable(tuple[Price, ...]):
+    """The shipped price table: its ``Price`` rows (a tuple), with ``date``, the date of its
+    newest source, and ``source``, where its figures come from."""
+
+    date: str
+    source: str
+
+    def __new__(cls, rows: Iterable[Price], *, date: str, source: str) -> Self:
+        table = super().__new__(cls, rows)
+        table.date = date
+        table.source = source
+        return table
+
+
+# The date of the newest source (the table was compiled from them on 2026-11-30). The sources
+# are secondary tabulations of the providers' list prices: check the pricing pages before relying
+# on a figure, and pass your own ``Price`` when they differ.
+_DATE = "2026-06"
+_SOURCE = (
+    "Claude: Anthropic list prices, as tabulated at "
+    "https://deploybase.ai/articles/claude-api-pricing "
+    "(as of 2026-03-21; Opus 4.5/4.6, Sonnet 4.x, Haiku 4.5); Gemini: Vertex AI list prices as "
+    "quoted at https://redresscompliance.com/google-cloud-vertex-ai-gemini-negotiation-download "
+    "(2026-06; Gemini 2.5 Pro, Flash Lite) and https://deploybase.ai/articles/"
+    "google-vertex-ai-pricing-complete-cost-breakdown (Gemini 2.5 Flash); batch at 50% per "
+    "https://cloud.google.com/vertex-ai/generative-ai/pricing; compiled 2026-11-30"
+)
+
+
 # Only the generations the sources price: another generation (Opus 4.1, Gemini 2.0 Flash, a
 # model newer than the table) has no price here rather than a neighbour's, and a plan says so.
-PRICES: tuple[Price, ...] = (
-    Price("claude-opus-4-5", 5.00, 25.00),
-    Price("claude-opus-4-6", 5.00, 25.00),
-    Price("claude-sonnet-4", 3.00, 15.00),
-    Price("claude-haiku-4-5", 1.00, 5.00),
-    Price("gemini-2.5-flash-lite", 0.10, 0.40),
-    Price("gemini-2.5-flash", 0.30, 2.50),
-    Price("gemini-2.5-pro", 1.25, 10.00),
+PRICES = PriceTable(
+    (
+        Price("claude-opus-4-5", 5.00, 25.00),
+        Price("claude-opus-4-6", 5.00, 25.00),
+        Price("claude-sonnet-4", 3.00, 15.00),
+        Price("claude-haiku-4-5", 1.00, 5.00),
+        Price("gemini-2.5-flash-lite", 0.10, 0.40),
+        Price("gemini-2.5-flash", 0.30, 2.50),
+        Price("gemini-2.5-pro", 1.25, 10.00),
+    ),
+    date=_DATE,
+    source=_SOURCE,
 )
 
 

@@ -28,7 +28,8 @@ from .._errors import InvalidRequestError
 from .._values import ClaudeRequest, GeminiRequest
 from .importer_rules import documented_names
 from .lines import StagedLine
-from .sdk_fields import Unknown, claude_unknown, gemini_unknown
+from .sdk_fields import claude_unknown, gemini_unknown
+from .type_walk import Unknown
 
 __all__ = ["check_claude_fields", "check_gemini_fields", "checked_builder"]
 

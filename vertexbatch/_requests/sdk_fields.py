@@ -49,7 +49,6 @@ from .type_walk import FREE, LEAF, Compiler, ListOf, Record, Unknown, Walk
 __all__ = [
     "GEMINI_REQUEST_LEVEL",
     "VERTEX_CLAUDE_FIELDS",
-    "Unknown",
     "claude_unknown",
     "gemini_unknown",
     "plain_claude",

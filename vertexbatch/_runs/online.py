@@ -79,16 +79,13 @@ from .._requests.lines import StagedLine
 from .._staged.read import read_key_map, read_staged_lines
 from .._values import Job
 from .._vertex.online import from_service, status_code
-from .claim import CLAIM, CLAIM_SECONDS, Lease, claimed, creator_token, live_creators
-from .claim import take_claim as _claim
+from .claim import CLAIM_SECONDS, Lease, claimed, creator_token, live_creators, take_claim
 from .online_rows import write_rows
 
 if TYPE_CHECKING:
     from .._cloud import Cloud
 
 __all__ = [
-    "CLAIM",
-    "CLAIM_SECONDS",
     "answer_online",
     "creating",
     "online_parts",
@@ -144,7 +141,7 @@ def answer_online(
     name = folder.name(rows_leaf)
     if staging.exists(name):
         return True
-    lease = _claim(staging, folder, CLAIM_SECONDS)
+    lease = take_claim(staging, folder, CLAIM_SECONDS)
     if lease is None:
         return False
     parts = _Parts(staging, folder, rows_leaf, job)
@@ -272,7 +269,7 @@ def _answer(
     if not lines:
         return True
     lane = PROVIDERS[job.provider]
-    caller = lane.online(cloud, job.model, concurrency)
+    caller = lane.online(cloud.online, job.model, concurrency)
     id_field = lane.id_field
 
     def answer(line: StagedLine) -> bytes | None:

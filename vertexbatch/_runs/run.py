@@ -37,8 +37,8 @@ from .._observe.progress import ProgressCallback, check_progress, meter_of
 from .._observe.traces import Tracing, note, traced
 from .._rules import id_label
 from .._values import Provider, Result
-from .._vertex.jobs import RUN_LABEL
-from .._waiting.wait import check_deadline
+from .._vertex.controls import RUN_LABEL
+from .._waiting.schedule import check_deadline
 from .jobs import RunJobs
 from .ledger import Ledger, Shard
 from .online import CONCURRENCY
@@ -54,8 +54,6 @@ __all__ = [
     "DEFAULT_SHARD_SIZE",
     "KeyResult",
     "Run",
-    "RunSummary",
-    "Shard",
     "summary_line",
 ]
 

@@ -14,12 +14,12 @@ from datetime import timedelta
 from .._cache.submission import answer_from_cache, record_cached
 from .._cloud import Cloud
 from .._errors import InvalidRequestError
-from .._job.submit import stage
 from .._requests.dedupe import dedupe as dedupe_lines
 from .._requests.lines import StagedLine
 from .._rules import Limits
 from .._schemas.check import Schema
 from .._staged.manifest import Manifest, measure, read_manifest, run_origin, with_schema
+from .._staged.write import stage
 from .._values import Provider
 from .._vertex.controls import NO_CONTROLS, Controls
 from .ledger import (

@@ -26,11 +26,11 @@ from .._cloud import Cloud
 from .._errors import InvalidRequestError
 from .._gcs.staging import Staging
 from .._gcs.upload import md5_of
-from .._job.submit import stage
 from .._requests.lines import StagedLine
 from .._rules import Limits
 from .._schemas.check import Schema
 from .._staged.manifest import Manifest, read_manifest, run_origin
+from .._staged.write import stage
 from .._values import Provider
 from .._vertex.controls import NO_CONTROLS, Controls
 from .ledger import Ledger, Shard, check_run_id, encoded_size, read_done, read_ledger

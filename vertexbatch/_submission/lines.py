@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from .._bigquery.share import Share
 from .._bigquery.source import (
     BigQuerySource,
     ClaudeRequests,
     GeminiRequests,
+    Share,
     SourceRows,
     check_source_extra,
 )

@@ -1,7 +1,8 @@
 """Requests kept as JSONL files under a GCS prefix: listed once, shared out by task, streamed.
 
-``list_request_files(client, "gs://bucket/in/")`` lists the prefix once (every page, through the
-client's storage client and retry policy) into a ``RequestFiles``: the files sorted by name,
+``vertexbatch.list_request_files(client, "gs://bucket/in/")`` (``request_files_under`` here,
+given the client's staging) lists the prefix once (every page, through the client's storage
+client and retry policy) into a ``RequestFiles``: the files sorted by name,
 each with its size and generation. ``files.share(task)`` is a task's part of them, cut by bytes
 (``_runs.shares``, pure); ``files.claude_requests()`` and ``files.gemini_requests()`` stream
 their lines as requests, a range at a time, each file read at the generation listed (a file
@@ -17,9 +18,8 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from .._client_base import check_client, cloud_of
 from .._errors import InvalidRequestError, ObjectReplaced
 from .._gcs.staging import Staging, parse_gs_uri
 from .._providers import ProviderRow, by_command, unknown_line_fields
@@ -27,10 +27,7 @@ from .._runs.shares import Listed, share_of
 from .._runs.tasks import Task
 from .._values import ClaudeRequest, GeminiRequest
 
-if TYPE_CHECKING:
-    from .._client import Client
-
-__all__ = ["RequestFile", "RequestFiles", "list_request_files"]
+__all__ = ["RequestFile", "RequestFiles", "request_files_under"]
 
 R = TypeVar("R", ClaudeRequest, GeminiRequest)
 
@@ -209,19 +206,14 @@ def _gemini(line: _Line, data: dict[str, Any]) -> GeminiRequest:
     return GeminiRequest(data["key"], data["contents"], data.get("config"))
 
 
-def list_request_files(client: Client, prefix: str) -> RequestFiles:
-    """The request files under ``prefix`` (``gs://bucket/path/``), sorted by name: one listing,
-    every page, through the client's storage client and retry policy.
-
-    Every object under the prefix is a request file (those in folders below it too), but for
-    folder placeholders (names ending in ``/``). Take a task's share with ``.share(task)``.
+def request_files_under(staging: Staging, prefix: str) -> RequestFiles:
+    """The request files under ``prefix`` (``gs://bucket/path/``), sorted by name, listed once
+    through ``staging`` (a client's): ``vertexbatch.list_request_files``.
 
     Raises:
-        InvalidRequestError: ``client`` is not a ``vertexbatch.Client`` (``field ==
-            "client"``), ``prefix`` is not a ``gs://bucket/path`` URI (``field == "uri"``),
+        InvalidRequestError: ``prefix`` is not a ``gs://bucket/path`` URI (``field == "uri"``),
             or no file is under it (``field == "requests"``).
     """
-    check_client(client, "list_request_files(client, 'gs://bucket/path/')")
     if not isinstance(prefix, str):
         raise InvalidRequestError(
             f"prefix must be a gs://bucket/path URI, got {type(prefix).__name__}", field="uri"
@@ -232,7 +224,6 @@ def list_request_files(client: Client, prefix: str) -> RequestFiles:
             f"prefix {prefix!r} is not a gs://bucket/path URI (a folder in a bucket)", field="uri"
         )
     folder = f"gs://{bucket}/{path.strip('/')}/"
-    staging = cloud_of(client).staging
     listed = staging.list_names(folder)
     files = tuple(
         RequestFile(uri, size, generation)

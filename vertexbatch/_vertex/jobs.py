@@ -41,10 +41,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ENDED_STATES",
     "GONE_STATE",
-    "ID_LABEL",
-    "MARK_LABEL",
-    "NONCE_LABEL",
-    "RUN_LABEL",
     "TERMINAL_STATES",
     "JobSpec",
     "Vertex",

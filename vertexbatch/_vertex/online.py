@@ -47,8 +47,6 @@ if TYPE_CHECKING:
     from anthropic import AnthropicVertex
     from google.auth.transport.requests import AuthorizedSession
 
-    from .._cloud import Cloud
-
 __all__ = [
     "CLAUDE_COUNTED",
     "GEMINI_COUNTED",
@@ -258,11 +256,11 @@ def _kept() -> None:
     """A step's end: nothing to close (the clients are the ``Client``'s)."""
 
 
-def claude_caller(cloud: Cloud, model: str, concurrency: int) -> Caller:
+def claude_caller(online: OnlineClients, model: str, concurrency: int) -> Caller:
     """Claude's online method: the staged body POSTed to ``rawPredict``."""
-    vertex = cloud.online.claude()
+    vertex = online.claude()
     path = (
-        f"/projects/{cloud.project}/locations/{cloud.location}/publishers/anthropic/models/"
+        f"/projects/{online.project}/locations/{online.location}/publishers/anthropic/models/"
         f"{model}:rawPredict"
     )
 
@@ -274,9 +272,8 @@ def claude_caller(cloud: Cloud, model: str, concurrency: int) -> Caller:
     return Caller(call, _kept)
 
 
-def gemini_caller(cloud: Cloud, model: str, concurrency: int) -> Caller:
+def gemini_caller(online: OnlineClients, model: str, concurrency: int) -> Caller:
     """Gemini's online method: the staged body POSTed to ``generateContent``."""
-    online = cloud.online
     online.gemini()  # a closed client refuses the step here, before any call
 
     def call(body: dict[str, Any]) -> dict[str, Any]:
@@ -292,10 +289,10 @@ CLAUDE_COUNTED = ("messages", "system", "tools", "tool_choice", "thinking")
 GEMINI_COUNTED = ("contents", "systemInstruction", "tools", "generationConfig")
 
 
-def claude_counter(cloud: Cloud, model: str) -> Callable[[Mapping[str, Any]], int]:
+def claude_counter(online: OnlineClients, model: str) -> Callable[[Mapping[str, Any]], int]:
     """Claude's count: ``AnthropicVertex.messages.count_tokens`` on a staged body's counted
     parameters."""
-    api = cloud.online.claude()
+    api = online.claude()
 
     def one(body: Mapping[str, Any]) -> int:
         params = {k: v for k, v in body.items() if k in CLAUDE_COUNTED}
@@ -305,9 +302,8 @@ def claude_counter(cloud: Cloud, model: str) -> Callable[[Mapping[str, Any]], in
     return one
 
 
-def gemini_counter(cloud: Cloud, model: str) -> Callable[[Mapping[str, Any]], int]:
+def gemini_counter(online: OnlineClients, model: str) -> Callable[[Mapping[str, Any]], int]:
     """Gemini's count: a staged body's counted fields POSTed to ``countTokens``."""
-    online = cloud.online
     online.gemini()  # a closed client refuses the count here, before any call
 
     def one(body: Mapping[str, Any]) -> int:

@@ -1,5 +1,5 @@
 """Waiting for a job: when to poll again or stop (``schedule``, pure) and the
-blocking loop (``wait``).
+loops that poll, blocking and async (``wait``), given the status call and the tracing.
 
-Imports: values, errors, observing, ``_client_base``.
+Imports: values, errors, rules, observing.
 """

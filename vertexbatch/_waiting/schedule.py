@@ -10,15 +10,32 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
+from typing import Any
 
-from .._errors import InvalidRequestError, WaitTimeout
+from .._errors import InvalidRequestError, VertexBatchError, rebuild
 from .._rules import is_seconds
 from .._values import Job, Status
 
-__all__ = ["MAX_JOB_LIFETIME", "Schedule", "check_deadline", "poll_delays"]
+__all__ = ["MAX_JOB_LIFETIME", "Schedule", "WaitTimeout", "check_deadline", "poll_delays"]
 
 # Vertex lets a batch job queue up to 72 h and run up to 24 h; past that it cannot be running.
 MAX_JOB_LIFETIME = timedelta(hours=96)
+
+
+class WaitTimeout(VertexBatchError):
+    """``wait`` reached its deadline (or the job's longest possible life) first (in the tree of
+    ``_errors``; here, beside the wait, as it carries a ``Status``).
+
+    Attributes:
+        status: the last status seen.
+    """
+
+    def __init__(self, message: str, *, status: Status) -> None:
+        super().__init__(message)
+        self.status = status
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (rebuild, (type(self), self.args, {"status": self.status}))
 
 
 def check_deadline(deadline: object) -> datetime | None:

@@ -6,8 +6,7 @@ Run job, a notebook). A scheduler should call ``status`` once per tick instead.
 The rules are ``_waiting.schedule.Schedule``'s; here are the two loops that follow them, one
 sleeping with ``time.sleep`` (``Client.wait``), one with ``asyncio.sleep`` (``AsyncClient.wait``).
 Both take the status call and the client's tracing handed down, never the client, so this module
-sits below ``_client`` and ``_aio``, which use it. ``vertexbatch.wait(client, job)`` is
-``client.wait(job)``.
+sits below ``_client`` and ``_aio``, which use it.
 """
 
 from __future__ import annotations
@@ -16,26 +15,13 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .._client_base import check_client
 from .._observe.traces import Tracing, job_attributes
 from .._values import Job, Status
-from .schedule import MAX_JOB_LIFETIME, Schedule, check_deadline, poll_delays
+from .schedule import Schedule
 
-if TYPE_CHECKING:
-    from .._client import Client
-
-# check_deadline, poll_delays and MAX_JOB_LIFETIME were this module's: still importable here.
-__all__ = [
-    "MAX_JOB_LIFETIME",
-    "Schedule",
-    "check_deadline",
-    "poll",
-    "poll_async",
-    "poll_delays",
-    "wait",
-]
+__all__ = ["poll", "poll_async"]
 
 
 def _now() -> datetime:
@@ -118,31 +104,3 @@ async def poll_async(
             if pause is None:
                 return polled
             await pause_for(pause)
-
-
-def wait(
-    client: Client,
-    job: Job,
-    *,
-    deadline: datetime | None = None,
-    timeout: float | None = None,
-    floor: float = 5.0,
-    ceiling: float = 300.0,
-    on_progress: Callable[[Status], None] | None = None,
-    sleep: Callable[[float], None] | None = None,
-    now: Callable[[], datetime] | None = None,
-) -> Status:
-    """Poll until the job is terminal and return its final ``Status``: ``client.wait(job)``,
-    with the same arguments and errors (see ``Client.wait``), and ``InvalidRequestError`` when
-    ``client`` is not a ``Client``."""
-    check_client(client, "call vertexbatch.wait(client, job)")
-    return client.wait(
-        job,
-        deadline=deadline,
-        timeout=timeout,
-        floor=floor,
-        ceiling=ceiling,
-        on_progress=on_progress,
-        sleep=sleep,
-        now=now,
-    )

@@ -24,7 +24,7 @@ def review(
     job = client.submit_claude(batch_id, MODEL, requests)
     outcomes: dict[str, str] = {}
     for attempt in range(2):
-        vb.wait(client, job, floor=floor, timeout=timeout)
+        client.wait(job, floor=floor, timeout=timeout)
         outcomes.update((result.key, result.outcome) for result in client.results(job))
         again = [key for key, outcome in outcomes.items() if outcome in RESUBMIT]
         if not again or attempt == 1:
