@@ -19,17 +19,6 @@ from vertexbatch.emulator import LocalStack
 CANCELLED = ("JOB_STATE_CANCELLED", "JOB_STATE_CANCELLING")
 
 
-def endpoints(stack: LocalStack, bucket: str) -> dict[str, str]:
-    """What a worker needs to build its own client on the stack and the test's bucket."""
-    return {
-        "vertex": stack.vertex_endpoint,
-        "storage": stack.storage_endpoint,
-        "project": stack.project,
-        "location": stack.location,
-        "bucket": bucket,
-    }
-
-
 def kill_while_held(
     stack: LocalStack,
     target: Callable[..., None],
