@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import vertexbatch as vb
 from tests.helpers import CLAUDE, claude_requests, endpoints_client
+from tests.helpers import endpoints as endpoints  # the tests' _workers.endpoints: one definition
 from vertexbatch.emulator import LocalStack
 
 CANCELLED = ("JOB_STATE_CANCELLED", "JOB_STATE_CANCELLING")
