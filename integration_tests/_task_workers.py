@@ -6,12 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, claude_requests, endpoints_client
+from tests.helpers import CLAUDE, claude_requests
 
-
-def client(endpoints: dict[str, str]) -> vb.Client:
-    """A task's client: retries without waiting, enough of them to ride out a busy stack."""
-    return endpoints_client(endpoints, attempts=20)
+from ._workers import client
 
 
 def rows(total: int) -> list[vb.ClaudeRequest]:

@@ -14,20 +14,10 @@ from typing import Any, Literal
 
 import vertexbatch as vb
 from tests.helpers import CLAUDE, claude_requests, endpoints_client
+from tests.helpers import endpoints as endpoints  # the tests' _workers.endpoints: one definition
 from vertexbatch.emulator import LocalStack
 
 CANCELLED = ("JOB_STATE_CANCELLED", "JOB_STATE_CANCELLING")
-
-
-def endpoints(stack: LocalStack, bucket: str) -> dict[str, str]:
-    """What a worker needs to build its own client on the stack and the test's bucket."""
-    return {
-        "vertex": stack.vertex_endpoint,
-        "storage": stack.storage_endpoint,
-        "project": stack.project,
-        "location": stack.location,
-        "bucket": bucket,
-    }
 
 
 def kill_while_held(

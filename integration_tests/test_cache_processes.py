@@ -7,6 +7,7 @@ import multiprocessing
 import pytest
 
 from tests.helpers import CLAUDE, jobs_in
+from tests.helpers import endpoints as endpoints_of
 from vertexbatch._cache.entry import parse_entry
 from vertexbatch._requests.dedupe import exact_digest
 from vertexbatch._requests.lines import claude_line
@@ -20,7 +21,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 def test_two_processes_fill_and_read_one_cache(stack: LocalStack, bucket: str) -> None:
     """Each process fills its half (and both fill one shared id at once); then each is answered
     whole from the other's entries and its own, with the answers the jobs gave."""
-    endpoints = _workers.endpoints(stack, bucket)
+    endpoints = endpoints_of(stack, bucket)
     client = _workers.client(endpoints)
     shared = client.submit_claude(
         "fill-shared", CLAUDE, _cache_workers.requests([8, 9]), cache=True

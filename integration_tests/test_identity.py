@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import multiprocessing
 
-from tests.helpers import CLAUDE, claude_requests, jobs_in
+from tests.helpers import CLAUDE, claude_requests, jobs_named
 from vertexbatch.emulator import LocalStack
 
 from . import _workers
 from ._workers import CANCELLED
-
-
-def _jobs(stack: LocalStack, bucket: str, submission_id: str) -> list[dict]:
-    return [j for j in jobs_in(stack, bucket) if j["displayName"] == submission_id]
 
 
 def test_eight_processes_submit_at_once(stack: LocalStack, bucket: str) -> None:
@@ -36,7 +32,7 @@ def test_eight_processes_submit_at_once(stack: LocalStack, bucket: str) -> None:
     assert all(kind == "ok" for kind, _ in answers), answers
     names = {name for _, name in answers}
     assert len(names) == 1
-    jobs = _jobs(stack, bucket, "race")
+    jobs = jobs_named(stack, bucket, "race")
     live = [j["name"] for j in jobs if j["state"] not in CANCELLED]
     assert live == list(names)
 
@@ -58,7 +54,7 @@ def test_racing_submitters_of_a_50_mb_input_give_one_job(stack: LocalStack, buck
     assert all(kind == "ok" for kind, _ in answers), answers
     names = {name for _, name in answers}
     assert len(names) == 1
-    (job,) = [j for j in _jobs(stack, bucket, "race-large") if j["state"] not in CANCELLED]
+    (job,) = [j for j in jobs_named(stack, bucket, "race-large") if j["state"] not in CANCELLED]
     assert [job["name"]] == list(names)
     uris = job["inputConfig"]["gcsSource"]["uris"]
     assert len(uris) >= 6 and uris[0].endswith("/race-large/input.jsonl")
@@ -78,7 +74,7 @@ def test_submitter_killed_between_create_and_record(stack: LocalStack, bucket: s
         _workers.kill_while_held(stack, _workers.submit, (endpoints, "killed"), "create", "after")
         stack.faults.unblock("create")
     assert not list(stack.storage_client().list_blobs(bucket, prefix="jobs/killed/job.json"))
-    jobs = sorted(_jobs(stack, bucket, "killed"), key=lambda j: (j["createTime"], j["name"]))
+    jobs = sorted(jobs_named(stack, bucket, "killed"), key=lambda j: (j["createTime"], j["name"]))
     assert len(jobs) == 2 and all(j["state"] not in CANCELLED for j in jobs)
     earliest = jobs[0]["name"]
     client = _workers.client(endpoints)
@@ -86,5 +82,5 @@ def test_submitter_killed_between_create_and_record(stack: LocalStack, bucket: s
     job = client.submit_claude("killed", CLAUDE, claude_requests(5))
     assert job.name == earliest
     assert client.find("killed").name == earliest
-    live = [j["name"] for j in _jobs(stack, bucket, "killed") if j["state"] not in CANCELLED]
+    live = [j["name"] for j in jobs_named(stack, bucket, "killed") if j["state"] not in CANCELLED]
     assert live == [earliest]

@@ -9,6 +9,7 @@ import uuid
 from google.cloud import bigquery
 
 from tests.helpers import claude_requests, jobs_in
+from tests.helpers import endpoints as endpoints_of
 from vertexbatch.emulator import LocalStack
 
 from . import _workers
@@ -33,7 +34,7 @@ def test_four_processes_submit_one_id_to_one_sink(bigquery_local: LocalStack) ->
         procs = [
             ctx.Process(
                 target=_workers.submit_to_dest_after_barrier,
-                args=(_workers.endpoints(stack, bucket), "bq-race", dest, barrier, out),
+                args=(endpoints_of(stack, bucket), "bq-race", dest, barrier, out),
             )
             for _ in range(4)
         ]
@@ -77,7 +78,7 @@ def test_four_processes_submit_one_id_from_one_table(bigquery_local: LocalStack)
         barrier = ctx.Barrier(4)
         out = ctx.Queue()
         where = {
-            **_workers.endpoints(stack, bucket),
+            **endpoints_of(stack, bucket),
             "bigquery_storage": stack.bigquery_grpc_target,
         }
         procs = [

@@ -15,12 +15,12 @@ import pytest
 
 import vertexbatch as vb
 from tests.gcs_gate import hold_write
+from tests.helpers import endpoints as endpoints_of
 from tests.helpers import jobs_in, object_names
 from vertexbatch.emulator import LocalStack
 
 from . import _task_workers as workers
 from ._workers import CANCELLED
-from ._workers import endpoints as endpoints_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 from tests.helpers import CLAUDE, claude_request, jobs_in, task
+from tests.helpers import endpoints as endpoints_of
 from vertexbatch.emulator import LocalStack
 
 from . import _workers
@@ -19,7 +20,7 @@ def test_two_processes_advance_the_same_run(stack: LocalStack, bucket: str) -> N
     # Jobs stay PENDING while the advancers step, as real ones take hours: a twin one of them
     # creates is still live when it must be cancelled. Between rounds the jobs run to their end.
     stack.faults.hold(state="PENDING")
-    endpoints = _workers.endpoints(stack, bucket)
+    endpoints = endpoints_of(stack, bucket)
     requests = [task(i, "[[vb:error 503]]" if i % 4 == 0 else "") for i in range(30)]
     _workers.client(endpoints).run_claude("twins", CLAUDE, requests, shard_size=10)
     ctx = multiprocessing.get_context("spawn")
@@ -64,7 +65,7 @@ def test_two_processes_advance_the_same_run(stack: LocalStack, bucket: str) -> N
 
 def test_advance_killed_midway_is_finished_by_the_next(stack: LocalStack, bucket: str) -> None:
     """An advancer killed after staging a retry, before creating it: the next creates it."""
-    endpoints = _workers.endpoints(stack, bucket)
+    endpoints = endpoints_of(stack, bucket)
     client = _workers.client(endpoints)
     run = client.run_claude("killed-run", CLAUDE, [task(0), task(1, "[[vb:drop]]")])
     stack.settle()
@@ -89,7 +90,7 @@ def test_advance_killed_midway_is_finished_by_the_next(stack: LocalStack, bucket
 @pytest.mark.slow
 def test_250k_rows_in_three_shards(stack: LocalStack, bucket: str) -> None:
     """A 250,000-row run with shard size 100,000 makes three jobs and ends with 250,000 results."""
-    client = _workers.client(_workers.endpoints(stack, bucket))
+    client = _workers.client(endpoints_of(stack, bucket))
     requests = (claude_request(f"row-{i}", f"Label row {i}", max_tokens=16) for i in range(250_000))
     run = client.run_claude("big-run", CLAUDE, requests, shard_size=100_000)
     assert [s.keys for s in run.shards] == [100_000, 100_000, 50_000]

@@ -6,7 +6,9 @@ import importlib.util
 import json
 import socket
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -15,7 +17,7 @@ from urllib.parse import urlsplit
 from click.testing import Result
 
 import vertexbatch as vb
-from vertexbatch.emulator import LocalStack
+from vertexbatch.emulator import JobOptions, LocalStack
 
 CLAUDE = "claude-opus-5-5@default"
 GEMINI = "gemini-3.8-flash"
@@ -371,3 +373,137 @@ def results_filling(
     cloud = client._cloud
     filler = CacheFill(staging or cloud.staging, job, **fill)
     return iter_results(cloud.vertex, cloud.staging, job, cloud.telemetry, fill=filler)
+
+
+def past() -> datetime:
+    """A moment one second ago: a claim or lease that has just expired."""
+    return datetime.now(UTC) - timedelta(seconds=1)
+
+
+def shard_object(stack: LocalStack, bucket: str, run_id: str, leaf: str) -> Any:
+    """The object ``leaf`` of a run's first shard (``jobs/<run_id>.s0/<leaf>``)."""
+    return stack.storage_client().bucket(bucket).blob(f"jobs/{run_id}.s0/{leaf}")
+
+
+def stored(stack: LocalStack, bucket: str, name: str) -> bytes:
+    """The bytes of the object ``name``."""
+    data: bytes = stack.storage_client().bucket(bucket).blob(name).download_as_bytes()
+    return data
+
+
+def put_object(stack: LocalStack, bucket: str, name: str, data: bytes) -> None:
+    """Write ``data`` as the object ``name``."""
+    stack.storage_client().bucket(bucket).blob(name).upload_from_string(data)
+
+
+def staged_names(stack: LocalStack, bucket: str, submission_id: str) -> list[str]:
+    """The names of the objects staged under ``jobs/<submission_id>/``."""
+    client = stack.storage_client()
+    return [b.name for b in client.list_blobs(bucket, prefix=f"jobs/{submission_id}/")]
+
+
+def jobs_named(stack: LocalStack, bucket: str, submission_id: str) -> list[dict[str, Any]]:
+    """The stack's jobs (``jobs_in``) whose display name is ``submission_id``."""
+    return [j for j in jobs_in(stack, bucket) if j["displayName"] == submission_id]
+
+
+def claude_params(**extra: Any) -> dict[str, Any]:
+    """Claude Messages parameters of one short user turn, with ``extra`` fields."""
+    return {"max_tokens": 64, "messages": [{"role": "user", "content": "Hello"}], **extra}
+
+
+def cache_digest(i: int) -> str:
+    """A cache entry's digest (32 hex digits) in the shard ``ab``."""
+    return f"ab{i:030x}"
+
+
+def line_status(result: vb.Result) -> str:
+    """The per-line status of a Result that failed with a ``LineError``."""
+    assert isinstance(result.error, vb.LineError), result
+    return result.error.status
+
+
+def wait_briefly(client: vb.Client, job: vb.Job) -> None:
+    """Wait for ``job`` polling every few hundredths of a second (the local stack)."""
+    client.wait(job, floor=0.01, ceiling=0.05)
+
+
+def results_by_key(stack: LocalStack, client: vb.Client, job: vb.Job) -> dict[str, vb.Result]:
+    """Once the stack has run ``job``, its Results by key (no key yielded twice)."""
+    stack.wait_job(job.name)
+    results = list(client.results(job))
+    by_key = {r.key: r for r in results}
+    assert len(by_key) == len(results), "a key was yielded twice"
+    return by_key
+
+
+def invoke(args: list[str], env: Mapping[str, str | None]) -> Result:
+    """The ``vertexbatch`` command run in-process with ``args`` and the environment ``env``."""
+    from click.testing import CliRunner
+
+    from vertexbatch._command.cli import main
+
+    return CliRunner().invoke(main, args, env=env, catch_exceptions=False)
+
+
+@contextmanager
+def bigquery_reset(stack: LocalStack) -> Iterator[LocalStack]:
+    """The BigQuery stack, its faults and job options reset around the block."""
+    stack.faults.reset()
+    stack.set_job_options(JobOptions())
+    yield stack
+    stack.faults.reset()
+    stack.settle()
+    stack.set_job_options(JobOptions())
+
+
+def metered_client(stack: LocalStack, bucket: str, prefix: str) -> tuple[vb.Client, Any]:
+    """A client of the stack, retries without waiting, whose metrics an in-memory reader (the
+    second value) collects."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    client = stack.client(
+        bucket=bucket,
+        prefix=prefix,
+        retry=vb.RetryPolicy.no_wait(),
+        meter_provider=MeterProvider(metric_readers=[reader]),
+    )
+    return client, reader
+
+
+def bucket_names(stack: LocalStack, bucket: str) -> list[str]:
+    """The names of every object in the bucket."""
+    return [b.name for b in stack.storage_client().list_blobs(bucket)]
+
+
+def read_to_end(client: vb.Client, stack: LocalStack, job: vb.Job) -> dict[str, vb.Result]:
+    """The job's results by key, read to the end (which fills the cache); a job the cache
+    answered whole has no Vertex job to wait for."""
+    if not job.name.startswith("cached:"):
+        stack.wait_job(job.name)
+    return {r.key: r for r in client.results(job)}
+
+
+def advance_until_done(stack: LocalStack, run: vb.Run, steps: int = 10) -> vb.RunSummary:
+    """Advance ``run`` (the stack settled before each step) until it is done, at most ``steps``
+    times."""
+    for _ in range(steps):
+        stack.settle()
+        summary = run.advance()
+        if summary.done:
+            return summary
+    raise AssertionError(f"run not done after {steps} steps: {summary}")
+
+
+def endpoints(stack: LocalStack, bucket: str) -> dict[str, str]:
+    """What a worker process needs to build its own client on the stack and the test's bucket
+    (``endpoints_client``)."""
+    return {
+        "vertex": stack.vertex_endpoint,
+        "storage": stack.storage_endpoint,
+        "project": stack.project,
+        "location": stack.location,
+        "bucket": bucket,
+    }

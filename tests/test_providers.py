@@ -7,6 +7,9 @@ import dataclasses
 import pytest
 
 from vertexbatch import ClaudeRequest, Client, GeminiRequest, InvalidRequestError
+from vertexbatch._bigquery.source import ROW_REQUESTS
+from vertexbatch._checks.probe import PROBE_MODELS
+from vertexbatch._checks.probe_shape import PROBE_LANES
 from vertexbatch._command.cli_requests import _REQUESTS
 from vertexbatch._plans.estimate import output_ceiling
 from vertexbatch._providers import (
@@ -19,7 +22,10 @@ from vertexbatch._providers import (
 )
 from vertexbatch._requests.keymap import KEY_FIELD
 from vertexbatch._rows.classify import READERS
+from vertexbatch._rows.fast_path import USUAL_READERS
 from vertexbatch._rules import FAMILIES
+from vertexbatch._runs.run import DEFAULT_LIVE_JOBS
+from vertexbatch._values import PROVIDER_NAMES
 
 ROWS = list(PROVIDERS.values())
 
@@ -117,3 +123,15 @@ def test_a_row_has_every_column_the_issue_names() -> None:
     names = {field.name for field in dataclasses.fields(ProviderRow)}
     assert names >= {"provider", "command", "request", "line", "id_field", "read", "online"}
     assert names >= {"counter", "ceiling", "fields", "global_batch"}
+
+
+def test_the_columns_the_switches_became_are_held_below_and_beside_the_table() -> None:
+    """The fast path's reader (_rows.fast_path), a BigQuery row's request (_bigquery.source), the
+    probe's lanes (_checks.probe_shape), the Provider type's names (_values) and a run's live-job
+    default (_runs.run) each have exactly the table's rows, and the copies equal its columns."""
+    assert {p: r.usual for p, r in PROVIDERS.items()} == dict(USUAL_READERS)
+    assert {p: r.of_row for p, r in PROVIDERS.items()} == dict(ROW_REQUESTS)
+    assert tuple(PROBE_LANES) == tuple(PROVIDERS) == PROVIDER_NAMES
+    assert {p: r.live_jobs for p, r in PROVIDERS.items()} == dict(DEFAULT_LIVE_JOBS)
+    assert {p: r.live_jobs for p, r in PROVIDERS.items()} == {"anthropic": 4, "google": 16}
+    assert PROBE_MODELS == {"claude": "claude-sonnet-4-5", "gemini": "gemini-2.5-flash"}

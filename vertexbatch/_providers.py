@@ -10,11 +10,14 @@ count-tokens calls. Code that differs by provider asks ``PROVIDERS[provider]`` (
 
 The table sits just above what it refers to (the line builders, the output readers, the online
 calls), so it imports them directly; the SDKs those calls use are imported when a call is first
-made (``OnlineClients``), never by importing this. Two columns have a copy below the table, each
-held to this one by tests/test_providers.py: the family rule of ``_rules.check_model``
-(``_rules.FAMILIES``, below the table as tests/test_rules.py reads it) and the reader
+made (``OnlineClients``), never by importing this. Four columns have a copy below the table,
+each held to this one by tests/test_providers.py: the family rule of ``_rules.check_model``
+(``_rules.FAMILIES``, below the table as tests/test_rules.py reads it), the reader
 ``_rows.classify.classify_row`` dispatches to (``_rows.classify.READERS``, which the results pass
-calls with a ``Job.provider``).
+calls with a ``Job.provider``), the fast path's reader of the usual answer
+(``_rows.fast_path.USUAL_READERS``) and the reader of a BigQuery source's request column
+(``_bigquery.source.ROW_REQUESTS``). Code elsewhere never compares provider strings
+(tests/guards/test_provider_switches.py counts the places that do).
 """
 
 from __future__ import annotations
@@ -25,11 +28,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
+from ._bigquery.source import RowRequest, claude_of_row, gemini_of_row
 from ._errors import InvalidRequestError
 from ._requests.field_check import check_claude_fields, check_gemini_fields, checked_builder
 from ._requests.keymap import KEY_FIELD
 from ._requests.lines import StagedLine, claude_line, gemini_line
 from ._rows.classify import classify_claude_message, classify_gemini_response
+from ._rows.fast_path import UsualReader, read_usual_claude, read_usual_gemini
 from ._rules import publisher_path
 from ._values import ClaudeRequest, GeminiRequest, Provider, Result
 from ._vertex.online import (
@@ -82,9 +87,12 @@ class ProviderRow:
     check: Callable[[Any], None]  # (request) -> None, or InvalidRequestError: an unknown field
     id_field: str  # the field of an output row (and of an online answer's row) holding its id
     read: Callable[..., Result]  # (response, *, key) -> the Result of a response object
+    usual: UsualReader  # (response, key) -> the Result of the usual answer, else None (fast path)
+    of_row: RowRequest  # (key, object, bad) -> the request of a BigQuery source's row
     ceiling: Callable[[Mapping[str, Any]], int]  # a staged body's output ceiling
     ceiling_said: str  # how a plan says it assumed the ceiling
     global_batch: bool  # whether its batch jobs run in the location "global"
+    live_jobs: int  # how many of a run's jobs may be live at once unless the caller says
     # (the client's online clients, model, concurrency) -> the caller
     online: Callable[[OnlineClients, str, int], Caller]
     counter: Callable[[OnlineClients, str], Callable[[Mapping[str, Any]], int]]  # count-tokens
@@ -123,9 +131,12 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             check=check_claude_fields,
             id_field="custom_id",
             read=classify_claude_message,
+            usual=read_usual_claude,
+            of_row=claude_of_row,
             ceiling=_claude_ceiling,
             ceiling_said="output ceiling: the sum of max_tokens",
             global_batch=False,
+            live_jobs=4,
             online=claude_caller,
             counter=claude_counter,
         ),
@@ -138,10 +149,13 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             check=check_gemini_fields,
             id_field=KEY_FIELD,
             read=classify_gemini_response,
+            usual=read_usual_gemini,
+            of_row=gemini_of_row,
             ceiling=_gemini_ceiling,
             ceiling_said="output ceiling: the sum of maxOutputTokens, "
             f"{GEMINI_DEFAULT_OUTPUT:,} for a request without one",
             global_batch=True,
+            live_jobs=16,
             online=gemini_caller,
             counter=gemini_counter,
         ),

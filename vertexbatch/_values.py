@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, get_args
 
 from ._errors import (
     ExhaustedError,
@@ -37,6 +37,7 @@ __all__ = [
     "ClaudeRequest",
     "GeminiRequest",
     "Job",
+    "PROVIDER_NAMES",
     "Outcome",
     "Provider",
     "Refusal",
@@ -47,6 +48,8 @@ __all__ = [
 ]
 
 Provider = Literal["anthropic", "google"]
+PROVIDER_NAMES: Final[tuple[Provider, ...]] = get_args(Provider)
+"""The providers' names, as ``_providers.PROVIDERS`` orders its rows (tests/test_providers.py)."""
 Outcome = Literal["ok", "refused", "truncated", "retryable", "failed", "missing", "exhausted"]
 
 
@@ -143,7 +146,7 @@ class Job:
                     field=f.name,
                 )
             values[f.name] = value
-        if values["provider"] not in ("anthropic", "google"):
+        if values["provider"] not in PROVIDER_NAMES:
             raise InvalidRequestError(
                 f"Job field 'provider' must be 'anthropic' or 'google', got {values['provider']!r}",
                 field="provider",

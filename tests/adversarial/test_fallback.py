@@ -12,7 +12,7 @@ import pytest
 from google.api_core import exceptions as api_exceptions
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, load, task
+from tests.helpers import CLAUDE, load, past, shard_object, task
 from vertexbatch.emulator import LocalStack
 
 CLAIM_FORMAT = "vertexbatch-online-claim/1"
@@ -24,27 +24,19 @@ def _late_run(client: vb.Client, stack: LocalStack, run_id: str, keys: int = 4) 
     return client.run_claude(run_id, CLAUDE, [task(i) for i in range(keys)])
 
 
-def _past() -> datetime:
-    return datetime.now(UTC) - timedelta(seconds=1)
-
-
-def _blob(stack: LocalStack, bucket: str, run_id: str, leaf: str) -> Any:
-    return stack.storage_client().bucket(bucket).blob(f"jobs/{run_id}.s0/{leaf}")
-
-
 def _write_claim(
     stack: LocalStack, bucket: str, run_id: str, owner: str, expires: datetime
 ) -> None:
     """Leave a claim as another advancer would have written it."""
     claim = {"format": CLAIM_FORMAT, "owner": owner, "expires": expires.isoformat()}
-    _blob(stack, bucket, run_id, "online.claim.json").upload_from_string(
+    shard_object(stack, bucket, run_id, "online.claim.json").upload_from_string(
         json.dumps(claim), content_type="application/json"
     )
 
 
 def _read_claim(stack: LocalStack, bucket: str, run_id: str) -> dict[str, str]:
     claim: dict[str, str] = json.loads(
-        _blob(stack, bucket, run_id, "online.claim.json").download_as_bytes()
+        shard_object(stack, bucket, run_id, "online.claim.json").download_as_bytes()
     )
     return claim
 
@@ -113,10 +105,10 @@ def test_a_held_claim_means_nothing_is_called(
     expires = datetime.now(UTC) + timedelta(hours=1)
     _write_claim(stack, bucket, "claimed", "other-host/1/abc", expires)
     stack.reset_calls()
-    summary = run.advance(deadline=_past(), fallback="online")
+    summary = run.advance(deadline=past(), fallback="online")
     assert not summary.done and summary.outcomes == {"pending": 4}
     assert stack.calls()["rawPredict"] == 0
-    assert not _blob(stack, bucket, "claimed", "online.jsonl").exists()
+    assert not shard_object(stack, bucket, "claimed", "online.jsonl").exists()
     assert run.status().outcomes == {"pending": 4}
     assert _read_claim(stack, bucket, "claimed")["owner"] == "other-host/1/abc"
 
@@ -128,14 +120,14 @@ def test_a_stale_claim_is_taken_over_and_answered(
     run = _late_run(client, stack, "crashed")
     _write_claim(stack, bucket, "crashed", "crashed-host/1/abc", datetime.now(UTC) - timedelta(1))
     stack.reset_calls()
-    summary = run.advance(deadline=_past(), fallback="online")
+    summary = run.advance(deadline=past(), fallback="online")
     assert summary.done and summary.outcomes == {"ok": 4}
     assert stack.calls()["rawPredict"] == 4
     claim = _read_claim(stack, bucket, "crashed")
     assert claim["owner"] != "crashed-host/1/abc"
     assert datetime.fromisoformat(claim["expires"]) > datetime.now(UTC)
     assert sorted(r.key for r in run.results()) == [f"key-{i}" for i in range(4)]
-    assert run.advance(deadline=_past(), fallback="online").done
+    assert run.advance(deadline=past(), fallback="online").done
     assert stack.calls()["rawPredict"] == 4
 
 
@@ -145,12 +137,12 @@ def test_an_answered_shard_keeps_its_claim_and_is_not_called_again(
     """Once the answers are written, even a stale claim leads to no further online call."""
     run = _late_run(client, stack, "answered")
     stack.reset_calls()
-    assert run.advance(deadline=_past(), fallback="online").done
+    assert run.advance(deadline=past(), fallback="online").done
     assert stack.calls()["rawPredict"] == 4
     assert _read_claim(stack, bucket, "answered")["format"] == CLAIM_FORMAT
     _write_claim(stack, bucket, "answered", "crashed-host/1/abc", datetime.now(UTC) - timedelta(1))
-    _blob(stack, bucket, "answered", "done.json").delete()  # as if the step died before it
-    summary = run.advance(deadline=_past(), fallback="online")
+    shard_object(stack, bucket, "answered", "done.json").delete()  # as if the step died before it
+    summary = run.advance(deadline=past(), fallback="online")
     assert summary.done and summary.outcomes == {"ok": 4}
     assert stack.calls()["rawPredict"] == 4
 
@@ -160,17 +152,17 @@ def test_a_holder_that_fails_releases_its_claim(
 ) -> None:
     """A step that fails while holding the claim expires it, so the next step answers at once."""
     run = _late_run(client, stack, "failing")
-    staged = _blob(stack, bucket, "failing", "input.jsonl")
+    staged = shard_object(stack, bucket, "failing", "input.jsonl")
     original = staged.download_as_bytes()
     staged.upload_from_string(original.replace(b"Task", b"Tusk"))  # no longer its manifest's MD5
     stack.reset_calls()
     with pytest.raises(vb.VertexBatchError):
-        run.advance(deadline=_past(), fallback="online")
+        run.advance(deadline=past(), fallback="online")
     assert stack.calls()["rawPredict"] == 0
     released = _read_claim(stack, bucket, "failing")
     assert datetime.fromisoformat(released["expires"]) <= datetime.now(UTC)
     staged.upload_from_string(original)
-    summary = run.advance(deadline=_past(), fallback="online")
+    summary = run.advance(deadline=past(), fallback="online")
     assert summary.done and summary.outcomes == {"ok": 4}
     assert stack.calls()["rawPredict"] == 4
     assert _read_claim(stack, bucket, "failing")["owner"] != released["owner"]
@@ -224,10 +216,10 @@ def test_a_damaged_claim_is_an_invalid_request(
 ) -> None:
     """An edited claim is InvalidRequestError naming the object; nothing is called online."""
     run = _late_run(client, stack, "damaged")
-    _blob(stack, bucket, "damaged", "online.claim.json").upload_from_string(content)
+    shard_object(stack, bucket, "damaged", "online.claim.json").upload_from_string(content)
     stack.reset_calls()
     with pytest.raises(vb.InvalidRequestError, match=r"damaged.s0/online.claim.json") as info:
-        run.advance(deadline=_past(), fallback="online")
+        run.advance(deadline=past(), fallback="online")
     assert info.value.field == "staging"
     assert stack.calls()["rawPredict"] == 0
 
@@ -263,7 +255,7 @@ def test_run_advance_refuses_an_unknown_fallback(client: vb.Client, stack: Local
     """A fallback other than "online" is refused rather than silently ignored."""
     run = _late_run(client, stack, "fallback")
     with pytest.raises(vb.InvalidRequestError, match="fallback") as info:
-        run.advance(deadline=_past(), fallback="Online")  # type: ignore[arg-type]
+        run.advance(deadline=past(), fallback="Online")  # type: ignore[arg-type]
     assert info.value.field == "fallback"
     assert stack.calls()["rawPredict"] == 0
 

@@ -14,24 +14,11 @@ from typing import Any
 
 import vertexbatch as vb
 from tests.gcs_gate import Spoil, body_gate
-from tests.helpers import CLAUDE, endpoints_client, jobs_in, task
+from tests.helpers import CLAUDE, endpoints_client, jobs_in, past, task
+from tests.helpers import endpoints as endpoints_of
 from vertexbatch.emulator import LocalStack
 
 KEYS = 6
-
-
-def _past() -> datetime:
-    return datetime.now(UTC) - timedelta(seconds=1)
-
-
-def _endpoints(stack: LocalStack, bucket: str) -> dict[str, str]:
-    return {
-        "vertex": stack.vertex_endpoint,
-        "storage": stack.storage_endpoint,
-        "project": stack.project,
-        "location": stack.location,
-        "bucket": bucket,
-    }
 
 
 # Run in child processes (spawned: importable from here).
@@ -50,7 +37,7 @@ def advance(endpoints: dict[str, str], run_id: str, late: bool, out: Any) -> Non
     """One step of the run (past its deadline with the online fallback, or before any)."""
     try:
         run = endpoints_client(endpoints).open_run(run_id)
-        summary = run.advance(deadline=_past(), fallback="online") if late else run.advance()
+        summary = run.advance(deadline=past(), fallback="online") if late else run.advance()
         out.put(("ok", (summary.created, dict(summary.outcomes))))
     except Exception as exc:  # reported to the parent, which fails the test with it
         out.put(("error", f"{type(exc).__name__}: {exc}"))
@@ -98,7 +85,7 @@ def _paid(stack: LocalStack, bucket: str) -> int:
 def _finish_late(run: vb.Run) -> vb.RunSummary:
     """Advance past the deadline until the run is done (its jobs end on their own)."""
     for _ in range(50):
-        summary = run.advance(deadline=_past(), fallback="online")
+        summary = run.advance(deadline=past(), fallback="online")
         if summary.done:
             return summary
     raise AssertionError(f"run {run.id} not done: {summary}")
@@ -121,9 +108,9 @@ def test_a_step_past_the_deadline_waits_for_a_held_resubmit(
     ahead, every key is paid once, by the batch or online."""
     run = _failed_first_attempt(client, stack, "cr-resubmit")
     stack.faults.block("create")
-    with _in_process(stack, advance, _endpoints(stack, bucket), "cr-resubmit", False) as child:
+    with _in_process(stack, advance, endpoints_of(stack, bucket), "cr-resubmit", False) as child:
         stack.faults.wait_blocked("create", timeout=120)
-        late = run.advance(deadline=_past(), fallback="online")
+        late = run.advance(deadline=past(), fallback="online")
         assert not late.done and late.outcomes == {"pending": KEYS}
         assert stack.calls()["rawPredict"] == 0
         stack.faults.unblock("create")
@@ -139,10 +126,10 @@ def test_a_step_past_the_deadline_waits_for_a_held_first_create(
     """The same race at the run's start: its first step's create is held while a step past the
     deadline in another process looks at the shard; no key is paid twice."""
     stack.faults.block("create")
-    with _in_process(stack, start_run, _endpoints(stack, bucket), "cr-start") as child:
+    with _in_process(stack, start_run, endpoints_of(stack, bucket), "cr-start") as child:
         stack.faults.wait_blocked("create", timeout=120)
         run = client.open_run("cr-start")
-        late = run.advance(deadline=_past(), fallback="online")
+        late = run.advance(deadline=past(), fallback="online")
         assert not late.done and late.outcomes == {"pending": KEYS}
         assert stack.calls()["rawPredict"] == 0
         stack.faults.unblock("create")
@@ -160,7 +147,7 @@ def test_a_resubmit_waits_for_the_shard_answered_online(
     is paid once, online."""
     run = _failed_first_attempt(client, stack, "cr-online")
     stack.faults.block("rawPredict", times=KEYS)
-    with _in_process(stack, advance, _endpoints(stack, bucket), "cr-online", True) as child:
+    with _in_process(stack, advance, endpoints_of(stack, bucket), "cr-online", True) as child:
         stack.faults.wait_blocked("rawPredict", count=1, timeout=120)
         summary = run.advance()
         assert summary.created == 0 and summary.outcomes == {"pending": KEYS}
@@ -191,15 +178,15 @@ def test_a_step_that_read_the_shard_before_a_create_sees_the_job_once_it_claims(
         return None  # forwarded as it came
 
     with (
-        _in_process(stack, advance, _endpoints(stack, bucket), "cr-fresh", False) as child,
+        _in_process(stack, advance, endpoints_of(stack, bucket), "cr-fresh", False) as child,
         body_gate(stack.storage_endpoint, script) as url,
     ):
         stack.faults.wait_blocked("create", timeout=120)
-        gated = endpoints_client({**_endpoints(stack, bucket), "storage": url}, attempts=20)
+        gated = endpoints_client({**endpoints_of(stack, bucket), "storage": url}, attempts=20)
         late: list[vb.RunSummary] = []
         stepper = threading.Thread(
             target=lambda: late.append(
-                gated.open_run("cr-fresh").advance(deadline=_past(), fallback="online")
+                gated.open_run("cr-fresh").advance(deadline=past(), fallback="online")
             )
         )
         stepper.start()
@@ -223,7 +210,7 @@ def test_a_creator_killed_mid_create_delays_the_fallback_until_its_token_expires
     online, each key once, and r1 is never created."""
     run = _failed_first_attempt(client, stack, "cr-killed")
     stack.faults.block("create")
-    with _in_process(stack, advance, _endpoints(stack, bucket), "cr-killed", False) as child:
+    with _in_process(stack, advance, endpoints_of(stack, bucket), "cr-killed", False) as child:
         stack.faults.wait_blocked("create", timeout=120)
         child[0].kill()
         child[0].join(timeout=60)
@@ -231,12 +218,12 @@ def test_a_creator_killed_mid_create_delays_the_fallback_until_its_token_expires
     gcs = stack.storage_client().bucket(bucket)
     tokens = list(gcs.list_blobs(prefix="jobs/cr-killed.s0/creating/"))
     assert len(tokens) == 1
-    late = run.advance(deadline=_past(), fallback="online")
+    late = run.advance(deadline=past(), fallback="online")
     assert late.outcomes == {"pending": KEYS} and stack.calls()["rawPredict"] == 0
     token = json.loads(tokens[0].download_as_bytes())
     expired = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
     tokens[0].upload_from_string(json.dumps({**token, "expires": expired}))
-    summary = run.advance(deadline=_past(), fallback="online")
+    summary = run.advance(deadline=past(), fallback="online")
     assert summary.done and summary.outcomes == {"ok": KEYS}
     assert [j["displayName"] for j in jobs_in(stack, bucket)] == ["cr-killed.s0"]
     assert _paid(stack, bucket) == KEYS

@@ -5,20 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 import vertexbatch as vb
 from tests.helpers import CLAUDE, jobs_in, task
+from tests.helpers import past as _past
 from vertexbatch.emulator import LocalStack
 
 KEYS = 6
-
-
-def _past() -> datetime:
-    return datetime.now(UTC) - timedelta(seconds=1)
 
 
 def _paid_in_batch(stack: LocalStack, bucket: str) -> int:

@@ -17,7 +17,7 @@ import pytest
 
 import vertexbatch as vb
 from tests.gcs_gate import Spoil, gate
-from tests.helpers import local_client, object_names
+from tests.helpers import local_client, object_names, read_to_end
 from vertexbatch.emulator import LocalStack
 
 GEMINI = "gemini-3.8-flash"
@@ -47,13 +47,6 @@ def _submit(
     return client.submit_claude(id, CLAUDE, requests, **options)
 
 
-def _filled(client: vb.Client, stack: LocalStack, job: vb.Job) -> dict[str, vb.Result]:
-    """The job's results, read to the end (which fills the cache)."""
-    if not job.name.startswith("cached:"):
-        stack.wait_job(job.name)
-    return {r.key: r for r in client.results(job)}
-
-
 def _upload(stack: LocalStack, bucket: str, name: str, data: bytes) -> str:
     stack.storage_client().bucket(bucket).blob(name).upload_from_string(data)
     return f"gs://{bucket}/{name}"
@@ -75,7 +68,7 @@ def test_a_replaced_file_is_not_answered_from_the_cache(
             "plain", {"max_tokens": 64, "messages": [{"role": "user", "content": "Just text."}]}
         )
     )
-    first = _filled(
+    first = read_to_end(
         client,
         stack,
         _submit(client, provider, f"{provider}-f1", [make("doc", uri), plain], cache=True),
@@ -84,12 +77,12 @@ def test_a_replaced_file_is_not_answered_from_the_cache(
 
     again = _submit(client, provider, f"{provider}-f2", [make("doc", uri), plain], cache=True)
     assert again.name == f"cached:{provider}-f2"  # the object is the same: the cache answers
-    assert all(r.cached for r in _filled(client, stack, again).values())
+    assert all(r.cached for r in read_to_end(client, stack, again).values())
 
     _upload(stack, bucket, f"docs/{provider}.txt", b"second version")
     replaced = _submit(client, provider, f"{provider}-f3", [make("doc", uri), plain], cache=True)
     assert not replaced.name.startswith("cached:")
-    results = _filled(client, stack, replaced)
+    results = read_to_end(client, stack, replaced)
     assert not results["doc"].cached and results["doc"].ok
     assert results["plain"].cached  # no file named: keyed as before
 
@@ -205,7 +198,7 @@ def test_a_plan_counts_a_replaced_file_as_not_cached(
     """``plan_gemini(cache=True)`` counts a request naming a file as cached only while the
     object is the one answered, as submit would; the plan writes nothing."""
     uri = _upload(stack, bucket, "plan/doc.txt", b"one")
-    _filled(
+    read_to_end(
         client, stack, client.submit_gemini("plan-f1", GEMINI, [_gemini("doc", uri)], cache=True)
     )
     assert client.plan_gemini("plan-f2", GEMINI, [_gemini("doc", uri)], cache=True).cached == 1

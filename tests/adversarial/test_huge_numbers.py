@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 import vertexbatch as vb
+from tests.helpers import claude_params, staged_names
 from vertexbatch._command.cli import main
 from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
@@ -25,15 +26,6 @@ CLAUDE = "claude-sonnet-4-5@20250929"  # a priced model: the plan computes a cos
 GEMINI = "gemini-2.5-flash"
 HUGE = 10**400
 INT32 = 2**31  # one past the largest int32
-
-
-def _params(**extra: Any) -> dict[str, Any]:
-    return {"max_tokens": 64, "messages": [{"role": "user", "content": "Hello"}], **extra}
-
-
-def _staged(stack: LocalStack, bucket: str, submission_id: str) -> list[str]:
-    client = stack.storage_client()
-    return [b.name for b in client.list_blobs(bucket, prefix=f"jobs/{submission_id}/")]
 
 
 def _both(
@@ -54,10 +46,10 @@ def _both(
 
 
 CASES = [
-    (vb.ClaudeRequest("k", _params(max_tokens=HUGE)), "params", "'max_tokens'"),
-    (vb.ClaudeRequest("k", _params(max_tokens=INT32)), "params", "'max_tokens'"),
-    (vb.ClaudeRequest("k", _params(temperature=HUGE)), "params", "params.temperature"),
-    (vb.ClaudeRequest("k", _params(top_k=-HUGE)), "params", "params.top_k"),
+    (vb.ClaudeRequest("k", claude_params(max_tokens=HUGE)), "params", "'max_tokens'"),
+    (vb.ClaudeRequest("k", claude_params(max_tokens=INT32)), "params", "'max_tokens'"),
+    (vb.ClaudeRequest("k", claude_params(temperature=HUGE)), "params", "params.temperature"),
+    (vb.ClaudeRequest("k", claude_params(top_k=-HUGE)), "params", "params.top_k"),
     (vb.GeminiRequest("k", "Hi", {"max_output_tokens": HUGE}), "config", "maxOutputTokens"),
     (vb.GeminiRequest("k", "Hi", {"max_output_tokens": INT32}), "config", "maxOutputTokens"),
     (
@@ -91,14 +83,14 @@ def test_a_number_no_model_takes_is_refused_by_plan_and_submit_alike(
         assert info.value.__cause__ is None
         messages.add(str(info.value))
     assert len(messages) == 1, messages
-    assert _staged(stack, bucket, "huge") == []
+    assert staged_names(stack, bucket, "huge") == []
     assert stack.calls() == {}
 
 
 @pytest.mark.parametrize(
     "request_",
     [
-        vb.ClaudeRequest("k", _params(max_tokens=INT32 - 1)),
+        vb.ClaudeRequest("k", claude_params(max_tokens=INT32 - 1)),
         vb.GeminiRequest(
             "k", "Hi", {"max_output_tokens": INT32 - 1, "seed": -INT32, "temperature": 3e38}
         ),
@@ -123,7 +115,7 @@ def test_a_schema_bound_no_number_can_be_is_refused(
 ) -> None:
     """``minimum: 10**400``: InvalidRequestError(field="schema") naming the place and rule."""
     schema = {"type": "object", "properties": {"n": {"type": "number", keyword: value}}}
-    for call in _both(client, vb.ClaudeRequest("k", _params()), schema=schema):
+    for call in _both(client, vb.ClaudeRequest("k", claude_params()), schema=schema):
         with pytest.raises(vb.InvalidRequestError) as info:
             call()
         assert info.value.field == "schema"
@@ -152,13 +144,13 @@ def test_the_command_refuses_a_huge_max_tokens_as_an_invalid_request(
 ) -> None:
     """``--dry-run`` and submit alike: exit 3 naming the line's field, never "a bug"."""
     path = tmp_path / "in.jsonl"
-    path.write_text(json.dumps({"key": "a", "params": _params(max_tokens=HUGE)}) + "\n")
+    path.write_text(json.dumps({"key": "a", "params": claude_params(max_tokens=HUGE)}) + "\n")
     args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "huge-cmd", str(path)]
     args += ["--dry-run"] * dry_run + ["--json"] * as_json
     result = CliRunner().invoke(main, args)
     assert result.exit_code == ExitCode.INVALID_REQUEST, result.output
     assert "'max_tokens'" in result.stderr and "a bug" not in result.output
-    assert _staged(stack, stack_env, "huge-cmd") == []
+    assert staged_names(stack, stack_env, "huge-cmd") == []
 
 
 def test_the_command_refuses_a_schema_file_with_a_huge_bound(
@@ -170,7 +162,7 @@ def test_the_command_refuses_a_schema_file_with_a_huge_bound(
         json.dumps({"type": "object", "properties": {"n": {"type": "number", "minimum": HUGE}}})
     )
     path = tmp_path / "in.jsonl"
-    path.write_text(json.dumps({"key": "a", "params": _params()}) + "\n")
+    path.write_text(json.dumps({"key": "a", "params": claude_params()}) + "\n")
     args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "huge-s", "--dry-run"]
     result = CliRunner().invoke(main, [*args, "--schema", str(schema), str(path)])
     assert result.exit_code == ExitCode.USAGE, result.output

@@ -23,7 +23,15 @@ from click.testing import CliRunner
 from google.genai import types
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, GEMINI, claude_requests, gemini_requests, write_jsonl
+from tests.helpers import (
+    CLAUDE,
+    GEMINI,
+    claude_params,
+    claude_requests,
+    gemini_requests,
+    staged_names,
+    write_jsonl,
+)
 from vertexbatch._command.cli import main
 from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
@@ -33,18 +41,8 @@ SECRET = "wombat-secret-4417"
 NAN, INF = float("nan"), float("inf")
 
 
-def _params(**extra: Any) -> dict[str, Any]:
-    return {"max_tokens": 64, "messages": [{"role": "user", "content": "Hello"}], **extra}
-
-
 def _claude(key: str = "bad-key", **extra: Any) -> vb.ClaudeRequest:
-    return vb.ClaudeRequest(key, _params(**extra))
-
-
-def _staged(stack: LocalStack, bucket: str, submission_id: str) -> list[str]:
-    """Every object under the id's folder."""
-    client = stack.storage_client()
-    return [b.name for b in client.list_blobs(bucket, prefix=f"jobs/{submission_id}/")]
+    return vb.ClaudeRequest(key, claude_params(**extra))
 
 
 def _refused(
@@ -57,7 +55,7 @@ def _refused(
     """Submit, expect InvalidRequestError, and check nothing was staged or sent to Vertex."""
     with pytest.raises(vb.InvalidRequestError) as info:
         submit(client, submission_id)
-    assert _staged(stack, bucket, submission_id) == []
+    assert staged_names(stack, bucket, submission_id) == []
     assert stack.calls() == {}
     return info.value
 
@@ -176,7 +174,7 @@ def test_nan_in_a_run_is_refused_before_staging(
     """run_claude refuses NaN like submit_claude does, with nothing staged."""
     with pytest.raises(vb.InvalidRequestError, match="not JSON: NaN/Infinity"):
         client.run_claude("nan-run", CLAUDE, [_claude(temperature=NAN)])
-    assert _staged(stack, bucket, "nan-run") == []
+    assert staged_names(stack, bucket, "nan-run") == []
 
 
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
@@ -184,17 +182,17 @@ def test_command_refuses_nan_tokens_in_the_request_file(
     stack_env: str, stack: LocalStack, tmp_path: Path, token: str
 ) -> None:
     """A NaN/Infinity token in a request file: exit 3 naming the file and line, nothing staged."""
-    good = {"key": "a", "params": _params()}
+    good = {"key": "a", "params": claude_params()}
     path = tmp_path / "in.jsonl"
     path.write_text(
-        json.dumps(good) + "\n" + json.dumps({"key": "b", "params": _params(temperature=7)})
+        json.dumps(good) + "\n" + json.dumps({"key": "b", "params": claude_params(temperature=7)})
         .replace("7", token) + "\n"
     )  # fmt: skip
     args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "nan-cmd", str(path)]
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == ExitCode.INVALID_REQUEST, result.output
     assert f"{path} line 2: not JSON: NaN/Infinity" in result.stderr
-    assert _staged(stack, stack_env, "nan-cmd") == []
+    assert staged_names(stack, stack_env, "nan-cmd") == []
 
 
 @pytest.mark.parametrize(
@@ -203,11 +201,11 @@ def test_command_refuses_nan_tokens_in_the_request_file(
         ('{"key": "b", "params": {"max_tokens": 1' + "0" * 5000 + "}}", "an integer too long"),
         ('{"key": "b", "params": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
         (
-            json.dumps({"key": "b", "params": _params(system="\ud800")}),
+            json.dumps({"key": "b", "params": claude_params(system="\ud800")}),
             "params.system is not JSON: not UTF-8 text",
         ),
         (
-            json.dumps({"key": "b", "params": _params(metadata={"\udc80": 1})}),
+            json.dumps({"key": "b", "params": claude_params(metadata={"\udc80": 1})}),
             "params.metadata.<field 1> is a key that is not UTF-8 text",
         ),
     ],
@@ -218,12 +216,12 @@ def test_command_refuses_lines_json_cannot_carry(
 ) -> None:
     """Lines Python reads but JSON cannot carry: exit 3 naming the line, never 1 ("a bug")."""
     path = tmp_path / "in.jsonl"
-    path.write_text(json.dumps({"key": "a", "params": _params()}) + "\n" + line + "\n")
+    path.write_text(json.dumps({"key": "a", "params": claude_params()}) + "\n" + line + "\n")
     args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "odd-cmd", str(path)]
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == ExitCode.INVALID_REQUEST, result.output
     assert f"{path} line 2: " in result.stderr and expected in result.stderr
-    assert _staged(stack, stack_env, "odd-cmd") == []
+    assert staged_names(stack, stack_env, "odd-cmd") == []
 
 
 # -- keys that are not strings, values that are not JSON (defect 6) ------------------------------
@@ -243,7 +241,7 @@ def _with_key(key: object) -> list[tuple[vb.ClaudeRequest | vb.GeminiRequest, st
             "params",
             "params.messages[0].content[0].<field 3>",
         ),
-        (vb.ClaudeRequest("bad-key", {**_params(), key: 1}), "params", "params.<field 3>"),
+        (vb.ClaudeRequest("bad-key", {**claude_params(), key: 1}), "params", "params.<field 3>"),
         (
             vb.GeminiRequest("bad-key", [{"role": "user", "parts": [{"text": "x"}], key: 1}]),
             "contents",
@@ -673,16 +671,20 @@ _LEAKY_LINES: list[tuple[str, str, dict[str, Any]]] = [
     (
         "claude",
         "dollar-key",
-        {"key": "bad-key", "params": _params(metadata={f"${SECRET}": SECRET})},
+        {"key": "bad-key", "params": claude_params(metadata={f"${SECRET}": SECRET})},
     ),
-    ("claude", "space-key", {"key": "bad-key", "params": _params(metadata={f"{SECRET} x": 1})}),
-    ("claude", "empty", {"key": "bad-key", "params": _params(metadata={SECRET: {}})}),
-    ("claude", "deep", {"key": "bad-key", "params": _params(metadata=_deep(20))}),
-    ("claude", "nan", {"key": "bad-key", "params": _params(metadata={SECRET: NAN})}),
-    ("claude", "stream", {"key": "bad-key", "params": _params(stream=True, system=SECRET)}),
-    ("claude", "model", {"key": "bad-key", "params": _params(model=SECRET)}),
+    (
+        "claude",
+        "space-key",
+        {"key": "bad-key", "params": claude_params(metadata={f"{SECRET} x": 1})},
+    ),
+    ("claude", "empty", {"key": "bad-key", "params": claude_params(metadata={SECRET: {}})}),
+    ("claude", "deep", {"key": "bad-key", "params": claude_params(metadata=_deep(20))}),
+    ("claude", "nan", {"key": "bad-key", "params": claude_params(metadata={SECRET: NAN})}),
+    ("claude", "stream", {"key": "bad-key", "params": claude_params(stream=True, system=SECRET)}),
+    ("claude", "model", {"key": "bad-key", "params": claude_params(model=SECRET)}),
     ("claude", "no-max-tokens", {"key": "bad-key", "params": {"messages": SECRET, SECRET: 1}}),
-    ("claude", "surrogate", {"key": "bad-key", "params": _params(system=SECRET + "\ud800")}),
+    ("claude", "surrogate", {"key": "bad-key", "params": claude_params(system=SECRET + "\ud800")}),
     ("gemini", "config-field", {"key": "bad-key", "contents": SECRET, "config": {SECRET: 1}}),
     (
         "gemini",
@@ -719,4 +721,4 @@ def test_command_never_prints_request_content(
     assert result.exit_code == ExitCode.INVALID_REQUEST, result.output
     assert f"{path} line 1: " in result.stderr
     assert SECRET not in result.stderr and SECRET not in result.output
-    assert _staged(stack, stack_env, "leak") == []
+    assert staged_names(stack, stack_env, "leak") == []

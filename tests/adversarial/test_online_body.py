@@ -13,7 +13,7 @@ import itertools
 import json
 import threading
 from collections import Counter
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from email.message import Message
 from typing import Any
 
@@ -24,14 +24,10 @@ from hypothesis import strategies as st
 
 import vertexbatch as vb
 from tests.gcs_gate import Spoil, body_gate
-from tests.helpers import CLAUDE, GEMINI, claude_requests
+from tests.helpers import CLAUDE, GEMINI, claude_requests, past, shard_object
 from vertexbatch.emulator import LocalStack
 
 _RUNS = itertools.count()
-
-
-def _past() -> datetime:
-    return datetime.now(UTC) - timedelta(seconds=1)
 
 
 def _late(
@@ -48,13 +44,9 @@ def _claude_tasks(n: int) -> list[vb.ClaudeRequest]:
     return claude_requests(n, text="Task {i}", max_tokens=32)
 
 
-def _objects(stack: LocalStack, bucket: str, run_id: str, leaf: str) -> Any:
-    return stack.storage_client().bucket(bucket).blob(f"jobs/{run_id}.s0/{leaf}")
-
-
 def _staged(stack: LocalStack, bucket: str, run_id: str) -> list[dict[str, Any]]:
     """The shard's staged batch lines, as Vertex reads them."""
-    data = _objects(stack, bucket, run_id, "input.jsonl").download_as_bytes()
+    data = shard_object(stack, bucket, run_id, "input.jsonl").download_as_bytes()
     return [json.loads(line) for line in data.splitlines()]
 
 
@@ -95,14 +87,14 @@ def test_claude_params_no_sdk_keyword_takes_are_answered_online(
     ]
     run = _late(client, stack, "claude-params", requests)
     stack.reset_calls()
-    summary = run.advance(deadline=_past(), fallback="online")
+    summary = run.advance(deadline=past(), fallback="online")
     assert summary.done and summary.outcomes == {"ok": 3}
     assert stack.calls()["rawPredict"] == 3
     _sent_as_staged(stack, bucket, "claude-params", "rawPredict")
     results = {r.key: r for r in run.results()}
     assert sorted(results) == ["key-0", "key-1", "key-2"]
     assert all(r.ok and r.text for r in results.values())
-    online = _objects(stack, bucket, "claude-params", "online.jsonl").download_as_bytes()
+    online = shard_object(stack, bucket, "claude-params", "online.jsonl").download_as_bytes()
     assert len(online.splitlines()) == 3
 
 
@@ -128,7 +120,7 @@ def test_gemini_wire_named_config_fields_are_answered_online(
     staged = _staged(stack, bucket, "gemini-wire")
     assert "outputConfig" in staged[0]["request"]
     stack.reset_calls()
-    summary = run.advance(deadline=_past(), fallback="online")
+    summary = run.advance(deadline=past(), fallback="online")
     assert summary.done and summary.outcomes == {"ok": 3}
     assert stack.calls()["generateContent"] == 3
     _sent_as_staged(stack, bucket, "gemini-wire", "generateContent")
@@ -147,7 +139,7 @@ def test_a_service_error_is_the_keys_answer(
     op = "rawPredict" if provider == "anthropic" else "generateContent"
     run = _late(client, stack, f"service-error-{provider}", requests)
     stack.faults.fail(op, status=400, times=1)
-    summary = run.advance(deadline=_past(), fallback="online", online_concurrency=1)
+    summary = run.advance(deadline=past(), fallback="online", online_concurrency=1)
     assert summary.done and summary.outcomes == {"failed": 1, "ok": 2}
     failed = [r for r in run.results() if not r.ok]
     assert len(failed) == 1 and isinstance(failed[0].error, vb.LineError)
@@ -171,15 +163,15 @@ def test_a_call_that_cannot_be_built_raises_and_releases_the_claim(
     with monkeypatch.context() as patched:
         patched.setattr(AnthropicVertex, "post", refuse)
         with pytest.raises(TypeError, match="refused"):
-            run.advance(deadline=_past(), fallback="online")
+            run.advance(deadline=past(), fallback="online")
     assert stack.calls()["rawPredict"] == 0
-    assert not _objects(stack, bucket, "local-bug", "online.jsonl").exists()
+    assert not shard_object(stack, bucket, "local-bug", "online.jsonl").exists()
     assert _parts(stack, bucket, "local-bug") == []
     claim = json.loads(
-        _objects(stack, bucket, "local-bug", "online.claim.json").download_as_bytes()
+        shard_object(stack, bucket, "local-bug", "online.claim.json").download_as_bytes()
     )
     assert datetime.fromisoformat(claim["expires"]) <= datetime.now(UTC)
-    summary = run.advance(deadline=_past(), fallback="online")
+    summary = run.advance(deadline=past(), fallback="online")
     assert summary.done and summary.outcomes == {"ok": 3}
     assert stack.calls()["rawPredict"] == 3
 
@@ -331,7 +323,7 @@ def test_claude_online_bodies_are_the_staged_requests(
     requests = [vb.ClaudeRequest(f"key-{i}", params) for i, params in enumerate(drawn)]
     run = _late(client, stack, run_id, requests)
     stack.reset_calls()
-    assert run.advance(deadline=_past(), fallback="online").done
+    assert run.advance(deadline=past(), fallback="online").done
     assert stack.calls()["rawPredict"] == len(requests)
     _sent_as_staged(stack, bucket, run_id, "rawPredict")
 
@@ -350,7 +342,7 @@ def test_gemini_online_bodies_are_the_staged_requests(
     ]
     run = _late(client, stack, run_id, requests)
     stack.reset_calls()
-    assert run.advance(deadline=_past(), fallback="online").done
+    assert run.advance(deadline=past(), fallback="online").done
     assert stack.calls()["generateContent"] == len(requests)
     _sent_as_staged(stack, bucket, run_id, "generateContent")
 
@@ -385,17 +377,19 @@ def test_a_part_write_that_fails_throughout_costs_only_its_own_group_again(
         stack.reset_calls()
         with pytest.raises(api_exceptions.ServiceUnavailable):
             gated.open_run("part-fails").advance(
-                deadline=_past(), fallback="online", online_concurrency=2
+                deadline=past(), fallback="online", online_concurrency=2
             )
         assert stack.calls()["rawPredict"] == 4
         assert _parts(stack, bucket, "part-fails") == ["part-00000.jsonl"]
-        assert not _objects(stack, bucket, "part-fails", "online.jsonl").exists()
+        assert not shard_object(stack, bucket, "part-fails", "online.jsonl").exists()
         failing.clear()
-    written = _objects(stack, bucket, "part-fails", "online/part-00000.jsonl").download_as_bytes()
+    written = shard_object(
+        stack, bucket, "part-fails", "online/part-00000.jsonl"
+    ).download_as_bytes()
     digests = {json.loads(row)["custom_id"] for row in written.splitlines()}
     assert len(digests) == 2
     stack.reset_calls()
-    summary = run.advance(deadline=_past(), fallback="online", online_concurrency=2)
+    summary = run.advance(deadline=past(), fallback="online", online_concurrency=2)
     assert summary.done and summary.outcomes == {"ok": 4}
     assert stack.calls()["rawPredict"] == 2
     unwritten = [
@@ -414,12 +408,12 @@ def test_a_shard_answered_by_the_old_layout_reads_and_is_not_called(
     """A shard whose answers are one online.jsonl and no parts (as earlier versions wrote it)
     is answered: no call, its rows are the keys' results."""
     run = _late(client, stack, "old-layout", _claude_tasks(3))
-    assert run.advance(deadline=_past(), fallback="online").done
+    assert run.advance(deadline=past(), fallback="online").done
     for part in _parts(stack, bucket, "old-layout"):
-        _objects(stack, bucket, "old-layout", f"online/{part}").delete()
-    _objects(stack, bucket, "old-layout", "done.json").delete()
+        shard_object(stack, bucket, "old-layout", f"online/{part}").delete()
+    shard_object(stack, bucket, "old-layout", "done.json").delete()
     stack.reset_calls()
-    summary = run.advance(deadline=_past(), fallback="online")
+    summary = run.advance(deadline=past(), fallback="online")
     assert summary.done and summary.outcomes == {"ok": 3}
     assert stack.calls()["rawPredict"] == 0
     assert sorted(r.key for r in run.results() if r.ok) == ["key-0", "key-1", "key-2"]

@@ -18,6 +18,7 @@ import pytest
 import vertexbatch as vb
 from tests.helpers import (
     finished_output,
+    line_status,
     with_staging_sizes,
 )
 from vertexbatch._requests.keymap import key_digest
@@ -33,11 +34,6 @@ def _results(client: vb.Client, job: vb.Job) -> dict[str, vb.Result]:
     assert len(by_key) == len(results), Counter(r.key for r in results).most_common(3)
     assert sorted(by_key) == [f"key-{i}" for i in range(job.keys)]
     return by_key
-
-
-def _status(result: vb.Result) -> str:
-    assert isinstance(result.error, vb.LineError), result
-    return result.error.status
 
 
 DEEP_VALUES = {
@@ -68,7 +64,7 @@ def test_deep_line_is_one_malformed_key(
 
     results = _results(client, out.job)
 
-    assert _status(results["key-0"]) == "MALFORMED_LINE"
+    assert line_status(results["key-0"]) == "MALFORMED_LINE"
     assert results["key-1"].outcome == "missing"
     assert results["key-2"].ok and results["key-3"].ok
 
@@ -91,10 +87,10 @@ def test_deep_json_inside_strings(
 
     results = _results(client, out.job)
 
-    assert _status(results["key-0"]) == "UNREADABLE_RESPONSE"
+    assert line_status(results["key-0"]) == "UNREADABLE_RESPONSE"
     error = results["key-1"].error
     assert isinstance(error, vb.LineError) and error.code == 429 and vb.is_retryable(error)
-    assert _status(results["key-2"]) == "UNREADABLE_RESPONSE"
+    assert line_status(results["key-2"]) == "UNREADABLE_RESPONSE"
     error = results["key-3"].error
     assert isinstance(error, vb.LineError) and error.code == 400
 
@@ -165,7 +161,7 @@ def test_digest_quoted_in_a_damaged_line_names_no_key(
 
     results = _results(client, out.job)
 
-    assert _status(results["key-0"]) == "MALFORMED_LINE"
+    assert line_status(results["key-0"]) == "MALFORMED_LINE"
     assert results["key-1"].ok and results["key-3"].ok
     assert results["key-2"].outcome == "missing"
 
@@ -193,7 +189,7 @@ def test_no_response_content_in_logs_or_errors(
 
     assert results["key-0"].ok and results["key-0"].usage.input == 0
     assert results["key-3"].ok and results["key-3"].usage.output == 0
-    assert {_status(results[k]) for k in ("key-1", "key-2")} == {""}
+    assert {line_status(results[k]) for k in ("key-1", "key-2")} == {""}
     assert results["key-4"].outcome == "failed"
     assert isinstance(results["key-5"].error, vb.LineError)
     assert results["key-5"].error.code == 400
@@ -243,12 +239,12 @@ def test_odd_lines_each_key_one_outcome(
 
     results = _results(client, out.job)
 
-    assert _status(results["key-0"]) == "MALFORMED_LINE"
-    assert _status(results["key-1"]) == "MALFORMED_LINE"
+    assert line_status(results["key-0"]) == "MALFORMED_LINE"
+    assert line_status(results["key-1"]) == "MALFORMED_LINE"
     assert results["key-2"].ok
     assert results["key-3"].ok and results["key-3"].usage == vb.Usage()
     assert not results["key-4"].ok
-    assert _status(results["key-5"]) == "MALFORMED_LINE"
+    assert line_status(results["key-5"]) == "MALFORMED_LINE"
     assert results["key-6"].ok and results["key-7"].ok
     assert results["key-8"].outcome == "missing"
 
@@ -276,6 +272,6 @@ def test_overlong_line_is_malformed_and_reading_goes_on(
 
     results = _results(client, out.job)
 
-    assert _status(results["key-0"]) == "MALFORMED_LINE"
-    assert _status(results["key-3"]) == "MALFORMED_LINE"
+    assert line_status(results["key-0"]) == "MALFORMED_LINE"
+    assert line_status(results["key-3"]) == "MALFORMED_LINE"
     assert results["key-1"].ok and results["key-2"].text == "ok"

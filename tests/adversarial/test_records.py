@@ -15,7 +15,15 @@ import pytest
 from click.testing import CliRunner
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, GEMINI, claude_requests, gemini_requests, jobs_in, task
+from tests.helpers import (
+    CLAUDE,
+    GEMINI,
+    claude_requests,
+    gemini_requests,
+    jobs_named,
+    object_names,
+    task,
+)
 from vertexbatch._command.cli import main
 from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
@@ -34,10 +42,6 @@ def _read(stack: LocalStack, bucket: str, name: str) -> bytes:
     return data
 
 
-def _names(stack: LocalStack, bucket: str, prefix: str) -> list[str]:
-    return sorted(b.name for b in stack.storage_client().list_blobs(bucket, prefix=prefix))
-
-
 def _staged(stack: LocalStack, bucket: str, prefix: str) -> dict[str, str]:
     """What vertexbatch staged under a prefix (Vertex's output left out), by name and MD5."""
     return {
@@ -45,10 +49,6 @@ def _staged(stack: LocalStack, bucket: str, prefix: str) -> dict[str, str]:
         for b in stack.storage_client().list_blobs(bucket, prefix=prefix)
         if "/output/" not in b.name
     }
-
-
-def _jobs_named(stack: LocalStack, bucket: str, display_name: str) -> list[dict]:  # type: ignore[type-arg]
-    return [j for j in jobs_in(stack, bucket) if j["displayName"] == display_name]
 
 
 def _cli(env: Mapping[str, str], *args: str) -> tuple[int, str]:
@@ -69,7 +69,7 @@ def test_run_refuses_a_shard_id_a_plain_submission_holds(
     foreign = client.resubmit(seed, keys=[r.key for r in rows], id="nightly.s0")
     with pytest.raises(vb.InvalidRequestError, match="resubmission of 'seed', not run 'nightly'"):
         client.run_claude("nightly", CLAUDE, rows)
-    assert [j["name"] for j in _jobs_named(stack, client.bucket, "nightly.s0")] == [foreign.name]
+    assert [j["name"] for j in jobs_named(stack, client.bucket, "nightly.s0")] == [foreign.name]
 
 
 def test_run_never_adopts_a_foreign_attempt(client: vb.Client, stack: LocalStack) -> None:
@@ -88,7 +88,7 @@ def test_run_never_adopts_a_foreign_attempt(client: vb.Client, stack: LocalStack
         run.status()
     with pytest.raises(vb.InvalidRequestError, match="did not stage"):
         list(run.results())
-    assert [j["name"] for j in _jobs_named(stack, client.bucket, "owned.s0.r1")] == [foreign.name]
+    assert [j["name"] for j in jobs_named(stack, client.bucket, "owned.s0.r1")] == [foreign.name]
 
 
 def test_resubmit_refuses_a_derived_id_a_plain_submission_holds(
@@ -169,7 +169,7 @@ def test_damaged_input_stops_a_resubmit_before_anything_is_claimed(
     _rewrite(stack, bucket, name, _read(stack, bucket, name).replace(b"item 3", b"item 9"))
     with pytest.raises(vb.JobError, match=r"input\.jsonl is damaged"):
         client.resubmit(finished, keys=["key-0"])
-    assert _names(stack, bucket, "jobs/km.r1/") == []
+    assert object_names(stack, bucket, "jobs/km.r1/") == []
 
 
 # -- 5. a model Vertex refuses does not claim the id for good ---------------------------------
@@ -201,7 +201,7 @@ def test_model_vertex_refuses_leaves_the_id_usable(
     with pytest.raises(vb.InvalidRequestError, match="Vertex refused") as info:
         submit(submission_id, wrong, rows)  # type: ignore[arg-type]
     assert info.value.field == "model" and wrong in str(info.value)
-    assert _jobs_named(stack, client.bucket, submission_id) == []
+    assert jobs_named(stack, client.bucket, submission_id) == []
     # The same rows with the wrong model again: refused again, nothing else happens.
     with pytest.raises(vb.InvalidRequestError, match="Vertex refused"):
         submit(submission_id, wrong, rows)  # type: ignore[arg-type]
@@ -396,14 +396,14 @@ def test_lost_create_answered_429_with_list_lag_is_warned_and_swept(
         job = client.submit_claude("twin429", CLAUDE, claude_requests(1))
     assert "failed without showing in list" in caplog.text
     live = [
-        j for j in _jobs_named(stack, client.bucket, "twin429") if j["state"] == "JOB_STATE_PENDING"
+        j for j in jobs_named(stack, client.bucket, "twin429") if j["state"] == "JOB_STATE_PENDING"
     ]
     assert len(live) == 2  # the twin surfaced only after the submit returned
     # Later submits of the id return the recorded job, and the first that lists the twin
     # (list lag: a few lists on) cancels it.
     for _ in range(3):
         assert client.submit_claude("twin429", CLAUDE, claude_requests(1)) == job
-    states = {j["name"]: j["state"] for j in _jobs_named(stack, client.bucket, "twin429")}
+    states = {j["name"]: j["state"] for j in jobs_named(stack, client.bucket, "twin429")}
     assert states.pop(job.name) == "JOB_STATE_PENDING"
     (twin,) = states
     assert stack.wait_job(twin)["state"] == "JOB_STATE_CANCELLED"
@@ -426,7 +426,7 @@ def test_cancel_failing_on_a_twin_still_returns_the_recorded_job(
     assert f"could not cancel duplicate job {twin.name}" in caplog.text
     assert client.submit_claude("stubborn", CLAUDE, claude_requests(1)) == job
     assert stack.wait_job(twin.name)["state"] == "JOB_STATE_CANCELLED"
-    states = {j["name"]: j["state"] for j in _jobs_named(stack, client.bucket, "stubborn")}
+    states = {j["name"]: j["state"] for j in jobs_named(stack, client.bucket, "stubborn")}
     assert states[job.name] == "JOB_STATE_PENDING"
 
 
@@ -507,7 +507,7 @@ def test_key_with_a_lone_surrogate(client: vb.Client, stack: LocalStack, bucket:
     with pytest.raises(vb.InvalidRequestError, match="lone surrogate") as info:
         client.submit_claude("surrogate", CLAUDE, [vb.ClaudeRequest("a\ud800", task(0).params)])
     assert info.value.field == "key"
-    assert _names(stack, bucket, "jobs/surrogate") == []
+    assert object_names(stack, bucket, "jobs/surrogate") == []
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, GEMINI, claude_requests, gemini_requests
+from tests.helpers import CLAUDE, GEMINI, claude_requests, gemini_requests, staged_names
 from tests.lab import Lab
 from vertexbatch._command.cli import main
 from vertexbatch._command.cli_render import ExitCode
@@ -33,11 +33,6 @@ def _schema(name: str, *, nested: bool = False) -> dict[str, Any]:
     if nested:
         return {"type": "object", "properties": {"outer": inner}}
     return inner
-
-
-def _staged(stack: LocalStack, bucket: str, submission_id: str) -> list[str]:
-    client = stack.storage_client()
-    return [b.name for b in client.list_blobs(bucket, prefix=f"jobs/{submission_id}/")]
 
 
 @pytest.mark.parametrize("name", BAD_NAMES)
@@ -57,7 +52,7 @@ def test_a_claude_schema_with_a_property_name_claude_refuses_is_refused_at_submi
         assert info.value.field == "schema"
         assert "^[a-zA-Z0-9_.-]{1,64}$" in said and "schema.properties" in said, said
         assert repr(name) in said  # the caller's own schema: its name is shown
-    assert _staged(stack, bucket, "pn") == []
+    assert staged_names(stack, bucket, "pn") == []
     assert stack.calls() == {}
 
 
@@ -102,7 +97,7 @@ def test_the_command_refuses_such_a_schema_file_for_claude(
     result = CliRunner().invoke(main, [*args, "--schema", str(schema), str(path)])
     assert result.exit_code == ExitCode.INVALID_REQUEST, result.output
     assert "^[a-zA-Z0-9_.-]{1,64}$" in result.stderr and "a bug" not in result.output
-    assert _staged(stack, stack_env, "pn-cmd") == []
+    assert staged_names(stack, stack_env, "pn-cmd") == []
 
 
 @pytest.mark.parametrize("name", ["a@b", "x" * 65])

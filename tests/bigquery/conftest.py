@@ -10,18 +10,15 @@ import pytest
 from google.cloud import bigquery
 
 import vertexbatch as vb
-from vertexbatch.emulator import JobOptions, LocalStack
+from tests.helpers import bigquery_reset
+from vertexbatch.emulator import LocalStack
 
 
 @pytest.fixture
 def bq(bigquery_local: LocalStack) -> Iterator[LocalStack]:
     """The BigQuery stack, its faults and job options reset around the test."""
-    bigquery_local.faults.reset()
-    bigquery_local.set_job_options(JobOptions())
-    yield bigquery_local
-    bigquery_local.faults.reset()
-    bigquery_local.settle()
-    bigquery_local.set_job_options(JobOptions())
+    with bigquery_reset(bigquery_local) as stack:
+        yield stack
 
 
 @pytest.fixture

@@ -8,14 +8,9 @@ test_runs.py set it up.
 from __future__ import annotations
 
 import vertexbatch as vb
-from tests.bigquery.test_runs import advance_until_done
 from tests.bigquery.test_source import make_table
-from tests.helpers import CLAUDE, claude_request, jobs_in
+from tests.helpers import CLAUDE, advance_until_done, claude_request, jobs_in, wait_briefly
 from vertexbatch.emulator import LocalStack
-
-
-def _wait(client: vb.Client, job: vb.Job) -> None:
-    client.wait(job, floor=0.01, ceiling=0.05)
 
 
 def test_a_table_source_under_dedupe_and_the_cache(
@@ -28,7 +23,7 @@ def test_a_table_source_under_dedupe_and_the_cache(
     rows = [{"custom_id": k, "request": r} for k, r in (("a", same), ("b", same), ("c", other))]
     source = vb.BigQuerySource(make_table(bq, dataset, rows))
     job = bq_client.submit_claude("src-dd", CLAUDE, source, dedupe=True, cache=True)
-    _wait(bq_client, job)
+    wait_briefly(bq_client, job)
     first = {r.key: r for r in bq_client.results(job)}
     assert sorted(first) == ["a", "b", "c"] and all(r.outcome == "ok" for r in first.values())
     assert first["a"].text == first["b"].text and (first["a"].shared or first["b"].shared)

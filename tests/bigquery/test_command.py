@@ -7,21 +7,14 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 from google.cloud import bigquery
 
-from tests.helpers import CLAUDE, jobs_in, one_error_line, request_line, write_lines
-from vertexbatch._command.cli import main
+from tests.helpers import CLAUDE, invoke, jobs_in, one_error_line, request_line, write_lines
 from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
-
-
-def run(args: list[str], env: Mapping[str, str | None]) -> Result:
-    return CliRunner().invoke(main, args, env=env, catch_exceptions=False)
 
 
 def test_submit_dest_writes_the_table_and_results_read_it(
@@ -33,19 +26,19 @@ def test_submit_dest_writes_the_table_and_results_read_it(
     env = bq.environment(bq_bucket, prefix="jobs")
     path = write_lines(tmp_path / "in.jsonl", [request_line("a"), request_line("b")])
     args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "cli-bq", str(path)]
-    first = run([*args, "--dest", dataset], env)
+    first = invoke([*args, "--dest", dataset], env)
     assert first.exit_code == 0, first.output
     (job,) = jobs_in(bq, bq_bucket)
     assert job["outputConfig"]["bigqueryDestination"]["outputUri"] == dataset
-    assert run(["watch", "cli-bq", "--floor", "0.01", "--ceiling", "0.05"], env).exit_code == 0
-    found = run(["find", "cli-bq"], env)
+    assert invoke(["watch", "cli-bq", "--floor", "0.01", "--ceiling", "0.05"], env).exit_code == 0
+    found = invoke(["find", "cli-bq"], env)
     assert f"output   {dataset}\n" in found.output
-    assert f"  table {dataset}.predictions_" in run(["status", "cli-bq"], env).output
-    results = run(["results", "cli-bq"], env)
+    assert f"  table {dataset}.predictions_" in invoke(["status", "cli-bq"], env).output
+    results = invoke(["results", "cli-bq"], env)
     assert results.exit_code == 0, results.output
     rows = [json.loads(line) for line in results.stdout.splitlines()]
     assert sorted((r["key"], r["outcome"]) for r in rows) == [("a", "ok"), ("b", "ok")]
-    other = run([*args, "--dest", f"{dataset}.elsewhere"], env)
+    other = invoke([*args, "--dest", f"{dataset}.elsewhere"], env)
     assert other.exit_code == ExitCode.INVALID_REQUEST
     assert "rows written to dest" in one_error_line(other)
 
@@ -73,7 +66,7 @@ def test_a_bad_dest_exits_2_naming_the_flag_and_the_rule(
     env = bq.environment(bq_bucket, prefix="jobs")
     path = write_lines(tmp_path / "in.jsonl", [request_line("a")])
     args = [*command, "--provider", "claude", "--model", CLAUDE, "--id", "cli-bad", str(path)]
-    result = run([*args, "--dest", dest], env)
+    result = invoke([*args, "--dest", dest], env)
     assert result.exit_code == ExitCode.USAGE, result.output
     assert said in one_error_line(result)
     assert not list(bq.storage_client().list_blobs(bq_bucket))
@@ -113,22 +106,22 @@ def test_submit_and_run_submit_read_a_source_table(
     env = bq.environment(bq_bucket, prefix="jobs")
     source = ["--source", table, "--key-column", "id", "--request-column", "body"]
     args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "cli-src", *source]
-    planned = run([*args, "--dry-run", "--json"], env)
+    planned = invoke([*args, "--dry-run", "--json"], env)
     assert planned.exit_code == 0, planned.output
     assert json.loads(planned.stdout)["requests"] == 2
-    first = run(args, env)
+    first = invoke(args, env)
     assert first.exit_code == 0, first.output
-    assert run(["watch", "cli-src", "--floor", "0.01", "--ceiling", "0.05"], env).exit_code == 0
-    results = run(["results", "cli-src"], env)
+    assert invoke(["watch", "cli-src", "--floor", "0.01", "--ceiling", "0.05"], env).exit_code == 0
+    results = invoke(["results", "cli-src"], env)
     rows_out = [json.loads(line) for line in results.stdout.splitlines()]
     assert sorted((r["key"], r["outcome"]) for r in rows_out) == [("a", "ok"), ("b", "ok")]
-    ran = run(
+    ran = invoke(
         ["run", "submit", "--provider", "claude", "--model", CLAUDE, "--id", "cli-run", *source],
         env,
     )
     assert ran.exit_code == 0, ran.output
     assert len(jobs_in(bq, bq_bucket)) == 2
-    missing = run([*args[:-6], "--source", table, "--key-column", "nope"], env)
+    missing = invoke([*args[:-6], "--source", table, "--key-column", "nope"], env)
     assert missing.exit_code == ExitCode.INVALID_REQUEST
     assert "has no column 'nope' (key_column)" in one_error_line(missing)
 
@@ -149,7 +142,7 @@ def test_requests_from_both_or_neither_is_one_usage_line(
 ) -> None:
     env = bq.environment(bq_bucket, prefix="jobs")
     args = [*command, "--provider", "claude", "--model", CLAUDE, "--id", "x", *given]
-    result = run(args, env)
+    result = invoke(args, env)
     assert result.exit_code == ExitCode.USAGE
     assert said in one_error_line(result)
     assert len(result.output.strip().splitlines()) == 1

@@ -5,18 +5,13 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from google.cloud import aiplatform_v1
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, claude_requests, jobs_in
+from tests.helpers import CLAUDE, claude_requests, jobs_named, raw_job
 from vertexbatch._staged.manifest import Manifest
 from vertexbatch.emulator import LocalStack
 
 CANCELLED = ("JOB_STATE_CANCELLED", "JOB_STATE_CANCELLING")
-
-
-def _jobs(stack: LocalStack, bucket: str, submission_id: str) -> list[dict]:  # type: ignore[type-arg]
-    return [j for j in jobs_in(stack, bucket) if j["displayName"] == submission_id]
 
 
 def test_the_same_id_and_rows_with_another_sink_are_refused(
@@ -60,27 +55,11 @@ def test_a_listed_job_of_the_id_writing_elsewhere_is_not_adopted(
     bq.faults.fail("create", status=403)  # stage the rows, no job
     with pytest.raises(Exception):  # noqa: B017 - the refused create's own error
         bq_client.submit_claude("adopt", CLAUDE, rows, dest=dataset)
-    folder = f"gs://{bq_bucket}/jobs/adopt"
-    bq.jobs_client().create_batch_prediction_job(
-        parent=f"projects/{bq.project}/locations/{bq.location}",
-        batch_prediction_job=aiplatform_v1.BatchPredictionJob(
-            display_name="adopt",
-            model=f"publishers/anthropic/models/{CLAUDE}",
-            input_config={
-                "instances_format": "jsonl",
-                "gcs_source": {"uris": [f"{folder}/input.jsonl"]},
-            },
-            output_config={
-                "predictions_format": "jsonl",
-                "gcs_destination": {"output_uri_prefix": f"{folder}/output"},
-            },
-            labels={"vertexbatch": "1", "vertexbatch_id": "adopt"},
-        ),
-    )
+    raw_job(bq, bq_bucket, "adopt", CLAUDE, {})
     with pytest.raises(vb.InvalidRequestError, match="writes to") as caught:
         bq_client.submit_claude("adopt", CLAUDE, rows, dest=dataset)
     assert caught.value.field == "dest"
-    assert len(_jobs(bq, bq_bucket, "adopt")) == 1
+    assert len(jobs_named(bq, bq_bucket, "adopt")) == 1
 
 
 def test_a_lost_create_leaves_one_live_job_writing_to_the_sink(
@@ -90,7 +69,7 @@ def test_a_lost_create_leaves_one_live_job_writing_to_the_sink(
     and creates no other; the job writes to the sink and its results come from the table."""
     bq.faults.lose_response("create")
     job = bq_client.submit_claude("lost", CLAUDE, claude_requests(3), dest=dataset)
-    jobs = _jobs(bq, bq_bucket, "lost")
+    jobs = jobs_named(bq, bq_bucket, "lost")
     assert [j["name"] for j in jobs if j["state"] not in CANCELLED] == [job.name]
     assert len(jobs) == 1
     assert jobs[0]["outputConfig"]["bigqueryDestination"]["outputUri"] == dataset

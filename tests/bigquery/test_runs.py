@@ -19,11 +19,19 @@ from typing import Any
 
 import anyio
 import pytest
-from click.testing import CliRunner, Result
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, GEMINI, jobs_in, one_error_line, request_line, task, write_lines
-from vertexbatch._command.cli import main
+from tests.helpers import (
+    CLAUDE,
+    GEMINI,
+    advance_until_done,
+    invoke,
+    jobs_in,
+    one_error_line,
+    request_line,
+    task,
+    write_lines,
+)
 from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
 
@@ -33,15 +41,6 @@ DIRECTIVES = ["", "", "[[vb:refuse]]", "[[vb:truncate]]", "[[vb:error 400]]"]
 UNSETTLED = ["[[vb:error 429]]", "[[vb:drop]]"]
 REQUESTS = [task(i, d) for i, d in enumerate(DIRECTIVES + UNSETTLED)]
 OUTCOMES = {"ok": 2, "refused": 1, "truncated": 1, "failed": 1, "exhausted": 2}
-
-
-def advance_until_done(bq: LocalStack, run: vb.Run, steps: int = 10) -> vb.RunSummary:
-    for _ in range(steps):
-        bq.settle()
-        summary = run.advance()
-        if summary.done:
-            return summary
-    raise AssertionError(f"run not done after {steps} steps: {summary}")
 
 
 def tables(bq: LocalStack, dataset: str) -> set[str]:
@@ -227,10 +226,6 @@ def test_an_async_run_to_a_dataset(bq: LocalStack, bq_client: vb.Client, dataset
     assert anyio.run(main) == ["ok", "ok", "refused"]
 
 
-def command(args: list[str], env: dict[str, str]) -> Result:
-    return CliRunner().invoke(main, args, env=env, catch_exceptions=False)
-
-
 def test_the_command_runs_to_a_dataset_and_refuses_a_table(
     bq: LocalStack, bq_bucket: str, dataset: str, tmp_path: Path
 ) -> None:
@@ -240,20 +235,20 @@ def test_the_command_runs_to_a_dataset_and_refuses_a_table(
     env = bq.environment(bq_bucket, prefix="jobs")
     path = write_lines(tmp_path / "in.jsonl", [request_line("a"), request_line("b")])
     args = ["run", "submit", "--provider", "claude", "--model", CLAUDE, str(path)]
-    refused = command([*args, "--id", "cli-t", "--dest", f"{dataset}.t"], env)
+    refused = invoke([*args, "--id", "cli-t", "--dest", f"{dataset}.t"], env)
     assert refused.exit_code == ExitCode.INVALID_REQUEST, refused.output
     assert "dest must name a dataset (bq://PROJECT.DATASET), not the table" in one_error_line(
         refused
     )
     assert not list(bq.storage_client().list_blobs(bq_bucket))
-    started = command([*args, "--id", "cli-run", "--dest", dataset, "--shard-size", "1"], env)
+    started = invoke([*args, "--id", "cli-run", "--dest", dataset, "--shard-size", "1"], env)
     assert started.exit_code == 0, started.output
     for _ in range(10):
         bq.settle()
-        if command(["run", "advance", "cli-run"], env).exit_code == 0:
+        if invoke(["run", "advance", "cli-run"], env).exit_code == 0:
             break
-    assert command(["run", "status", "cli-run"], env).exit_code == 0
-    results = command(["run", "results", "cli-run"], env)
+    assert invoke(["run", "status", "cli-run"], env).exit_code == 0
+    results = invoke(["run", "results", "cli-run"], env)
     rows = [json.loads(line) for line in results.stdout.splitlines()]
     assert sorted((r["key"], r["run_outcome"]) for r in rows) == [("a", "ok"), ("b", "ok")]
     assert len(output_tables(bq, bq_bucket)) == 2

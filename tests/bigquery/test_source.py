@@ -19,7 +19,7 @@ from google.cloud import bigquery
 
 import vertexbatch as vb
 from tests.bigquery.test_sink import DIRECTIVES, requests, seen
-from tests.helpers import CLAUDE, GEMINI, claude_request, jobs_in
+from tests.helpers import CLAUDE, GEMINI, bucket_names, claude_request, jobs_in
 from vertexbatch._requests.gemini_body import gemini_request_body
 from vertexbatch.emulator import LocalStack
 
@@ -70,10 +70,6 @@ def manifest(stack: LocalStack, bucket: str, id: str) -> dict[str, Any]:
     blob = stack.storage_client().bucket(bucket).blob(f"jobs/{id}/manifest.json")
     data: dict[str, Any] = json.loads(blob.download_as_bytes())
     return data
-
-
-def staged(stack: LocalStack, bucket: str) -> list[str]:
-    return [b.name for b in stack.storage_client().list_blobs(bucket)]
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "google"])
@@ -192,7 +188,7 @@ def test_a_bad_row_is_refused_before_anything_is_staged(
         bq_client.submit_claude("bad", CLAUDE, vb.BigQuerySource(table, **source))
     assert said in str(raised.value)
     assert "SECRET" not in str(raised.value)
-    assert staged(bq, bq_client.bucket) == [] and jobs_in(bq, bq_client.bucket) == []
+    assert bucket_names(bq, bq_client.bucket) == [] and jobs_in(bq, bq_client.bucket) == []
     good = make_table(bq, dataset, [{"custom_id": "a", "request": GOOD}])
     assert bq_client.submit_claude("bad", CLAUDE, vb.BigQuerySource(good)).keys == 1
 
@@ -215,7 +211,7 @@ def test_table_and_column_kinds_are_refused_naming_them(
     deep = make_table(bq, dataset, [{"custom_id": "a", "request": "[" * 200_000}], schema)
     with pytest.raises(vb.InvalidRequestError, match=r"\('request'\) is nested too deeply"):
         bq_client.submit_claude("kinds", CLAUDE, vb.BigQuerySource(deep))
-    assert staged(bq, bq_client.bucket) == []
+    assert bucket_names(bq, bq_client.bucket) == []
 
 
 @pytest.mark.parametrize(
@@ -279,7 +275,7 @@ def test_without_the_bigquery_extra_a_source_says_what_to_install(
     for call in (bq_client.submit_claude, bq_client.plan_claude, bq_client.run_claude):
         with pytest.raises(vb.InvalidRequestError, match=said):
             call("no-extra", CLAUDE, source)
-    assert staged(bq, bq_client.bucket) == []
+    assert bucket_names(bq, bq_client.bucket) == []
 
 
 def test_a_gemini_row_with_a_field_no_generate_content_request_has_is_refused(
@@ -296,4 +292,4 @@ def test_a_gemini_row_with_a_field_no_generate_content_request_has_is_refused(
     assert "(did you mean 'generationConfig'?)" in said and said.count("<field ") == 2
     assert "generation_config" not in said  # the caller's names by position only
     assert "SECRET" not in str(info.value)
-    assert staged(bq, bq_client.bucket) == []
+    assert bucket_names(bq, bq_client.bucket) == []

@@ -18,13 +18,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, claude_request, claude_requests, jobs_in
+from tests.helpers import CLAUDE, claude_request, claude_requests, jobs_in, wait_briefly
 from vertexbatch._bigquery.dest import parse_dest
 from vertexbatch.emulator import LocalStack
-
-
-def _wait(client: vb.Client, job: vb.Job) -> None:
-    client.wait(job, floor=0.01, ceiling=0.05)
 
 
 @pytest.mark.parametrize(
@@ -84,7 +80,7 @@ def test_without_the_bigquery_extra_one_sentence_says_what_to_install(
     """A submit with dest refuses before staging; results of a sink job already made fail with
     a JobError; both name pip install 'vertexbatch[bigquery]'."""
     job = bq_client.submit_claude("no-extra", CLAUDE, claude_requests(1), dest=dataset)
-    _wait(bq_client, job)
+    wait_briefly(bq_client, job)
     monkeypatch.setitem(sys.modules, "google.cloud.bigquery_storage_v1", None)
     with pytest.raises(vb.InvalidRequestError, match=r"pip install 'vertexbatch\[bigquery\]'"):
         bq_client.submit_claude("no-extra-2", CLAUDE, claude_requests(1), dest=dataset)
@@ -135,11 +131,11 @@ def test_resubmit_keeps_the_sink_and_a_tables_resubmission_gets_its_own_table(
         claude_request("c", "[[vb:drop]]"),
     ]
     job = bq_client.submit_claude("resub", CLAUDE, rows, dest=table)
-    _wait(bq_client, job)
+    wait_briefly(bq_client, job)
     again = bq_client.resubmit(job)
     (made,) = [j for j in jobs_in(bq, bq_bucket) if j["displayName"] == again.id]
     assert made["outputConfig"]["bigqueryDestination"]["outputUri"] == dataset
-    _wait(bq_client, again)
+    wait_briefly(bq_client, again)
     assert again.keys == 2
     # The same requests, the same directives: dropped and refused with 429 again, now read from
     # the second job's own table.
@@ -152,7 +148,7 @@ def test_dedupe_and_the_answer_cache_work_with_a_sink(bq_client: vb.Client, data
     table's answers, and the same requests again are answered from it with no job."""
     rows = [claude_request("a", "same"), claude_request("b", "same"), claude_request("c", "x")]
     job = bq_client.submit_claude("dd", CLAUDE, rows, dest=dataset, dedupe=True, cache=True)
-    _wait(bq_client, job)
+    wait_briefly(bq_client, job)
     first = {r.key: r for r in bq_client.results(job)}
     assert [first[k].outcome for k in "abc"] == ["ok"] * 3 and first["b"].shared
     cached = bq_client.submit_claude("dd2", CLAUDE, rows, dest=dataset, dedupe=True, cache=True)
@@ -208,7 +204,7 @@ def test_metrics_and_the_results_span_are_those_of_gcs(
     marker = f"secret-{uuid.uuid4().hex}"
     rows = [claude_request("a", marker), claude_request("b", f"{marker} [[vb:drop]]")]
     job = client.submit_claude("seen", CLAUDE, rows, dest=dataset)
-    _wait(client, job)
+    wait_briefly(client, job)
     exporter.clear()
     results = list(client.results(job))
     assert sorted(r.outcome for r in results) == ["missing", "ok"]

@@ -37,10 +37,10 @@ from google.cloud.bigquery_storage_v1.services.big_query_read.transports import 
 )
 
 import vertexbatch as vb
-from tests.bigquery.test_runs import advance_until_done, output_tables, tables
+from tests.bigquery.test_runs import output_tables, tables
 from tests.bigquery.test_source import body, make_table
 from tests.gcs_gate import Spoil, body_gate
-from tests.helpers import CLAUDE, jobs_in, task
+from tests.helpers import CLAUDE, advance_until_done, jobs_in, task
 from vertexbatch._command.cli import main
 from vertexbatch._command.cli_render import ExitCode
 from vertexbatch._lifecycle import endpoint_clients

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import vertexbatch as vb
 from tests.helpers import (
@@ -22,6 +20,7 @@ from tests.helpers import (
     claude_requests,
     fill_cache,
     jobs_in,
+    metered_client,
     object_names,
     request_line,
     write_lines,
@@ -235,13 +234,7 @@ def test_gemini_answers_round_trip_through_the_cache(client: vb.Client, stack: L
 
 def test_cached_answers_record_no_tokens(stack: LocalStack, bucket: str) -> None:
     """Metrics count a cached result, but not its tokens: nothing was paid."""
-    reader = InMemoryMetricReader()
-    client = stack.client(
-        bucket=bucket,
-        prefix="jobs",
-        retry=vb.RetryPolicy.no_wait(),
-        meter_provider=MeterProvider(metric_readers=[reader]),
-    )
+    client, reader = metered_client(stack, bucket, "jobs")
     fill_cache(client, stack, "tm0", _requests(2))
     before = reader.get_metrics_data()
     tokens_before = _input_sum(before)

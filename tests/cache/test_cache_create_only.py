@@ -11,7 +11,7 @@ import pytest
 
 import vertexbatch as vb
 from tests.gcs_gate import Planting, body_gate
-from tests.helpers import CLAUDE, claude_requests, local_client, object_names
+from tests.helpers import CLAUDE, cache_digest, claude_requests, local_client, object_names, stored
 from vertexbatch._cache.store import AnswerCache
 from vertexbatch._gcs.staging import Staging
 from vertexbatch.emulator import LocalStack
@@ -19,10 +19,6 @@ from vertexbatch.emulator import LocalStack
 NOW = 2_000_000_000
 MIB = 1024 * 1024
 OTHER = b"\n" * (9 * MIB)  # another writer's object, past 8 MiB
-
-
-def _digest(i: int) -> str:
-    return f"ab{i:030x}"
 
 
 def _staging(stack: LocalStack, bucket: str, url: str) -> Staging:
@@ -37,21 +33,16 @@ def _staging(stack: LocalStack, bucket: str, url: str) -> Staging:
     return Staging(client, bucket, "jobs", vb.RetryPolicy.no_wait())
 
 
-def _stored(stack: LocalStack, bucket: str, name: str) -> bytes:
-    data: bytes = stack.storage_client().bucket(bucket).blob(name).download_as_bytes()
-    return data
-
-
 def test_a_fills_shard_past_8_mib_that_exists_is_kept(stack: LocalStack, bucket: str) -> None:
     """One shard's entries (9 MiB of them) in one request; the object there already (other
     bytes) stays, and the fill counts none of that shard's entries written."""
     planting = Planting(stack.storage_client().bucket(bucket), "/ab/", OTHER)
-    texts = {_digest(i): b'{"t":"' + b"x" * (MIB // 2) + b'"}' for i in range(19)}
+    texts = {cache_digest(i): b'{"t":"' + b"x" * (MIB // 2) + b'"}' for i in range(19)}
     texts[f"cd{0:030x}"] = b'{"t":"y"}'
     with body_gate(stack.storage_endpoint, planting) as url:
         cache = AnswerCache(_staging(stack, bucket, url), "anthropic", CLAUDE, clock=lambda: NOW)
         assert cache.fill_text("w", texts) == 1  # the other shard's one entry
-    assert planting.planted is not None and _stored(stack, bucket, planting.planted) == OTHER
+    assert planting.planted is not None and stored(stack, bucket, planting.planted) == OTHER
     assert planting.kinds("/_cache/") == ["multipart"] * 2 and planting.chunks == 0
 
 
@@ -61,13 +52,13 @@ def test_a_merge_past_8_mib_that_exists_is_kept(stack: LocalStack, bucket: str) 
     staging = Staging(stack.storage_client(), bucket, "jobs", vb.RetryPolicy.no_wait())
     for w in range(9):
         old = AnswerCache(staging, "anthropic", CLAUDE, clock=lambda w=w: NOW - 1200 + w)
-        old.fill_text(f"w{w}", {_digest(w): b'{"t":"' + b"x" * (MIB + MIB // 20) + b'"}'})
+        old.fill_text(f"w{w}", {cache_digest(w): b'{"t":"' + b"x" * (MIB + MIB // 20) + b'"}'})
     planting = Planting(stack.storage_client().bucket(bucket), "/merged/", OTHER)
     with body_gate(stack.storage_endpoint, planting) as url:
         cache = AnswerCache(_staging(stack, bucket, url), "anthropic", CLAUDE, clock=lambda: NOW)
-        found = cache.lookup([_digest(0), _digest(8)], compact=True)
-    assert sorted(found) == [_digest(0), _digest(8)]
-    assert planting.planted is not None and _stored(stack, bucket, planting.planted) == OTHER
+        found = cache.lookup([cache_digest(0), cache_digest(8)], compact=True)
+    assert sorted(found) == [cache_digest(0), cache_digest(8)]
+    assert planting.planted is not None and stored(stack, bucket, planting.planted) == OTHER
     assert planting.kinds("/merged/") == ["multipart"] and planting.chunks == 0
     merged = [n for n in object_names(stack, bucket, "jobs/_cache/") if "/merged/" in n]
     assert merged == [planting.planted]
@@ -87,5 +78,5 @@ def test_a_submissions_cached_answers_that_exist_are_kept(stack: LocalStack, buc
         with pytest.raises(vb.InvalidRequestError, match="gone or damaged") as err:
             again.submit_claude("again", CLAUDE, requests, cache=True)
     assert planting.planted is not None and planting.planted in str(err.value)
-    assert _stored(stack, bucket, planting.planted) == OTHER
+    assert stored(stack, bucket, planting.planted) == OTHER
     assert planting.kinds("/again/cached-") == ["multipart"] and planting.chunks == 0

@@ -36,12 +36,6 @@ from vertexbatch.emulator import LocalStack
 SECRET = "zebra-secret-prompt-words"  # request content that must never reach an error line
 
 
-@pytest.fixture
-def env(stack: LocalStack, bucket: str) -> dict[str, str | None]:
-    """The environment that points the command at the stack and this test's bucket."""
-    return {**stack.environment(bucket, prefix="jobs")}
-
-
 def run(args: list[str], env: Mapping[str, str | None], stdin: str | None = None) -> Result:
     return CliRunner().invoke(main, args, env=env, input=stdin, catch_exceptions=False)
 

@@ -4,27 +4,15 @@ and ``run submit``, and ``doctor --kms-key … --service-account …`` on the lo
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from tests.helpers import CLAUDE, jobs_in, one_error_line, request_line, write_lines
-from vertexbatch._command.cli import main
+from tests.helpers import CLAUDE, invoke, jobs_in, one_error_line, request_line, write_lines
 from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
 
 ACCOUNT = "runner@local-project.iam.gserviceaccount.com"
-
-
-@pytest.fixture
-def env(stack: LocalStack, bucket: str) -> dict[str, str | None]:
-    return {**stack.environment(bucket, prefix="jobs")}
-
-
-def run(args: list[str], env: Mapping[str, str | None]) -> Result:
-    return CliRunner().invoke(main, args, env=env, catch_exceptions=False)
 
 
 def key_of(stack: LocalStack) -> str:
@@ -50,14 +38,14 @@ def test_the_controls_go_on_the_job_and_into_the_identity(
 ) -> None:
     path = write_lines(tmp_path / "in.jsonl", [request_line("a"), request_line("b")])
     args = [*command, "--provider", "claude", "--model", CLAUDE, "--id", "cli-ctl", str(path)]
-    first = run([*args, *_controls(stack)], env)
+    first = invoke([*args, *_controls(stack)], env)
     assert first.exit_code == 0, first.output
     (job,) = jobs_in(stack, bucket)
     assert job["labels"]["team"] == "search" and job["labels"]["env"] == "prod"
     assert job["encryptionSpec"] == {"kmsKeyName": key_of(stack)}
     assert job["serviceAccount"] == ACCOUNT
-    assert run([*args, *_controls(stack)], env).exit_code == 0  # the same again: adopted
-    other = run([*args, "--label", "team=ads"], env)
+    assert invoke([*args, *_controls(stack)], env).exit_code == 0  # the same again: adopted
+    other = invoke([*args, "--label", "team=ads"], env)
     assert other.exit_code == ExitCode.INVALID_REQUEST
     assert "other labels" in one_error_line(other)
     assert len(jobs_in(stack, bucket)) == 1
@@ -91,7 +79,7 @@ def test_a_bad_control_exits_2_with_one_line_naming_the_rule(
     """Before anything is staged or created: the configuration exit code and one line."""
     path = write_lines(tmp_path / "in.jsonl", [request_line("a")])
     args = [*command, "--provider", "claude", "--model", CLAUDE, "--id", "cli-bad", str(path)]
-    result = run([*args, *flags], env)
+    result = invoke([*args, *flags], env)
     assert result.exit_code == ExitCode.USAGE, result.output
     assert said in one_error_line(result)
     assert not list(stack.storage_client().list_blobs(bucket))
@@ -103,8 +91,8 @@ def test_a_dry_run_checks_the_controls_too(
 ) -> None:
     path = write_lines(tmp_path / "in.jsonl", [request_line("a")])
     args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "cli-dry", str(path)]
-    assert run([*args, "--dry-run", *_controls(stack)], env).exit_code == 0
-    bad = run([*args, "--dry-run", "--kms-key", "k"], env)
+    assert invoke([*args, "--dry-run", *_controls(stack)], env).exit_code == 0
+    bad = invoke([*args, "--dry-run", "--kms-key", "k"], env)
     assert bad.exit_code == ExitCode.USAGE
 
 
@@ -112,7 +100,7 @@ def test_doctor_checks_the_controls_and_cannot_tell_on_the_local_stack(
     stack: LocalStack, env: dict[str, str | None]
 ) -> None:
     """The form and region are checked; that the key and account exist, the stack cannot show."""
-    result = run(
+    result = invoke(
         ["doctor", "--json", "--kms-key", key_of(stack), "--service-account", ACCOUNT], env
     )
     assert result.exit_code == 0, result.output
@@ -120,7 +108,7 @@ def test_doctor_checks_the_controls_and_cannot_tell_on_the_local_stack(
     assert checks["kms-key"]["result"] == "warn"
     assert "cannot tell" in checks["kms-key"]["detail"]
     assert checks["service-account"]["result"] == "warn"
-    bad = run(
+    bad = invoke(
         ["doctor", "--kms-key", "projects/p/locations/asia-east1/keyRings/r/cryptoKeys/k"], env
     )
     assert bad.exit_code == ExitCode.CHECK_FAILED
@@ -128,6 +116,6 @@ def test_doctor_checks_the_controls_and_cannot_tell_on_the_local_stack(
 
 
 def test_doctor_without_controls_checks_none(env: dict[str, str | None]) -> None:
-    result = run(["doctor", "--json"], env)
+    result = invoke(["doctor", "--json"], env)
     names = [c["check"] for c in json.loads(result.stdout)]
     assert "kms-key" not in names and "service-account" not in names

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, GEMINI, request_line, write_lines
-from vertexbatch._command.cli import main
+from tests.helpers import CLAUDE, GEMINI, invoke, request_line, write_lines
 from vertexbatch.emulator import LocalStack
 
 SCHEMA = {
@@ -19,15 +16,6 @@ SCHEMA = {
     "properties": {"label": {"enum": ["bug", "question"]}, "urgent": {"type": "boolean"}},
     "required": ["label", "urgent"],
 }
-
-
-@pytest.fixture
-def env(stack: LocalStack, bucket: str) -> dict[str, str | None]:
-    return {**stack.environment(bucket, prefix="jobs")}
-
-
-def run(args: list[str], env: Mapping[str, str | None]) -> Result:
-    return CliRunner().invoke(main, args, env=env, catch_exceptions=False)
 
 
 def _schema_file(tmp_path: Path, data: object = SCHEMA) -> str:
@@ -43,12 +31,12 @@ def test_submit_with_schema_and_results_show_parsed(
     path = write_lines(tmp_path / "in.jsonl", [request_line("a"), request_line("b")])
     schema = _schema_file(tmp_path)
     args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "cs-1"]
-    result = run([*args, "--schema", schema, str(path)], env)
+    result = invoke([*args, "--schema", schema, str(path)], env)
     assert result.exit_code == 0, result.output
     job = client.find("cs-1")
     assert job is not None
     stack.wait_job(job.name)
-    printed = run(["results", "cs-1"], env)
+    printed = invoke(["results", "cs-1"], env)
     records = [json.loads(line) for line in printed.stdout.splitlines()]
     assert [r["parsed"] for r in records] == [{"label": "bug", "urgent": False}] * 2
     assert all(r["tool_calls"] == [] and r["outcome"] == "ok" for r in records)
@@ -62,12 +50,12 @@ def test_dry_run_and_run_take_a_schema(
     path = write_lines(tmp_path / "in.jsonl", lines)
     schema = _schema_file(tmp_path)
     args = ["submit", "--provider", "gemini", "--model", GEMINI, "--id", "cs-2", "--schema"]
-    planned = run([*args, schema, "--dry-run", str(path)], env)
+    planned = invoke([*args, schema, "--dry-run", str(path)], env)
     assert planned.exit_code == 0, planned.output
     assert "dry run" in planned.stdout
     assert client.find("cs-2") is None
     start = ["run", "submit", "--provider", "gemini", "--model", GEMINI, "--id", "cs-run"]
-    started = run([*start, "--schema", schema, str(path)], env)
+    started = invoke([*start, "--schema", schema, str(path)], env)
     assert started.exit_code == 0, started.output
     shard = client.find("cs-run.s0")
     assert shard is not None
@@ -96,6 +84,6 @@ def test_a_bad_schema_file_is_a_usage_error(
     schema = tmp_path / "schema.json"
     schema.write_bytes(content.encode("latin-1" if content.startswith("\xff") else "utf-8"))
     args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "cs-3"]
-    result = run([*args, "--schema", str(schema), str(path)], env)
+    result = invoke([*args, "--schema", str(schema), str(path)], env)
     assert result.exit_code == 2 and "--schema" in result.output and words in result.output
     assert "Traceback" not in result.output

@@ -7,11 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, claude_request, write_lines
-from vertexbatch._command.cli import main
+from tests.helpers import CLAUDE, claude_request, invoke, write_lines
 from vertexbatch._command.cli_progress import key_counts
 from vertexbatch._command.cli_render import keys_status
 from vertexbatch.emulator import LocalStack
@@ -46,11 +44,6 @@ def test_keys_status_turns_row_counts_into_key_counts(
     assert got.state == status.state and got.terminal == status.terminal
 
 
-@pytest.fixture
-def env(stack: LocalStack, bucket: str) -> dict[str, str | None]:
-    return {**stack.environment(bucket, prefix="jobs")}
-
-
 def _twenty_of_ten(tmp_path: Path) -> Path:
     """20 request lines of 10 distinct bodies (each body twice)."""
     lines = [
@@ -68,10 +61,6 @@ def _twenty_of_ten(tmp_path: Path) -> Path:
     return write_lines(tmp_path / "twenty.jsonl", lines)
 
 
-def _cli(args: list[str], env: dict[str, str | None]) -> Result:
-    return CliRunner().invoke(main, args, env=env, catch_exceptions=False)
-
-
 def test_watch_and_status_count_keys_under_dedupe(
     tmp_path: Path, env: dict[str, str | None], stack: LocalStack
 ) -> None:
@@ -79,17 +68,17 @@ def test_watch_and_status_count_keys_under_dedupe(
     of 20 keys (text and --json), and its note says the counts were turned into keys."""
     file = str(_twenty_of_ten(tmp_path))
     args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "dd20", "--dedupe", file]
-    submitted = _cli(args, env)
+    submitted = invoke(args, env)
     assert submitted.exit_code == 0, submitted.output
-    watched = _cli(["watch", "dd20", "--floor", "0.01", "--ceiling", "0.05"], env)
+    watched = invoke(["watch", "dd20", "--floor", "0.01", "--ceiling", "0.05"], env)
     assert watched.exit_code == 0, watched.output
     assert "dd20 JOB_STATE_SUCCEEDED 20/20 keys" in watched.stderr
     assert watched.stdout.startswith("dd20  JOB_STATE_SUCCEEDED  succeeded 20  failed 0")
     assert watched.stdout.rstrip().endswith("of 20 keys")
-    status = _cli(["status", "dd20"], env)
+    status = invoke(["status", "dd20"], env)
     assert "succeeded 20  failed 0  incomplete 0  of 20 keys" in status.stdout
     assert "--dedupe" in status.stderr
-    record = json.loads(_cli(["status", "dd20", "--json"], env).stdout)
+    record = json.loads(invoke(["status", "dd20", "--json"], env).stdout)
     assert (record["succeeded"], record["keys"]) == (20, 20)
 
 
@@ -108,7 +97,7 @@ def test_a_running_deduped_job_counts_its_rows_keys(
     counts = key_counts(client, job)
     assert (counts.rows, counts.keys, counts.shared) == (10, 20, True)
     assert counts(raw).succeeded == 10
-    shown = _cli(["status", "dd-run"], env)
+    shown = invoke(["status", "dd-run"], env)
     assert "succeeded 10" in shown.stdout and "of 20 keys" in shown.stdout
     stack.faults.release("dd-run")
 

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.helpers import bigquery_reset
 from tests.lab import Lab
-from vertexbatch.emulator import JobOptions, LocalStack
+from vertexbatch.emulator import LocalStack
 
 
 @pytest.fixture
@@ -25,9 +26,5 @@ def lab_factory() -> type[Lab]:
 @pytest.fixture
 def bq_stack(bigquery_local: LocalStack) -> Iterator[LocalStack]:
     """The BigQuery stack, its faults and job options reset around the test."""
-    bigquery_local.faults.reset()
-    bigquery_local.set_job_options(JobOptions())
-    yield bigquery_local
-    bigquery_local.faults.reset()
-    bigquery_local.settle()
-    bigquery_local.set_job_options(JobOptions())
+    with bigquery_reset(bigquery_local) as stack:
+        yield stack

@@ -13,18 +13,9 @@ import json
 import pytest
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, GEMINI, claude_request
+from tests.helpers import CLAUDE, GEMINI, bucket_names, claude_request, results_by_key
 from vertexbatch._rows.failures import STATUS_WORDS, line_error_for
 from vertexbatch.emulator import JobOptions, LocalStack
-
-
-def _results(stack: LocalStack, client: vb.Client, job: vb.Job) -> dict[str, vb.Result]:
-    stack.wait_job(job.name)
-    results = list(client.results(job))
-    by_key = {r.key: r for r in results}
-    assert len(by_key) == len(results), "a key was yielded twice"
-    return by_key
-
 
 # --- 1. Per-line status formats ----------------------------------------------------------------
 
@@ -60,7 +51,7 @@ def test_per_line_status_formats(
         job = client.submit_claude(name, CLAUDE, [claude_request(k, t) for k, t in texts.items()])
     else:
         job = client.submit_gemini(name, GEMINI, [vb.GeminiRequest(k, t) for k, t in texts.items()])
-    results = _results(stack, client, job)
+    results = results_by_key(stack, client, job)
     column = 1 if shape == "status_text" else 2
     assert {k: r.outcome for k, r in results.items()} == {
         k: case[column] for k, case in STATUS_CASES.items()
@@ -121,7 +112,7 @@ def test_claude_rows_without_custom_id(client: vb.Client, stack: LocalStack, ech
     rows = _rows_of(stack, done)
     assert rows and all("custom_id" not in row for row in rows)
     assert all(isinstance(row["request"], str if echo == "string" else dict) for row in rows)
-    results = _results(stack, client, job)
+    results = results_by_key(stack, client, job)
     assert {k: r.outcome for k, r in results.items()} == {
         "a": "ok",
         "b": "truncated",
@@ -142,7 +133,7 @@ def test_gemini_rows_with_no_id_at_all(client: vb.Client, stack: LocalStack) -> 
     requests = [vb.GeminiRequest(f"k{i}", f"Ticket {i}") for i in range(4)]
     requests.append(vb.GeminiRequest("busy", "Ticket [[vb:error 503 shape=status_text]]"))
     job = client.submit_gemini(name, GEMINI, requests)
-    results = _results(stack, client, job)
+    results = results_by_key(stack, client, job)
     assert {k: r.outcome for k, r in results.items()} == {
         **{f"k{i}": "ok" for i in range(4)},
         "busy": "retryable",
@@ -245,7 +236,7 @@ def test_failed_after_some_rows_and_a_long_job_message(
 def test_missing_without_a_job_error_says_so_plainly(client: vb.Client, stack: LocalStack) -> None:
     """A key a succeeded job dropped is missing with no job error attached."""
     job = client.submit_claude("plain-missing", CLAUDE, [claude_request("k", "x [[vb:drop]]")])
-    (result,) = _results(stack, client, job).values()
+    (result,) = results_by_key(stack, client, job).values()
     assert isinstance(result.error, vb.MissingError)
     assert (result.error.job_error_code, result.error.job_error_message) == (0, "")
     assert str(result.error) == "no output line for this key"
@@ -257,10 +248,6 @@ def test_missing_without_a_job_error_says_so_plainly(client: vb.Client, stack: L
 def _with(request: vb.ClaudeRequest, **params: object) -> vb.ClaudeRequest:
     """The request with more params."""
     return vb.ClaudeRequest(request.key, {**request.params, **params})
-
-
-def _staged_names(stack: LocalStack, bucket: str) -> list[str]:
-    return [blob.name for blob in stack.storage_client().list_blobs(bucket)]
 
 
 def test_claude_string_and_block_shapes_mix_in_one_job(
@@ -304,7 +291,7 @@ def test_claude_string_and_block_shapes_mix_in_one_job(
     before = [dict(r.params) for r in requests]
     job = client.submit_claude(name, CLAUDE, requests)
     assert [dict(r.params) for r in requests] == before  # the caller's params are not modified
-    results = _results(stack, client, job)
+    results = results_by_key(stack, client, job)
     assert {k: r.outcome for k, r in results.items()} == {r.key: "ok" for r in requests}
     done = stack.wait_job(job.name)
     for row in _rows_of(stack, done):
@@ -324,7 +311,7 @@ def test_null_inside_a_list_is_refused_before_staging(
     assert "params.stop_sequences[1] is null inside a list" in str(info.value)
     assert "Only optional fields can be set to NULL" in str(info.value)
     assert info.value.field == "params"
-    assert _staged_names(stack, bucket) == []
+    assert bucket_names(stack, bucket) == []
 
 
 def test_a_field_whose_type_differs_between_lines_is_refused(
@@ -343,7 +330,7 @@ def test_a_field_whose_type_differs_between_lines_is_refused(
     assert "params.metadata.user_id is a number on line 3 (request 'k2')" in message
     assert "a string on line 1 (request 'k0')" in message
     assert "user-7" not in message
-    assert _staged_names(stack, bucket) == []
+    assert bucket_names(stack, bucket) == []
     with pytest.raises(vb.InvalidRequestError, match="line 3"):
         client.run_claude("mixed-run", CLAUDE, requests)
 
@@ -365,7 +352,7 @@ def test_gemini_mixed_schema_types_are_refused(
     message = str(info.value)
     assert "generationConfig.responseJsonSchema.properties.<field 1>.type is a list" in message
     assert "secret_name" not in message and info.value.field == "config"
-    assert _staged_names(stack, bucket) == []
+    assert bucket_names(stack, bucket) == []
 
 
 # --- 5. States and endings ---------------------------------------------------------------------
@@ -443,7 +430,7 @@ def test_partially_succeeded(client: vb.Client, stack: LocalStack) -> None:
     assert stack.wait_job(job.name)["state"] == "JOB_STATE_PARTIALLY_SUCCEEDED"
     status = client.status(job)
     assert status.terminal and (status.succeeded, status.failed) == (1, 1)
-    assert {k: r.outcome for k, r in _results(stack, client, job).items()} == {
+    assert {k: r.outcome for k, r in results_by_key(stack, client, job).items()} == {
         "ok": "ok",
         "bad": "failed",
     }
@@ -577,7 +564,7 @@ def test_a_model_the_catalogue_does_not_hold(
     assert "claude-haiku-5-5" in stack.models()["anthropic"]
     job = client.submit_claude("catalogue", "claude-haiku-5-5@default", requests)
     assert job.model == "claude-haiku-5-5@default"
-    assert [r.outcome for r in _results(stack, client, job).values()] == ["ok"]
+    assert [r.outcome for r in results_by_key(stack, client, job).values()] == ["ok"]
 
 
 def test_the_default_catalogue_and_its_code() -> None:

@@ -23,7 +23,7 @@ from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
 
 import vertexbatch as vb
 from tests.gcs_gate import Planting, Spoil, body_gate
-from tests.helpers import recording_storage_client
+from tests.helpers import recording_storage_client, stored
 from vertexbatch._gcs.staging import Staging
 from vertexbatch.emulator import LocalStack
 
@@ -58,11 +58,6 @@ def _staging(endpoint: str, bucket: str) -> Staging:
     return Staging(_storage(endpoint), bucket, "u", vb.RetryPolicy.no_wait())
 
 
-def _stored(stack: LocalStack, bucket: str, name: str) -> bytes:
-    data: bytes = stack.storage_client().bucket(bucket).blob(name).download_as_bytes()
-    return data
-
-
 def _md5(data: bytes) -> str:
     return base64.b64encode(hashlib.md5(data).digest()).decode()
 
@@ -90,7 +85,7 @@ def test_a_large_object_that_exists_is_not_overwritten(
         staging = _staging(url, bucket)
         assert not staging.create("u/big", SHAPES[shape](), JSONL)
         assert staging.create_bytes("u/big", DATA, JSONL, hashlib.md5(DATA).hexdigest()) == 0
-    assert _stored(stack, bucket, "u/big") == other
+    assert stored(stack, bucket, "u/big") == other
     assert planting.uploads == [("multipart", "u/big")] * 2 and planting.chunks == 0
 
 
@@ -102,7 +97,7 @@ def test_an_object_created_just_before_is_not_overwritten(stack: LocalStack, buc
     with body_gate(stack.storage_endpoint, planting) as url:
         assert not _staging(url, bucket).create("u/raced", LINES, JSONL)
     assert planting.planted == "u/raced" and planting.kinds("u/raced") == ["multipart"]
-    assert _stored(stack, bucket, "u/raced") == other
+    assert stored(stack, bucket, "u/raced") == other
 
 
 @pytest.mark.parametrize("size", [0, 1, 1000, 8 * MIB, LARGE, 3 * LARGE])
@@ -116,7 +111,7 @@ def test_every_byte_once_in_order(stack: LocalStack, bucket: str, size: int, sha
     with body_gate(stack.storage_endpoint, planting) as url:
         assert _staging(url, bucket).create("u/obj", lines if shape == "rows" else data, JSONL)
     assert planting.uploads == [("multipart", "u/obj")] and planting.chunks == 0
-    assert _stored(stack, bucket, "u/obj") == data
+    assert stored(stack, bucket, "u/obj") == data
     blob = stack.storage_client().bucket(bucket).get_blob("u/obj")
     assert blob is not None and blob.md5_hash == _md5(data) and blob.content_type == JSONL
 
@@ -160,7 +155,7 @@ def test_a_transient_failure_is_retried_and_creates_the_object_once(
 
     with body_gate(stack.storage_endpoint, script) as url:
         assert _staging(url, bucket).create("u/retried", LINES, JSONL)
-    assert len(failed) == 1 and _stored(stack, bucket, "u/retried") == DATA
+    assert len(failed) == 1 and stored(stack, bucket, "u/retried") == DATA
 
 
 def test_a_large_json_object_that_exists_is_not_overwritten(stack: LocalStack, bucket: str) -> None:
@@ -169,10 +164,10 @@ def test_a_large_json_object_that_exists_is_not_overwritten(stack: LocalStack, b
     value = {"rows": ["x" * 1000] * (9 * 1024)}
     assert staging.create_json("u/record.json", {"first": True})
     assert not staging.create_json("u/record.json", value)
-    assert json.loads(_stored(stack, bucket, "u/record.json")) == {"first": True}
+    assert json.loads(stored(stack, bucket, "u/record.json")) == {"first": True}
     assert staging.create_json("u/large.json", value)
     assert not staging.create_json("u/large.json", {"second": True})
-    assert json.loads(_stored(stack, bucket, "u/large.json")) == value
+    assert json.loads(stored(stack, bucket, "u/large.json")) == value
 
 
 def test_debug_logging_of_google_auth_never_shows_the_bytes(stack: LocalStack, bucket: str) -> None:
@@ -209,4 +204,4 @@ def test_writes_go_through_the_session_the_storage_client_was_given(
     assert staging.create("u/sess", LINES, JSONL)
     uploads = [(m, h.get("X-Test")) for m, h in seen if m in ("POST", "PUT")]
     assert uploads == [("POST", "yes")]
-    assert _stored(stack, bucket, "u/sess") == DATA
+    assert stored(stack, bucket, "u/sess") == DATA

@@ -14,7 +14,7 @@ from google.api_core import exceptions as api_exceptions
 from google.cloud import aiplatform_v1
 
 import vertexbatch as vb
-from tests.helpers import claude_request, claude_requests, jobs_in, raw_job, task
+from tests.helpers import claude_request, claude_requests, jobs_in, jobs_named, raw_job, task
 from vertexbatch.emulator import LocalStack
 
 MODEL = "claude-opus-5-5@default"
@@ -28,10 +28,6 @@ def key_of(stack: LocalStack, name: str = "key") -> str:
 
 def controls(stack: LocalStack, **changes: Any) -> dict[str, Any]:
     return {"labels": LABELS, "kms_key": key_of(stack), "service_account": ACCOUNT, **changes}
-
-
-def _jobs(stack: LocalStack, bucket: str, submission_id: str) -> list[dict[str, Any]]:
-    return [j for j in jobs_in(stack, bucket) if j["displayName"] == submission_id]
 
 
 def _assert_controlled(job: aiplatform_v1.BatchPredictionJob, stack: LocalStack) -> None:
@@ -65,7 +61,7 @@ def test_the_same_id_with_the_same_controls_is_the_same_job(
     first = client.submit_claude("ctl-same", MODEL, claude_requests(2), **controls(stack))
     again = client.submit_claude("ctl-same", MODEL, claude_requests(2), **controls(stack))
     assert again == first
-    assert len(_jobs(stack, client.bucket, "ctl-same")) == 1
+    assert len(jobs_named(stack, client.bucket, "ctl-same")) == 1
 
 
 @pytest.mark.parametrize(
@@ -90,7 +86,7 @@ def test_the_same_id_with_other_controls_is_refused_naming_which(
     assert said in str(caught.value) and caught.value.field == "id"
     assert "search" not in str(caught.value) and "ads" not in str(caught.value)
     assert manifest.download_as_bytes() == before
-    assert len(_jobs(stack, bucket, "ctl-other")) == 1
+    assert len(jobs_named(stack, bucket, "ctl-other")) == 1
 
 
 def test_bad_controls_are_refused_before_any_cloud_call(
@@ -145,7 +141,7 @@ def test_a_listed_job_of_the_id_with_other_controls_is_refused_not_adopted(
     with pytest.raises(vb.InvalidRequestError, match="service_account other@") as caught:
         client.submit_claude("ctl-listed", MODEL, claude_requests(2), **controls(stack))
     assert other in str(caught.value)
-    assert [j["name"] for j in _jobs(stack, bucket, "ctl-listed")] == [other]
+    assert [j["name"] for j in jobs_named(stack, bucket, "ctl-listed")] == [other]
 
 
 def test_a_listed_job_with_the_same_controls_is_adopted(
@@ -163,7 +159,7 @@ def test_a_listed_job_with_the_same_controls_is_adopted(
     )
     job = client.submit_claude("ctl-adopt", MODEL, claude_requests(2), **controls(stack))
     assert job.name == made
-    assert len(_jobs(stack, bucket, "ctl-adopt")) == 1
+    assert len(jobs_named(stack, bucket, "ctl-adopt")) == 1
 
 
 def test_a_lost_create_with_controls_is_adopted_once(
@@ -172,7 +168,7 @@ def test_a_lost_create_with_controls_is_adopted_once(
     """The create's answer is lost: the retry lists, finds the job with the controls, adopts it."""
     stack.faults.lose_response("create")
     job = client.submit_claude("ctl-lost", MODEL, claude_requests(2), **controls(stack))
-    jobs = _jobs(stack, bucket, "ctl-lost")
+    jobs = jobs_named(stack, bucket, "ctl-lost")
     assert [j["name"] for j in jobs] == [job.name]
     _assert_controlled(stack.jobs_client().get_batch_prediction_job(name=job.name), stack)
 
@@ -196,9 +192,9 @@ def test_a_refused_key_or_account_is_an_invalid_request_and_the_id_stays_usable(
         client.submit_claude("ctl-refused", MODEL, claude_requests(2), **controls(stack))
     assert caught.value.field == field
     assert "no job was made" in str(caught.value)
-    assert not _jobs(stack, bucket, "ctl-refused")
+    assert not jobs_named(stack, bucket, "ctl-refused")
     job = client.submit_claude("ctl-refused", MODEL, claude_requests(2), **controls(stack, **fixed))
-    assert [j["name"] for j in _jobs(stack, bucket, "ctl-refused")] == [job.name]
+    assert [j["name"] for j in jobs_named(stack, bucket, "ctl-refused")] == [job.name]
 
 
 def test_a_403_without_controls_still_passes_through(client: vb.Client, stack: LocalStack) -> None:

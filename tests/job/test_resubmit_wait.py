@@ -8,11 +8,9 @@ import warnings
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import vertexbatch as vb
-from tests.helpers import claude_request
+from tests.helpers import claude_request, metered_client
 from vertexbatch._rules import next_attempt_id
 from vertexbatch._waiting.schedule import poll_delays
 from vertexbatch.emulator import LocalStack
@@ -223,13 +221,7 @@ def test_wait_refuses_a_job_given_as_the_client(client: vb.Client, stack: LocalS
 
 def test_resubmit_records_nothing_in_the_metrics(stack: LocalStack, bucket: str) -> None:
     """Reading results, then resubmitting: the counts are those of the one read, not doubled."""
-    reader = InMemoryMetricReader()
-    client = stack.client(
-        bucket=bucket,
-        prefix="m",
-        retry=vb.RetryPolicy.no_wait(),
-        meter_provider=MeterProvider(metric_readers=[reader]),
-    )
+    client, reader = metered_client(stack, bucket, "m")
     requests = [claude_request("ok", "fine"), claude_request("busy", "busy [[vb:error 429]]")]
     job = client.submit_claude("metered", MODEL, requests)
     stack.wait_job(job.name)

@@ -7,7 +7,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import vertexbatch as vb
-from tests.helpers import claude_request
+from tests.helpers import claude_request, results_by_key
 from vertexbatch.emulator import JobOptions, LocalStack
 
 CLAUDE = "claude-opus-5-5@default"
@@ -16,14 +16,6 @@ GEMINI = "gemini-3.8-flash"
 
 def _claude(key: str, text: str) -> vb.ClaudeRequest:
     return claude_request(key, text, max_tokens=256)
-
-
-def _run(stack: LocalStack, client: vb.Client, job: vb.Job) -> dict[str, vb.Result]:
-    stack.wait_job(job.name)
-    results = list(client.results(job))
-    by_key = {r.key: r for r in results}
-    assert len(by_key) == len(results), "a key was yielded twice"
-    return by_key
 
 
 # What each directive asks for, and what the Result must then say.
@@ -53,7 +45,7 @@ def test_claude_every_directive(client: vb.Client, stack: LocalStack) -> None:
     job = client.submit_claude(
         "claude-all", CLAUDE, [_claude(k, p) for k, (p, _, _) in CLAUDE_CASES.items()]
     )
-    results = _run(stack, client, job)
+    results = results_by_key(stack, client, job)
     assert set(results) == set(CLAUDE_CASES)
     for key, (_, outcome, stop) in CLAUDE_CASES.items():
         r = results[key]
@@ -139,14 +131,14 @@ def _check_gemini(results: dict[str, vb.Result]) -> None:
 def test_gemini_every_directive(client: vb.Client, stack: LocalStack) -> None:
     """Each Gemini directive yields the outcome, stop, text and usage it asks for."""
     job = _gemini_job(client, "gemini-all")
-    _check_gemini(_run(stack, client, job))
+    _check_gemini(results_by_key(stack, client, job))
 
 
 def test_gemini_correlates_without_echoed_labels(client: vb.Client, stack: LocalStack) -> None:
     """With labels not echoed and the echo normalised, every key still finds its row."""
     stack.set_job_options(JobOptions(echo_labels=False), display_name="gemini-nolabels")
     job = _gemini_job(client, "gemini-nolabels")
-    _check_gemini(_run(stack, client, job))
+    _check_gemini(results_by_key(stack, client, job))
 
 
 @pytest.mark.parametrize(
@@ -168,7 +160,7 @@ def test_claude_row_shapes(client: vb.Client, stack: LocalStack, success: str, e
             _claude("no", "y [[vb:refuse]]"),
         ],
     )
-    results = _run(stack, client, job)
+    results = results_by_key(stack, client, job)
     assert {k: r.outcome for k, r in results.items()} == {
         "ok": "ok",
         "busy": "retryable",
@@ -258,7 +250,7 @@ def test_telemetry(stack: LocalStack, bucket: str) -> None:
             _claude("c", "[[vb:drop]]"),
         ],
     )
-    results = _run(stack, client, job)
+    results = results_by_key(stack, client, job)
     data = reader.get_metrics_data()
     metrics = {
         m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics

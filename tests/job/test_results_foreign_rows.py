@@ -24,6 +24,7 @@ from tests.helpers import (
     OutputFiles,
     claude_request,
     finished_output,
+    line_status,
 )
 from vertexbatch._gcs.line_blocks import LineBlock, line_blocks
 from vertexbatch._gcs.staging import Staging
@@ -124,11 +125,6 @@ def _cut(line: bytes) -> bytes:
     return line[: len(line) // 2]
 
 
-def _status(result: vb.Result) -> str:
-    assert isinstance(result.error, vb.LineError), result
-    return result.error.status
-
-
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize("where", ["same-file", "incremental", "incremental-no-id"])
 def test_damaged_copy_does_not_shadow_an_intact_copy(
@@ -163,7 +159,7 @@ def test_damaged_only_copy_is_one_malformed_line_before_the_missing(
     results = _results(client, out.job)
 
     assert [r.key for r in results] == ["key-1", "key-2", "key-0", "key-3"]
-    assert _status(results[2]) == "MALFORMED_LINE" and not vb.is_retryable(results[2].error)
+    assert line_status(results[2]) == "MALFORMED_LINE" and not vb.is_retryable(results[2].error)
     assert results[3].outcome == "missing"
 
 
@@ -195,7 +191,7 @@ def test_damaged_copy_of_a_deduplicated_line(
     answered = {r.key: r for r in list(client.results(job))}
 
     assert sorted(damaged) == sorted(answered) == ["a", "b", "c"]
-    assert [_status(damaged[k]) for k in "ac"] == ["MALFORMED_LINE"] * 2
+    assert [line_status(damaged[k]) for k in "ac"] == ["MALFORMED_LINE"] * 2
     assert damaged["c"].shared and damaged["b"].ok
     assert all(r.ok for r in answered.values()) and answered["c"].text == answered["a"].text
 
@@ -236,7 +232,7 @@ def test_a_file_read_alone_ends_its_damaged_keys() -> None:
     results = list(read_output_file(staging, "gs://b/online.jsonl", keys, taken, job))
 
     assert [(r.key, r.outcome) for r in results] == [("c", "ok"), ("a", "ok"), ("b", "failed")]
-    assert _status(results[2]) == "MALFORMED_LINE" and taken == {0, 1, 2}
+    assert line_status(results[2]) == "MALFORMED_LINE" and taken == {0, 1, 2}
 
 
 # --- 3. All 128 bits of a digest --------------------------------------------------------------

@@ -12,14 +12,10 @@ from google.cloud import aiplatform_v1
 
 import vertexbatch as vb
 from tests.gcs_gate import Spoil, body_gate
-from tests.helpers import claude_requests, gemini_requests, jobs_in, local_client
+from tests.helpers import claude_requests, gemini_requests, jobs_named, local_client
 from vertexbatch.emulator import LocalStack
 
 MODEL = "claude-opus-5-5@default"
-
-
-def _jobs_of(stack: LocalStack, bucket: str, submission_id: str) -> list[dict]:
-    return [j for j in jobs_in(stack, bucket) if j["displayName"] == submission_id]
 
 
 def _live(jobs: list[dict]) -> list[dict]:
@@ -32,7 +28,7 @@ def test_submit_twice_returns_the_same_job(client: vb.Client, stack: LocalStack)
     second = client.submit_claude("same-twice", MODEL, claude_requests(3))
     assert first == second
     assert first.keys == 3 and first.provider == "anthropic" and first.model == MODEL
-    assert [j["name"] for j in _jobs_of(stack, client.bucket, "same-twice")] == [first.name]
+    assert [j["name"] for j in jobs_named(stack, client.bucket, "same-twice")] == [first.name]
 
 
 def test_staging_layout(client: vb.Client, stack: LocalStack, bucket: str) -> None:
@@ -113,7 +109,7 @@ def test_different_rows_under_claimed_id(client: vb.Client, stack: LocalStack, b
         if "/output/" not in b.name
     }
     assert after == blobs
-    assert len(_jobs_of(stack, client.bucket, "claimed")) == 1
+    assert len(jobs_named(stack, client.bucket, "claimed")) == 1
 
 
 @pytest.mark.parametrize(
@@ -217,7 +213,7 @@ def test_a_job_made_while_another_recorded_a_ghost_is_cancelled(
         ):
             gated.submit_claude("ghost", MODEL, claude_requests(1))
     assert raced
-    jobs = _jobs_of(stack, client.bucket, "ghost")
+    jobs = jobs_named(stack, client.bucket, "ghost")
     assert len(jobs) == 1 and _live(jobs) == []
 
 
@@ -225,7 +221,7 @@ def test_lost_create_response_is_adopted(client: vb.Client, stack: LocalStack) -
     """A create that took effect but answered 503 is found by the next attempt's list: one job."""
     stack.faults.lose_response("create", times=1)
     job = client.submit_claude("lost-create", MODEL, claude_requests(2))
-    jobs = _jobs_of(stack, client.bucket, "lost-create")
+    jobs = jobs_named(stack, client.bucket, "lost-create")
     assert [j["name"] for j in jobs] == [job.name]
     assert stack.calls()["create"] == 1
 
@@ -259,7 +255,7 @@ def test_a_lost_create_of_a_submitter_that_adopts_anothers_record_is_cancelled(
     stack.faults.unblock("create", drop=True)  # B's create answer is lost (503)
     b.join()
     assert out["b"] == a
-    assert [j["name"] for j in _live(_jobs_of(stack, client.bucket, "lost-b"))] == [a.name]
+    assert [j["name"] for j in _live(jobs_named(stack, client.bucket, "lost-b"))] == [a.name]
 
 
 def test_storms_and_list_lag_leave_one_live_job(client: vb.Client, stack: LocalStack) -> None:
@@ -270,7 +266,7 @@ def test_storms_and_list_lag_leave_one_live_job(client: vb.Client, stack: LocalS
     stack.faults.lose_response("create", times=1)
     stack.faults.fail("create", status=429, times=2)
     job = client.submit_claude("storm", MODEL, claude_requests(2))
-    live = _live(_jobs_of(stack, client.bucket, "storm"))
+    live = _live(jobs_named(stack, client.bucket, "storm"))
     assert [j["name"] for j in live] == [job.name]
     assert client.find("storm") == job
 

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import vertexbatch as vb
 from tests.helpers import (
@@ -17,6 +15,7 @@ from tests.helpers import (
     GEMINI,
     claude_request,
     jobs_in,
+    metered_client,
     object_names,
     request_line,
     write_lines,
@@ -174,13 +173,7 @@ def test_dedupe_missing_keys_and_resubmission(client: vb.Client, stack: LocalSta
 
 def test_dedupe_records_tokens_once_per_line(stack: LocalStack, bucket: str) -> None:
     """Metrics count tokens once per staged line, and one outcome per key."""
-    reader = InMemoryMetricReader()
-    client = stack.client(
-        bucket=bucket,
-        prefix="t",
-        retry=vb.RetryPolicy.no_wait(),
-        meter_provider=MeterProvider(metric_readers=[reader]),
-    )
+    client, reader = metered_client(stack, bucket, "t")
     job = client.submit_claude("dd-metrics", CLAUDE, _requests(), dedupe=True)
     stack.wait_job(job.name)
     results = list(client.results(job))

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import vertexbatch as vb
 from tests.gcs_gate import Spoil, gate
-from tests.helpers import examples
+from tests.helpers import examples, put_object
 from vertexbatch._gcs.staging import Staging
 from vertexbatch._requests import importer_rules as _importer
 from vertexbatch._requests import importer_types as _field_types
@@ -34,10 +34,6 @@ CHUNK = 1024  # ranges this small stand for 4 MiB ones: many reads, lines across
 
 def _staging_of(stack: LocalStack, bucket: str) -> Staging:
     return Staging(stack.storage_client(), bucket, "p", vb.RetryPolicy.no_wait(), read_chunk=CHUNK)
-
-
-def _put(stack: LocalStack, bucket: str, name: str, data: bytes) -> None:
-    stack.storage_client().bucket(bucket).blob(name).upload_from_string(data)
 
 
 def _expected(data: bytes) -> list[bytes]:
@@ -54,14 +50,14 @@ def test_ranges_read_ahead_give_every_line_once_in_order(
 ) -> None:
     """Objects of 0 to 40 ranges, sizes at and around range ends, lines spanning ranges."""
     text = b"".join(b"line %d %s\n" % (i, b"x" * (i * 37 % 300)) for i in range(2000))[:size]
-    _put(stack, bucket, "p/obj", text)
+    put_object(stack, bucket, "p/obj", text)
     assert list(_staging_of(stack, bucket).read_lines("p/obj")) == _expected(text)
 
 
 def test_a_long_line_is_cut_across_ranges_read_ahead(stack: LocalStack, bucket: str) -> None:
     """``max_line`` still holds with reads ahead: the line is cut and the next lines follow."""
     text = b"short\n" + b"y" * (7 * CHUNK + 3) + b"\nafter\nlast"
-    _put(stack, bucket, "p/obj", text)
+    put_object(stack, bucket, "p/obj", text)
     lines = list(_staging_of(stack, bucket).read_lines("p/obj", max_line=2 * CHUNK))
     assert lines == [b"short", b"y" * (2 * CHUNK) + b"\0", b"after", b"last"]
 
@@ -70,7 +66,7 @@ def test_a_failed_read_ahead_raises_in_the_caller(stack: LocalStack, bucket: str
     """The third range fails (GCS answers 404: the object deleted meanwhile, say): the reader
     gets the error after the lines of the ranges before it, and no line is skipped or repeated."""
     text = b"".join(b"%05d\n" % i for i in range(2000))  # 6 bytes a line, 12,000 bytes
-    _put(stack, bucket, "p/obj", text)
+    put_object(stack, bucket, "p/obj", text)
     asked: list[str] = []
 
     def third_range_gone(method: str, path: str, headers: Message) -> Spoil | None:
@@ -95,7 +91,7 @@ def test_a_failed_read_ahead_raises_in_the_caller(stack: LocalStack, bucket: str
 
 
 def test_a_reader_that_stops_early_leaves_no_thread_behind(stack: LocalStack, bucket: str) -> None:
-    _put(stack, bucket, "p/obj", b"abc\n" * 5000)
+    put_object(stack, bucket, "p/obj", b"abc\n" * 5000)
     lines = _staging_of(stack, bucket).read_lines("p/obj")
     assert next(lines) == b"abc"
     lines.close()

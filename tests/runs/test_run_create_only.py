@@ -8,27 +8,25 @@ object. The shared write is held at every size by tests/gcs/test_upload.py.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
 import vertexbatch as vb
 from tests.gcs_gate import Planting, body_gate
-from tests.helpers import claude_request, local_client, object_names, task, with_staging_sizes
+from tests.helpers import (
+    claude_request,
+    local_client,
+    object_names,
+    past,
+    stored,
+    task,
+    with_staging_sizes,
+)
 from vertexbatch.emulator import LocalStack
 
 MODEL = "claude-opus-5-5@default"
 MIB = 1024 * 1024
 OTHER = b"\n" * (9 * MIB)  # another writer's object, past 8 MiB (blank lines: no rows)
-
-
-def _stored(stack: LocalStack, bucket: str, name: str) -> bytes:
-    data: bytes = stack.storage_client().bucket(bucket).blob(name).download_as_bytes()
-    return data
-
-
-def _past() -> datetime:
-    return datetime.now(UTC) - timedelta(seconds=1)
 
 
 def test_a_tasks_keys_past_8_mib_that_exist_are_kept(stack: LocalStack, bucket: str) -> None:
@@ -40,7 +38,7 @@ def test_a_tasks_keys_past_8_mib_that_exist_are_kept(stack: LocalStack, bucket: 
         client = local_client(stack, bucket, storage_endpoint=url)
         with pytest.raises(vb.InvalidRequestError, match="holds other keys than this task's"):
             client.run_claude("keys", MODEL, rows, task=vb.Task(0, 2))
-    assert planting.planted is not None and _stored(stack, bucket, planting.planted) == OTHER
+    assert planting.planted is not None and stored(stack, bucket, planting.planted) == OTHER
     assert planting.kinds("t0.keys") == ["multipart"] and planting.chunks == 0
 
 
@@ -58,9 +56,9 @@ def test_an_online_part_that_exists_moves_the_rows_to_the_next(
     planting = Planting(stack.storage_client().bucket(bucket), "/online/part-00000", OTHER)
     with body_gate(stack.storage_endpoint, planting) as url:
         run = _late_run(local_client(stack, bucket, storage_endpoint=url), stack, "parted")
-        summary = run.advance(deadline=_past(), fallback="online")
+        summary = run.advance(deadline=past(), fallback="online")
     assert summary.done and summary.outcomes == {"ok": 4}
-    assert planting.planted is not None and _stored(stack, bucket, planting.planted) == OTHER
+    assert planting.planted is not None and stored(stack, bucket, planting.planted) == OTHER
     assert planting.kinds("/online/part-") == ["multipart"] * 2 and planting.chunks == 0
     parts = object_names(stack, bucket, "jobs/parted.s0/online/")
     assert parts == [
@@ -75,10 +73,10 @@ def test_online_answers_that_exist_are_kept(stack: LocalStack, bucket: str) -> N
     planting = Planting(stack.storage_client().bucket(bucket), "/online.jsonl", OTHER)
     with body_gate(stack.storage_endpoint, planting) as url:
         run = _late_run(local_client(stack, bucket, storage_endpoint=url), stack, "joined")
-        summary = run.advance(deadline=_past(), fallback="online")
+        summary = run.advance(deadline=past(), fallback="online")
     assert summary.done and "ok" not in summary.outcomes  # the other bytes answer no key
     assert planting.planted == "jobs/joined.s0/online.jsonl"
-    assert _stored(stack, bucket, planting.planted) == OTHER
+    assert stored(stack, bucket, planting.planted) == OTHER
     assert planting.kinds("/online.jsonl") == ["multipart"] and planting.chunks == 0
 
 
@@ -95,7 +93,7 @@ def test_online_answers_past_a_piece_are_pieces_read_back_in_order(
         gated = with_staging_sizes(
             local_client(stack, bucket, storage_endpoint=url), part_size=1500
         )
-        summary = gated.open_run("pieces").advance(deadline=_past(), fallback="online")
+        summary = gated.open_run("pieces").advance(deadline=past(), fallback="online")
     assert summary.done and summary.outcomes == {"ok": 7}
     names = [
         n.removeprefix("jobs/pieces.s0/") for n in object_names(stack, bucket, "jobs/pieces.s0/")
@@ -107,9 +105,7 @@ def test_online_answers_past_a_piece_are_pieces_read_back_in_order(
     assert {kind for kind, _ in planting.uploads} == {"multipart"} and planting.chunks == 0
     blob = stack.storage_client().bucket(bucket).get_blob("jobs/pieces.s0/online.jsonl")
     assert blob is not None and blob.metadata["vertexbatch-online-pieces"] == str(len(pieces))
-    rows = b"".join(
-        _stored(stack, bucket, f"jobs/pieces.s0/{n}") for n in ["online.jsonl", *pieces]
-    )
+    rows = b"".join(stored(stack, bucket, f"jobs/pieces.s0/{n}") for n in ["online.jsonl", *pieces])
     assert len([json.loads(line) for line in rows.splitlines()]) == 7
     results = list(run.results())
     assert sorted(r.key for r in results) == [f"key-{i}" for i in range(7)]
@@ -123,7 +119,7 @@ def test_online_answers_naming_their_pieces_in_another_form_are_refused(
     naming the object, never answers read from pieces it does not name."""
     client = with_staging_sizes(local_client(stack, bucket), part_size=1500)
     run = _late_run(client, stack, "edited", keys=5)
-    assert run.advance(deadline=_past(), fallback="online").done
+    assert run.advance(deadline=past(), fallback="online").done
     blob = stack.storage_client().bucket(bucket).get_blob("jobs/edited.s0/online.jsonl")
     assert blob is not None
     blob.metadata = {"vertexbatch-online-pieces": "x"}

@@ -9,19 +9,10 @@ import pytest
 
 import vertexbatch as vb
 from tests.gcs_gate import Spoil, body_gate
-from tests.helpers import jobs_in, local_client, task
+from tests.helpers import advance_until_done, jobs_in, local_client, metered_client, task
 from vertexbatch.emulator import LocalStack
 
 MODEL = "claude-opus-5-5@default"
-
-
-def _advance_until_done(stack: LocalStack, run: vb.Run, steps: int = 10) -> vb.RunSummary:
-    for _ in range(steps):
-        stack.settle()
-        summary = run.advance()
-        if summary.done:
-            return summary
-    raise AssertionError(f"run not done after {steps} steps: {summary}")
 
 
 def test_run_shards_and_finishes(client: vb.Client, stack: LocalStack) -> None:
@@ -29,7 +20,7 @@ def test_run_shards_and_finishes(client: vb.Client, stack: LocalStack) -> None:
     run = client.run_claude("shards", MODEL, [task(i) for i in range(25)], shard_size=10)
     assert [s.keys for s in run.shards] == [10, 10, 5]
     assert len(jobs_in(stack, client.bucket)) == 3
-    summary = _advance_until_done(stack, run)
+    summary = advance_until_done(stack, run)
     assert summary.outcomes == {"ok": 25} and summary.keys == 25
     results = list(run.results())
     assert sorted(r.key for r in results) == sorted(f"key-{i}" for i in range(25))
@@ -43,7 +34,7 @@ def test_retryable_and_dropped_keys_are_resubmitted(client: vb.Client, stack: Lo
         task(8, "[[vb:error 400]]"),
     ]
     run = client.run_claude("retries", MODEL, requests, max_attempts=3)
-    summary = _advance_until_done(stack, run)
+    summary = advance_until_done(stack, run)
     assert summary.outcomes == {"ok": 6, "failed": 1, "exhausted": 2}
     attempts = sorted(j["displayName"] for j in jobs_in(stack, client.bucket))
     assert attempts == ["retries.s0", "retries.s0.r1", "retries.s0.r2"]
@@ -70,7 +61,7 @@ def test_latest_attempt_wins(client: vb.Client, stack: LocalStack) -> None:
     )
     client.cancel(job)  # two rows done, two never run: they are missing
     stack.wait_job(job.name)
-    summary = _advance_until_done(stack, run)
+    summary = advance_until_done(stack, run)
     assert summary.outcomes == {"ok": 4}
     retry = client.find("flaky.s0.r1")
     assert retry is not None and retry.keys == 2
@@ -262,16 +253,7 @@ def test_online_answers_of_a_step_that_died_before_recording_them_are_not_read(
 
 def test_run_results_record_each_key_once(stack: LocalStack, bucket: str) -> None:
     """Metrics count one result per key, not one per attempt read."""
-    from opentelemetry.sdk.metrics import MeterProvider
-    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-
-    reader = InMemoryMetricReader()
-    client = stack.client(
-        bucket=bucket,
-        prefix="t",
-        retry=vb.RetryPolicy.no_wait(),
-        meter_provider=MeterProvider(metric_readers=[reader]),
-    )
+    client, reader = metered_client(stack, bucket, "t")
     run = client.run_claude("metered", MODEL, [task(0), task(1, "[[vb:error 503]]")])
 
     def counted() -> list[tuple[str, int]]:
@@ -285,7 +267,7 @@ def test_run_results_record_each_key_once(stack: LocalStack, bucket: str) -> Non
             for p in m.data.data_points
         )
 
-    _advance_until_done(stack, run)
+    advance_until_done(stack, run)
     assert counted() == []  # advancing reads every attempt's results without counting them
     assert len(list(run.results())) == 2
     assert counted() == [("exhausted", 1), ("ok", 1)]

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 import vertexbatch as vb
-from tests.helpers import jobs_in, with_staging_sizes
+from tests.helpers import jobs_in, put_object, with_staging_sizes
 from vertexbatch._runs.shares import byte_shares, share_of
 from vertexbatch.emulator import LocalStack
 
@@ -58,10 +58,6 @@ def _line(i: int) -> bytes:
     return json.dumps({"key": f"key-{i}", "params": params}).encode() + b"\n"
 
 
-def _put(stack: LocalStack, bucket: str, name: str, data: bytes) -> None:
-    stack.storage_client().bucket(bucket).blob(name).upload_from_string(data)
-
-
 def _fill(stack: LocalStack, bucket: str, sizes: list[int]) -> list[str]:
     """Request files in/part-00000.jsonl … of these many lines each; all the keys."""
     keys, n = [], 0
@@ -69,7 +65,7 @@ def _fill(stack: LocalStack, bucket: str, sizes: list[int]) -> list[str]:
         data = b"".join(_line(i) for i in range(n, n + lines))
         keys += [f"key-{i}" for i in range(n, n + lines)]
         n += lines
-        _put(stack, bucket, f"in/part-{number:05d}.jsonl", data)
+        put_object(stack, bucket, f"in/part-{number:05d}.jsonl", data)
     return keys
 
 
@@ -78,7 +74,7 @@ def test_tasks_stage_one_run_from_a_prefix_and_every_key_is_answered_once(
 ) -> None:
     """Three tasks each stage their share of five files; the run holds every line once."""
     keys = _fill(stack, bucket, [4, 1, 3, 2, 5])
-    _put(stack, bucket, "in/", b"")  # a folder placeholder is no file
+    put_object(stack, bucket, "in/", b"")  # a folder placeholder is no file
     listed = vb.list_request_files(client, f"gs://{bucket}/in")
     assert [f.uri for f in listed] == [f"gs://{bucket}/in/part-{i:05d}.jsonl" for i in range(5)]
     assert listed.prefix == f"gs://{bucket}/in/" and listed.size == sum(f.size for f in listed)
@@ -153,8 +149,8 @@ def test_an_empty_prefix_is_refused_before_any_job(client: vb.Client, bucket: st
 def test_a_malformed_line_is_named_by_its_file_and_number_never_its_content(
     client: vb.Client, stack: LocalStack, bucket: str, line: bytes, message: str
 ) -> None:
-    _put(stack, bucket, "in/a.jsonl", _line(0) + _line(1))
-    _put(stack, bucket, "in/b.jsonl", _line(2) + line + b"\n" + _line(3))
+    put_object(stack, bucket, "in/a.jsonl", _line(0) + _line(1))
+    put_object(stack, bucket, "in/b.jsonl", _line(2) + line + b"\n" + _line(3))
     files = vb.list_request_files(client, f"gs://{bucket}/in/")
     with pytest.raises(vb.InvalidRequestError, match=message) as info:
         client.run_claude("bad", MODEL, files.claude_requests())
@@ -168,7 +164,7 @@ def test_a_file_replaced_after_the_listing_is_refused(
 ) -> None:
     _fill(stack, bucket, [2])
     files = vb.list_request_files(client, f"gs://{bucket}/in/")
-    _put(stack, bucket, "in/part-00000.jsonl", _line(7))
+    put_object(stack, bucket, "in/part-00000.jsonl", _line(7))
     with pytest.raises(vb.InvalidRequestError, match="was replaced or removed after it was"):
         list(files.claude_requests())
 
@@ -177,7 +173,7 @@ def test_gemini_lines_stream_as_gemini_requests(
     client: vb.Client, stack: LocalStack, bucket: str
 ) -> None:
     line = {"key": "g-1", "contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
-    _put(stack, bucket, "in/g.jsonl", json.dumps(line).encode() + b"\n\n")
+    put_object(stack, bucket, "in/g.jsonl", json.dumps(line).encode() + b"\n\n")
     files = vb.list_request_files(client, f"gs://{bucket}/in/")
     assert [r.key for r in files.gemini_requests()] == ["g-1"]
     with pytest.raises(vb.InvalidRequestError, match="line 1: unknown field"):
@@ -220,7 +216,7 @@ def _staged_around(
     first = vb.list_request_files(client, f"gs://{bucket}/in/").share(vb.Task(0, 3))
     client.run_claude(run_id, MODEL, first.claude_requests(), shard_size=3, task=vb.Task(0, 3))
     if change == "written":
-        _put(stack, bucket, "in/part-00001b.jsonl", _line(90) + _line(91))
+        put_object(stack, bucket, "in/part-00001b.jsonl", _line(90) + _line(91))
     else:
         stack.storage_client().bucket(bucket).blob("in/part-00002.jsonl").delete()
     refused = []
@@ -255,7 +251,7 @@ def test_a_retried_task_whose_listing_differs_from_its_first_attempts_is_refused
     _fill(stack, bucket, [10, 1, 1])  # task 0's share is the first file, before and after
     share = vb.list_request_files(client, f"gs://{bucket}/in/").share(vb.Task(0, 2))
     client.run_claude("again", MODEL, share.claude_requests(), shard_size=3, task=vb.Task(0, 2))
-    _put(stack, bucket, "in/part-00009.jsonl", _line(90))
+    put_object(stack, bucket, "in/part-00009.jsonl", _line(90))
     retried = vb.list_request_files(client, f"gs://{bucket}/in/").share(vb.Task(0, 2, 1))
     assert list(retried) == list(share)  # the same share, from another listing
     with pytest.raises(vb.InvalidRequestError, match="task 0's first attempt and its retry"):

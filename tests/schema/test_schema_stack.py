@@ -10,7 +10,7 @@ import pydantic
 import pytest
 
 import vertexbatch as vb
-from tests.helpers import claude_request
+from tests.helpers import claude_request, read_to_end
 from vertexbatch.emulator import LocalStack
 
 CLAUDE = "claude-opus-5-5@default"
@@ -47,12 +47,6 @@ def _gemini(n: int, directive: str = "") -> list[vb.GeminiRequest]:
     return [vb.GeminiRequest(f"g{i}", f"Classify ticket {i}. {directive}") for i in range(n)]
 
 
-def _read(client: vb.Client, stack: LocalStack, job: vb.Job) -> dict[str, vb.Result]:
-    if not job.name.startswith("cached:"):  # a job the cache answered whole has no Vertex job
-        stack.wait_job(job.name)
-    return {r.key: r for r in client.results(job)}
-
-
 @pytest.mark.parametrize("provider", ["claude", "gemini"])
 def test_a_conforming_answer_is_parsed(client: vb.Client, stack: LocalStack, provider: str) -> None:
     """Each answer is validated against the schema: parsed is JSON data, parsed_as the model."""
@@ -60,7 +54,7 @@ def test_a_conforming_answer_is_parsed(client: vb.Client, stack: LocalStack, pro
         job = client.submit_claude("s-ok", CLAUDE, _claude(2), schema=Verdict)
     else:
         job = client.submit_gemini("s-ok", GEMINI, _gemini(2), schema=Verdict)
-    results = _read(client, stack, job)
+    results = read_to_end(client, stack, job)
     assert len(results) == 2
     for result in results.values():
         assert result.ok, result
@@ -84,7 +78,7 @@ def test_an_answer_outside_the_schema_is_a_schema_error(
         job = client.submit_claude("s-bad", CLAUDE, _claude(1, mark), schema=Verdict)
     else:
         job = client.submit_gemini("s-bad", GEMINI, _gemini(1, mark), schema=Verdict)
-    (result,) = _read(client, stack, job).values()
+    (result,) = read_to_end(client, stack, job).values()
     assert isinstance(result.error, vb.SchemaError)
     assert result.error.status == status
     assert vb.is_retryable(result.error) and result.outcome == "retryable"
@@ -97,7 +91,7 @@ def test_an_answer_outside_the_schema_is_a_schema_error(
 def test_truncated_stays_truncated(client: vb.Client, stack: LocalStack) -> None:
     """A max-tokens stop under a schema is a TruncatedError, not a SchemaError."""
     job = client.submit_gemini("s-trunc", GEMINI, _gemini(1, "[[vb:truncate]]"), schema=Verdict)
-    (result,) = _read(client, stack, job).values()
+    (result,) = read_to_end(client, stack, job).values()
     assert isinstance(result.error, vb.TruncatedError)
 
 
@@ -105,7 +99,7 @@ def test_tool_calls_are_values(client: vb.Client, stack: LocalStack) -> None:
     """Claude tool_use blocks and Gemini functionCall parts come back as ToolCall values."""
     requests = _claude(1, "[[vb:tool_call name=lookup]]", tools=[LOOKUP])
     job = client.submit_claude("s-tools", CLAUDE, requests)
-    (result,) = _read(client, stack, job).values()
+    (result,) = read_to_end(client, stack, job).values()
     assert result.ok and result.stop == "tool_use"
     (call,) = result.tool_calls
     assert call.name == "lookup" and call.arguments == {"ticket": call.arguments["ticket"]}
@@ -126,7 +120,7 @@ def test_tool_calls_are_values(client: vb.Client, stack: LocalStack) -> None:
         )
     ]
     job = client.submit_gemini("s-tools-g", GEMINI, gemini, schema=Verdict)
-    (result,) = _read(client, stack, job).values()
+    (result,) = read_to_end(client, stack, job).values()
     assert result.ok and result.parsed is None  # only tool calls: an answer, nothing to parse
     assert [c.name for c in result.tool_calls] == ["lookup"]
 
@@ -156,25 +150,25 @@ def test_dedupe_and_cache_tell_schemas_apart(client: vb.Client, stack: LocalStac
     """Equal requests under two schemas are two cache entries; only valid answers are cached."""
     other = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
     first = client.submit_gemini("s-c1", GEMINI, _gemini(2), schema=Verdict, cache=True)
-    assert len(_read(client, stack, first)) == 2
+    assert len(read_to_end(client, stack, first)) == 2
     # The same requests under the same schema: answered from the cache, parsed again.
     again = client.submit_gemini("s-c2", GEMINI, _gemini(2), schema=Verdict, cache=True)
-    results = _read(client, stack, again)
+    results = read_to_end(client, stack, again)
     assert all(r.cached and r.parsed is not None for r in results.values())
     # Under another schema: not the cache's rows.
     third = client.submit_gemini("s-c3", GEMINI, _gemini(2), schema=other, cache=True)
-    results = _read(client, stack, third)
+    results = read_to_end(client, stack, third)
     assert not any(r.cached for r in results.values())
     assert all(set(r.parsed) == {"ok"} for r in results.values())
     # A SchemaError answer is never cached.
     bad = client.submit_gemini(
         "s-c4", GEMINI, _gemini(1, "[[vb:nonconforming]]"), schema=Verdict, cache=True
     )
-    assert not _read(client, stack, bad)["g0"].ok
+    assert not read_to_end(client, stack, bad)["g0"].ok
     retry = client.submit_gemini(
         "s-c5", GEMINI, _gemini(1, "[[vb:nonconforming]]"), schema=Verdict, cache=True
     )
-    assert not _read(client, stack, retry)["g0"].cached
+    assert not read_to_end(client, stack, retry)["g0"].cached
 
 
 def test_a_run_resubmits_schema_errors(client: vb.Client, stack: LocalStack) -> None:

@@ -22,10 +22,11 @@ import itertools
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final
 
 from google.api_core import exceptions as api_exceptions
 
@@ -43,9 +44,12 @@ __all__ = [
     "BigQuerySource",
     "ClaudeRequests",
     "GeminiRequests",
+    "ROW_REQUESTS",
     "Share",
     "SourceRows",
     "check_source_extra",
+    "claude_of_row",
+    "gemini_of_row",
 ]
 
 MISSING_EXTRA = "reading a BigQuery source needs pip install 'vertexbatch[bigquery]'"
@@ -64,6 +68,47 @@ def _place(position: int, name: object) -> str:
     """An unknown field by its position, and the request's field it is closest to, if any."""
     near = difflib.get_close_matches(str(name), _GEMINI_NAMES, n=1, cutoff=0.75)
     return f"<field {position}>" + (f" (did you mean {near[0]!r}?)" if near else "")
+
+
+# (key, the request column's object, bad) -> the request; ``bad(rule)`` is the error to raise.
+RowRequest = Callable[
+    [str, dict[str, Any], Callable[[str], InvalidRequestError]], ClaudeRequest | GeminiRequest
+]
+
+
+def claude_of_row(
+    key: str, body: dict[str, Any], bad: Callable[[str], InvalidRequestError]
+) -> ClaudeRequest:
+    """A row's Claude request: the column's object is the Messages request as it is."""
+    return ClaudeRequest(key, body)
+
+
+def gemini_of_row(
+    key: str, body: dict[str, Any], bad: Callable[[str], InvalidRequestError]
+) -> GeminiRequest:
+    """A row's Gemini request: the column's object is a GenerateContentRequest (wire names)."""
+    # Named by position, with the closest field a request has: a mapping's keys may be
+    # content, so the caller's own names are never shown.
+    unknown = [_place(place, name) for place, name in enumerate(body, 1) if name not in _NAMES]
+    if unknown:
+        raise bad(
+            f"the request has unknown field(s) {', '.join(unknown)}; a GenerateContentRequest "
+            f"has {_GEMINI_NAMES}"
+        )
+    generation = body.get("generationConfig")
+    if generation is not None and not isinstance(generation, dict):
+        raise bad("the request's generationConfig is not an object")
+    config = dict(generation or {})
+    config.update({_GEMINI_FIELDS[name]: body[name] for name in _GEMINI_FIELDS if name in body})
+    return GeminiRequest(key, body.get("contents"), config or None)  # type: ignore[arg-type]
+
+
+# How each provider reads a row's request column: the ``of_row`` column of
+# ``_providers.PROVIDERS``, which sits above this module (tests/test_providers.py holds the two
+# equal).
+ROW_REQUESTS: Final[Mapping[Provider, RowRequest]] = MappingProxyType(
+    {"anthropic": claude_of_row, "google": gemini_of_row}
+)
 
 
 def _column(value: object, name: str) -> str:
@@ -170,23 +215,7 @@ class SourceRows:
                 yield self._request(key, json.loads(spill.read(length)))
 
     def _request(self, key: str, body: dict[str, Any]) -> ClaudeRequest | GeminiRequest:
-        if self._provider == "anthropic":
-            return ClaudeRequest(key, body)
-        # Named by position, with the closest field a request has: a mapping's keys may be
-        # content, so the caller's own names are never shown.
-        unknown = [_place(place, name) for place, name in enumerate(body, 1) if name not in _NAMES]
-        if unknown:
-            raise self._bad(
-                f"key {key!r}",
-                f"the request has unknown field(s) {', '.join(unknown)}; a GenerateContentRequest "
-                f"has {_GEMINI_NAMES}",
-            )
-        generation = body.get("generationConfig")
-        if generation is not None and not isinstance(generation, dict):
-            raise self._bad(f"key {key!r}", "the request's generationConfig is not an object")
-        config = dict(generation or {})
-        config.update({_GEMINI_FIELDS[name]: body[name] for name in _GEMINI_FIELDS if name in body})
-        return GeminiRequest(key, body.get("contents"), config or None)  # type: ignore[arg-type]
+        return ROW_REQUESTS[self._provider](key, body, lambda rule: self._bad(f"key {key!r}", rule))
 
     def _session(self, columns: list[str] | None) -> Any:
         from google.cloud.bigquery_storage_v1 import types

@@ -33,10 +33,11 @@ from typing import TYPE_CHECKING, Any
 from .._config import Config, local_retry, read_config
 from .._errors import InvalidRequestError
 from .._json import load_json
-from .._providers import by_command
+from .._providers import COMMANDS, PROVIDERS, by_command
 from .._retry import RetryPolicy
 from .doctor import on_local_stack
 from .probe_shape import (
+    PROBE_LANES,
     differences,
     facts,
     field_names,
@@ -54,8 +55,7 @@ if TYPE_CHECKING:
 __all__ = ["PROBE_MODELS", "REPORT_VERSION", "run_probe"]
 
 PROBE_MODELS: Mapping[str, str] = {
-    "claude": "claude-sonnet-4-5",
-    "gemini": "gemini-2.5-flash",
+    row.command: PROBE_LANES[provider].model for provider, row in PROVIDERS.items()
 }
 """The models probed unless ``--claude-model`` / ``--gemini-model`` say otherwise."""
 REPORT_VERSION = 1
@@ -361,7 +361,7 @@ def _create_all(
 ) -> None:
     """Stage and create the two jobs, adding each to ``jobs`` as soon as it exists (each input
     in two parts: ``probe_stage``)."""
-    for name in ("claude", "gemini"):
+    for name in COMMANDS:
         parts = probe_parts(probe_rows(name, invalid))
         body: dict[str, Any] = {
             "displayName": f"vertexbatch-probe-{stamp}-{name}",

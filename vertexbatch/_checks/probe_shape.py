@@ -16,13 +16,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Final
 
 from .._json import load_json
+from .._providers import by_command
+from .._values import Provider
 
 __all__ = [
+    "PROBE_LANES",
+    "ProbeLane",
     "probe_parts",
     "probe_rows",
     "LOCAL_DEFAULTS",
@@ -186,7 +192,7 @@ def _request_echo(row: Mapping[str, Any]) -> str:
     return "object" if isinstance(request, dict) else "absent"
 
 
-def row_facts(provider: str, row: Mapping[str, Any]) -> dict[str, Any]:
+def row_facts(provider: Provider, row: Mapping[str, Any]) -> dict[str, Any]:
     """What one output row shows: echoes, request and response forms, status format."""
     request = row.get("request")
     if isinstance(request, str):
@@ -200,13 +206,7 @@ def row_facts(provider: str, row: Mapping[str, Any]) -> dict[str, Any]:
         "status": status_format(row),
         "failed": failed,
     }
-    if provider == "anthropic":
-        out["custom_id_echoed"] = "custom_id" in row
-        if not failed:
-            out["response"] = _response_shape(row.get("response"))
-    else:
-        out["labels_echoed"] = isinstance(request, dict) and isinstance(request.get("labels"), dict)
-        out["sibling_echoed"] = "vb_key" in row
+    out.update(PROBE_LANES[provider].row_facts(row, request, failed))
     return out
 
 
@@ -253,12 +253,8 @@ def facts(
         out[f"{name}.request_echo"] = _one(r["request_echo"] for r in found)
         out[f"{name}.success_status"] = _one(r["status"] for r in good)
         out[f"{name}.error_status"] = _one(r["status"] for r in failed)
-        if name == "claude":
-            out["claude.custom_id_echoed"] = _one(r["custom_id_echoed"] for r in found)
-            out["claude.response"] = _one(r["response"] for r in good)
-        else:
-            out["gemini.labels_echoed"] = _one(r["labels_echoed"] for r in found)
-            out["gemini.sibling_echoed"] = _one(r["sibling_echoed"] for r in found)
+        for fact, answered in PROBE_LANES[by_command(name).provider].facts:
+            out[f"{name}.{fact}"] = _one(r[fact] for r in (good if answered else found))
     return out
 
 
@@ -323,24 +319,32 @@ def probe_parts(rows: bytes) -> list[bytes]:
 
 def probe_rows(name: str, invalid: bool = True) -> bytes:
     """The staged JSONL of one provider's probe rows (without the invalid one: two)."""
-    from .._requests.lines import claude_line, gemini_line
-    from .._values import ClaudeRequest, GeminiRequest
+    return PROBE_LANES[by_command(name).provider].rows(invalid)
 
-    if name == "claude":
 
-        def claude(key: str, text: str, max_tokens: int) -> bytes:
-            params = {"max_tokens": max_tokens, "messages": [{"role": "user", "content": text}]}
-            return claude_line(ClaudeRequest(key=key, params=params)).data
+def _claude_rows(invalid: bool) -> bytes:
+    from .._requests.lines import claude_line
+    from .._values import ClaudeRequest
 
-        def refused_by_vertex(line: bytes) -> bytes:
-            # max_tokens 0, which submit refuses before staging: only Vertex's answer is wanted.
-            row = json.loads(line)
-            row["request"]["max_tokens"] = 0
-            return json.dumps(row, separators=(",", ":")).encode("utf-8") + b"\n"
+    def claude(key: str, text: str, max_tokens: int) -> bytes:
+        params = {"max_tokens": max_tokens, "messages": [{"role": "user", "content": text}]}
+        return claude_line(ClaudeRequest(key=key, params=params)).data
 
-        rows = claude("answer", _ANSWER, 64) + claude("truncated", _LONG, 1)
-        return rows + refused_by_vertex(claude("invalid", _ANSWER, 1)) if invalid else rows
+    def refused_by_vertex(line: bytes) -> bytes:
+        # max_tokens 0, which submit refuses before staging: only Vertex's answer is wanted.
+        row = json.loads(line)
+        row["request"]["max_tokens"] = 0
+        return json.dumps(row, separators=(",", ":")).encode("utf-8") + b"\n"
+
+    rows = claude("answer", _ANSWER, 64) + claude("truncated", _LONG, 1)
+    return rows + refused_by_vertex(claude("invalid", _ANSWER, 1)) if invalid else rows
+
+
+def _gemini_rows(invalid: bool) -> bytes:
     from google.genai import types as genai_types
+
+    from .._requests.lines import gemini_line
+    from .._values import GeminiRequest
 
     def gemini(key: str, text: str, role: str, limit: int) -> bytes:
         contents = [{"role": role, "parts": [{"text": text}]}]
@@ -349,3 +353,45 @@ def probe_rows(name: str, invalid: bool = True) -> bytes:
 
     rows = gemini("answer", _ANSWER, "user", 64) + gemini("truncated", _LONG, "user", 1)
     return rows + gemini("invalid", _ANSWER, "critic", 64) if invalid else rows
+
+
+def _claude_row_facts(row: Mapping[str, Any], request: Any, failed: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"custom_id_echoed": "custom_id" in row}
+    if not failed:
+        out["response"] = _response_shape(row.get("response"))
+    return out
+
+
+def _gemini_row_facts(row: Mapping[str, Any], request: Any, failed: bool) -> dict[str, Any]:
+    labels = isinstance(request, dict) and isinstance(request.get("labels"), dict)
+    return {"labels_echoed": labels, "sibling_echoed": "vb_key" in row}
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeLane:
+    """What a probe stages and reads differently for one provider."""
+
+    model: str  # the model probed unless --<command>-model says otherwise
+    rows: Callable[[bool], bytes]  # (invalid) -> the staged JSONL of its probe rows
+    row_facts: Callable[[Mapping[str, Any], Any, bool], dict[str, Any]]  # (row, request, failed)
+    facts: tuple[tuple[str, bool], ...]  # its own row facts, each: whether only answers count
+
+
+# Each provider's probe, by the provider table's names (tests/test_providers.py holds the two
+# tables to the same rows): a new lane adds its row here too.
+PROBE_LANES: Final[Mapping[Provider, ProbeLane]] = MappingProxyType(
+    {
+        "anthropic": ProbeLane(
+            model="claude-sonnet-4-5",
+            rows=_claude_rows,
+            row_facts=_claude_row_facts,
+            facts=(("custom_id_echoed", False), ("response", True)),
+        ),
+        "google": ProbeLane(
+            model="gemini-2.5-flash",
+            rows=_gemini_rows,
+            row_facts=_gemini_row_facts,
+            facts=(("labels_echoed", False), ("sibling_echoed", False)),
+        ),
+    }
+)

@@ -21,6 +21,7 @@ Pure: no I/O, inputs never modified.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, Final, TypedDict, cast
 
 import msgspec
@@ -31,7 +32,16 @@ from .._requests.keymap import KEY_FIELD
 from .._values import Provider, Result, result_of
 from .classify import CLAUDE_ANSWERED, READERS, classify_row, claude_usage, gemini_usage
 
-__all__ = ["ROW_FIELDS", "row_fields", "row_reader", "shallow"]
+__all__ = [
+    "ROW_FIELDS",
+    "USUAL_READERS",
+    "UsualReader",
+    "read_usual_claude",
+    "read_usual_gemini",
+    "row_fields",
+    "row_reader",
+    "shallow",
+]
 
 ROW_FIELDS: Final = ("custom_id", KEY_FIELD, "status", "response", "processed_time")
 """What a results pass reads of a row its id matches (``KeyMap.match_id``, ``classify_row``)."""
@@ -105,7 +115,7 @@ def row_reader(provider: Provider) -> RowReader:
         raise InvalidRequestError(
             f"provider must be 'anthropic' or 'google', got {provider!r}", field="provider"
         )
-    usual = _claude if provider == "anthropic" else _gemini
+    usual = USUAL_READERS[provider]
 
     def read(row: Mapping[str, Any], key: str) -> Result:
         status = row.get("status")
@@ -119,7 +129,7 @@ def row_reader(provider: Provider) -> RowReader:
     return read
 
 
-def _claude(message: dict[str, Any], key: str) -> Result | None:
+def read_usual_claude(message: dict[str, Any], key: str) -> Result | None:
     """A Messages answer of one text block with text and a stop that answers; else ``None``."""
     stop = message.get("stop_reason")
     content = message.get("content")
@@ -143,7 +153,7 @@ def _claude(message: dict[str, Any], key: str) -> Result | None:
     return result_of(key, text, claude_usage(usage), stop, None, None, message, ())
 
 
-def _gemini(response: dict[str, Any], key: str) -> Result | None:
+def read_usual_gemini(response: dict[str, Any], key: str) -> Result | None:
     """A response of one candidate that ends ``STOP`` with one text part, no prompt feedback;
     else ``None``."""
     candidates = response.get("candidates")
@@ -182,3 +192,12 @@ def _gemini(response: dict[str, Any], key: str) -> Result | None:
     meta = response.get("usageMetadata")
     tokens = gemini_usage(response.get("usage_metadata") if meta is None else meta)
     return result_of(key, text, tokens, finish, None, None, response, ())
+
+
+UsualReader = Callable[[dict[str, Any], str], "Result | None"]
+
+# The usual answer's reader of each provider: the ``usual`` column of ``_providers.PROVIDERS``,
+# which sits above this module (tests/test_providers.py holds the two equal).
+USUAL_READERS: Final[Mapping[Provider, UsualReader]] = MappingProxyType(
+    {"anthropic": read_usual_claude, "google": read_usual_gemini}
+)

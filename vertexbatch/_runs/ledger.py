@@ -21,7 +21,7 @@ from .._bigquery.dest import parse_dest
 from .._errors import InvalidRequestError, damaged_record
 from .._gcs.staging import Staging
 from .._rules import MAX_ROWS, RECORD_MAX, Limits, check_id
-from .._values import Provider
+from .._values import PROVIDER_NAMES, Provider
 from .._vertex.controls import NO_CONTROLS, Controls
 
 __all__ = [
@@ -145,7 +145,7 @@ class Ledger:
         if data.get("id") != run_id:
             raise bad("its 'id' is not this run's id")
         provider = data.get("provider")
-        if provider not in ("anthropic", "google"):
+        if provider not in PROVIDER_NAMES:
             raise bad("'provider' is neither 'anthropic' nor 'google'")
         model = data.get("model")
         if not isinstance(model, str) or not model:

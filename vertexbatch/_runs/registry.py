@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from .._errors import InvalidRequestError, damaged_record
 from .._gcs.staging import Staging
 from .._rules import MAX_ROWS
-from .._values import Provider
+from .._values import PROVIDER_NAMES, Provider
 from .._vertex.controls import NO_CONTROLS, Controls
 from .ledger import MAX_ATTEMPTS, Ledger, Shard, is_dataset, read_ledger, write_ledger
 
@@ -167,7 +167,7 @@ class TaskRecord:
         if type(count) is not int or not index < count:
             raise bad("'tasks' is not a count above its index")
         provider = data.get("provider")
-        if provider not in ("anthropic", "google"):
+        if provider not in PROVIDER_NAMES:
             raise bad("'provider' is neither 'anthropic' nor 'google'")
         model, attempts, size = data.get("model"), data.get("max_attempts"), data.get("shard_size")
         if not isinstance(model, str) or not model:

@@ -35,6 +35,7 @@ from .._cloud import Cloud
 from .._errors import InvalidRequestError
 from .._observe.progress import ProgressCallback, check_progress, meter_of
 from .._observe.traces import Tracing, note, traced
+from .._providers import PROVIDERS
 from .._rules import id_label
 from .._values import Provider, Result
 from .._vertex.controls import RUN_LABEL
@@ -59,7 +60,7 @@ __all__ = [
 
 DEFAULT_SHARD_SIZE = 100_000
 # Vertex runs at most 4 Claude batch jobs per project at once by default; Gemini's is a guess.
-DEFAULT_LIVE_JOBS: Mapping[Provider, int] = {"anthropic": 4, "google": 16}
+DEFAULT_LIVE_JOBS: Mapping[Provider, int] = {p: row.live_jobs for p, row in PROVIDERS.items()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,13 +7,14 @@ is written. ``open_run`` rebuilds a run from its ledger alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from datetime import timedelta
 
 from .._cache.submission import answer_from_cache, record_cached
 from .._cloud import Cloud
 from .._errors import InvalidRequestError
+from .._providers import PROVIDERS
 from .._requests.dedupe import dedupe as dedupe_lines
 from .._requests.lines import StagedLine
 from .._rules import Limits
@@ -214,9 +215,6 @@ def check_numbers(shard_size: int, max_attempts: int) -> None:
         )
 
 
-_PROVIDER_NAMES: Mapping[Provider, str] = {"anthropic": "Claude", "google": "Gemini"}
-
-
 def _other_run(run_id: str, what: str = "") -> InvalidRequestError:
     """The run-level error of a rejoin that does not match; ``what`` says what differs."""
     why = what or f"run id {run_id!r} already holds another run (other requests): use a new id"
@@ -309,11 +307,10 @@ def _check_rejoin(
     """
     run = ledger.id
     if ledger.provider != provider:
-        names = _PROVIDER_NAMES
         raise _other_run(
             run,
-            f"run {run!r} was staged with {names[ledger.provider]} requests, not "
-            f"{names[provider]} ones: use a new run id",
+            f"run {run!r} was staged with {PROVIDERS[ledger.provider].title} requests, not "
+            f"{PROVIDERS[provider].title} ones: use a new run id",
         )
     if ledger.model != model:
         raise _other_run(

@@ -21,7 +21,7 @@ from .._gcs.staging import Folder, Staging
 from .._requests.lines import StagedLine
 from .._rules import Limits
 from .._schemas.check import Schema, stored_schema
-from .._values import Provider
+from .._values import PROVIDER_NAMES, Provider
 from .._vertex.controls import NO_CONTROLS, Controls
 from .._vertex.jobs import JobSpec
 
@@ -155,7 +155,7 @@ class Manifest:
         for name in ("md5", "keys_md5", "origin", "rejected", "cached_md5", "source", "snapshot"):
             if not isinstance(data.get(name, ""), str):
                 raise bad(f"{name!r} is not a string")
-        if data["provider"] not in ("anthropic", "google"):
+        if data["provider"] not in PROVIDER_NAMES:
             raise bad("'provider' is neither 'anthropic' nor 'google'")
         cached = data.get("cached", 0)
         if type(cached) is not int or cached < 0 or type(data.get("cache", False)) is not bool:
