@@ -35,6 +35,7 @@ EMULATOR = "emulator"  # the package vertexbatch/emulator/, one node of the clie
 # package, modules import each other freely but with no cycle.
 LAYERS: list[tuple[str, set[str]]] = [
     ("values, errors, rules (pure)", {"_errors", "_values", "_json", "_rules", "_retry"}),
+    ("the model catalogue (pure data)", {"_catalogue"}),
     ("answer schemas (pure)", {"_schemas"}),
     ("request building and checking (pure)", {"_requests"}),
     ("one output row, one Result (pure)", {"_rows"}),

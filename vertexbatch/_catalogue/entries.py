@@ -1,0 +1,91 @@
+"""The catalogue's rows as values, read from ``models.toml`` (pure: one read of a file shipped
+with the package)."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CATALOGUE_FILE", "Model", "Rates", "Source", "catalogue", "closest", "model_entry"]
+
+CATALOGUE_FILE = Path(__file__).with_name("models.toml")
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a row's facts come from: a page's URL and the date it was read (``YYYY-MM-DD``)."""
+
+    url: str
+    read: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """Online list prices in US dollars per million tokens, as the provider's page prints them
+    (batch bills a share of them: ``_plans.prices``). ``None``: the page gives no such rate."""
+
+    input: float
+    output: float
+    cache_read: float | None = None
+    cache_write: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    """One catalogued model.
+
+    ``id``: the bare Vertex model id (no ``@version``, no publisher path); ``publisher``:
+    ``anthropic`` | ``google`` (later lanes add theirs); ``batch``: Google documents batch
+    prediction for it; ``locations``: where it is served (regions, ``us``/``eu``, ``global``);
+    ``rates``: its online list prices, ``None`` if no source gives them; ``flex``: served at the
+    Flex PayGo tier; ``sources``: the pages its facts were read from."""
+
+    id: str
+    publisher: str
+    batch: bool
+    locations: frozenset[str]
+    rates: Rates | None
+    flex: bool
+    sources: tuple[Source, ...]
+
+    def matches(self, model: str) -> bool:
+        """Whether ``model`` (bare, with or without ``@version``) names this row."""
+        return model.rsplit("/", 1)[-1].partition("@")[0] == self.id
+
+
+def _model(row: dict[str, Any]) -> Model:
+    rates = row.get("rates")
+    return Model(
+        id=row["id"],
+        publisher=row["publisher"],
+        batch=bool(row.get("batch", False)),
+        locations=frozenset(row.get("locations", ())),
+        rates=Rates(**rates) if rates else None,
+        flex=bool(row.get("flex", False)),
+        sources=tuple(Source(**source) for source in row.get("sources", ())),
+    )
+
+
+@functools.cache
+def catalogue() -> tuple[Model, ...]:
+    """Every catalogued model, in the file's order (parsed on the first call)."""
+    with CATALOGUE_FILE.open("rb") as file:
+        data = tomllib.load(file)
+    return tuple(_model(row) for row in data.get("model", ()))
+
+
+def model_entry(model: str) -> Model | None:
+    """The catalogue's row for ``model`` (``claude-sonnet-4-5@20250929`` finds
+    ``claude-sonnet-4-5``), ``None`` if it has none."""
+    return next((row for row in catalogue() if row.matches(model)), None)
+
+
+def closest(model: str) -> str | None:
+    """The catalogued id nearest ``model``'s bare id, for a message; ``None`` if none is near."""
+    bare = model.rsplit("/", 1)[-1].partition("@")[0]
+    found = difflib.get_close_matches(bare, [row.id for row in catalogue()], n=1, cutoff=0.6)
+    return found[0] if found else None
