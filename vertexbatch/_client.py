@@ -51,14 +51,11 @@ class Client:
 
     Args:
         project: the Google Cloud project that runs the jobs.
-        location: the Vertex location: a region, e.g. ``us-central1``, a multi-region (``us``,
-            ``eu``) or ``global`` (docs/operations.md, "Locations"; Claude batch needs a
-            region, and ``global`` takes a batch job only of a model served there).
+        location: a Vertex region (``us-central1``), ``us``, ``eu`` or ``global`` (operations.md).
         bucket: the GCS bucket where inputs, records and outputs live.
         prefix: the folder in the bucket; each id gets ``PREFIX/ID/``.
         jobs: an ``aiplatform_v1.JobServiceClient``; by default a REST client on the location's
-            Vertex host (``aiplatform.us.rep.googleapis.com`` for ``us``) with application
-            default credentials. The online fallback and count-tokens call its endpoint too.
+            Vertex host with application default credentials (online calls use its endpoint).
         storage: a ``google.cloud.storage.Client``; by default one for ``project``.
         meter_provider: where metrics go; by default OpenTelemetry's global provider.
         tracer_provider: where spans go; by default OpenTelemetry's global provider.
