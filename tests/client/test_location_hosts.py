@@ -8,6 +8,7 @@ for google-auth's sessions, httpx2's ``HTTPTransport`` for anthropic): it keeps 
 answers as Vertex would, and application default credentials are a fixed token. ``us`` and
 ``eu`` must reach ``aiplatform.{us|eu}.rep.googleapis.com``, which the SDKs' own defaults and
 vertexbatch's old rule (``us-aiplatform.googleapis.com``, an invalid host) did not all agree on.
+Last, a client in ``us`` / ``eu`` submits, reads and counts tokens on the local stack.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import pytest
 import requests
 from google.auth import credentials as google_credentials
 
+import vertexbatch as vb
+from tests.helpers import CLAUDE, GEMINI, claude_request, gemini_requests
 from vertexbatch._lifecycle import Lifecycle
 from vertexbatch._retry import RetryPolicy
 from vertexbatch._vertex.jobs import Vertex
@@ -33,6 +36,7 @@ from vertexbatch._vertex.online import (
     gemini_caller,
     gemini_counter,
 )
+from vertexbatch.emulator import LocalStack
 
 PROJECT = "my-project"
 JOB = "projects/{project}/locations/{location}/batchPredictionJobs/123"
@@ -139,3 +143,27 @@ def test_the_anthropic_base_url_variable_does_not_move_claude_off_the_host(
     finally:
         online.close()
     assert [urlsplit(url).hostname for url in urls] == ["aiplatform.eu.rep.googleapis.com"]
+
+
+@pytest.mark.parametrize("location", ["us", "eu"])
+def test_a_client_in_a_multi_region_runs_a_job_and_counts_tokens_on_the_stack(
+    stack: LocalStack, bucket: str, location: str
+) -> None:
+    """On the stack (which serves ``us`` and ``eu``) a client in a multi-region submits, waits,
+    reads, and counts tokens: every call names that location."""
+    client = vb.Client.for_endpoints(
+        vertex_endpoint=stack.vertex_endpoint,
+        storage_endpoint=stack.storage_endpoint,
+        project=stack.project,
+        location=location,
+        bucket=bucket,
+        prefix="jobs",
+        retry=vb.RetryPolicy.no_wait(),
+    )
+    with client:
+        job = client.submit_gemini("multi", GEMINI, gemini_requests(2))
+        assert f"/locations/{location}/batchPredictionJobs/" in job.name
+        client.wait(job, floor=0.01, ceiling=0.05)
+        assert {r.outcome for r in client.results(job)} == {"ok"}
+        plan = client.plan_claude("counted", CLAUDE, [claude_request("k", "hi")], count_tokens=True)
+        assert plan.input_tokens > 0
