@@ -51,11 +51,11 @@ class Client:
 
     Args:
         project: the Google Cloud project that runs the jobs.
-        location: the Vertex region, e.g. ``us-central1`` (Claude batch needs a regional one).
+        location: a Vertex region (``us-central1``), ``us``, ``eu`` or ``global`` (operations.md).
         bucket: the GCS bucket where inputs, records and outputs live.
         prefix: the folder in the bucket; each id gets ``PREFIX/ID/``.
         jobs: an ``aiplatform_v1.JobServiceClient``; by default a REST client on the location's
-            regional endpoint with application default credentials.
+            Vertex host with application default credentials (online calls use its endpoint).
         storage: a ``google.cloud.storage.Client``; by default one for ``project``.
         meter_provider: where metrics go; by default OpenTelemetry's global provider.
         tracer_provider: where spans go; by default OpenTelemetry's global provider.

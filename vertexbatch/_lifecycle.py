@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 from ._bigquery.read import endpoint_read_client
+from ._hosts import vertex_host
 
 if TYPE_CHECKING:
     from google.cloud import aiplatform_v1, bigquery_storage_v1, storage
@@ -35,14 +36,6 @@ def closed_error() -> RuntimeError:
     return RuntimeError(
         "this vertexbatch.Client is closed (by close(), aclose() or the end of its with block): "
         "make a new client to go on"
-    )
-
-
-def _regional_endpoint(location: str) -> str:
-    return (
-        "aiplatform.googleapis.com"
-        if location == "global"
-        else f"{location}-aiplatform.googleapis.com"
     )
 
 
@@ -109,14 +102,15 @@ class Lifecycle:
     def jobs(
         self, given: aiplatform_v1.JobServiceClient | None, location: str
     ) -> aiplatform_v1.JobServiceClient:
-        """``given``, or a REST client on the location's regional endpoint with application
-        default credentials, closed with the client."""
+        """``given``, or a REST client on the location's Vertex host (``_hosts.vertex_host``:
+        regional, multi-region or global) with application default credentials, closed with
+        the client."""
         if given is not None:
             return given
         from google.cloud import aiplatform_v1
 
         built = aiplatform_v1.JobServiceClient(
-            transport="rest", client_options={"api_endpoint": _regional_endpoint(location)}
+            transport="rest", client_options={"api_endpoint": vertex_host(location)}
         )
         self.own(built.transport.close)
         return built

@@ -29,6 +29,7 @@ from ._observe.progress import Meter, finish, meter_of
 from ._plans.count_tokens import token_counter
 from ._plans.estimate import Plan, build_plan, submitted_plan
 from ._plans.prices import Price
+from ._providers import check_batch_location
 from ._requests.dedupe import dedupe as dedupe_lines
 from ._rules import check_id, check_job, check_model, check_own_id, next_attempt_id
 from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
@@ -66,6 +67,7 @@ def submit(
     identity protocol: what ``submit_claude`` and ``submit_gemini`` do."""
     check_own_id(id)
     check_model(model, provider)
+    check_batch_location(model, provider, cloud.location)
     ttl = check_ttl(options.cache_ttl)
     controls = options.controls(cloud.location)
     staging = cloud.staging.keyed(controls.kms_key)  # every object written with the key
@@ -135,6 +137,7 @@ def _plan(
 ) -> Plan:
     check_own_id(id)
     check_model(model, provider)
+    check_batch_location(model, provider, cloud.location)
     ttl = check_ttl(options.cache_ttl)
     controls = options.controls(cloud.location)  # checked as submit and run check them
     cloud = replace(cloud, staging=cloud.staging.keyed(controls.kms_key))  # the key's cache
@@ -340,6 +343,7 @@ def start_run(
     task's part of it)."""
     dest = check_run_dest(options.dest)  # a dataset, never a table
     check_model(model, provider)
+    check_batch_location(model, provider, cloud.location)
     controls = options.controls(cloud.location)
     ttl = check_ttl(options.cache_ttl)
     if task is not None:

@@ -29,7 +29,9 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from ._bigquery.source import RowRequest, claude_of_row, gemini_of_row
+from ._catalogue import Model, model_entry
 from ._errors import InvalidRequestError
+from ._hosts import GLOBAL
 from ._requests.field_check import check_claude_fields, check_gemini_fields, checked_builder
 from ._requests.keymap import KEY_FIELD
 from ._requests.lines import StagedLine, claude_line, gemini_line
@@ -49,10 +51,14 @@ from ._vertex.online import (
 __all__ = [
     "COMMANDS",
     "GEMINI_DEFAULT_OUTPUT",
+    "GLOBAL_BATCH_SOURCE",
     "PROVIDERS",
     "ProviderRow",
+    "batch_location_refusal",
     "by_command",
+    "check_batch_location",
     "of_model",
+    "served_in",
     "unknown_line_fields",
 ]
 
@@ -91,7 +97,7 @@ class ProviderRow:
     of_row: RowRequest  # (key, object, bad) -> the request of a BigQuery source's row
     ceiling: Callable[[Mapping[str, Any]], int]  # a staged body's output ceiling
     ceiling_said: str  # how a plan says it assumed the ceiling
-    global_batch: bool  # whether its batch jobs run in the location "global"
+    global_batch: bool  # whether its batch jobs may run in "global" (check_batch_location)
     live_jobs: int  # how many of a run's jobs may be live at once unless the caller says
     # (the client's online clients, model, concurrency) -> the caller
     online: Callable[[OnlineClients, str, int], Caller]
@@ -207,3 +213,58 @@ def unknown_line_fields(row: ProviderRow, line: Mapping[str, Any]) -> str:
     if not unknown:
         return ""
     return f"unknown field(s) {', '.join(unknown)}: a {row.command} line has {names}"
+
+
+# Google's locations page lists "Batch prediction for Anthropic and OpenMaaS models" among what
+# the global endpoint does not serve (the ``global_batch`` column; read 2026-12-07).
+GLOBAL_BATCH_SOURCE = "https://cloud.google.com/vertex-ai/generative-ai/docs/learn/locations"
+
+
+def served_in(entry: Model | None) -> str:
+    """Where the catalogue says a model is served, as a message says it."""
+    if entry is None or not entry.locations:
+        return "the model catalogue lists no location for it"
+    return f"the model catalogue lists it in {', '.join(sorted(entry.locations))}"
+
+
+def batch_location_refusal(
+    row: ProviderRow, entry: Model | None, model: str, location: str
+) -> str | None:
+    """Why a batch job of ``model`` (its provider's ``row``, its catalogue ``entry``) may not
+    run in ``location``, or ``None`` (pure).
+
+    ``global`` takes a batch job when the provider's batch runs there (``global_batch``) and
+    the catalogue lists ``global`` among the model's locations; a model the catalogue does not
+    hold is not refused for that (new models appear before any table knows them). Regions and
+    the multi-regions ``us`` / ``eu`` are never refused here: whether one serves a model in
+    batch is Vertex's to say (``vertexbatch probe --multi-region`` asks it).
+    """
+    if location != GLOBAL:
+        return None
+    if not row.global_batch:
+        return (
+            f"model {model!r} cannot run a batch job in location 'global': {row.title} batch "
+            f"jobs need a region (Google lists batch prediction for "
+            f"{row.provider.title()} models among the global endpoint's limitations, "
+            f"{GLOBAL_BATCH_SOURCE}); {served_in(entry)}"
+        )
+    if entry is not None and GLOBAL not in entry.locations:
+        sources = ", ".join(source.url for source in entry.sources) or "no source"
+        return (
+            f"model {model!r} is not served in location 'global' for batch: "
+            f"{served_in(entry)} ({sources}); set the client's location to one of them"
+        )
+    return None
+
+
+def check_batch_location(model: str, provider: Provider, location: str) -> None:
+    """Refuse, before any cloud call, a batch job in a location the model is not served in for
+    batch (``batch_location_refusal``, with the catalogue's row for ``model``).
+
+    Raises:
+        InvalidRequestError: naming the model, the location and where the catalogue says the
+            model is served.
+    """
+    why = batch_location_refusal(PROVIDERS[provider], model_entry(model), model, location)
+    if why is not None:
+        raise InvalidRequestError(why, field="location")

@@ -15,9 +15,9 @@ from vertexbatch._checks.doctor import (
     DOCTOR_OBJECT,
     Check,
     check_credentials,
-    check_location,
     check_model,
 )
+from vertexbatch._checks.doctor_location import check_location
 from vertexbatch._command.cli import main
 from vertexbatch._command.cli_render import ExitCode
 from vertexbatch._config import Config
@@ -247,7 +247,7 @@ def test_a_region_outside_googles_generative_ai_list_warns_naming_the_list(locat
     assert "read 2026-11-30" in check.detail
 
 
-@pytest.mark.parametrize("location", ["US", "us", "us_east5", "useast5", "us-east", "Us-east5", ""])
+@pytest.mark.parametrize("location", ["US", "EU", "asia", "us_east5", "useast5", "us-east", ""])
 def test_a_location_that_is_no_region_name_fails_naming_it_and_the_rule(location: str) -> None:
     check = check_location(Config("p", location, "b"), None)
     assert check.result == "fail"

@@ -5,8 +5,8 @@ Each check is one function returning one ``Check`` (its name, ``ok`` / ``warn`` 
 runs them:
 
     configuration    project, location and bucket set (``_config.read_config``)
-    location         a region name (Claude batch needs one; ``global`` fails for a Claude
-                     model); any other string fails
+    location         a region, ``us`` / ``eu`` or ``global``, and the models' catalogue rows
+                     (``doctor_location``)
     credentials      application default credentials found and refreshed once, and whose
                      (a refused refresh fails); skipped on the stack
     vertex           one ``list_batch_prediction_jobs`` call (page size 1)
@@ -31,7 +31,6 @@ one import it.
 
 from __future__ import annotations
 
-import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -39,12 +38,8 @@ from typing import TYPE_CHECKING, Literal
 
 from .._config import Config, read_config
 from .._errors import BucketNotFoundError, InvalidRequestError, create_bucket_fix, shorten
-from .._providers import PROVIDERS, of_model
+from .._providers import of_model
 from .._rules import check_model as check_model_id
-from .doctor_rules import (
-    GENAI_REGIONS,
-    GENAI_REGIONS_SOURCE,
-)
 
 if TYPE_CHECKING:
     from google.cloud import aiplatform_v1
@@ -62,7 +57,6 @@ __all__ = [
     "check_bucket_objects",
     "check_configuration",
     "check_credentials",
-    "check_location",
     "check_model",
     "check_vertex",
     "failed",
@@ -76,8 +70,6 @@ AIPLATFORM_ROLE = "roles/aiplatform.user"
 OBJECT_ROLE = "roles/storage.objectAdmin"
 DOCTOR_OBJECT = ".vertexbatch-doctor-"
 
-REGION_NAME = re.compile(r"[a-z]+-[a-z]+\d+")
-"""A Google Cloud region name's form: us-east5, europe-west4, northamerica-northeast1."""
 CLOUD_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 CREATE_PERMISSION = "aiplatform.batchPredictionJobs.create"
 LOOKUP_TIMEOUT = 30.0  # seconds for each lookup: one answer, no retries (a warn says why)
@@ -179,40 +171,6 @@ def check_configuration(
     if on_local_stack(config):
         detail += f", local stack at {config.vertex_endpoint}"
     return Check("configuration", "ok", detail), config
-
-
-def check_location(config: Config, model: str | None = None) -> Check:
-    """The location is a region name (Claude batch jobs need one), or ``global`` for Gemini.
-
-    ``ok`` for a region in Google's dated list of Generative AI regions (``GENAI_REGIONS``),
-    ``warn`` for another region name: which models a region serves, and whether in batch, is
-    not something doctor can ask, so ``ok`` never claims it (the model check and a first job do).
-    """
-    location = config.location
-    fix = "set --location (or GOOGLE_CLOUD_LOCATION) to a region such as us-east5."
-    if location != "global":
-        if location in GENAI_REGIONS:
-            return Check("location", "ok", f"{location} is a region Generative AI is offered in")
-        if REGION_NAME.fullmatch(location):
-            return Check(
-                "location",
-                "warn",
-                f"{location} is not among the regions in {GENAI_REGIONS_SOURCE}: check that "
-                "it serves your model, or choose a listed region such as us-east5.",
-            )
-        return Check(
-            "location",
-            "fail",
-            f"location {location!r} is not a region name (lowercase letters, a hyphen, letters "
-            f"and digits, such as us-east5 or europe-west4) nor 'global': {fix}",
-        )
-    row = of_model(model)
-    if row is not None and row.global_batch:
-        return Check("location", "ok", f"global ({row.title} batch runs there)")
-    if row is not None:
-        return Check("location", "fail", f"{row.title} batch needs a regional location: {fix}")
-    regional = " or ".join(r.title for r in PROVIDERS.values() if not r.global_batch)
-    return Check("location", "warn", f"global cannot run {regional} batch jobs: {fix}")
 
 
 def check_credentials(config: Config) -> Check:

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._hosts import MULTI_REGIONS as JOB_MULTI_REGIONS  # Vertex's: a job's location
+
 __all__ = [
     "AGENT_ROLE",
     "GENAI_REGIONS",
@@ -55,7 +57,7 @@ GENAI_REGIONS_SOURCE = (
     "(firebase.google.com/docs/vertex-ai/locations, read 2026-11-30)"
 )
 
-MULTI_REGIONS = ("us", "eu", "asia")
+MULTI_REGIONS = ("us", "eu", "asia")  # Cloud Storage's
 _OUTSIDE_EU = frozenset({"europe-west2", "europe-west6"})  # London, Zurich
 DUAL_REGIONS: Mapping[str, frozenset[str]] = {
     "nam4": frozenset({"us-central1", "us-east1"}),
@@ -107,6 +109,10 @@ def bucket_location_fit(
     here = f"the bucket is in {location}"
     if region == "global":
         return "warn", f"{here}; Vertex documents no bucket rule for the global location"
+    if region in JOB_MULTI_REGIONS:  # a job in a multi-region (``us``, ``eu``)
+        if where == region:
+            return "ok", f"{here}, the job's multi-region"
+        return "warn", f"{here}; Vertex documents no bucket rule for the {region} multi-region"
     placed = [d.lower() for d in data_locations]
     if placed:
         if region in placed:

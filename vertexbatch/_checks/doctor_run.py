@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .._config import Config, client_keywords, read_config
+from .._hosts import vertex_host
 from .._providers import of_model
 from .doctor import (
     CLOUD_SCOPE,
@@ -21,7 +22,6 @@ from .doctor import (
     check_bucket_objects,
     check_configuration,
     check_credentials,
-    check_location,
     check_model,
     check_vertex,
     on_local_stack,
@@ -34,6 +34,7 @@ from .doctor_access import (
 )
 from .doctor_bigquery import dest_checks
 from .doctor_controls import Session, check_kms_key, check_service_account
+from .doctor_location import check_location
 
 if TYPE_CHECKING:
     from google.cloud import aiplatform_v1, resourcemanager_v3, storage
@@ -55,7 +56,7 @@ class Lookups:
 
 def lookups(config: Config) -> Lookups:
     """The clients for ``config``: anonymous at its endpoints, or with application default
-    credentials on Google Cloud (Model Garden at the location's regional endpoint)."""
+    credentials on Google Cloud (Model Garden at the location's Vertex host, ``_hosts``)."""
     from google.cloud import aiplatform_v1, resourcemanager_v3
     from google.cloud import storage as gcs
 
@@ -77,15 +78,10 @@ def lookups(config: Config) -> Lookups:
                 transport="rest", credentials=anonymous, client_options=vertex
             ),
         )
-    host = (
-        "aiplatform.googleapis.com"
-        if config.location == "global"
-        else f"{config.location}-aiplatform.googleapis.com"
-    )
     return Lookups(
         gcs.Client(project=config.project),
         aiplatform_v1.ModelGardenServiceClient(
-            transport="rest", client_options={"api_endpoint": host}
+            transport="rest", client_options={"api_endpoint": vertex_host(config.location)}
         ),
         resourcemanager_v3.ProjectsClient(transport="rest"),
     )
@@ -167,7 +163,8 @@ def _run_checks(
     if retry is None:
         # A check reports what it found: a few quick retries, not the jobs' five minutes.
         retry = RetryPolicy(attempts=3, maximum=5.0, deadline=30.0)
-    models = tuple(models) or DEFAULT_MODELS
+    named = tuple(models)  # the models named (--model): checked against the catalogue
+    models = named or DEFAULT_MODELS
     # The location check's provider: one only when every model is of one family.
     families = {of_model(model) for model in models}
     single = models[0] if len(families) == 1 else None
@@ -189,7 +186,7 @@ def _run_checks(
         checks += [Check(name, "skip", needs) for name in cloud_checks]
         checks.append(check_model(None, models))
         return checks
-    checks.append(check_location(config, single))
+    checks.append(check_location(config, single, models=named))
     credentials = check_credentials(config)
     checks.append(credentials)
     if credentials.result == "fail":

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._config import Config, local_retry, read_config
 from .._errors import InvalidRequestError
+from .._hosts import vertex_base_url
 from .._json import load_json
 from .._providers import COMMANDS, PROVIDERS, by_command
 from .._retry import RetryPolicy
@@ -52,7 +53,7 @@ from .probe_stage import create_in_parts, stage_parts
 if TYPE_CHECKING:
     import requests
 
-__all__ = ["PROBE_MODELS", "REPORT_VERSION", "run_probe"]
+__all__ = ["PROBE_MODELS", "REPORT_VERSION", "error_status", "rest_call", "run_probe"]
 
 PROBE_MODELS: Mapping[str, str] = {
     row.command: PROBE_LANES[provider].model for provider, row in PROVIDERS.items()
@@ -85,22 +86,18 @@ def _session(config: Config) -> tuple[requests.Session, str]:
     from google.auth.transport.requests import AuthorizedSession
 
     credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
-    host = (
-        "aiplatform.googleapis.com"
-        if config.location == "global"
-        else f"{config.location}-aiplatform.googleapis.com"
-    )
-    return AuthorizedSession(credentials), f"https://{host}"  # type: ignore[no-untyped-call]
+    session = AuthorizedSession(credentials)  # type: ignore[no-untyped-call]
+    return session, vertex_base_url(config.location)
 
 
-def _call(session: requests.Session, method: str, url: str, body: Any = None) -> dict[str, Any]:
+def rest_call(session: requests.Session, method: str, url: str, body: Any = None) -> dict[str, Any]:
     """One REST call; an HTTP error raises the Google exception for it."""
     from google.api_core import exceptions as api_exceptions
 
     response = session.request(method, url, json=body, timeout=60)
     if response.status_code >= 400:
         error = api_exceptions.from_http_response(response)  # type: ignore[no-untyped-call]
-        if _error_status(response) == "FAILED_PRECONDITION":
+        if error_status(response) == "FAILED_PRECONDITION":
             # Over REST api_core maps 400 to BadRequest whatever the cause; the body's status
             # tells a job that already ended (cancel) from a bad request.
             raise api_exceptions.FailedPrecondition(  # type: ignore[no-untyped-call]
@@ -111,7 +108,7 @@ def _call(session: requests.Session, method: str, url: str, body: Any = None) ->
     return answer
 
 
-def _error_status(response: requests.Response) -> str | None:
+def error_status(response: requests.Response) -> str | None:
     """The ``error.status`` of a Google REST error body, if it has one."""
     try:
         status = response.json()["error"]["status"]
@@ -121,11 +118,11 @@ def _error_status(response: requests.Response) -> str | None:
 
 
 def _get(session: requests.Session, base: str, job: _Job) -> dict[str, Any]:
-    return _call(session, "GET", f"{base}/v1/{job.resource}")
+    return rest_call(session, "GET", f"{base}/v1/{job.resource}")
 
 
 def _cancel(session: requests.Session, base: str, job: _Job) -> dict[str, Any]:
-    return _call(session, "POST", f"{base}/v1/{job.resource}:cancel", {})
+    return rest_call(session, "POST", f"{base}/v1/{job.resource}:cancel", {})
 
 
 class _Job:
@@ -374,7 +371,7 @@ def _create_all(
             "labels": {"vertexbatch_probe": stamp},
         }
         created, files = create_in_parts(
-            partial(_call, session, "POST", f"{parent}/batchPredictionJobs"),
+            partial(rest_call, session, "POST", f"{parent}/batchPredictionJobs"),
             body,
             parts,
             partial(stage_parts, gcs, config.bucket, f"{folder}/{name}"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,8 @@ __all__ = ["probe"]
 @click.option(
     "--yes",
     is_flag=True,
-    help="Confirm: probe submits two small batch jobs (six requests, billed at batch rates).",
+    help="Confirm: probe submits small batch jobs (two of three requests; with --multi-region, "
+    "two of one request per location, cancelled at once).",
 )
 @click.option(
     "--out",
@@ -43,6 +45,14 @@ __all__ = ["probe"]
     is_flag=True,
     help="Leave out the row that provokes a per-line error (if it fails a whole job).",
 )
+@click.option(
+    "--multi-region",
+    "multi_regions",
+    type=click.Choice(["us", "eu"]),
+    multiple=True,
+    help="Instead: create one tiny job per provider in this multi-region (repeatable), cancel "
+    "each at once, and report whether the create was accepted.",
+)
 @cloud_command
 def probe(
     yes: bool,
@@ -52,6 +62,7 @@ def probe(
     interval: float | None,
     timeout: float,
     no_invalid_rows: bool,
+    multi_regions: tuple[str, ...],
 ) -> None:
     """Run a tiny Claude and a tiny Gemini job and report how the service shapes them.
 
@@ -59,6 +70,9 @@ def probe(
     files, each row's field names and JSON types (enums and status prefixes kept, no text),
     and the facts docs/local-stack.md maps to emulator options; then prints where the service
     differs from the local stack's defaults. LocalStack.from_probe_report(OUT) reproduces it.
+
+    With --multi-region us (or eu): one tiny job per provider is created there instead, and
+    cancelled as soon as it exists; --out says whether each create was accepted.
     """
     from .._checks.probe import run_probe
     from .._rules import check_model
@@ -80,10 +94,14 @@ def probe(
         out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
         progress(f"stopped early: partial report (no rows, no facts) written to {out}")
 
+    models = {"claude": claude_model, "gemini": gemini_model}
+    if multi_regions:
+        _multi_regions(out, multi_regions, models, progress)
+        return
     report = run_probe(
         os.environ,
         config_flags(),
-        models={"claude": claude_model, "gemini": gemini_model},
+        models=models,
         interval=interval,
         timeout=timeout,
         progress=progress,
@@ -99,3 +117,31 @@ def probe(
     click.echo("the service differs from the local stack's defaults in:")
     for line in found:
         click.echo(f"  {line}")
+
+
+def _multi_regions(
+    out: Path,
+    locations: tuple[str, ...],
+    models: dict[str, str],
+    progress: Callable[[str], None],
+) -> None:
+    """``--multi-region``: the create on each multi-region, reported per provider."""
+    from .._checks.probe_regions import probe_regions
+
+    report = probe_regions(
+        os.environ,
+        config_flags(),
+        locations=locations,
+        models=models,
+        progress=progress,
+    )
+    out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    click.echo(f"report written to {out}")
+    for location, lanes in report["locations"].items():
+        for name, entry in lanes.items():
+            if entry["accepted"]:
+                said = f"accepted ({entry['job']}; cancel {entry['cancel']})"
+            else:
+                why = " ".join(str(v) for v in (entry["code"], entry["status"]) if v)
+                said = f"refused ({why}): {entry['message']}"
+            click.echo(f"  {location} {name}: batch create {said}")

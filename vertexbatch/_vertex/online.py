@@ -76,7 +76,9 @@ class OnlineClients:
     """The online clients of one ``Client``: the caller's, or built on first use and kept.
 
     ``claude()`` is an ``anthropic.AnthropicVertex``, ``gemini()`` a google-auth
-    ``AuthorizedSession`` and the base URL its calls go to (the Vertex endpoint's). The fallback
+    ``AuthorizedSession``; both call ``base_url``, the Vertex endpoint's (the jobs client's:
+    ``_hosts.vertex_host`` of the location unless the caller gave another), so ``us`` and
+    ``eu`` reach their ``.rep.`` host. The fallback
     and ``count_tokens`` share them, from any thread. What was built here is closed by
     ``close()``; what the caller handed in never is (the caller owns it). On the local stack
     (a loopback endpoint, the rule of ``_rules.is_loopback``) the built ones send a fixed
@@ -144,15 +146,16 @@ class OnlineClients:
     def _build_claude(self) -> AnthropicVertex:
         from anthropic import AnthropicVertex
 
-        if self._local:
-            return AnthropicVertex(
-                region=self.location,
-                project_id=self.project,
-                access_token=_LOCAL_TOKEN,
-                base_url=f"{self.base_url}/v1",
-                max_retries=0,  # the client's RetryPolicy retries each call
-            )
-        return AnthropicVertex(region=self.location, project_id=self.project, max_retries=0)
+        # The base URL is always the jobs client's (``_hosts.vertex_host`` of the location, or
+        # the endpoint given), never the SDK's own choice nor ANTHROPIC_VERTEX_BASE_URL: batch,
+        # fallback and count-tokens reach one host.
+        return AnthropicVertex(
+            region=self.location,
+            project_id=self.project,
+            access_token=_LOCAL_TOKEN if self._local else None,
+            base_url=f"{self.base_url}/v1",
+            max_retries=0,  # the client's RetryPolicy retries each call
+        )
 
     def _build_session(self) -> AuthorizedSession:
         import requests
