@@ -26,6 +26,7 @@ from ._job.results import iter_results
 from ._job.submit import resubmit, stage_and_submit
 from ._observe.metrics import SILENT
 from ._observe.progress import Meter, finish, meter_of
+from ._plans.budget import budgeted, hold_to_budget
 from ._plans.count_tokens import token_counter
 from ._plans.estimate import Plan, build_plan, submitted_plan
 from ._plans.prices import Price
@@ -71,6 +72,10 @@ def submit(
     staging = cloud.staging.keyed(controls.kms_key)  # every object written with the key
     meter = meter_of(options.progress, "stage", requests)
     lines, read = request_lines(cloud, provider, requests, options, meter)
+    if options.budget is not None:  # held to its plan before any cloud call (the lines: local)
+        lines = budgeted(provider, model, lines, options.budget, f"submission {id!r}",
+                         prices=options.prices, dedupe=options.dedupe,
+                         limits=cloud.staging.limits)  # fmt: skip
     if options.dedupe:
         lines = dedupe_lines(lines)
     amend = None
@@ -117,6 +122,8 @@ def plan(
         cloud, id, model, provider, requests, options, count_tokens, prices, shard_size, task, meter
     )
     finish(meter)
+    if options.budget is not None:  # what submit (run) would refuse
+        hold_to_budget(made, options.budget, f"{'run' if shard_size else 'submission'} {id!r}")
     return replace(made, dest=options.dest)
 
 
@@ -342,11 +349,15 @@ def start_run(
     check_model(model, provider)
     controls = options.controls(cloud.location)
     ttl = check_ttl(options.cache_ttl)
-    if task is not None:
+    if task is not None or options.budget is not None:
         check_numbers(shard_size, max_attempts)  # before the snapshot record's cloud call
     share = tasked_share(cloud, id, task, requests, controls, write=True)  # a table's share
     meter = meter_of(options.progress, "stage", requests)
     lines, _ = request_lines(cloud, provider, requests, options, meter, share)  # the ledger's rows
+    if options.budget is not None:  # the whole run's plan (a task's: its part), before staging
+        lines = budgeted(provider, model, lines, options.budget, f"run {id!r}",
+                         prices=options.prices, dedupe=options.dedupe, shard_size=shard_size,
+                         limits=cloud.staging.limits)  # fmt: skip
     if task is not None:  # one task's part of a run staged by many (docs/runs.md)
         run = start_task(
             cloud, id, provider, model, lines, task=task, shard_size=shard_size,
@@ -396,7 +407,7 @@ def plan_with(
         requests,
         options,
         count_tokens=given.get("count_tokens", False),
-        prices=given.get("prices", ()),
+        prices=options.prices,
         shard_size=given.get("shard_size"),
         task=given.get("task"),
     )
