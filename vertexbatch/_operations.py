@@ -26,7 +26,7 @@ from ._job.results import iter_results
 from ._job.submit import resubmit, stage_and_submit
 from ._observe.metrics import SILENT
 from ._observe.progress import Meter, finish, meter_of
-from ._plans.budget import budgeted, hold_to_budget
+from ._plans.budget import budgeted
 from ._plans.count_tokens import token_counter
 from ._plans.estimate import Plan, build_plan, submitted_plan
 from ._plans.prices import Price
@@ -122,8 +122,6 @@ def plan(
         cloud, id, model, provider, requests, options, count_tokens, prices, shard_size, task, meter
     )
     finish(meter)
-    if options.budget is not None:  # what submit (run) would refuse
-        hold_to_budget(made, options.budget, f"{'run' if shard_size else 'submission'} {id!r}")
     return replace(made, dest=options.dest)
 
 
@@ -158,6 +156,10 @@ def _plan(
     held = list(given)  # what the id (or run id) already holds is checked against them first
     if not held and task is None:  # as submit and run refuse it, before any cloud call
         raise no_rows(id)  # (a task's part may be empty: it registers as one, docs/runs.md)
+    if options.budget is not None:  # as submit and run hold it: estimated, the cache not asked
+        budgeted(provider, model, held, options.budget, f"{'run' if shard_size else 'submission'} "
+                 f"{id!r}", prices=prices, dedupe=dedupe, shard_size=shard_size,
+                 limits=cloud.staging.limits)  # fmt: skip
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
         check_run_dest(options.dest)  # a dataset, never a table
         check_run_id(id)

@@ -47,10 +47,12 @@ def test_a_submission_over_budget_is_refused_before_any_cloud_call(
     assert err.value.field == "budget"
     assert f"${plan.cost_high:,.4f}" in str(err.value) and "$0.01" in str(err.value)
     assert "Review diff" not in str(err.value)
-    _nothing_done(stack, bucket)
-    # A plan with the budget refuses as the submit would.
+    # A plan with the budget refuses as the submit would (exact counts or not), before any call.
     with pytest.raises(vb.InvalidRequestError, match="over the budget"):
-        client.plan_claude("b1", CLAUDE, _requests(), budget=0.01, prices=[_PRICE])
+        client.plan_claude(
+            "b1", CLAUDE, _requests(), budget=0.01, prices=[_PRICE], count_tokens=True
+        )
+    _nothing_done(stack, bucket)
     # A generator is read whole to plan, then staged: the job holds every key.
     job = client.submit_claude(
         "b1", CLAUDE, (r for r in _requests()), budget=plan.cost_high, prices=[_PRICE]
