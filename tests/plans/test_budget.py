@@ -120,6 +120,11 @@ def test_the_command_s_budget(stack: LocalStack, bucket: str, tmp_path: Path) ->
     assert "over the budget of $0.00" in over.output
     unpriced = CliRunner().invoke(main, [*base, "--model", _UNPRICED, "--budget", "5"], env=env)
     assert unpriced.exit_code == 3 and "no price is known" in unpriced.output
+    run = ["run", "submit", "--provider", "claude", "--model", CLAUDE, "--id", "r2", str(path)]
+    over_run = CliRunner().invoke(
+        main, [*run, "--budget", "0.001", "--price", "claude-opus-5-5=5,25"], env=env
+    )
+    assert over_run.exit_code == 3 and "run 'r2': its plan costs up to $" in over_run.output
     _nothing_done(stack, bucket)
     bad = CliRunner().invoke(main, [*base, "--model", CLAUDE, "--budget", "-2"], env=env)
     assert bad.exit_code == 2 and "--budget" in bad.output
