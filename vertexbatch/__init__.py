@@ -27,6 +27,7 @@ from ._functions import list_request_files, wait
 from ._observe.progress import Progress
 from ._plans.estimate import Plan
 from ._plans.prices import PRICES, Price
+from ._plans.spend import Spend, SpendMeter
 from ._retry import RetryPolicy, is_retryable
 from ._runs.ledger import Shard
 from ._runs.run import KeyResult, Run
@@ -80,6 +81,8 @@ __all__ = [
     "RunSummary",
     "SchemaError",
     "Shard",
+    "Spend",
+    "SpendMeter",
     "Status",
     "Task",
     "ToolCall",

@@ -26,6 +26,7 @@ from ._job.results import iter_results
 from ._job.submit import resubmit, stage_and_submit
 from ._observe.metrics import SILENT
 from ._observe.progress import Meter, finish, meter_of
+from ._plans.budget import budgeted
 from ._plans.count_tokens import token_counter
 from ._plans.estimate import Plan, build_plan, submitted_plan
 from ._plans.prices import Price
@@ -73,6 +74,10 @@ def submit(
     staging = cloud.staging.keyed(controls.kms_key)  # every object written with the key
     meter = meter_of(options.progress, "stage", requests)
     lines, read = request_lines(cloud, provider, requests, options, meter)
+    if options.budget is not None:  # held to its plan before any cloud call (the lines: local)
+        lines = budgeted(provider, model, lines, options.budget, f"submission {id!r}",
+                         prices=options.prices, dedupe=options.dedupe,
+                         limits=cloud.staging.limits)  # fmt: skip
     if options.dedupe:
         lines = dedupe_lines(lines)
     amend = None
@@ -154,6 +159,10 @@ def _plan(
     held = list(given)  # what the id (or run id) already holds is checked against them first
     if not held and task is None:  # as submit and run refuse it, before any cloud call
         raise no_rows(id)  # (a task's part may be empty: it registers as one, docs/runs.md)
+    if options.budget is not None:  # as submit and run hold it: estimated, the cache not asked
+        budgeted(provider, model, held, options.budget, f"{'run' if shard_size else 'submission'} "
+                 f"{id!r}", prices=prices, dedupe=dedupe, shard_size=shard_size,
+                 limits=cloud.staging.limits)  # fmt: skip
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
         check_run_dest(options.dest)  # a dataset, never a table
         check_run_id(id)
@@ -346,11 +355,15 @@ def start_run(
     check_batch_location(model, provider, cloud.location)
     controls = options.controls(cloud.location)
     ttl = check_ttl(options.cache_ttl)
-    if task is not None:
+    if task is not None or options.budget is not None:
         check_numbers(shard_size, max_attempts)  # before the snapshot record's cloud call
     share = tasked_share(cloud, id, task, requests, controls, write=True)  # a table's share
     meter = meter_of(options.progress, "stage", requests)
     lines, _ = request_lines(cloud, provider, requests, options, meter, share)  # the ledger's rows
+    if options.budget is not None:  # the whole run's plan (a task's: its part), before staging
+        lines = budgeted(provider, model, lines, options.budget, f"run {id!r}",
+                         prices=options.prices, dedupe=options.dedupe, shard_size=shard_size,
+                         limits=cloud.staging.limits)  # fmt: skip
     if task is not None:  # one task's part of a run staged by many (docs/runs.md)
         run = start_task(
             cloud, id, provider, model, lines, task=task, shard_size=shard_size,
@@ -400,7 +413,7 @@ def plan_with(
         requests,
         options,
         count_tokens=given.get("count_tokens", False),
-        prices=given.get("prices", ()),
+        prices=options.prices,
         shard_size=given.get("shard_size"),
         task=given.get("task"),
     )

@@ -495,10 +495,13 @@ def test_results_jsonl_fields_and_summary(
     }
     assert records["missing"]["error"]["type"] == "MissingError"
     assert records["truncated"]["stop"] == "max_tokens" and records["truncated"]["text"]
-    assert result.stderr == (
+    counts, _, spend = result.stderr.partition("; spend ")
+    assert counts == (
         "vertexbatch: 6 of 6 keys, job JOB_STATE_SUCCEEDED: ok 1, refused 1, truncated 1, "
-        "retryable 1, failed 1, missing 1\n"
+        "retryable 1, failed 1, missing 1"
     )
+    # What the answers cost: the stack's model is priced once the catalogue prices it.
+    assert spend.startswith(("unknown (no price known for model", "$")), spend
 
 
 def test_results_only(stack: LocalStack, env: dict[str, str | None], client: vb.Client) -> None:

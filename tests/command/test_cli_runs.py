@@ -103,7 +103,8 @@ def test_run_with_retries_submit_advance_status_results(
     }
     assert got["k6"]["outcome"] == "exhausted" and got["k6"]["error"]["last"] == "MissingError"
     # The summary counts as run status does.
-    assert results.stderr == "vertexbatch: 7 of 7 keys, run done: exhausted 2, ok 5\n"
+    assert results.stderr.startswith("vertexbatch: 7 of 7 keys, run done: exhausted 2, ok 5; ")
+    assert results.stderr.partition("; ")[2].startswith("spend ")  # the keys' spend
     only = cli("run", "results", "cr-1", "--only", "exhausted")
     assert sorted(records(only)) == ["k5", "k6"] and "7 of 7 keys" in only.stderr
     assert records(cli("run", "results", "cr-1", "--only", "missing")) == {}  # none is final
@@ -132,7 +133,7 @@ def test_retry_recovers_a_failed_shard(stack: LocalStack, client: vb.Client) -> 
     assert retry is not None and retry.keys == 2
     results = cli("run", "results", "cr-2")
     assert Counter(r["outcome"] for r in records(results).values()) == {"ok": 4}
-    assert results.stderr == "vertexbatch: 4 of 4 keys, run done: ok 4\n"
+    assert results.stderr.startswith("vertexbatch: 4 of 4 keys, run done: ok 4; spend ")
 
 
 def test_status_and_results_agree_and_only_exhausted(stack: LocalStack, tmp_path: Path) -> None:
@@ -155,7 +156,7 @@ def test_status_and_results_agree_and_only_exhausted(stack: LocalStack, tmp_path
         counted["pending"] += status["keys"] - len(got)  # keys with no result yet
         assert +counted == status["outcomes"]
         listed = ", ".join(f"{k} {v}" for k, v in status["outcomes"].items())
-        assert results.stderr.endswith(f": {listed}\n")
+        assert f": {listed}; spend " in results.stderr
         return got
 
     before = agree()  # shard 1 waits for its retry: every key of it is pending

@@ -46,6 +46,8 @@ UNPRICED_ON_PURPOSE: dict[tuple[str, str], str] = {
     ("docs/local-stack.md", "claude-opus-5-5"): "names the fictional ids the tests' stack holds",
     ("docs/local-stack.md", "claude-sonnet-5"): "names the fictional ids the tests' stack holds",
     ("docs/local-stack.md", "gemini-3.8-flash"): "names the fictional ids the tests' stack holds",
+    ("docs/examples/spend_and_budget.py", "claude-opus-5-5"): "the stack's model, priced there",
+    ("docs/examples/spend_and_budget.py", "claude-opus-5-5@default"): "the same, with a version",
 }
 
 

@@ -33,6 +33,7 @@ RUN_BY = {
     "docs/examples/testing/test_my_pipeline.py": RUNS_DOCS_EXAMPLES,
     "docs/examples/asyncio_basics.py": "tests/docs/test_aio_examples.py",
     "docs/examples/job_controls.py": "tests/job/test_job_controls.py",
+    "docs/examples/spend_and_budget.py": "tests/plans/test_budget.py",
     "docs/examples/progress.py": "tests/observe/test_progress.py",
     "docs/examples/bigquery_sink.py": "tests/bigquery/test_command.py",
     "docs/examples/bigquery_source.py": "tests/bigquery/test_command.py",

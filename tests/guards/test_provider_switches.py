@@ -42,6 +42,7 @@ SUBTABLES: dict[tuple[str, str], str] = {
     ("_bigquery/source.py", "ROW_REQUESTS"): "vertexbatch._bigquery.source",
     ("_command/cli_requests.py", "_REQUESTS"): "vertexbatch._command.cli_requests",
     ("_checks/probe_shape.py", "PROBE_LANES"): "vertexbatch._checks.probe_shape",
+    ("_plans/spend.py", "CACHE_BILLING"): "vertexbatch._plans.spend",
 }
 
 # (file, enclosing function) -> why the switch stays. At most MOST_ALLOWED.

@@ -42,6 +42,7 @@ from typing import Any
 import click
 
 from .._client import Client
+from .._plans.spend import SpendMeter
 from .._providers import COMMANDS, by_command
 from .._values import Job, Result, Status
 from .._waiting.schedule import WaitTimeout
@@ -148,20 +149,30 @@ def _echo_results(
     keys: int,
     where: str,
     summary: dict[str, Any] | None = None,
+    meter: SpendMeter | None = None,
 ) -> None:
     """One JSON line per result (those in ``only``, if given), then the summary on stderr: a
-    line of words, or with ``summary`` (``--json``) that object with the counts, as JSON."""
+    line of words, or with ``summary`` (``--json``) that object with the counts, as JSON;
+    ``meter`` adds up the spend of the results as they pass, and the summary says it."""
     counts: Counter[str] = Counter()
     for result in results:
         counts[result.outcome] += 1
+        if meter is not None:
+            meter.add(result)
         if not only or result.outcome in only:
             click.echo(json_line(result_record(result)))
+    spend = None if meter is None else meter.spend
     if summary is None:
-        click.echo(results_summary(counts, keys=keys, where=where), err=True)
+        click.echo(results_summary(counts, keys=keys, where=where, spend=spend), err=True)
     else:
         outcomes = {name: counts.get(name, 0) for name in OUTCOMES}
+        extra = {} if spend is None else {"spend": spend.to_dict()}
         click.echo(
-            json.dumps({**summary, "read": sum(counts.values()), "outcomes": outcomes}), err=True
+            json.dumps(
+                {**summary, "read": sum(counts.values()), "outcomes": outcomes, **extra},
+                allow_nan=False,
+            ),
+            err=True,
         )
 
 
@@ -289,7 +300,10 @@ def results(submission_id: str, only: tuple[str, ...], as_json: bool) -> None:
 
     Fields: key, outcome, text, stop, usage{input,output,cache_read,cache_write},
     refusal{category,detail} or null, error{type,code,status} or null, shared, cached.
-    With --json the summary is one JSON object: id, keys, state, terminal, read, outcomes.
+    With --json the summary is one JSON object: id, keys, state, terminal, read, outcomes,
+    spend{dollars (null: unknown),answers,input,output,cache_read,cache_write,tiers,notes}.
+    The summary's spend is what the answers read cost at batch prices (cached and shared
+    answers are not paid again); unknown for a model with no price.
     """
     client = cloud_client()
     job = _find(client, submission_id)
@@ -303,6 +317,7 @@ def results(submission_id: str, only: tuple[str, ...], as_json: bool) -> None:
             keys=job.keys,
             where=f"job {st.state}{note}",
             summary=summary if as_json else None,
+            meter=SpendMeter(job.provider, job.model),
         )
 
 

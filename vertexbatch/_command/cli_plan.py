@@ -20,6 +20,7 @@ import click
 from .._client import Client
 from .._errors import InvalidRequestError
 from .._json import load_json
+from .._plans.budget import check_budget
 from .._plans.estimate import Plan
 from .._plans.prices import MAX_PRICE, Price
 from .._providers import by_command
@@ -127,7 +128,6 @@ def plan_of(
         lines,  # an iterator of requests, or a BigQuerySource
         count_tokens=pay.count_tokens,
         shard_size=shard_size,
-        prices=pay.prices,
         **tasked,
         **pay.submit_arguments(),
     )
@@ -189,7 +189,7 @@ def _schema_file(path: str | None) -> Schema | None:
 
 
 def pay_options(command: Any) -> Any:
-    """The eight options, handed to ``command`` as one ``pay: PayOnce``."""
+    """The nine options, handed to ``command`` as one ``pay: PayOnce``."""
 
     @functools.wraps(command)
     def with_pay(
@@ -202,18 +202,36 @@ def pay_options(command: Any) -> Any:
         count_tokens: bool,
         price: tuple[str, ...],
         no_check_fields: bool,
+        budget: float | None,
         **kwargs: Any,
     ) -> Any:
         ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
+        if price and not dry_run and budget is None:
+            raise click.BadParameter(
+                "prices only a plan or a budget: add --dry-run or --budget", param_hint="--price"
+            )
+        try:
+            budget = check_budget(budget)
+        except InvalidRequestError as exc:
+            raise click.BadParameter(str(exc), param_hint="--budget") from None
+        prices = tuple(parse_price(p) for p in price)
         options = SubmitOptions(
-            dedupe, cache, ttl, _schema_file(schema), check_fields=not no_check_fields
-        )
-        if price and not dry_run:
-            raise click.BadParameter("prices only a plan: add --dry-run", param_hint="--price")
-        pay = PayOnce(options, dry_run, count_tokens, tuple(parse_price(p) for p in price))
+            dedupe, cache, ttl, _schema_file(schema), check_fields=not no_check_fields,
+            budget=budget, prices=prices,
+        )  # fmt: skip
+        pay = PayOnce(options, dry_run, count_tokens, prices)
         return command(*args, pay=pay, **kwargs)
 
     for option in (
+        click.option(
+            "--budget",
+            type=float,
+            default=None,
+            metavar="DOLLARS",
+            help="Refuse, before staging anything, a submission whose plan may cost more than "
+            "this many US dollars at batch prices (the plan's upper bound; an unpriced model "
+            "is refused: give --price).",
+        ),
         click.option(
             "--no-check-fields",
             is_flag=True,

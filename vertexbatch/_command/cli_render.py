@@ -28,6 +28,7 @@ from .._errors import (
     VertexBatchError,
     shorten,
 )
+from .._plans.spend import Spend
 from .._retry import LOCAL_STACK_HINT, is_connection_refused, transport_errors
 from .._runs.run import KeyResult, summary_line
 from .._runs.step import RunSummary
@@ -234,10 +235,14 @@ def _error_record(error: ResultError) -> dict[str, Any]:
     return record
 
 
-def results_summary(counts: Mapping[str, int], *, keys: int, where: str) -> str:
-    """The stderr line after the results: how many keys of ``keys`` had each outcome."""
+def results_summary(
+    counts: Mapping[str, int], *, keys: int, where: str, spend: Spend | None = None
+) -> str:
+    """The stderr line after the results: how many keys of ``keys`` had each outcome, and
+    with ``spend`` what the answers read cost (``Spend.summary``)."""
     summary = ", ".join(f"{name} {counts.get(name, 0)}" for name in OUTCOMES)
-    return f"vertexbatch: {sum(counts.values())} of {keys} keys, {where}: {summary}"
+    line = f"vertexbatch: {sum(counts.values())} of {keys} keys, {where}: {summary}"
+    return line if spend is None else f"{line}; {spend.summary()}"
 
 
 def job_lines(job: Job) -> list[str]:
@@ -380,8 +385,9 @@ def run_result_record(item: KeyResult) -> dict[str, Any]:
     }
 
 
-def run_results_summary(counts: Mapping[str, int], *, keys: int) -> str:
-    """The stderr line after ``run results``, counting as ``run status`` does.
+def run_results_summary(counts: Mapping[str, int], *, keys: int, spend: Spend) -> str:
+    """The stderr line after ``run results``, counting as ``run status`` does, and what the
+    keys' answers cost (``Spend.summary``: online answers at their tier).
 
     ``counts`` holds the run outcomes of the keys printed; the run's other keys have no result
     yet, so their shards are not finished: they are pending.
@@ -392,7 +398,7 @@ def run_results_summary(counts: Mapping[str, int], *, keys: int) -> str:
         totals["pending"] = totals.get("pending", 0) + keys - seen
     state = "not done (results so far)" if totals.get("pending") else "done"
     listed = ", ".join(f"{name} {n}" for name, n in sorted(totals.items()))
-    return f"vertexbatch: {seen} of {keys} keys, run {state}: {listed}"
+    return f"vertexbatch: {seen} of {keys} keys, run {state}: {listed}; {spend.summary()}"
 
 
 # -- progress -----------------------------------------------------------------------------------

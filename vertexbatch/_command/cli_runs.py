@@ -17,6 +17,7 @@ import click
 from .._client import Client
 from .._errors import InvalidRequestError
 from .._functions import list_request_files
+from .._plans.spend import SpendMeter
 from .._providers import COMMANDS, by_command
 from .._runs.run import DEFAULT_SHARD_SIZE, Run
 from .._runs.step import RunSummary
@@ -269,15 +270,19 @@ def run_results(
     exhausted: retryable or missing with no attempt left, or pending: its shard is not
     finished), the words `run status` counts; the summary counts them as it does. With
     --task-index and --task-count (by default the Cloud Run task's), only this task's share of
-    the keys: the shares of COUNT tasks hold every key exactly once.
+    the keys: the shares of COUNT tasks hold every key exactly once. The summary ends with
+    what the keys' latest answers cost: batch answers at batch prices, online answers at the
+    tier they were billed at (unknown for a model with no price).
     """
     task = _task(task_index, task_count)
     client = cloud_client()
     run = _open_run(client, run_id)
     counts: Counter[str] = Counter()
+    meter = SpendMeter(run.provider, run.model)
     for item in run.key_results(task=task):
         counts[item.outcome] += 1
+        meter.add(item.result, item.tier)
         if not only or item.result.outcome in only or item.outcome in only:
             click.echo(json_line(run_result_record(item)))
     keys = run.keys if task is None else sum(counts.values())
-    click.echo(run_results_summary(counts, keys=keys), err=True)
+    click.echo(run_results_summary(counts, keys=keys, spend=meter.spend), err=True)

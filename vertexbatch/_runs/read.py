@@ -22,9 +22,13 @@ from .ledger import Shard, counts_online
 from .online_rows import read_uris
 from .sink import read_attempt
 
-__all__ = ["ONLINE", "UNSETTLED", "ShardReader"]
+__all__ = ["BATCH_TIER", "ONLINE", "ONLINE_TIER", "UNSETTLED", "ShardReader"]
 
 ONLINE = "online.jsonl"
+# The tier each answer was billed at (``_plans.spend.TIERS``): a batch job's, and the online
+# fallback's (Standard PayGo: the fallback calls the online APIs without a tier header).
+BATCH_TIER = "batch"
+ONLINE_TIER = "standard"
 UNSETTLED = ("retryable", "missing")
 # Why a key of a finished shard has no result: no job of the run ever ran it.
 _NEVER_RUN = "no job ran this key: the run's deadline passed before its attempt's job was created"
@@ -84,7 +88,7 @@ class ShardReader:
     ) -> Iterator[Result]:
         """One result per key of the shard: the online answer, else the latest attempt's."""
         tries = self.tries(shard, attempts, final=final, online=online)
-        return (result for result, _ in tries)
+        return (result for result, _, _ in tries)
 
     def tries(
         self,
@@ -94,8 +98,9 @@ class ShardReader:
         fill: bool = False,
         final: bool = False,
         online: bool | None = None,
-    ) -> Iterator[tuple[Result, int]]:
-        """``results`` with the number of attempts that held each key.
+    ) -> Iterator[tuple[Result, int, str]]:
+        """``results`` with the number of attempts that held each key and the tier its result
+        was billed at (``BATCH_TIER``, or ``ONLINE_TIER`` for an online answer).
 
         ``fill``: a caller's results pass: each terminal attempt of a ``cache=True`` run fills
         the answer cache with its own ok answers (steps and ``status`` never write to it).
@@ -119,7 +124,7 @@ class ShardReader:
                 for result in read_output_file(staging, uri, keys, taken, first):
                     if final and result.outcome in UNSETTLED:  # the online call's own error
                         result = exhausted(result, len(made) + 1)
-                    yield result, len(made) + 1
+                    yield result, len(made) + 1, ONLINE_TIER
         seen = {keys.keys[i] for i in taken}
         latest = len(made) - 1
         for index in range(latest, -1, -1):
@@ -134,14 +139,14 @@ class ShardReader:
                     # is in the latest one, still running.
                     if result.outcome in UNSETTLED:
                         tries = latest + 1
-                        yield (exhausted(result, tries) if final else result), tries
+                        yield (exhausted(result, tries) if final else result), tries, BATCH_TIER
                     else:
-                        yield result, index + 1
+                        yield result, index + 1, BATCH_TIER
         if final and len(seen) < len(keys):
             for key in keys.keys:
                 if key not in seen:
                     missing = Result(key=key, error=MissingError(_NEVER_RUN, key=key))
-                    yield exhausted(missing, len(attempts)), len(attempts)
+                    yield exhausted(missing, len(attempts)), len(attempts), BATCH_TIER
 
 
 def exhausted(result: Result, attempts: int) -> Result:

@@ -75,11 +75,14 @@ class KeyResult:
             ``truncated``, ``failed``, ``exhausted`` (retryable or missing, nothing more to
             try: ``result.outcome`` says so too), or ``pending`` while its shard is not
             finished.
+        tier: the tier its result was billed at: ``batch``, or the online fallback's
+            (``standard``), for ``SpendMeter.add(result, tier)``.
     """
 
     result: Result
     attempts: int
     outcome: str
+    tier: str = "batch"
 
 
 def _tracing_of(run: Run) -> Tracing:
@@ -278,10 +281,10 @@ class Run:
         return self._key_results(shards)
 
     def _key_results(self, shards: list[Shard]) -> Iterator[KeyResult]:
-        for result, tries, final in self._tries(shards):
-            yield KeyResult(result, tries, result.outcome if final else "pending")
+        for result, tries, final, tier in self._tries(shards):
+            yield KeyResult(result, tries, result.outcome if final else "pending", tier)
 
-    def _tries(self, shards: list[Shard]) -> Iterator[tuple[Result, int, bool]]:
+    def _tries(self, shards: list[Shard]) -> Iterator[tuple[Result, int, bool, str]]:
         """Each key's result (recorded in the metrics), its attempts, and whether its shard is
         finished: recorded so, or one the next step would finish (as ``status`` counts it), so
         that ``results``, ``key_results`` and ``status`` agree: a finished shard's keys still
@@ -299,9 +302,9 @@ class Run:
                     [open_shard(reader, shard, attempts).view()], self._looking()
                 ).actions
             )
-            for result, tries in reader.tries(shard, attempts, fill=True, final=final):
+            for result, tries, tier in reader.tries(shard, attempts, fill=True, final=final):
                 self._cloud.telemetry.record(result, job)
-                yield result, tries, final
+                yield result, tries, final, tier
 
     def results(
         self, *, task: Task | None = None, progress: ProgressCallback | None = None
@@ -330,7 +333,7 @@ class Run:
         return self._cloud.tracing.passing(results, attributes, "run.results")
 
     def _results(self, shards: list[Shard]) -> Iterator[Result]:
-        return (result for result, _, _ in self._tries(shards))
+        return (result for result, _, _, _ in self._tries(shards))
 
 
 def summary_line(summary: RunSummary) -> str:

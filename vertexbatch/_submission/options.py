@@ -17,6 +17,7 @@ from .._bigquery.dest import check_dest
 from .._bigquery.read import check_extra
 from .._errors import InvalidRequestError
 from .._observe.progress import ProgressCallback, check_progress
+from .._plans.budget import check_budget
 from .._plans.prices import Price
 from .._schemas.check import Schema, schema_of
 from .._vertex.controls import Controls, check_controls
@@ -59,6 +60,12 @@ class SubmitKeywords(TypedDict, total=False):
     not name (a misspelt parameter) is an ``InvalidRequestError`` before any cloud call, as the
     provider would refuse its line; ``False`` stages such fields, for a parameter the provider
     takes that the installed SDK does not model yet (docs/concepts.md, "Request fields").
+
+    ``budget`` (``None``): US dollars; a submission (a run: all its shards) whose plan's upper
+    bound (``Plan.cost_high``, estimated locally) passes it is refused before anything is
+    staged, and so is one whose model has no price (docs/cost.md, "Budget"). ``prices``
+    (``()``): the caller's online list prices (``vertexbatch.Price``), before the shipped
+    table, for a plan's and a budget's figures. Neither is part of the id's identity.
     """
 
     dedupe: bool
@@ -71,15 +78,16 @@ class SubmitKeywords(TypedDict, total=False):
     dest: str | None
     progress: ProgressCallback | None
     check_fields: bool
+    budget: float | None
+    prices: Iterable[Price]
 
 
 class PlanKeywords(SubmitKeywords, total=False):
-    """A plan's keywords: a submission's, and ``count_tokens`` (``False``), ``prices`` (``()``),
-    ``shard_size`` (``None``: a single job; a number: a run cut in shards of that many keys),
-    ``task`` (``None``; a ``vertexbatch.Task``: the requests are that task's part of a run)."""
+    """A plan's keywords: a submission's, and ``count_tokens`` (``False``), ``shard_size``
+    (``None``: a single job; a number: a run cut in shards of that many keys), ``task``
+    (``None``; a ``vertexbatch.Task``: the requests are that task's part of a run)."""
 
     count_tokens: bool
-    prices: Iterable[Price]
     shard_size: int | None
     task: Task | None
 
@@ -130,6 +138,9 @@ class SubmitOptions:
     progress: ProgressCallback | None = field(default=None, compare=False)
     # Refuse a request with a field the installed SDK's request types do not name.
     check_fields: bool = True
+    # US dollars a plan may cost (checked), and the caller's prices: no part of the identity.
+    budget: float | None = field(default=None, compare=False)
+    prices: tuple[Price, ...] = field(default=(), compare=False)
 
     def controls(self, location: str) -> Controls:
         """The job controls, checked for a job in ``location``."""
@@ -155,7 +166,19 @@ class SubmitOptions:
             dest=dest,
             progress=check_progress(given.get("progress")),
             check_fields=_flag("check_fields", given.get("check_fields", True)),
+            budget=check_budget(given.get("budget")),
+            prices=_prices(given.get("prices", ())),
         )
+
+
+def _prices(given: object) -> tuple[Price, ...]:
+    """The caller's prices: an iterable of ``Price`` values."""
+    if isinstance(given, str | bytes | Price) or not isinstance(given, Iterable):
+        raise InvalidRequestError("prices must be vertexbatch.Price values", field="prices")
+    prices = tuple(given)
+    if not all(isinstance(p, Price) for p in prices):
+        raise InvalidRequestError("prices must be vertexbatch.Price values", field="prices")
+    return prices
 
 
 def _flag(name: str, value: object) -> bool:
