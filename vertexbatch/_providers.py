@@ -91,6 +91,9 @@ class ProviderRow:
     of_row: RowRequest  # (key, object, bad) -> the request of a BigQuery source's row
     ceiling: Callable[[Mapping[str, Any]], int]  # a staged body's output ceiling
     ceiling_said: str  # how a plan says it assumed the ceiling
+    # how a plan says what cached input costs ({rates}: the known cache rates) and why it cannot
+    # count those tokens before the job (_plans.estimate.cache_said)
+    cache_said: str
     global_batch: bool  # whether its batch jobs run in the location "global"
     live_jobs: int  # how many of a run's jobs may be live at once unless the caller says
     # (the client's online clients, model, concurrency) -> the caller
@@ -135,6 +138,9 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             of_row=claude_of_row,
             ceiling=_claude_ceiling,
             ceiling_said="output ceiling: the sum of max_tokens",
+            cache_said="Claude prompt caching (cache_control): online cache rates per million "
+            "tokens: {rates}; which requests write or read is decided while the job runs, so "
+            "the estimate prices all input at the batch input rate",
             global_batch=False,
             live_jobs=4,
             online=claude_caller,
@@ -154,6 +160,11 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             ceiling=_gemini_ceiling,
             ceiling_said="output ceiling: the sum of maxOutputTokens, "
             f"{GEMINI_DEFAULT_OUTPUT:,} for a request without one",
+            cache_said="Gemini implicit caching: input tokens the service finds cached are "
+            "billed at the cache rate (per million tokens: {rates}; 90% off the online input "
+            "rate), which takes precedence over the batch discount; which tokens hit is decided "
+            "while the job runs, so the estimate prices all input at the batch rate (a hit "
+            "costs less)",
             global_batch=True,
             live_jobs=16,
             online=gemini_caller,
