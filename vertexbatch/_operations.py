@@ -19,6 +19,7 @@ from ._bigquery.source import BigQuerySource, ClaudeRequests, GeminiRequests, Sh
 from ._cache.files import file_versions, stored_versions
 from ._cache.store import AnswerCache, check_ttl
 from ._cache.submission import answer_from_cache, claimed_digests, is_cached_job
+from ._catalogue import warn_uncatalogued
 from ._cloud import Cloud
 from ._errors import InvalidRequestError
 from ._job.find import existing_job
@@ -45,6 +46,7 @@ from ._values import Job, Provider, Status
 from ._vertex.controls import Controls
 
 __all__ = [
+    "checked_model",
     "plan",
     "plan_with",
     "resubmit_job",
@@ -52,6 +54,15 @@ __all__ = [
     "run_with",
     "submit",
 ]
+
+
+def checked_model(model: str, provider: Provider) -> str:
+    """The model check every submission passes (submit, plan, run; ``client.aio`` runs the
+    same): ``check_model``'s refusals, then an ``UncataloguedModelWarning`` naming the closest
+    catalogued id for an id outside the catalogue, which is submitted all the same."""
+    check_model(model, provider)
+    warn_uncatalogued(model)
+    return model
 
 
 def submit(
@@ -65,7 +76,7 @@ def submit(
     """Check, build the lines (deduplicated, minus what the answer cache holds), then the
     identity protocol: what ``submit_claude`` and ``submit_gemini`` do."""
     check_own_id(id)
-    check_model(model, provider)
+    checked_model(model, provider)
     ttl = check_ttl(options.cache_ttl)
     controls = options.controls(cloud.location)
     staging = cloud.staging.keyed(controls.kms_key)  # every object written with the key
@@ -134,7 +145,7 @@ def _plan(
     meter: Meter | None,
 ) -> Plan:
     check_own_id(id)
-    check_model(model, provider)
+    checked_model(model, provider)
     ttl = check_ttl(options.cache_ttl)
     controls = options.controls(cloud.location)  # checked as submit and run check them
     cloud = replace(cloud, staging=cloud.staging.keyed(controls.kms_key))  # the key's cache
@@ -339,7 +350,7 @@ def start_run(
     """``run_claude`` and ``run_gemini``: check, then start (or rejoin) the run (``task``: one
     task's part of it)."""
     dest = check_run_dest(options.dest)  # a dataset, never a table
-    check_model(model, provider)
+    checked_model(model, provider)
     controls = options.controls(cloud.location)
     ttl = check_ttl(options.cache_ttl)
     if task is not None:
