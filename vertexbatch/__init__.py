@@ -9,6 +9,7 @@ from inspect import isfunction as _isfunction
 
 from ._aio import AsyncClient, AsyncRun
 from ._bigquery.source import BigQuerySource
+from ._catalogue import UncataloguedModelWarning
 from ._client import Client
 from ._errors import (
     BucketNotFoundError,
@@ -87,6 +88,7 @@ __all__ = [
     "Task",
     "ToolCall",
     "TruncatedError",
+    "UncataloguedModelWarning",
     "Usage",
     "VertexBatchError",
     "WaitTimeout",

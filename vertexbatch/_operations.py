@@ -30,9 +30,9 @@ from ._plans.budget import budgeted
 from ._plans.count_tokens import token_counter
 from ._plans.estimate import Plan, build_plan, submitted_plan
 from ._plans.prices import Price
-from ._providers import check_batch_location
+from ._providers import checked_model
 from ._requests.dedupe import dedupe as dedupe_lines
-from ._rules import check_id, check_job, check_model, check_own_id, next_attempt_id
+from ._rules import check_id, check_job, check_own_id, next_attempt_id
 from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
 from ._runs.run import DEFAULT_SHARD_SIZE, Run
 from ._runs.shares import Listed
@@ -67,8 +67,7 @@ def submit(
     """Check, build the lines (deduplicated, minus what the answer cache holds), then the
     identity protocol: what ``submit_claude`` and ``submit_gemini`` do."""
     check_own_id(id)
-    check_model(model, provider)
-    check_batch_location(model, provider, cloud.location)
+    checked_model(model, provider, cloud.location)
     ttl = check_ttl(options.cache_ttl)
     controls = options.controls(cloud.location)
     staging = cloud.staging.keyed(controls.kms_key)  # every object written with the key
@@ -141,8 +140,7 @@ def _plan(
     meter: Meter | None,
 ) -> Plan:
     check_own_id(id)
-    check_model(model, provider)
-    check_batch_location(model, provider, cloud.location)
+    checked_model(model, provider, cloud.location)
     ttl = check_ttl(options.cache_ttl)
     controls = options.controls(cloud.location)  # checked as submit and run check them
     cloud = replace(cloud, staging=cloud.staging.keyed(controls.kms_key))  # the key's cache
@@ -351,8 +349,7 @@ def start_run(
     """``run_claude`` and ``run_gemini``: check, then start (or rejoin) the run (``task``: one
     task's part of it)."""
     dest = check_run_dest(options.dest)  # a dataset, never a table
-    check_model(model, provider)
-    check_batch_location(model, provider, cloud.location)
+    checked_model(model, provider, cloud.location)
     controls = options.controls(cloud.location)
     ttl = check_ttl(options.cache_ttl)
     if task is not None or options.budget is not None:

@@ -29,7 +29,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from ._bigquery.source import RowRequest, claude_of_row, gemini_of_row
-from ._catalogue import Model, model_entry
+from ._catalogue import Model, model_entry, warn_uncatalogued
 from ._errors import InvalidRequestError
 from ._hosts import GLOBAL
 from ._requests.field_check import check_claude_fields, check_gemini_fields, checked_builder
@@ -37,7 +37,7 @@ from ._requests.keymap import KEY_FIELD
 from ._requests.lines import StagedLine, claude_line, gemini_line
 from ._rows.classify import classify_claude_message, classify_gemini_response
 from ._rows.fast_path import UsualReader, read_usual_claude, read_usual_gemini
-from ._rules import publisher_path
+from ._rules import check_model, publisher_path
 from ._values import ClaudeRequest, GeminiRequest, Provider, Result
 from ._vertex.online import (
     Caller,
@@ -49,6 +49,7 @@ from ._vertex.online import (
 )
 
 __all__ = [
+    "checked_model",
     "COMMANDS",
     "GEMINI_DEFAULT_OUTPUT",
     "GLOBAL_BATCH_SOURCE",
@@ -97,6 +98,9 @@ class ProviderRow:
     of_row: RowRequest  # (key, object, bad) -> the request of a BigQuery source's row
     ceiling: Callable[[Mapping[str, Any]], int]  # a staged body's output ceiling
     ceiling_said: str  # how a plan says it assumed the ceiling
+    # how a plan says what cached input costs ({rates}: the known cache rates) and why it cannot
+    # count those tokens before the job (_plans.estimate.cache_said)
+    cache_said: str
     global_batch: bool  # whether its batch jobs may run in "global" (check_batch_location)
     live_jobs: int  # how many of a run's jobs may be live at once unless the caller says
     # (the client's online clients, model, concurrency) -> the caller
@@ -141,6 +145,9 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             of_row=claude_of_row,
             ceiling=_claude_ceiling,
             ceiling_said="output ceiling: the sum of max_tokens",
+            cache_said="Claude prompt caching (cache_control): online cache rates per million "
+            "tokens: {rates}; which requests write or read is decided while the job runs, so "
+            "the estimate prices all input at the batch input rate",
             global_batch=False,
             live_jobs=4,
             online=claude_caller,
@@ -160,6 +167,11 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             ceiling=_gemini_ceiling,
             ceiling_said="output ceiling: the sum of maxOutputTokens, "
             f"{GEMINI_DEFAULT_OUTPUT:,} for a request without one",
+            cache_said="Gemini implicit caching: input tokens the service finds cached are "
+            "billed at the cache rate (per million tokens: {rates}; 90% off the online input "
+            "rate), which takes precedence over the batch discount; which tokens hit is decided "
+            "while the job runs, so the estimate prices all input at the batch rate (a hit "
+            "costs less)",
             global_batch=True,
             live_jobs=16,
             online=gemini_caller,
@@ -268,3 +280,14 @@ def check_batch_location(model: str, provider: Provider, location: str) -> None:
     why = batch_location_refusal(PROVIDERS[provider], model_entry(model), model, location)
     if why is not None:
         raise InvalidRequestError(why, field="location")
+
+
+def checked_model(model: str, provider: Provider, location: str) -> str:
+    """The model check every submission passes (submit, plan, run; ``client.aio`` runs the
+    same): ``check_model``'s refusals, batch refused where the catalogue says the model is not
+    served (``check_batch_location``), then an ``UncataloguedModelWarning`` naming the closest
+    catalogued id for an id outside the catalogue, which is submitted all the same."""
+    check_model(model, provider)
+    check_batch_location(model, provider, location)
+    warn_uncatalogued(model)
+    return model

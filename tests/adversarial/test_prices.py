@@ -21,7 +21,7 @@ from vertexbatch._command.cli import main
 from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
 
-MODEL = "claude-opus-5-5@default"  # a model the shipped table does not price
+MODEL = "claude-opus-5-5@default"  # priced by the shipped table; --price / prices= come first
 FAMILY = "claude-opus-5-5"
 
 
@@ -55,7 +55,13 @@ def test_the_same_numbers_give_the_same_cost_in_the_command_and_in_python(
     command = _strict(shown.stdout)
     requests = [vb.ClaudeRequest(k, json.loads(request_line(k))["params"]) for k in ("a", "b")]
     python = client.plan_claude("price-1", MODEL, requests, prices=[vb.Price(FAMILY, 7.5, 37.5)])
-    assert command["price"] == {"match": FAMILY, "input": 7.5, "output": 37.5}
+    assert command["price"] == {
+        "match": FAMILY,
+        "input": 7.5,
+        "output": 37.5,
+        "cache_read": None,
+        "cache_write": None,
+    }
     assert command["cost_low"] == pytest.approx(python.cost_low)
     assert command["cost_high"] == pytest.approx(python.cost_high)
     # Batch bills half the list price.

@@ -15,7 +15,9 @@ from vertexbatch._command.cli import main
 from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
 
-MODEL = "claude-opus-5-5@default"  # fictional on purpose: a model the shipped table does not price
+# Outside the catalogue on purpose: a model the shipped table does not price (a dry run reaches
+# no model, so the stack need not serve it).
+MODEL = "claude-opus-5-6@default"
 
 
 @pytest.fixture
@@ -48,8 +50,14 @@ def test_the_plan_names_flags_not_keywords(
 
 def test_price_gives_the_cost_at_half_those_list_prices(dry_run: Callable[..., Result]) -> None:
     """--price takes online list dollars per million tokens, as Price does: batch is half."""
-    plan = json.loads(dry_run("--dry-run", "--json", "--price", "claude-opus-5-5=5,25").stdout)
-    assert plan["price"] == {"match": "claude-opus-5-5", "input": 5.0, "output": 25.0}
+    plan = json.loads(dry_run("--dry-run", "--json", "--price", "claude-opus-5-6=5,25").stdout)
+    assert plan["price"] == {
+        "match": "claude-opus-5-6",
+        "input": 5.0,
+        "output": 25.0,
+        "cache_read": None,
+        "cache_write": None,
+    }
     assert plan["cost_low"] == pytest.approx(plan["input_tokens"] * 2.5 / 1e6)
     assert plan["cost_high"] == pytest.approx(
         plan["cost_low"] + plan["max_output_tokens"] * 12.5 / 1e6
@@ -57,7 +65,7 @@ def test_price_gives_the_cost_at_half_those_list_prices(dry_run: Callable[..., R
 
 
 @pytest.mark.parametrize(
-    "args", [("--dry-run", "--price", "claude-opus-5-5=2.5"), ("--price", "claude-opus-5-5=1,2")]
+    "args", [("--dry-run", "--price", "claude-opus-5-6=2.5"), ("--price", "claude-opus-5-6=1,2")]
 )
 def test_a_bad_or_idle_price_is_a_usage_error(
     dry_run: Callable[..., Result], args: tuple[str, ...]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from vertexbatch._catalogue import catalogue
 from vertexbatch._plans.prices import price_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,22 +33,23 @@ SCANNED = (
     "vertexbatch/_values.py",
 )
 
-# A model id: a Claude family (opus, sonnet, haiku, or a numbered generation such as
+# A model id: a Claude family (opus, sonnet, haiku, fable, or a numbered generation such as
 # claude-3-5-haiku) or a numbered Gemini generation, with an optional `@version`. Not words
 # such as `claude-code` or a page name such as `claude-api-pricing`.
 MODEL_ID = re.compile(
-    r"(?<![\w.-])(?:claude-(?:opus|sonnet|haiku|\d)|gemini-\d)[a-z0-9.-]*(?:@[a-z0-9]+)?"
+    r"(?<![\w.-])(?:claude-(?:opus|sonnet|haiku|fable|\d)|gemini-\d)[a-z0-9.-]*(?:@[a-z0-9]+)?"
 )
 
 UNPRICED_ON_PURPOSE: dict[tuple[str, str], str] = {
-    ("docs/cli.md", "claude-opus-4-1"): "the --price example: a real model the table lacks",
-    ("docs/cost.md", "claude-opus-4-1"): "the prices= example: a real model the table lacks",
-    ("vertexbatch/_command/cli_plan.py", "claude-opus-4-1"): "the --price help and its error",
-    ("docs/local-stack.md", "claude-opus-5-5"): "names the fictional ids the tests' stack holds",
-    ("docs/local-stack.md", "claude-sonnet-5"): "names the fictional ids the tests' stack holds",
-    ("docs/local-stack.md", "gemini-3.8-flash"): "names the fictional ids the tests' stack holds",
-    ("docs/examples/spend_and_budget.py", "claude-opus-5-5"): "the stack's model, priced there",
-    ("docs/examples/spend_and_budget.py", "claude-opus-5-5@default"): "the same, with a version",
+    ("docs/cost.md", "claude-fable-5-2"): "the prices= example: a catalogued model no page prices",
+    ("docs/cli.md", "claude-opus-5-6@default"): "the example of a model outside the catalogue",
+    ("docs/models.md", "gemini-3-8-flash"): "a source's URL (Google's 3.8 Flash guide), no id",
+    # The models-and-prices page lists every catalogued model, priced or not (it says which).
+    **{
+        ("docs/models.md", model.id): "the catalogue lists it; no page we read prices it"
+        for model in catalogue()
+        if model.rates is None
+    },
 }
 
 

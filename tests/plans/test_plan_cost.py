@@ -23,7 +23,7 @@ def _requests() -> list[vb.ClaudeRequest]:
     return [claude_request(f"k{i}", text, max_tokens=100) for i, text in enumerate(texts)]
 
 
-# The stack's Claude model is newer than the shipped table: tests price it themselves.
+# Tests price the stack's Claude model themselves, apart from the shipped table's figures.
 _OPUS = vb.Price("claude-opus-5-5", 5.0, 25.0)
 
 
@@ -31,9 +31,9 @@ def _nothing_staged(stack: LocalStack, bucket: str) -> bool:
     return not list(stack.storage_client().list_blobs(bucket)) and not jobs_in(stack, bucket)
 
 
-def test_price_table_matches_families_by_generation_and_takes_overrides() -> None:
-    """A model gets the price of its own family (the longest match), never a neighbour
-    generation's; a caller's price comes before the shipped table."""
+def test_price_table_prices_each_catalogued_model_by_its_own_row_and_takes_overrides() -> None:
+    """A model gets its own catalogue row's price (bare, ``@version``, a publisher path or a
+    Gemini ``-001`` version), never a neighbour's; a caller's price (by family) comes first."""
 
     def match(model: str, prices: tuple[vb.Price, ...] = ()) -> str | None:
         found = price_of(model, prices)
@@ -43,16 +43,17 @@ def test_price_table_matches_families_by_generation_and_takes_overrides() -> Non
     assert match("gemini-2.5-flash-001") == "gemini-2.5-flash"
     assert match("publishers/google/models/gemini-2.5-pro") == "gemini-2.5-pro"
     assert match("claude-opus-4-5@20251101") == "claude-opus-4-5"
-    assert match("claude-sonnet-4@20250514") == match("claude-sonnet-4-5@20250929")
+    assert match("claude-sonnet-4@20250514") == "claude-sonnet-4"
+    assert match("claude-sonnet-4-5@20250929") == "claude-sonnet-4-5"
     assert match("claude-haiku-4-5@20251001") == "claude-haiku-4-5"
+    assert match(CLAUDE) == "claude-opus-5-5"
     for other in (
-        "claude-opus-4-1@20250805",
-        "claude-opus-4@20250514",
+        "claude-opus-4-9@20270101",  # newer than the catalogue: not claude-opus-4's price
+        "claude-opus-5-50",
+        "claude-fable-5-2",  # catalogued, but no page prices it: not claude-fable-5's price
         "claude-3-opus@20240229",
-        "claude-3-5-haiku@20241022",
         "gemini-2.0-flash-001",
-        "gemini-3-pro-preview",
-        CLAUDE,
+        "gemini-2.5-flash-preview",
         "llama-4",
     ):
         assert match(other) is None, other
@@ -61,6 +62,8 @@ def test_price_table_matches_families_by_generation_and_takes_overrides() -> Non
     assert match("claude-opus-5-50", (mine,)) is None
     with pytest.raises(vb.InvalidRequestError, match="output must be the online list price"):
         vb.Price("x", 1.0, -2.0)
+    with pytest.raises(vb.InvalidRequestError, match=r"cache_read must be .* cache read tokens"):
+        vb.Price("x", 1.0, 2.0, cache_read=float("nan"))
     assert vb.PRICES.date and "http" in vb.PRICES.source and vb.PRICES
 
 
@@ -205,8 +208,8 @@ def test_command_dry_run(stack: LocalStack, bucket: str, tmp_path: Path) -> None
     assert printed.exit_code == 0, printed.output
     plan = json.loads(printed.stdout)
     assert (plan["requests"], plan["to_send"], plan["jobs"]) == (3, 3, 3)
-    assert plan["price"] is None and plan["cost_low"] is None
-    assert any("no price known" in said for said in plan["assumptions"])
+    assert plan["price"]["match"] == "claude-opus-5-5" and plan["cost_low"] > 0  # the catalogue's
+    assert any("cache_control" in said for said in plan["assumptions"])
     counted = CliRunner().invoke(
         main, ["submit", *base, "--id", "d1", "--count-tokens", "--json", str(path)], env=env
     )

@@ -2,13 +2,37 @@
 its source and the date it was read (pure; the file is parsed once, when first asked).
 
 ``model_entry(model)`` answers for a model id as callers write it (bare, ``@version`` or not);
-``closest(model)`` names the nearest catalogued id for a warning or an error.
+``closest(model)`` names the nearest catalogued id for a warning or an error;
+``warn_uncatalogued(model)`` gives the ``UncataloguedModelWarning`` a submission gives for an id
+the catalogue does not hold.
 
 Imports: ``_errors``.
 """
 
 from __future__ import annotations
 
-from .entries import CATALOGUE_FILE, Model, Rates, Source, catalogue, closest, model_entry
+from .entries import (
+    CATALOGUE_FILE,
+    Model,
+    Rates,
+    Source,
+    bare_id,
+    catalogue,
+    closest,
+    model_entry,
+)
+from .warning import UncataloguedModelWarning, uncatalogued, warn_uncatalogued
 
-__all__ = ["CATALOGUE_FILE", "Model", "Rates", "Source", "catalogue", "closest", "model_entry"]
+__all__ = [
+    "CATALOGUE_FILE",
+    "Model",
+    "Rates",
+    "Source",
+    "UncataloguedModelWarning",
+    "bare_id",
+    "catalogue",
+    "closest",
+    "model_entry",
+    "uncatalogued",
+    "warn_uncatalogued",
+]

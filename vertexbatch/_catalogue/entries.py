@@ -10,7 +10,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CATALOGUE_FILE", "Model", "Rates", "Source", "catalogue", "closest", "model_entry"]
+__all__ = [
+    "CATALOGUE_FILE",
+    "Model",
+    "Rates",
+    "Source",
+    "bare_id",
+    "catalogue",
+    "closest",
+    "model_entry",
+]
 
 CATALOGUE_FILE = Path(__file__).with_name("models.toml")
 
@@ -26,7 +35,9 @@ class Source:
 @dataclass(frozen=True, slots=True)
 class Rates:
     """Online list prices in US dollars per million tokens, as the provider's page prints them
-    (batch bills a share of them: ``_plans.prices``). ``None``: the page gives no such rate."""
+    (batch bills a share of them: ``_plans.prices``). ``None``: the page gives no such rate.
+    ``cache_read``: a cache hit (Gemini: the implicit-cache rate); ``cache_write``: a cache
+    write (Claude: the 5-minute write, ``cache_control``'s default ttl)."""
 
     input: float
     output: float
@@ -39,10 +50,13 @@ class Model:
     """One catalogued model.
 
     ``id``: the bare Vertex model id (no ``@version``, no publisher path); ``publisher``:
-    ``anthropic`` | ``google`` (later lanes add theirs); ``batch``: Google documents batch
-    prediction for it; ``locations``: where it is served (regions, ``us``/``eu``, ``global``);
-    ``rates``: its online list prices, ``None`` if no source gives them; ``flex``: served at the
-    Flex PayGo tier; ``sources``: the pages its facts were read from."""
+    ``anthropic`` | ``google`` (later lanes add theirs); ``batch``: a page we read lists it for
+    batch prediction (``False``: none we read does; unknown, not refused); ``locations``: where
+    a page we read says it is served (regions, ``us``/``eu``, ``global``; empty: unknown, not
+    "nowhere"); ``rates``: its online list prices, ``None`` if no source gives them; ``flex``: a
+    page we read lists it for Flex PayGo; ``sources``: the pages its facts were read from;
+    ``name``: its name as its pages print it; ``concurrent_jobs``: the default quota of its
+    batch jobs running at once in a project (``None``: not documented)."""
 
     id: str
     publisher: str
@@ -51,13 +65,35 @@ class Model:
     rates: Rates | None
     flex: bool
     sources: tuple[Source, ...]
+    name: str = ""
+    concurrent_jobs: int | None = None
 
     def matches(self, model: str) -> bool:
-        """Whether ``model`` (bare, with or without ``@version``) names this row."""
-        return model.rsplit("/", 1)[-1].partition("@")[0] == self.id
+        """Whether ``model`` names this row: bare or a publisher path, with or without
+        ``@version``, or with Gemini's stable version suffix (``gemini-2.5-flash-001``)."""
+        bare = bare_id(model)
+        if bare == self.id:
+            return True
+        suffix = bare.removeprefix(self.id + "-")
+        return suffix != bare and len(suffix) == 3 and suffix.isdigit()
+
+
+def bare_id(model: str) -> str:
+    """``model`` without a publisher path and without ``@version``."""
+    return model.rsplit("/", 1)[-1].partition("@")[0]
+
+
+_KEYS = frozenset(
+    {"id", "name", "publisher", "batch", "locations", "rates", "flex", "concurrent_jobs", "sources"}
+)
 
 
 def _model(row: dict[str, Any]) -> Model:
+    unknown = set(row) - _KEYS
+    if unknown:  # a misspelt key would otherwise drop a fact silently
+        raise ValueError(
+            f"{CATALOGUE_FILE.name}: model {row.get('id')!r}: unknown keys {sorted(unknown)}"
+        )
     rates = row.get("rates")
     return Model(
         id=row["id"],
@@ -67,6 +103,8 @@ def _model(row: dict[str, Any]) -> Model:
         rates=Rates(**rates) if rates else None,
         flex=bool(row.get("flex", False)),
         sources=tuple(Source(**source) for source in row.get("sources", ())),
+        name=row.get("name", ""),
+        concurrent_jobs=row.get("concurrent_jobs"),
     )
 
 
@@ -86,6 +124,6 @@ def model_entry(model: str) -> Model | None:
 
 def closest(model: str) -> str | None:
     """The catalogued id nearest ``model``'s bare id, for a message; ``None`` if none is near."""
-    bare = model.rsplit("/", 1)[-1].partition("@")[0]
+    bare = bare_id(model)
     found = difflib.get_close_matches(bare, [row.id for row in catalogue()], n=1, cutoff=0.6)
     return found[0] if found else None

@@ -1,5 +1,5 @@
 """The ``vertexbatch`` command: submit, find, status, cancel, results, watch, emulator, demo,
-doctor, probe, and ``run submit|advance|status|results`` for runs.
+doctor, probe, models, and ``run submit|advance|status|results`` for runs.
 
 Every command takes the same configuration, from flags or the environment (a flag wins); the
 table of flags and variables is in ``_config``, the one place a client is built from them.
@@ -25,7 +25,7 @@ Exit codes (an error is one line on stderr, never a traceback, never request con
 What is printed is made in ``cli_render``, request files are read by ``cli_requests``, and the
 shared options live in ``cli_options``; this module wires them into the single-job commands and
 adds the groups kept apart: ``run`` (``cli_runs``), ``emulator`` and ``demo`` (``cli_local``),
-``doctor`` (``cli_doctor``), ``probe`` (``cli_probe``).
+``doctor`` (``cli_doctor``), ``probe`` (``cli_probe``), ``models`` (``cli_models``).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from .._waiting.schedule import WaitTimeout
 from .cli_controls import control_options
 from .cli_doctor import doctor
 from .cli_local import demo, emulator
+from .cli_models import catalogue_warnings, models
 from .cli_options import (
     ENVIRONMENT_HELP,
     Seconds,
@@ -88,7 +89,8 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with catalogue_warnings():  # a model outside the catalogue: one stderr line
+                return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except BrokenPipeError:
@@ -370,6 +372,7 @@ main.add_command(emulator)
 main.add_command(demo)
 main.add_command(doctor)
 main.add_command(probe)
+main.add_command(models)
 
 
 if __name__ == "__main__":  # pragma: no cover

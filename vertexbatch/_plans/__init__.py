@@ -2,5 +2,5 @@
 (``estimate``), the dated batch price table (``prices``), exact input tokens through the
 count-tokens APIs (``count_tokens``).
 
-Imports: ``_requests``, ``_staged``, ``_providers``, ``_cloud``, ``_vertex``.
+Imports: ``_catalogue``, ``_requests``, ``_staged``, ``_providers``, ``_cloud``, ``_vertex``.
 """

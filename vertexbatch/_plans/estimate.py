@@ -22,7 +22,7 @@ from .._staged.manifest import Tally
 from .._values import Provider
 from .prices import BATCH_DISCOUNT, PRICES, Price, price_of
 
-__all__ = ["Plan", "build_plan", "estimate_tokens", "output_ceiling"]
+__all__ = ["Plan", "build_plan", "cache_said", "estimate_tokens", "output_ceiling"]
 
 # Characters of request text per input token in the estimate: English text runs at about 4.
 CHARS_PER_TOKEN = 4
@@ -282,10 +282,32 @@ def _assumptions(
             f"batch price = {BATCH_DISCOUNT:.0%} of ${price.input:g} input / ${price.output:g} "
             f"output per million tokens (list prices matching {price.match!r}; shipped table "
             f"of {PRICES.date}, see vertexbatch.PRICES.source); regional and long-context "
-            "rates and prompt caching are not modelled"
+            "rates are not modelled"
         )
+        said.append(cache_said(provider, price))
     if cache:
         said.append("cached keys are answered from the answer cache: nothing sent, nothing paid")
     if dedupe:
         said.append("dedupe: each distinct request is sent once")
     return said
+
+
+def cache_said(provider: Provider, price: Price) -> str:
+    """Why the estimate prices every input token at the batch input rate, and what cached
+    tokens cost instead: a plan cannot know them, the service decides them while the job runs.
+
+    Gemini's implicit cache is on by default: input tokens it finds cached are billed at the
+    cache rate (90% off the online input rate), which takes precedence over the batch discount
+    (the Gemini batch page: the two discounts do not stack). Whether a prefix is still cached
+    when a row runs depends on the service's timing and eviction, so no count of cached tokens
+    exists before the job. Claude's prompt cache is asked for per request (``cache_control``);
+    which requests write and which read is likewise decided as the job runs."""
+
+    known = [
+        f"{name} ${value:g}"
+        for name, value in (("write", price.cache_write), ("read", price.cache_read))
+        if value is not None
+    ]
+    return PROVIDERS[provider].cache_said.format(
+        rates=", ".join(known) or "not known for this model"
+    )

@@ -1,10 +1,11 @@
-"""Batch prices per model family: a small dated table with its sources, overridable (pure).
+"""Batch prices per model: the shipped table built from the model catalogue, overridable (pure).
 
-The figures are online list prices in US dollars per million tokens, as the sources below gave
-them on the dates below; Vertex batch prediction bills them at half (``BATCH_DISCOUNT``). They
-are for an estimate before paying, not a bill: regional prices, long-context tiers (over 200,000
-input tokens), prompt-cache rates and contract discounts are not modelled. Callers with their
-own rates pass ``Price`` values (``prices=`` on ``plan_*``; the command uses the table).
+The figures are online list prices in US dollars per million tokens, as each catalogue row's
+sources gave them on the dates they were read (``vertexbatch/_catalogue/models.toml``); Vertex
+batch prediction bills them at half (``BATCH_DISCOUNT``). They are for an estimate before
+paying, not a bill: regional prices, long-context tiers (over 200,000 input tokens) and contract
+discounts are not modelled; the cache rates are carried where a page prints them. Callers with
+their own rates pass ``Price`` values (``prices=`` on ``plan_*``; the command uses the table).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Self
 
+from .._catalogue import catalogue, model_entry
 from .._errors import InvalidRequestError
 
 __all__ = [
@@ -42,7 +44,11 @@ class Price:
     ``match`` is a model family: a bare model id (no ``@version``, no publisher path), which
     matches itself and the ids that continue it after a ``-`` (``"claude-sonnet-4"`` matches
     ``claude-sonnet-4@20250514`` and ``claude-sonnet-4-5@20250929``, not ``claude-sonnet-40``
-    nor ``claude-3-sonnet``). The most specific (longest) match wins.
+    nor ``claude-3-sonnet``). The most specific (longest) match wins. (The shipped table's
+    rows match only their own catalogued model, never a newer neighbour: ``price_of``.)
+
+    ``cache_read`` / ``cache_write``: the online list prices of a cache hit and a cache write
+    (Claude's 5-minute write), per million tokens, where known (``None``: not known).
 
     Raises:
         InvalidRequestError (``field="prices"``): no ``match``, or a price that is not a number
@@ -52,12 +58,16 @@ class Price:
     match: str
     input: float
     output: float
+    cache_read: float | None = None
+    cache_write: float | None = None
 
     def __post_init__(self) -> None:
         if not self.match or not isinstance(self.match, str):
             raise InvalidRequestError("a Price needs a model id part to match", field="prices")
-        for name in ("input", "output"):
+        for name in ("input", "output", "cache_read", "cache_write"):
             value = getattr(self, name)
+            if value is None and name.startswith("cache_"):
+                continue
             # NaN fails both comparisons; an int of any size compares without becoming a float.
             if (
                 isinstance(value, bool)
@@ -66,7 +76,8 @@ class Price:
             ):
                 raise InvalidRequestError(
                     f"Price {self.match!r}: {name} must be the online list price in US dollars "
-                    f"per million {name} tokens, a number from 0 to {MAX_PRICE:,.0f}, got "
+                    f"per million {name.replace('_', ' ')} tokens, a number from 0 to "
+                    f"{MAX_PRICE:,.0f}, got "
                     f"{value!r:.40}",
                     field="prices",
                 )
@@ -86,46 +97,43 @@ class PriceTable(tuple[Price, ...]):
         return table
 
 
-# The date of the newest source (the table was compiled from them on 2026-11-30). The sources
-# are secondary tabulations of the providers' list prices: check the pricing pages before relying
-# on a figure, and pass your own ``Price`` when they differ.
-_DATE = "2026-06"
-_SOURCE = (
-    "Claude: Anthropic list prices, as tabulated at "
-    "https://deploybase.ai/articles/claude-api-pricing "
-    "(as of 2026-03-21; Opus 4.5/4.6, Sonnet 4.x, Haiku 4.5); Gemini: Vertex AI list prices as "
-    "quoted at https://redresscompliance.com/google-cloud-vertex-ai-gemini-negotiation-download "
-    "(2026-06; Gemini 2.5 Pro, Flash Lite) and https://deploybase.ai/articles/"
-    "google-vertex-ai-pricing-complete-cost-breakdown (Gemini 2.5 Flash); batch at 50% per "
-    "https://cloud.google.com/vertex-ai/generative-ai/pricing; compiled 2026-11-30"
-)
+def _shipped() -> PriceTable:
+    """The catalogue's priced rows as ``Price`` values, dated by their newest source."""
+    rows = [(model, model.rates) for model in catalogue() if model.rates is not None]
+    prices = [
+        Price(model.id, rates.input, rates.output, rates.cache_read, rates.cache_write)
+        for model, rates in rows
+    ]
+    newest = max(source.read for model, _ in rows for source in model.sources)
+    return PriceTable(
+        prices,
+        date=newest,
+        source=(
+            "vertexbatch's model catalogue (vertexbatch/_catalogue/models.toml; `vertexbatch "
+            "models` and docs/models.md list it): each model's online list prices with the "
+            "pages they were read from and the date, mostly Anthropic's pricing and model pages "
+            "(https://platform.claude.com/docs/en/about-claude/pricing) for Claude and Google's "
+            "pages and tabulations of them for Gemini; batch at 50% per "
+            "https://cloud.google.com/vertex-ai/generative-ai/pricing. Check a figure against the "
+            "provider's page before relying on it, and pass your own Price when they differ"
+        ),
+    )
 
 
-# Only the generations the sources price: another generation (Opus 4.1, Gemini 2.0 Flash, a
-# model newer than the table) has no price here rather than a neighbour's, and a plan says so.
-PRICES = PriceTable(
-    (
-        Price("claude-opus-4-5", 5.00, 25.00),
-        Price("claude-opus-4-6", 5.00, 25.00),
-        Price("claude-sonnet-4", 3.00, 15.00),
-        Price("claude-haiku-4-5", 1.00, 5.00),
-        Price("gemini-2.5-flash-lite", 0.10, 0.40),
-        Price("gemini-2.5-flash", 0.30, 2.50),
-        Price("gemini-2.5-pro", 1.25, 10.00),
-    ),
-    date=_DATE,
-    source=_SOURCE,
-)
+# Only the models a source prices: another (a model newer than the catalogue, or a catalogued
+# one no page prices) has no price here rather than a neighbour's, and a plan says so.
+PRICES = _shipped()
 
 
 def price_of(model: str, prices: Iterable[Price] = ()) -> Price | None:
-    """The price of ``model``: the caller's table first, then ``PRICES``; ``None`` if unknown."""
+    """The price of ``model``: the caller's table first (by family, the longest match), then
+    ``PRICES`` (the row of ``model``'s own catalogue entry only); ``None`` if unknown."""
     given = tuple(prices)
     if not all(isinstance(p, Price) for p in given):
         raise InvalidRequestError("prices must be vertexbatch.Price values", field="prices")
     bare = model.rsplit("/", 1)[-1].partition("@")[0]
-    for table in (given, PRICES):
-        found = [p for p in table if bare == p.match or bare.startswith(p.match + "-")]
-        if found:
-            return max(found, key=lambda p: len(p.match))
-    return None
+    found = [p for p in given if bare == p.match or bare.startswith(p.match + "-")]
+    if found:
+        return max(found, key=lambda p: len(p.match))
+    entry = model_entry(model)
+    return next((p for p in PRICES if entry is not None and p.match == entry.id), None)

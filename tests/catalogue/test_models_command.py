@@ -1,0 +1,44 @@
+"""`vertexbatch models`: the catalogue listed, in words and as JSON (reads no cloud)."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from vertexbatch._catalogue import catalogue
+from vertexbatch._command.cli import main
+
+
+def test_models_lists_every_catalogued_model_with_its_facts() -> None:
+    shown = CliRunner().invoke(main, ["models"])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == [model.id for model in catalogue()]
+    opus = next(line for line in lines if line.startswith("claude-opus-5-5 "))
+    assert "anthropic" in opus and "batch=yes" in opus and "flex=no" in opus
+    assert "locations=eu,global,us" in opus
+    assert "$4 in / $20 out / $0.2 cache read / $5 cache write" in opus
+    fable = next(line for line in lines if line.startswith("claude-fable-5-2 "))
+    assert fable.endswith("unknown")  # no page prices it
+    assert f"{len(lines)} models" in shown.stderr
+
+
+def test_models_json_gives_each_fact_with_its_sources() -> None:
+    shown = CliRunner().invoke(main, ["models", "--json", "--publisher", "google"])
+    assert shown.exit_code == 0, shown.output
+    records = [json.loads(line) for line in shown.stdout.splitlines()]
+    assert records and {r["publisher"] for r in records} == {"google"}
+    flash = next(r for r in records if r["id"] == "gemini-2.5-flash")
+    assert flash["batch"] is True and flash["flex"] is False
+    assert flash["rates"] == {"input": 0.3, "output": 2.5, "cache_read": 0.03, "cache_write": None}
+    assert all(s["url"].startswith("https://") and s["read"] for s in flash["sources"])
+    assert set(flash) == {
+        "id", "name", "publisher", "batch", "locations", "rates", "flex", "concurrent_jobs",
+        "sources",
+    }  # fmt: skip
+
+
+def test_models_refuses_an_unknown_publisher() -> None:
+    shown = CliRunner().invoke(main, ["models", "--publisher", "meta"])
+    assert shown.exit_code == 2 and "meta" in shown.output

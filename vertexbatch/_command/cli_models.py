@@ -1,0 +1,102 @@
+"""``vertexbatch models``: the model catalogue, listed; and the command's way of showing the
+warning a submission gives for a model outside it. Registered by ``cli``; reads no cloud."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import click
+
+from .._catalogue import Model, UncataloguedModelWarning, catalogue
+from .._providers import PROVIDERS
+
+__all__ = ["catalogue_warnings", "model_record", "models", "price_cells"]
+
+
+def model_record(model: Model) -> dict[str, Any]:
+    """One catalogued model as JSON-ready data (what ``--json`` prints, one object a line)."""
+    rates = model.rates
+    return {
+        "id": model.id,
+        "name": model.name,
+        "publisher": model.publisher,
+        "batch": model.batch,
+        "locations": sorted(model.locations),
+        "rates": None
+        if rates is None
+        else {
+            "input": rates.input,
+            "output": rates.output,
+            "cache_read": rates.cache_read,
+            "cache_write": rates.cache_write,
+        },
+        "flex": model.flex,
+        "concurrent_jobs": model.concurrent_jobs,
+        "sources": [{"url": s.url, "read": s.read} for s in model.sources],
+    }
+
+
+def price_cells(model: Model) -> str:
+    """Its online list prices per million tokens in words: ``$4 in / $20 out / $0.2 cache read /
+    $5 cache write``; ``unknown`` when no source prices it."""
+    rates = model.rates
+    if rates is None:
+        return "unknown"
+    cells = [f"${rates.input:g} in", f"${rates.output:g} out"]
+    if rates.cache_read is not None:
+        cells.append(f"${rates.cache_read:g} cache read")
+    if rates.cache_write is not None:
+        cells.append(f"${rates.cache_write:g} cache write")
+    return " / ".join(cells)
+
+
+def _line(model: Model) -> str:
+    where = ",".join(sorted(model.locations)) or "unknown"
+    return (
+        f"{model.id:<24} {model.publisher:<9} batch={'yes' if model.batch else 'unlisted':<8} "
+        f"flex={'yes' if model.flex else 'no':<3} locations={where:<15} {price_cells(model)}"
+    )
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON object a model, with sources.")
+@click.option("--publisher", type=click.Choice(sorted(PROVIDERS)), default=None, help="Only these.")
+def models(as_json: bool, publisher: str | None) -> None:
+    """List the models vertexbatch knows: id, publisher, batch, Flex, locations, prices.
+
+    Prices are online list prices in US dollars per million tokens (batch bills half); each
+    fact comes from the pages --json names, read on the dates it gives. batch=unlisted: no page
+    read lists the model for batch (it is submitted all the same); locations=unknown: no page
+    read gives them. Reads no cloud.
+    """
+    rows = [m for m in catalogue() if publisher is None or m.publisher == publisher]
+    for model in rows:
+        click.echo(json.dumps(model_record(model)) if as_json else _line(model))
+    if not as_json:
+        click.echo(
+            f"{len(rows)} models; prices: online list, US$ per million tokens (batch bills "
+            "half); --json gives each fact's source and date",
+            err=True,
+        )
+
+
+@contextlib.contextmanager
+def catalogue_warnings() -> Iterator[None]:
+    """While a command runs: each ``UncataloguedModelWarning`` is one stderr line,
+    ``vertexbatch: warning: ...``, every time (other warnings go where they went)."""
+    with warnings.catch_warnings():  # restores the filters and showwarning afterwards
+        warnings.simplefilter("always", UncataloguedModelWarning)
+        shown = warnings.showwarning
+
+        def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+            if issubclass(category, UncataloguedModelWarning):
+                click.echo(f"vertexbatch: warning: {message}", err=True)
+            else:
+                shown(message, category, *args, **kwargs)
+
+        warnings.showwarning = show
+        yield
