@@ -1,5 +1,5 @@
-"""The ``vertexbatch`` command: submit, find, status, cancel, results, watch, emulator, demo,
-doctor, probe, and ``run submit|advance|status|results`` for runs.
+"""The ``vertexbatch`` command: submit, plan, find, status, cancel, results, watch, resubmit,
+emulator, demo, doctor, probe, and ``run submit|advance|status|results`` for runs.
 
 Every command takes the same configuration, from flags or the environment (a flag wins); the
 table of flags and variables is in ``_config``, the one place a client is built from them.
@@ -24,8 +24,8 @@ Exit codes (an error is one line on stderr, never a traceback, never request con
 
 What is printed is made in ``cli_render``, request files are read by ``cli_requests``, and the
 shared options live in ``cli_options``; this module wires them into the single-job commands and
-adds the groups kept apart: ``run`` (``cli_runs``), ``emulator`` and ``demo`` (``cli_local``),
-``doctor`` (``cli_doctor``), ``probe`` (``cli_probe``).
+adds the commands kept apart: ``resubmit`` (``cli_resubmit``), ``run`` (``cli_runs``),
+``emulator`` and ``demo`` (``cli_local``), ``doctor`` (``cli_doctor``), ``probe`` (``cli_probe``).
 """
 
 from __future__ import annotations
