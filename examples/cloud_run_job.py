@@ -15,7 +15,8 @@ Run it as a Cloud Run job (``--tasks N --max-retries M``, docs/operations.md), t
 ``python examples/cloud_run_job.py --provider claude --model claude-sonnet-4-5
 gs://bucket/in/`` (or a FILE; one request per line: ``{"key": ..., "params": {...}}`` for Claude,
 ``{"key": ..., "contents": [...], "config": {...}}`` for Gemini). Outside Cloud Run (no task
-variables) it stages every file (or the whole file) as a run of one process.
+variables) give the run id yourself, ``--run-id nightly-1``: it stages every file (or the whole
+file) as a run of one process. ``--run-id`` wins over ``CLOUD_RUN_EXECUTION``.
 
 Configuration comes from the same variables as the ``vertexbatch`` command; with
 ``VERTEXBATCH_VERTEX_ENDPOINT`` and ``STORAGE_EMULATOR_HOST`` set it talks to the local stack.
@@ -37,12 +38,18 @@ from typing import Any
 import vertexbatch as vb
 
 
-def run_id(env: dict[str, str] | None = None) -> str:
-    """The run every task of this execution stages into: the execution id."""
+def run_id(given: str | None = None, env: dict[str, str] | None = None) -> str:
+    """The run every task of this execution stages into: ``--run-id`` if given, else the
+    execution id."""
+    if given:
+        return given
     env = dict(os.environ) if env is None else env
     execution = env.get("CLOUD_RUN_EXECUTION")
     if not execution:
-        raise SystemExit("CLOUD_RUN_EXECUTION is not set: run this as a Cloud Run job task")
+        raise SystemExit(
+            "CLOUD_RUN_EXECUTION is not set (not a Cloud Run job task): give the run id with "
+            "--run-id ID"
+        )
     return execution
 
 
@@ -59,10 +66,11 @@ def main(argv: Sequence[str] | None = None, client: vb.Client | None = None) -> 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--provider", choices=["claude", "gemini"], required=True)
     parser.add_argument("--model", required=True)
+    parser.add_argument("--run-id", help="the run's id (default: CLOUD_RUN_EXECUTION)")
     parser.add_argument("requests", help="a gs://bucket/path/ prefix of JSONL files, or a file")
     args = parser.parse_args(argv)
 
-    rid = run_id()
+    rid = run_id(args.run_id)
     task = vb.Task.from_env()  # None outside Cloud Run: every request, one process
     # A client handed in is the caller's to close; one made here is closed when done.
     with contextlib.nullcontext(client) if client else vb.Client.from_env() as used:

@@ -285,23 +285,47 @@ def test_wait_takes_an_aware_deadline_in_any_timezone(client: vb.Client, stack: 
         client.wait(job, deadline=datetime.now(east), floor=0.01, ceiling=0.01)
 
 
-def test_run_advancer_answers_400_to_a_bad_deadline(stack: LocalStack, stack_env: str) -> None:
-    """examples/run_advancer.py answers 400 with one sentence to a deadline without a timezone."""
+def test_run_advancer_takes_no_deadline_from_the_request(
+    stack: LocalStack, stack_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """examples/run_advancer.py: a caller cannot set the deadline, which would make every
+    unfinished key be paid online; the run's deadline is RUN_DEADLINE_HOURS, set where the
+    function is deployed, after the run was created."""
     import functions_framework
 
     module = load("run_advancer")
+    monkeypatch.delenv("RUN_DEADLINE_HOURS", raising=False)
     stack.faults.hold(display_name="advanced.s0", state="PENDING")
     vb.Client.from_env().run_claude("advanced", CLAUDE, [task(0)])
     http = functions_framework.create_app("advance", str(module.__file__)).test_client()
-    answer = http.post("/", json={"run": "advanced", "deadline": "2026-01-01T00:00:00"})
+    stack.reset_calls()
+    for deadline in ("2000-01-01T00:00:00Z", None, "2026-01-01T00:00:00"):
+        answer = http.post("/", json={"run": "advanced", "deadline": deadline})
+        assert answer.status_code == 400, deadline
+        error = answer.get_json()["error"]
+        assert "a request cannot set the deadline: it is the run's" in error
+        assert "RUN_DEADLINE_HOURS" in error
+    answer = http.post("/", json={"run": "advanced", "fallback": "online"})
     assert answer.status_code == 400
-    assert "timezone" in answer.get_json()["error"]
-    assert "datetime.now(UTC) + timedelta(hours=2)" in answer.get_json()["error"]
-    for bad in ("tomorrow", 5, ["2026-01-01T00:00:00Z"]):
-        answer = http.post("/", json={"run": "advanced", "deadline": bad})
-        assert answer.status_code == 400, bad
-        assert "ISO 8601" in answer.get_json()["error"]
+    assert "unknown fields ['fallback']" in answer.get_json()["error"]
     assert http.post("/", json=["advanced"]).status_code == 400
-    answer = http.post("/", json={"run": "advanced", "deadline": "2000-01-01T00:00:00Z"})
+    assert sum(stack.calls().values()) == 0  # refused before any step
+    # Deployed without a deadline, or with one still ahead: a step; the job keeps its keys.
+    for hours in (None, "6"):
+        if hours is not None:
+            monkeypatch.setenv("RUN_DEADLINE_HOURS", hours)
+        answer = http.post("/", json={"run": "advanced"})
+        assert answer.status_code == 200, answer.get_json()
+        assert not answer.get_json()["done"] and answer.get_json()["live_jobs"] == 1
+    assert stack.received("rawPredict") == []
+    for bad in ("soon", "-1", "nan"):
+        monkeypatch.setenv("RUN_DEADLINE_HOURS", bad)
+        answer = http.post("/", json={"run": "advanced"})
+        assert answer.status_code == 500
+        assert f"RUN_DEADLINE_HOURS={bad!r} is not a number of hours" in answer.get_json()["error"]
+    # Deployed with 0 hours: the deadline is the run's creation, passed: the key goes online.
+    monkeypatch.setenv("RUN_DEADLINE_HOURS", "0")
+    answer = http.post("/", json={"run": "advanced"})
     assert answer.status_code == 200
     assert answer.get_json()["done"] and answer.get_json()["outcomes"] == {"ok": 1}
+    assert len(stack.received("rawPredict")) == 1

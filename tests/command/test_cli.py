@@ -747,7 +747,10 @@ def test_demo_fast() -> None:
         "demo-ticket-triage   JOB_STATE_SUCCEEDED         22"
         "         2         1         2         1" in out
     )
-    assert "demo-code-review: resubmit 3 under a new id such as demo-code-review.r1:" in out
+    assert (
+        "demo-code-review: resubmit 3 under a new id such as demo-code-review.r1 "
+        "(`vertexbatch resubmit demo-code-review`):" in out
+    )
     assert out.count("the same job as the first run") == 2
     assert "create calls to Vertex: 2 in the first run, 0 in the second" in out
     assert "jobs Vertex holds per id: demo-code-review 1, demo-ticket-triage 1" in out

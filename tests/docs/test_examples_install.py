@@ -321,3 +321,34 @@ def test_bigquery_table_runs_on_its_install(bigquery_local: LocalStack) -> None:
     assert again.stdout.splitlines()[0] == f"job: {job}"  # adopted, not created
     assert again.stdout.splitlines()[2] == lines[2]
     assert sum(j["displayName"] == f"bq-table-{suffix}" for j in bigquery_local.jobs()) == 1
+
+
+@pytest.mark.timeout(180)
+def test_cloud_run_job_runs_outside_cloud_run(
+    stack: LocalStack, bucket: str, tmp_path: Path
+) -> None:
+    """Outside Cloud Run (no CLOUD_RUN_* variable), as its docstring says: with --run-id it
+    stages the whole file as a run of one process; without, it says to give --run-id."""
+    requests = tmp_path / "requests.jsonl"
+    message = {"role": "user", "content": "hi"}
+    line = {"key": "k0", "params": {"max_tokens": 8, "messages": [message]}}
+    requests.write_text(json.dumps(line) + "\n")
+    env = stack.environment(bucket)
+    args = ["--provider", "claude", "--model", "claude-sonnet-4-5", str(requests)]
+    with pytest.MonkeyPatch.context() as patch:  # _run starts from os.environ
+        for name in [k for k in os.environ if k.startswith("CLOUD_RUN_")]:
+            patch.delenv(name)
+        ran = _run("cloud_run_job.py", "--run-id", "local-run-1", *args, env=env)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        printed = json.loads(ran.stdout)
+        assert printed == {
+            "message": "run part staged",
+            "run": "local-run-1",
+            "task": None,
+            "keys": 1,
+            "waiting_for_tasks": [],
+        }
+        refused = _run("cloud_run_job.py", *args, env=env)
+    assert refused.returncode == 1
+    assert "CLOUD_RUN_EXECUTION is not set" in refused.stderr and "--run-id" in refused.stderr
+    assert stack.client(bucket=bucket).open_run("local-run-1").keys == 1

@@ -1,5 +1,5 @@
-"""The ``vertexbatch`` command: submit, find, status, cancel, results, watch, emulator, demo,
-doctor, probe, models, and ``run submit|advance|status|results`` for runs.
+"""The ``vertexbatch`` command: submit, plan, find, status, cancel, results, watch, resubmit,
+emulator, demo, doctor, probe, models, and ``run submit|advance|status|results`` for runs.
 
 Every command takes the same configuration, from flags or the environment (a flag wins); the
 table of flags and variables is in ``_config``, the one place a client is built from them.
@@ -24,8 +24,9 @@ Exit codes (an error is one line on stderr, never a traceback, never request con
 
 What is printed is made in ``cli_render``, request files are read by ``cli_requests``, and the
 shared options live in ``cli_options``; this module wires them into the single-job commands and
-adds the groups kept apart: ``run`` (``cli_runs``), ``emulator`` and ``demo`` (``cli_local``),
-``doctor`` (``cli_doctor``), ``probe`` (``cli_probe``), ``models`` (``cli_models``).
+adds the commands kept apart: ``resubmit`` (``cli_resubmit``), ``run`` (``cli_runs``),
+``emulator`` and ``demo`` (``cli_local``), ``doctor`` (``cli_doctor``), ``probe`` (``cli_probe``),
+``models`` (``cli_models``).
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from typing import Any
 
 import click
 
-from .._client import Client
 from .._plans.spend import SpendMeter
 from .._providers import COMMANDS, by_command
 from .._values import Job, Result, Status
@@ -55,9 +55,10 @@ from .cli_options import (
     Seconds,
     cloud_client,
     cloud_command,
+    find_job,
     verbose,
 )
-from .cli_plan import PayOnce, echo_plan, pay_options, plan_of
+from .cli_plan import PayOnce, echo_plan, pay_options, plan_of, plan_options
 from .cli_probe import probe
 from .cli_progress import KeyCounts, key_counts, request_progress, results_progress
 from .cli_render import (
@@ -76,6 +77,7 @@ from .cli_render import (
     status_record,
 )
 from .cli_requests import GivenRequests, check_provider, given_requests, requests_argument
+from .cli_resubmit import resubmit
 from .cli_runs import run_group
 
 # ExitCode is the command's contract with scripts: importable from the command's own module.
@@ -116,16 +118,6 @@ def _silence_stdout() -> None:
         os.dup2(devnull, descriptor)
     finally:
         os.close(devnull)
-
-
-def _find(client: Client, submission_id: str) -> Job:
-    job = client.find(submission_id)
-    if job is None:
-        raise Fail(
-            ExitCode.NOT_FOUND,
-            f"no job for id {submission_id!r} under gs://{client.bucket}/{client.prefix}/",
-        )
-    return job
 
 
 def _echo_job(job: Job, as_json: bool) -> None:
@@ -194,10 +186,21 @@ def main() -> None:
     """
 
 
+_provider_option = click.option(
+    "--provider", type=click.Choice(COMMANDS), required=True, help="Whose model."
+)
+_model_option = click.option(
+    "--model", required=True, help="Bare Vertex model id, e.g. claude-sonnet-4-5."
+)
+_id_option = click.option(
+    "--id", "submission_id", required=True, help="Submission id (idempotency key)."
+)
+
+
 @main.command()
-@click.option("--provider", type=click.Choice(COMMANDS), required=True, help="Whose model.")
-@click.option("--model", required=True, help="Bare Vertex model id, e.g. claude-sonnet-4-5.")
-@click.option("--id", "submission_id", required=True, help="Submission id (idempotency key).")
+@_provider_option
+@_model_option
+@_id_option
 @click.option("--json", "as_json", is_flag=True, help="Print the job as JSON.")
 @pay_options
 @control_options
@@ -217,13 +220,51 @@ def submit(
     Gemini lines: {"key": ..., "contents": [...], "config": {...}}.
     --source reads them from a BigQuery table instead: a key column and a request column
     (Claude's Messages parameters, or Gemini's GenerateContentRequest, as JSON).
+    --dry-run prints the plan instead, as 'vertexbatch plan' does.
     """
+    _submit_or_plan(provider, model, submission_id, as_json, pay, file)
+
+
+@main.command()
+@_provider_option
+@_model_option
+@_id_option
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@plan_options
+@control_options
+@requests_argument
+@cloud_command
+def plan(
+    provider: str,
+    model: str,
+    submission_id: str,
+    as_json: bool,
+    pay: PayOnce,
+    file: GivenRequests,
+) -> None:
+    """Print what submitting FILE under an id would send and cost; stage and create nothing.
+
+    The same as 'vertexbatch submit --dry-run' with the same options: requests, distinct, to
+    send, jobs, input tokens (--count-tokens: counted by the provider), output ceiling, cost.
+    """
+    _submit_or_plan(provider, model, submission_id, as_json, pay, file)
+
+
+def _submit_or_plan(
+    provider: str,
+    model: str,
+    submission_id: str,
+    as_json: bool,
+    pay: PayOnce,
+    file: GivenRequests,
+) -> None:
+    """``submit``, or with ``pay.dry_run`` (``submit --dry-run``, ``plan``) its plan."""
     check_provider(provider, model)
     with given_requests(file, provider) as (requests, stream):
         client = cloud_client()
         if pay.dry_run:
-            plan = plan_of(client, provider, submission_id, model, requests, pay)
-            echo_plan(plan, f"submission {submission_id!r}", as_json)
+            planned = plan_of(client, provider, submission_id, model, requests, pay)
+            echo_plan(planned, f"submission {submission_id!r}", as_json)
             return
         submit = getattr(client, by_command(provider).method("submit"))
         with request_progress(stream, "staging") as progress:
@@ -239,7 +280,7 @@ def submit(
 @cloud_command
 def find(submission_id: str, as_json: bool) -> None:
     """Print the job of ID (exit 4 when there is none); read-only."""
-    _echo_job(_find(cloud_client(), submission_id), as_json)
+    _echo_job(find_job(cloud_client(), submission_id), as_json)
 
 
 @main.command()
@@ -252,7 +293,7 @@ def status(submission_id: str, as_json: bool) -> None:
     0 succeeded, 10 not terminal yet, 11 failed, 12 cancelled, expired or paused.
     """
     client = cloud_client()
-    job = _find(client, submission_id)
+    job = find_job(client, submission_id)
     st = client.status(job)
     counts = key_counts(client, job)
     if as_json:
@@ -271,7 +312,7 @@ def cancel(submission_id: str) -> None:
     A job that has already ended is left as it is, and the command says so (exit 0).
     """
     client = cloud_client()
-    job = _find(client, submission_id)
+    job = find_job(client, submission_id)
     st = client.status(job)
     if not st.terminal:
         client.cancel(job)
@@ -295,20 +336,29 @@ _only_option = click.option(
 @main.command()
 @click.argument("submission_id", metavar="ID")
 @_only_option
-@click.option("--json", "as_json", is_flag=True, help="Print the summary on stderr as JSON too.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="The summary on stderr as one JSON object too (stdout is JSON either way).",
+)
 @cloud_command
 def results(submission_id: str, only: tuple[str, ...], as_json: bool) -> None:
-    """Print one JSON line per key; a summary of the outcomes goes to stderr.
+    """Print one JSON document per key, one a line, on stdout; a summary goes to stderr.
 
-    Fields: key, outcome, text, stop, usage{input,output,cache_read,cache_write},
-    refusal{category,detail} or null, error{type,code,status} or null, shared, cached.
-    With --json the summary is one JSON object: id, keys, state, terminal, read, outcomes,
-    spend{dollars (null: unknown),answers,input,output,cache_read,cache_write,tiers,notes}.
-    The summary's spend is what the answers read cost at batch prices (cached and shared
-    answers are not paid again); unknown for a model with no price.
+    \b
+    Fields of each line, in this order:
+      key, outcome, text, stop, usage {input, output, cache_read, cache_write},
+      refusal {category, detail} or null, error {type, code, status} or null,
+      shared, cached, tool_calls [{name, arguments, id}], parsed (with --schema) or null.
+
+    With --json the summary on stderr is one JSON object: id, keys, state, terminal, read,
+    outcomes, spend {dollars (null: unknown), answers, input, output, cache_read, cache_write,
+    tiers, notes}; without, a line of words. stdout is the same either way. The spend is what
+    the answers read cost at batch prices (cached and shared answers are not paid again).
     """
     client = cloud_client()
-    job = _find(client, submission_id)
+    job = find_job(client, submission_id)
     st = client.status(job)
     note = "" if st.terminal else " (not terminal: rows written so far; missing keys come later)"
     summary = {"id": job.id, "keys": job.keys, "state": st.state, "terminal": st.terminal}
@@ -342,7 +392,7 @@ def watch(submission_id: str, floor: float, ceiling: float, timeout: float | Non
     if ceiling < floor:
         raise Fail(ExitCode.USAGE, "--ceiling must be at least --floor")
     client = cloud_client()
-    job = _find(client, submission_id)
+    job = find_job(client, submission_id)
     counts = key_counts(client, job)  # the keys' counts, not the staged rows' (dedupe, cache)
     progress = Progress(sys.stderr, tty=sys.stderr.isatty())
     start = time.monotonic()
@@ -367,6 +417,7 @@ def watch(submission_id: str, floor: float, ceiling: float, timeout: float | Non
     click.get_current_context().exit(int(status_exit_code(st)))
 
 
+main.add_command(resubmit)
 main.add_command(run_group)
 main.add_command(emulator)
 main.add_command(demo)

@@ -30,6 +30,7 @@ from .._config import (
 )
 from .._errors import InvalidRequestError
 from .._rules import MAX_SECONDS, MIN_SECONDS
+from .._values import Job
 from .cli_render import ExitCode, Fail
 
 # The longest duration any option takes, as every duration parameter of the library
@@ -82,6 +83,7 @@ __all__ = [
     "cloud_command",
     "config_flags",
     "file_argument",
+    "find_job",
     "verbose",
 ]
 
@@ -113,6 +115,21 @@ def cloud_client() -> Client:
         raise Fail(ExitCode.USAGE, str(exc)) from exc
     ctx.call_on_close(client.close)
     return client
+
+
+def find_job(client: Client, submission_id: str) -> Job:
+    """The job of ``submission_id``.
+
+    Raises:
+        Fail: exit 4, naming the id and the folder looked in, when there is none.
+    """
+    job = client.find(submission_id)
+    if job is None:
+        raise Fail(
+            ExitCode.NOT_FOUND,
+            f"no job for id {submission_id!r} under gs://{client.bucket}/{client.prefix}/",
+        )
+    return job
 
 
 def config_flags() -> dict[str, str | None]:

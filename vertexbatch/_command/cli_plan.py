@@ -28,7 +28,7 @@ from .._schemas.check import MAX_SCHEMA_BYTES, Schema, schema_of
 from .._submission.options import SubmitOptions
 from .cli_options import Seconds
 
-__all__ = ["PayOnce", "echo_plan", "pay_options", "plan_lines", "plan_of"]
+__all__ = ["PayOnce", "echo_plan", "pay_options", "plan_lines", "plan_of", "plan_options"]
 
 
 def _dollars(value: float | None) -> str:
@@ -188,8 +188,9 @@ def _schema_file(path: str | None) -> Schema | None:
         raise click.BadParameter(str(exc), param_hint="--schema") from None
 
 
-def pay_options(command: Any) -> Any:
-    """The nine options, handed to ``command`` as one ``pay: PayOnce``."""
+def pay_options(command: Any, *, planning: bool = False) -> Any:
+    """The nine options, handed to ``command`` as one ``pay: PayOnce``; ``planning`` (the
+    ``plan`` command, ``plan_options``): eight, without ``--dry-run``, which it always is."""
 
     @functools.wraps(command)
     def with_pay(
@@ -198,11 +199,11 @@ def pay_options(command: Any) -> Any:
         cache: bool,
         cache_ttl: float | None,
         schema: str | None,
-        dry_run: bool,
         count_tokens: bool,
         price: tuple[str, ...],
         no_check_fields: bool,
         budget: float | None,
+        dry_run: bool = planning,
         **kwargs: Any,
     ) -> Any:
         ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
@@ -222,6 +223,7 @@ def pay_options(command: Any) -> Any:
         pay = PayOnce(options, dry_run, count_tokens, prices)
         return command(*args, pay=pay, **kwargs)
 
+    planned = "" if planning else "With --dry-run: "
     for option in (
         click.option(
             "--budget",
@@ -242,7 +244,7 @@ def pay_options(command: Any) -> Any:
             "--price",
             multiple=True,
             metavar="MODEL=INPUT,OUTPUT",
-            help="With --dry-run: MODEL's online list price in US dollars per million input and "
+            help=f"{planned}MODEL's online list price in US dollars per million input and "
             "output tokens, as the pricing page prints it (a model family, e.g. "
             "claude-opus-4-1=15,75); batch bills half. Over the shipped table; repeatable.",
         ),
@@ -256,12 +258,19 @@ def pay_options(command: Any) -> Any:
         click.option(
             "--count-tokens",
             is_flag=True,
-            help="With --dry-run: count input tokens with the provider's count-tokens API.",
+            help=f"{planned}count input tokens with the provider's count-tokens API.",
         ),
-        click.option(
-            "--dry-run",
-            is_flag=True,
-            help="Print the plan (requests, distinct, to send, jobs, tokens, cost); stage nothing.",
+        *(
+            ()
+            if planning
+            else (
+                click.option(
+                    "--dry-run",
+                    is_flag=True,
+                    help="Print the plan (requests, distinct, to send, jobs, tokens, cost); "
+                    "stage nothing (the same as 'vertexbatch plan').",
+                ),
+            )
         ),
         click.option(
             "--cache-ttl",
@@ -282,3 +291,9 @@ def pay_options(command: Any) -> Any:
     ):
         with_pay = option(with_pay)
     return with_pay
+
+
+def plan_options(command: Any) -> Any:
+    """``pay_options`` for ``vertexbatch plan``: every option of ``submit --dry-run`` but
+    ``--dry-run`` itself."""
+    return pay_options(command, planning=True)

@@ -177,6 +177,10 @@ def next_steps(command: str) -> list[str]:
         f"    {command} submit --provider claude --model {model} --id my-batch-1 requests.jsonl",
         f"    {command} watch my-batch-1 --floor 1",
         f"    {command} results my-batch-1 --only retryable",
+        "  Resubmit its retryable and missing keys (here b) under my-batch-1.r1, read its results:",
+        f"    {command} resubmit my-batch-1",
+        f"    {command} watch my-batch-1.r1 --floor 1",
+        f"    {command} results my-batch-1.r1",
         "  The same lines as a run, sharded and retried (advance: exit 10 until it is done, so",
         "  a scheduler runs it every few minutes):",
         f"    {command} run submit --provider claude --model {model} --id my-run-1 requests.jsonl",
@@ -380,7 +384,10 @@ def _print_outcomes(reports: Sequence[JobReport], say: Callable[[str], None]) ->
     for r in reports:
         resubmit = sorted(r.keys.get("retryable", [])) + r.keys.get("missing", [])
         say("")
-        say(f"   {r.job.id}: resubmit {len(resubmit)} under a new id such as {r.job.id}.r1:")
+        say(
+            f"   {r.job.id}: resubmit {len(resubmit)} under a new id such as {r.job.id}.r1 "
+            f"(`vertexbatch resubmit {r.job.id}`):"
+        )
         for key in resubmit:
             say(f"     {key}")
         truncated = sorted(r.keys.get("truncated", []))

@@ -7,7 +7,7 @@ import vertexbatch as vb
 from vertexbatch.emulator import LocalStack
 
 
-def test_every_key_gets_its_outcome(client: vb.Client) -> None:
+def test_every_key_gets_its_outcome(stack: LocalStack, client: vb.Client) -> None:
     """Directives script the outcomes; the retryable and missing keys are sent once more."""
     diffs = {
         "ok": "+ retries = 3",
@@ -25,6 +25,10 @@ def test_every_key_gets_its_outcome(client: vb.Client) -> None:
     }
     resubmitted = client.find("review-1.r1")
     assert resubmitted is not None and resubmitted.keys == 2
+    # The same review again: count only its calls. Both jobs are adopted, none created.
+    stack.reset_calls()
+    assert my_pipeline.review(client, "review-1", diffs, floor=0.01) == outcomes
+    assert stack.calls()["create"] == 0
 
 
 def test_a_lost_create_response_makes_no_second_job(stack: LocalStack, client: vb.Client) -> None:
