@@ -3,8 +3,8 @@
 ::
 
     PREFIX/RUN/run.json            the ledger: provider, model, max attempts, shard ids and sizes,
-                                   the job controls and the BigQuery dataset (each written
-                                   only when set)
+                                   the job controls, the BigQuery dataset and the online
+                                   fallback's price tier (each written only when set)
     PREFIX/RUN.s0/done.json        shard 0's final outcome counts, once it is finished
 
 Both are written create-only and may have been edited by hand since: every field read back is
@@ -23,6 +23,7 @@ from .._gcs.staging import Staging
 from .._rules import MAX_ROWS, RECORD_MAX, Limits, check_id
 from .._values import PROVIDER_NAMES, Provider
 from .._vertex.controls import NO_CONTROLS, Controls
+from .._vertex.tiers import TIERS
 
 __all__ = [
     "DONE",
@@ -97,6 +98,8 @@ class Ledger:
     ``controls``: the job controls every attempt's job is created with (and every object of the
     run written with, for a CMEK key). ``dest``: the BigQuery dataset every attempt's job
     writes a table in (``_runs.sink``; written only when set, "" for GCS).
+    ``fallback_tier``: the price tier the online fallback asks for past a deadline
+    (``_vertex.tiers``; written only when not ``"standard"``).
     """
 
     id: str
@@ -110,6 +113,7 @@ class Ledger:
     # Staged by this many tasks (``_runs.registry``), 0 by one process: its shard numbers are
     # interleaved by task (``RUN.s{n*tasks+task}``), increasing, with gaps where tasks differ.
     tasks: int = 0
+    fallback_tier: str = "standard"
 
     @property
     def span(self) -> int:
@@ -131,6 +135,8 @@ class Ledger:
             data["dest"] = self.dest
         if self.tasks:
             data["tasks"] = self.tasks
+        if self.fallback_tier != "standard":
+            data["fallback_tier"] = self.fallback_tier
         return data
 
     @classmethod
@@ -192,8 +198,11 @@ class Ledger:
         dest = data.get("dest", "")
         if "dest" in data and not is_dataset(dest):
             raise bad("'dest' is not a bq://PROJECT.DATASET vertexbatch wrote")
+        tier = data.get("fallback_tier", "standard")
+        if tier not in TIERS or ("fallback_tier" in data and tier == "standard"):
+            raise bad(f"'fallback_tier' is not one of {', '.join(TIERS[1:])}")
         return cls(
-            run_id, provider, model, attempts, tuple(shards), labelled, controls, dest, tasks
+            run_id, provider, model, attempts, tuple(shards), labelled, controls, dest, tasks, tier
         )
 
 

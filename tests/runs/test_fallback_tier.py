@@ -1,0 +1,189 @@
+"""A run's ``fallback_tier``: checked before any cloud call, kept in the ledger, sent by every
+online call past the deadline, and each answer's billed tier recorded (online.jsonl rows,
+``Result.tier``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import vertexbatch as vb
+from tests.helpers import (
+    CLAUDE,
+    advance_until_done,
+    claude_requests,
+    gemini_requests,
+    past,
+    shard_object,
+)
+from vertexbatch._catalogue import Model, Source, entries
+from vertexbatch.emulator import LocalStack
+
+FLEX = "gemini-2.5-flash"  # served by the stack; the rows below mark it Flex
+RIGID = "gemini-3.8-flash"
+_SOURCE = (Source("https://docs.cloud.google.com/vertex-ai/generative-ai/docs/flex-paygo", "x"),)
+
+
+@pytest.fixture(autouse=True)
+def catalogue(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Catalogue rows: one Gemini model served at Flex, one not (models.toml is data another
+    change fills)."""
+    rows = tuple(
+        Model(
+            id=model,
+            publisher="google",
+            batch=True,
+            locations=frozenset({"global", "us-central1"}),
+            rates=None,
+            flex=flex,
+            sources=_SOURCE,
+        )
+        for model, flex in ((FLEX, True), (RIGID, False))
+    )
+    monkeypatch.setattr(entries, "catalogue", lambda: rows)
+
+
+def _client(stack: LocalStack, bucket: str, location: str) -> vb.Client:
+    stack.create_bucket(bucket)
+    return vb.Client.for_endpoints(
+        vertex_endpoint=stack.vertex_endpoint,
+        storage_endpoint=stack.storage_endpoint,
+        project=stack.project,
+        location=location,
+        bucket=bucket,
+        prefix="jobs",
+        retry=vb.RetryPolicy.no_wait(),
+    )
+
+
+@pytest.fixture
+def world(stack: LocalStack, bucket: str) -> vb.Client:
+    """A client of the stack in location ``global``, where Flex is served."""
+    return _client(stack, bucket, "global")
+
+
+def _late(client: vb.Client, stack: LocalStack, run_id: str, model: str, **options: Any) -> vb.Run:
+    """A run of one shard whose job stays PENDING: past the deadline, every key goes online."""
+    stack.faults.hold(display_name=f"{run_id}.s0", state="PENDING")
+    return client.run_gemini(run_id, model, gemini_requests(3), **options)
+
+
+def _rows(stack: LocalStack, bucket: str, run_id: str) -> list[dict[str, Any]]:
+    data = shard_object(stack, bucket, run_id, "online.jsonl").download_as_bytes()
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def _ledger(stack: LocalStack, bucket: str, run_id: str) -> dict[str, Any]:
+    blob = stack.storage_client().bucket(bucket).blob(f"jobs/{run_id}/run.json")
+    return dict(json.loads(blob.download_as_bytes()))
+
+
+@pytest.mark.parametrize(("tier", "billed"), [("flex", "flex"), ("priority", "priority")])
+def test_the_online_answers_are_asked_and_billed_at_the_run_s_tier(
+    world: vb.Client, stack: LocalStack, bucket: str, tier: str, billed: str
+) -> None:
+    run = _late(world, stack, f"tier-{tier}", FLEX, fallback_tier=tier)
+    assert run.fallback_tier == tier
+    assert _ledger(stack, bucket, f"tier-{tier}")["fallback_tier"] == tier
+    stack.reset_calls()
+    # A step of a process that opened the run from GCS alone asks at the same tier.
+    summary = world.open_run(f"tier-{tier}").advance(deadline=past(), fallback="online")
+    assert summary.done and summary.outcomes == {"ok": 3}
+    assert stack.calls()["generateContent"] == 3
+    rows = _rows(stack, bucket, f"tier-{tier}")
+    assert [row["tier"] for row in rows] == [billed] * 3
+    traffic = {row["response"]["usageMetadata"]["trafficType"] for row in rows}
+    assert traffic == {f"ON_DEMAND_{tier.upper()}"}
+    results = list(run.results())
+    assert [r.tier for r in results] == [billed] * 3 and all(r.ok for r in results)
+    assert {k.result.tier for k in run.key_results()} == {billed}
+
+
+def test_a_standard_run_is_as_before_and_says_so(
+    client: vb.Client, stack: LocalStack, bucket: str
+) -> None:
+    """No header (the stack reports ON_DEMAND), no ledger field; batch answers say ``batch``."""
+    run = _late(client, stack, "tier-standard", RIGID)
+    assert run.fallback_tier == "standard"
+    assert "fallback_tier" not in _ledger(stack, bucket, "tier-standard")
+    assert run.advance(deadline=past(), fallback="online").done
+    assert [row["tier"] for row in _rows(stack, bucket, "tier-standard")] == ["standard"] * 3
+    assert {r.tier for r in run.results()} == {"standard"}
+    batch = client.run_gemini("tier-batch", RIGID, gemini_requests(2))
+    assert advance_until_done(stack, batch).done
+    assert {r.tier for r in batch.results()} == {"batch"}
+
+
+@pytest.mark.parametrize(
+    ("location", "model", "tier", "said"),
+    [
+        ("us-central1", FLEX, "flex", "served only on the global endpoint"),
+        ("global", RIGID, "flex", "is not one of the models Google's Flex PayGo page lists"),
+        ("global", "gemini-9-unknown", "flex", "is not in vertexbatch's model catalogue"),
+        ("us-central1", RIGID, "priority", "not in location 'us-central1'"),
+        ("global", FLEX, "turbo", "fallback_tier must be one of"),
+    ],
+)
+def test_a_tier_not_served_is_refused_before_any_cloud_call(
+    stack: LocalStack, bucket: str, location: str, model: str, tier: str, said: str
+) -> None:
+    client = _client(stack, bucket, location)
+    stack.reset_calls()
+    with pytest.raises(vb.InvalidRequestError) as info:
+        client.run_gemini("refused", model, gemini_requests(2), fallback_tier=tier)  # type: ignore[arg-type]
+    assert info.value.field == "fallback_tier" and said in str(info.value)
+    assert not stack.calls()
+    assert not list(stack.storage_client().list_blobs(bucket, prefix="jobs/"))
+
+
+def test_claude_is_refused_flex_and_priority(world: vb.Client, stack: LocalStack) -> None:
+    for tier in ("flex", "priority"):
+        with pytest.raises(vb.InvalidRequestError, match="Gemini models only") as info:
+            world.run_claude("claude-flex", CLAUDE, claude_requests(2), fallback_tier=tier)  # type: ignore[arg-type]
+        assert info.value.field == "fallback_tier"
+    assert not stack.calls()
+
+
+def test_a_rejoin_with_another_tier_is_refused(world: vb.Client, stack: LocalStack) -> None:
+    stack.faults.hold(display_name="tier-rejoin.s0", state="PENDING")
+    world.run_gemini("tier-rejoin", FLEX, gemini_requests(2), fallback_tier="flex")
+    with pytest.raises(vb.InvalidRequestError, match="started with fallback_tier='flex'"):
+        world.run_gemini("tier-rejoin", FLEX, gemini_requests(2))
+    again = world.run_gemini("tier-rejoin", FLEX, gemini_requests(2), fallback_tier="flex")
+    assert again.fallback_tier == "flex"
+
+
+def test_a_step_from_a_client_where_the_tier_is_not_served_is_refused(
+    world: vb.Client, stack: LocalStack, bucket: str
+) -> None:
+    _late(world, stack, "tier-elsewhere", FLEX, fallback_tier="flex")
+    regional = _client(stack, bucket, "us-central1").open_run("tier-elsewhere")
+    stack.reset_calls()
+    with pytest.raises(vb.InvalidRequestError, match="'flex' is served only on the global"):
+        regional.advance(deadline=past(), fallback="online")
+    assert stack.calls()["generateContent"] == 0
+    assert not regional.status().done  # and a step without the fallback goes on as before
+
+
+def test_the_tasks_of_a_run_keep_its_tier(world: vb.Client, stack: LocalStack, bucket: str) -> None:
+    requests = gemini_requests(4)
+    tasks = [vb.Task(i, 2) for i in range(2)]
+    for task in tasks:
+        stack.faults.hold(display_name=f"tier-tasks.s{task.index}", state="PENDING")
+    world.run_gemini(
+        "tier-tasks", FLEX, tasks[0].slice(requests), task=tasks[0], fallback_tier="flex"
+    )
+    with pytest.raises(
+        vb.InvalidRequestError, match="given fallback_tier='standard', but task 0 says 'flex'"
+    ):
+        world.run_gemini("tier-tasks", FLEX, tasks[1].slice(requests), task=tasks[1])
+    run = world.run_gemini(
+        "tier-tasks", FLEX, tasks[1].slice(requests), task=tasks[1], fallback_tier="flex"
+    )
+    run.advance()
+    assert _ledger(stack, bucket, "tier-tasks")["fallback_tier"] == "flex"
+    summary = world.open_run("tier-tasks").advance(deadline=past(), fallback="online")
+    assert summary.done and summary.outcomes == {"ok": 4}
+    assert {r.tier for r in run.results()} == {"flex"}
