@@ -265,7 +265,8 @@ class Result:
         tier: the price tier the answer was billed at: ``"batch"`` for a batch job's row (the
             default); for a run's online fallback answer, the tier Vertex says served it
             (``usageMetadata.trafficType``: ``"standard"``, ``"flex"``, ``"priority"``,
-            ``"provisioned"``), else the run's ``fallback_tier`` (docs/cost.md, "Tiers").
+            ``"provisioned"``), else the run's ``fallback_tier`` (docs/cost.md, "Tiers of the
+            online fallback").
     """
 
     key: str

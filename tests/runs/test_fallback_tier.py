@@ -4,10 +4,13 @@ online call past the deadline, and each answer's billed tier recorded (online.js
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 import vertexbatch as vb
 from tests.helpers import (
@@ -19,6 +22,8 @@ from tests.helpers import (
     shard_object,
 )
 from vertexbatch._catalogue import Model, Source, entries
+from vertexbatch._command.cli import main
+from vertexbatch._command.cli_render import ExitCode
 from vertexbatch.emulator import LocalStack
 
 FLEX = "gemini-2.5-flash"  # served by the stack; the rows below mark it Flex
@@ -187,3 +192,29 @@ def test_the_tasks_of_a_run_keep_its_tier(world: vb.Client, stack: LocalStack, b
     summary = world.open_run("tier-tasks").advance(deadline=past(), fallback="online")
     assert summary.done and summary.outcomes == {"ok": 4}
     assert {r.tier for r in run.results()} == {"flex"}
+
+
+def test_the_async_view_takes_the_tier(stack: LocalStack, bucket: str) -> None:
+    regional = _client(stack, bucket, "us-central1")
+    with pytest.raises(vb.InvalidRequestError, match="not in location 'us-central1'"):
+        asyncio.run(
+            regional.aio.run_gemini("aio-tier", RIGID, gemini_requests(1), fallback_tier="priority")
+        )
+    assert not stack.calls()
+
+
+def test_the_command_takes_the_tier(stack_env: str, stack: LocalStack, tmp_path: Path) -> None:
+    """``run submit --fallback-tier``: refused where the tier is not served (exit 3, the rule
+    named), kept in the ledger where it is."""
+    lines = [json.dumps({"key": f"k{i}", "contents": f"Say {i}"}) for i in range(2)]
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    args = ["run", "submit", "--provider", "gemini", "--model", RIGID, "--id", "cli-tier"]
+    refused = CliRunner().invoke(main, [*args, "--fallback-tier", "priority", str(path)])
+    assert refused.exit_code == ExitCode.INVALID_REQUEST, refused.output
+    assert "fallback_tier 'priority' is served only on the eu, global, us" in refused.output
+    assert not stack.calls()
+    stack.faults.hold(display_name="cli-tier.s0", state="PENDING")
+    plain = CliRunner().invoke(main, [*args, str(path)])
+    assert plain.exit_code == ExitCode.OK, plain.output
+    assert "fallback_tier" not in _ledger(stack, stack_env, "cli-tier")
