@@ -24,6 +24,7 @@ from tests.helpers import (
 from vertexbatch._catalogue import Model, Source, entries
 from vertexbatch._command.cli import main
 from vertexbatch._command.cli_render import ExitCode
+from vertexbatch._runs.ledger import Ledger, Shard, encoded_size, ledger_size
 from vertexbatch.emulator import LocalStack
 
 FLEX = "gemini-2.5-flash"  # served by the stack; the rows below mark it Flex
@@ -218,3 +219,21 @@ def test_the_command_takes_the_tier(stack_env: str, stack: LocalStack, tmp_path:
     plain = CliRunner().invoke(main, [*args, str(path)])
     assert plain.exit_code == ExitCode.OK, plain.output
     assert "fallback_tier" not in _ledger(stack, stack_env, "cli-tier")
+
+
+@pytest.mark.parametrize("tier", ["standard", "flex", "priority"])
+def test_the_ledger_keeps_the_tier_and_its_size_counts_it(tier: str) -> None:
+    shards = tuple(Shard(f"run-1.s{i}", 7) for i in range(3))
+    ledger = Ledger("run-1", "google", FLEX, 3, shards, True, fallback_tier=tier)
+    assert Ledger.from_json(json.loads(json.dumps(ledger.to_json())), "run-1", "x") == ledger
+    assert ("fallback_tier" in ledger.to_json()) is (tier != "standard")
+    size = ledger_size("run-1", "google", FLEX, 3, 3, 7, tier=tier)
+    assert size == encoded_size(ledger)
+
+
+@pytest.mark.parametrize("written", ["standard", "turbo", 3, None])
+def test_a_ledger_s_tier_edited_by_hand_is_refused(written: object) -> None:
+    ledger = Ledger("run-1", "google", FLEX, 3, (Shard("run-1.s0", 1),), True)
+    data = {**ledger.to_json(), "fallback_tier": written}
+    with pytest.raises(vb.InvalidRequestError, match="'fallback_tier' is not one of flex"):
+        Ledger.from_json(data, "run-1", "gs://b/jobs/run-1/run.json")

@@ -234,16 +234,19 @@ def ledger_size(
     max_keys: int,
     controls: Controls = NO_CONTROLS,
     dest: str = "",
+    tier: str = "standard",
 ) -> int:
     """The bytes of the ledger of ``shards`` shards of at most ``max_keys`` keys each (and
-    ``controls``), as ``write_ledger`` writes it: exact when every shard holds ``max_keys``,
-    else an upper bound."""
+    ``controls``, ``dest``, fallback ``tier``), as ``write_ledger`` writes it: exact when every
+    shard holds ``max_keys``, else an upper bound."""
     if shards < 1 or max_keys < 1:
         raise ValueError(f"a ledger has shards of keys, not {shards} shards of {max_keys}")
 
     def of(n: int) -> int:
         listed = tuple(Shard(f"{run_id}.s{i}", max_keys) for i in range(n))
-        ledger = Ledger(run_id, provider, model, max_attempts, listed, True, controls, dest)
+        ledger = Ledger(
+            run_id, provider, model, max_attempts, listed, True, controls, dest, 0, tier
+        )
         return len(_encoded(ledger))
 
     one = of(1)
@@ -265,6 +268,7 @@ def max_shards(
     limits: Limits,
     controls: Controls = NO_CONTROLS,
     dest: str = "",
+    tier: str = "standard",
 ) -> int:
     """The most shards of at most ``max_keys`` keys a run's ledger can hold
     (``limits.record_bytes``)."""
@@ -272,7 +276,9 @@ def max_shards(
     low, high = 0, most  # every shard's entry takes more than a byte
     while low < high:
         mid = (low + high + 1) // 2
-        size = ledger_size(run_id, provider, model, max_attempts, mid, max_keys, controls, dest)
+        size = ledger_size(
+            run_id, provider, model, max_attempts, mid, max_keys, controls, dest, tier
+        )
         if size <= most:
             low = mid
         else:
@@ -293,17 +299,22 @@ def check_ledger_size(
     then: str = "",
     controls: Controls = NO_CONTROLS,
     dest: str = "",
+    tier: str = "standard",
 ) -> None:
-    """Raise unless the ledger of ``shards`` shards of ``shard_size`` keys (and ``controls``)
-    can be read back.
+    """Raise unless the ledger of ``shards`` shards of ``shard_size`` keys (and ``controls``,
+    ``dest``, fallback ``tier``) can be read back.
 
     ``why`` says how the number of shards is known, at the start of the message; ``then``
     ends it.
     """
-    size = ledger_size(run_id, provider, model, max_attempts, shards, shard_size, controls, dest)
+    size = ledger_size(
+        run_id, provider, model, max_attempts, shards, shard_size, controls, dest, tier
+    )
     if size <= limits.record_bytes:
         return
-    most = max_shards(run_id, provider, model, max_attempts, shard_size, limits, controls, dest)
+    most = max_shards(
+        run_id, provider, model, max_attempts, shard_size, limits, controls, dest, tier
+    )
     raise InvalidRequestError(
         f"{why or f'{shards:,} shards'}: the ledger of run {run_id!r} would be {size:,} bytes, "
         f"over the {limits.record_bytes:,} a ledger may be, as it is read back whole (it holds at "
@@ -323,6 +334,7 @@ def check_requests_fit(
     limits: Limits,
     controls: Controls = NO_CONTROLS,
     dest: str = "",
+    tier: str = "standard",
 ) -> None:
     """Raise unless ``count`` requests, cut in shards of ``shard_size``, fit a ledger that can be
     read back (known before they are read when they are a list: checked before any call)."""
@@ -340,6 +352,7 @@ def check_requests_fit(
         why=f"{count:,} requests in shards of {shard_size:,} make at least {at_least:,} shards",
         controls=controls,
         dest=dest,
+        tier=tier,
     )
 
 

@@ -117,6 +117,7 @@ def create_run(
             cloud.staging.limits,
             controls,
             dest,
+            fallback_tier,
         )
     # The first request is checked before any cloud call.
     cutter = _Shards(lines, shard_size, cloud.staging.limits, dedupe)
@@ -170,6 +171,7 @@ def create_run(
                 ),
                 controls=controls,
                 dest=dest,
+                tier=fallback_tier,
             )
             shard_id = f"{run_id}.s{len(shards)}"
             try:
