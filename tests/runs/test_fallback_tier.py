@@ -144,10 +144,12 @@ def test_a_tier_not_served_is_refused_before_any_cloud_call(
     assert not list(stack.storage_client().list_blobs(bucket, prefix="jobs/"))
 
 
-def test_claude_is_refused_flex_and_priority(world: vb.Client, stack: LocalStack) -> None:
+def test_claude_is_refused_flex_and_priority(stack: LocalStack, bucket: str) -> None:
+    """In ``us``, where Priority is served (Claude batch takes no ``global``)."""
+    client = _client(stack, bucket, "us")
     for tier in ("flex", "priority"):
         with pytest.raises(vb.InvalidRequestError, match="Gemini models only") as info:
-            world.run_claude("claude-flex", CLAUDE, claude_requests(2), fallback_tier=tier)  # type: ignore[arg-type]
+            client.run_claude("claude-flex", CLAUDE, claude_requests(2), fallback_tier=tier)  # type: ignore[arg-type]
         assert info.value.field == "fallback_tier"
     assert not stack.calls()
 
