@@ -239,3 +239,27 @@ def test_a_ledger_s_tier_edited_by_hand_is_refused(written: object) -> None:
     data = {**ledger.to_json(), "fallback_tier": written}
     with pytest.raises(vb.InvalidRequestError, match="'fallback_tier' is not one of flex"):
         Ledger.from_json(data, "run-1", "gs://b/jobs/run-1/run.json")
+
+
+def test_the_command_prints_each_key_s_tier_and_prices_flex_at_its_share(
+    stack_env: str, stack: LocalStack, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``run submit --fallback-tier flex`` in ``global``, then ``run advance --fallback online``
+    past the deadline: ``run results`` prints ``"tier": "flex"``, its spend at flex prices."""
+    monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "global")
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        "".join(json.dumps({"key": f"k{i}", "contents": f"Say {i}"}) + "\n" for i in range(2))
+    )
+    stack.faults.hold(display_name="cli-flex.s0", state="PENDING")
+    args = ["run", "submit", "--provider", "gemini", "--model", FLEX, "--id", "cli-flex"]
+    started = CliRunner().invoke(main, [*args, "--fallback-tier", "flex", str(path)])
+    assert started.exit_code == ExitCode.OK, started.output
+    deadline = "2000-01-01T00:00:00Z"
+    advance = ["run", "advance", "cli-flex", "--deadline", deadline, "--fallback", "online"]
+    assert CliRunner().invoke(main, advance).exit_code == ExitCode.OK
+    results = CliRunner().invoke(main, ["run", "results", "cli-flex"])
+    assert results.exit_code == ExitCode.OK, results.output
+    lines = [json.loads(line) for line in results.stdout.splitlines()]
+    assert [line["tier"] for line in lines] == ["flex", "flex"]
+    assert "run done: ok 2; spend $" in results.stderr and "at flex prices" in results.stderr
