@@ -73,6 +73,7 @@ def test_the_columns_of_each_row() -> None:
     assert (claude.request, gemini.request) == (ClaudeRequest, GeminiRequest)
     assert (claude.id_field, gemini.id_field) == ("custom_id", KEY_FIELD)
     assert (claude.global_batch, gemini.global_batch) == (False, True)
+    assert (claude.tiers, gemini.tiers) == ({"standard"}, {"standard", "flex", "priority"})
     assert claude.method("submit") == "submit_claude"
     assert gemini.method("run") == "run_gemini"
     assert claude.title == "Claude"
@@ -122,7 +123,7 @@ def test_a_row_has_every_column_the_issue_names() -> None:
     """A new lane fills these: the row is the one place they are written."""
     names = {field.name for field in dataclasses.fields(ProviderRow)}
     assert names >= {"provider", "command", "request", "line", "id_field", "read", "online"}
-    assert names >= {"counter", "ceiling", "fields", "global_batch"}
+    assert names >= {"counter", "ceiling", "fields", "global_batch", "tiers"}
 
 
 def test_the_columns_the_switches_became_are_held_below_and_beside_the_table() -> None:

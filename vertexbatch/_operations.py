@@ -30,7 +30,7 @@ from ._plans.budget import budgeted
 from ._plans.count_tokens import token_counter
 from ._plans.estimate import Plan, build_plan, submitted_plan
 from ._plans.prices import Price
-from ._providers import checked_model
+from ._providers import PROVIDERS, checked_model
 from ._requests.dedupe import dedupe as dedupe_lines
 from ._rules import check_id, check_job, check_own_id, next_attempt_id
 from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
@@ -45,6 +45,7 @@ from ._submission.lines import request_lines
 from ._submission.options import PlanKeywords, RunKeywords, SubmitOptions
 from ._values import Job, Provider, Status
 from ._vertex.controls import Controls
+from ._vertex.tiers import check_tier
 
 __all__ = [
     "plan",
@@ -345,11 +346,13 @@ def start_run(
     shard_size: int,
     max_attempts: int,
     task: Task | None = None,
+    fallback_tier: object = "standard",
 ) -> Run:
     """``run_claude`` and ``run_gemini``: check, then start (or rejoin) the run (``task``: one
     task's part of it)."""
     dest = check_run_dest(options.dest)  # a dataset, never a table
     checked_model(model, provider, cloud.location)
+    tier = check_tier(fallback_tier, model, cloud.location, PROVIDERS[provider].tiers)
     controls = options.controls(cloud.location)
     ttl = check_ttl(options.cache_ttl)
     if task is not None or options.budget is not None:
@@ -368,6 +371,7 @@ def start_run(
             cache_ttl=ttl, schema=options.schema, controls=controls, dest=dest,
             count=len(requests) if isinstance(requests, Sized) else None,
             listing=requests.listing if isinstance(requests, Listed) else "",
+            fallback_tier=tier,
         )  # fmt: skip
         finish(meter)
         return run
@@ -386,6 +390,7 @@ def start_run(
         schema=options.schema,
         controls=controls,
         dest=dest,
+        fallback_tier=tier,
     )
     finish(meter)
     return run
@@ -438,4 +443,5 @@ def run_with(
         shard_size=given.get("shard_size", DEFAULT_SHARD_SIZE),
         max_attempts=given.get("max_attempts", 3),
         task=given.get("task"),
+        fallback_tier=given.get("fallback_tier", "standard"),
     )

@@ -4,9 +4,10 @@ The library names a provider by its Vertex publisher (``Provider``: ``anthropic`
 the command and the ``Client``'s methods by its model family (``claude``, ``gemini``:
 ``--provider claude``, ``submit_claude``). A row holds both names and every other thing that
 differs: the request type and the line builder, the id field of an output row and the reader of
-its response, the output ceiling a plan assumes, where batch may run, and the online and
-count-tokens calls. Code that differs by provider asks ``PROVIDERS[provider]`` (or
-``by_command(name)``); a new lane is one row here and its tests (tests/test_providers.py).
+its response, the output ceiling a plan assumes, where batch may run, the online calls and the
+price tiers they may ask for, and the count-tokens calls. Code that differs by provider asks
+``PROVIDERS[provider]`` (or ``by_command(name)``); a new lane is one row here and its tests
+(tests/test_providers.py).
 
 The table sits just above what it refers to (the line builders, the output readers, the online
 calls), so it imports them directly; the SDKs those calls use are imported when a call is first
@@ -103,8 +104,11 @@ class ProviderRow:
     cache_said: str
     global_batch: bool  # whether its batch jobs may run in "global" (check_batch_location)
     live_jobs: int  # how many of a run's jobs may be live at once unless the caller says
-    # (the client's online clients, model, concurrency) -> the caller
-    online: Callable[[OnlineClients, str, int], Caller]
+    # (the client's online clients, model, concurrency, price tier) -> the caller
+    online: Callable[[OnlineClients, str, int, str], Caller]
+    # the price tiers its online calls may ask for (``_vertex.tiers``): Flex and Priority PayGo
+    # are documented for Gemini models only
+    tiers: frozenset[str]
     counter: Callable[[OnlineClients, str], Callable[[Mapping[str, Any]], int]]  # count-tokens
 
     @property
@@ -151,6 +155,7 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             global_batch=False,
             live_jobs=4,
             online=claude_caller,
+            tiers=frozenset({"standard"}),
             counter=claude_counter,
         ),
         "google": ProviderRow(
@@ -175,6 +180,7 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             global_batch=True,
             live_jobs=16,
             online=gemini_caller,
+            tiers=frozenset({"standard", "flex", "priority"}),
             counter=gemini_counter,
         ),
     }

@@ -262,6 +262,11 @@ class Result:
         parsed: with ``schema=``, the answer validated against the schema, as JSON data
             (``parsed_as(Model)`` gives the model instance); ``None`` otherwise, or when the
             answer is only tool calls. An answer that breaks the schema is a ``SchemaError``.
+        tier: the price tier the answer was billed at: ``"batch"`` for a batch job's row (the
+            default); for a run's online fallback answer, the tier Vertex says served it
+            (``usageMetadata.trafficType``: ``"standard"``, ``"flex"``, ``"priority"``,
+            ``"provisioned"``), else the run's ``fallback_tier`` (docs/cost.md, "Tiers of the
+            online fallback").
     """
 
     key: str
@@ -275,6 +280,7 @@ class Result:
     cached: bool = False
     tool_calls: tuple[ToolCall, ...] = ()
     parsed: Any = field(default=None, repr=False, compare=False)
+    tier: str = "batch"
 
     def __repr__(self) -> str:
         error = "None" if self.error is None else type(self.error).__name__
@@ -368,6 +374,7 @@ _set_input, _set_output, _set_cache_read, _set_cache_write = _setters(
     _set_cached,
     _set_tool_calls,
     _set_parsed,
+    _set_tier,
 ) = _setters(
     Result,
     (
@@ -382,6 +389,7 @@ _set_input, _set_output, _set_cache_read, _set_cache_write = _setters(
         "cached",
         "tool_calls",
         "parsed",
+        "tier",
     ),
 )
 
@@ -420,4 +428,5 @@ def result_of(
     _set_cached(result, False)
     _set_tool_calls(result, tool_calls)
     _set_parsed(result, None)
+    _set_tier(result, "batch")
     return result

@@ -56,6 +56,12 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/checks/test_doctor_location.py", "vertexbatch._catalogue.entries:catalogue"): (
         "the test's own catalogue rows"
     ),
+    ("tests/vertex/test_tiers.py", "vertexbatch._catalogue.entries:catalogue"): (
+        "the test's own catalogue rows (Flex set and unset)"
+    ),
+    ("tests/runs/test_fallback_tier.py", "vertexbatch._catalogue.entries:catalogue"): (
+        "the test's own catalogue rows (Flex set and unset)"
+    ),
 }
 
 # Sleeps that order nothing, each with why; any other ``time.sleep(`` / ``asyncio.sleep(`` with

@@ -377,11 +377,13 @@ def run_line(summary: RunSummary, *, created: bool = False) -> str:
 
 
 def run_result_record(item: KeyResult) -> dict[str, Any]:
-    """The JSON of one key of ``run results``: the result's, then its attempts and run outcome."""
+    """The JSON of one key of ``run results``: the result's, then its attempts, run outcome and
+    the price tier it was billed at (``KeyResult.tier``, its ``Result.tier``)."""
     return {
         **result_record(item.result),
         "attempts": item.attempts,
         "run_outcome": item.outcome,
+        "tier": item.tier,
     }
 
 

@@ -22,6 +22,7 @@ from .._providers import COMMANDS, by_command
 from .._runs.run import DEFAULT_SHARD_SIZE, Run
 from .._runs.step import RunSummary
 from .._runs.tasks import COUNT_VARIABLE, INDEX_VARIABLE, Task
+from .._vertex.tiers import TIERS
 from .cli_controls import control_options
 from .cli_options import cloud_client, cloud_command
 from .cli_plan import PayOnce, echo_plan, pay_options, plan_of
@@ -130,6 +131,15 @@ def run_group() -> None:
     show_default=True,
     help="Most attempts per key.",
 )
+@click.option(
+    "--fallback-tier",
+    type=click.Choice(TIERS),
+    default="standard",
+    show_default=True,
+    help="Price tier of the online answers past a deadline (run advance --fallback online): "
+    "flex (50% off, Gemini models the catalogue marks flex, location global only) or priority "
+    "(Gemini, global/us/eu).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @task_options
 @pay_options
@@ -142,6 +152,7 @@ def run_submit(
     run_id: str,
     shard_size: int,
     attempts: int,
+    fallback_tier: str,
     as_json: bool,
     task_index: int | None,
     task_count: int | None,
@@ -174,6 +185,7 @@ def run_submit(
                 iter(part) if stream is not None else part,
                 shard_size=shard_size,
                 max_attempts=attempts,
+                fallback_tier=fallback_tier,
                 **tasked,
                 **pay.submit_arguments(),
                 progress=progress,

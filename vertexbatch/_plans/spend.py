@@ -51,6 +51,10 @@ TIERS: Final[Mapping[str, float | None]] = {
     "standard": 1.0,
     "flex": 0.5,
     "priority": None,
+    # Provisioned Throughput is billed by its subscription, not per token; Vertex names other
+    # traffic types (ON_DEMAND_OFFPEAK, and newer ones) that no page prices.
+    "provisioned": None,
+    "offpeak": None,
 }
 TIER_SOURCES: Final[Mapping[str, str]] = {
     "batch": "batch prediction bills 50% of the online rate: "
@@ -62,6 +66,11 @@ TIER_SOURCES: Final[Mapping[str, str]] = {
     "only on the pricing page: https://docs.cloud.google.com/vertex-ai/generative-ai/docs/"
     "priority-paygo (read 2026-12-07); the Gemini API (not Vertex) says 75% to 100% more: "
     "https://ai.google.dev/gemini-api/docs/optimization (read 2026-12-07). Unknown here",
+    "provisioned": "Provisioned Throughput is a subscription, not billed per token: "
+    "https://docs.cloud.google.com/vertex-ai/generative-ai/docs/deploy/consumption-options "
+    "(read 2026-12-07)",
+    "offpeak": "ON_DEMAND_OFFPEAK is a traffic type google-genai 2.34 names (types.TrafficType); "
+    "no page we read prices it",
 }
 
 
@@ -102,15 +111,15 @@ CACHE_BILLING: Final[Mapping[Provider, CacheBilling]] = {
 
 
 def tier_share(tier: str) -> float | None:
-    """The share of the online list price ``tier`` bills (``None``: not known).
+    """The share of the online list price ``tier`` bills (``None``: not known). A tier is what
+    Vertex reported for an answer (``usageMetadata.trafficType``), so one this table lacks makes
+    the spend unknown rather than failing the results pass.
 
     Raises:
-        InvalidRequestError: ``tier`` is not one of ``TIERS`` (``field="tier"``)."""
-    if tier not in TIERS:
-        raise InvalidRequestError(
-            f"tier must be one of {sorted(TIERS)}, got {tier!r:.40}", field="tier"
-        )
-    return TIERS[tier]
+        InvalidRequestError: ``tier`` is not a string (``field="tier"``)."""
+    if not isinstance(tier, str):
+        raise InvalidRequestError(f"a tier is a string, got {tier!r:.40}", field="tier")
+    return TIERS.get(tier)
 
 
 def _cache_rate(price: Price, name: str) -> float | None:
@@ -250,7 +259,9 @@ class SpendMeter:
             dollars = None
             notes.append(f"no share known for tier(s) {sorted(self._unknown_tiers)}")
         if self._price is not None:
-            share = ", ".join(f"{t} {TIERS[t]:.0%}" for t in self._tiers if TIERS[t] is not None)
+            share = ", ".join(
+                f"{t} {s:.0%}" for t in self._tiers if (s := TIERS.get(t)) is not None
+            )
             notes.append(
                 f"at {share or 'batch 50%'} of ${self._price.input:g} input / "
                 f"${self._price.output:g} output per million tokens (list prices matching "

@@ -3,8 +3,8 @@
 ::
 
     PREFIX/RUN/run.json            the ledger: provider, model, max attempts, shard ids and sizes,
-                                   the job controls and the BigQuery dataset (each written
-                                   only when set)
+                                   the job controls, the BigQuery dataset and the online
+                                   fallback's price tier (each written only when set)
     PREFIX/RUN.s0/done.json        shard 0's final outcome counts, once it is finished
 
 Both are written create-only and may have been edited by hand since: every field read back is
@@ -23,6 +23,7 @@ from .._gcs.staging import Staging
 from .._rules import MAX_ROWS, RECORD_MAX, Limits, check_id
 from .._values import PROVIDER_NAMES, Provider
 from .._vertex.controls import NO_CONTROLS, Controls
+from .._vertex.tiers import TIERS
 
 __all__ = [
     "DONE",
@@ -97,6 +98,8 @@ class Ledger:
     ``controls``: the job controls every attempt's job is created with (and every object of the
     run written with, for a CMEK key). ``dest``: the BigQuery dataset every attempt's job
     writes a table in (``_runs.sink``; written only when set, "" for GCS).
+    ``fallback_tier``: the price tier the online fallback asks for past a deadline
+    (``_vertex.tiers``; written only when not ``"standard"``).
     """
 
     id: str
@@ -110,6 +113,7 @@ class Ledger:
     # Staged by this many tasks (``_runs.registry``), 0 by one process: its shard numbers are
     # interleaved by task (``RUN.s{n*tasks+task}``), increasing, with gaps where tasks differ.
     tasks: int = 0
+    fallback_tier: str = "standard"
 
     @property
     def span(self) -> int:
@@ -131,6 +135,8 @@ class Ledger:
             data["dest"] = self.dest
         if self.tasks:
             data["tasks"] = self.tasks
+        if self.fallback_tier != "standard":
+            data["fallback_tier"] = self.fallback_tier
         return data
 
     @classmethod
@@ -192,8 +198,11 @@ class Ledger:
         dest = data.get("dest", "")
         if "dest" in data and not is_dataset(dest):
             raise bad("'dest' is not a bq://PROJECT.DATASET vertexbatch wrote")
+        tier = data.get("fallback_tier", "standard")
+        if tier not in TIERS or ("fallback_tier" in data and tier == "standard"):
+            raise bad(f"'fallback_tier' is not one of {', '.join(TIERS[1:])}")
         return cls(
-            run_id, provider, model, attempts, tuple(shards), labelled, controls, dest, tasks
+            run_id, provider, model, attempts, tuple(shards), labelled, controls, dest, tasks, tier
         )
 
 
@@ -225,16 +234,19 @@ def ledger_size(
     max_keys: int,
     controls: Controls = NO_CONTROLS,
     dest: str = "",
+    tier: str = "standard",
 ) -> int:
     """The bytes of the ledger of ``shards`` shards of at most ``max_keys`` keys each (and
-    ``controls``), as ``write_ledger`` writes it: exact when every shard holds ``max_keys``,
-    else an upper bound."""
+    ``controls``, ``dest``, fallback ``tier``), as ``write_ledger`` writes it: exact when every
+    shard holds ``max_keys``, else an upper bound."""
     if shards < 1 or max_keys < 1:
         raise ValueError(f"a ledger has shards of keys, not {shards} shards of {max_keys}")
 
     def of(n: int) -> int:
         listed = tuple(Shard(f"{run_id}.s{i}", max_keys) for i in range(n))
-        ledger = Ledger(run_id, provider, model, max_attempts, listed, True, controls, dest)
+        ledger = Ledger(
+            run_id, provider, model, max_attempts, listed, True, controls, dest, 0, tier
+        )
         return len(_encoded(ledger))
 
     one = of(1)
@@ -256,6 +268,7 @@ def max_shards(
     limits: Limits,
     controls: Controls = NO_CONTROLS,
     dest: str = "",
+    tier: str = "standard",
 ) -> int:
     """The most shards of at most ``max_keys`` keys a run's ledger can hold
     (``limits.record_bytes``)."""
@@ -263,7 +276,9 @@ def max_shards(
     low, high = 0, most  # every shard's entry takes more than a byte
     while low < high:
         mid = (low + high + 1) // 2
-        size = ledger_size(run_id, provider, model, max_attempts, mid, max_keys, controls, dest)
+        size = ledger_size(
+            run_id, provider, model, max_attempts, mid, max_keys, controls, dest, tier
+        )
         if size <= most:
             low = mid
         else:
@@ -284,17 +299,22 @@ def check_ledger_size(
     then: str = "",
     controls: Controls = NO_CONTROLS,
     dest: str = "",
+    tier: str = "standard",
 ) -> None:
-    """Raise unless the ledger of ``shards`` shards of ``shard_size`` keys (and ``controls``)
-    can be read back.
+    """Raise unless the ledger of ``shards`` shards of ``shard_size`` keys (and ``controls``,
+    ``dest``, fallback ``tier``) can be read back.
 
     ``why`` says how the number of shards is known, at the start of the message; ``then``
     ends it.
     """
-    size = ledger_size(run_id, provider, model, max_attempts, shards, shard_size, controls, dest)
+    size = ledger_size(
+        run_id, provider, model, max_attempts, shards, shard_size, controls, dest, tier
+    )
     if size <= limits.record_bytes:
         return
-    most = max_shards(run_id, provider, model, max_attempts, shard_size, limits, controls, dest)
+    most = max_shards(
+        run_id, provider, model, max_attempts, shard_size, limits, controls, dest, tier
+    )
     raise InvalidRequestError(
         f"{why or f'{shards:,} shards'}: the ledger of run {run_id!r} would be {size:,} bytes, "
         f"over the {limits.record_bytes:,} a ledger may be, as it is read back whole (it holds at "
@@ -314,6 +334,7 @@ def check_requests_fit(
     limits: Limits,
     controls: Controls = NO_CONTROLS,
     dest: str = "",
+    tier: str = "standard",
 ) -> None:
     """Raise unless ``count`` requests, cut in shards of ``shard_size``, fit a ledger that can be
     read back (known before they are read when they are a list: checked before any call)."""
@@ -331,6 +352,7 @@ def check_requests_fit(
         why=f"{count:,} requests in shards of {shard_size:,} make at least {at_least:,} shards",
         controls=controls,
         dest=dest,
+        tier=tier,
     )
 
 

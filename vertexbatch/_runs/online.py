@@ -16,6 +16,11 @@ a caller claims the shard in GCS::
     PREFIX/SHARD/online/part-00000.jsonl    the answers of one group of calls, create-only
     PREFIX/SHARD/online.jsonl               every answer, written create-only once each key has one
 
+Each row is a Vertex output row (the key's digest, ``status``, ``response``) and ``tier``: the
+price tier it was billed at, the answer's ``usageMetadata.trafficType`` as ``_vertex.tiers``
+names it (``standard``, ``flex``, ``priority``, ``provisioned``), else the tier the run asked
+for (a Claude answer, a failed call: not billed). Readers give it as ``Result.tier``.
+
 1. ``online.jsonl`` exists: the shard was answered; nothing is called. Readers take answers
    from it alone (and the later pieces it names, past 8 MiB: ``_runs.online_rows``), and it is
    what a shard answered by an earlier version holds, alone.
@@ -79,6 +84,7 @@ from .._requests.lines import StagedLine
 from .._staged.read import read_key_map, read_staged_lines
 from .._values import Job
 from .._vertex.online import from_service, status_code
+from .._vertex.tiers import billed_tier
 from .claim import CLAIM_SECONDS, Lease, claimed, creator_token, live_creators, take_claim
 from .online_rows import write_rows
 
@@ -120,8 +126,11 @@ def answer_online(
     folder: Folder,
     rows_leaf: str,
     concurrency: int = CONCURRENCY,
+    tier: str = "standard",
 ) -> bool:
-    """Answer the job's keys not in ``settled()`` online, once across processes (see above).
+    """Answer the job's keys not in ``settled()`` online, once across processes (see above),
+    each call asking for price ``tier`` (``_vertex.tiers``); each row records the tier it was
+    billed at (``tier``: the answer's ``usageMetadata.trafficType``, else the tier asked).
 
     The rows go to ``folder``'s ``rows_leaf``, create-only, by way of parts under ``rows_leaf``
     without its suffix (``online.jsonl``: ``online/``). ``settled`` is called only by the caller
@@ -156,7 +165,7 @@ def answer_online(
             lease.release()
             return False
         answered = parts.read()
-        if not _answer(cloud, job, keep, answered, parts, lease, concurrency):
+        if not _answer(cloud, job, keep, answered, parts, lease, concurrency, tier):
             logger.warning("gave up answering %s online: its claim was lost", job.id)
             return False
         rows = 0
@@ -251,6 +260,7 @@ def _answer(
     parts: _Parts,
     lease: Lease,
     concurrency: int,
+    tier: str,
 ) -> bool:
     """Answer every unsettled key no part answers, a group of calls per part; ``False`` if the
     claim was lost before the last call."""
@@ -269,7 +279,7 @@ def _answer(
     if not lines:
         return True
     lane = PROVIDERS[job.provider]
-    caller = lane.online(cloud.online, job.model, concurrency)
+    caller = lane.online(cloud.online, job.model, concurrency, tier)
     id_field = lane.id_field
 
     def answer(line: StagedLine) -> bytes | None:
@@ -282,6 +292,7 @@ def _answer(
                 f"online answer for a key of {job.id}", lambda: caller.call(body)
             )
             row["status"] = ""
+            row["tier"] = billed_tier(row["response"], tier)
         except Exception as exc:
             if not from_service(exc):
                 raise  # a call that could not be built is a bug, never a key's answer
@@ -290,6 +301,7 @@ def _answer(
                 "online call for a key of %s failed: %s %s", job.id, type(exc).__name__, code
             )
             row["status"] = {"code": code, "message": f"online call failed: {type(exc).__name__}"}
+            row["tier"] = tier  # asked, and not billed
         return json.dumps(row).encode("utf-8") + b"\n"
 
     written = 0

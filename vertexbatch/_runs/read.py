@@ -17,18 +17,18 @@ from .._errors import ExhaustedError, MissingError
 from .._job.results import read_output_file
 from .._staged.read import read_key_map
 from .._values import Job, Provider, Result
+from .._vertex.tiers import billed_tier
 from .jobs import Attempt
 from .ledger import Shard, counts_online
 from .online_rows import read_uris
 from .sink import read_attempt
 
-__all__ = ["BATCH_TIER", "ONLINE", "ONLINE_TIER", "UNSETTLED", "ShardReader"]
+__all__ = ["BATCH_TIER", "ONLINE", "UNSETTLED", "ShardReader"]
 
 ONLINE = "online.jsonl"
-# The tier each answer was billed at (``_plans.spend.TIERS``): a batch job's, and the online
-# fallback's (Standard PayGo: the fallback calls the online APIs without a tier header).
+# The tier a batch job's answer was billed at (``_plans.spend.TIERS``); an online answer's is
+# the one Vertex says served it, else the run's ``fallback_tier`` (``_vertex.tiers``).
 BATCH_TIER = "batch"
-ONLINE_TIER = "standard"
 UNSETTLED = ("retryable", "missing")
 # Why a key of a finished shard has no result: no job of the run ever ran it.
 _NEVER_RUN = "no job ran this key: the run's deadline passed before its attempt's job was created"
@@ -37,11 +37,14 @@ _NEVER_RUN = "no job ran this key: the run's deadline passed before its attempt'
 class ShardReader:
     """Reads the shards of one run."""
 
-    def __init__(self, cloud: Cloud, run_id: str, provider: Provider, model: str) -> None:
+    def __init__(
+        self, cloud: Cloud, run_id: str, provider: Provider, model: str, tier: str = "standard"
+    ) -> None:
         self._cloud = cloud
         self._run = run_id
         self._provider: Provider = provider
         self._model = model
+        self._tier = tier  # the run's fallback_tier: what an online answer was asked at
 
     def job(self, shard: Shard) -> Job:
         """The shard's first attempt as a ``Job`` value, built from its folder (no Vertex call):
@@ -100,7 +103,8 @@ class ShardReader:
         online: bool | None = None,
     ) -> Iterator[tuple[Result, int, str]]:
         """``results`` with the number of attempts that held each key and the tier its result
-        was billed at (``BATCH_TIER``, or ``ONLINE_TIER`` for an online answer).
+        was billed at (``BATCH_TIER``; an online answer's, its ``Result.tier``: the tier its
+        ``usageMetadata.trafficType`` names, else the run's ``fallback_tier``).
 
         ``fill``: a caller's results pass: each terminal attempt of a ``cache=True`` run fills
         the answer cache with its own ok answers (steps and ``status`` never write to it).
@@ -122,9 +126,11 @@ class ShardReader:
             # Answered online: the key was left unsettled by every attempt, so each held it.
             for uri in answers:
                 for result in read_output_file(staging, uri, keys, taken, first):
+                    # The tier its row records, read again from the same answer.
+                    result = replace(result, tier=billed_tier(result.response, self._tier))
                     if final and result.outcome in UNSETTLED:  # the online call's own error
                         result = exhausted(result, len(made) + 1)
-                    yield result, len(made) + 1, ONLINE_TIER
+                    yield result, len(made) + 1, result.tier
         seen = {keys.keys[i] for i in taken}
         latest = len(made) - 1
         for index in range(latest, -1, -1):

@@ -3,9 +3,10 @@ makes the run's ledger once every task has registered.
 
 ::
 
-    PREFIX/RUN/tasks/t3.json   task 3's record: the run's settings, the count of tasks, the
-                               shards it staged (ids and key counts), its keys file's MD5,
-                               and for a share of files their listing's digest (``listing``)
+    PREFIX/RUN/tasks/t3.json   task 3's record: the run's settings (the fallback's tier too),
+                               the count of tasks, the shards it staged (ids and key
+                               counts), its keys file's MD5, and for a share of files their
+                               listing's digest (``listing``)
     PREFIX/RUN/tasks/t3.keys   task 3's keys: one line per key, ``<digest> <key as JSON>``,
                                sorted by digest (the key digest every staged line carries)
     PREFIX/RUN/tasks/snapshot.json  a run from a BigQuery table: the table, its columns and the
@@ -36,6 +37,7 @@ from .._gcs.staging import Staging
 from .._rules import MAX_ROWS
 from .._values import PROVIDER_NAMES, Provider
 from .._vertex.controls import NO_CONTROLS, Controls
+from .._vertex.tiers import TIERS
 from .ledger import MAX_ATTEMPTS, Ledger, Shard, is_dataset, read_ledger, write_ledger
 
 __all__ = [
@@ -98,6 +100,7 @@ class TaskRecord:
     keys_md5: str
     dest: str = ""  # the run's BigQuery dataset ("": GCS), as the ledger records it
     listing: str = ""  # the digest of the listing of files its share was cut from ("": none)
+    fallback_tier: str = "standard"  # the online fallback's price tier, as the ledger records it
 
     @property
     def keys(self) -> int:
@@ -115,6 +118,7 @@ class TaskRecord:
             self.controls,
             dest=self.dest,
             tasks=self.count,
+            fallback_tier=self.fallback_tier,
         )
 
     def settings(self) -> tuple[object, ...]:
@@ -128,6 +132,7 @@ class TaskRecord:
             self.cache,
             self.controls,
             self.dest,
+            self.fallback_tier,
         )
 
     def to_json(self) -> dict[str, object]:
@@ -150,6 +155,8 @@ class TaskRecord:
             data["dest"] = self.dest
         if self.listing:
             data["listing"] = self.listing
+        if self.fallback_tier != "standard":
+            data["fallback_tier"] = self.fallback_tier
         return data
 
     @classmethod
@@ -200,9 +207,12 @@ class TaskRecord:
         listing = data.get("listing", "")
         if "listing" in data and (not isinstance(listing, str) or len(listing) != 32):
             raise bad("'listing' is not the MD5 digest of a listing of files")
+        tier = data.get("fallback_tier", "standard")
+        if tier not in TIERS or ("fallback_tier" in data and tier == "standard"):
+            raise bad(f"'fallback_tier' is not one of {', '.join(TIERS[1:])}")
         return cls(
             run_id, index, count, provider, model, attempts, size, data["cache"], controls,
-            tuple(shards), md5, dest, listing,
+            tuple(shards), md5, dest, listing, tier,
         )  # fmt: skip
 
 
@@ -312,6 +322,7 @@ def assemble(
         first.controls,
         dest=first.dest,
         tasks=first.count,
+        fallback_tier=first.fallback_tier,
     )
     if write and not write_ledger(staging, ledger):
         raise InvalidRequestError(
@@ -353,6 +364,7 @@ def difference(one: TaskRecord, other: TaskRecord) -> str:
     """The first setting two task records differ in, in words."""
     names = (
         "count", "provider", "model", "max_attempts", "shard_size", "cache", "controls", "dest",
+        "fallback_tier",
     )  # fmt: skip
     for name, a, b in zip(names, one.settings(), other.settings(), strict=True):
         if a != b:

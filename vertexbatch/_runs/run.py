@@ -39,6 +39,7 @@ from .._providers import PROVIDERS
 from .._rules import id_label
 from .._values import Provider, Result
 from .._vertex.controls import RUN_LABEL
+from .._vertex.tiers import check_where
 from .._waiting.schedule import check_deadline
 from .jobs import RunJobs
 from .ledger import Ledger, Shard
@@ -75,8 +76,10 @@ class KeyResult:
             ``truncated``, ``failed``, ``exhausted`` (retryable or missing, nothing more to
             try: ``result.outcome`` says so too), or ``pending`` while its shard is not
             finished.
-        tier: the tier its result was billed at: ``batch``, or the online fallback's
-            (``standard``), for ``SpendMeter.add(result, tier)``.
+        tier: the tier its result was billed at (its ``Result.tier``): ``batch``, or for an
+            answer of the online fallback the tier Vertex says served it (``standard``,
+            ``flex``, ``priority``, ``provisioned``), else the run's ``fallback_tier``; for
+            ``SpendMeter.add(result, tier)``.
     """
 
     result: Result
@@ -107,8 +110,10 @@ class Run:
         self.max_attempts = ledger.max_attempts
         self.shards = list(ledger.shards)
         self.dest = ledger.dest  # the BigQuery dataset its jobs write to ("": GCS)
+        # The price tier its online fallback asks for (``_vertex.tiers``).
+        self.fallback_tier = ledger.fallback_tier
         self._labels = {RUN_LABEL: id_label(self.id)}
-        self._reader = ShardReader(cloud, self.id, self.provider, self.model)
+        self._reader = ShardReader(cloud, self.id, self.provider, self.model, self.fallback_tier)
 
     def _made(self, write: bool, check: bool = True) -> bool:
         """Whether the run has its ledger: a tasked run's is made once every task registered
@@ -191,7 +196,8 @@ class Run:
                 with ``fallback="online"`` the shard's outstanding jobs are cancelled and its
                 unsettled keys answered online, each at most once across processes (see
                 ``vertexbatch._runs.online``).
-            fallback: ``"online"`` to answer past the deadline through the online APIs.
+            fallback: ``"online"`` to answer past the deadline through the online APIs, at
+                the run's ``fallback_tier`` (given when it started).
             max_live_jobs: jobs of this run that may be live at once; by default 4 for Claude
                 (Vertex's default quota of concurrent Claude batch jobs per project) and 16 for
                 Gemini.
@@ -200,13 +206,17 @@ class Run:
         Raises:
             InvalidRequestError: the deadline is not a timezone-aware ``datetime``
                 (``field == "deadline"``), the fallback is not ``"online"`` or ``None``
-                (``field == "fallback"``), or a limit is not a positive whole number.
+                (``field == "fallback"``), a limit is not a positive whole number, or the
+                run's ``fallback_tier`` is not served in this client's location
+                (``field == "fallback_tier"``).
         """
         check_deadline(deadline)
         if fallback not in (None, "online"):
             raise InvalidRequestError(
                 f"fallback must be 'online' or None, got {fallback!r}", field="fallback"
             )
+        if fallback == "online":
+            check_where(self._ledger.fallback_tier, self._cloud.location)
         budget = DEFAULT_LIVE_JOBS[self.provider] if max_live_jobs is None else max_live_jobs
         for name, value in (("max_live_jobs", budget), ("online_concurrency", online_concurrency)):
             if type(value) is not int or value < 1:

@@ -88,6 +88,7 @@ def create_run(
     schema: Schema | None = None,
     controls: Controls = NO_CONTROLS,
     dest: str = "",
+    fallback_tier: str = "standard",
 ) -> Run:
     """Stage every shard, write the ledger, and take the first ``advance`` step.
 
@@ -100,6 +101,8 @@ def create_run(
     (checked) go in the ledger, every shard's manifest and every attempt's job; a rejoin with
     other controls is refused. ``dest``: the run's BigQuery dataset (``_runs.sink``, checked),
     in the ledger and every shard's manifest; a rejoin with another sink is refused.
+    ``fallback_tier`` (checked by the caller: ``_vertex.tiers.check_tier``): the online
+    fallback's price tier, in the ledger; a rejoin with another is refused.
     """
     check_run_id(run_id)
     check_numbers(shard_size, max_attempts)
@@ -114,6 +117,7 @@ def create_run(
             cloud.staging.limits,
             controls,
             dest,
+            fallback_tier,
         )
     # The first request is checked before any cloud call.
     cutter = _Shards(lines, shard_size, cloud.staging.limits, dedupe)
@@ -143,6 +147,7 @@ def create_run(
             schema,
             controls,
             dest,
+            fallback_tier,
         )
         ledger = existing
     else:
@@ -166,6 +171,7 @@ def create_run(
                 ),
                 controls=controls,
                 dest=dest,
+                tier=fallback_tier,
             )
             shard_id = f"{run_id}.s{len(shards)}"
             try:
@@ -193,8 +199,9 @@ def create_run(
                 record_cached(staging, manifest.spec(shard_id, staging.folder(shard_id)), manifest)
             shards.append(Shard(shard_id, manifest.key_count))
         ledger = Ledger(
-            run_id, provider, model, max_attempts, tuple(shards), True, controls=controls, dest=dest
-        )
+            run_id, provider, model, max_attempts, tuple(shards), True, controls, dest, 0,
+            fallback_tier,
+        )  # fmt: skip
         if not write_ledger(staging, ledger):
             raise _other_run(run_id)
     run = Run(cloud, ledger)
@@ -298,12 +305,14 @@ def _check_rejoin(
     schema: Schema | None = None,
     controls: Controls = NO_CONTROLS,
     dest: str = "",
+    fallback_tier: str | None = None,
 ) -> list[Manifest]:
     """Raise unless these rows are the staged run's rows; reads only, stages nothing. Returns
     the shards' manifests.
 
-    The error says what differs: the provider, the model, the attempts, how the requests are
-    cut into shards, or the requests themselves.
+    The error says what differs: the provider, the model, the attempts, the fallback's tier
+    (unless ``None``: a plan's question), how the requests are cut into shards, or the
+    requests themselves.
     """
     run = ledger.id
     if ledger.provider != provider:
@@ -331,6 +340,12 @@ def _check_rejoin(
         )
     if ledger.dest != dest:
         raise _other_run(run, other_sink(run, ledger.dest, dest))
+    if fallback_tier is not None and ledger.fallback_tier != fallback_tier:
+        raise _other_run(
+            run,
+            f"run {run!r} was started with fallback_tier={ledger.fallback_tier!r}, not "
+            f"{fallback_tier!r}: rejoin it with {ledger.fallback_tier!r}, or use a new run id",
+        )
     # The ledger does not say whether the run used the answer cache; its first shard does.
     first = read_manifest(cloud.staging, ledger.shards[0].id)
     if first is not None and first.cache != cache:

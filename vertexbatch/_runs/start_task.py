@@ -173,12 +173,14 @@ def start_task(
     dest: str = "",
     count: int | None = None,
     listing: str = "",
+    fallback_tier: str = "standard",
 ) -> Run:
     """Stage task ``task``'s part of run ``run_id`` (its ``lines``, possibly none) and register
     it, or rejoin it; then take a step, which creates jobs only once every task registered.
 
     ``dest``: the run's BigQuery dataset (checked), in the task's record; a task given another
-    sink than a registered task's (or the ledger's) is refused before it stages. ``count``: the
+    sink than a registered task's (or the ledger's) is refused before it stages, as is another
+    ``fallback_tier`` than a registered task's (by ``assemble``). ``count``: the
     number of this task's requests when known before they are read (a list), so that a part
     whose own shards would make the run's ledger too large to read back is refused before any
     cloud call; a stream's is refused before the shard that would, is staged."""
@@ -192,7 +194,7 @@ def start_task(
     staging = cloud.staging
     wanted = TaskRecord(
         run_id, task.index, task.count, provider, model, max_attempts, shard_size, cache,
-        controls, (), "", dest, listing,
+        controls, (), "", dest, listing, fallback_tier,
     )  # fmt: skip
     floor = _LedgerFloor(wanted, staging.limits)
     if count:  # the fewest shards these requests make, each of its fewest keys
@@ -212,7 +214,7 @@ def start_task(
     _check_count(ledger, run_id, task)
     record = read_task(staging, run_id, task.index)
     if record is None:
-        _check_sink(staging, ledger, run_id, task.index, dest)
+        _check_sink(staging, ledger, run_id, task.index, dest, fallback_tier)
         record = _stage(cloud, wanted, cutter, keys, cache_ttl, schema, floor)
     else:
         _check_rejoin_task(cloud, record, wanted, cutter, cache, cache_ttl, schema)
@@ -269,7 +271,7 @@ def existing_task(
     cutter = _Shards(lines, shard_size, staging.limits, dedupe)
     wanted = TaskRecord(
         run_id, task.index, task.count, provider, model, record.max_attempts, shard_size, cache,
-        controls, (), "", dest, listing,
+        controls, (), "", dest, listing, record.fallback_tier,
     )  # fmt: skip
     staged = _check_rejoin_task(cloud, record, wanted, cutter, cache, None, schema)
     pending = [shard for shard in record.shards if read_done(staging, shard) is None]
@@ -289,18 +291,30 @@ def _check_count(ledger: Ledger | None, run_id: str, task: Task) -> None:
 
 
 def _check_sink(
-    staging: Staging, ledger: Ledger | None, run_id: str, index: int, dest: str
+    staging: Staging,
+    ledger: Ledger | None,
+    run_id: str,
+    index: int,
+    dest: str,
+    tier: str | None = None,
 ) -> None:
     """Raise if the run's ledger, or a task that registered, writes to another sink than
-    ``dest``: before task ``index`` stages anything. (Two tasks registering at once are checked
-    by ``assemble``.)"""
+    ``dest`` (or asks the fallback for another tier than ``tier``, unless ``None``): before task
+    ``index`` stages anything. (Two tasks registering at once are checked by ``assemble``.)"""
     if ledger is not None:
-        other, whose = ledger.dest, "the run's ledger"
+        other, whose, their = ledger.dest, "the run's ledger", ledger.fallback_tier
     else:
         first = any_task(staging, run_id)
         if first is None or first.index == index:
             return
-        other, whose = first.dest, f"task {first.index}"
+        other, whose, their = first.dest, f"task {first.index}", first.fallback_tier
+    if tier is not None and their != tier:
+        raise InvalidRequestError(
+            f"task {index} of run {run_id!r} was given fallback_tier={tier!r}, but {whose} "
+            f"says {their!r}: every task of a run asks the fallback for the same tier; nothing "
+            "was staged",
+            field="fallback_tier",
+        )
     if other != dest:
         raise InvalidRequestError(
             f"task {index} of run {run_id!r} writes to {sink_of(dest)}, but {whose} to "

@@ -356,7 +356,8 @@ class Step:
             return {r.key for r in results if r.outcome not in UNSETTLED}
 
         folder = cloud.staging.folder(shard.id)
-        if not answer_online(cloud, reader.job(shard), settled, folder, ONLINE, concurrency):
+        tier = self._ledger.fallback_tier
+        if not answer_online(cloud, reader.job(shard), settled, folder, ONLINE, concurrency, tier):
             # Another process holds the shard's claim, or a job of it is live: a later step
             # finishes it.
             return pending, running

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from .._bigquery.dest import check_dest
 from .._bigquery.read import check_extra
@@ -94,13 +94,17 @@ class PlanKeywords(SubmitKeywords, total=False):
 
 class RunKeywords(SubmitKeywords, total=False):
     """A run's keywords: a submission's, and ``shard_size`` (``DEFAULT_SHARD_SIZE``, 100,000),
-    ``max_attempts`` (3) and ``task`` (``None``: the run is staged by this process alone; a
+    ``max_attempts`` (3), ``task`` (``None``: the run is staged by this process alone; a
     ``vertexbatch.Task``: this process stages that task's part of a run staged by many,
-    docs/runs.md "Runs across tasks")."""
+    docs/runs.md "Runs across tasks") and ``fallback_tier`` (``"standard"``; ``"flex"`` or
+    ``"priority"``: the price tier the online fallback asks Vertex for past a deadline, checked
+    against the model and the client's location before any cloud call and kept in the run's
+    ledger; docs/runs.md "Answering the rest online")."""
 
     shard_size: int
     max_attempts: int
     task: Task | None
+    fallback_tier: Literal["standard", "flex", "priority"]
 
 
 def checked(method: str, given: Mapping[str, object], kind: type) -> Mapping[str, Any]:

@@ -9,7 +9,8 @@ fallback accepts, and the answer is the provider's JSON as a batch row holds it:
                 projects/P/locations/L/publishers/anthropic/models/M:rawPredict -> the message
     google      google-auth's AuthorizedSession to
                 projects/P/locations/L/publishers/google/models/M:generateContent
-                -> the GenerateContentResponse, in its camelCase wire form
+                -> the GenerateContentResponse, in its camelCase wire form, asked at the
+                run's price tier by its header (``_vertex.tiers``)
 
 Neither SDK's typed call is used: a typed call refuses what its signature or model lacks
 (``temperature`` as a keyword in some anthropic versions, ``anthropic_beta``, a Gemini field
@@ -42,6 +43,7 @@ from .._lifecycle import closed_error
 from .._observe.sdk_logs import quiet_requests
 from .._retry import is_transient_call_error
 from .._rules import is_loopback
+from .tiers import FLEX_TIMEOUT, tier_headers
 
 if TYPE_CHECKING:
     from anthropic import AnthropicVertex
@@ -183,10 +185,15 @@ def _close_all(closers: list[Callable[[], None]]) -> None:
 
 
 def gemini_post(
-    online: OnlineClients, model: str, method: str, body: Mapping[str, Any]
+    online: OnlineClients,
+    model: str,
+    method: str,
+    body: Mapping[str, Any],
+    tier: str = "standard",
 ) -> dict[str, Any]:
     """POST ``body`` to a Gemini model's ``method`` (``generateContent``, ``countTokens``) on
-    Vertex through the session, and return the answer's JSON object.
+    Vertex through the session, at price ``tier`` (its headers: ``_vertex.tiers``), and return
+    the answer's JSON object.
 
     Raises:
         GoogleAPICallError: the service answered 4xx or 5xx.
@@ -201,8 +208,8 @@ def gemini_post(
         response = online.gemini().post(
             url,
             data=data.encode("utf-8"),
-            headers={"Content-Type": "application/json"},
-            timeout=CALL_TIMEOUT,
+            headers={"Content-Type": "application/json", **tier_headers(tier)},
+            timeout=FLEX_TIMEOUT if tier == "flex" else CALL_TIMEOUT,
         )
     if response.status_code >= 400:
         raise api_exceptions.from_http_response(response)  # type: ignore[no-untyped-call]
@@ -259,8 +266,13 @@ def _kept() -> None:
     """A step's end: nothing to close (the clients are the ``Client``'s)."""
 
 
-def claude_caller(online: OnlineClients, model: str, concurrency: int) -> Caller:
-    """Claude's online method: the staged body POSTed to ``rawPredict``."""
+def claude_caller(
+    online: OnlineClients, model: str, concurrency: int, tier: str = "standard"
+) -> Caller:
+    """Claude's online method: the staged body POSTed to ``rawPredict`` (Standard PayGo only:
+    ``_vertex.tiers.check_tier`` refuses another tier before a run starts)."""
+    if tier != "standard":
+        raise ValueError(f"Claude's online calls are Standard PayGo only, not {tier!r}")
     vertex = online.claude()
     path = (
         f"/projects/{online.project}/locations/{online.location}/publishers/anthropic/models/"
@@ -275,12 +287,14 @@ def claude_caller(online: OnlineClients, model: str, concurrency: int) -> Caller
     return Caller(call, _kept)
 
 
-def gemini_caller(online: OnlineClients, model: str, concurrency: int) -> Caller:
-    """Gemini's online method: the staged body POSTed to ``generateContent``."""
+def gemini_caller(
+    online: OnlineClients, model: str, concurrency: int, tier: str = "standard"
+) -> Caller:
+    """Gemini's online method: the staged body POSTed to ``generateContent`` at ``tier``."""
     online.gemini()  # a closed client refuses the step here, before any call
 
     def call(body: dict[str, Any]) -> dict[str, Any]:
-        return gemini_post(online, model, "generateContent", body)
+        return gemini_post(online, model, "generateContent", body, tier)
 
     return Caller(call, _kept)
 

@@ -11,7 +11,8 @@ Routes (under `/v1/` and `/v1beta1/`, `$alt` ignored, enums always strings):
     GET    projects/{p}/locations/{l}/operations                      listOperations
     POST   projects/{p}/locations/{l}/operations/{id}:wait            waitOperation
            (the operations also under /ui/, where aiplatform_v1's REST transport asks)
-    POST   projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent  (online Gemini)
+    POST   projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent  (online Gemini;
+           its price tier asked by the X-Vertex-AI-LLM-Shared-Request-Type header: `_tiers`)
     POST   projects/{p}/locations/{l}/publishers/anthropic/models/{m}:rawPredict    (online Claude)
     GET    publishers/{pub}/models/{m}                                 getPublisherModel
     GET    /v3/projects/{p}  (Resource Manager, no version prefix)     getProject
@@ -47,6 +48,8 @@ from vertexbatch.emulator._model import answer_claude, answer_gemini
 from vertexbatch.emulator._operations import Operations
 from vertexbatch.emulator._publishers import held_permissions, project_resource, publisher_model
 from vertexbatch.emulator._spec import parse_create_body
+from vertexbatch.emulator._tiers import HEADER as TIER_HEADER
+from vertexbatch.emulator._tiers import traffic_type
 
 __all__ = ["RestServer", "Service"]
 
@@ -154,8 +157,11 @@ class Service:
         with self._lock:
             return [json.loads(body) for body in self._received[op]]
 
-    def handle(self, method: str, target: str, body: bytes) -> tuple[int, dict[str, Any], str]:
-        """Answer one call: (HTTP status, JSON body, operation name or "" when unrouted)."""
+    def handle(
+        self, method: str, target: str, body: bytes, tier: str | None = None
+    ) -> tuple[int, dict[str, Any], str]:
+        """Answer one call: (HTTP status, JSON body, operation name or "" when unrouted).
+        ``tier``: the call's ``X-Vertex-AI-LLM-Shared-Request-Type`` header (``_tiers``)."""
         parts = urlsplit(target)
         path = unquote(parts.path)
         found = next(
@@ -185,7 +191,7 @@ class Service:
             status = faults.take_before(op)
             if status is not None:
                 raise ApiError(status, f"Injected fault: {op} failed with HTTP {status}.")
-            payload = self._dispatch(op, match.groupdict(), parse_qs(parts.query), body)
+            payload = self._dispatch(op, match.groupdict(), parse_qs(parts.query), body, tier)
         except ApiError as exc:
             return exc.code, exc.body(), op
         if not faults.pass_block(op, "after"):
@@ -197,7 +203,12 @@ class Service:
         return 200, payload, op
 
     def _dispatch(
-        self, op: str, params: dict[str, str], query: dict[str, list[str]], body: bytes
+        self,
+        op: str,
+        params: dict[str, str],
+        query: dict[str, list[str]],
+        body: bytes,
+        tier: str | None = None,
     ) -> dict[str, Any]:
         store = self.store
         if op == "getPublisherModel":  # doctor's lookups: no project or location in the path
@@ -274,9 +285,11 @@ class Service:
         if op in COUNT_OPS:
             request = _json_body(body, required=True)
             return count_tokens(op, params, request, store.catalogue, store.project_number)
-        return self._online(op, params, _json_body(body, required=True))
+        return self._online(op, params, _json_body(body, required=True), tier)
 
-    def _online(self, op: str, params: dict[str, str], request: Any) -> dict[str, Any]:
+    def _online(
+        self, op: str, params: dict[str, str], request: Any, tier: str | None = None
+    ) -> dict[str, Any]:
         publisher, model = params["pub"], params["model"]
         if (op, publisher) not in (("generateContent", "google"), ("rawPredict", "anthropic")):
             raise ApiError(
@@ -286,7 +299,9 @@ class Service:
                 "NOT_FOUND",
             )
         self.store.catalogue.check(self.store.project_number, params["location"], publisher, model)
+        traffic = ""
         if op == "generateContent":
+            traffic = traffic_type(tier, params["location"])  # refused before it is answered
             answer = answer_gemini(request, model, datetime.now(UTC))
         else:
             answer = answer_claude(request, model)
@@ -295,6 +310,9 @@ class Service:
         if answer.error is not None:
             raise ApiError(answer.error.code, answer.error.message)
         assert answer.response is not None
+        usage = answer.response.get("usageMetadata")
+        if traffic and isinstance(usage, dict):
+            usage["trafficType"] = traffic
         return answer.response
 
 
@@ -308,7 +326,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length > 0 else b""
-            status, payload, op = self.server.service.handle(self.command, self.path, body)
+            tier = self.headers.get(TIER_HEADER)
+            status, payload, op = self.server.service.handle(self.command, self.path, body, tier)
         except Exception as exc:
             logger.error("internal error (%s)", type(exc).__name__)
             status, payload, op = 500, envelope(500, "Internal error encountered."), ""
