@@ -342,10 +342,11 @@ class LocalStack(StackSdk, StackBigQuery):
 
     # Scripting and inspection.
 
-    def add_model(self, publisher: str, model: str) -> None:
+    def add_model(self, publisher: str, model: str, locations: Iterable[str] | None = None) -> None:
         """Serve one more model: `add_model("anthropic", "claude-haiku-4-5")` (a bare id; with
-        `@version`, only that version)."""
-        self.catalogue.add(publisher, model)
+        `@version`, only that version), in every location or only in `locations` (elsewhere a
+        create or online call gets the catalogue's 404, as for a model a region lacks)."""
+        self.catalogue.add(publisher, model, locations)
 
     def add_location(self, location: str) -> None:
         """Serve one more location (`LocalStack(locations=...)` at start)."""
