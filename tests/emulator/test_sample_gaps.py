@@ -169,3 +169,18 @@ def test_read_media_marks_and_refusals() -> None:
     assert "systemInstruction.parts[0].fileData.fileUri" in failure.message
     missing = read_media({"contents": [{"parts": [{"inlineData": {}}]}]}, held)
     assert isinstance(missing, LineFailure) and missing.code == 400
+
+
+def test_a_batch_line_naming_an_explicit_cache_fails_as_vertex_fails_it(lab: Lab) -> None:
+    """What the client refuses at submit (issue 40, item 6) fails the line on the stack too,
+    with the words users report from Vertex; the other lines are answered."""
+    cache = "projects/p/locations/us-central1/cachedContents/c1"
+    lines = [lab.gemini_line("one", key="a"), lab.gemini_line("two", key="b", cachedContent=cache)]
+    lines[1]["key"], lines[0]["key"] = "b", "a"
+    _, rows = lab.run(lines, model=f"{GEMINI}@001")
+    by_key = {row["key"]: row for row in rows}
+    assert by_key["a"]["status"] == ""
+    error = json.loads(by_key["b"]["status"].removeprefix("Bad Request: "))["error"]
+    assert error["message"] == (
+        "Model gemini-2.5-flash@001 does not support cached content with batch prediction."
+    )

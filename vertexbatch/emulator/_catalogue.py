@@ -43,7 +43,8 @@ DEFAULT_MODELS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "google": ("gemini-2.5-flash", "gemini-3.8-flash"),
     }
 )
-"""The default catalogue, by publisher: the real ids the docs, demo and examples use
+"""The ids served in every location by default, by publisher (the client's catalogue is served
+too, where it says: `catalogued()`): the real ids the docs, demo and examples use
 (`claude-sonnet-4-5`, `gemini-2.5-flash`), and fictional ones the project's tests use
 (`claude-opus-5-5`, `claude-sonnet-5`, `gemini-3.8-flash`: no price table knows them). An id
 without `@` holds the model with no version and every version of the forms Vertex uses

@@ -16,6 +16,12 @@ never looks inside media, but it must not answer as if it had read what is not t
   (or generation) and each inline part's SHA-256 go into the local model's prompt
   (`media_marks`), so a replaced file or other bytes get another answer, and count as tokens.
 
+A line naming an explicit context cache (`cachedContent`) fails 400, `Model M does not support
+cached content with batch prediction.` (`cached_content`): batch prediction takes none (Google's
+Gemini batch page, "Unsupported features"; the words are those users report from Vertex,
+https://discuss.ai.google.dev/t/does-batch-api-in-vertex-ai-support-caching/107293, read
+2026-12-07). Online calls take one.
+
 The error names the part by its place (`contents[0].parts[1].fileData.fileUri`), never its URI
 or bytes.
 """
@@ -30,10 +36,21 @@ from typing import Any
 
 from vertexbatch.emulator._errors import LineFailure
 
-__all__ = ["read_media"]
+__all__ = ["cached_content", "read_media"]
 
 _FILE = (("fileData", "fileUri"), ("file_data", "file_uri"))
 _INLINE = ("inlineData", "inline_data")
+
+
+def cached_content(request: Any, model: str) -> LineFailure | None:
+    """The failure of a batch line naming an explicit context cache, None for any other."""
+    if isinstance(request, Mapping) and any(
+        request.get(name) is not None for name in ("cachedContent", "cached_content")
+    ):
+        return LineFailure(
+            400, f"Model {model} does not support cached content with batch prediction."
+        )
+    return None
 
 
 def _parts(request: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:

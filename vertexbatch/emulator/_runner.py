@@ -34,7 +34,7 @@ from vertexbatch.emulator._importer import (
     parse_lines,
 )
 from vertexbatch.emulator._jobs import PAUSED, PENDING, QUEUED, RUNNING, JobRecord, JobStore
-from vertexbatch.emulator._media import read_media
+from vertexbatch.emulator._media import cached_content, read_media
 from vertexbatch.emulator._model import Answer, answer_claude, answer_gemini
 from vertexbatch.emulator._rows import format_row
 
@@ -359,7 +359,9 @@ class JobRun:
             if spec.publisher == "anthropic":
                 answer = answer_claude(request, spec.model_id, check_fields=check)
             else:
-                media = read_media(request, self._fingerprint)
+                media = cached_content(request, spec.model_id) or read_media(
+                    request, self._fingerprint
+                )
                 answer = (
                     Answer(error=media)
                     if isinstance(media, LineFailure)

@@ -76,9 +76,11 @@ class LocalStack(StackSdk, StackBigQuery):
         port: the Vertex REST service's loopback port (0, the default: a free one).
         gcs_port: fake-gcs-server's loopback port (0, the default: a free one). Fixed ports
             keep the endpoints, and so the exported environment, the same across restarts.
-        models: the model catalogue, model ids by publisher ("anthropic", "google"); a create
-            or online call naming another model fails (default: `DEFAULT_MODELS`, the models
-            the project's tests and docs use). `add_model` extends it.
+        models: the model catalogue, model ids by publisher ("anthropic", "google"), served
+            everywhere; a create or online call naming another model fails (default: the
+            models the project's tests and docs use, `DEFAULT_MODELS`, everywhere, and
+            vertexbatch's model catalogue in the locations it lists: docs/local-stack.md, "The
+            model catalogue"). `add_model` extends it.
         unknown_model_code: the HTTP code of that failure (404 NOT_FOUND, as Vertex answers).
         job_options: the output options of every job (default `JobOptions()`); the same as
             calling `set_job_options(job_options)` once started.
