@@ -40,6 +40,9 @@ def test_the_default_catalogue_holds_every_catalogued_model_and_the_test_ids() -
             assert held.locations(publisher, model) is None
             held.check("1", "us-central1", publisher, model)
             held.check("1", "europe-west4", publisher, model)
+    served = LocalStack().locations.names()  # not started: nothing runs
+    assert all(location in served for row in _rows() for location in row.locations)
+    assert Catalogue({}).listed_locations() == frozenset()
     only = Catalogue({"google": ["gemini-9"]})
     assert only.models() == {"anthropic": (), "google": ("gemini-9",)}
 

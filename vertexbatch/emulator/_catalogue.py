@@ -131,6 +131,11 @@ class Catalogue:
         with self._lock:
             return self._where.get((publisher, model.partition("@")[0]))
 
+    def listed_locations(self) -> frozenset[str]:
+        """Every location some model is served only in (the stack serves each of them)."""
+        with self._lock:
+            return frozenset().union(*self._where.values())
+
     def holds(self, publisher: str, model: str) -> bool:
         """Whether `publisher/model` is served: the id itself, or its model without `@version`
         when the version has a form Vertex uses (`VERSION_FORM`)."""

@@ -121,7 +121,7 @@ class LocalStack(StackSdk, StackBigQuery):
         self.job_options = job_options or JobOptions()
         self.project = project
         self.catalogue = Catalogue(models, unknown_model_code)
-        self.locations = Locations(locations)
+        self.locations = Locations([*locations, *self.catalogue.listed_locations()])
         if location not in self.locations.names():
             self.locations.add(location)
         self.location = location
