@@ -18,6 +18,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from google.cloud import bigquery
 
 from tests.emulator.test_bigquery import LOCATION, create, new_dataset
@@ -184,3 +185,29 @@ def test_a_batch_line_naming_an_explicit_cache_fails_as_vertex_fails_it(lab: Lab
     assert error["message"] == (
         "Model gemini-2.5-flash@001 does not support cached content with batch prediction."
     )
+
+
+def test_an_online_call_reads_its_media_too(lab: Lab) -> None:
+    """google-genai's generate_content: a fileData object that is not there is 404 NOT_FOUND,
+    one that is is answered, its content changing the answer."""
+    from google.genai import errors as genai_errors
+    from google.genai import types
+
+    from tests.emulator.test_genai import genai_client
+
+    lab.gcs.bucket(lab.bucket).blob("online/a.png").upload_from_string(b"an image")
+    client = genai_client(lab.stack)
+
+    def ask(name: str) -> str:
+        part = types.Part.from_uri(file_uri=f"gs://{lab.bucket}/{name}", mime_type="image/png")
+        response = client.models.generate_content(
+            model="gemini-2.5-flash", contents=[types.Content(role="user", parts=[part])]
+        )
+        return str(response.text)
+
+    first = ask("online/a.png")
+    with pytest.raises(genai_errors.ClientError) as caught:
+        ask("online/nowhere.png")
+    assert caught.value.code == 404
+    lab.gcs.bucket(lab.bucket).blob("online/a.png").upload_from_string(b"another image")
+    assert ask("online/a.png") != first

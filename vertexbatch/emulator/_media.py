@@ -1,4 +1,5 @@
-"""A Gemini line's media parts, read as Vertex reads them before the model answers (pure).
+"""A Gemini request's media parts, read as Vertex reads them before the model answers (pure;
+the batch runner and the online route hand in the object lookup).
 
 Vertex reads a `fileData` part's object and decodes an `inlineData` part's bytes; the local model
 never looks inside media, but it must not answer as if it had read what is not there:

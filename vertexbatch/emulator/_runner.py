@@ -38,7 +38,7 @@ from vertexbatch.emulator._media import cached_content, read_media
 from vertexbatch.emulator._model import Answer, answer_claude, answer_gemini
 from vertexbatch.emulator._rows import format_row
 
-__all__ = ["JobRun", "StoreMissing", "make_runner", "split_gcs_uri"]
+__all__ = ["JobRun", "StoreMissing", "make_runner", "object_fingerprint", "split_gcs_uri"]
 
 logger = logging.getLogger("vertexbatch.emulator")
 
@@ -58,6 +58,16 @@ class StoreMissing(Exception):
 class _BucketMissing(StoreMissing):
     def __init__(self, bucket: str) -> None:
         super().__init__(f"Failed to get GCS bucket location for gs://{bucket}.")
+
+
+def object_fingerprint(client: storage.Client, bucket: str, name: str) -> str | None:
+    """An object's MD5 (or generation) for a Gemini fileData part (`_media.read_media`), None
+    when it (or its bucket) is not there."""
+    try:
+        blob = client.bucket(bucket).get_blob(name)
+    except api_exceptions.GoogleAPIError:
+        return None
+    return None if blob is None else str(blob.md5_hash or blob.generation)
 
 
 def split_gcs_uri(uri: str) -> tuple[str, str]:
@@ -213,12 +223,7 @@ class JobRun:
             raise _BucketMissing(output_bucket)
 
     def _fingerprint(self, bucket: str, name: str) -> str | None:
-        """An object's MD5 (or generation) for a line's fileData part, None when it is not there."""
-        try:
-            blob = self.client.bucket(bucket).get_blob(name)
-        except api_exceptions.GoogleAPIError:
-            return None
-        return None if blob is None else str(blob.md5_hash or blob.generation)
+        return object_fingerprint(self.client, bucket, name)
 
     def _bucket_exists(self, bucket: str) -> bool:
         try:
