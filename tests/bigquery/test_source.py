@@ -293,3 +293,17 @@ def test_a_gemini_row_with_a_field_no_generate_content_request_has_is_refused(
     assert "generation_config" not in said  # the caller's names by position only
     assert "SECRET" not in str(info.value)
     assert bucket_names(bq, bq_client.bucket) == []
+
+
+def test_a_gemini_row_naming_an_explicit_cache_is_refused(
+    bq: LocalStack, bq_client: vb.Client, dataset: str
+) -> None:
+    """Issue 40, item 6: a source row's cachedContent is refused as in Python, before anything
+    is staged, naming the key, never the cache."""
+    good = gemini_request_body("g", "Q", None)
+    request = {**good, "cachedContent": "projects/p/locations/l/cachedContents/SECRET"}
+    table = make_table(bq, dataset, [{"custom_id": "g", "request": request}])
+    with pytest.raises(vb.InvalidRequestError, match="request 'g' sets cachedContent") as info:
+        bq_client.submit_gemini("gem-cache", GEMINI, vb.BigQuerySource(table))
+    assert "SECRET" not in str(info.value)
+    assert bucket_names(bq, bq_client.bucket) == []

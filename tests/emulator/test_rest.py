@@ -141,9 +141,10 @@ def test_unknown_model_is_404(lab: Any, model: str) -> None:
     with pytest.raises(gexc.NotFound) as info:
         lab.create(model=model)
     publisher, model_id = model.split("/")[1], model.split("/")[3]
-    assert info.value.message.endswith(
+    assert (
         f"The PublisherModel projects/{lab.stack.project_number}/locations/us-central1/"
-        f"publishers/{publisher}/models/{model_id} does not exist."
+        f"publishers/{publisher}/models/{model_id} does not exist. (Local stack: "
+        in info.value.message
     )
 
 

@@ -16,8 +16,10 @@ not hide behind the same bug in the service), and uses the client in two places 
 ``LocalStack.client()`` and ``LocalStack.environment()`` (``STACK_IMPORTS``, ``STACK_USERS``), to
 build a client and to name the variables ``Client.from_env`` reads; and the table of request
 fields its model refuses unknown ones by (``SHARED_WITH_STACK``: ``_requests.sdk_fields``, which
-imports nothing of the client but its walk). The client reaches the stack only from the command
-(``vertexbatch emulator``, ``vertexbatch demo``).
+imports nothing of the client but its walk); and the model catalogue's rows
+(``vertexbatch._catalogue.catalogue``, data read from ``models.toml``; the package imports nothing
+of the client but ``_errors``), which the stack serves by default. The client reaches the stack
+only from the command (``vertexbatch emulator``, ``vertexbatch demo``).
 """
 
 from __future__ import annotations
@@ -95,7 +97,14 @@ STACK_USERS = {"LocalStack.client", "LocalStack.environment"}  # where those nam
 # refuses what the provider would by the same table the client checks before staging, so
 # that the two cannot disagree about which fields exist; tests/requests/test_request_fields.py holds
 # the table to the SDK types themselves.
-SHARED_WITH_STACK = {"vertexbatch._requests.sdk_fields": {"claude_unknown", "gemini_unknown"}}
+#
+# And the model catalogue: the rows of ``vertexbatch/_catalogue/models.toml`` (publisher, id,
+# locations: Google's facts, data and no client logic), so that the stack serves every model the
+# client knows, where the catalogue says (docs/local-stack.md, "The model catalogue").
+SHARED_WITH_STACK = {
+    "vertexbatch._requests.sdk_fields": {"claude_unknown", "gemini_unknown"},
+    "vertexbatch._catalogue": {"catalogue"},
+}
 
 
 @dataclass(frozen=True)
@@ -347,6 +356,16 @@ def test_the_shared_field_table_imports_nothing_of_the_client() -> None:
             assert targets <= may, (
                 f"{module} imports {sorted(map(str, targets))} (line {node.lineno})"
             )
+
+
+def test_the_shared_catalogue_imports_nothing_of_the_client() -> None:
+    """The catalogue the stack reads (SHARED_WITH_STACK) imports no vertexbatch module but its
+    own and ``_errors``."""
+    for path in sorted((PACKAGE / "_catalogue").glob("*.py")):
+        for node, names, _ in _imports(path):
+            targets = {_node_of(name) for name in names} - {None}
+            outside = {t for t in targets if t != "_errors" and t.split(".")[0] != "_catalogue"}
+            assert not outside, f"{path.name} imports {sorted(map(str, outside))} ({node.lineno})"
 
 
 def test_the_local_stack_shares_no_code_with_the_client() -> None:

@@ -63,6 +63,15 @@ _port = click.IntRange(0, 65535)
     "google-cloud-aiplatform knows, global, us and eu; a call under any other is a 400.",
 )
 @click.option(
+    "--model",
+    "models",
+    multiple=True,
+    metavar="PUBLISHER/MODEL",
+    help="Also serve this model (repeatable), e.g. google/gemini-3.5-flash. By default the "
+    "stack serves the models vertexbatch's catalogue lists (where it lists them) and the ids "
+    "the tests use; a call naming any other is Vertex's 404.",
+)
+@click.option(
     "--state-dir",
     type=click.Path(file_okay=False),
     default=None,
@@ -81,6 +90,7 @@ def emulator(
     probe_report: str | None,
     bigquery: bool,
     locations: tuple[str, ...],
+    models: tuple[str, ...],
     state_dir: str | None,
 ) -> None:
     """Run the local stack (GCS + Vertex) until Ctrl-C or SIGTERM; print its environment.
@@ -113,10 +123,12 @@ def emulator(
             bigquery=bigquery,
             locations=locations,
             state_dir=state_dir,
+            models=models,
         )
-    except ValueError as exc:  # not a probe report, a location name, a state file
+    except ValueError as exc:  # not a probe report, a location or model name, a state file
         text = str(exc)
         flag = "--location" if text.startswith("location ") else "--probe-report"
+        flag = "--model" if text.startswith("model ") else flag
         flag = "--state-dir" if "state file" in text else flag
         raise Fail(ExitCode.USAGE, f"{flag}: {exc}") from None
     except RuntimeError as exc:  # --bigquery without the extra, or bqemulator did not start

@@ -37,6 +37,15 @@ _CLIENT_SIDE = {
 }
 _NOT_ON_VERTEX = {"enableEnhancedCivicAnswers", "store"}
 
+# Batch prediction does not take an explicit context cache: a line naming one fails hours later
+# ("Model ... does not support cached content with batch prediction.", 400 per line). Sources,
+# read 2026-12-07: Google's Gemini batch page, "Unsupported features: batch prediction does not
+# support explicit caching or RAG" (https://cloud.google.com/vertex-ai/generative-ai/docs/
+# multimodal/batch-prediction-gemini, its zh-CN and zh-TW versions); python-genai issue #509,
+# "Cannot send cached content to a batch job" (https://github.com/googleapis/python-genai/issues/
+# 509); implicit caching needs no field and keeps working.
+_EXPLICIT_CACHE = "cachedContent"
+
 
 def _contents(key: str, contents: Any) -> list[Any]:
     # Fast path for the common forms; google-genai's own transformer handles the rest.
@@ -255,6 +264,8 @@ def _config_parts(key: str, config: Any) -> tuple[dict[str, Any], dict[str, Any]
     fields: dict[str, Any] = {}
     generation: dict[str, Any] = {}
     for name, value in _config(key, config).items():
+        if name == _EXPLICIT_CACHE:
+            raise _explicit_cache(key)
         if name in _REQUEST_LEVEL:
             fields[_REQUEST_LEVEL[name]] = value
         else:
@@ -270,6 +281,17 @@ def _config_parts(key: str, config: Any) -> tuple[dict[str, Any], dict[str, Any]
         _PARTS.clear()  # a job's configs are few: more means each is used by few lines
     _PARTS[text] = fields, generation, shared
     return fields, generation, shared
+
+
+def _explicit_cache(key: str) -> InvalidRequestError:
+    """The refusal of a request naming an explicit context cache (its name is never quoted)."""
+    return InvalidRequestError(
+        f"config of request {key!r} sets cachedContent (an explicit context cache): Vertex "
+        "batch prediction does not take explicit context caches, and every line naming one "
+        "fails; drop it and send the cached contents in the request (Gemini's implicit "
+        "caching applies to batch by itself)",
+        field="config",
+    )
 
 
 # generationConfig's numbers by their proto type in aiplatform_v1's GenerationConfig: int32 and

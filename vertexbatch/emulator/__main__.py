@@ -1,5 +1,6 @@
 """`python -m vertexbatch.emulator [--bucket NAME] [--row-seconds S] [--port N] [--gcs-port N]
-[--env-file PATH] [--probe-report PATH] [--bigquery] [--location NAME ...] [--state-dir DIR]`:
+[--env-file PATH] [--probe-report PATH] [--bigquery] [--location NAME ...] [--model P/M ...]
+[--state-dir DIR]`:
 the stack, as `vertexbatch emulator` runs it."""
 
 from __future__ import annotations
@@ -42,6 +43,14 @@ def main(argv: list[str] | None = None) -> None:
         help="also serve this location (repeatable; the default catalogue is DEFAULT_LOCATIONS)",
     )
     parser.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="PUBLISHER/MODEL",
+        help="also serve this model, e.g. google/gemini-3.5-flash (repeatable; the default "
+        "catalogue is DEFAULT_MODELS and vertexbatch's model catalogue)",
+    )
+    parser.add_argument(
         "--state-dir",
         metavar="DIR",
         help="keep jobs and GCS objects in DIR across restarts (default: in memory, gone when "
@@ -59,6 +68,7 @@ def main(argv: list[str] | None = None) -> None:
             bigquery=args.bigquery,
             locations=args.location,
             state_dir=args.state_dir,
+            models=args.model,
         )
     except (OSError, ValueError, RuntimeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc

@@ -13,8 +13,11 @@ writing differ. As Vertex describes it (wire reference §9b):
 - Output: the copied columns with their input types, then `request` (JSON), `response` (JSON),
   `status` (STRING, "" for a row with a response) and `processed_time` (TIMESTAMP), written once
   at the end (or at a cancel or expiry: the finished rows) by a load job, into the named table
-  or `JobOptions.bigquery_table_name` in the named dataset; an existing table is appended to.
-  No incremental output is written.
+  or `JobOptions.bigquery_table_name` in the named dataset (for `bq://PROJECT`, a dataset the
+  job creates in its location: `_bq_spec.output_dataset`). No incremental output is written.
+- A named output table must not exist (the v1 BigQueryDestination reference): the job creates
+  it, empty, when it starts, and one that already exists fails the job with code 9 (Vertex's
+  code and words there are UNCONFIRMED); it is never appended to.
 - A dataset that does not exist fails the job with code 9; an input table that does not exist
   fails its import (code 3). A dataset in another location than the job's is refused at create
   (`admit`, 400), with the message Vertex is reported to give.
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from google.api_core import exceptions as api_exceptions
 
 from vertexbatch.emulator._bigquery import MISSING_EXTRA, missing_modules
-from vertexbatch.emulator._bq_spec import TableRef, output_table_name, parse_uri
+from vertexbatch.emulator._bq_spec import TableRef, output_dataset, output_table_name, parse_uri
 from vertexbatch.emulator._errors import ApiError
 from vertexbatch.emulator._importer import MAX_ROWS, ImportFailure
 from vertexbatch.emulator._jobs import JobRecord, JobStore
@@ -85,6 +88,8 @@ def make_admit(
             for uri in uris:
                 ref = parse_uri(uri)
                 assert ref is not None
+                if not ref.dataset:
+                    continue  # bq://PROJECT: the job creates its dataset, in its location
                 try:
                     where = client.get_dataset(f"{ref.project}.{ref.dataset}").location
                 except api_exceptions.NotFound:
@@ -218,17 +223,41 @@ class BigQueryRun(JobRun):
     # Output.
 
     def _destination(self) -> TableRef:
-        ref = parse_uri(self.job.spec.bigquery_destination)
-        assert ref is not None
-        return ref
+        spec = self.job.spec
+        return output_dataset(spec.bigquery_destination, spec.model_id, self.job.create_time)
+
+    def _schema(self) -> list[bigquery.SchemaField]:
+        from google.cloud import bigquery
+
+        columns = [*self._copied, *((n, t, "NULLABLE") for n, t in _OUTPUT_COLUMNS)]
+        return [bigquery.SchemaField(n, t, mode=m) for n, t, m in columns]
 
     def _check_output(self) -> None:
-        if not self.job.spec.bigquery_destination:
+        spec = self.job.spec
+        if not spec.bigquery_destination:
             super()._check_output()
             return
         ref = self._destination()
-        if not self._dataset_exists(ref):
+        if parse_uri(spec.bigquery_destination) != ref:  # bq://PROJECT: the job's own dataset
+            from google.cloud import bigquery
+
+            dataset = bigquery.Dataset(ref.dataset_id)
+            dataset.location = self.job.location
+            self.bq.create_dataset(dataset, exists_ok=True)
+        elif not self._dataset_exists(ref):
             raise StoreMissing(f"Failed to get BigQuery dataset location for {ref.dataset_uri}.")
+        if ref.table is None:
+            return
+        from google.cloud import bigquery
+
+        try:  # the named table must not exist: made now, empty, so that it is never shared
+            self.bq.create_table(bigquery.Table(ref.table_id(), self._schema()))
+        except api_exceptions.Conflict:
+            raise StoreMissing(
+                f"BigQuery table {ref.table_id()} already exists: a BigQuery output table "
+                "given in full must not exist (name its dataset, bq://PROJECT.DATASET, and the "
+                "job creates a table of its own)."
+            ) from None
 
     def _write_shard(self) -> None:
         if not self.job.spec.bigquery_destination:
@@ -245,12 +274,12 @@ class BigQueryRun(JobRun):
         name = output_table_name(
             job.spec.bigquery_destination, job.create_time, job.options.bigquery_table_name
         )
-        columns = [*self._copied, *((n, t, "NULLABLE") for n, t in _OUTPUT_COLUMNS)]
-        schema = [bigquery.SchemaField(n, t, mode=m) for n, t, m in columns]
+        schema = self._schema()
+        # The job's own table: a named one was made when the job started.
         table = self.bq.create_table(bigquery.Table(ref.table_id(name), schema), exists_ok=True)
         if not self.lines:
             return
-        names = [n for n, _, _ in columns]
+        names = [field.name for field in schema]
         data = io.BytesIO()
         for line in self.lines:
             row = json.loads(line)

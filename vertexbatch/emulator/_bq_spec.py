@@ -2,10 +2,26 @@
 
 `inputConfig: {instancesFormat: "bigquery", bigquerySource: {inputUri: "bq://P.D.T"}}` and
 `outputConfig: {predictionsFormat: "bigquery", bigqueryDestination: {outputUri: "bq://P.D"}}`
-(or `bq://P.D.T`), as the wire reference (§9b) has them. BigQuery input is not served on the
-`global` endpoint (GCS input is). The job reports `outputInfo.bigqueryOutputDataset`
-(`bq://P.D`) and `outputInfo.bigqueryOutputTable` (the table's name alone), as the
-BatchPredictionJob reference's OutputInfo describes them.
+(or `bq://P.D.T`, or `bq://P`), as the wire reference (§9b) has them. BigQuery input is not
+served on the `global` endpoint (GCS input is). The job reports
+`outputInfo.bigqueryOutputDataset` (`bq://P.D`) and `outputInfo.bigqueryOutputTable` (the
+table's name alone), as the BatchPredictionJob reference's OutputInfo describes them.
+
+The three forms of `bigqueryDestination.outputUri` (BigQueryDestination, v1 REST reference,
+https://docs.cloud.google.com/vertex-ai/docs/reference/rest/v1/BigQueryDestination, read
+2026-12-07: "When only the project is specified, the Dataset and Table is created. When the full
+table reference is specified, the Dataset must exist and table must not exist."):
+
+- `bq://P`: the job creates a dataset `prediction_<model-display-name>_<job-create-time>`, the
+  name made BigQuery-dataset-name compatible (special characters become underscores) and the
+  time `YYYY_MM_DDThh_mm_ss_sssZ` (OutputConfig.bigquery_destination, the same reference and
+  google-cloud-aiplatform's `BatchPredictionJob.OutputConfig` docstring); a publisher model has
+  no display name of its own, so the stack uses the model id as created
+  (`gemini-2.5-flash@001` → `gemini_2_5_flash_001`: UNCONFIRMED), and names the table in it as
+  for a dataset (`JobOptions.bigquery_table_name`).
+- `bq://P.D`: the job creates a table of its own naming in D.
+- `bq://P.D.T`: T must not exist; the stack creates it when the job starts and fails the job
+  (code 9) if it already exists (the code and words Vertex uses there are UNCONFIRMED).
 """
 
 from __future__ import annotations
@@ -22,6 +38,7 @@ __all__ = [
     "bigquery_destination",
     "bigquery_source",
     "config_json",
+    "output_dataset",
     "output_info",
     "output_table_name",
     "parse_uri",
@@ -30,28 +47,35 @@ __all__ = [
 # BigQuery names: a project id (lowercase letters, digits and dashes, after `domain:` for a
 # domain-scoped project), a dataset (letters, digits, underscores), a table (dashes too).
 _URI = re.compile(
-    r"^bq://((?:[a-z0-9.-]+:)?[a-z0-9][a-z0-9-]*)\.(\w{1,1024})(?:\.([\w-]{1,1024}))?$"
+    r"^bq://((?:[a-z0-9.-]+:)?[a-z0-9][a-z0-9-]*)(?:\.(\w{1,1024})(?:\.([\w-]{1,1024}))?)?$"
 )
+_NOT_DATASET_NAME = re.compile(r"\W")
 
 
 @dataclass(frozen=True, slots=True)
 class TableRef:
-    """`bq://project.dataset[.table]`, split."""
+    """`bq://project[.dataset[.table]]`, split (`dataset` "" for a project alone)."""
 
     project: str
     dataset: str
     table: str | None
 
     @property
+    def dataset_id(self) -> str:
+        """`project.dataset`."""
+        assert self.dataset
+        return f"{self.project}.{self.dataset}"
+
+    @property
     def dataset_uri(self) -> str:
         """`bq://project.dataset`."""
-        return f"bq://{self.project}.{self.dataset}"
+        return f"bq://{self.dataset_id}"
 
     def table_id(self, table: str | None = None) -> str:
         """`project.dataset.table` (the given table, else this one's)."""
         name = table or self.table
         assert name is not None
-        return f"{self.project}.{self.dataset}.{name}"
+        return f"{self.dataset_id}.{name}"
 
 
 def parse_uri(uri: str) -> TableRef | None:
@@ -59,7 +83,7 @@ def parse_uri(uri: str) -> TableRef | None:
     match = _URI.match(uri)
     if match is None:
         return None
-    return TableRef(match.group(1), match.group(2), match.group(3))
+    return TableRef(match.group(1), match.group(2) or "", match.group(3))
 
 
 def bigquery_source(input_config: Any, location: str) -> str | None:
@@ -78,7 +102,7 @@ def bigquery_source(input_config: Any, location: str) -> str | None:
     if not isinstance(uri, str) or not uri:
         raise bad_request("BatchPredictionJob.input_config.bigquery_source.input_uri is required.")
     ref = parse_uri(uri)
-    if ref is None or ref.table is None:
+    if ref is None or not ref.dataset or ref.table is None:
         raise bad_request(
             f"Invalid BigQuery input URI {uri!r}: expected bq://projectId.bqDatasetId.bqTableId."
         )
@@ -110,12 +134,24 @@ def bigquery_destination(output_config: Any) -> str | None:
         )
     if parse_uri(uri) is None:
         raise bad_request(
-            f"Invalid BigQuery output URI {uri!r}: expected bq://projectId.bqDatasetId "
-            "or bq://projectId.bqDatasetId.bqTableId."
+            f"Invalid BigQuery output URI {uri!r}: expected bq://projectId, "
+            "bq://projectId.bqDatasetId or bq://projectId.bqDatasetId.bqTableId."
         )
     if output_config.get("predictionsFormat") != "bigquery":
         raise bad_request('A BigQuery destination needs predictions_format "bigquery".')
     return uri
+
+
+def output_dataset(destination: str, model_id: str, create_time: datetime) -> TableRef:
+    """The destination with its dataset: the URI's own, or for `bq://P` the one the job creates,
+    `prediction_<model>_<create time YYYY_MM_DDThh_mm_ss_sssZ>`."""
+    ref = parse_uri(destination)
+    assert ref is not None
+    if ref.dataset:
+        return ref
+    model = _NOT_DATASET_NAME.sub("_", model_id)
+    moment = create_time.strftime("%Y_%m_%dT%H_%M_%S_") + f"{create_time.microsecond // 1000:03d}Z"
+    return TableRef(ref.project, f"prediction_{model}_{moment}", None)
 
 
 def output_table_name(destination: str, create_time: datetime, naming: str) -> str:
@@ -127,12 +163,12 @@ def output_table_name(destination: str, create_time: datetime, naming: str) -> s
     return naming.format(create_time=create_time)
 
 
-def output_info(destination: str, create_time: datetime, naming: str) -> dict[str, str]:
+def output_info(
+    destination: str, model_id: str, create_time: datetime, naming: str
+) -> dict[str, str]:
     """The job's `outputInfo` for a BigQuery destination."""
-    ref = parse_uri(destination)
-    assert ref is not None
     return {
-        "bigqueryOutputDataset": ref.dataset_uri,
+        "bigqueryOutputDataset": output_dataset(destination, model_id, create_time).dataset_uri,
         "bigqueryOutputTable": output_table_name(destination, create_time, naming),
     }
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from vertexbatch.emulator._catalogue import model_option
 from vertexbatch.emulator._options import Timing
 from vertexbatch.emulator._stack import LocalStack
 
@@ -77,6 +78,7 @@ def run_foreground(
     bigquery: bool = False,
     locations: Iterable[str] = (),
     state_dir: str | os.PathLike[str] | None = None,
+    models: Iterable[str] = (),
 ) -> None:
     """Start a stack, create `bucket`, print the shell environment that points code at it, block.
 
@@ -99,12 +101,15 @@ def run_foreground(
         locations: locations served besides `DEFAULT_LOCATIONS` (`LocalStack(locations=)`).
         state_dir: keep jobs and GCS objects there across restarts (`LocalStack(state_dir=)`);
             None: in memory, gone when the stack stops.
+        models: models served besides the default catalogue, each `PUBLISHER/MODEL`
+            (`LocalStack.add_model`).
 
     Raises:
         OSError: a fixed port is in use (``errno.EADDRINUSE``), or the report cannot be read.
         FileExistsError: ``env_file`` is the file of another emulator that still serves
             (``EnvFileInUse``: its ``pid``); nothing was started.
-        ValueError: the report is not a probe report.
+        ValueError: the report is not a probe report, or a model is not `PUBLISHER/MODEL`
+            (the message starts with "model ").
         RuntimeError: BigQuery was asked for and the `bigquery-local` extra is missing.
     """
     out = sys.stdout if out is None else out
@@ -121,6 +126,7 @@ def run_foreground(
             signum = getattr(signal, name, None)
             if signum is not None:
                 previous[signum] = signal.signal(signum, on_signal)
+    added = [model_option(text) for text in models]  # refused before anything starts
     written = ""
     try:
         if path is not None:
@@ -138,6 +144,8 @@ def run_foreground(
             local = LocalStack.from_probe_report(probe_report, timing=pacing, **options)
         else:
             local = LocalStack(timing=pacing, **options)
+        for publisher, model in added:
+            local.add_model(publisher, model)
         with local as stack:
             stack.create_bucket(bucket)
             exports = export_lines(stack.environment(bucket))

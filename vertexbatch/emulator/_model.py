@@ -294,8 +294,17 @@ def answer_claude(request: Any, model: str, *, check_fields: bool = True) -> Ans
     return Answer(response=message)
 
 
-def answer_gemini(request: Any, model: str, now: datetime, *, check_fields: bool = True) -> Answer:
+def answer_gemini(
+    request: Any,
+    model: str,
+    now: datetime,
+    *,
+    check_fields: bool = True,
+    media: tuple[str, ...] = (),
+) -> Answer:
     """Answer one Gemini line's `request` (a GenerateContentRequest, camelCase or snake_case).
+
+    `media`: the marks of what its media parts hold (`_media.read_media`), part of the prompt.
 
     A field google-genai's types do not name is refused first, as Vertex's JSON parser refuses
     it: 400 INVALID_ARGUMENT, `Invalid JSON payload received. Unknown name "x" at
@@ -315,7 +324,7 @@ def answer_gemini(request: Any, model: str, now: datetime, *, check_fields: bool
         for content in contents
     ):
         return Answer(error=LineFailure(400, "Please use a valid role: user, model."))
-    planned = _plan(gemini_texts(request))
+    planned = _plan(gemini_texts(request) + list(media))
     if isinstance(planned, Answer):
         return planned
     plan, draft = planned

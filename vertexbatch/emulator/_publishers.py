@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vertexbatch.emulator._catalogue import Catalogue
+from vertexbatch.emulator._catalogue import Catalogue, missing_hint
 from vertexbatch.emulator._errors import ApiError
 
 __all__ = ["held_permissions", "project_resource", "publisher_model"]
@@ -29,7 +29,8 @@ def publisher_model(catalogue: Catalogue, publisher: str, model: str) -> dict[st
     if not catalogue.holds(publisher, model):
         raise ApiError(
             404,
-            f"Publisher Model `publishers/{publisher}/models/{model}` is not found.",
+            f"Publisher Model `publishers/{publisher}/models/{model}` is not found. "
+            + missing_hint(publisher, model),
             "NOT_FOUND",
         )
     bare, _, version = model.partition("@")

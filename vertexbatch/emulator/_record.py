@@ -117,7 +117,9 @@ class JobRecord:
         out.update(config_json(spec))
         if self.show_output_info and spec.bigquery_destination:
             naming = self.options.bigquery_table_name
-            out["outputInfo"] = output_info(spec.bigquery_destination, self.create_time, naming)
+            out["outputInfo"] = output_info(
+                spec.bigquery_destination, spec.model_id, self.create_time, naming
+            )
         elif self.show_output_info:
             out["outputInfo"] = {"gcsOutputDirectory": self.output_dir}
         out["state"] = self.state

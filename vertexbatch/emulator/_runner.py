@@ -24,6 +24,7 @@ from typing import Any
 from google.api_core import exceptions as api_exceptions
 from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
 
+from vertexbatch.emulator._errors import LineFailure
 from vertexbatch.emulator._faults import JobFault
 from vertexbatch.emulator._importer import (
     ImportFailure,
@@ -33,10 +34,11 @@ from vertexbatch.emulator._importer import (
     parse_lines,
 )
 from vertexbatch.emulator._jobs import PAUSED, PENDING, QUEUED, RUNNING, JobRecord, JobStore
-from vertexbatch.emulator._model import answer_claude, answer_gemini
+from vertexbatch.emulator._media import cached_content, read_media
+from vertexbatch.emulator._model import Answer, answer_claude, answer_gemini
 from vertexbatch.emulator._rows import format_row
 
-__all__ = ["JobRun", "StoreMissing", "make_runner", "split_gcs_uri"]
+__all__ = ["JobRun", "StoreMissing", "make_runner", "object_fingerprint", "split_gcs_uri"]
 
 logger = logging.getLogger("vertexbatch.emulator")
 
@@ -56,6 +58,16 @@ class StoreMissing(Exception):
 class _BucketMissing(StoreMissing):
     def __init__(self, bucket: str) -> None:
         super().__init__(f"Failed to get GCS bucket location for gs://{bucket}.")
+
+
+def object_fingerprint(client: storage.Client, bucket: str, name: str) -> str | None:
+    """An object's MD5 (or generation) for a Gemini fileData part (`_media.read_media`), None
+    when it (or its bucket) is not there."""
+    try:
+        blob = client.bucket(bucket).get_blob(name)
+    except api_exceptions.GoogleAPIError:
+        return None
+    return None if blob is None else str(blob.md5_hash or blob.generation)
 
 
 def split_gcs_uri(uri: str) -> tuple[str, str]:
@@ -210,6 +222,9 @@ class JobRun:
         if not self._bucket_exists(output_bucket):
             raise _BucketMissing(output_bucket)
 
+    def _fingerprint(self, bucket: str, name: str) -> str | None:
+        return object_fingerprint(self.client, bucket, name)
+
     def _bucket_exists(self, bucket: str) -> bool:
         try:
             return self.client.lookup_bucket(bucket) is not None
@@ -349,7 +364,14 @@ class JobRun:
             if spec.publisher == "anthropic":
                 answer = answer_claude(request, spec.model_id, check_fields=check)
             else:
-                answer = answer_gemini(request, spec.model_id, now, check_fields=check)
+                media = cached_content(request, spec.model_id) or read_media(
+                    request, self._fingerprint
+                )
+                answer = (
+                    Answer(error=media)
+                    if isinstance(media, LineFailure)
+                    else answer_gemini(request, spec.model_id, now, check_fields=check, media=media)
+                )
             row = format_row(
                 provider=spec.publisher, line=echoed, answer=answer, moment=now, options=job.options
             )

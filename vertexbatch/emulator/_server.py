@@ -35,21 +35,27 @@ import sys
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from vertexbatch.emulator._count_tokens import COUNT_OPS, COUNT_ROUTES, count_tokens
 from vertexbatch.emulator._create import check_fields, check_query, not_emulated, read_mask
-from vertexbatch.emulator._errors import ApiError, bad_request, envelope
+from vertexbatch.emulator._errors import ApiError, LineFailure, bad_request, envelope
 from vertexbatch.emulator._jobs import JobStore
+from vertexbatch.emulator._media import read_media
 from vertexbatch.emulator._model import answer_claude, answer_gemini
 from vertexbatch.emulator._operations import Operations
 from vertexbatch.emulator._publishers import held_permissions, project_resource, publisher_model
+from vertexbatch.emulator._runner import object_fingerprint
 from vertexbatch.emulator._spec import parse_create_body
 from vertexbatch.emulator._tiers import HEADER as TIER_HEADER
 from vertexbatch.emulator._tiers import traffic_type
+
+if TYPE_CHECKING:
+    from google.cloud import storage
 
 __all__ = ["RestServer", "Service"]
 
@@ -130,12 +136,23 @@ def _json_body(body: bytes, *, required: bool) -> Any:
 class Service:
     """Routes one REST call to the job store, applying faults and counting calls."""
 
-    def __init__(self, store: JobStore) -> None:
+    def __init__(
+        self, store: JobStore, storage: Callable[[], storage.Client] | None = None
+    ) -> None:
         self.store = store
+        self._storage = storage  # reads an online Gemini call's fileData objects
         self._lock = threading.Lock()
         self._calls: Counter[str] = Counter()
         self.operations = Operations(store.project_number)
         self._received: dict[str, deque[Any]] = {op: deque(maxlen=_RECEIVED) for op in _ONLINE}
+
+    def _fingerprint(self, bucket: str, name: str) -> str | None:
+        assert self._storage is not None
+        client = self._storage()
+        try:
+            return object_fingerprint(client, bucket, name)
+        finally:
+            client.close()
 
     def calls(self) -> Counter[str]:
         """A copy of the call counts by operation."""
@@ -302,7 +319,10 @@ class Service:
         traffic = ""
         if op == "generateContent":
             traffic = traffic_type(tier, params["location"])  # refused before it is answered
-            answer = answer_gemini(request, model, datetime.now(UTC))
+            media = read_media(request, self._fingerprint) if self._storage is not None else ()
+            if isinstance(media, LineFailure):
+                raise ApiError(media.code, media.message)
+            answer = answer_gemini(request, model, datetime.now(UTC), media=media)
         else:
             answer = answer_claude(request, model)
         if answer.dropped:

@@ -76,9 +76,11 @@ class LocalStack(StackSdk, StackBigQuery):
         port: the Vertex REST service's loopback port (0, the default: a free one).
         gcs_port: fake-gcs-server's loopback port (0, the default: a free one). Fixed ports
             keep the endpoints, and so the exported environment, the same across restarts.
-        models: the model catalogue, model ids by publisher ("anthropic", "google"); a create
-            or online call naming another model fails (default: `DEFAULT_MODELS`, the models
-            the project's tests and docs use). `add_model` extends it.
+        models: the model catalogue, model ids by publisher ("anthropic", "google"), served
+            everywhere; a create or online call naming another model fails (default: the
+            models the project's tests and docs use, `DEFAULT_MODELS`, everywhere, and
+            vertexbatch's model catalogue in the locations it lists: docs/local-stack.md, "The
+            model catalogue"). `add_model` extends it.
         unknown_model_code: the HTTP code of that failure (404 NOT_FOUND, as Vertex answers).
         job_options: the output options of every job (default `JobOptions()`); the same as
             calling `set_job_options(job_options)` once started.
@@ -119,7 +121,7 @@ class LocalStack(StackSdk, StackBigQuery):
         self.job_options = job_options or JobOptions()
         self.project = project
         self.catalogue = Catalogue(models, unknown_model_code)
-        self.locations = Locations(locations)
+        self.locations = Locations([*locations, *self.catalogue.listed_locations()])
         if location not in self.locations.names():
             self.locations.add(location)
         self.location = location
@@ -219,7 +221,7 @@ class LocalStack(StackSdk, StackBigQuery):
                 state_path=state / JOBS_FILE if state is not None else None,
             )
             self._store.set_job_options(self.job_options)
-            self._service = Service(self._store)
+            self._service = Service(self._store, self.storage_client)
             self._rest = RestServer(self._service, self._port)
             self._rest.start()
             # A stack someone forgot to stop still takes fake-gcs-server down at exit.
@@ -342,10 +344,11 @@ class LocalStack(StackSdk, StackBigQuery):
 
     # Scripting and inspection.
 
-    def add_model(self, publisher: str, model: str) -> None:
+    def add_model(self, publisher: str, model: str, locations: Iterable[str] | None = None) -> None:
         """Serve one more model: `add_model("anthropic", "claude-haiku-4-5")` (a bare id; with
-        `@version`, only that version)."""
-        self.catalogue.add(publisher, model)
+        `@version`, only that version), in every location or only in `locations` (elsewhere a
+        create or online call gets the catalogue's 404, as for a model a region lacks)."""
+        self.catalogue.add(publisher, model, locations)
 
     def add_location(self, location: str) -> None:
         """Serve one more location (`LocalStack(locations=...)` at start)."""
