@@ -43,6 +43,8 @@ MODEL_ID = re.compile(
 UNPRICED_ON_PURPOSE: dict[tuple[str, str], str] = {
     ("docs/cost.md", "claude-fable-5-2"): "the prices= example: a catalogued model no page prices",
     ("docs/cli.md", "claude-opus-5-6@default"): "the example of a model outside the catalogue",
+    ("docs/local-stack.md", "gemini-0.1-nowhere"): "the 404 of a model outside the catalogue",
+    ("docs/testing.md", "claude-3-5-haiku"): "how to serve a model the catalogue lacks",
     ("docs/models.md", "gemini-3-8-flash"): "a source's URL (Google's 3.8 Flash guide), no id",
     # The models-and-prices page lists every catalogued model, priced or not (it says which).
     **{

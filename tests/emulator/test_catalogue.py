@@ -98,10 +98,12 @@ def test_a_model_added_for_some_locations_is_served_only_there(lab: Any) -> None
 
 def test_a_catalogued_model_runs_in_a_location_the_catalogue_lists(lab: Any) -> None:
     """Each catalogue row (whatever models.toml holds) creates and runs a job in the first
-    regional location its row lists (Claude batch is not served on `global`)."""
+    regional location its row lists (Claude batch is not served on `global`), or `global` for a
+    row served only there."""
     stack: LocalStack = lab.stack
     for row in _rows():
-        regional = sorted(n for n in row.locations if n != "global") or ["us-central1"]
+        regional = sorted(n for n in row.locations if n != "global") or sorted(row.locations)
+        regional = regional or ["us-central1"]
         line = lab.claude_line("hi") if row.publisher == "anthropic" else lab.gemini_line("hi")
         job = lab.create(
             [line],
