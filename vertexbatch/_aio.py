@@ -20,10 +20,10 @@ import asyncio
 import functools
 import logging
 import warnings
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime
 from types import TracebackType
-from typing import Literal, NoReturn, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, Unpack
 
 from ._aio_threads import Pool, ResultStream
 from ._bigquery.source import ClaudeRequests, GeminiRequests
@@ -39,6 +39,9 @@ from ._runs.tasks import Task
 from ._submission.options import PlanKeywords, RunKeywords, SubmitKeywords
 from ._values import Job, Result, Status
 from ._waiting.wait import poll_async
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = ["AsyncClient", "AsyncRun"]
 
@@ -88,16 +91,28 @@ class AsyncRun:
         return await self._pool.call(f"status of run {self.run.id}", self.run.status)
 
     def results(
-        self, *, task: Task | None = None, progress: ProgressCallback | None = None
+        self,
+        *,
+        task: Task | None = None,
+        schema: type[BaseModel] | Mapping[str, Any] | None = None,
+        progress: ProgressCallback | None = None,
     ) -> ResultStream[Result]:
-        """``Run.results`` as an async iterator (``task``: that task's share; ``progress`` is
-        called in its reading thread)."""
-        results = self.run.results(task=task, progress=progress)
+        """``Run.results`` as an async iterator (``task``: that task's share; ``schema``: the
+        run's, its class making each ``parsed`` an instance; ``progress`` is called in its
+        reading thread)."""
+        results = self.run.results(task=task, schema=schema, progress=progress)
         return ResultStream(f"results of run {self.run.id}", results)
 
-    def key_results(self, *, task: Task | None = None) -> ResultStream[KeyResult]:
-        """``Run.key_results`` as an async iterator (``task``: that task's share)."""
-        return ResultStream(f"key results of run {self.run.id}", self.run.key_results(task=task))
+    def key_results(
+        self,
+        *,
+        task: Task | None = None,
+        schema: type[BaseModel] | Mapping[str, Any] | None = None,
+    ) -> ResultStream[KeyResult]:
+        """``Run.key_results`` as an async iterator (``task``: that task's share; ``schema``:
+        as for ``results``)."""
+        key_results = self.run.key_results(task=task, schema=schema)
+        return ResultStream(f"key results of run {self.run.id}", key_results)
 
 
 class AsyncClient:
@@ -226,14 +241,19 @@ class AsyncClient:
         return await self._pool.call(f"status of {_name(job)}", status)
 
     def results(
-        self, job: Job, *, progress: ProgressCallback | None = None
+        self,
+        job: Job,
+        *,
+        schema: type[BaseModel] | Mapping[str, Any] | None = None,
+        progress: ProgressCallback | None = None,
     ) -> ResultStream[Result]:
         """``Client.results`` as an async iterator: ``async for result in ...``.
 
-        A bad ``job`` raises here, before anything is read. ``progress`` is called in the
-        thread that reads (``loop.call_soon_threadsafe`` hands it to the loop).
+        A bad ``job`` or ``schema`` raises here, before anything is read (a ``schema`` that is
+        not the job's, from the first ``__anext__``). ``progress`` is called in the thread that
+        reads (``loop.call_soon_threadsafe`` hands it to the loop).
         """
-        results = self._client.results(job, progress=progress)
+        results = self._client.results(job, schema=schema, progress=progress)
         return ResultStream(f"results of {_name(job)}", results)
 
     async def cancel(self, job: Job) -> None:

@@ -6,19 +6,18 @@ import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, NoReturn, Self, Unpack
+from typing import TYPE_CHECKING, Any, NoReturn, Self, Unpack
 
 from ._bigquery.source import ClaudeRequests, GeminiRequests
-from ._cache.fill import CacheFill
 from ._cache.submission import cached_status, is_cached_job
 from ._cloud import Cloud, build_cloud
 from ._config import DEFAULT_PREFIX, client_keywords
 from ._errors import job_errors
 from ._job.find import find
-from ._job.results import iter_results
+from ._job.results_pass import results_pass
 from ._lifecycle import ASYNC_WITH, Lifecycle, endpoint_clients
-from ._observe.progress import ProgressCallback, check_progress
-from ._observe.traces import Tracing, job_attributes, traced
+from ._observe.progress import ProgressCallback
+from ._observe.traces import Tracing, traced
 from ._operations import plan_with, resubmit_job, run_with, submit
 from ._plans.estimate import Plan
 from ._retry import RetryPolicy
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
     from google.cloud import aiplatform_v1, bigquery_storage_v1, storage
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
+    from pydantic import BaseModel
 
     from ._aio import AsyncClient
 
@@ -358,24 +358,24 @@ class Client:
             now=now,
         )
 
-    def results(self, job: Job, *, progress: ProgressCallback | None = None) -> Iterator[Result]:
+    def results(
+        self,
+        job: Job,
+        *,
+        schema: type[BaseModel] | Mapping[str, Any] | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> Iterator[Result]:
         """Stream one ``Result`` per key written so far; once terminal, the missing keys too.
 
+        ``schema``: the job's own ``schema=``, its class giving ``Result.parsed`` as instances.
         ``progress``: called with a ``vertexbatch.Progress`` as results are read (their number
         of the job's keys, the output bytes of their total), at most ten times a second.
 
         Raises:
-            InvalidRequestError: ``job`` is not a ``Job`` naming a Vertex batch job.
+            InvalidRequestError: a bad ``job`` (not a ``Job`` naming a batch job) or ``schema``.
             JobError: the job does not exist, or its key map or output cannot be read.
         """
-        cloud, progress = self._cloud, check_progress(progress)
-        if not is_cached_job(job):
-            check_job(job)
-        fill = CacheFill(cloud.staging, job)
-        results = iter_results(
-            cloud.vertex, cloud.staging, job, cloud.telemetry, fill, cloud.bigquery, progress
-        )
-        return self._life.guard(cloud.tracing.passing(results, job_attributes(job)))
+        return self._life.guard(results_pass(self._cloud, job, schema, progress))
 
     @traced("resubmit", _tracing_of)
     def resubmit(

@@ -259,9 +259,11 @@ class Result:
             submission's job: nothing was paid for it, and metrics record no tokens for it.
         tool_calls: the answer's tool calls in order (``ToolCall``); an answer that is only
             tool calls is an answer.
-        parsed: with ``schema=``, the answer validated against the schema, as JSON data
-            (``parsed_as(Model)`` gives the model instance); ``None`` otherwise, or when the
-            answer is only tool calls. An answer that breaks the schema is a ``SchemaError``.
+        parsed: with ``schema=``, the answer validated against the schema, as JSON data, or
+            as an instance of the class a results pass was given (``results(job,
+            schema=Model)``; ``parsed_as(Model)`` builds one from JSON data); ``None``
+            otherwise, or when the answer is only tool calls. An answer that breaks the schema
+            (or that the class refuses) is a ``SchemaError``.
         tier: the price tier the answer was billed at: ``"batch"`` for a batch job's row (the
             default); for a run's online fallback answer, the tier Vertex says served it
             (``usageMetadata.trafficType``: ``"standard"``, ``"flex"``, ``"priority"``,
@@ -295,8 +297,10 @@ class Result:
     def parsed_as(self, model: type[M]) -> M:
         """``parsed`` as an instance of the pydantic ``model`` (the class given as ``schema=``).
 
-        Results carry JSON data, as a reader given only the ``Job`` (a Cloud Scheduler
-        function, say) has the stored JSON schema and not the class.
+        A results pass given only the ``Job`` (a Cloud Scheduler function, say) has the
+        stored JSON schema and not the class, so its results carry JSON data; one given
+        ``schema=Model`` builds ``parsed`` with this method, and ``parsed_as`` of an instance
+        gives it back.
 
         Raises:
             SchemaError: the result has no parsed answer, or ``model`` refuses it (a validator

@@ -304,3 +304,22 @@ def task_files(client: vb.Client) -> int:
     client.run_gemini("g", "gemini-x", gemini, task=task)
     vb.list_request_files("gs://bucket/in/", client)  # type: ignore[arg-type]
     return sizes
+
+
+async def typed_results(client: vb.Client, job: vb.Job, run: vb.Run) -> list[str]:
+    """``schema=`` on the results readers: a pydantic class, or a JSON schema (a dict)."""
+    import pydantic
+
+    class Verdict(pydantic.BaseModel):
+        approve: bool
+
+    seen = [str(r.parsed) for r in client.results(job, schema=Verdict)]
+    seen += [str(r.parsed) for r in client.results(job, schema={"type": "object"})]
+    seen += [str(r.parsed) for r in run.results(task=vb.Task(0, 2), schema=Verdict)]
+    seen += [str(k.result.parsed) for k in run.key_results(schema=Verdict)]
+    seen += [str(r.parsed) async for r in client.aio.results(job, schema=Verdict)]
+    aio_run = await client.aio.open_run(run.id)
+    seen += [str(r.parsed) async for r in aio_run.results(schema=Verdict)]
+    seen += [str(k.result.parsed) async for k in aio_run.key_results(schema=Verdict)]
+    client.results(job, schema=Verdict(approve=True))  # type: ignore[arg-type]
+    return seen

@@ -36,7 +36,7 @@ from .._requests.dedupe import exact_digests
 from .._requests.keymap import KeyMap, cache_digest
 from .._requests.lines import StagedLine
 from .._rows.classify import classify_row
-from .._schemas.parsed import parsed_result
+from .._schemas.parsed import parsed_result, typed_result
 from .._staged.manifest import RECORD, Manifest, check_limits, no_rows, read_manifest
 from .._staged.read import job_manifest
 from .._values import Job, Provider, Result, Status
@@ -361,7 +361,7 @@ def read_cached(staging: Staging, job: Job, keys: KeyMap, taken: set[int]) -> It
             key = keys.keys[index]
             result = classify_row({"response": response}, key=key, provider=job.provider)
             if keys.schema is not None:  # cached only once validated: validated again alike
-                result = parsed_result(result, keys.schema)
+                result = typed_result(parsed_result(result, keys.schema), keys.schema)
             yield replace(result, cached=True)
     if count != manifest.cached or digest.hexdigest() != manifest.cached_md5:
         raise damaged(f"{count} lines, {manifest.cached} staged")

@@ -24,7 +24,8 @@ from .._observe.progress import Meter, ProgressCallback, meter_of
 from .._requests.dedupe import shared_result
 from .._requests.keymap import KeyMap, canonical_digest
 from .._rows.fast_path import row_fields, row_reader, shallow
-from .._schemas.parsed import parsed_result
+from .._schemas.check import Schema
+from .._schemas.parsed import parsed_result, typed_result
 from .._staged.read import read_key_map
 from .._values import Job, Result, Status
 from .._vertex.jobs import Vertex, output_table, status_of
@@ -39,9 +40,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("vertexbatch")
-
-# A line longer than this is damaged: only its first bytes are kept, to find its key by.
-# Far above one request and its answer (Anthropic caps a request at 32 MB), far below memory.
 
 
 def output_files(directory: str, names: list[str]) -> list[str]:
@@ -62,6 +60,7 @@ def iter_results(
     fill: CacheFill | None = None,
     bigquery: BigQueryReader | None = None,
     progress: ProgressCallback | None = None,
+    schema: Schema | None = None,
 ) -> Iterator[Result]:
     """Stream the job's results; once it is terminal, yield the missing keys last, in order.
 
@@ -71,6 +70,7 @@ def iter_results(
     results yielded of the job's keys and the output bytes read (``vertexbatch.Progress``).
 
     Raises:
+        InvalidRequestError: ``schema`` (a reader's, ``read_results``) is not the job's.
         JobError: the job does not exist, or its key map or output cannot be read (a
             BigQuery-sink job without the ``bigquery`` extra among them).
     """
@@ -107,6 +107,7 @@ def iter_results(
         table=table,
         bigquery=bigquery,
         meter=meter,
+        schema=schema,
     )
     yield from results if meter is None else meter.counted(results, done=True)
 
@@ -122,16 +123,19 @@ def read_results(
     table: str = "",
     bigquery: BigQueryReader | None = None,
     meter: Meter | None = None,
+    schema: Schema | None = None,
 ) -> Iterator[Result]:
     """``iter_results`` of a job whose status and output directory (or ``table``, the
     ``bq://P.D.T`` of a BigQuery sink's output table, read with ``bigquery``) are known (no
     Vertex call): a run reads its attempts as one listing of the run's jobs, or its own
-    records, found them. ``meter`` counts the output bytes read and their total.
+    records, found them. ``meter`` counts the output bytes read and their total. ``schema``:
+    a reader's ``schema=``, the job's own or refused, its class building ``parsed`` values.
 
     Raises:
+        InvalidRequestError: ``schema`` is not the schema the job was submitted with.
         JobError: the job's key map or output cannot be read.
     """
-    keys = read_key_map(staging, job)
+    keys = read_key_map(staging, job, schema)
     # Each output file is read at the generation listed: one replaced meanwhile is an error,
     # never a splice of two generations.
     generations: dict[str, int] = {}
@@ -162,7 +166,8 @@ def read_results(
             assert bigquery is not None
             dest = parse_dest(table)
             with job_errors(job.name, reading=table):
-                rows = _bytes_of(_unmatched(bigquery.rows(dest, staging.limits.output_line)), meter)
+                table_rows = bigquery.rows(dest, staging.limits.output_line)  # none matched yet
+                rows = _bytes_of(((row, raw, None) for row, raw in table_rows), meter)
                 results = read_rows(
                     rows, keys, taken, job, table, echoed=echoed, damaged=damaged, twins=twins
                 )
@@ -323,12 +328,6 @@ def _parsed(blocks: Iterable[LineBlock], keys: KeyMap) -> Iterator[Read]:
             yield (row if type(row) is dict else None), raw, None
 
 
-def _unmatched(rows: Iterable[tuple[Any, bytes]]) -> Iterator[Read]:
-    """Rows of a table, none matched yet."""
-    for row, raw in rows:
-        yield row, raw, None
-
-
 def _bytes_of(rows: Iterable[Read], meter: Meter | None) -> Iterable[Read]:
     """``rows``, their bytes (and a newline each) counted by ``meter``."""
     if meter is None:
@@ -430,6 +429,7 @@ def read_rows(
                     "output row has an unexpected shape", key=key, status="MALFORMED_ROW"
                 ),
             )
+        result = typed_result(result, schema)  # outside the try: the reader's class's exception
         yield result
         if sharing:
             yield from _shared(keys, index, result, taken)

@@ -15,6 +15,7 @@ from .._cache.fill import CacheFill
 from .._cloud import Cloud
 from .._errors import ExhaustedError, MissingError
 from .._job.results import read_output_file
+from .._schemas.check import Schema
 from .._staged.read import read_key_map
 from .._values import Job, Provider, Result
 from .._vertex.tiers import billed_tier
@@ -60,12 +61,15 @@ class ShardReader:
             keys=shard.keys,
         )
 
-    def read(self, attempt: Attempt, fill: CacheFill | None = None) -> Iterator[Result]:
-        """An attempt's results, from the status and output (directory or table) its step found."""
+    def read(
+        self, attempt: Attempt, fill: CacheFill | None = None, schema: Schema | None = None
+    ) -> Iterator[Result]:
+        """An attempt's results, from the status and output (directory or table) its step found;
+        ``schema``: a reader's ``schema=`` (``_job.results.read_results``)."""
         assert attempt.job is not None and attempt.status is not None
-        cloud = self._cloud
+        cloud, job, status = self._cloud, attempt.job, attempt.status
         return read_attempt(
-            cloud.staging, cloud.bigquery, attempt.job, attempt.status, attempt.directory, fill
+            cloud.staging, cloud.bigquery, job, status, attempt.directory, fill, schema
         )
 
     def unsettled(self, attempt: Attempt) -> list[str]:
@@ -101,6 +105,7 @@ class ShardReader:
         fill: bool = False,
         final: bool = False,
         online: bool | None = None,
+        schema: Schema | None = None,
     ) -> Iterator[tuple[Result, int, str]]:
         """``results`` with the number of attempts that held each key and the tier its result
         was billed at (``BATCH_TIER``; an online answer's, its ``Result.tier``: the tier its
@@ -115,10 +120,12 @@ class ShardReader:
         whether the shard's online answers count; by default, unless its done record was made
         without them (a step finished the shard from its attempts while another answered it
         online and had not yet recorded so), so that results and ``status`` always agree.
+        ``schema``: a reader's ``schema=``, refused unless it is the shard's own (checked on its
+        first attempt's manifest before anything is read), its class building ``parsed``.
         """
         staging = self._cloud.staging
         first = self.job(shard)
-        keys = read_key_map(staging, first)
+        keys = read_key_map(staging, first, schema)
         made = [a for a in attempts if a.job is not None]
         taken: set[int] = set()
         answers = read_uris(staging, staging.folder(shard.id), ONLINE)  # None: not answered
@@ -137,7 +144,7 @@ class ShardReader:
             attempt = made[index]
             assert attempt.job is not None
             filler = CacheFill(staging, attempt.job) if fill else None
-            for result in self.read(attempt, filler):
+            for result in self.read(attempt, filler, schema):
                 if result.key not in seen:
                     seen.add(result.key)
                     # Attempt i+1 holds exactly the keys attempt i left unsettled, and a finished

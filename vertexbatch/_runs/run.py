@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._cloud import Cloud
 from .._errors import InvalidRequestError
@@ -37,6 +37,8 @@ from .._observe.progress import ProgressCallback, check_progress, meter_of
 from .._observe.traces import Tracing, note, traced
 from .._providers import PROVIDERS
 from .._rules import id_label
+from .._schemas.check import Schema
+from .._schemas.parsed import reader_schema
 from .._values import Provider, Result
 from .._vertex.controls import RUN_LABEL
 from .._vertex.tiers import check_where
@@ -50,6 +52,9 @@ from .records import Records
 from .registry import Waiting, assemble
 from .step import RunSummary, Step, open_shard
 from .tasks import Task
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = [
     "DEFAULT_LIVE_JOBS",
@@ -279,22 +284,30 @@ class Run:
             return self.shards
         return self.shards[task.index :: task.count]
 
-    def key_results(self, *, task: Task | None = None) -> Iterator[KeyResult]:
+    def key_results(
+        self,
+        *,
+        task: Task | None = None,
+        schema: type[BaseModel] | Mapping[str, Any] | None = None,
+    ) -> Iterator[KeyResult]:
         """Like ``results``, each result with its attempts and its outcome in the run.
 
         The outcomes are those ``status`` counts: a key of a shard that is not finished is
         ``pending`` (whatever its latest result), and a retryable or missing key of a finished
-        shard is ``exhausted``, as its result's outcome says (``results``). ``task``: this
-        task's share of the keys, as for ``results``.
+        shard is ``exhausted``, as its result's outcome says (``results``). ``task`` and
+        ``schema``: as for ``results``.
         """
+        given = reader_schema(schema)
         shards = self._share(task)
-        return self._key_results(shards)
+        return self._key_results(shards, given)
 
-    def _key_results(self, shards: list[Shard]) -> Iterator[KeyResult]:
-        for result, tries, final, tier in self._tries(shards):
+    def _key_results(self, shards: list[Shard], schema: Schema | None) -> Iterator[KeyResult]:
+        for result, tries, final, tier in self._tries(shards, schema):
             yield KeyResult(result, tries, result.outcome if final else "pending", tier)
 
-    def _tries(self, shards: list[Shard]) -> Iterator[tuple[Result, int, bool, str]]:
+    def _tries(
+        self, shards: list[Shard], schema: Schema | None
+    ) -> Iterator[tuple[Result, int, bool, str]]:
         """Each key's result (recorded in the metrics), its attempts, and whether its shard is
         finished: recorded so, or one the next step would finish (as ``status`` counts it), so
         that ``results``, ``key_results`` and ``status`` agree: a finished shard's keys still
@@ -312,12 +325,17 @@ class Run:
                     [open_shard(reader, shard, attempts).view()], self._looking()
                 ).actions
             )
-            for result, tries, tier in reader.tries(shard, attempts, fill=True, final=final):
+            tried = reader.tries(shard, attempts, fill=True, final=final, schema=schema)
+            for result, tries, tier in tried:
                 self._cloud.telemetry.record(result, job)
                 yield result, tries, final, tier
 
     def results(
-        self, *, task: Task | None = None, progress: ProgressCallback | None = None
+        self,
+        *,
+        task: Task | None = None,
+        schema: type[BaseModel] | Mapping[str, Any] | None = None,
+        progress: ProgressCallback | None = None,
     ) -> Iterator[Result]:
         """One result per key across shards and attempts, the latest attempt winning.
 
@@ -328,22 +346,27 @@ class Run:
         ``task``: only this task's share of the run's keys (its shards: every ``task.count``-th,
         from ``task.index``), so that the tasks of a reading job read every key exactly once
         between them. ``progress``: called with a ``vertexbatch.Progress`` (results of the keys).
+        ``schema``: the run's own ``schema=`` (its pydantic class, or its JSON schema): with the
+        class, ``Result.parsed`` is an instance of it (``Client.results``).
 
         Raises:
             InvalidRequestError: a run staged by tasks that have not all registered yet
-                (``field == "run"``), or ``task`` is not a ``Task``.
+                (``field == "run"``), ``task`` is not a ``Task``, or ``schema`` is not one
+                ``schema=`` takes; as the pass begins, before any result, ``schema`` is not the
+                schema the run was started with (``field == "schema"``).
         """
+        given = reader_schema(schema)
         shards = self._share(task)
         attributes = {"vertexbatch.run.id": self.id, "gen_ai.request.model": self.model}
         total = self.keys if task is None else sum(shard.keys for shard in shards)
         meter = meter_of(check_progress(progress), "results", total_rows=total, counts_bytes=False)
-        results = self._results(shards)
+        results = self._results(shards, given)
         if meter is not None:
             results = meter.counted(results, done=True)
         return self._cloud.tracing.passing(results, attributes, "run.results")
 
-    def _results(self, shards: list[Shard]) -> Iterator[Result]:
-        return (result for result, _, _, _ in self._tries(shards))
+    def _results(self, shards: list[Shard], schema: Schema | None) -> Iterator[Result]:
+        return (result for result, _, _, _ in self._tries(shards, schema))
 
 
 def summary_line(summary: RunSummary) -> str:

@@ -27,6 +27,7 @@ from .._errors import InvalidRequestError
 from .._gcs.staging import Staging
 from .._job.results import read_results
 from .._observe.metrics import SILENT
+from .._schemas.check import Schema
 from .._values import Job, Result, Status
 from .._vertex.jobs import output_table
 
@@ -81,9 +82,12 @@ def read_attempt(
     status: Status,
     output: str,
     fill: CacheFill | None = None,
+    schema: Schema | None = None,
 ) -> Iterator[Result]:
     """An attempt's results (silently) from its ``output`` (``output_of``): a GCS directory or
-    a BigQuery table."""
+    a BigQuery table; ``schema``: a reader's ``schema=`` (``_job.results.read_results``)."""
     if output.startswith(SCHEME):
-        return read_results(staging, job, status, "", SILENT, fill, table=output, bigquery=bigquery)
-    return read_results(staging, job, status, output, SILENT, fill)
+        return read_results(
+            staging, job, status, "", SILENT, fill, table=output, bigquery=bigquery, schema=schema
+        )
+    return read_results(staging, job, status, output, SILENT, fill, schema=schema)

@@ -18,7 +18,7 @@ import math
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .._errors import InvalidRequestError
@@ -61,11 +61,14 @@ _SCHEMA_LISTS: Final = frozenset({"anyOf"})
 @dataclass(frozen=True, slots=True, repr=False)
 class Schema:
     """A checked answer schema: ``json`` (normalised JSON schema), its ``digest``, ``name``
-    (the model class's name, ``""`` for a dict). The repr shows the name and digest only."""
+    (the model class's name, ``""`` for a dict), and ``model``: for a results pass given
+    ``schema=Model`` only (``_schemas.parsed.reader_schema``), the class ``Result.parsed`` is
+    built as; never written anywhere. The repr shows the name and digest only."""
 
     json: Mapping[str, Any]
     digest: str
     name: str = ""
+    model: Any = field(default=None, compare=False)
 
     def __repr__(self) -> str:
         return f"Schema(name={self.name!r}, digest={self.digest[:12]!r})"

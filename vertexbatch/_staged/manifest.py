@@ -125,6 +125,8 @@ class Manifest:
 
     def to_json(self) -> dict[str, Any]:
         data = {"format": FORMAT, **asdict(self)}
+        if self.schema is not None:  # the class of a results pass's schema is never written
+            del data["schema"]["model"]
         del data["controls"]
         if not self.controls.empty:
             data["controls"] = self.controls.to_json()

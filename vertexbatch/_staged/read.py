@@ -18,6 +18,8 @@ from .._gcs.parts import part_leaves
 from .._gcs.staging import Staging
 from .._requests.keymap import KeyMap, parse_key_record
 from .._requests.lines import StagedLine
+from .._schemas.check import Schema
+from .._schemas.parsed import schema_for
 from .._values import Job
 from .manifest import INPUT_STEM, KEYS_STEM, MANIFEST, Manifest
 
@@ -100,20 +102,24 @@ class _Verified:
         )
 
 
-def read_key_map(staging: Staging, job: Job) -> KeyMap:
-    """The job's staged key map, verified against its manifest.
+def read_key_map(staging: Staging, job: Job, schema: Schema | None = None) -> KeyMap:
+    """The job's staged key map, verified against its manifest; its ``schema`` the one the
+    manifest records, or ``schema`` (a results pass's, with its class) if it is the same one.
 
     Raises:
+        InvalidRequestError: ``schema`` is not the job's (``_schemas.parsed.schema_for``),
+            refused before the key map is read.
         JobError: the key map is gone, damaged or does not match the manifest.
     """
     manifest = job_manifest(staging, job)
+    answers = schema_for(manifest.schema, schema, job.name)
     records = _keys(staging, job, manifest)
     try:
         keys = KeyMap.from_records(records)
     except ValueError as exc:
         raise records.damaged(str(exc)) from None
     keys.fills_cache = manifest.cache
-    keys.schema = manifest.schema
+    keys.schema = answers
     return keys
 
 
