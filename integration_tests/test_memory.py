@@ -53,6 +53,9 @@ def test_staging_from_a_generator_is_streamed(stack: LocalStack, bucket: str) ->
         client.cancel(job)
 
 
+@pytest.mark.timeout(
+    900
+)  # 100,000 lines staged and read: past 300 s with four workers on a loaded machine
 def test_results_100k_lines_stream_beyond_key_map(stack: LocalStack, bucket: str) -> None:
     """Iterating a 100,000-line output peaks at the key map plus a bounded read buffer."""
     n = 100_000
