@@ -9,7 +9,8 @@ the batch id, so an executor that crashes and runs again adopts each job instead
 
 ``python examples/agent_executor.py`` runs it against the local stack.
 
-Install: ``pip install 'vertexbatch[local]'`` (the local stack it runs on).
+Install: ``pip install '.[local]'`` in a clone (the local stack it runs on; no package index
+serves vertexbatch).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ console exporter (one JSON object each, some 400 lines).
 ``--spans`` also needs the OpenTelemetry SDK (``pip install opentelemetry-sdk``, or the ``dev``
 extra).
 
-Install: ``pip install 'vertexbatch[local]'`` (the README's install has it too).
+Install: ``pip install '.[local]'`` in a clone (the README's install has it too).
 """
 
 from __future__ import annotations

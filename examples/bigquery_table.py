@@ -10,7 +10,7 @@ Usage: ``python examples/bigquery_table.py --id ID [--project P] [--dataset D] [
 (defaults: GOOGLE_CLOUD_PROJECT, DATASET and TABLE; the client from ``Client.from_env``: on
 Google Cloud, VERTEXBATCH_BUCKET and application default credentials).
 
-Install: ``pip install 'vertexbatch[bigquery]'``.
+Install: ``pip install '.[bigquery]'`` in a clone (no package index serves vertexbatch).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ whatever happened to the first attempt. No task waits for another: the run's job
 by the step that finds every task registered (the last task's own step, or a scheduled
 ``examples/run_advancer.py``).
 
-Run it as a Cloud Run job (``--tasks N --max-retries M``, docs/operations.md), the command being
+Run it as a Cloud Run job (``--tasks N --max-retries M``, docs/cloud-run.md), the command being
 ``python examples/cloud_run_job.py --provider claude --model claude-sonnet-4-5
 gs://bucket/in/`` (or a FILE; one request per line: ``{"key": ..., "params": {...}}`` for Claude,
 ``{"key": ..., "contents": [...], "config": {...}}`` for Gemini). Outside Cloud Run (no task
@@ -21,7 +21,8 @@ file) as a run of one process. ``--run-id`` wins over ``CLOUD_RUN_EXECUTION``.
 Configuration comes from the same variables as the ``vertexbatch`` command; with
 ``VERTEXBATCH_VERTEX_ENDPOINT`` and ``STORAGE_EMULATOR_HOST`` set it talks to the local stack.
 
-Install: ``pip install vertexbatch``.
+Install: ``pip install .`` in a clone (no package index serves vertexbatch). The image of the
+repository's ``Dockerfile`` runs this file; docs/cloud-run.md deploys it as a Cloud Run job.
 """
 
 from __future__ import annotations

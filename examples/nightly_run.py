@@ -8,7 +8,7 @@ to the end with ``examples/run_advancer.py`` on a Cloud Scheduler trigger, or wi
 Usage: ``python examples/nightly_run.py --model claude-sonnet-4-5 RUN_ID FILE``
 (one request per line: ``{"key": ..., "params": {...}}``).
 
-Install: ``pip install vertexbatch``.
+Install: ``pip install .`` in a clone (no package index serves vertexbatch).
 """
 
 from __future__ import annotations

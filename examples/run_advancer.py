@@ -11,14 +11,12 @@ it the unfinished shards are answered through the online APIs, at the online rat
 deadline, no fallback. A request that carries a ``"deadline"`` (or any field but ``"run"``) is
 answered 400: were it taken, any caller could make every unfinished key be paid online.
 
-Deploy::
+Deploy it as a Cloud Run service of the ``handlers`` image of the repository's ``Dockerfile``,
+with ``--no-allow-unauthenticated`` so that only the scheduler's service account may call it
+(its variables ``FUNCTION_TARGET=advance``, ``FUNCTION_SOURCE=examples/run_advancer.py``, the
+client's, and ``RUN_DEADLINE_HOURS``): docs/cloud-run.md, "The handlers".
 
-    gcloud functions deploy advance-run --gen2 --runtime python311 --trigger-http \\
-        --entry-point advance --source . --region us-central1 \\
-        --set-env-vars GOOGLE_CLOUD_PROJECT=my-project,GOOGLE_CLOUD_LOCATION=us-central1 \\
-        --set-env-vars VERTEXBATCH_BUCKET=my-batch-bucket,RUN_DEADLINE_HOURS=6
-
-Install: ``pip install vertexbatch functions-framework`` (a ``requirements.txt`` of those two).
+Install: ``pip install . functions-framework`` in a clone (no package index serves vertexbatch).
 """
 
 from __future__ import annotations

