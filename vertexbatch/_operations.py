@@ -112,17 +112,17 @@ def plan(
     prices: Iterable[Price],
     shard_size: int | None,
     task: Task | None = None,
+    fallback_tier: object = None,
 ) -> Plan:
     """What submitting (or, with ``shard_size``, starting a run of) the requests would do; the
-    plan names the sink (``Plan.dest``). ``task``: the requests are that task's part of a run."""
-    if task is not None and shard_size is None:
-        raise InvalidRequestError(
-            "task= plans one task's part of a run: give shard_size too", field="task"
-        )
+    plan names the sink (``Plan.dest``). ``task``: the requests are that task's part of a run;
+    ``fallback_tier``: the run's (``None``: not checked)."""
+    for name, given in (("task", task), ("fallback_tier", fallback_tier)):
+        if given is not None and shard_size is None:
+            raise InvalidRequestError(f"{name}= plans a run: give shard_size too", field=name)
     meter = meter_of(options.progress, "plan", requests)
-    made = _plan(
-        cloud, id, model, provider, requests, options, count_tokens, prices, shard_size, task, meter
-    )
+    made = _plan(cloud, id, model, provider, requests, options, count_tokens, prices, shard_size,
+                 task, meter, fallback_tier)  # fmt: skip
     finish(meter)
     return replace(made, dest=options.dest)
 
@@ -139,9 +139,12 @@ def _plan(
     shard_size: int | None,
     task: Task | None,
     meter: Meter | None,
+    fallback_tier: object,
 ) -> Plan:
     check_own_id(id)
     checked_model(model, provider, cloud.location)
+    tier = None if fallback_tier is None else check_tier(  # as run_* checks it
+        fallback_tier, model, cloud.location, PROVIDERS[provider].tiers)  # fmt: skip
     ttl = check_ttl(options.cache_ttl)
     controls = options.controls(cloud.location)  # checked as submit and run check them
     cloud = replace(cloud, staging=cloud.staging.keyed(controls.kms_key))  # the key's cache
@@ -166,17 +169,8 @@ def _plan(
         check_run_dest(options.dest)  # a dataset, never a table
         check_run_id(id)
         # MAX_ATTEMPTS: the most digits a run's attempts take in its ledger.
-        check_requests_fit(
-            id,
-            provider,
-            model,
-            MAX_ATTEMPTS,
-            len(held),
-            shard_size,
-            cloud.staging.limits,
-            controls,
-            options.dest,
-        )
+        check_requests_fit(id, provider, model, MAX_ATTEMPTS, len(held), shard_size,
+                           cloud.staging.limits, controls, options.dest)  # fmt: skip
     if shard_size is None:  # what the id already holds: a submit would return its job
         found = existing_job(
             cloud.staging,
@@ -197,12 +191,13 @@ def _plan(
             return submitted_plan(provider, model, held, job.name, cached, prices)
     else:  # what the run id already holds: starting these would rejoin it, or be refused
         holding = (
-            functools.partial(held_run, dest=options.dest)
+            functools.partial(held_run, dest=options.dest, fallback_tier=tier)
             if task is None
             else functools.partial(
                 existing_task,
                 task=task,
                 dest=options.dest,
+                fallback_tier=tier,
                 listing=requests.listing if isinstance(requests, Listed) else "",
             )
         )
@@ -418,6 +413,7 @@ def plan_with(
         prices=options.prices,
         shard_size=given.get("shard_size"),
         task=given.get("task"),
+        fallback_tier=given.get("fallback_tier"),
     )
 
 

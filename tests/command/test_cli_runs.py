@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -71,7 +72,11 @@ def test_run_with_retries_submit_advance_status_results(
     assert set(names) >= {"cr-1.s0", "cr-1.s1", "cr-1.s2"} and set(names.values()) == {1}
 
     steps = advance_until_done(stack, "cr-1")
-    assert steps[-1].stdout == "run cr-1: 7 keys, done; exhausted 2, ok 5; created 0 job(s)\n"
+    assert re.fullmatch(
+        r"run cr-1: 7 keys, done; exhausted 2, ok 5; spend \$\d+\.\d{4} at batch prices; "
+        r"created 0 job\(s\)\n",
+        steps[-1].stdout,
+    ), steps[-1].stdout
     # Only k5 (shard 1) and k6 (shard 2) went again; shard 0 needed no retry.
     for retry_id in ("cr-1.s1.r1", "cr-1.s2.r1"):
         retry = client.find(retry_id)
@@ -80,7 +85,10 @@ def test_run_with_retries_submit_advance_status_results(
 
     status = cli("run", "status", "cr-1", "--json")
     assert status.exit_code == 0, status.output
-    assert json.loads(status.stdout) == {
+    summary = json.loads(status.stdout)
+    spend = summary.pop("spend")  # the five answers' (the exhausted keys' lines paid nothing)
+    assert spend["dollars"] > 0 and spend["tiers"] == {"batch": 5}
+    assert summary == {
         "id": "cr-1",
         "done": True,
         "keys": 7,
@@ -119,10 +127,11 @@ def test_retry_recovers_a_failed_shard(stack: LocalStack, client: vb.Client) -> 
     stack.settle()
     pending = cli("run", "status", "cr-2")
     assert pending.exit_code == ExitCode.NOT_TERMINAL
-    assert pending.stdout == (
-        "run cr-2: 4 keys, 0 live job(s); ok 2, pending 2; waiting for "
-        "'vertexbatch run advance cr-2'\n"
-    )
+    assert re.fullmatch(
+        r"run cr-2: 4 keys, 0 live job\(s\); ok 2, pending 2; finished shards: spend "
+        r"\$\d+\.\d{4} at batch prices; waiting for 'vertexbatch run advance cr-2'\n",
+        pending.stdout,
+    ), pending.stdout
     # Read-only: status resubmits nothing even though shard 1 failed.
     assert client.find("cr-2.s1.r1") is None
     assert "4 of 4 keys, run not done (results so far): ok 2, pending 2" in (

@@ -263,3 +263,115 @@ def test_the_command_prints_each_key_s_tier_and_prices_flex_at_its_share(
     lines = [json.loads(line) for line in results.stdout.splitlines()]
     assert [line["tier"] for line in lines] == ["flex", "flex"]
     assert "run done: ok 2; spend $" in results.stderr and "at flex prices" in results.stderr
+
+
+def _unbucketed(stack: LocalStack, location: str) -> vb.Client:
+    """A client of the stack whose bucket does not exist: any GCS call would fail."""
+    return vb.Client.for_endpoints(
+        vertex_endpoint=stack.vertex_endpoint,
+        storage_endpoint=stack.storage_endpoint,
+        project=stack.project,
+        location=location,
+        bucket="no-such-bucket-for-plans",
+        prefix="jobs",
+        retry=vb.RetryPolicy.no_wait(),
+    )
+
+
+@pytest.mark.parametrize(
+    ("location", "model", "tier", "said"),
+    [
+        ("us-central1", FLEX, "flex", "served only on the global endpoint"),
+        ("global", RIGID, "flex", "is not one of the models Google's Flex PayGo page lists"),
+        ("global", "gemini-9-unknown", "flex", "is not in vertexbatch's model catalogue"),
+        ("us-central1", RIGID, "priority", "not in location 'us-central1'"),
+        ("global", FLEX, "turbo", "fallback_tier must be one of"),
+    ],
+)
+def test_a_plan_refuses_the_tier_the_run_would_before_any_cloud_call(
+    stack: LocalStack, location: str, model: str, tier: str, said: str
+) -> None:
+    """``plan_gemini(..., shard_size=, fallback_tier=)`` refuses what ``run_gemini`` refuses,
+    with its message, before any Vertex or GCS call (the client's bucket does not exist)."""
+    client = _unbucketed(stack, location)
+    stack.reset_calls()
+    requests = gemini_requests(2)
+    with pytest.raises(vb.InvalidRequestError) as planned:
+        client.plan_gemini("refused", model, requests, shard_size=1, fallback_tier=tier)  # type: ignore[typeddict-item]
+    with pytest.raises(vb.InvalidRequestError) as ran:
+        client.run_gemini("refused", model, requests, fallback_tier=tier)  # type: ignore[arg-type]
+    assert planned.value.field == "fallback_tier" and said in str(planned.value)
+    assert str(planned.value) == str(ran.value)
+    with pytest.raises(vb.InvalidRequestError, match="Gemini models only"):
+        _unbucketed(stack, "us").plan_claude(
+            "refused", CLAUDE, claude_requests(2), shard_size=1, fallback_tier="priority"
+        )
+    with pytest.raises(vb.InvalidRequestError, match="give shard_size too") as single:
+        client.plan_gemini("refused", FLEX, requests, fallback_tier="standard")
+    assert single.value.field == "fallback_tier"
+    assert not stack.calls()
+    with pytest.raises(vb.InvalidRequestError, match="give shard_size too"):
+        asyncio.run(client.aio.plan_gemini("refused", FLEX, requests, fallback_tier="standard"))
+
+
+def test_a_plan_takes_a_served_tier_and_holds_it_to_the_run_the_id_holds(
+    world: vb.Client, stack: LocalStack
+) -> None:
+    requests = gemini_requests(2)
+    planned = world.plan_gemini("plan-tier", FLEX, requests, shard_size=1, fallback_tier="flex")
+    assert planned.requests == 2 and not planned.submitted
+    stack.faults.hold(display_name="plan-tier.s0", state="PENDING")
+    world.run_gemini("plan-tier", FLEX, requests, shard_size=1, fallback_tier="flex")
+    again = world.plan_gemini("plan-tier", FLEX, requests, shard_size=1, fallback_tier="flex")
+    assert again.submitted == "run:plan-tier"
+    assert world.plan_gemini("plan-tier", FLEX, requests, shard_size=1).submitted  # not asked
+    with pytest.raises(vb.InvalidRequestError, match="started with fallback_tier='flex'") as info:
+        world.plan_gemini("plan-tier", FLEX, requests, shard_size=1, fallback_tier="standard")
+    assert str(info.value).startswith("run 'plan-tier' was started with fallback_tier='flex', not")
+
+
+def test_a_task_s_plan_is_held_to_the_run_s_tier(world: vb.Client, stack: LocalStack) -> None:
+    requests = gemini_requests(4)
+    first, second = vb.Task(0, 2), vb.Task(1, 2)
+    stack.faults.hold(display_name="plan-tasks.s0", state="PENDING")
+    world.run_gemini("plan-tasks", FLEX, first.slice(requests), task=first, fallback_tier="flex")
+    for task, part in ((first, first.slice(requests)), (second, second.slice(requests))):
+        with pytest.raises(vb.InvalidRequestError, match="fallback_tier") as info:
+            world.plan_gemini("plan-tasks", FLEX, part, shard_size=100_000, task=task,
+                              fallback_tier="standard")  # fmt: skip
+        assert info.value.field in ("fallback_tier", "id")
+        planned = world.plan_gemini(
+            "plan-tasks", FLEX, part, shard_size=100_000, task=task, fallback_tier="flex"
+        )
+        assert planned.requests == 2
+
+
+def test_the_command_s_dry_run_refuses_what_the_run_would(
+    stack_env: str, stack: LocalStack, tmp_path: Path
+) -> None:
+    """``run submit --dry-run --fallback-tier``: the tier checked before any call (exit 3), and
+    the dry run of a run the id holds with another tier refused as the run would be."""
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        "".join(json.dumps({"key": f"k{i}", "contents": f"Say {i}"}) + "\n" for i in range(2))
+    )
+    args = ["run", "submit", "--provider", "gemini", "--model", RIGID, "--id", "cli-dry-tier"]
+    stack.reset_calls()
+    refused = CliRunner().invoke(
+        main, [*args, "--dry-run", "--fallback-tier", "priority", str(path)]
+    )
+    assert refused.exit_code == ExitCode.INVALID_REQUEST, refused.output
+    assert "fallback_tier 'priority' is served only on the eu, global, us" in refused.output
+    assert not stack.calls()
+    claude = ["run", "submit", "--provider", "claude", "--model", CLAUDE, "--id", "cli-dry-c"]
+    claude_path = tmp_path / "claude.jsonl"
+    line = {"key": "k0", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8}
+    claude_path.write_text(json.dumps(line) + "\n")
+    flex = CliRunner().invoke(
+        main, [*claude, "--dry-run", "--fallback-tier", "flex", str(claude_path)]
+    )
+    assert flex.exit_code == ExitCode.INVALID_REQUEST, flex.output
+    assert "Gemini models only" in flex.output
+    planned = CliRunner().invoke(main, [*args, "--dry-run", str(path)])
+    assert planned.exit_code == ExitCode.OK, planned.output
+    assert "dry run of run 'cli-dry-tier'" in planned.output

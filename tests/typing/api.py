@@ -93,6 +93,13 @@ def wait_and_runs(client: vb.Client) -> vb.RunSummary:
         assert isinstance(result, vb.Result)
     outcomes: int = summary.outcomes.get("ok", 0)
     assert outcomes >= 0 and summary.done in (True, False)
+    spent: vb.Spend | None = summary.spend
+    if spent is not None and spent.dollars is not None:
+        assert spent.dollars >= 0 and spent.tiers.get("batch", 0) >= 0
+    plan: vb.Plan = client.plan_gemini(
+        "nightly", "gemini-3.8-flash", [], shard_size=100_000, fallback_tier="flex"
+    )
+    assert plan.requests >= 0
     return again.status()
 
 

@@ -120,7 +120,7 @@ def plan_of(
     **tasked: Any,
 ) -> Plan:
     """The plan ``--dry-run`` prints: ``plan_claude`` or ``plan_gemini`` with the options
-    (``tasked``: ``task=``, a run task's part)."""
+    (``tasked``: ``task=``, a run task's part; ``fallback_tier=``, a run's)."""
     planner: Callable[..., Plan] = getattr(client, by_command(provider).method("plan"))
     return planner(
         submission_id,

@@ -341,10 +341,12 @@ def status_record(job: Job, status: Status) -> dict[str, Any]:
 
 def run_record(summary: RunSummary, *, shards: int) -> dict[str, Any]:
     """The JSON form of a run's summary, with its number of shards and the exit code
-    (``waiting``, the tasks not registered yet, only while there are some)."""
+    (``waiting``, the tasks not registered yet, only while there are some; ``spend``:
+    ``Spend.to_dict`` of the finished shards, ``null`` while none is)."""
     record = {
         **dataclasses.asdict(summary),
         "outcomes": dict(summary.outcomes),
+        "spend": None if summary.spend is None else summary.spend.to_dict(),
         "shards": shards,
         "exit_code": int(run_exit_code(summary)),
     }

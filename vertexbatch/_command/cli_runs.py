@@ -174,7 +174,10 @@ def run_submit(
     tasked = {} if task is None else {"task": task}
     with _given(file, provider, task) as (part, stream, client):
         if pay.dry_run:
-            plan = plan_of(client, provider, run_id, model, part, pay, shard_size, **tasked)
+            plan = plan_of(
+                client, provider, run_id, model, part, pay, shard_size,
+                fallback_tier=fallback_tier, **tasked,
+            )  # fmt: skip
             echo_plan(plan, f"run {run_id!r}", as_json)
             return
         start = getattr(client, by_command(provider).method("run"))

@@ -40,6 +40,7 @@ __all__ = [
     "CacheBilling",
     "Spend",
     "SpendMeter",
+    "paid",
     "spend_of",
     "tier_share",
     "usage_cost",
@@ -108,6 +109,16 @@ CACHE_BILLING: Final[Mapping[Provider, CacheBilling]] = {
         "(2026-01-30, read 2026-12-07; issue 40 cites the Gemini batch page)",
     ),
 }
+
+
+def paid(result: Result) -> bool:
+    """Whether ``result`` counts in a spend: it reports usage, and this submission paid for it
+    (not an answer from the answer cache, ``Result.cached``, nor a deduplicated key's,
+    ``Result.shared``, paid by its first key's line)."""
+    if result.cached or result.shared:
+        return False
+    usage = result.usage
+    return bool(usage.input or usage.output or usage.cache_read or usage.cache_write)
 
 
 def tier_share(tier: str) -> float | None:
@@ -221,13 +232,16 @@ class SpendMeter:
 
     def add(self, result: Result, tier: str = "batch") -> None:
         """Count one result, billed at ``tier`` (``batch`` for a batch job's answers)."""
-        if result.cached or result.shared:
-            return  # paid by an earlier job, or by the line of the key it shares
-        usage = result.usage
+        tier_share(tier)  # a tier that is not a string is refused, whatever the result
+        if paid(result):
+            self.add_usage(result.usage, tier)
+
+    def add_usage(self, usage: Usage, tier: str = "batch", answers: int = 1) -> None:
+        """Count ``answers`` answers billed at ``tier`` whose usages add up to ``usage`` (a run's
+        shard records keep such sums, ``_runs.usage``): the same figure as adding each, as an
+        answer's cost is linear in its tokens."""
         share = tier_share(tier)
-        if not (usage.input or usage.output or usage.cache_read or usage.cache_write):
-            return  # nothing reported, nothing billed
-        self._tiers[tier] = self._tiers.get(tier, 0) + 1
+        self._tiers[tier] = self._tiers.get(tier, 0) + answers
         for index, count in enumerate(
             (usage.input, usage.output, usage.cache_read, usage.cache_write)
         ):
@@ -260,7 +274,7 @@ class SpendMeter:
             notes.append(f"no share known for tier(s) {sorted(self._unknown_tiers)}")
         if self._price is not None:
             share = ", ".join(
-                f"{t} {s:.0%}" for t in self._tiers if (s := TIERS.get(t)) is not None
+                f"{t} {s:.0%}" for t in sorted(self._tiers) if (s := TIERS.get(t)) is not None
             )
             notes.append(
                 f"at {share or 'batch 50%'} of ${self._price.input:g} input / "
@@ -282,7 +296,7 @@ class SpendMeter:
             output=self._tokens[1],
             cache_read=self._tokens[2],
             cache_write=self._tokens[3],
-            tiers=dict(self._tiers),
+            tiers=dict(sorted(self._tiers.items())),  # in one order, however they came
             price=self._price,
             notes=tuple(notes),
         )

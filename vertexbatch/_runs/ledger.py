@@ -1,20 +1,18 @@
-"""A run's records in GCS: the ledger that says what the run is, and each finished shard's counts.
+"""A run's ledger in GCS: what the run is (each finished shard's record: ``_runs.done``).
 
 ::
 
     PREFIX/RUN/run.json            the ledger: provider, model, max attempts, shard ids and sizes,
                                    the job controls, the BigQuery dataset and the online
                                    fallback's price tier (each written only when set)
-    PREFIX/RUN.s0/done.json        shard 0's final outcome counts, once it is finished
 
-Both are written create-only and may have been edited by hand since: every field read back is
-checked, and a record that does not hold is an ``InvalidRequestError`` naming it.
+It is written create-only and may have been edited by hand since: every field read back is
+checked, and a ledger that does not hold is an ``InvalidRequestError`` naming it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .._bigquery.dest import parse_dest
@@ -26,32 +24,22 @@ from .._vertex.controls import NO_CONTROLS, Controls
 from .._vertex.tiers import TIERS
 
 __all__ = [
-    "DONE",
     "LEDGER_MAX",
     "MAX_ATTEMPTS",
-    "OUTCOME_ORDER",
     "Ledger",
     "Shard",
     "attempt_id",
     "check_ledger_size",
     "check_requests_fit",
     "check_run_id",
-    "counts_online",
     "encoded_size",
     "ledger_size",
     "max_shards",
-    "parse_done",
-    "read_done",
     "read_ledger",
-    "write_done",
-    "write_done_online",
     "write_ledger",
 ]
 
 LEDGER = "run.json"
-DONE = "done.json"
-# Outcome names in a fixed order, for records that count them in a row (``_runs.records``).
-OUTCOME_ORDER = ("exhausted", "failed", "ok", "refused", "truncated")
 FORMAT = "vertexbatch-run/1"
 # A run whose attempts' jobs carry its label (``_vertex.RUN_LABEL``): a step lists them once.
 # A ledger of the first format is a run started before: its steps look up each attempt.
@@ -59,7 +47,6 @@ LABELLED_FORMAT = "vertexbatch-run/2"
 MAX_ATTEMPTS = 99
 # Room a run id must leave for shard and attempt suffixes (".s9999.r99") within 63 characters.
 RUN_ID_MAX = 52
-FINAL_OUTCOMES = frozenset(OUTCOME_ORDER)
 # The most a ledger may be: Staging reads a record back whole up to this, and refuses more.
 LEDGER_MAX = RECORD_MAX  # read back whole: the default record limit (``Limits.record_bytes``)
 
@@ -381,68 +368,3 @@ def write_ledger(staging: Staging, ledger: Ledger) -> bool:
         )
     name = staging.folder(ledger.id).name(LEDGER)
     return staging.create_json(name, ledger.to_json()) or read_ledger(staging, ledger.id) == ledger
-
-
-def read_done(staging: Staging, shard: Shard) -> dict[str, int] | None:
-    """A finished shard's outcome counts, ``None`` while it is not finished."""
-    folder = staging.folder(shard.id)
-    done = staging.read_json(folder.name(DONE))
-    return None if done is None else parse_done(done, shard, folder.uri(DONE))
-
-
-def parse_done(done: object, shard: Shard, where: str) -> dict[str, int]:
-    """The outcome counts of a shard's done record read from ``where``, every field checked."""
-    outcomes = done.get("outcomes") if isinstance(done, dict) else None
-    if (
-        not isinstance(done, dict)
-        or done.get("shard") != shard.id
-        or not isinstance(outcomes, dict)
-        or not set(outcomes) <= FINAL_OUTCOMES
-        or not all(type(n) is int and n >= 0 for n in outcomes.values())
-        or sum(outcomes.values()) != shard.keys
-    ):
-        raise InvalidRequestError(
-            f"{where} is not a vertexbatch shard record (outcome counts of its "
-            f"{shard.keys} keys): it was damaged or edited",
-            field="staging",
-        )
-    return outcomes
-
-
-def write_done(staging: Staging, shard: Shard, outcomes: Mapping[str, int]) -> None:
-    """Record a shard as finished (create-only: the first finisher's counts stand).
-
-    The record says its counts do not include online answers: a reader takes the shard's
-    ``online.jsonl`` only if no record says so (``counts_online``).
-    """
-    record = {"shard": shard.id, "outcomes": dict(outcomes), "online": False}
-    staging.create_json(staging.folder(shard.id).name(DONE), record)
-
-
-def write_done_online(staging: Staging, shard: Shard, outcomes: Mapping[str, int]) -> None:
-    """Record a shard answered online as finished, with counts that include its online answers.
-
-    Written after ``online.jsonl``, so it replaces a record another step made meanwhile from
-    the batch attempts alone (conditional on the generation read): the record and the results
-    then agree, and no key has two outcomes.
-    """
-    name = staging.folder(shard.id).name(DONE)
-    record = {"shard": shard.id, "outcomes": dict(outcomes), "online": True}
-    for _ in range(3):  # replaced only by finishers of this shard: a second pass is plenty
-        if staging.create_json(name, record):
-            return
-        current = staging.read_json(name)
-        if current == record or staging.replace_json(name, record, current):
-            return
-    raise InvalidRequestError(
-        f"{staging.folder(shard.id).uri(DONE)} kept changing while shard {shard.id} was "
-        "recorded as answered online: advance the run again",
-        field="staging",
-    )
-
-
-def counts_online(staging: Staging, shard: Shard) -> bool:
-    """Whether the shard's results take its online answers: unless its done record was made
-    from the batch attempts alone (a record before this field counted them)."""
-    done = staging.read_json(staging.folder(shard.id).name(DONE))
-    return not (isinstance(done, dict) and done.get("online") is False)

@@ -19,10 +19,12 @@ from .._schemas.check import Schema
 from .._staged.read import read_key_map
 from .._values import Job, Provider, Result
 from .._vertex.tiers import billed_tier
+from .done import Done, counts_online
 from .jobs import Attempt
-from .ledger import Shard, counts_online
+from .ledger import Shard
 from .online_rows import read_uris
 from .sink import read_attempt
+from .usage import Tally
 
 __all__ = ["BATCH_TIER", "ONLINE", "UNSETTLED", "ShardReader"]
 
@@ -76,14 +78,16 @@ class ShardReader:
         """The keys of an ended attempt that are retryable or missing."""
         return [r.key for r in self.read(attempt) if r.outcome in UNSETTLED]
 
-    def final_outcomes(
-        self, shard: Shard, attempts: list[Attempt], *, online: bool | None = None
-    ) -> dict[str, int]:
-        """A finished shard's keys per final outcome (retryable and missing: ``exhausted``)."""
+    def final(self, shard: Shard, attempts: list[Attempt], *, online: bool | None = None) -> Done:
+        """A finished shard's keys per final outcome (retryable and missing: ``exhausted``) and
+        the usage of its answers per tier they were billed at (``_runs.usage``): what a results
+        pass's ``SpendMeter`` counts of the shard."""
         counts: Counter[str] = Counter()
-        for result in self.results(shard, attempts, final=True, online=online):
+        tally = Tally()
+        for result, _, tier in self.tries(shard, attempts, final=True, online=online):
             counts[result.outcome] += 1
-        return dict(counts)
+            tally.add(result, tier)
+        return Done(dict(counts), tally.usage())
 
     def results(
         self,

@@ -11,12 +11,14 @@ shards). A step of ``ListedRecords`` instead makes:
 - **one read** of the run's progress record, a cache of what earlier steps read::
 
       PREFIX/RUN/progress.json   {"format": "vertexbatch-progress/1", "run": RUN,
-                                  "done": {"<shard index>": "<generation> <counts>"},
+                                  "done": {"<shard index>": "<generation> <counts> <usage>"},
                                   "records": {"s0.r1/job.json": [<generation>, <record>]}}
 
-  ``done`` holds each finished shard's outcome counts (in ``OUTCOME_ORDER``) as of its
-  ``done.json``'s generation; ``records`` the records of unfinished shards' attempts that a
-  step read (those of finished shards are dropped: a step never reads them);
+  ``done`` holds each finished shard's outcome counts (in ``OUTCOME_ORDER``) and its answers'
+  usage per tier (``_runs.usage.encode_usage``) as of its ``done.json``'s generation (an entry
+  without usage, written by an earlier version, is not used: the record is read again);
+  ``records`` the records of unfinished shards' attempts that a step read (those of finished
+  shards are dropped: a step never reads them);
 - **a read of each record the listing shows at a generation the cache does not hold**: the
   records that changed since the step that last wrote the cache (a job recorded, ended, a
   shard finished, a manifest replaced), and an unfinished attempt's manifest only once it has
@@ -45,7 +47,9 @@ from typing import Any
 from .._errors import InvalidRequestError
 from .._gcs.staging import Staging
 from .._staged.manifest import MANIFEST, RECORD
-from .ledger import DONE, OUTCOME_ORDER, Shard, read_done
+from .done import DONE, OUTCOME_ORDER, Done, read_done
+from .ledger import Shard
+from .usage import decode_usage, encode_usage
 
 __all__ = ["PROGRESS", "ListedRecords", "Records"]
 
@@ -79,8 +83,8 @@ class Records:
         """The record's JSON value, ``None`` if it does not exist."""
         return self._staging.read_json(self._staging.folder(submission_id).name(leaf))
 
-    def done(self, shard: Shard) -> dict[str, int] | None:
-        """The shard's final outcome counts, ``None`` while it is not finished."""
+    def done(self, shard: Shard) -> Done | None:
+        """The shard's record (outcome counts, usage), ``None`` while it is not finished."""
         return read_done(self._staging, shard)
 
     def save(self) -> None:
@@ -165,20 +169,20 @@ class ListedRecords(Records):
         self._kept[key] = [generation, value]
         return value
 
-    def done(self, shard: Shard) -> dict[str, int] | None:
+    def done(self, shard: Shard) -> Done | None:
         local = self._local(shard.id)
         generation = self._listed.get(local, {}).get(DONE)
         if generation is None:
             return None
         index = local.removeprefix("s")
-        outcomes = _counts(self._done.get(index, ""), generation, shard.keys)
-        if outcomes is None:
-            outcomes = super().done(shard)
-            if outcomes is None:  # deleted since the listing
+        done = _cached_done(self._done.get(index, ""), generation, shard.keys)
+        if done is None:
+            done = super().done(shard)
+            if done is None:  # deleted since the listing
                 return None
-        counts = " ".join(str(outcomes.get(name, 0)) for name in OUTCOME_ORDER)
-        self._kept_done[index] = f"{generation} {counts}"
-        return outcomes
+        counts = " ".join(str(done.outcomes.get(name, 0)) for name in OUTCOME_ORDER)
+        self._kept_done[index] = f"{generation} {counts} {encode_usage(done.usage)}"
+        return done
 
     def save(self) -> None:
         """Write what this step read for the next one, unless the cache holds it already."""
@@ -246,17 +250,20 @@ def _generation(entry: str) -> int:
     return int(head) if head.isdigit() else -1
 
 
-def _counts(entry: str, generation: int, keys: int) -> dict[str, int] | None:
-    """The outcome counts a cached done entry holds, if it is of ``generation`` and whole."""
+def _cached_done(entry: str, generation: int, keys: int) -> Done | None:
+    """The record a cached done entry holds, if it is of ``generation`` and whole (an entry
+    of an earlier version, without usage, is not: the record may hold usage it left out)."""
     parts = entry.split(" ")
-    if len(parts) != 1 + len(OUTCOME_ORDER) or not all(p.isdigit() for p in parts):
+    width = 1 + len(OUTCOME_ORDER)
+    if len(parts) != width + 1 or not all(p.isascii() and p.isdigit() for p in parts[:width]):
         return None
     if int(parts[0]) != generation:
         return None
-    counts = dict(zip(OUTCOME_ORDER, map(int, parts[1:]), strict=True))
+    counts = dict(zip(OUTCOME_ORDER, map(int, parts[1:width]), strict=True))
     if sum(counts.values()) != keys:
         return None
-    return {name: n for name, n in counts.items() if n}
+    whole, usage = decode_usage(parts[width], keys)
+    return Done({name: n for name, n in counts.items() if n}, usage) if whole else None
 
 
 def _read_or_none(staging: Staging, name: str) -> Any | None:

@@ -370,11 +370,15 @@ class Run:
 
 
 def summary_line(summary: RunSummary) -> str:
-    """One line for logs and the CLI."""
+    """One line for logs and the CLI, ending with the spend of the finished shards (all of them
+    once the run is done) when one is finished."""
     counts = ", ".join(f"{k} {v}" for k, v in summary.outcomes.items())
     state = "done" if summary.done else f"{summary.live_jobs} live job(s)"
     if summary.waiting:
         state = f"waiting for task(s) {', '.join(map(str, summary.waiting))} to register"
     elif not summary.made:
         state = "every task registered; the next advance checks the keys and makes the ledger"
-    return f"run {summary.id}: {summary.keys} keys, {state}; {counts}"
+    line = f"run {summary.id}: {summary.keys} keys, {state}; {counts}"
+    if summary.spend is not None:  # the finished shards' (every shard's once done)
+        line += f"; {'' if summary.done else 'finished shards: '}{summary.spend.summary()}"
+    return line

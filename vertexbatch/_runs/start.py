@@ -23,6 +23,7 @@ from .._staged.manifest import Manifest, measure, read_manifest, run_origin, wit
 from .._staged.write import stage
 from .._values import Provider
 from .._vertex.controls import NO_CONTROLS, Controls
+from .done import read_done
 from .ledger import (
     MAX_ATTEMPTS,
     Ledger,
@@ -30,7 +31,6 @@ from .ledger import (
     check_ledger_size,
     check_requests_fit,
     check_run_id,
-    read_done,
     read_ledger,
     write_ledger,
 )
@@ -251,14 +251,15 @@ def held_run(
     schema: Schema | None = None,
     controls: Controls = NO_CONTROLS,
     dest: str = "",
+    fallback_tier: str | None = None,
 ) -> tuple[Ledger, int, list[Shard]] | None:
     """The run starting ``lines`` under ``run_id`` would rejoin (a plan's question), how
     many of its keys the cache answered, and its shards not finished yet; read-only. ``None``
-    if the id holds no run.
+    if the id holds no run. ``fallback_tier``: compared with the run's unless ``None``.
 
     Raises:
-        InvalidRequestError: the id holds another run (other requests, model or shard size):
-            starting these would be refused, with the same message.
+        InvalidRequestError: the id holds another run (other requests, model, shard size or
+            fallback tier): starting these would be refused, with the same message.
     """
     check_run_id(run_id)
     cloud = replace(cloud, staging=cloud.staging.keyed(controls.kms_key))
@@ -286,6 +287,7 @@ def held_run(
         schema,
         controls,
         dest,
+        fallback_tier,
     )
     cached = sum(manifest.cached for manifest in staged)
     pending = [shard for shard in ledger.shards if read_done(cloud.staging, shard) is None]

@@ -33,7 +33,8 @@ from .._staged.manifest import Manifest, read_manifest, run_origin
 from .._staged.write import stage
 from .._values import Provider
 from .._vertex.controls import NO_CONTROLS, Controls
-from .ledger import Ledger, Shard, check_run_id, encoded_size, read_done, read_ledger
+from .done import read_done
+from .ledger import Ledger, Shard, check_run_id, encoded_size, read_ledger
 from .registry import (
     TaskRecord,
     any_task,
@@ -246,10 +247,12 @@ def existing_task(
     controls: Controls = NO_CONTROLS,
     dest: str = "",
     listing: str = "",
+    fallback_tier: str | None = None,
 ) -> tuple[Ledger, int, list[Shard]] | None:
     """A plan's question for one task (``held_run``'s): the part of the run this task already
     registered with these rows (a ledger of its shards), how many keys the cache answered, and
     its shards not finished yet; read-only. ``None`` if the task has not registered.
+    ``fallback_tier``: compared with the run's unless ``None``.
 
     Raises:
         InvalidRequestError: starting these rows as this task would be refused (the same
@@ -266,12 +269,12 @@ def existing_task(
     _check_count(ledger, run_id, task)
     record = read_task(staging, run_id, task.index)
     if record is None:  # what starting it would refuse before staging: another sink
-        _check_sink(staging, ledger, run_id, task.index, dest)
+        _check_sink(staging, ledger, run_id, task.index, dest, fallback_tier)
         return None
     cutter = _Shards(lines, shard_size, staging.limits, dedupe)
     wanted = TaskRecord(
         run_id, task.index, task.count, provider, model, record.max_attempts, shard_size, cache,
-        controls, (), "", dest, listing, record.fallback_tier,
+        controls, (), "", dest, listing, fallback_tier or record.fallback_tier,
     )  # fmt: skip
     staged = _check_rejoin_task(cloud, record, wanted, cutter, cache, None, schema)
     pending = [shard for shard in record.shards if read_done(staging, shard) is None]

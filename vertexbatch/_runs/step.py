@@ -33,16 +33,19 @@ from .._cloud import Cloud
 from .._errors import InvalidRequestError, job_errors
 from .._job.submit import resubmit, submit
 from .._observe.traces import note
+from .._plans.spend import Spend
 from .._staged.manifest import MANIFEST, Manifest, run_origin
 from .._values import Job
 from .._vertex.jobs import status_of
+from .done import Done, write_done, write_done_online
 from .jobs import Attempt, RunJobs, Twin
-from .ledger import Ledger, Shard, attempt_id, write_done, write_done_online
+from .ledger import Ledger, Shard, attempt_id
 from .online import answer_online, creating
 from .plan import Plan, ShardView, StepRules, plan_step
 from .read import ONLINE, UNSETTLED, ShardReader
 from .records import ListedRecords, Records
 from .sink import output_of
+from .usage import RunSpend
 
 __all__ = ["Open", "RunSummary", "Step", "open_shard"]
 
@@ -74,6 +77,12 @@ class RunSummary:
             ``advance`` has made yet (no job exists, every key is pending): with ``waiting``
             empty, every task has registered and the next ``advance`` checks the keys are
             unique across tasks and makes it.
+        spend: what the answers of the finished shards cost (each key's final answer, online
+            ones at the tier they were billed at, priced from the shipped catalogue), from
+            their done records: ``None`` while no shard is finished. Its ``notes`` say when
+            it covers only some shards; its ``dollars`` are ``None`` (unknown, never 0) for
+            a model with no price or a shard finished by an earlier version, whose record
+            holds no usage (docs/cost.md, "Spend").
     """
 
     id: str
@@ -84,6 +93,7 @@ class RunSummary:
     created: int = 0
     waiting: tuple[int, ...] = ()
     made: bool = True
+    spend: Spend | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +140,7 @@ class Step:
         reader = self._reader
         records = self._records
         totals: Counter[str] = Counter()
+        spent = RunSpend(ledger.provider, ledger.model)
         unfinished: list[Open] = []
         finished: list[Shard] = []
         jobs = RunJobs(
@@ -145,7 +156,8 @@ class Step:
         for shard in ledger.shards:
             done = records.done(shard)
             if done is not None:
-                totals.update(done)
+                totals.update(done.outcomes)
+                spent.add(shard.id, done.usage)
                 finished.append(shard)
                 continue
             attempts = jobs.attempts(shard, ledger.max_attempts)
@@ -179,15 +191,20 @@ class Step:
                 if made is None:
                     created, live = created - 1, live - 1
             elif action.kind == "online":
-                outcomes, running = self._answer_online(shard, state.attempts, concurrency)
-                totals.update(outcomes)
+                answered, running = self._answer_online(shard, state.attempts, concurrency)
+                if answered is None:
+                    totals["pending"] += shard.keys
+                else:
+                    totals.update(answered.outcomes)
+                    spent.add(shard.id, answered.usage)
                 live += running - counted[action.shard]
             else:
-                outcomes = reader.final_outcomes(shard, state.attempts)
+                finish = reader.final(shard, state.attempts)
                 if rules.act:
-                    write_done(cloud.staging, shard, outcomes)
-                    logger.info("shard %s finished: %s", shard.id, outcomes)
-                totals.update(outcomes)
+                    write_done(cloud.staging, shard, finish)
+                    logger.info("shard %s finished: %s", shard.id, dict(finish.outcomes))
+                totals.update(finish.outcomes)
+                spent.add(shard.id, finish.usage)
         if rules.act:
             records.save()
         return RunSummary(
@@ -197,6 +214,7 @@ class Step:
             outcomes={k: v for k, v in sorted(totals.items()) if v},
             live_jobs=live,
             created=created,
+            spend=spent.spend(len(ledger.shards)),
         )
 
     def _plan(self, unfinished: list[Open], rules: StepRules, jobs: RunJobs) -> Plan:
@@ -318,10 +336,10 @@ class Step:
 
     def _answer_online(
         self, shard: Shard, attempts: list[Attempt], concurrency: int
-    ) -> tuple[dict[str, int], int]:
+    ) -> tuple[Done | None, int]:
         """Past the deadline, the shard's jobs cancelled (``_cancel_late``): once all have
-        ended, answer online the keys none of them settled. Returns the outcomes and the
-        shard's jobs still live.
+        ended, answer online the keys none of them settled. Returns the shard's record
+        (``None``: not finished, its keys pending) and its jobs still live.
 
         A job still CANCELLING keeps the shard pending (a cancel that lands late may end it
         SUCCEEDED, answering keys). Each key is answered online at most once across processes,
@@ -333,10 +351,9 @@ class Step:
         """
         cloud = self._cloud
         reader = self._reader
-        pending = {"pending": shard.keys}
         running = sum(a.job is not None and not a.ended for a in attempts)  # _cancel_late's
         if running:
-            return pending, running
+            return None, running
 
         fresh: list[Attempt] = []
 
@@ -360,11 +377,11 @@ class Step:
         if not answer_online(cloud, reader.job(shard), settled, folder, ONLINE, concurrency, tier):
             # Another process holds the shard's claim, or a job of it is live: a later step
             # finishes it.
-            return pending, running
-        outcomes = reader.final_outcomes(shard, fresh or attempts, online=True)
-        write_done_online(cloud.staging, shard, outcomes)
-        logger.info("shard %s finished: %s", shard.id, outcomes)
-        return outcomes, 0
+            return None, running
+        finish = reader.final(shard, fresh or attempts, online=True)
+        write_done_online(cloud.staging, shard, finish)
+        logger.info("shard %s finished: %s", shard.id, dict(finish.outcomes))
+        return finish, 0
 
     def _fresh(self, shard: Shard) -> list[Attempt]:
         """The shard's attempts as GCS and Vertex say now: its records read, its ids' jobs

@@ -85,11 +85,14 @@ class SubmitKeywords(TypedDict, total=False):
 class PlanKeywords(SubmitKeywords, total=False):
     """A plan's keywords: a submission's, and ``count_tokens`` (``False``), ``shard_size``
     (``None``: a single job; a number: a run cut in shards of that many keys), ``task``
-    (``None``; a ``vertexbatch.Task``: the requests are that task's part of a run)."""
+    (``None``; a ``vertexbatch.Task``: the requests are that task's part of a run) and
+    ``fallback_tier`` (``None``: not asked; with ``shard_size``, the run's tier, checked as
+    ``run_*`` checks it before any cloud call, and against the run the id holds)."""
 
     count_tokens: bool
     shard_size: int | None
     task: Task | None
+    fallback_tier: Literal["standard", "flex", "priority"] | None
 
 
 class RunKeywords(SubmitKeywords, total=False):
