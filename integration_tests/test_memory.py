@@ -6,6 +6,8 @@ import json
 import tracemalloc
 from collections.abc import Callable, Iterator
 
+import pytest
+
 import vertexbatch as vb
 from tests.helpers import CLAUDE, claude_request
 from vertexbatch._requests.lines import claude_line
