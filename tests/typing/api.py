@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from google.genai import types as genai_types
 
@@ -304,3 +305,12 @@ def task_files(client: vb.Client) -> int:
     client.run_gemini("g", "gemini-x", gemini, task=task)
     vb.list_request_files("gs://bucket/in/", client)  # type: ignore[arg-type]
     return sizes
+
+
+def next_turn(client: vb.Client, job: vb.Job, history: list[dict[str, Any]]) -> vb.ClaudeRequest:
+    """A conversation's next request, built from a result: its turn and its tools' results."""
+    result: vb.Result = next(iter(client.results(job)))
+    signatures: list[str | None] = [call.signature for call in result.tool_calls]
+    turn: dict[str, Any] = result.assistant_turn()
+    answered: dict[str, Any] = result.tool_results([{"n": len(signatures)}])
+    return vb.ClaudeRequest(result.key, {"max_tokens": 64, "messages": [*history, turn, answered]})
