@@ -87,8 +87,9 @@ def claude_tool_results(calls: Sequence[Call]) -> dict[str, Any]:
 def gemini_tool_results(calls: Sequence[Call]) -> dict[str, Any]:
     """The ``user`` content of one ``functionResponse`` part per call, in order: an output
     that is a JSON object is the ``response``, anything else goes as ``{"output": value}``
-    (the key Google's function-calling reference names for a function's output); the call's
-    ``id`` is kept when it had one."""
+    ("Use "output" key to specify function output": Vertex's ``FunctionResponse`` reference,
+    https://docs.cloud.google.com/python/docs/reference/aiplatform/latest/google.cloud.aiplatform_v1.types.FunctionResponse,
+    read 2026-12-07); the call's ``id`` is kept when it had one."""
     parts = []
     for name, call_id, output in calls:
         value = copy.deepcopy(output) if isinstance(output, Mapping) else {"output": output}

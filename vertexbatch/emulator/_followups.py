@@ -4,7 +4,7 @@ A conversation's next request carries the model's last answer back. Vertex refus
 follow-up that drop what the answer carried, and the local model refuses them as it does (a 400
 line error, in the service's words; docs/platform-facts.md, "The next turn"):
 
-- **Claude, thinking enabled** (``thinking.type`` ``enabled`` or ``adaptive``) and the request
+- **Claude, thinking enabled** (``thinking.type`` ``enabled``) and the request
   ending in ``tool_result`` blocks: the last ``assistant`` message must start with a
   ``thinking`` or ``redacted_thinking`` block. Message as Vertex returns it (req_vrtx ids in
   Kilo-Org/kilocode#5219, 2026-01-20; anomalyco/opencode#3077).
@@ -74,7 +74,7 @@ def answers_tools(request: Mapping[str, Any]) -> bool:
 def claude_thinks(request: Mapping[str, Any]) -> bool:
     """Whether a Claude request turns extended thinking on."""
     thinking = request.get("thinking")
-    return isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")
+    return isinstance(thinking, Mapping) and thinking.get("type") == "enabled"
 
 
 def claude_followup_problem(request: Mapping[str, Any]) -> str | None:
