@@ -25,6 +25,7 @@ from vertexbatch._rows.classify import READERS
 from vertexbatch._rows.fast_path import USUAL_READERS
 from vertexbatch._rules import FAMILIES
 from vertexbatch._runs.run import DEFAULT_LIVE_JOBS
+from vertexbatch._turns import TURNS
 from vertexbatch._values import PROVIDER_NAMES
 
 ROWS = list(PROVIDERS.values())
@@ -112,18 +113,20 @@ def test_each_row_has_its_client_methods() -> None:
 
 
 def test_the_copies_below_the_table_hold_its_rows() -> None:
-    """The family rule (_rules), the output reader (_outcomes) and the command's request files
-    (_cli_requests) sit below or beside the table: each has exactly the table's rows."""
+    """The family rule (_rules), the output reader (_outcomes), the command's request files
+    (_cli_requests) and the next turn's shapes (_turns) sit below or beside the table: each has
+    exactly the table's rows."""
     assert {p: r.command for p, r in PROVIDERS.items()} == FAMILIES
     assert {p: r.read for p, r in PROVIDERS.items()} == dict(READERS)
     assert set(_REQUESTS) == set(COMMANDS)
+    assert {p: r.turns for p, r in PROVIDERS.items()} == dict(TURNS)
 
 
 def test_a_row_has_every_column_the_issue_names() -> None:
     """A new lane fills these: the row is the one place they are written."""
     names = {field.name for field in dataclasses.fields(ProviderRow)}
     assert names >= {"provider", "command", "request", "line", "id_field", "read", "online"}
-    assert names >= {"counter", "ceiling", "fields", "global_batch", "tiers"}
+    assert names >= {"counter", "ceiling", "fields", "global_batch", "tiers", "turns"}
 
 
 def test_the_columns_the_switches_became_are_held_below_and_beside_the_table() -> None:

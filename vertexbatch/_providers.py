@@ -5,19 +5,21 @@ the command and the ``Client``'s methods by its model family (``claude``, ``gemi
 ``--provider claude``, ``submit_claude``). A row holds both names and every other thing that
 differs: the request type and the line builder, the id field of an output row and the reader of
 its response, the output ceiling a plan assumes, where batch may run, the online calls and the
-price tiers they may ask for, and the count-tokens calls. Code that differs by provider asks
+price tiers they may ask for, the count-tokens calls, and the shapes of a conversation's next
+turn. Code that differs by provider asks
 ``PROVIDERS[provider]`` (or ``by_command(name)``); a new lane is one row here and its tests
 (tests/test_providers.py).
 
 The table sits just above what it refers to (the line builders, the output readers, the online
 calls), so it imports them directly; the SDKs those calls use are imported when a call is first
-made (``OnlineClients``), never by importing this. Four columns have a copy below the table,
+made (``OnlineClients``), never by importing this. Five columns have a copy below the table,
 each held to this one by tests/test_providers.py: the family rule of ``_rules.check_model``
 (``_rules.FAMILIES``, below the table as tests/test_rules.py reads it), the reader
 ``_rows.classify.classify_row`` dispatches to (``_rows.classify.READERS``, which the results pass
 calls with a ``Job.provider``), the fast path's reader of the usual answer
-(``_rows.fast_path.USUAL_READERS``) and the reader of a BigQuery source's request column
-(``_bigquery.source.ROW_REQUESTS``). Code elsewhere never compares provider strings
+(``_rows.fast_path.USUAL_READERS``) the reader of a BigQuery source's request column
+(``_bigquery.source.ROW_REQUESTS``) and the next turn's shapes (``_turns.TURNS``, which
+``Result.assistant_turn`` reads). Code elsewhere never compares provider strings
 (tests/guards/test_provider_switches.py counts the places that do).
 """
 
@@ -39,6 +41,7 @@ from ._requests.lines import StagedLine, claude_line, gemini_line
 from ._rows.classify import classify_claude_message, classify_gemini_response
 from ._rows.fast_path import UsualReader, read_usual_claude, read_usual_gemini
 from ._rules import check_model, publisher_path
+from ._turns import TURNS, Turns
 from ._values import ClaudeRequest, GeminiRequest, Provider, Result
 from ._vertex.online import (
     Caller,
@@ -110,6 +113,8 @@ class ProviderRow:
     # are documented for Gemini models only
     tiers: frozenset[str]
     counter: Callable[[OnlineClients, str], Callable[[Mapping[str, Any]], int]]  # count-tokens
+    # the next turn's shapes: an answer as the assistant's message, tool results as the user's
+    turns: Turns
 
     @property
     def title(self) -> str:
@@ -157,6 +162,7 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             online=claude_caller,
             tiers=frozenset({"standard"}),
             counter=claude_counter,
+            turns=TURNS["anthropic"],
         ),
         "google": ProviderRow(
             provider="google",
@@ -182,6 +188,7 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             online=gemini_caller,
             tiers=frozenset({"standard", "flex", "priority"}),
             counter=gemini_counter,
+            turns=TURNS["google"],
         ),
     }
 )

@@ -1,15 +1,14 @@
 """Value types: requests in, jobs and results out. All frozen; none does I/O.
 
 The requests (``ClaudeRequest``, ``GeminiRequest``, and ``Provider``, a provider's publisher
-name), ``Job``, ``Status``, ``Result``, ``Usage``, ``Refusal``. ``result_of`` and ``usage_of``
-build a row's ``Result`` and ``Usage`` through the slots' setters, faster than the constructors'
-checks; ``tests/rows/test_result_paths.py`` holds them equal to the constructors.
+name), ``Job``, ``Status``, ``Result``, ``Usage``, ``Refusal``, ``ToolCall``. A result's next
+turn in a conversation is built by ``_turns``; a row's ``Result`` fast by ``_rows.build``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, get_args
@@ -24,6 +23,7 @@ from ._errors import (
     SchemaError,
     TruncatedError,
 )
+from ._turns import assistant_turn, tool_results
 
 if TYPE_CHECKING:
     # Annotations only: google-genai's types take a third of a second to import, and only
@@ -223,6 +223,10 @@ class ToolCall:
         arguments: its arguments as parsed JSON (Claude's ``input``, Gemini's ``args``).
         id: the provider's id of the call (Claude's ``id``; Gemini's ``id`` when it gives one,
             else ``""``), to answer it with a ``tool_result`` / ``functionResponse``.
+        signature: Gemini's ``thoughtSignature`` on the call's part, which a Gemini 3 follow-up
+            must send back with it; ``None`` without one (Gemini gives it on the first call of
+            a turn) and for Claude, whose signatures are on the ``thinking`` blocks before the
+            ``tool_use`` (``Result.assistant_turn`` keeps both: docs/agents.md).
 
     Its repr shows the name and id, never the arguments.
     """
@@ -230,6 +234,7 @@ class ToolCall:
     name: str
     arguments: Any = None
     id: str = ""
+    signature: str | None = None
 
     def __repr__(self) -> str:
         return f"ToolCall(name={self.name!r}, id={self.id!r})"
@@ -321,6 +326,28 @@ class Result:
             f"answer is refused by {model.__name__} ({rule})", key=self.key, rule=rule
         )
 
+    def assistant_turn(self) -> dict[str, Any]:
+        """The answer as the provider's own request message, a copy to append to the next
+        request: Claude's ``assistant`` message with every content block (``thinking`` and
+        ``redacted_thinking`` with their ``signature``, ``text``, ``tool_use``), Gemini's
+        ``model`` content with every part of the first candidate (thoughts, ``functionCall``
+        with its ``thoughtSignature``). docs/agents.md has the rules it keeps.
+
+        Raises:
+            InvalidRequestError: the result is no answer (``ok`` is False): no turn to continue.
+        """
+        return assistant_turn(self.key, self.outcome, self.response)
+
+    def tool_results(self, outputs: Sequence[Any]) -> dict[str, Any]:
+        """The ``user`` message answering ``tool_calls``, one output per call in their order:
+        Claude's ``tool_result`` blocks, Gemini's ``functionResponse`` parts (docs/agents.md).
+
+        Raises:
+            InvalidRequestError: not one output per call, or no turn to continue.
+        """
+        calls = [(call.name, call.id) for call in self.tool_calls]
+        return tool_results(self.key, self.outcome, self.response, calls, outputs)
+
     @property
     def ok(self) -> bool:
         """Whether the key got a usable answer."""
@@ -343,94 +370,3 @@ class Result:
         if isinstance(error, LineError) and error.transient:
             return "retryable"
         return "failed"
-
-
-# --- building results fast --------------------------------------------------------------------
-# A frozen dataclass's __init__ sets each field through ``object.__setattr__``; one result per
-# output row is built here instead through the fields' slot descriptors, which is about twice as
-# fast. ``tests/rows/test_outcomes.py`` proves these equal to the plain constructors, field by
-# field.
-
-_new = object.__new__
-
-
-def _setters(cls: type, names: tuple[str, ...]) -> tuple[Any, ...]:
-    """The slot setters of ``cls``'s fields, which must be exactly ``names`` (a field added to
-    the class and not to its builder fails here, at import)."""
-    fields = tuple(f.name for f in dataclasses.fields(cls))
-    if sorted(fields) != sorted(names):  # pragma: no cover - a guard for whoever edits the class
-        raise TypeError(f"{cls.__name__} has fields {fields}, its builder sets {names}")
-    return tuple(cls.__dict__[name].__set__ for name in names)
-
-
-_set_input, _set_output, _set_cache_read, _set_cache_write = _setters(
-    Usage, ("input", "output", "cache_read", "cache_write")
-)
-(
-    _set_key,
-    _set_text,
-    _set_usage,
-    _set_stop,
-    _set_refusal,
-    _set_error,
-    _set_response,
-    _set_shared,
-    _set_cached,
-    _set_tool_calls,
-    _set_parsed,
-    _set_tier,
-) = _setters(
-    Result,
-    (
-        "key",
-        "text",
-        "usage",
-        "stop",
-        "refusal",
-        "error",
-        "response",
-        "shared",
-        "cached",
-        "tool_calls",
-        "parsed",
-        "tier",
-    ),
-)
-
-
-def usage_of(input: int, output: int, cache_read: int, cache_write: int) -> Usage:
-    """``Usage(input, output, cache_read, cache_write)``, built faster."""
-    usage = _new(Usage)
-    _set_input(usage, input)
-    _set_output(usage, output)
-    _set_cache_read(usage, cache_read)
-    _set_cache_write(usage, cache_write)
-    return usage
-
-
-def result_of(
-    key: str,
-    text: str,
-    usage: Usage,
-    stop: str,
-    refusal: Refusal | None,
-    error: ResultError | None,
-    response: Mapping[str, Any] | None,
-    tool_calls: tuple[ToolCall, ...] = (),
-) -> Result:
-    """``Result(key, text, usage, stop, refusal, error, response, tool_calls=...)``, built
-    faster (not shared, not cached, nothing parsed)."""
-    result = _new(Result)
-    _set_key(result, key)
-    _set_text(result, text)
-    _set_usage(result, usage)
-    _set_stop(result, stop)
-    _set_refusal(result, refusal)
-    _set_error(result, error)
-    _set_response(result, response)
-    _set_shared(result, False)
-    _set_cached(result, False)
-    _set_tool_calls(result, tool_calls)
-    _set_parsed(result, None)
-    _set_tier(result, "batch")
-    return result

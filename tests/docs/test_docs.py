@@ -50,6 +50,7 @@ RUN_BY = {
     "examples/nightly_run.py": "tests/runs/test_run_examples.py",
     "examples/run_advancer.py": "tests/runs/test_run_examples.py",
     "examples/structured_agent.py": "tests/docs/test_examples.py",
+    "examples/tool_loop.py": "tests/docs/test_examples.py",
     "examples/cloud_run_job.py": "tests/docs/test_examples.py",
 }
 # A fragment is marked `<!-- fragment: why it cannot run alone -->` just above its fence.

@@ -283,3 +283,44 @@ def test_structured_agent_main(capsys: pytest.CaptureFixture[str]) -> None:
     assert "ticket-101   route   billing" in out
     assert "ticket-102   lookup  lookup_order toolu_" in out
     assert "ticket-103   failed  SchemaError" in out
+
+
+# -- tool_loop.py -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["claude", "gemini"])
+def test_tool_loop_runs_each_turn_as_a_batch(
+    stack: LocalStack, stack_env: str, provider: str
+) -> None:
+    """Turn 1 calls the tool; each step is a fresh client and storage client, reading only what
+    is parked in GCS; turn 2 answers with text, and the loop ends with every answer."""
+    from google.cloud import storage
+
+    loop = load("tool_loop")
+    questions = {"oslo": "Wear? [[vb:tool_call name=weather]]", "lima": "Beach? [[vb:tool_call]]"}
+    with vb.Client.from_env() as client:
+        bucket = storage.Client(project=client.project).bucket(client.bucket)
+        loop.start(client, bucket, "loop-1", provider, questions)
+    answers = None
+    for _ in range(6):
+        stack.settle()
+        with vb.Client.from_env() as client:  # a new process each tick: nothing kept in memory
+            bucket = storage.Client(project=client.project).bucket(client.bucket)
+            answers = loop.step(client, bucket, "loop-1")
+        if answers is not None:
+            break
+    assert answers is not None and set(answers) == set(questions)
+    assert all(text.startswith("Local model answer") for text in answers.values()), answers
+    parked = sorted(blob.name for blob in bucket.list_blobs(prefix="loop-1/"))
+    assert parked == ["loop-1/turn-1.json", "loop-1/turn-2.json", "loop-1/turn-3.json"]
+    with vb.Client.from_env() as client:
+        assert client.find("loop-1-turn-2") is not None and client.find("loop-1-turn-3") is None
+
+
+@pytest.mark.processes
+def test_tool_loop_main(capsys: pytest.CaptureFixture[str]) -> None:
+    """`python examples/tool_loop.py` runs both loops on its own local stack."""
+    load("tool_loop").main()
+    out = capsys.readouterr().out
+    assert "claude  lima  Local model answer" in out
+    assert "gemini  oslo  Local model answer" in out

@@ -36,7 +36,10 @@ EMULATOR = "emulator"  # the package vertexbatch/emulator/, one node of the clie
 # node). A node may import nodes of its own layer (with no cycle) and of lower ones; inside a
 # package, modules import each other freely but with no cycle.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("values, errors, rules (pure)", {"_errors", "_values", "_json", "_rules", "_retry", "_hosts"}),
+    (
+        "values, errors, rules (pure)",
+        {"_errors", "_values", "_turns", "_json", "_rules", "_retry", "_hosts"},
+    ),
     ("the model catalogue (pure data)", {"_catalogue"}),
     ("answer schemas (pure)", {"_schemas"}),
     ("request building and checking (pure)", {"_requests"}),

@@ -43,6 +43,7 @@ SUBTABLES: dict[tuple[str, str], str] = {
     ("_command/cli_requests.py", "_REQUESTS"): "vertexbatch._command.cli_requests",
     ("_checks/probe_shape.py", "PROBE_LANES"): "vertexbatch._checks.probe_shape",
     ("_plans/spend.py", "CACHE_BILLING"): "vertexbatch._plans.spend",
+    ("_turns.py", "TURNS"): "vertexbatch._turns",
 }
 
 # (file, enclosing function) -> why the switch stays. At most MOST_ALLOWED.

@@ -22,10 +22,11 @@ from tests.helpers import examples
 from tests.rows.test_outcomes import ALL_ROWS
 from vertexbatch._observe.metrics import OPERATION, PROVIDER, Telemetry
 from vertexbatch._requests.keymap import KeyMap, key_digest, parse_key_record
+from vertexbatch._rows.build import result_of, usage_of
 from vertexbatch._rows.classify import classify_row
 from vertexbatch._rows.content import GEMINI_OTHER_PARTS
 from vertexbatch._rows.fast_path import row_reader
-from vertexbatch._values import Job, Refusal, Result, Usage, result_of, usage_of
+from vertexbatch._values import Job, Refusal, Result, Usage
 
 _COUNTS = st.integers(min_value=0, max_value=2**63 - 1)
 _ERRORS = st.sampled_from(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from google.genai import types as genai_types
 
@@ -330,3 +331,12 @@ async def typed_results(client: vb.Client, job: vb.Job, run: vb.Run) -> list[str
     seen += [str(k.result.parsed) async for k in aio_run.key_results(schema=Verdict)]
     client.results(job, schema=Verdict(approve=True))  # type: ignore[arg-type]
     return seen
+
+
+def next_turn(client: vb.Client, job: vb.Job, history: list[dict[str, Any]]) -> vb.ClaudeRequest:
+    """A conversation's next request, built from a result: its turn and its tools' results."""
+    result: vb.Result = next(iter(client.results(job)))
+    signatures: list[str | None] = [call.signature for call in result.tool_calls]
+    turn: dict[str, Any] = result.assistant_turn()
+    answered: dict[str, Any] = result.tool_results([{"n": len(signatures)}])
+    return vb.ClaudeRequest(result.key, {"max_tokens": 64, "messages": [*history, turn, answered]})

@@ -41,7 +41,8 @@ from typing import Any, Final
 
 from .._errors import InvalidRequestError, RefusedError, TruncatedError
 from .._json import MAX_UNWRAP, is_number, load_json
-from .._values import Provider, Refusal, Result, Usage, result_of, usage_of
+from .._values import Provider, Refusal, Result, Usage
+from .build import result_of, usage_of
 from .content import claude_content, gemini_content, gemini_other_parts
 from .failures import is_error_body, line_error_for, parse_error_object, parse_status, safe_name
 

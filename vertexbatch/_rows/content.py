@@ -2,8 +2,8 @@
 
 Claude: ``text`` blocks joined in order, ``tool_use`` blocks as ``ToolCall`` (name, ``input``,
 ``id``). Gemini: the non-thought ``text`` parts joined in order, ``functionCall`` parts as
-``ToolCall`` (name, ``args``, ``id`` when given). Blocks and parts of any other shape are passed
-over; a call with no name is no call.
+``ToolCall`` (name, ``args``, ``id`` when given, the part's ``thoughtSignature``). Blocks and
+parts of any other shape are passed over; a call with no name is no call.
 
 A Gemini answer may also be parts that are neither text nor a call: an image (``inlineData``), a
 file (``fileData``), code (``executableCode``) or its result (``codeExecutionResult``).
@@ -82,7 +82,11 @@ def gemini_content(content: object) -> tuple[str, tuple[ToolCall, ...]]:
         if isinstance(call, Mapping):
             name = _text(call.get("name"))
             if name:
-                calls.append(ToolCall(name, call.get("args"), _text(call.get("id"))))
+                signature = part.get("thoughtSignature")
+                if signature is None:
+                    signature = part.get("thought_signature")
+                signed = signature if isinstance(signature, str) and signature else None
+                calls.append(ToolCall(name, call.get("args"), _text(call.get("id")), signed))
     return "".join(texts), tuple(calls)
 
 

@@ -29,7 +29,8 @@ import msgspec
 from .._errors import InvalidRequestError
 from .._json import MAX_DEPTH
 from .._requests.keymap import KEY_FIELD
-from .._values import Provider, Result, result_of
+from .._values import Provider, Result
+from .build import result_of
 from .classify import CLAUDE_ANSWERED, READERS, classify_row, claude_usage, gemini_usage
 
 __all__ = [

@@ -29,6 +29,15 @@ from vertexbatch.emulator._directives import (
     without_directives,
 )
 from vertexbatch.emulator._errors import LineFailure
+from vertexbatch.emulator._followups import (
+    answers_tools,
+    claude_followup_problem,
+    claude_thinks,
+    gemini_followup_problem,
+    signature_of,
+    signs_calls,
+)
+from vertexbatch.emulator._gemini_parts import gemini_part, gemini_schema
 
 __all__ = ["Answer", "answer_claude", "answer_gemini", "rfc3339"]
 
@@ -186,7 +195,7 @@ def _claude_special(
         choice.get("name") if isinstance(choice, Mapping) and choice.get("type") == "tool" else None
     )
     call_id = f"toolu_vrtx_{draft.digest[:20]}"
-    if plan.tool_call is not None:
+    if plan.tool_call is not None and not answers_tools(request):
         tool = _declared(tools, plan.tool_call)
         if tool is None:
             return Answer(error=LineFailure(400, "tool_call: the request declares no such tool"))
@@ -230,7 +239,7 @@ def answer_claude(request: Any, model: str, *, check_fields: bool = True) -> Ans
     version = request.get("anthropic_version")
     if not isinstance(version, str) or not version:
         return Answer(error=LineFailure(400, "anthropic_version: Field required"))
-    refused = tool_problem(request.get("tools"))
+    refused = tool_problem(request.get("tools")) or claude_followup_problem(request)
     if refused is not None:
         return Answer(error=LineFailure(400, refused))
     planned = _plan(claude_texts(request))
@@ -265,11 +274,12 @@ def answer_claude(request: Any, model: str, *, check_fields: bool = True) -> Ans
     elif plan.outcome == "refuse":
         stop_reason = "refusal"
     if text is not None:
-        if plan.think_tokens is not None:
-            signature = base64.b64encode(bytes.fromhex(draft.digest)).decode("ascii")
-            content.append({"type": "thinking", "thinking": draft.thought, "signature": signature})
-            output_tokens += draft.think_tokens
         content.append({"type": "text", "text": text})
+    thinks = plan.think_tokens is not None or claude_thinks(request)
+    if thinks and (text is not None or stop_reason == "tool_use"):
+        thought = {"type": "thinking", "thinking": draft.thought}
+        content.insert(0, {**thought, "signature": signature_of(draft.thought)})
+        output_tokens += draft.think_tokens
     usage: dict[str, Any] = {"input_tokens": draft.prompt_tokens, "output_tokens": output_tokens}
     if plan.cache_write:
         usage["cache_creation_input_tokens"] = plan.cache_write
@@ -315,6 +325,9 @@ def answer_gemini(
     unknown = gemini_unknown(request) if check_fields else None
     if unknown is not None:
         return Answer(error=LineFailure(400, unknown.google_message))
+    unsigned = gemini_followup_problem(request, model)
+    if unsigned is not None:
+        return Answer(error=LineFailure(400, unsigned))
     contents = request.get("contents")
     if not isinstance(contents, list) or not contents:
         message = "Unable to submit request because it has an empty contents field."
@@ -349,17 +362,18 @@ def answer_gemini(
             text = None
         else:
             candidate_tokens = draft.words
-            call = _gemini_call(request, plan, draft)
+            call = _gemini_call(request, plan, draft, signs_calls(model))
             if isinstance(call, Answer):
                 return call
             if plan.parts is not None:
-                parts.extend(_gemini_part(kind, draft) for kind in plan.parts)
+                made = (draft.thought, draft.digest, draft.words)
+                parts.extend(gemini_part(kind, *made) for kind in plan.parts)
                 text = None
             elif call is not None:
                 parts.append(call)
                 text = None
             else:
-                schema = _gemini_schema(config)
+                schema = gemini_schema(config)
                 if schema is not None:
                     text = _schema_text(schema, plan, draft)
         if text is not None:
@@ -400,37 +414,12 @@ def answer_gemini(
     return Answer(response=response)
 
 
-def _gemini_schema(config: Mapping[str, Any]) -> Any:
-    """The response schema of a Gemini request asking for JSON, if it gives one."""
-    mime = config.get("responseMimeType") or config.get("response_mime_type")
-    if mime != "application/json":
-        return None
-    for name in ("responseSchema", "response_schema", "responseJsonSchema", "response_json_schema"):
-        if config.get(name) is not None:
-            return config[name]
-    return None
-
-
-def _gemini_part(kind: str, draft: _Draft) -> dict[str, Any]:
-    """A part of one of ``PART_KINDS`` that is not text (a thought is text, marked thought)."""
-    if kind == "thought":
-        return {"text": draft.thought, "thought": True}
-    if kind == "inline_data":
-        png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes.fromhex(draft.digest[:16]))
-        return {"inlineData": {"mimeType": "image/png", "data": png.decode("ascii")}}
-    if kind == "file_data":
-        uri = f"gs://local-model/{draft.digest[:16]}.png"
-        return {"fileData": {"mimeType": "image/png", "fileUri": uri}}
-    if kind == "executable_code":
-        return {"executableCode": {"language": "PYTHON", "code": f"print({draft.words})"}}
-    return {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": f"{draft.words}\n"}}
-
-
 def _gemini_call(
-    request: Mapping[str, Any], plan: Plan, draft: _Draft
+    request: Mapping[str, Any], plan: Plan, draft: _Draft, signed: bool
 ) -> Answer | dict[str, Any] | None:
-    """A ``functionCall`` part when the plan asks for a tool call (``None``: it does not)."""
-    if plan.tool_call is None:
+    """A ``functionCall`` part when the plan asks for a tool call (``None``: it does not, or
+    the request answers tool calls), signed for a Gemini 3 model or a plan that thinks."""
+    if plan.tool_call is None or answers_tools(request):
         return None
     declared: list[Any] = []
     for tool in request.get("tools") or ():
@@ -442,4 +431,7 @@ def _gemini_call(
         return Answer(error=LineFailure(400, "tool_call: the request declares no such function"))
     schema = function.get("parameters") or function.get("parametersJsonSchema")
     args = conforming(schema, _word(draft)) if schema is not None else {}
-    return {"functionCall": {"name": function.get("name"), "args": args}}
+    part: dict[str, Any] = {"functionCall": {"name": function.get("name"), "args": args}}
+    if signed or plan.think_tokens is not None:
+        part["thoughtSignature"] = signature_of(f"{function.get('name')} {draft.digest}")
+    return part
