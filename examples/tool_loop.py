@@ -11,7 +11,7 @@ that turn as the next batch. A conversation whose answer calls no tool is finish
 ``python examples/tool_loop.py`` runs it against the local stack for Claude (thinking on) and a
 Gemini 3 model: both refuse a follow-up that drops the signatures.
 
-Install: ``pip install 'vertexbatch[local]'`` (the local stack it runs on).
+Install: ``pip install '.[local]'`` in a clone (the local stack it runs on).
 """
 
 from __future__ import annotations

@@ -41,6 +41,14 @@ MODEL_ID = re.compile(
 )
 
 UNPRICED_ON_PURPOSE: dict[tuple[str, str], str] = {
+    ("docs/local-stack.md", "gemini-3"): "a family prefix (the stack's Gemini 3 rule), no model",
+    ("docs/platform-facts.md", "gemini-3"): "a family prefix (Gemini 3's signature rule)",
+    ("docs/platform-facts.md", "gemini-2.5"): "a family named in a quotation",
+    (
+        "docs/platform-facts.md",
+        "gemini-3s-function-calling-has-a-signature-rule-that-only-bites-you-once-you-add-a-second"
+        "-tool-call-31mm",
+    ): "a source's URL, no id",
     ("docs/cost.md", "claude-fable-5-2"): "the prices= example: a catalogued model no page prices",
     ("docs/cli.md", "claude-opus-5-6@default"): "the example of a model outside the catalogue",
     ("docs/local-stack.md", "gemini-0.1-nowhere"): "the 404 of a model outside the catalogue",

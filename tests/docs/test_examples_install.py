@@ -46,6 +46,7 @@ EXPECTED = {
     "run_advancer.py": ". functions-framework",
     "scheduler_poller.py": ". functions-framework",
     "structured_agent.py": "'.[local]'",
+    "tool_loop.py": "'.[local]'",
 }
 
 
