@@ -63,7 +63,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("one job: submit, find, read; waiting", {"_job", "_waiting"}),
     ("plans and prices", {"_plans"}),
     ("runs over many jobs", {"_runs"}),
-    ("the public Client", {"_submission", "_operations", "_client"}),
+    ("the public Client", {"_submission", "_operations", "_lanes", "_client"}),
     ("its async view, and the functions that take a client", {"_aio", "_functions"}),
     ("checks of a project", {"_checks"}),
     ("the public names", {"__init__"}),
