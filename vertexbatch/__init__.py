@@ -37,6 +37,7 @@ from ._runs.step import RunSummary
 from ._runs.tasks import Task
 from ._submission.request_files import RequestFile, RequestFiles
 from ._values import (
+    ChatRequest,
     ClaudeRequest,
     GeminiRequest,
     Job,
@@ -55,6 +56,7 @@ __all__ = [
     "AsyncRun",
     "BigQuerySource",
     "BucketNotFoundError",
+    "ChatRequest",
     "ClaudeRequest",
     "Client",
     "ExhaustedError",

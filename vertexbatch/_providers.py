@@ -31,21 +31,25 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
-from ._bigquery.source import RowRequest, claude_of_row, gemini_of_row
+from ._bigquery.source import RowRequest, chat_of_row, claude_of_row, gemini_of_row
 from ._catalogue import Model, model_entry, warn_uncatalogued
 from ._errors import InvalidRequestError
 from ._hosts import GLOBAL
+from ._requests.chat_body import check_chat_fields
 from ._requests.field_check import check_claude_fields, check_gemini_fields, checked_builder
 from ._requests.keymap import KEY_FIELD
-from ._requests.lines import StagedLine, claude_line, gemini_line
+from ._requests.lines import StagedLine, chat_line, claude_line, gemini_line
+from ._rows.chat import classify_chat_completion, read_usual_chat
 from ._rows.classify import classify_claude_message, classify_gemini_response
 from ._rows.fast_path import UsualReader, read_usual_claude, read_usual_gemini
 from ._rules import check_model, publisher_path
 from ._turns import TURNS, Turns
-from ._values import ClaudeRequest, GeminiRequest, Provider, Result
+from ._values import ChatRequest, ClaudeRequest, GeminiRequest, Provider, Result
 from ._vertex.online import (
     Caller,
     OnlineClients,
+    chat_caller,
+    chat_counter,
     claude_caller,
     claude_counter,
     gemini_caller,
@@ -80,6 +84,10 @@ def _claude_ceiling(body: Mapping[str, Any]) -> int:
     return _tokens(body.get("max_tokens"))
 
 
+def _chat_ceiling(body: Mapping[str, Any]) -> int:
+    return _tokens(body.get("max_completion_tokens") or body.get("max_tokens"))
+
+
 def _gemini_ceiling(body: Mapping[str, Any]) -> int:
     config = body.get("generationConfig")
     value = config.get("maxOutputTokens") if isinstance(config, Mapping) else None
@@ -90,9 +98,11 @@ def _gemini_ceiling(body: Mapping[str, Any]) -> int:
 class ProviderRow:
     """One provider: its names, its requests and lines, its output, its online calls."""
 
-    provider: Provider  # the library's name, and the Vertex publisher
+    provider: Provider  # the library's name (the Vertex publisher, but for ``openmaas``)
     command: str  # the command's name (--provider), the Client methods' suffix, the model family
-    request: type[ClaudeRequest] | type[GeminiRequest]
+    # the Vertex publisher of the lane's models; None: the model id names it as `publisher/model`
+    publisher: str | None
+    request: type[ClaudeRequest] | type[GeminiRequest] | type[ChatRequest]
     fields: frozenset[str]  # the fields of one line of the command's request file
     line: Callable[..., StagedLine]  # (request, FieldTypes | None) -> the staged line
     check: Callable[[Any], None]  # (request) -> None, or InvalidRequestError: an unknown field
@@ -131,11 +141,15 @@ class ProviderRow:
         return checked_builder(self.line, self.check) if check_fields else self.line
 
     def publisher_path(self, model: str) -> str:
-        """The Vertex publisher path of a bare model id of this provider."""
-        return publisher_path(model, self.provider)
+        """The Vertex publisher path of a model id of this provider (bare, or
+        ``publisher/model`` where the model id names its publisher)."""
+        return publisher_path(model, self.publisher or "")
 
     def owns(self, model: str) -> bool:
-        """Whether ``model`` is of this family (its id starts with the family's name)."""
+        """Whether ``model`` is of this family: its id starts with the family's name, or, for a
+        lane whose ids name their publisher, it is ``publisher/model``."""
+        if self.publisher is None:
+            return model.count("/") == 1 and not model.startswith("publishers/")
         return model.lower().startswith(self.command)
 
 
@@ -144,6 +158,7 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
         "anthropic": ProviderRow(
             provider="anthropic",
             command="claude",
+            publisher="anthropic",
             request=ClaudeRequest,
             fields=frozenset({"key", "params"}),
             line=claude_line,
@@ -167,6 +182,7 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
         "google": ProviderRow(
             provider="google",
             command="gemini",
+            publisher="google",
             request=GeminiRequest,
             fields=frozenset({"key", "contents", "config"}),
             line=gemini_line,
@@ -189,6 +205,31 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             tiers=frozenset({"standard", "flex", "priority"}),
             counter=gemini_counter,
             turns=TURNS["google"],
+        ),
+        "openmaas": ProviderRow(
+            provider="openmaas",
+            command="chat",
+            publisher=None,
+            request=ChatRequest,
+            fields=frozenset({"key", "body"}),
+            line=chat_line,
+            check=check_chat_fields,
+            id_field="custom_id",
+            read=classify_chat_completion,
+            usual=read_usual_chat,
+            of_row=chat_of_row,
+            ceiling=_chat_ceiling,
+            ceiling_said="output ceiling: the sum of max_completion_tokens (else max_tokens), 0 "
+            "for a request with neither (the models' own default is not documented)",
+            cache_said="open models: no page we read documents caching or its rates for "
+            "Vertex's managed open models ({rates}); the estimate prices all input at the "
+            "batch input rate",
+            global_batch=False,
+            live_jobs=4,
+            online=chat_caller,
+            tiers=frozenset({"standard"}),
+            counter=chat_counter,
+            turns=TURNS["openmaas"],
         ),
     }
 )
@@ -300,7 +341,7 @@ def checked_model(model: str, provider: Provider, location: str) -> str:
     same): ``check_model``'s refusals, batch refused where the catalogue says the model is not
     served (``check_batch_location``), then an ``UncataloguedModelWarning`` naming the closest
     catalogued id for an id outside the catalogue, which is submitted all the same."""
-    check_model(model, provider)
+    check_model(model, provider, named_publisher=PROVIDERS[provider].publisher is None)
     check_batch_location(model, provider, location)
     warn_uncatalogued(model)
     return model

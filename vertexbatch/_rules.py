@@ -19,6 +19,7 @@ from ._values import Job, Provider
 
 __all__ = [
     "FAMILIES",
+    "model_of_job",
     "MAX_SECONDS",
     "MIN_SECONDS",
     "is_seconds",
@@ -89,7 +90,10 @@ ID_RULE = "1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter 
 _MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")
 # Each provider's model family: the ``command`` column of ``_providers.PROVIDERS``, which sits
 # above this module (tests/test_providers.py holds the two equal).
-FAMILIES: dict[Provider, str] = {"anthropic": "claude", "google": "gemini"}
+FAMILIES: dict[Provider, str] = {"anthropic": "claude", "google": "gemini", "openmaas": "chat"}
+# A model id that names its publisher (``meta/llama-3.3-70b-instruct-maas``): the managed open
+# models' form (Google's open-model batch page writes the body's model so).
+_PUBLISHED = re.compile(r"[a-z0-9][a-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._@-]*")
 
 
 def check_id(submission_id: object) -> str:
@@ -200,10 +204,23 @@ def check_key(key: Any, seen: set[str]) -> str:
     return key
 
 
-def check_model(model: object, provider: Provider) -> str:
-    """Return the bare model id; raise if it has a path, a publisher prefix or the wrong family."""
+def check_model(model: object, provider: Provider, *, named_publisher: bool = False) -> str:
+    """Return the bare model id; raise if it has a path, a publisher prefix or the wrong family.
+
+    ``named_publisher``: the provider's models name their publisher (``PUBLISHER/MODEL``, the
+    provider table's ``publisher`` column is ``None``): exactly that form is taken, any family.
+    """
     if not isinstance(model, str) or not model:
         raise InvalidRequestError(f"model must be a non-empty string, got {model!r}", field="model")
+    if named_publisher:
+        if not _PUBLISHED.fullmatch(model):
+            raise InvalidRequestError(
+                f"model {model!r} must be PUBLISHER/MODEL, the managed open model's id with its "
+                "Vertex publisher, such as 'meta/llama-3.3-70b-instruct-maas' (no "
+                "'publishers/...' path)",
+                field="model",
+            )
+        return model
     if "/" in model:
         raise InvalidRequestError(
             f"model {model!r} must be a bare Vertex model id such as 'claude-sonnet-4-5' or "
@@ -236,9 +253,22 @@ def check_model(model: object, provider: Provider) -> str:
     return model
 
 
-def publisher_path(model: str, provider: Provider) -> str:
-    """The Vertex publisher path of a bare model id."""
-    return f"publishers/{provider}/models/{model}"
+def publisher_path(model: str, publisher: str) -> str:
+    """The Vertex publisher path of a bare model id of ``publisher``, or of a ``PUBLISHER/MODEL``
+    id (a managed open model's), which names its own."""
+    named, slash, name = model.partition("/")
+    if slash:
+        return f"publishers/{named}/models/{name}"
+    return f"publishers/{publisher}/models/{model}"
+
+
+def model_of_job(vertex_model: str, given: str) -> str:
+    """A job's model as the caller gave it (``given``) when Vertex's model field names the same
+    model, a ``PUBLISHER/MODEL`` id kept whole; else the bare id Vertex names."""
+    bare = bare_model(vertex_model)
+    if not bare or given == bare or given.endswith("/" + bare):
+        return given
+    return bare
 
 
 def bare_model(vertex_model: str) -> str:

@@ -49,8 +49,12 @@ def test_every_row_is_sourced_and_well_formed(model: Model) -> None:
         assert DATE.fullmatch(source.read), (model.id, source.read)
         assert datetime.date.fromisoformat(source.read) <= datetime.date(2026, 12, 31)
     assert model.publisher in PROVIDERS, model.publisher
-    assert check_model(model.id, model.publisher) == model.id  # bare: no @, no path
-    assert model.id.startswith(FAMILIES[model.publisher] + "-")
+    if PROVIDERS[model.publisher].publisher is None:  # an open model: PUBLISHER/MODEL, no @
+        assert check_model(model.id, model.publisher, named_publisher=True) == model.id
+        assert "@" not in model.id and PROVIDERS[model.publisher].owns(model.id)
+    else:
+        assert check_model(model.id, model.publisher) == model.id  # bare: no @, no path
+        assert model.id.startswith(FAMILIES[model.publisher] + "-")
     assert model.name
     if model.rates is not None:
         for name in ("input", "output", "cache_read", "cache_write"):

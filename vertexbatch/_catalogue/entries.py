@@ -49,8 +49,9 @@ class Rates:
 class Model:
     """One catalogued model.
 
-    ``id``: the bare Vertex model id (no ``@version``, no publisher path); ``publisher``:
-    ``anthropic`` | ``google`` (later lanes add theirs); ``batch``: a page we read lists it for
+    ``id``: the bare Vertex model id (no ``@version``, no publisher path; an open model's is
+    ``PUBLISHER/MODEL``); ``publisher``: the provider table's key, ``anthropic`` | ``google`` |
+    ``openmaas`` (open models); ``batch``: a page we read lists it for
     batch prediction (``False``: none we read does; unknown, not refused); ``locations``: where
     a page we read says it is served (regions, ``us``/``eu``, ``global``; empty: unknown, not
     "nowhere"); ``rates``: its online list prices, ``None`` if no source gives them; ``flex``: a
@@ -71,11 +72,21 @@ class Model:
     def matches(self, model: str) -> bool:
         """Whether ``model`` names this row: bare or a publisher path, with or without
         ``@version``, or with Gemini's stable version suffix (``gemini-2.5-flash-001``)."""
+        if "/" in self.id:  # an open model's PUBLISHER/MODEL id
+            return qualified_id(model) == self.id
         bare = bare_id(model)
         if bare == self.id:
             return True
         suffix = bare.removeprefix(self.id + "-")
         return suffix != bare and len(suffix) == 3 and suffix.isdigit()
+
+
+def qualified_id(model: str) -> str:
+    """``model`` as ``PUBLISHER/MODEL`` without ``@version``: a publisher path
+    (``publishers/meta/models/llama-x``) is written so, an id already so is kept."""
+    name = model.partition("@")[0]
+    head, sep, tail = name.rpartition("/models/")
+    return f"{head.rsplit('/', 1)[-1]}/{tail}" if sep else name
 
 
 def bare_id(model: str) -> str:

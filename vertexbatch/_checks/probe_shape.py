@@ -355,6 +355,18 @@ def _gemini_rows(invalid: bool) -> bytes:
     return rows + gemini("invalid", _ANSWER, "critic", 64) if invalid else rows
 
 
+def _chat_rows(invalid: bool) -> bytes:
+    from .._requests.lines import chat_line
+    from .._values import ChatRequest
+
+    def chat(key: str, text: str, max_tokens: int) -> bytes:
+        body = {"max_tokens": max_tokens, "messages": [{"role": "user", "content": text}]}
+        return chat_line(ChatRequest(key=key, body=body)).data
+
+    rows = chat("answer", _ANSWER, 64) + chat("truncated", _LONG, 1)
+    return rows + chat("invalid", _ANSWER, 64).replace(b'"user"', b'"critic"') if invalid else rows
+
+
 def _claude_row_facts(row: Mapping[str, Any], request: Any, failed: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"custom_id_echoed": "custom_id" in row}
     if not failed:
@@ -392,6 +404,12 @@ PROBE_LANES: Final[Mapping[Provider, ProbeLane]] = MappingProxyType(
             rows=_gemini_rows,
             row_facts=_gemini_row_facts,
             facts=(("labels_echoed", False), ("sibling_echoed", False)),
+        ),
+        "openmaas": ProbeLane(
+            model="meta/llama-3.3-70b-instruct-maas",
+            rows=_chat_rows,
+            row_facts=_claude_row_facts,  # an id in custom_id too, and the response's shape
+            facts=(("custom_id_echoed", False), ("response", True)),
         ),
     }
 )

@@ -17,14 +17,14 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, TypeAlias
 
 import click
 
 from .._bigquery.source import BigQuerySource
 from .._errors import InvalidRequestError
 from .._providers import by_command, of_model, unknown_line_fields
-from .._values import ClaudeRequest, GeminiRequest
+from .._values import ChatRequest, ClaudeRequest, GeminiRequest
 from .cli_render import ExitCode, Fail
 
 __all__ = [
@@ -53,7 +53,7 @@ class RequestLines:
         self.line = 0
         self.done = False
 
-    def __iter__(self) -> Iterator[ClaudeRequest | GeminiRequest]:
+    def __iter__(self) -> Iterator[ClaudeRequest | GeminiRequest | ChatRequest]:
         for number, raw in enumerate(self.stream, start=1):
             self.line = number
             if not raw.strip():
@@ -64,7 +64,7 @@ class RequestLines:
     def _bad(self, problem: str, field: str = "requests") -> _BadLine:
         return _BadLine(f"{self.name} line {self.line}: {problem}", field=field)
 
-    def _parse(self, raw: bytes) -> ClaudeRequest | GeminiRequest:
+    def _parse(self, raw: bytes) -> ClaudeRequest | GeminiRequest | ChatRequest:
         problem = ""
         try:
             data = json.loads(raw.decode("utf-8").rstrip("\r\n"), parse_constant=_not_json)
@@ -114,10 +114,23 @@ def _gemini_request(lines: RequestLines, key: str, data: dict[str, Any]) -> Gemi
     return GeminiRequest(key, data["contents"], data.get("config"))
 
 
+def _chat_request(lines: RequestLines, key: str, data: dict[str, Any]) -> ChatRequest:
+    body = data.get("body")
+    if not isinstance(body, dict):
+        raise lines._bad("'body' must be an object of OpenAI chat-completions parameters", "body")
+    if "model" in body:
+        raise lines._bad(
+            "'body' sets 'model': --model gives the model of the whole job; drop it from the line",
+            "body",
+        )
+    return ChatRequest(key, body)
+
+
 # A checked line of each provider's request file (its fields are the table's ``fields``) as
 # its request; tests/test_providers.py holds the keys to the table's command names.
-_REQUESTS: dict[str, Callable[[RequestLines, str, dict[str, Any]], ClaudeRequest | GeminiRequest]]
-_REQUESTS = {"claude": _claude_request, "gemini": _gemini_request}
+_Request: TypeAlias = ClaudeRequest | GeminiRequest | ChatRequest
+_REQUESTS: dict[str, Callable[[RequestLines, str, dict[str, Any]], _Request]]
+_REQUESTS = {"claude": _claude_request, "gemini": _gemini_request, "chat": _chat_request}
 
 
 class _NotJSON(Exception):

@@ -108,6 +108,13 @@ CACHE_BILLING: Final[Mapping[Provider, CacheBilling]] = {
         "https://vuink.com/post/nfgeb-puvev-d-dargyvsl-d-dncc/optimizing-gemini-api-calls "
         "(2026-01-30, read 2026-12-07; issue 40 cites the Gemini batch page)",
     ),
+    "openmaas": CacheBilling(
+        input_holds_cached=True,
+        tier_applies_to_cache=True,
+        source="open models: OpenAI's usage counts cached tokens within prompt_tokens "
+        "(prompt_tokens_details.cached_tokens); no page we read prices a cache rate or a batch "
+        "share for Vertex's managed open models, so none is assumed",
+    ),
 }
 
 

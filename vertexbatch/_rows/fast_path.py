@@ -31,6 +31,7 @@ from .._json import MAX_DEPTH
 from .._requests.keymap import KEY_FIELD
 from .._values import Provider, Result
 from .build import result_of
+from .chat import read_usual_chat
 from .classify import CLAUDE_ANSWERED, READERS, classify_row, claude_usage, gemini_usage
 
 __all__ = [
@@ -114,7 +115,7 @@ def row_reader(provider: Provider) -> RowReader:
     """
     if not isinstance(provider, str) or provider not in READERS:
         raise InvalidRequestError(
-            f"provider must be 'anthropic' or 'google', got {provider!r}", field="provider"
+            f"provider must be one of {', '.join(READERS)}, got {provider!r}", field="provider"
         )
     usual = USUAL_READERS[provider]
 
@@ -200,5 +201,5 @@ UsualReader = Callable[[dict[str, Any], str], "Result | None"]
 # The usual answer's reader of each provider: the ``usual`` column of ``_providers.PROVIDERS``,
 # which sits above this module (tests/test_providers.py holds the two equal).
 USUAL_READERS: Final[Mapping[Provider, UsualReader]] = MappingProxyType(
-    {"anthropic": read_usual_claude, "google": read_usual_gemini}
+    {"anthropic": read_usual_claude, "google": read_usual_gemini, "openmaas": read_usual_chat}
 )
