@@ -112,8 +112,10 @@ CACHE_BILLING: Final[Mapping[Provider, CacheBilling]] = {
         input_holds_cached=True,
         tier_applies_to_cache=True,
         source="open models: OpenAI's usage counts cached tokens within prompt_tokens "
-        "(prompt_tokens_details.cached_tokens); no page we read prices a cache rate or a batch "
-        "share for Vertex's managed open models, so none is assumed",
+        "(prompt_tokens_details.cached_tokens); Google's open-model batch page "
+        "(https://docs.cloud.google.com/vertex-ai/generative-ai/docs/maas/capabilities/"
+        "batch-prediction, read 2026-12-07) prices no cache rate nor batch share, so none is "
+        "assumed",
     ),
 }
 
