@@ -165,10 +165,6 @@ NOT_EMULATED = [
         {"model": "publishers/google/models/gemini-embedding-001"},
         "does not emulate embedding models",
     ),
-    (
-        {"model": "publishers/meta/models/llama-4-maverick"},
-        "does not emulate batch prediction for meta",
-    ),
     ({"model": "projects/p/locations/us-central1/models/123"}, "not Model resources"),
     ({"dedicatedResources": {"startingReplicaCount": 1}}, "does not emulate dedicatedResources"),
     ({"generateExplanation": True}, "does not emulate generateExplanation"),

@@ -42,6 +42,7 @@ __all__ = [
     "chat_line",
     "claude_line",
     "gemini_line",
+    "staged_body",
 ]
 
 # The most ``max_tokens`` a line may ask: the int32 bound of Gemini's ``maxOutputTokens``, far
@@ -57,6 +58,12 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _SORTED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 # A string as a JSON string, as _COMPACT writes it (json's own C function).
 _quoted = json.encoder.encode_basestring
+
+
+def staged_body(line: Mapping[str, Any]) -> Any:
+    """The request of a staged line read back: its ``request`` (Claude, Gemini), or the OpenAI
+    batch format's ``body`` (open models)."""
+    return line["request"] if "request" in line else line["body"]
 
 
 @dataclass(frozen=True, slots=True)
