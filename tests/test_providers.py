@@ -161,8 +161,13 @@ def test_the_columns_the_switches_became_are_held_below_and_beside_the_table() -
         "google": 16,
         "openmaas": 4,
     }
-    assert PROBE_MODELS == {
-        "claude": "claude-sonnet-4-5",
-        "gemini": "gemini-2.5-flash",
-        "chat": "meta/llama-3.3-70b-instruct-maas",
-    }
+    assert PROBE_MODELS == {"claude": "claude-sonnet-4-5", "gemini": "gemini-2.5-flash"}
+
+
+def test_the_open_model_lane_is_not_probed_yet_but_has_its_probe_rows() -> None:
+    """PROBE_MODELS leaves the chat lane out (its ProbeLane has no model); its rows build."""
+    from vertexbatch._checks.probe_shape import probe_rows
+
+    assert PROBE_LANES["openmaas"].model == "" and "chat" not in PROBE_MODELS
+    rows = probe_rows("chat").splitlines()
+    assert len(rows) == 3 and all(b'"url":"/v1/chat/completions"' in row for row in rows)

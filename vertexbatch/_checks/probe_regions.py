@@ -113,7 +113,7 @@ def probe_regions(
         base = _base(config, location)
         parent = f"{base}/v1/projects/{config.project}/locations/{location}"
         results[location] = {}
-        for name in COMMANDS:
+        for name in (name for name in COMMANDS if name in models):
             where = f"{folder}/{location}/{name}"
             uris = stage_parts(gcs, config.bucket, where, [probe_rows(name, False)], "input")
             body = {

@@ -383,7 +383,7 @@ def _gemini_row_facts(row: Mapping[str, Any], request: Any, failed: bool) -> dic
 class ProbeLane:
     """What a probe stages and reads differently for one provider."""
 
-    model: str  # the model probed unless --<command>-model says otherwise
+    model: str  # the model probed unless --<command>-model says otherwise ("": not probed)
     rows: Callable[[bool], bytes]  # (invalid) -> the staged JSONL of its probe rows
     row_facts: Callable[[Mapping[str, Any], Any, bool], dict[str, Any]]  # (row, request, failed)
     facts: tuple[tuple[str, bool], ...]  # its own row facts, each: whether only answers count
@@ -405,8 +405,10 @@ PROBE_LANES: Final[Mapping[Provider, ProbeLane]] = MappingProxyType(
             row_facts=_gemini_row_facts,
             facts=(("labels_echoed", False), ("sibling_echoed", False)),
         ),
+        # Not probed yet (no model: PROBE_MODELS leaves it out): the probe measures Claude's and
+        # Gemini's jobs; its rows are ready for when an open model's output row is probed.
         "openmaas": ProbeLane(
-            model="meta/llama-3.3-70b-instruct-maas",
+            model="",
             rows=_chat_rows,
             row_facts=_claude_row_facts,  # an id in custom_id too, and the response's shape
             facts=(("custom_id_echoed", False), ("response", True)),
