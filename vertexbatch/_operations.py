@@ -30,7 +30,7 @@ from ._plans.budget import budgeted
 from ._plans.count_tokens import token_counter
 from ._plans.estimate import Plan, build_plan, submitted_plan
 from ._plans.prices import Price
-from ._providers import PROVIDERS, checked_model
+from ._providers import PROVIDERS, checked_model, job_limits
 from ._requests.dedupe import dedupe as dedupe_lines
 from ._rules import check_id, check_job, check_own_id, next_attempt_id
 from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
@@ -72,6 +72,9 @@ def submit(
     ttl = check_ttl(options.cache_ttl)
     controls = options.controls(cloud.location)
     staging = cloud.staging.keyed(controls.kms_key)  # every object written with the key
+    limits = job_limits(model, staging.limits)  # one job's, where the catalogue gives them
+    if limits is not staging.limits:
+        staging = staging.with_sizes(limits=limits)
     meter = meter_of(options.progress, "stage", requests)
     lines, read = request_lines(cloud, provider, requests, options, meter)
     if options.budget is not None:  # held to its plan before any cloud call (the lines: local)

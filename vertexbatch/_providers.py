@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -40,7 +40,7 @@ from ._requests.keymap import KEY_FIELD
 from ._requests.lines import StagedLine, claude_line, gemini_line
 from ._rows.classify import classify_claude_message, classify_gemini_response
 from ._rows.fast_path import UsualReader, read_usual_claude, read_usual_gemini
-from ._rules import check_model, publisher_path
+from ._rules import Limits, check_model, publisher_path
 from ._turns import TURNS, Turns
 from ._values import ClaudeRequest, GeminiRequest, Provider, Result
 from ._vertex.online import (
@@ -54,6 +54,7 @@ from ._vertex.online import (
 
 __all__ = [
     "checked_model",
+    "job_limits",
     "COMMANDS",
     "GEMINI_DEFAULT_OUTPUT",
     "GLOBAL_BATCH_SOURCE",
@@ -304,3 +305,24 @@ def checked_model(model: str, provider: Provider, location: str) -> str:
     check_batch_location(model, provider, location)
     warn_uncatalogued(model)
     return model
+
+
+def job_limits(model: str, limits: Limits) -> Limits:
+    """``limits`` with one job's rows and input bytes held to what the catalogue documents for
+    ``model`` (``job_rows``, ``job_bytes``: Gemini's 200,000 requests and 1 GB), the smaller of
+    the two; unchanged for a model it does not hold or a limit it does not give, whose jobs keep
+    vertexbatch's defaults (``_rules.MAX_ROWS``, ``MAX_INPUT_BYTES``, the values it held every
+    model to before the catalogue). ``limits`` stay a ceiling: a test's smaller ones are kept,
+    and a catalogue limit above the defaults is not taken (a run's ledger is held to
+    ``MAX_ROWS`` keys a shard)."""
+    entry = model_entry(model)
+    if entry is None:
+        return limits
+    rows, size = limits.rows, limits.input_bytes
+    if entry.job_rows is not None:
+        rows = min(rows, entry.job_rows)
+    if entry.job_bytes is not None:
+        size = min(size, entry.job_bytes)
+    if (rows, size) == (limits.rows, limits.input_bytes):
+        return limits
+    return replace(limits, rows=rows, input_bytes=size)

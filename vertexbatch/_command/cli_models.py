@@ -14,7 +14,7 @@ import click
 from .._catalogue import Model, UncataloguedModelWarning, catalogue
 from .._providers import PROVIDERS
 
-__all__ = ["catalogue_warnings", "model_record", "models", "price_cells"]
+__all__ = ["catalogue_warnings", "job_cells", "model_record", "models", "price_cells"]
 
 
 def model_record(model: Model) -> dict[str, Any]:
@@ -36,6 +36,9 @@ def model_record(model: Model) -> dict[str, Any]:
         },
         "flex": model.flex,
         "concurrent_jobs": model.concurrent_jobs,
+        "job_rows": model.job_rows,
+        "job_bytes": model.job_bytes,
+        "structured_output": model.structured_output or None,
         "sources": [{"url": s.url, "read": s.read} for s in model.sources],
     }
 
@@ -54,11 +57,24 @@ def price_cells(model: Model) -> str:
     return " / ".join(cells)
 
 
+def job_cells(model: Model) -> str:
+    """One batch job's limits in words: ``200,000 rows / 1 GB / 4 at once``, each part
+    ``unknown`` where no source gives it (``unknown`` alone when none does)."""
+    rows = f"{model.job_rows:,} rows" if model.job_rows is not None else "rows unknown"
+    size = f"{model.job_bytes / 1e9:g} GB" if model.job_bytes is not None else "bytes unknown"
+    jobs = model.concurrent_jobs
+    at_once = f"{jobs} at once" if jobs is not None else "at once unknown"
+    if (model.job_rows, model.job_bytes, jobs) == (None, None, None):
+        return "unknown"
+    return f"{rows} / {size} / {at_once}"
+
+
 def _line(model: Model) -> str:
     where = ",".join(sorted(model.locations)) or "unknown"
     return (
         f"{model.id:<24} {model.publisher:<9} batch={'yes' if model.batch else 'unlisted':<8} "
-        f"flex={'yes' if model.flex else 'no':<3} locations={where:<15} {price_cells(model)}"
+        f"flex={'yes' if model.flex else 'no':<3} locations={where:<15} "
+        f"schema={model.structured_output or 'unknown':<14} {price_cells(model)}"
     )
 
 
@@ -66,7 +82,8 @@ def _line(model: Model) -> str:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object a model, with sources.")
 @click.option("--publisher", type=click.Choice(sorted(PROVIDERS)), default=None, help="Only these.")
 def models(as_json: bool, publisher: str | None) -> None:
-    """List the models vertexbatch knows: id, publisher, batch, Flex, locations, prices.
+    """List the models vertexbatch knows: id, publisher, batch, Flex, locations, the form
+    schema= takes for it, prices (--json adds one job's limits: rows, bytes, jobs at once).
 
     Prices are online list prices in US dollars per million tokens (batch bills half); each
     fact comes from the pages --json names, read on the dates it gives. batch=unlisted: no page

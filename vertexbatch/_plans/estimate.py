@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .._providers import PROVIDERS
+from .._providers import PROVIDERS, job_limits
 from .._requests.dedupe import exact_digest
 from .._requests.lines import StagedLine
 from .._rules import DEFAULT_LIMITS, Limits
@@ -145,6 +145,9 @@ def build_plan(
         InvalidRequestError: what submit would refuse (a bad request, a repeated key, more than
             one job's rows or bytes for a single submission).
     """
+    limits = job_limits(model, limits)  # one job's, as submit and a run's shards hold them
+    if shard_size is not None:
+        shard_size = min(shard_size, limits.rows)  # as a run cuts them (``_runs.shards``)
     rows: list[_Row] = []
     for line in lines:
         body = json.loads(line.data)["request"]
