@@ -41,6 +41,7 @@ from ._runs.start import check_numbers, create_run, held_run
 from ._runs.start_task import existing_task, start_task
 from ._runs.tasks import Task
 from ._staged.manifest import no_rows, resubmit_origin, with_schema, with_source
+from ._submission.canary import canaried
 from ._submission.lines import request_lines
 from ._submission.options import PlanKeywords, RunKeywords, SubmitOptions
 from ._values import Job, Provider, Status
@@ -78,6 +79,7 @@ def submit(
         lines = budgeted(provider, model, lines, options.budget, f"submission {id!r}",
                          prices=options.prices, dedupe=options.dedupe,
                          limits=cloud.staging.limits)  # fmt: skip
+    lines = canaried(cloud, id, provider, model, lines, options.canary, prices=options.prices)
     if options.dedupe:
         lines = dedupe_lines(lines)
     amend = None
@@ -251,6 +253,7 @@ def _plan(
         shard_size=shard_size,
         limits=cloud.staging.limits,
         files=files,
+        canary=options.canary,
     )
 
 
@@ -359,6 +362,8 @@ def start_run(
         lines = budgeted(provider, model, lines, options.budget, f"run {id!r}",
                          prices=options.prices, dedupe=options.dedupe, shard_size=shard_size,
                          limits=cloud.staging.limits)  # fmt: skip
+    lines = canaried(cloud, id, provider, model, lines, options.canary, run=True,
+                     prices=options.prices)  # fmt: skip
     if task is not None:  # one task's part of a run staged by many (docs/runs.md)
         run = start_task(
             cloud, id, provider, model, lines, task=task, shard_size=shard_size,
