@@ -5,6 +5,10 @@ make a call fail for a while)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -214,7 +218,7 @@ def test_the_command_takes_canary(stack_env: str, stack: LocalStack, tmp_path: P
     )
     args = ["submit", "--provider", "claude", "--model", CLAUDE, "--id", "cn-9", str(path)]
     refused = CliRunner().invoke(main, [*args, "--canary", "1"])
-    assert refused.exit_code != 0
+    assert refused.exit_code == 3
     assert "canary of cn-9" in refused.stderr and "'k0'" in refused.stderr
     assert SECRET not in refused.output
     assert not jobs_in(stack, stack_env)
@@ -229,3 +233,19 @@ def test_the_command_takes_canary(stack_env: str, stack: LocalStack, tmp_path: P
     assert CliRunner().invoke(main, args).exit_code == 0
     assert len(jobs_in(stack, stack_env)) == 1
     assert staged_names(stack, stack_env, "cn-9")
+
+
+@pytest.mark.timeout(120)
+def test_the_docs_example_runs_as_written(stack: LocalStack, bucket: str) -> None:
+    """docs/examples/canary.py runs as `python FILE` with the stack's environment."""
+    script = Path(__file__).resolve().parents[2] / "docs" / "examples" / "canary.py"
+    env = {**os.environ, **stack.environment(bucket)}
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=110
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    planned, refused, submitted = proc.stdout.splitlines()
+    assert re.fullmatch(r"canary: 2 requests online, up to \$0\.\d{4}", planned), planned
+    assert refused == "refused: canary r0 400"
+    assert submitted == "submitted 1000 keys; canary warnings: 0"
+    assert stack.calls()["rawPredict"] == 3 and len(jobs_in(stack, bucket)) == 1
