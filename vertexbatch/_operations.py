@@ -77,7 +77,7 @@ def submit(
     lines, read = request_lines(cloud, provider, requests, options, meter)
     if options.budget is not None:  # held to its plan before any cloud call (the lines: local)
         lines = budgeted(provider, model, lines, options.budget, f"submission {id!r}",
-                         prices=options.prices, dedupe=options.dedupe,
+                         prices=options.prices, dedupe=options.dedupe, canary=options.canary,
                          limits=cloud.staging.limits)  # fmt: skip
     lines = canaried(cloud, id, provider, model, lines, options.canary, prices=options.prices)
     if options.dedupe:
@@ -166,7 +166,7 @@ def _plan(
     if options.budget is not None:  # as submit and run hold it: estimated, the cache not asked
         budgeted(provider, model, held, options.budget, f"{'run' if shard_size else 'submission'} "
                  f"{id!r}", prices=prices, dedupe=dedupe, shard_size=shard_size,
-                 limits=cloud.staging.limits)  # fmt: skip
+                 limits=cloud.staging.limits, canary=options.canary)  # fmt: skip
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
         check_run_dest(options.dest)  # a dataset, never a table
         check_run_id(id)
@@ -361,7 +361,7 @@ def start_run(
     if options.budget is not None:  # the whole run's plan (a task's: its part), before staging
         lines = budgeted(provider, model, lines, options.budget, f"run {id!r}",
                          prices=options.prices, dedupe=options.dedupe, shard_size=shard_size,
-                         limits=cloud.staging.limits)  # fmt: skip
+                         limits=cloud.staging.limits, canary=options.canary)  # fmt: skip
     lines = canaried(cloud, id, provider, model, lines, options.canary, run=True,
                      prices=options.prices)  # fmt: skip
     if task is not None:  # one task's part of a run staged by many (docs/runs.md)

@@ -249,3 +249,18 @@ def test_the_docs_example_runs_as_written(stack: LocalStack, bucket: str) -> Non
     assert refused == "refused: canary r0 400"
     assert submitted == "submitted 1000 keys; canary warnings: 0"
     assert stack.calls()["rawPredict"] == 3 and len(jobs_in(stack, bucket)) == 1
+
+
+def test_the_budget_holds_the_canary_too(stack: LocalStack, client: vb.Client, bucket: str) -> None:
+    """A budget the batch plan fits but the batch plus its canary's online calls do not is
+    refused, saying the canary's figure; nothing is sent."""
+    requests = claude_requests(4, max_tokens=1000)
+    plan = client.plan_claude("cn-10", CLAUDE, requests, prices=[_OPUS], canary=2)
+    assert plan.cost_high is not None and plan.canary_cost_high is not None
+    between = plan.cost_high + plan.canary_cost_high / 2
+    with pytest.raises(vb.InvalidRequestError, match=r"and its canary up to \$") as caught:
+        client.submit_claude("cn-10", CLAUDE, requests, prices=[_OPUS], canary=2, budget=between)
+    assert caught.value.field == "budget"
+    assert stack.calls()["rawPredict"] == 0 and _nothing_in(stack, bucket)
+    job = client.submit_claude("cn-10", CLAUDE, requests, prices=[_OPUS], budget=between)
+    assert job.keys == 4

@@ -4,7 +4,8 @@
 Standard PayGo before the batch job is staged (``_submission.canary``); they are staged and
 paid again in the batch job. A plan shows them apart from the batch figures: ``Plan.canary``
 and ``Plan.canary_cost_low`` / ``canary_cost_high``, at the online list price (no batch
-discount), input only and input plus every canary request writing its whole output ceiling.
+discount), input only and input plus every canary request writing its whole output ceiling;
+a budget (``_plans.budget``) holds the batch's upper bound plus the canary's.
 """
 
 from __future__ import annotations
@@ -41,6 +42,6 @@ def canary_said(canary: int) -> str:
         f"canary: the first {canary} request(s) are sent online first, at Standard PayGo (the "
         "online list price, no batch discount), and staged and paid again in the batch job; "
         "canary cost: low = input only, high = every canary request writing its whole output "
-        "ceiling (not part of cost_low / cost_high); an id that already holds a submission or "
-        "run sends none"
+        "ceiling (not part of cost_low / cost_high; a budget holds both); an id that already "
+        "holds a submission or run sends none"
     )

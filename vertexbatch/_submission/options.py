@@ -73,8 +73,8 @@ class SubmitKeywords(TypedDict, total=False):
     (400, 404: a failure no retry mends) refuses the submission, naming its key, and a
     transient failure is a ``vertexbatch.CanaryWarning``. An id that already holds a
     submission or run sends none. More than the requests given is refused. A plan shows the
-    canary's requests and their online cost. Not part of the id's identity (docs/cost.md,
-    "Canary").
+    canary's requests and their online cost, and a ``budget`` holds it too. Not part of the
+    id's identity (docs/cost.md, "Canary").
     """
 
     dedupe: bool
