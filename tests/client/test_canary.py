@@ -264,3 +264,14 @@ def test_the_budget_holds_the_canary_too(stack: LocalStack, client: vb.Client, b
     assert stack.calls()["rawPredict"] == 0 and _nothing_in(stack, bucket)
     job = client.submit_claude("cn-10", CLAUDE, requests, prices=[_OPUS], budget=between)
     assert job.keys == 4
+
+
+def test_the_canary_logs_what_its_answers_cost_and_no_content(
+    client: vb.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("INFO", logger="vertexbatch")
+    requests = [claude_request(f"k{i}", SECRET) for i in range(2)]
+    client.submit_claude("cn-11", CLAUDE, requests, prices=[_OPUS], canary=2)
+    (said,) = [r.getMessage() for r in caplog.records if "canary of cn-11" in r.getMessage()]
+    assert re.fullmatch(r"canary of cn-11: 2 request\(s\) answered online, \$0\.\d{4}", said)
+    assert all(SECRET not in r.getMessage() for r in caplog.records)
