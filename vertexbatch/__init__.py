@@ -35,6 +35,7 @@ from ._runs.run import KeyResult, Run
 from ._runs.start_task import table_share
 from ._runs.step import RunSummary
 from ._runs.tasks import Task
+from ._submission.canary import CanaryWarning
 from ._submission.request_files import RequestFile, RequestFiles
 from ._values import (
     ClaudeRequest,
@@ -55,6 +56,7 @@ __all__ = [
     "AsyncRun",
     "BigQuerySource",
     "BucketNotFoundError",
+    "CanaryWarning",
     "ClaudeRequest",
     "Client",
     "ExhaustedError",

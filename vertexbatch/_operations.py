@@ -41,6 +41,7 @@ from ._runs.start import check_numbers, create_run, held_run
 from ._runs.start_task import existing_task, start_task
 from ._runs.tasks import Task
 from ._staged.manifest import no_rows, resubmit_origin, with_schema, with_source
+from ._submission.canary import canaried
 from ._submission.lines import request_lines
 from ._submission.options import PlanKeywords, RunKeywords, SubmitOptions
 from ._values import Job, Provider, Status
@@ -79,8 +80,9 @@ def submit(
     lines, read = request_lines(cloud, provider, requests, options, meter)
     if options.budget is not None:  # held to its plan before any cloud call (the lines: local)
         lines = budgeted(provider, model, lines, options.budget, f"submission {id!r}",
-                         prices=options.prices, dedupe=options.dedupe,
+                         prices=options.prices, dedupe=options.dedupe, canary=options.canary,
                          limits=cloud.staging.limits)  # fmt: skip
+    lines = canaried(cloud, id, provider, model, lines, options.canary, prices=options.prices)
     if options.dedupe:
         lines = dedupe_lines(lines)
     amend = None
@@ -167,7 +169,7 @@ def _plan(
     if options.budget is not None:  # as submit and run hold it: estimated, the cache not asked
         budgeted(provider, model, held, options.budget, f"{'run' if shard_size else 'submission'} "
                  f"{id!r}", prices=prices, dedupe=dedupe, shard_size=shard_size,
-                 limits=cloud.staging.limits)  # fmt: skip
+                 limits=cloud.staging.limits, canary=options.canary)  # fmt: skip
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
         check_run_dest(options.dest)  # a dataset, never a table
         check_run_id(id)
@@ -254,6 +256,7 @@ def _plan(
         shard_size=shard_size,
         limits=cloud.staging.limits,
         files=files,
+        canary=options.canary,
     )
 
 
@@ -361,7 +364,9 @@ def start_run(
     if options.budget is not None:  # the whole run's plan (a task's: its part), before staging
         lines = budgeted(provider, model, lines, options.budget, f"run {id!r}",
                          prices=options.prices, dedupe=options.dedupe, shard_size=shard_size,
-                         limits=cloud.staging.limits)  # fmt: skip
+                         limits=cloud.staging.limits, canary=options.canary)  # fmt: skip
+    lines = canaried(cloud, id, provider, model, lines, options.canary, run=True,
+                     prices=options.prices)  # fmt: skip
     if task is not None:  # one task's part of a run staged by many (docs/runs.md)
         run = start_task(
             cloud, id, provider, model, lines, task=task, shard_size=shard_size,

@@ -34,6 +34,7 @@ RUN_BY = {
     "docs/examples/asyncio_basics.py": "tests/docs/test_aio_examples.py",
     "docs/examples/job_controls.py": "tests/job/test_job_controls.py",
     "docs/examples/spend_and_budget.py": "tests/plans/test_budget.py",
+    "docs/examples/canary.py": "tests/client/test_canary.py",
     "docs/examples/progress.py": "tests/observe/test_progress.py",
     "docs/examples/typed_results.py": "tests/schema/test_typed_results.py",
     "docs/examples/bigquery_sink.py": "tests/bigquery/test_command.py",

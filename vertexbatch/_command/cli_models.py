@@ -13,6 +13,7 @@ import click
 
 from .._catalogue import Model, UncataloguedModelWarning, catalogue
 from .._providers import PROVIDERS
+from .._submission.canary import CanaryWarning
 
 __all__ = ["catalogue_warnings", "job_cells", "model_record", "models", "price_cells"]
 
@@ -103,14 +104,15 @@ def models(as_json: bool, publisher: str | None) -> None:
 
 @contextlib.contextmanager
 def catalogue_warnings() -> Iterator[None]:
-    """While a command runs: each ``UncataloguedModelWarning`` is one stderr line,
-    ``vertexbatch: warning: ...``, every time (other warnings go where they went)."""
+    """While a command runs: each ``UncataloguedModelWarning`` (and ``CanaryWarning``) is one
+    stderr line, ``vertexbatch: warning: ...``, every time (other warnings go where they went)."""
     with warnings.catch_warnings():  # restores the filters and showwarning afterwards
         warnings.simplefilter("always", UncataloguedModelWarning)
+        warnings.simplefilter("always", CanaryWarning)
         shown = warnings.showwarning
 
         def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
-            if issubclass(category, UncataloguedModelWarning):
+            if issubclass(category, UncataloguedModelWarning | CanaryWarning):
                 click.echo(f"vertexbatch: warning: {message}", err=True)
             else:
                 shown(message, category, *args, **kwargs)
