@@ -32,7 +32,7 @@ from ._plans.estimate import Plan, build_plan, submitted_plan
 from ._plans.prices import Price
 from ._providers import PROVIDERS, checked_model, job_limits
 from ._requests.dedupe import dedupe as dedupe_lines
-from ._rules import check_id, check_job, check_own_id, next_attempt_id
+from ._rules import check_id, check_job, check_keys, check_own_id, next_attempt_id
 from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
 from ._runs.run import DEFAULT_SHARD_SIZE, Run
 from ._runs.shares import Listed
@@ -67,15 +67,14 @@ def submit(
     options: SubmitOptions,
 ) -> Job:
     """Check, build the lines (deduplicated, minus what the answer cache holds), then the
-    identity protocol: what ``submit_claude`` and ``submit_gemini`` do."""
+    identity protocol: what each ``submit_<lane>`` does."""
     check_own_id(id)
     checked_model(model, provider, cloud.location)
     ttl = check_ttl(options.cache_ttl)
     controls = options.controls(cloud.location)
     staging = cloud.staging.keyed(controls.kms_key)  # every object written with the key
     limits = job_limits(model, staging.limits)  # one job's, where the catalogue gives them
-    if limits is not staging.limits:
-        staging = staging.with_sizes(limits=limits)
+    staging = staging if limits is staging.limits else staging.with_sizes(limits=limits)
     meter = meter_of(options.progress, "stage", requests)
     lines, read = request_lines(cloud, provider, requests, options, meter)
     if options.budget is not None:  # held to its plan before any cloud call (the lines: local)
@@ -290,14 +289,7 @@ def resubmit_job(
         silent = iter_results(cloud.vertex, cloud.staging, job, SILENT, bigquery=cloud.bigquery)
         wanted = {r.key for r in silent if r.outcome in ("retryable", "missing")}
     else:
-        if isinstance(keys, str) or not isinstance(keys, Iterable):
-            raise InvalidRequestError(
-                "keys must be an iterable of request keys, not one string", field="keys"
-            )
-        listed = list(keys)
-        if not all(isinstance(key, str) for key in listed):
-            raise InvalidRequestError("keys must be strings (request keys)", field="keys")
-        wanted = set(listed)
+        wanted = check_keys(keys)
     if not wanted:
         raise InvalidRequestError(f"job {job.name} has no keys to resubmit", field="keys")
     return resubmit(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,6 +33,7 @@ __all__ = [
     "check_id",
     "check_own_id",
     "check_job",
+    "check_keys",
     "check_key",
     "check_model",
     "id_label",
@@ -153,6 +155,19 @@ _JOB_NAME = re.compile(r"projects/[^/\s]+/locations/[^/\s]+/batchPredictionJobs/
 def is_job_name(name: object) -> bool:
     """Whether ``name`` is a Vertex batch prediction job resource name."""
     return isinstance(name, str) and _JOB_NAME.fullmatch(name) is not None
+
+
+def check_keys(keys: object) -> set[str]:
+    """The request keys a caller names (``resubmit``'s ``keys=``), or ``InvalidRequestError``:
+    an iterable of strings, never one string (its characters are no keys)."""
+    if isinstance(keys, str) or not isinstance(keys, Iterable):
+        raise InvalidRequestError(
+            "keys must be an iterable of request keys, not one string", field="keys"
+        )
+    listed = list(keys)
+    if not all(isinstance(key, str) for key in listed):
+        raise InvalidRequestError("keys must be strings (request keys)", field="keys")
+    return set(listed)
 
 
 def check_job(job: object) -> None:
