@@ -33,7 +33,7 @@ def test_the_measure_reads_what_the_page_script_wrote() -> None:
 
 
 def test_the_site_loads_its_layout_rules() -> None:
-    """The check measures at 1280 px, and the site loads the rules that keep things in the column."""
+    """The check measures at 1280 px; the site loads the rules that keep things in the column."""
     assert check_clipping.WIDTH == 1280
     assert "css/layout.css" in (ROOT / "mkdocs.yml").read_text()
 
