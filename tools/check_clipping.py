@@ -4,12 +4,13 @@
 
 Builds the site (`mkdocs build --strict`, tools/check_diagrams.py) or, with --built, reads the
 one already built in --site; serves it on 127.0.0.1 and opens every page in headless Chromium
-(Debian's `chromium`) in a window --width pixels wide, one run of Chromium a page. A script
-added to each page as it is served measures, once the page's fonts have loaded, every `<pre>`
-and `<table>` of the page's content: one is clipped when it, or the box the theme wraps it in
-(readthedocs scrolls a table in `div.wy-table-responsive` and a code block in
-`div.highlight`), is wider inside than it shows (`scrollWidth > clientWidth`, so a reader
-must scroll sideways to see the end of a line), or when its right edge is past the window's.
+(Debian's `chromium`), each in an iframe --width pixels wide of one page, so one run of Chromium
+measures the site. A script added to each page as it is served measures, once the page's
+fonts have loaded, every `<pre>` and `<table>` of the page's content: one is clipped when it,
+its `<code>` or the box the theme wraps it in (`div.highlight`, `div.wy-table-responsive`) is
+wider inside than it shows (`scrollWidth > clientWidth`: a reader must scroll sideways to see
+the end of a line), or when its right edge is past the column's. Any other element of the
+content wider than its box (a long address in a paragraph) is reported too.
 
 Prints one line per page (`ok` or `FAIL`, with each clipped element: its kind, how many pixels
 are hidden, and the start of its widest line or its header row) and exits 1 if any page has
@@ -61,10 +62,29 @@ _SCRIPT = """<script>(() => {
       found.push({kind: e.tagName.toLowerCase(), hidden: hidden(e), text: line(e.textContent)});
     }
     document.documentElement.setAttribute("@MARKER@", JSON.stringify(found));
+    if (window.parent !== window) window.parent.postMessage([location.pathname, found], "*");
   };
-  document.fonts.ready.then(() => requestAnimationFrame(measure));
+  // Reading the sizes lays the page out: no frame needs to be drawn (frames of the pages'
+  // iframes below the window are not).
+  document.fonts.ready.then(measure);
 })();</script></body>""".replace("@MARKER@", MARKER)
 
+
+# The page that opens every page at once, each in an iframe ``width`` wide: one run of Chromium
+# for the whole site. Each page's script posts what it found here, and once all have, this page
+# writes them, by page, on its own <html>.
+_ALL = """<!doctype html><html><body style="margin:0">@FRAMES@<script>
+const found = {};
+window.addEventListener("message", (e) => {
+  found[e.data[0]] = e.data[1];
+  if (Object.keys(found).length === @COUNT@) {
+    document.documentElement.setAttribute("@MARKER@", JSON.stringify(found));
+  }
+});
+</script></body></html>"""
+_FRAME = (
+    '<iframe src="/@PAGE@?clipping" width="@WIDTH@" height="900" style="display:block"></iframe>'
+)
 
 _FOUND = re.compile(MARKER + r"=\"([^\"]*)\"")
 
@@ -87,14 +107,31 @@ def pages(site: Path) -> list[str]:
     return found
 
 
+def _all_pages(paths: list[str], width: int) -> str:
+    frames = "".join(
+        _FRAME.replace("@PAGE@", path).replace("@WIDTH@", str(width)) for path in paths
+    )
+    return (
+        _ALL.replace("@FRAMES@", frames)
+        .replace("@COUNT@", str(len(paths)))
+        .replace("@MARKER@", MARKER)
+    )
+
+
 class _Handler(check_diagrams._QuietHandler):
+    # Set by check() before the server starts: what /?all serves.
+    all_pages = ""
+
     def do_GET(self) -> None:
         path, _, query = self.path.partition("?")
-        if query != "clipping":
+        if query == "all":
+            data = self.all_pages.encode()
+        elif query == "clipping":
+            page = Path(self.translate_path(path)) / "index.html"
+            data = page.read_text().replace("</body>", _SCRIPT, 1).encode()
+        else:
             super().do_GET()
             return
-        page = Path(self.translate_path(path)) / "index.html"
-        data = page.read_text().replace("</body>", _SCRIPT, 1).encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))
@@ -110,24 +147,40 @@ def measured(dom: str, page: str) -> list[Clipped] | None:
     return [Clipped(page, **item) for item in json.loads(html.unescape(match.group(1)))]
 
 
+def measured_all(dom: str, paths: list[str]) -> dict[str, list[Clipped] | None]:
+    """What each page's script found, from the --dump-dom of the page of all pages (None for
+    a page that posted nothing)."""
+    match = _FOUND.search(dom)
+    by_path = json.loads(html.unescape(match.group(1))) if match else {}
+    return {
+        path: None
+        if (items := by_path.get(f"/{path}")) is None
+        else [Clipped(path, **item) for item in items]
+        for path in paths
+    }
+
+
 def check(
     site: Path, binary: str, width: int = WIDTH, only: list[str] | None = None
 ) -> Iterator[tuple[str, list[Clipped] | None]]:
     """Each page (or those of ``only``, as "cli/") with what is clipped on it at ``width``
     (None: it could not be measured)."""
+    paths = only or pages(site)
+    handler = type("_Serving", (_Handler,), {"all_pages": _all_pages(paths, width)})
     with (
-        check_diagrams.serving(site, _Handler) as base,
+        check_diagrams.serving(site, handler) as base,
         tempfile.TemporaryDirectory() as tmp,
     ):
-        for page in only or pages(site):
-            done = check_diagrams._browser(
-                binary,
-                Path(tmp) / "profile",
-                "--dump-dom",
-                f"--window-size={width},900",
-                f"{base}{page}?clipping",
-            )
-            yield page, measured(done.stdout, page) if done.returncode == 0 else None
+        done = check_diagrams._browser(
+            binary,
+            Path(tmp) / "profile",
+            "--dump-dom",
+            f"--window-size={width + 20},900",
+            f"{base}?all",
+        )
+    found = measured_all(done.stdout, paths) if done.returncode == 0 else {}
+    for path in paths:
+        yield path, found.get(path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ own rules that keep lines, links and tables inside the column are docs/css/layou
 
 from __future__ import annotations
 
+import html
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,19 @@ def test_the_measure_reads_what_the_page_script_wrote() -> None:
         check_clipping.Clipped("cli/", "pre", 12, "a & b")
     ]
     assert check_clipping.measured("<html><body></body></html>", "cli/") is None
+
+
+def test_the_page_of_all_pages_reads_each_page_and_notes_one_that_posted_nothing() -> None:
+    """The one Chromium run's page gathers each page's findings by path; a page whose script
+    posted nothing is None (not measured), never taken for a page with nothing clipped."""
+    posted = '{"/cli/": [{"kind": "table", "hidden": 3, "text": "a"}], "/": []}'
+    dom = f'<html {check_clipping.MARKER}="{html.escape(posted)}"><body></body></html>'
+    assert check_clipping.measured_all(dom, ["cli/", "", "runs/"]) == {
+        "cli/": [check_clipping.Clipped("cli/", "table", 3, "a")],
+        "": [],
+        "runs/": None,
+    }
+    assert check_clipping.measured_all("<html></html>", ["cli/"]) == {"cli/": None}
 
 
 def test_the_site_loads_its_layout_rules() -> None:
