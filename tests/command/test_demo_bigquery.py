@@ -92,8 +92,8 @@ def test_demo_bigquery_without_the_extra_is_one_usage_line() -> None:
     assert ran.stdout == ""  # refused before the demo starts anything
     lines = ran.stderr.strip().splitlines()
     assert len(lines) == 1, ran.stderr
-    assert lines[0].startswith("vertexbatch: --bigquery needs the local stack's BigQuery: ")
-    assert "pip install 'vertexbatch[cli,bigquery-local]'" in lines[0]
+    assert lines[0].startswith("vertexbatch: --bigquery needs the local stack's BigQuery, ")
+    assert "from a checkout of vertexbatch: pip install '.[cli,bigquery-local]'" in lines[0]
     assert "(missing: bqemulator" in lines[0]
 
 

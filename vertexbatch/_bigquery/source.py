@@ -52,7 +52,10 @@ __all__ = [
     "gemini_of_row",
 ]
 
-MISSING_EXTRA = "reading a BigQuery source needs pip install 'vertexbatch[bigquery]'"
+MISSING_EXTRA = (
+    "reading a BigQuery source needs the bigquery extra, from a checkout of vertexbatch: "
+    "pip install '.[bigquery]' (or 'WHEEL[bigquery]' for a wheel built from it)"
+)
 
 _FIELD = "requests"
 _MAX_COLUMN = 300  # BigQuery's longest column name

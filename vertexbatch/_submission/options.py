@@ -60,7 +60,7 @@ class SubmitKeywords(TypedDict, total=False):
     ``check_fields`` (``True``): a request with a field the installed SDK's request types do
     not name (a misspelt parameter) is an ``InvalidRequestError`` before any cloud call, as the
     provider would refuse its line; ``False`` stages such fields, for a parameter the provider
-    takes that the installed SDK does not model yet (docs/concepts.md, "Request fields").
+    takes that the installed SDK does not model yet (docs/guarantees.md, "Request fields").
 
     ``budget`` (``None``): US dollars; a submission (a run: all its shards) whose plan's upper
     bound (``Plan.cost_high``, estimated locally) passes it is refused before anything is
