@@ -38,6 +38,7 @@ from ._runs.tasks import Task
 from ._submission.request_files import RequestFile, RequestFiles
 from ._values import (
     ClaudeRequest,
+    EmbeddingRequest,
     GeminiRequest,
     Job,
     Outcome,
@@ -57,6 +58,7 @@ __all__ = [
     "BucketNotFoundError",
     "ClaudeRequest",
     "Client",
+    "EmbeddingRequest",
     "ExhaustedError",
     "GeminiRequest",
     "InvalidRequestError",

@@ -108,6 +108,12 @@ CACHE_BILLING: Final[Mapping[Provider, CacheBilling]] = {
         "https://vuink.com/post/nfgeb-puvev-d-dargyvsl-d-dncc/optimizing-gemini-api-calls "
         "(2026-01-30, read 2026-12-07; issue 40 cites the Gemini batch page)",
     ),
+    "embeddings": CacheBilling(
+        input_holds_cached=True,
+        tier_applies_to_cache=False,
+        source="embedding models report input tokens only; no page we read says an embedding "
+        "batch reads a cache, so no cached tokens are counted (unknown)",
+    ),
 }
 
 
