@@ -18,7 +18,7 @@ from .._errors import InvalidRequestError
 from .._observe.traces import Tracing, traced
 from .._operations import plan_with, run_with, submit
 from .._plans.estimate import Plan
-from .._requests.embedding_line import check_for_model
+from .._requests.embedding_line import check_for_model, check_lane_model
 from .._runs.run import Run
 from .._submission.options import PlanKeywords, RunKeywords, SubmitKeywords, SubmitOptions
 from .._values import EmbeddingRequest, Job
@@ -47,9 +47,10 @@ def embedding_requests(model: str, requests: object, options: Mapping[str, objec
     source or sink is named, each request checked for ``model`` as it is taken.
 
     Raises:
-        InvalidRequestError: a ``BigQuerySource`` or a ``dest=`` (BigQuery is refused for
-            embeddings, saying why).
+        InvalidRequestError: a text-embedding model (its rows are not written yet), a
+            ``BigQuerySource`` or a ``dest=`` (BigQuery is refused for embeddings, saying why).
     """
+    check_lane_model(model)
     if isinstance(requests, BigQuerySource):
         raise InvalidRequestError(EMBEDDINGS_NO_BIGQUERY, field="requests")
     if options.get("dest"):

@@ -31,6 +31,7 @@ __all__ = [
     "MAX_DIMENSIONS",
     "check_embedding_fields",
     "check_for_model",
+    "check_lane_model",
     "embedding_line",
 ]
 
@@ -63,6 +64,31 @@ def _text(value: object, what: str, key: str) -> str | None:
 def check_embedding_fields(request: Any) -> None:
     """What the lane checks of a request before its line is built (an unknown field cannot
     occur: ``EmbeddingRequest`` has its fields)."""
+
+
+# The older text-embedding models take rows of {"content": ...} and answer rows of
+# {"instance", "predictions", "status"} (the older batch embeddings page, OLD_PAGE), with no key:
+# the lane writes Google's Gemini rows only.
+_OLDER: Final = ("text-embedding", "text-multilingual-embedding")
+OLD_PAGE: Final = (
+    "https://cloud.google.com/vertex-ai/generative-ai/docs/embeddings/"
+    "batch-prediction-genai-embeddings"
+)
+
+
+def check_lane_model(model: str) -> None:
+    """Refuse a model whose rows the lane does not write (the text-embedding family).
+
+    Raises:
+        InvalidRequestError: naming the model, the rows it takes and the models the lane serves.
+    """
+    if isinstance(model, str) and model.lower().startswith(_OLDER):
+        raise InvalidRequestError(
+            f'model {model!r} takes the older embedding rows ({{"content": ...}}, answered '
+            f"without a key: {OLD_PAGE}), which submit_embeddings does not write yet; use a "
+            "Gemini embedding model (gemini-embedding-001, gemini-embedding-2)",
+            field="model",
+        )
 
 
 def check_for_model(model: str, request: EmbeddingRequest) -> None:
