@@ -42,7 +42,7 @@ from ._requests.lines import StagedLine, claude_line, gemini_line
 from ._rows.classify import classify_claude_message, classify_gemini_response
 from ._rows.embedding import read_embedding, read_usual_embedding
 from ._rows.fast_path import UsualReader, read_usual_claude, read_usual_gemini
-from ._rules import check_model, owner_of
+from ._rules import LANES, check_model, owner_of
 from ._turns import TURNS, Turns
 from ._values import ClaudeRequest, EmbeddingRequest, GeminiRequest, Provider, Result
 from ._vertex.online import (
@@ -162,6 +162,11 @@ class ProviderRow:
             publisher, _, model = model.partition("/")
             return f"publishers/{publisher}/models/{model}"
         return f"publishers/{self.publisher}/models/{model}"
+
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        """How the lane's model ids begin (``_rules.LANES``)."""
+        return LANES[self.provider].prefixes
 
     def owns(self, model: str) -> bool:
         """Whether ``model`` is of this family: the longest of the lanes' model-id prefixes it

@@ -179,7 +179,8 @@ def open_requests(path: str) -> Iterator[IO[bytes]]:
 
 
 def check_provider(provider: str, model: str) -> None:
-    """Raise unless ``model`` is one of ``--provider``'s models (its id starts with its name).
+    """Raise unless ``model`` is one of ``--provider``'s models (its id starts with one of its
+    lane's prefixes, ``ProviderRow.prefixes``).
 
     Raises:
         InvalidRequestError: the model belongs to the other provider, or to neither; the message
@@ -193,10 +194,12 @@ def check_provider(provider: str, model: str) -> None:
             f"model {model!r} is a {owner.title} model: use --provider {owner.command}",
             field="model",
         )
-    if not model.startswith(provider):
+    row = by_command(provider)
+    if owner is None or not row.owns(model) or not model.startswith(row.prefixes):
+        begins = " or ".join(f"'{prefix}-'" for prefix in row.prefixes)
         raise InvalidRequestError(
-            f"model {model!r} is not a {provider.title()} model id (they start with "
-            f"'{provider}-'): --provider {provider} takes {provider.title()} models only",
+            f"model {model!r} is not a {row.title} model id (they start with "
+            f"{begins}): --provider {provider} takes {row.title} models only",
             field="model",
         )
 
