@@ -99,3 +99,19 @@ def test_gemini_embedding_2_is_served_where_google_lists_it(stack: LocalStack, b
     client.wait(job, timeout=60)
     (result,) = client.results(job)
     assert result.ok and result.embedding is not None
+
+
+def test_client_aio_submits_and_plans_embeddings(client: vb.Client) -> None:
+    import asyncio
+
+    docs = [vb.EmbeddingRequest("p", "planned text"), vb.EmbeddingRequest("q", "other text")]
+
+    async def go() -> tuple[vb.Plan, vb.Job]:
+        plan = await client.aio.plan_embeddings("emb-aio", MODEL, docs)
+        job = await client.aio.submit_embeddings("emb-aio", MODEL, docs)
+        return plan, job
+
+    plan, job = asyncio.run(go())
+    assert plan.requests == 2 and job.keys == 2 and job.provider == "embeddings"
+    with pytest.raises(vb.InvalidRequestError, match="count_tokens does not apply"):
+        client.plan_embeddings("emb-aio", MODEL, docs, count_tokens=True)

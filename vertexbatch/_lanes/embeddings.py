@@ -99,6 +99,12 @@ class EmbeddingsLane:
     ) -> Plan:
         """What ``submit_embeddings`` would do; see ``plan_claude`` (``count_tokens=True`` is
         refused: no count-tokens call is wired for embedding models)."""
+        if options.get("count_tokens"):
+            raise InvalidRequestError(
+                "count_tokens does not apply to the embeddings lane (no count-tokens call is "
+                "wired for embedding models); plan without count_tokens=True",
+                field="count_tokens",
+            )
         taken = embedding_requests(model, requests, options)
         return plan_with(self._cloud, "plan_embeddings", id, model, "embeddings", taken, options)
 
