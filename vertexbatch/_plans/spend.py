@@ -111,8 +111,10 @@ CACHE_BILLING: Final[Mapping[Provider, CacheBilling]] = {
     "embeddings": CacheBilling(
         input_holds_cached=True,
         tier_applies_to_cache=False,
-        source="embedding models report input tokens only; no page we read says an embedding "
-        "batch reads a cache, so no cached tokens are counted (unknown)",
+        source="Gemini embedding batch is built on Gemini batch inference (https://docs.cloud."
+        "google.com/gemini-enterprise-agent-platform/models/embeddings/batch-prediction-genai-"
+        "embeddings, read 2026-12-07); the page says nothing of caching, so whether an "
+        "embedding reads a cache is unknown, and its usage reports input tokens only",
     ),
 }
 
