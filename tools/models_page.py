@@ -46,8 +46,8 @@ table says so rather than guess.
   `fallback_tier="flex"` is refused for a model not marked.
 - **one job**: the most requests and input bytes one batch job takes, and the default quota of
   batch jobs running at once in a project, where a page we read gives them (*unknown* where
-  none does). Runs cut their [shards](glossary.md#shard) at the rows and bytes given (else at vertexbatch's own
-  200,000 rows and 1 GB); see [Platform facts](platform-facts.md).
+  none does). Runs cut their [shards](glossary.md#shard) at the rows and bytes given (else at
+  vertexbatch's own 200,000 rows and 1 GB); see [Platform facts](platform-facts.md).
 - **schema**: the form `schema=` is written in for the model: `tool` (Claude: a forced tool)
   or `responseSchema` (Gemini: `generationConfig.responseSchema`); see
   [Structured outputs](structured-outputs.md).

@@ -39,6 +39,7 @@ from ._submission.canary import CanaryWarning
 from ._submission.request_files import RequestFile, RequestFiles
 from ._values import (
     ClaudeRequest,
+    EmbeddingRequest,
     GeminiRequest,
     Job,
     Outcome,
@@ -59,6 +60,7 @@ __all__ = [
     "CanaryWarning",
     "ClaudeRequest",
     "Client",
+    "EmbeddingRequest",
     "ExhaustedError",
     "GeminiRequest",
     "InvalidRequestError",

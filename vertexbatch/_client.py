@@ -15,6 +15,7 @@ from ._config import DEFAULT_PREFIX, client_keywords
 from ._errors import job_errors
 from ._job.find import find
 from ._job.results_pass import results_pass
+from ._lanes.embeddings import EmbeddingsLane
 from ._lifecycle import ASYNC_WITH, Lifecycle, endpoint_clients
 from ._observe.progress import ProgressCallback
 from ._observe.traces import Tracing, traced
@@ -46,7 +47,7 @@ def _tracing_of(client: Client) -> Tracing:
     return client._cloud.tracing
 
 
-class Client:
+class Client(EmbeddingsLane):
     """Vertex AI batch prediction for Claude and Gemini, keyed by caller-chosen ids.
 
     Args:
@@ -115,8 +116,7 @@ class Client:
 
     @property
     def _cloud(self) -> Cloud:
-        # Every method reaches the cloud through here (traced ones first of all, for their
-        # span), so a closed client refuses a call before it does anything.
+        # Every method (traced ones first, for their span) reaches the cloud here: closed, none.
         self._life.check()
         return self._parts
 

@@ -31,18 +31,20 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Final
 
-from ._bigquery.source import RowRequest, claude_of_row, gemini_of_row
+from ._bigquery.source import RowRequest, claude_of_row, embeddings_of_row, gemini_of_row
 from ._catalogue import Model, model_entry, warn_uncatalogued
 from ._errors import InvalidRequestError
 from ._hosts import GLOBAL
+from ._requests.embedding_line import EMBEDDING_ID_FIELD, check_embedding_fields, embedding_line
 from ._requests.field_check import check_claude_fields, check_gemini_fields, checked_builder
 from ._requests.keymap import KEY_FIELD
 from ._requests.lines import StagedLine, claude_line, gemini_line
 from ._rows.classify import classify_claude_message, classify_gemini_response
+from ._rows.embedding import read_embedding, read_usual_embedding
 from ._rows.fast_path import UsualReader, read_usual_claude, read_usual_gemini
-from ._rules import Limits, check_model, publisher_path
+from ._rules import LANES, Limits, check_model, owner_of
 from ._turns import TURNS, Turns
-from ._values import ClaudeRequest, GeminiRequest, Provider, Result
+from ._values import ClaudeRequest, EmbeddingRequest, GeminiRequest, Provider, Result
 from ._vertex.online import (
     Caller,
     OnlineClients,
@@ -87,13 +89,36 @@ def _gemini_ceiling(body: Mapping[str, Any]) -> int:
     return _tokens(GEMINI_DEFAULT_OUTPUT if value is None else value)
 
 
+def _no_output(body: Mapping[str, Any]) -> int:
+    """An embedding writes no output tokens: its ceiling is 0."""
+    return 0
+
+
+def _no_online(online: OnlineClients, model: str, concurrency: int, tier: str) -> Caller:
+    raise InvalidRequestError(
+        f"model {model!r}: the embeddings lane has no online fallback (vertexbatch sends "
+        "embeddings in batch only); let the run's jobs answer, or embed the rest yourself",
+        field="fallback_tier",
+    )
+
+
+def _no_counter(online: OnlineClients, model: str) -> Callable[[Mapping[str, Any]], int]:
+    raise InvalidRequestError(
+        f"model {model!r}: count_tokens does not apply to the embeddings lane (no count-tokens "
+        "call is wired for embedding models); plan without count_tokens=True",
+        field="count_tokens",
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ProviderRow:
     """One provider: its names, its requests and lines, its output, its online calls."""
 
-    provider: Provider  # the library's name, and the Vertex publisher
+    provider: Provider  # the library's name
     command: str  # the command's name (--provider), the Client methods' suffix, the model family
-    request: type[ClaudeRequest] | type[GeminiRequest]
+    # the Vertex publisher of the lane's models; None: the model id names it as `publisher/model`
+    publisher: str | None
+    request: type[ClaudeRequest] | type[GeminiRequest] | type[EmbeddingRequest]
     fields: frozenset[str]  # the fields of one line of the command's request file
     line: Callable[..., StagedLine]  # (request, FieldTypes | None) -> the staged line
     check: Callable[[Any], None]  # (request) -> None, or InvalidRequestError: an unknown field
@@ -132,12 +157,23 @@ class ProviderRow:
         return checked_builder(self.line, self.check) if check_fields else self.line
 
     def publisher_path(self, model: str) -> str:
-        """The Vertex publisher path of a bare model id of this provider."""
-        return publisher_path(model, self.provider)
+        """The Vertex publisher path of a bare model id of this provider (``publisher``; a
+        model id that names its publisher, ``publisher/model``, when that is ``None``)."""
+        if self.publisher is None:
+            publisher, _, model = model.partition("/")
+            return f"publishers/{publisher}/models/{model}"
+        return f"publishers/{self.publisher}/models/{model}"
+
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        """How the lane's model ids begin (``_rules.LANES``)."""
+        return LANES[self.provider].prefixes
 
     def owns(self, model: str) -> bool:
-        """Whether ``model`` is of this family (its id starts with the family's name)."""
-        return model.lower().startswith(self.command)
+        """Whether ``model`` is of this family: the longest of the lanes' model-id prefixes it
+        begins with is this lane's (``_rules.LANES``: ``gemini-embedding-001`` is an
+        embedding model, not a Gemini chat model)."""
+        return owner_of(model) == self.provider
 
 
 PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
@@ -145,6 +181,7 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
         "anthropic": ProviderRow(
             provider="anthropic",
             command="claude",
+            publisher="anthropic",
             request=ClaudeRequest,
             fields=frozenset({"key", "params"}),
             line=claude_line,
@@ -168,6 +205,7 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
         "google": ProviderRow(
             provider="google",
             command="gemini",
+            publisher="google",
             request=GeminiRequest,
             fields=frozenset({"key", "contents", "config"}),
             line=gemini_line,
@@ -190,6 +228,33 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             tiers=frozenset({"standard", "flex", "priority"}),
             counter=gemini_counter,
             turns=TURNS["google"],
+        ),
+        # Gemini embedding models in batch (docs/embeddings.md): Google's rows, no BigQuery, no
+        # online fallback, no count-tokens call, no turns; each refuses clearly.
+        "embeddings": ProviderRow(
+            provider="embeddings",
+            command="embeddings",
+            publisher="google",
+            request=EmbeddingRequest,
+            fields=frozenset({"key", "text", "task_type", "title", "dimensions"}),
+            line=embedding_line,
+            check=check_embedding_fields,
+            id_field=EMBEDDING_ID_FIELD,
+            read=read_embedding,
+            usual=read_usual_embedding,
+            of_row=embeddings_of_row,
+            ceiling=_no_output,
+            ceiling_said="output ceiling: none (an embedding writes no output tokens)",
+            cache_said="embeddings: no cache rate is known for embedding models ({rates}); the "
+            "estimate prices all input at the batch input rate",
+            global_batch=True,
+            # Google's page: "There are no predefined concurrency quotas" for Gemini embedding
+            # batch jobs (docs/platform-facts.md, "Embeddings"); a run keeps as many as Gemini's.
+            live_jobs=16,
+            online=_no_online,
+            tiers=frozenset({"standard"}),  # the runs' default; the caller refuses when used
+            counter=_no_counter,
+            turns=TURNS["embeddings"],
         ),
     }
 )

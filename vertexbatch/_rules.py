@@ -20,6 +20,9 @@ from ._values import Job, Provider
 
 __all__ = [
     "FAMILIES",
+    "LANES",
+    "Lane",
+    "owner_of",
     "MAX_SECONDS",
     "MIN_SECONDS",
     "is_seconds",
@@ -91,7 +94,43 @@ ID_RULE = "1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter 
 _MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")
 # Each provider's model family: the ``command`` column of ``_providers.PROVIDERS``, which sits
 # above this module (tests/test_providers.py holds the two equal).
-FAMILIES: dict[Provider, str] = {"anthropic": "claude", "google": "gemini"}
+FAMILIES: dict[Provider, str] = {
+    "anthropic": "claude",
+    "google": "gemini",
+    "embeddings": "embeddings",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    """Who publishes a provider's models on Vertex and how their ids begin."""
+
+    publisher: str  # the Vertex publisher (``publishers/P/models/M``)
+    prefixes: tuple[str, ...]  # how its model ids begin; the longest prefix a model has wins
+
+
+# Each provider's publisher and model-id prefixes: the ``publisher`` and ``prefixes`` columns of
+# ``_providers.PROVIDERS`` (tests/test_providers.py holds the copies equal). Embedding models are
+# Google's, and ``gemini-embedding-001`` begins as a Gemini chat model does: the longer prefix
+# names its lane (Google's embedding model ids: docs/platform-facts.md, "Embeddings").
+LANES: dict[Provider, Lane] = {
+    "anthropic": Lane("anthropic", ("claude",)),
+    "google": Lane("google", ("gemini",)),
+    "embeddings": Lane(
+        "google", ("gemini-embedding", "text-embedding", "text-multilingual-embedding")
+    ),
+}
+
+
+def owner_of(model: str) -> Provider | None:
+    """The provider whose longest prefix ``model`` begins with (case-insensitive), or ``None``."""
+    lowered = model.lower()
+    best: tuple[int, Provider | None] = (0, None)
+    for provider, lane in LANES.items():
+        for prefix in lane.prefixes:
+            if lowered.startswith(prefix) and len(prefix) > best[0]:
+                best = (len(prefix), provider)
+    return best[1]
 
 
 def check_id(submission_id: object) -> str:
@@ -232,28 +271,29 @@ def check_model(model: object, provider: Provider) -> str:
             field="model",
         )
     family = FAMILIES[provider]
-    lowered = model.lower()
-    other = next((p for p in FAMILIES if p != provider and lowered.startswith(FAMILIES[p])), None)
-    if other is not None:
+    owner = owner_of(model)
+    if owner is not None and owner != provider:
         raise InvalidRequestError(
-            f"model {model!r} is a {FAMILIES[other].title()} model: submit it with "
-            f"submit_{FAMILIES[other]}, not submit_{family}",
+            f"model {model!r} is a {FAMILIES[owner].title()} model: submit it with "
+            f"submit_{FAMILIES[owner]}, not submit_{family}",
             field="model",
         )
-    if not model.startswith(family):
-        # Batch lines are Messages requests (Claude) or GenerateContent requests (Gemini): any
-        # other model would make Vertex refuse the job, hours later for some failures.
+    if owner is None or not model.startswith(LANES[provider].prefixes):
+        # Batch lines are Messages requests (Claude), GenerateContent requests (Gemini) or
+        # embedding requests: any other model would make Vertex refuse the job, hours later
+        # for some failures.
+        begins = " or ".join(f"'{prefix}-'" for prefix in LANES[provider].prefixes)
         raise InvalidRequestError(
             f"model {model!r} is not a {family.title()} model id (they start with "
-            f"'{family}-'): submit_{family} takes {family.title()} models only",
+            f"{begins}): submit_{family} takes {family.title()} models only",
             field="model",
         )
     return model
 
 
 def publisher_path(model: str, provider: Provider) -> str:
-    """The Vertex publisher path of a bare model id."""
-    return f"publishers/{provider}/models/{model}"
+    """The Vertex publisher path of a bare model id of ``provider`` (its lane's publisher)."""
+    return f"publishers/{LANES[provider].publisher}/models/{model}"
 
 
 def bare_model(vertex_model: str) -> str:

@@ -35,6 +35,7 @@ M = TypeVar("M", bound="BaseModel")
 
 __all__ = [
     "ClaudeRequest",
+    "EmbeddingRequest",
     "GeminiRequest",
     "Job",
     "PROVIDER_NAMES",
@@ -47,7 +48,7 @@ __all__ = [
     "Usage",
 ]
 
-Provider = Literal["anthropic", "google"]
+Provider = Literal["anthropic", "google", "embeddings"]
 PROVIDER_NAMES: Final[tuple[Provider, ...]] = get_args(Provider)
 """The providers' names, as ``_providers.PROVIDERS`` orders its rows (tests/test_providers.py)."""
 Outcome = Literal["ok", "refused", "truncated", "retryable", "failed", "missing", "exhausted"]
@@ -83,6 +84,24 @@ class GeminiRequest:
     config: genai_types.GenerateContentConfig | genai_types.GenerateContentConfigDict | None = (
         field(default=None, repr=False)
     )
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingRequest:
+    """One text to embed: the caller's key, the text, and what the embedding is for.
+
+    ``task_type`` (``RETRIEVAL_DOCUMENT``, ``RETRIEVAL_QUERY``, ``SEMANTIC_SIMILARITY``, ...),
+    ``title`` (a document's title, for ``RETRIEVAL_DOCUMENT``) and ``dimensions`` (the output
+    dimensionality) are written in the row's ``embed_content_config``; a model that ignores
+    them there (``gemini-embedding-2``) refuses them before staging (docs/embeddings.md). The
+    repr shows the key only.
+    """
+
+    key: str
+    text: str = field(repr=False)
+    task_type: str | None = field(default=None, kw_only=True)
+    title: str | None = field(default=None, kw_only=True, repr=False)
+    dimensions: int | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +167,8 @@ class Job:
             values[f.name] = value
         if values["provider"] not in PROVIDER_NAMES:
             raise InvalidRequestError(
-                f"Job field 'provider' must be 'anthropic' or 'google', got {values['provider']!r}",
+                f"Job field 'provider' must be one of {', '.join(PROVIDER_NAMES)}, got "
+                f"{values['provider']!r}",
                 field="provider",
             )
         return cls(**values)
@@ -274,6 +294,9 @@ class Result:
             (``usageMetadata.trafficType``: ``"standard"``, ``"flex"``, ``"priority"``,
             ``"provisioned"``), else the run's ``fallback_tier`` (docs/cost.md, "Tiers of the
             online fallback").
+        embedding: an embedding answer's vector, as float32 (``array("f")``: 4 bytes a value,
+            a sequence of floats; ``list(result.embedding)`` for a list); ``None`` for every
+            other answer and for a failure.
     """
 
     key: str
@@ -288,6 +311,7 @@ class Result:
     tool_calls: tuple[ToolCall, ...] = ()
     parsed: Any = field(default=None, repr=False, compare=False)
     tier: str = "batch"
+    embedding: Sequence[float] | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         error = "None" if self.error is None else type(self.error).__name__

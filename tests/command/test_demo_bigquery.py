@@ -25,7 +25,7 @@ def test_demo_bigquery_section() -> None:
     result = CliRunner().invoke(main, ["demo", "--fast", "--bigquery"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     out = result.stdout
-    section = out[out.index("7. BigQuery") :]
+    section = out[out.index("8. BigQuery") :]
     assert "   table bq://local-project.vertexbatch_demo.review_requests: 6 rows" in section
     assert f"{BQ_ID:<20} 6 requests read from the table, answers to bq://local-project." in section
     created = re.search(rf"{' ' * 24}created (\S+/batchPredictionJobs/\d+)\n", section)

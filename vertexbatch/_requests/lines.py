@@ -34,7 +34,14 @@ from .importer_types import FieldTypes
 from .keymap import KEY_FIELD, canonical_digest, key_digest
 from .plain_json import STRICT_COMPACT, STRICT_SORTED, cannot, dump
 
-__all__ = ["ANTHROPIC_VERSION", "MAX_TOKENS", "StagedLine", "claude_line", "gemini_line"]
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "MAX_TOKENS",
+    "StagedLine",
+    "claude_line",
+    "gemini_line",
+    "staged_line",
+]
 
 # The most ``max_tokens`` a line may ask: the int32 bound of Gemini's ``maxOutputTokens``, far
 # past what any model writes in one answer (Claude's largest is 128,000 tokens in 2026), so a
@@ -130,6 +137,10 @@ def _line(
             raise _refused(key, id_field, clash)
     # Raised outside the except block: nothing that holds request content is chained to it.
     raise _refused(key, id_field, problem(dump(request)))
+
+
+staged_line = _line
+"""A request body's checked line (``_line``): for the lanes whose builders live beside this one."""
 
 
 def _unchecked_types(

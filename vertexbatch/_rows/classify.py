@@ -44,6 +44,7 @@ from .._json import MAX_UNWRAP, is_number, load_json
 from .._values import Provider, Refusal, Result, Usage
 from .build import result_of, usage_of
 from .content import claude_content, gemini_content, gemini_other_parts
+from .embedding import read_embedding
 from .failures import is_error_body, line_error_for, parse_error_object, parse_status, safe_name
 
 __all__ = [
@@ -101,7 +102,7 @@ def classify_row(row: Mapping[str, Any], *, key: str, provider: Provider) -> Res
     """
     if not isinstance(provider, str) or provider not in READERS:
         raise InvalidRequestError(
-            f"provider must be 'anthropic' or 'google', got {provider!r}", field="provider"
+            f"provider must be one of {', '.join(READERS)}, got {provider!r}", field="provider"
         )
     status = row.get("status")
     response = row.get("response")
@@ -247,7 +248,11 @@ def classify_gemini_response(response: Mapping[str, Any], *, key: str) -> Result
 # The reader of each provider's response: the ``read`` column of ``_providers.PROVIDERS``, which
 # sits above this module (tests/test_providers.py holds the two equal).
 READERS: Final[Mapping[Provider, Callable[..., Result]]] = MappingProxyType(
-    {"anthropic": classify_claude_message, "google": classify_gemini_response}
+    {
+        "anthropic": classify_claude_message,
+        "google": classify_gemini_response,
+        "embeddings": read_embedding,
+    }
 )
 
 

@@ -32,6 +32,7 @@ from .._requests.keymap import KEY_FIELD
 from .._values import Provider, Result
 from .build import result_of
 from .classify import CLAUDE_ANSWERED, READERS, classify_row, claude_usage, gemini_usage
+from .embedding import EMBEDDING_ID, read_usual_embedding
 
 __all__ = [
     "ROW_FIELDS",
@@ -44,7 +45,7 @@ __all__ = [
     "shallow",
 ]
 
-ROW_FIELDS: Final = ("custom_id", KEY_FIELD, "status", "response", "processed_time")
+ROW_FIELDS: Final = ("custom_id", KEY_FIELD, EMBEDDING_ID, "status", "response", "processed_time")
 """What a results pass reads of a row its id matches (``KeyMap.match_id``, ``classify_row``)."""
 
 
@@ -54,6 +55,7 @@ class _Fields(TypedDict, total=False):
 
     custom_id: Any
     vb_key: Any
+    key: Any
     status: Any
     response: Any
     processed_time: Any
@@ -114,7 +116,7 @@ def row_reader(provider: Provider) -> RowReader:
     """
     if not isinstance(provider, str) or provider not in READERS:
         raise InvalidRequestError(
-            f"provider must be 'anthropic' or 'google', got {provider!r}", field="provider"
+            f"provider must be one of {', '.join(READERS)}, got {provider!r}", field="provider"
         )
     usual = USUAL_READERS[provider]
 
@@ -200,5 +202,9 @@ UsualReader = Callable[[dict[str, Any], str], "Result | None"]
 # The usual answer's reader of each provider: the ``usual`` column of ``_providers.PROVIDERS``,
 # which sits above this module (tests/test_providers.py holds the two equal).
 USUAL_READERS: Final[Mapping[Provider, UsualReader]] = MappingProxyType(
-    {"anthropic": read_usual_claude, "google": read_usual_gemini}
+    {
+        "anthropic": read_usual_claude,
+        "google": read_usual_gemini,
+        "embeddings": read_usual_embedding,
+    }
 )

@@ -23,7 +23,7 @@ from .._providers import PROVIDERS
 from .._requests.lines import StagedLine
 from .._rules import check_key
 from .._schemas.check import Schema
-from .._values import ClaudeRequest, GeminiRequest, Provider
+from .._values import ClaudeRequest, EmbeddingRequest, GeminiRequest, Provider
 from .options import SubmitOptions
 
 __all__ = ["request_lines", "source_requests", "staged_lines"]
@@ -31,7 +31,7 @@ __all__ = ["request_lines", "source_requests", "staged_lines"]
 
 def staged_lines(
     requests: Iterable[Any],
-    expected: type[ClaudeRequest] | type[GeminiRequest],
+    expected: type[ClaudeRequest] | type[GeminiRequest] | type[EmbeddingRequest],
     build: Callable[..., StagedLine],
     schema: Schema | None = None,
 ) -> Iterator[StagedLine]:
@@ -50,7 +50,7 @@ def staged_lines(
 
 def _built_lines(
     requests: Iterable[Any],
-    expected: type[ClaudeRequest] | type[GeminiRequest],
+    expected: type[ClaudeRequest] | type[GeminiRequest] | type[EmbeddingRequest],
     build: Callable[..., StagedLine],
     schema: Schema | None,
 ) -> Iterator[StagedLine]:
