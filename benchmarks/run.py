@@ -25,6 +25,9 @@ Then the cold start (``benchmarks.cold_start``, no stack): ``import vertexbatch`
 ``client.aio`` during a ``--stall-size`` (default 20,000) request submit and results pass.
 ``--only cache`` runs the answer-cache and dedupe benchmark alone (``benchmarks.cache``).
 ``--only bigquery`` runs the BigQuery results benchmark alone (``benchmarks.bigquery_results``).
+``--only cold`` runs the cold process alone (``benchmarks.cold_process``): each submit and results
+pass in a fresh interpreter, imports included, against the hand-written way, with requests of
+about ``--line-bytes`` (default 1,200) bytes a line.
 
 ``--baselines raw`` or ``--baselines naive`` measures one baseline only.
 
@@ -540,13 +543,19 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write every raw figure here")
     parser.add_argument(
-        "--only", choices=["import", "batch", "stall", "cache", "bigquery", "tasks"],
+        "--only", choices=["import", "batch", "stall", "cache", "bigquery", "tasks", "cold"],
         help="import: the cold start alone; batch: staging, results and calls alone; "
         "stall: the event loop's longest gap under client.aio alone; "
         "cache: the answer cache and dedupe alone (benchmarks.cache, Claude, each size); "
         "bigquery: results of a BigQuery output table against list_rows and a query "
         "(benchmarks.bigquery_results, each size); "
-        "tasks: one run staged from 1 and 2 task processes (benchmarks.run_tasks, each size)",
+        "tasks: one run staged from 1 and 2 task processes (benchmarks.run_tasks, each size); "
+        "cold: submit and results in fresh interpreters, imports included, against the "
+        "hand-written way (benchmarks.cold_process, each provider and size)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--line-bytes", type=int, default=1200,
+        help="--only cold: requests of about this many bytes a JSONL line (default 1200)",
     )  # fmt: skip
     parser.add_argument("--stall-size", type=int, default=20_000)
     parser.add_argument(
@@ -565,6 +574,8 @@ def main(argv: list[str] | None = None) -> int:
         return _cache(args.sizes, args.repeats)
     if args.only == "bigquery":
         return _bigquery(args.sizes, args.repeats)
+    if args.only == "cold":
+        return _cold(args)
     if args.only == "tasks":
         from benchmarks import run_tasks
 
@@ -648,6 +659,48 @@ def _bigquery(sizes: list[int], repeats: int) -> int:
         print()
         print(bigquery_results.render(figures))
         print()
+    return 0
+
+
+def _cold(args: argparse.Namespace) -> int:
+    """The cold-process figures (``benchmarks.cold_process``), one LocalStack per case."""
+    from benchmarks import cold_process
+    from vertexbatch.emulator import LocalStack
+
+    if args.line_bytes < 100:
+        raise SystemExit("--line-bytes must be at least 100")
+    started = time.perf_counter()
+    load_before = os.getloadavg()
+    cases = []
+    for provider in args.providers:
+        for n in args.sizes:
+            with LocalStack(claude_concurrency=1000) as stack:
+                cases.append(
+                    cold_process.measure(
+                        stack, provider, n, args.repeats, args.line_bytes, sys.stderr
+                    )
+                )
+    words = [
+        f"--sizes {','.join(str(n) for n in args.sizes)}",
+        f"--repeats {args.repeats}",
+        f"--providers {','.join(args.providers)}",
+        f"--line-bytes {args.line_bytes}",
+    ]
+    print(
+        f"# python -m benchmarks.run --only cold {' '.join(words)}  "
+        f"({time.perf_counter() - started:.0f}s, {os.cpu_count()} CPUs, "
+        f"Python {sys.version.split()[0]})"
+    )
+    print(
+        "# load average (1, 5, 15 min): before "
+        + ", ".join(f"{x:.2f}" for x in load_before)
+        + "; after "
+        + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    )
+    print()
+    print(cold_process.render(cases, _table))
+    if args.json:
+        args.json.write_text(json.dumps([c.__dict__ for c in cases], indent=1, default=str))
     return 0
 
 

@@ -7,6 +7,7 @@ small pool built once, so making a request costs next to nothing and does not pa
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterator
 from typing import Any
@@ -75,11 +76,21 @@ _SYSTEM = (
 _POOL_SIZE = 97  # prime, so pool entries and key numbers do not fall into step
 
 
-def _pool() -> list[str]:
+# What a line holds besides its passage (key, system prompt, question, fields): about 400 bytes.
+_ENVELOPE = 400
+
+
+@functools.cache
+def _pool(line_bytes: int | None = None) -> list[str]:
+    """The passages; ``line_bytes``: lines of about that many bytes on average (within ±25%)
+    instead of the default 1-2 KB."""
     rng = random.Random(20240601)
     texts = []
     for _ in range(_POOL_SIZE):
-        target = rng.randint(750, 1650)  # with the envelope, lines land between ~1 and ~2 KB
+        if line_bytes is None:
+            target = rng.randint(750, 1650)  # with the envelope, lines land between ~1 and ~2 KB
+        else:
+            target = max(rng.randint(line_bytes * 3 // 4, line_bytes * 5 // 4) - _ENVELOPE, 20)
         words: list[str] = []
         size = 0
         while size < target:
@@ -90,15 +101,14 @@ def _pool() -> list[str]:
     return texts
 
 
-_TEXTS = _pool()
-
-
-def request_parts(provider: str, i: int) -> tuple[str, dict[str, Any]]:
-    """Key and plain-dict parts of request ``i``: Claude params, or Gemini contents and config."""
+def request_parts(
+    provider: str, i: int, line_bytes: int | None = None
+) -> tuple[str, dict[str, Any]]:
+    """Key and plain-dict parts of request ``i``: Claude params, or Gemini contents and config
+    (``line_bytes``: see ``_pool``)."""
     key = f"doc-{i:07d}"
-    text = (
-        f"Passage {i}: {_TEXTS[i % _POOL_SIZE]}\n\nWhat obligations does it create, and for whom?"
-    )
+    passage = _pool(line_bytes)[i % _POOL_SIZE]
+    text = f"Passage {i}: {passage}\n\nWhat obligations does it create, and for whom?"
     if provider == "claude":
         return key, {
             "max_tokens": 1024,
@@ -116,28 +126,28 @@ def request_parts(provider: str, i: int) -> tuple[str, dict[str, Any]]:
     }
 
 
-def claude_requests(n: int) -> Iterator[Any]:
+def claude_requests(n: int, line_bytes: int | None = None) -> Iterator[Any]:
     """``n`` ``vb.ClaudeRequest`` values, made one at a time."""
     import vertexbatch as vb
 
     for i in range(n):
-        key, params = request_parts("claude", i)
+        key, params = request_parts("claude", i, line_bytes)
         yield vb.ClaudeRequest(key, params)
 
 
-def gemini_requests(n: int) -> Iterator[Any]:
+def gemini_requests(n: int, line_bytes: int | None = None) -> Iterator[Any]:
     """``n`` ``vb.GeminiRequest`` values, made one at a time (config in its dict form)."""
     import vertexbatch as vb
 
     for i in range(n):
-        key, parts = request_parts("gemini", i)
+        key, parts = request_parts("gemini", i, line_bytes)
         yield vb.GeminiRequest(key, parts["contents"], parts["config"])
 
 
-def raw_lines(provider: str, n: int) -> Iterator[dict[str, Any]]:
+def raw_lines(provider: str, n: int, line_bytes: int | None = None) -> Iterator[dict[str, Any]]:
     """The same ``n`` requests as the JSONL line objects a hand-written client would upload."""
     for i in range(n):
-        key, parts = request_parts(provider, i)
+        key, parts = request_parts(provider, i, line_bytes)
         if provider == "claude":
             yield {"custom_id": key, "request": {**parts, "anthropic_version": ANTHROPIC_VERSION}}
         else:

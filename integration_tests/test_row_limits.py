@@ -21,7 +21,7 @@ def test_client_refuses_more_than_200000_rows(
 ) -> None:
     """More than 200,000 rows are refused, pointing at splitting; nothing that claims the id or
     blocks a retry is left: no part 0, key map, manifest or record, only later parts of the
-    input, named by their bytes (staging never deletes a part: docs/concepts.md, "Staged
+    input, named by their bytes (staging never deletes a part: docs/guarantees.md, "Staged
     parts")."""
     requests = (
         vb.ClaudeRequest(f"k{i}", {"max_tokens": 1, "messages": [{"role": "user", "content": "x"}]})

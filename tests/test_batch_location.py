@@ -8,12 +8,13 @@ the test's rows (``models.toml`` changes as Google's pages do: no test here depe
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 import vertexbatch as vb
 from tests.helpers import claude_request, gemini_requests
-from vertexbatch._catalogue import Model, Source
-from vertexbatch._catalogue import entries as catalogue_entries
+from vertexbatch._catalogue import Model, Source, catalogue_of
 from vertexbatch._providers import (
     GLOBAL_BATCH_SOURCE,
     PROVIDERS,
@@ -39,9 +40,10 @@ CLAUDE, GEMINI = PROVIDERS["anthropic"], PROVIDERS["google"]
 
 
 @pytest.fixture
-def own_catalogue(monkeypatch: pytest.MonkeyPatch) -> None:
+def own_catalogue() -> Iterator[None]:
     """The catalogue holds this file's rows only."""
-    monkeypatch.setattr(catalogue_entries, "catalogue", lambda: (EVERYWHERE, REGIONAL, CLAUDE_ROW))
+    with catalogue_of((EVERYWHERE, REGIONAL, CLAUDE_ROW)):
+        yield
 
 
 @pytest.mark.parametrize("location", ["us-central1", "europe-west4", "us", "eu", "asia-east1"])

@@ -23,7 +23,7 @@ from vertexbatch._providers import (
 from vertexbatch._requests.keymap import KEY_FIELD
 from vertexbatch._rows.classify import READERS
 from vertexbatch._rows.fast_path import USUAL_READERS
-from vertexbatch._rules import FAMILIES
+from vertexbatch._rules import FAMILIES, LANES
 from vertexbatch._runs.run import DEFAULT_LIVE_JOBS
 from vertexbatch._turns import TURNS
 from vertexbatch._values import PROVIDER_NAMES
@@ -32,8 +32,8 @@ ROWS = list(PROVIDERS.values())
 
 
 def test_each_row_names_its_provider_and_command() -> None:
-    assert list(PROVIDERS) == ["anthropic", "google", "openmaas"]
-    assert COMMANDS == ("claude", "gemini", "chat")
+    assert list(PROVIDERS) == ["anthropic", "google", "embeddings", "openmaas"]
+    assert COMMANDS == ("claude", "gemini", "embeddings", "chat")
     for provider, row in PROVIDERS.items():
         assert row.provider == provider
         assert by_command(row.command) is row
@@ -51,7 +51,7 @@ def test_an_unknown_command_name_is_refused_by_name() -> None:
     with pytest.raises(InvalidRequestError) as caught:
         by_command("mistral")
     assert caught.value.field == "provider"
-    assert "claude, gemini, chat" in str(caught.value)
+    assert "claude, gemini, embeddings, chat" in str(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -59,6 +59,11 @@ def test_an_unknown_command_name_is_refused_by_name() -> None:
     [
         ("claude-opus-5-5@default", "claude"),
         ("Gemini-3.8-flash", "gemini"),
+        ("gemini-embedding-001", "embeddings"),
+        ("gemini-embedding-2", "embeddings"),
+        ("text-embedding-005", "embeddings"),
+        ("text-multilingual-embedding-002", "embeddings"),
+        ("gemini-2.5-flash", "gemini"),
         ("llama-4", None),
         ("meta/llama-3.3-70b-instruct-maas", "chat"),
         ("publishers/meta/models/llama-4", None),
@@ -139,6 +144,9 @@ def test_the_copies_below_the_table_hold_its_rows() -> None:
     assert {p: r.read for p, r in PROVIDERS.items()} == dict(READERS)
     assert set(_REQUESTS) == set(COMMANDS)
     assert {p: r.turns for p, r in PROVIDERS.items()} == dict(TURNS)
+    assert {p: r.publisher for p, r in PROVIDERS.items()} == {
+        p: lane.publisher for p, lane in LANES.items()
+    }
 
 
 def test_a_row_has_every_column_the_issue_names() -> None:
@@ -159,9 +167,14 @@ def test_the_columns_the_switches_became_are_held_below_and_beside_the_table() -
     assert {p: r.live_jobs for p, r in PROVIDERS.items()} == {
         "anthropic": 4,
         "google": 16,
+        "embeddings": 16,
         "openmaas": 4,
     }
-    assert PROBE_MODELS == {"claude": "claude-sonnet-4-5", "gemini": "gemini-2.5-flash"}
+    assert PROBE_MODELS == {
+        "claude": "claude-sonnet-4-5",
+        "gemini": "gemini-2.5-flash",
+        "embeddings": "gemini-embedding-001",
+    }
 
 
 def test_the_open_model_lane_is_not_probed_yet_but_has_its_probe_rows() -> None:
@@ -171,3 +184,21 @@ def test_the_open_model_lane_is_not_probed_yet_but_has_its_probe_rows() -> None:
     assert PROBE_LANES["openmaas"].model == "" and "chat" not in PROBE_MODELS
     rows = probe_rows("chat").splitlines()
     assert len(rows) == 3 and all(b'"url":"/v1/chat/completions"' in row for row in rows)
+
+
+def test_the_embeddings_row_refuses_what_does_not_apply_to_it() -> None:
+    """No online fallback, no count-tokens call, no BigQuery source, no next turn: each refuses,
+    naming the lane, never a silent no-op."""
+    row = PROVIDERS["embeddings"]
+    assert row.publisher_path("gemini-embedding-001") == (
+        "publishers/google/models/gemini-embedding-001"
+    )
+    with pytest.raises(InvalidRequestError, match="no online fallback"):
+        row.online(None, "gemini-embedding-001", 1, "standard")  # type: ignore[arg-type]
+    with pytest.raises(InvalidRequestError, match="count_tokens does not apply"):
+        row.counter(None, "gemini-embedding-001")  # type: ignore[arg-type]
+    with pytest.raises(InvalidRequestError, match="BigQuery tables are not supported"):
+        row.of_row("k", {}, InvalidRequestError)
+    with pytest.raises(InvalidRequestError, match="no turn of a conversation"):
+        row.turns.turn({})
+    assert row.ceiling({"anything": 1}) == 0

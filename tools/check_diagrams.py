@@ -153,9 +153,9 @@ def chromium(given: str | None) -> str | None:
 
 
 @contextmanager
-def serving(site: Path) -> Iterator[str]:
+def serving(site: Path, handler_class: type[_QuietHandler] | None = None) -> Iterator[str]:
     """The site over HTTP on 127.0.0.1 (a free port) while the block runs; its base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(site))
+    handler = functools.partial(handler_class or _QuietHandler, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from vertexbatch._catalogue import Model, catalogue
-from vertexbatch._command.cli_models import price_cells
+from vertexbatch._command.cli_models import job_cells, price_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "models.md"
@@ -42,7 +42,15 @@ table says so rather than guess.
   Batch prediction bills input and output at half of them; `plan_*` and `--dry-run` use them
   (see [Cost](cost.md)). *unknown*: no page we read prices it, and a plan says so.
 - **flex**: listed for Flex PayGo (Gemini, `global` endpoint only). Flex PayGo's page lists its
-  models in a part of the page we could not read, so no model is marked yet.
+  models in a part of the page we could not read, so no model is marked yet;
+  `fallback_tier="flex"` is refused for a model not marked.
+- **one job**: the most requests and input bytes one batch job takes, and the default quota of
+  batch jobs running at once in a project, where a page we read gives them (*unknown* where
+  none does). Runs cut their [shards](glossary.md#shard) at the rows and bytes given (else at
+  vertexbatch's own 200,000 rows and 1 GB); see [Platform facts](platform-facts.md).
+- **schema**: the form `schema=` is written in for the model: `tool` (Claude: a forced tool)
+  or `responseSchema` (Gemini: `generationConfig.responseSchema`); see
+  [Structured outputs](structured-outputs.md).
 
 """
 
@@ -52,7 +60,8 @@ def _row(model: Model) -> str:
     return (
         f"| `{model.id}` | {model.name} | {model.publisher} | "
         f"{'yes' if model.batch else 'unlisted'} | {where} | {price_cells(model)} | "
-        f"{'yes' if model.flex else 'no'} |"
+        f"{'yes' if model.flex else 'no'} | {job_cells(model)} | "
+        f"{f'`{model.structured_output}`' if model.structured_output else 'unknown'} |"
     )
 
 
@@ -62,8 +71,9 @@ def render() -> str:
     lines = [
         _HEAD.rstrip("\n"),
         "",
-        "| id | name | publisher | batch | locations | prices (online, $/M tokens) | flex |",
-        "|---|---|---|---|---|---|---|",
+        "| id | name | publisher | batch | locations | prices (online, $/M tokens) | flex "
+        "| one job | schema |",
+        "|---|---|---|---|---|---|---|---|---|",
         *(_row(model) for model in rows),
         "",
         "## Sources",

@@ -35,10 +35,12 @@ from ._runs.run import KeyResult, Run
 from ._runs.start_task import table_share
 from ._runs.step import RunSummary
 from ._runs.tasks import Task
+from ._submission.canary import CanaryWarning
 from ._submission.request_files import RequestFile, RequestFiles
 from ._values import (
     ChatRequest,
     ClaudeRequest,
+    EmbeddingRequest,
     GeminiRequest,
     Job,
     Outcome,
@@ -56,9 +58,11 @@ __all__ = [
     "AsyncRun",
     "BigQuerySource",
     "BucketNotFoundError",
+    "CanaryWarning",
     "ChatRequest",
     "ClaudeRequest",
     "Client",
+    "EmbeddingRequest",
     "ExhaustedError",
     "GeminiRequest",
     "InvalidRequestError",

@@ -12,8 +12,9 @@ import sys
 __all__ = ["main"]
 
 INSTALL_HINT = (
-    "vertexbatch: the command needs the cli extra, which is not installed: "
-    "pip install 'vertexbatch[cli]'"
+    "vertexbatch: the command needs the cli extra, which is not installed; "
+    "install it from a checkout of vertexbatch: pip install '.[cli]' "
+    "(or 'WHEEL[cli]' for a wheel built from it)"
 )
 
 

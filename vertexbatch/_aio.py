@@ -29,6 +29,7 @@ from ._aio_threads import Pool, ResultStream
 from ._bigquery.source import ChatRequests, ClaudeRequests, GeminiRequests
 from ._client import Client
 from ._functions import require_client
+from ._lanes.embeddings import EmbeddingRequests
 from ._lifecycle import ASYNC_WITH
 from ._observe.progress import ProgressCallback
 from ._plans.estimate import Plan
@@ -231,6 +232,28 @@ class AsyncClient:
         plan = functools.partial(self._client.plan_gemini, id, model, requests, **options)
         return await self._pool.call(f"plan of id {id!r}", plan)
 
+    async def submit_embeddings(
+        self,
+        id: str,
+        model: str,
+        requests: EmbeddingRequests,
+        **options: Unpack[SubmitKeywords],
+    ) -> Job:
+        """``Client.submit_embeddings``, awaitable; ``requests`` is read in the call's thread."""
+        submit = functools.partial(self._client.submit_embeddings, id, model, requests, **options)
+        return await self._pool.call(f"submit of id {id!r}", submit)
+
+    async def plan_embeddings(
+        self,
+        id: str,
+        model: str,
+        requests: EmbeddingRequests,
+        **options: Unpack[PlanKeywords],
+    ) -> Plan:
+        """``Client.plan_embeddings``, awaitable; nothing is staged."""
+        plan = functools.partial(self._client.plan_embeddings, id, model, requests, **options)
+        return await self._pool.call(f"plan of id {id!r}", plan)
+
     async def submit_chat(
         self,
         id: str,
@@ -345,6 +368,17 @@ class AsyncClient:
     ) -> AsyncRun:
         """``Client.run_gemini``, awaitable."""
         start = functools.partial(self._client.run_gemini, id, model, requests, **options)
+        return AsyncRun(await self._pool.call(f"start of run {id!r}", start), self._pool)
+
+    async def run_embeddings(
+        self,
+        id: str,
+        model: str,
+        requests: EmbeddingRequests,
+        **options: Unpack[RunKeywords],
+    ) -> AsyncRun:
+        """``Client.run_embeddings``, awaitable."""
+        start = functools.partial(self._client.run_embeddings, id, model, requests, **options)
         return AsyncRun(await self._pool.call(f"start of run {id!r}", start), self._pool)
 
     async def run_chat(

@@ -16,6 +16,7 @@ from ._errors import job_errors
 from ._job.find import find
 from ._job.results_pass import results_pass
 from ._lanes.chat import ChatLane
+from ._lanes.embeddings import EmbeddingsLane
 from ._lifecycle import ASYNC_WITH, Lifecycle, endpoint_clients
 from ._observe.progress import ProgressCallback
 from ._observe.traces import Tracing, traced
@@ -47,8 +48,8 @@ def _tracing_of(client: Client) -> Tracing:
     return client._cloud.tracing
 
 
-class Client(ChatLane):
-    """Vertex AI batch prediction for Claude, Gemini and open models (``ChatLane``), by id.
+class Client(EmbeddingsLane, ChatLane):
+    """Vertex AI batch prediction for Claude, Gemini, embeddings and open models, by id.
 
     Args:
         project: the Google Cloud project that runs the jobs.
@@ -115,8 +116,7 @@ class Client(ChatLane):
 
     @property
     def _cloud(self) -> Cloud:
-        # Every method reaches the cloud through here (traced ones first of all, for their
-        # span), so a closed client refuses a call before it does anything.
+        # Every method (traced ones first, for their span) reaches the cloud here: closed, none.
         self._life.check()
         return self._parts
 

@@ -30,9 +30,9 @@ from ._plans.budget import budgeted
 from ._plans.count_tokens import token_counter
 from ._plans.estimate import Plan, build_plan, submitted_plan
 from ._plans.prices import Price
-from ._providers import PROVIDERS, checked_model
+from ._providers import PROVIDERS, checked_model, job_limits
 from ._requests.dedupe import dedupe as dedupe_lines
-from ._rules import check_id, check_job, check_own_id, next_attempt_id
+from ._rules import check_id, check_job, check_keys, check_own_id, next_attempt_id
 from ._runs.ledger import MAX_ATTEMPTS, Ledger, Shard, check_requests_fit, check_run_id
 from ._runs.run import DEFAULT_SHARD_SIZE, Run
 from ._runs.shares import Listed
@@ -41,6 +41,7 @@ from ._runs.start import check_numbers, create_run, held_run
 from ._runs.start_task import existing_task, start_task
 from ._runs.tasks import Task
 from ._staged.manifest import no_rows, resubmit_origin, with_schema, with_source
+from ._submission.canary import canaried
 from ._submission.lines import request_lines
 from ._submission.options import PlanKeywords, RunKeywords, SubmitOptions
 from ._values import Job, Provider, Status
@@ -66,18 +67,21 @@ def submit(
     options: SubmitOptions,
 ) -> Job:
     """Check, build the lines (deduplicated, minus what the answer cache holds), then the
-    identity protocol: what ``submit_claude`` and ``submit_gemini`` do."""
+    identity protocol: what each ``submit_<lane>`` does."""
     check_own_id(id)
     checked_model(model, provider, cloud.location)
     ttl = check_ttl(options.cache_ttl)
     controls = options.controls(cloud.location)
     staging = cloud.staging.keyed(controls.kms_key)  # every object written with the key
+    limits = job_limits(model, staging.limits)  # one job's, where the catalogue gives them
+    staging = staging if limits is staging.limits else staging.with_sizes(limits=limits)
     meter = meter_of(options.progress, "stage", requests)
     lines, read = request_lines(cloud, provider, requests, options, meter)
     if options.budget is not None:  # held to its plan before any cloud call (the lines: local)
         lines = budgeted(provider, model, lines, options.budget, f"submission {id!r}",
-                         prices=options.prices, dedupe=options.dedupe,
+                         prices=options.prices, dedupe=options.dedupe, canary=options.canary,
                          limits=cloud.staging.limits)  # fmt: skip
+    lines = canaried(cloud, id, provider, model, lines, options.canary, prices=options.prices)
     if options.dedupe:
         lines = dedupe_lines(lines)
     amend = None
@@ -164,7 +168,7 @@ def _plan(
     if options.budget is not None:  # as submit and run hold it: estimated, the cache not asked
         budgeted(provider, model, held, options.budget, f"{'run' if shard_size else 'submission'} "
                  f"{id!r}", prices=prices, dedupe=dedupe, shard_size=shard_size,
-                 limits=cloud.staging.limits)  # fmt: skip
+                 limits=cloud.staging.limits, canary=options.canary)  # fmt: skip
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
         check_run_dest(options.dest)  # a dataset, never a table
         check_run_id(id)
@@ -251,6 +255,7 @@ def _plan(
         shard_size=shard_size,
         limits=cloud.staging.limits,
         files=files,
+        canary=options.canary,
     )
 
 
@@ -284,14 +289,7 @@ def resubmit_job(
         silent = iter_results(cloud.vertex, cloud.staging, job, SILENT, bigquery=cloud.bigquery)
         wanted = {r.key for r in silent if r.outcome in ("retryable", "missing")}
     else:
-        if isinstance(keys, str) or not isinstance(keys, Iterable):
-            raise InvalidRequestError(
-                "keys must be an iterable of request keys, not one string", field="keys"
-            )
-        listed = list(keys)
-        if not all(isinstance(key, str) for key in listed):
-            raise InvalidRequestError("keys must be strings (request keys)", field="keys")
-        wanted = set(listed)
+        wanted = check_keys(keys)
     if not wanted:
         raise InvalidRequestError(f"job {job.name} has no keys to resubmit", field="keys")
     return resubmit(
@@ -358,7 +356,9 @@ def start_run(
     if options.budget is not None:  # the whole run's plan (a task's: its part), before staging
         lines = budgeted(provider, model, lines, options.budget, f"run {id!r}",
                          prices=options.prices, dedupe=options.dedupe, shard_size=shard_size,
-                         limits=cloud.staging.limits)  # fmt: skip
+                         limits=cloud.staging.limits, canary=options.canary)  # fmt: skip
+    lines = canaried(cloud, id, provider, model, lines, options.canary, run=True,
+                     prices=options.prices)  # fmt: skip
     if task is not None:  # one task's part of a run staged by many (docs/runs.md)
         run = start_task(
             cloud, id, provider, model, lines, task=task, shard_size=shard_size,

@@ -1,14 +1,16 @@
-"""The provider table: what differs between Claude and Gemini, one row each.
+"""The provider table: what differs between the lanes (Claude, Gemini, Gemini embeddings, open
+models), one row each.
 
-The library names a provider by its Vertex publisher (``Provider``: ``anthropic``, ``google``),
-the command and the ``Client``'s methods by its model family (``claude``, ``gemini``:
-``--provider claude``, ``submit_claude``). A row holds both names and every other thing that
-differs: the request type and the line builder, the id field of an output row and the reader of
-its response, the output ceiling a plan assumes, where batch may run, the online calls and the
-price tiers they may ask for, the count-tokens calls, and the shapes of a conversation's next
-turn. Code that differs by provider asks
-``PROVIDERS[provider]`` (or ``by_command(name)``); a new lane is one row here and its tests
-(tests/test_providers.py).
+The library names a provider by its key (``Provider``: ``anthropic``, ``google``, ``embeddings``,
+``openmaas``), the command and the ``Client``'s methods by its model family (``claude``, ``gemini``,
+``embeddings``, ``chat``: ``--provider claude``, ``submit_claude``); the ``publisher`` column is its
+models' Vertex publisher (``None``: each open model's id names its own, ``publisher/model``), and
+``_rules.LANES`` says which lane owns a model id. A row holds both names and every other thing that
+differs: the request type and the line builder, the id field of an output row and the reader of its
+response, the output ceiling a plan assumes, where batch may run, the online calls and the price
+tiers they may ask for, the count-tokens calls, and the shapes of a conversation's next turn. Code
+that differs by provider asks ``PROVIDERS[provider]`` (or ``by_command(name)``); a new lane is one
+row here and its tests (tests/test_providers.py).
 
 The table sits just above what it refers to (the line builders, the output readers, the online
 calls), so it imports them directly; the SDKs those calls use are imported when a call is first
@@ -27,24 +29,32 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Final
 
-from ._bigquery.source import RowRequest, chat_of_row, claude_of_row, gemini_of_row
+from ._bigquery.source import (
+    RowRequest,
+    chat_of_row,
+    claude_of_row,
+    embeddings_of_row,
+    gemini_of_row,
+)
 from ._catalogue import Model, model_entry, warn_uncatalogued
 from ._errors import InvalidRequestError
 from ._hosts import GLOBAL
 from ._requests.chat_body import check_chat_fields
+from ._requests.embedding_line import EMBEDDING_ID_FIELD, check_embedding_fields, embedding_line
 from ._requests.field_check import check_claude_fields, check_gemini_fields, checked_builder
 from ._requests.keymap import KEY_FIELD
 from ._requests.lines import StagedLine, chat_line, claude_line, gemini_line
 from ._rows.chat import classify_chat_completion, read_usual_chat
 from ._rows.classify import classify_claude_message, classify_gemini_response
+from ._rows.embedding import read_embedding, read_usual_embedding
 from ._rows.fast_path import UsualReader, read_usual_claude, read_usual_gemini
-from ._rules import check_model, publisher_path
+from ._rules import LANES, Limits, check_model, owner_of, publisher_path
 from ._turns import TURNS, Turns
-from ._values import ChatRequest, ClaudeRequest, GeminiRequest, Provider, Result
+from ._values import ChatRequest, ClaudeRequest, EmbeddingRequest, GeminiRequest, Provider, Result
 from ._vertex.online import (
     Caller,
     OnlineClients,
@@ -58,6 +68,7 @@ from ._vertex.online import (
 
 __all__ = [
     "checked_model",
+    "job_limits",
     "COMMANDS",
     "GEMINI_DEFAULT_OUTPUT",
     "GLOBAL_BATCH_SOURCE",
@@ -94,15 +105,36 @@ def _gemini_ceiling(body: Mapping[str, Any]) -> int:
     return _tokens(GEMINI_DEFAULT_OUTPUT if value is None else value)
 
 
+def _no_output(body: Mapping[str, Any]) -> int:
+    """An embedding writes no output tokens: its ceiling is 0."""
+    return 0
+
+
+def _no_online(online: OnlineClients, model: str, concurrency: int, tier: str) -> Caller:
+    raise InvalidRequestError(
+        f"model {model!r}: the embeddings lane has no online fallback (vertexbatch sends "
+        "embeddings in batch only); let the run's jobs answer, or embed the rest yourself",
+        field="fallback_tier",
+    )
+
+
+def _no_counter(online: OnlineClients, model: str) -> Callable[[Mapping[str, Any]], int]:
+    raise InvalidRequestError(
+        f"model {model!r}: count_tokens does not apply to the embeddings lane (no count-tokens "
+        "call is wired for embedding models); plan without count_tokens=True",
+        field="count_tokens",
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ProviderRow:
     """One provider: its names, its requests and lines, its output, its online calls."""
 
-    provider: Provider  # the library's name (the Vertex publisher, but for ``openmaas``)
+    provider: Provider  # the library's name
     command: str  # the command's name (--provider), the Client methods' suffix, the model family
     # the Vertex publisher of the lane's models; None: the model id names it as `publisher/model`
     publisher: str | None
-    request: type[ClaudeRequest] | type[GeminiRequest] | type[ChatRequest]
+    request: type[ClaudeRequest] | type[GeminiRequest] | type[EmbeddingRequest] | type[ChatRequest]
     fields: frozenset[str]  # the fields of one line of the command's request file
     line: Callable[..., StagedLine]  # (request, FieldTypes | None) -> the staged line
     check: Callable[[Any], None]  # (request) -> None, or InvalidRequestError: an unknown field
@@ -141,16 +173,22 @@ class ProviderRow:
         return checked_builder(self.line, self.check) if check_fields else self.line
 
     def publisher_path(self, model: str) -> str:
-        """The Vertex publisher path of a model id of this provider (bare, or
-        ``publisher/model`` where the model id names its publisher)."""
-        return publisher_path(model, self.publisher or "")
+        """The Vertex publisher path of a model id of this provider (bare, under ``publisher``;
+        ``publisher/model`` where the model id names its publisher, ``publisher`` ``None``)."""
+        return publisher_path(model, self.provider)
+
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        """How the lane's bare model ids begin (``_rules.LANES``; none for a lane whose ids
+        name their publisher)."""
+        return LANES[self.provider].prefixes
 
     def owns(self, model: str) -> bool:
-        """Whether ``model`` is of this family: its id starts with the family's name, or, for a
-        lane whose ids name their publisher, it is ``publisher/model``."""
-        if self.publisher is None:
-            return model.count("/") == 1 and not model.startswith("publishers/")
-        return model.lower().startswith(self.command)
+        """Whether ``model`` is of this family (``_rules.owner_of``): the longest of the lanes'
+        model-id prefixes it begins with is this lane's (``gemini-embedding-001`` is an
+        embedding model, not a Gemini chat model), or, for the lane whose ids name their
+        publisher, it is ``publisher/model``."""
+        return owner_of(model) == self.provider
 
 
 PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
@@ -205,6 +243,33 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             tiers=frozenset({"standard", "flex", "priority"}),
             counter=gemini_counter,
             turns=TURNS["google"],
+        ),
+        # Gemini embedding models in batch (docs/embeddings.md): Google's rows, no BigQuery, no
+        # online fallback, no count-tokens call, no turns; each refuses clearly.
+        "embeddings": ProviderRow(
+            provider="embeddings",
+            command="embeddings",
+            publisher="google",
+            request=EmbeddingRequest,
+            fields=frozenset({"key", "text", "task_type", "title", "dimensions"}),
+            line=embedding_line,
+            check=check_embedding_fields,
+            id_field=EMBEDDING_ID_FIELD,
+            read=read_embedding,
+            usual=read_usual_embedding,
+            of_row=embeddings_of_row,
+            ceiling=_no_output,
+            ceiling_said="output ceiling: none (an embedding writes no output tokens)",
+            cache_said="embeddings: no cache rate is known for embedding models ({rates}); the "
+            "estimate prices all input at the batch input rate",
+            global_batch=True,
+            # Google's page: "There are no predefined concurrency quotas" for Gemini embedding
+            # batch jobs (docs/platform-facts.md, "Embeddings"); a run keeps as many as Gemini's.
+            live_jobs=16,
+            online=_no_online,
+            tiers=frozenset({"standard"}),  # the runs' default; the caller refuses when used
+            counter=_no_counter,
+            turns=TURNS["embeddings"],
         ),
         "openmaas": ProviderRow(
             provider="openmaas",
@@ -341,7 +406,28 @@ def checked_model(model: str, provider: Provider, location: str) -> str:
     same): ``check_model``'s refusals, batch refused where the catalogue says the model is not
     served (``check_batch_location``), then an ``UncataloguedModelWarning`` naming the closest
     catalogued id for an id outside the catalogue, which is submitted all the same."""
-    check_model(model, provider, named_publisher=PROVIDERS[provider].publisher is None)
+    check_model(model, provider)
     check_batch_location(model, provider, location)
     warn_uncatalogued(model)
     return model
+
+
+def job_limits(model: str, limits: Limits) -> Limits:
+    """``limits`` with one job's rows and input bytes held to what the catalogue documents for
+    ``model`` (``job_rows``, ``job_bytes``: Gemini's 200,000 requests and 1 GB), the smaller of
+    the two; unchanged for a model it does not hold or a limit it does not give, whose jobs keep
+    vertexbatch's defaults (``_rules.MAX_ROWS``, ``MAX_INPUT_BYTES``, the values it held every
+    model to before the catalogue). ``limits`` stay a ceiling: a test's smaller ones are kept,
+    and a catalogue limit above the defaults is not taken (a run's ledger is held to
+    ``MAX_ROWS`` keys a shard)."""
+    entry = model_entry(model)
+    if entry is None:
+        return limits
+    rows, size = limits.rows, limits.input_bytes
+    if entry.job_rows is not None:
+        rows = min(rows, entry.job_rows)
+    if entry.job_bytes is not None:
+        size = min(size, entry.job_bytes)
+    if (rows, size) == (limits.rows, limits.input_bytes):
+        return limits
+    return replace(limits, rows=rows, input_bytes=size)

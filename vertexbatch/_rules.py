@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,7 +20,10 @@ from ._values import Job, Provider
 
 __all__ = [
     "FAMILIES",
+    "LANES",
+    "Lane",
     "model_of_job",
+    "owner_of",
     "MAX_SECONDS",
     "MIN_SECONDS",
     "is_seconds",
@@ -33,6 +37,7 @@ __all__ = [
     "check_id",
     "check_own_id",
     "check_job",
+    "check_keys",
     "check_key",
     "check_model",
     "id_label",
@@ -90,10 +95,58 @@ ID_RULE = "1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter 
 _MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")
 # Each provider's model family: the ``command`` column of ``_providers.PROVIDERS``, which sits
 # above this module (tests/test_providers.py holds the two equal).
-FAMILIES: dict[Provider, str] = {"anthropic": "claude", "google": "gemini", "openmaas": "chat"}
+FAMILIES: dict[Provider, str] = {
+    "anthropic": "claude",
+    "google": "gemini",
+    "embeddings": "embeddings",
+    "openmaas": "chat",
+}
 # A model id that names its publisher (``meta/llama-3.3-70b-instruct-maas``): the managed open
 # models' form (Google's open-model batch page writes the body's model so).
 _PUBLISHED = re.compile(r"[a-z0-9][a-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._@-]*")
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    """Who publishes a provider's models on Vertex and how their ids begin."""
+
+    # the Vertex publisher (``publishers/P/models/M``); None: each model id names its own, as
+    # ``publisher/model``, and the lane owns every id of that form
+    publisher: str | None
+    prefixes: tuple[str, ...]  # how its bare model ids begin; the longest prefix a model has wins
+
+
+# Each provider's publisher and model-id prefixes: the ``publisher`` and ``prefixes`` columns of
+# ``_providers.PROVIDERS`` (tests/test_providers.py holds the copies equal). Embedding models are
+# Google's, and ``gemini-embedding-001`` begins as a Gemini chat model does: the longer prefix
+# names its lane (Google's embedding model ids: docs/platform-facts.md, "Embeddings"). The
+# managed open models' ids name their publisher (``meta/llama-3.3-70b-instruct-maas``): no
+# prefix, the ``publisher/model`` form names the lane (docs/platform-facts.md, "Open models").
+LANES: dict[Provider, Lane] = {
+    "anthropic": Lane("anthropic", ("claude",)),
+    "google": Lane("google", ("gemini",)),
+    "embeddings": Lane(
+        "google", ("gemini-embedding", "text-embedding", "text-multilingual-embedding")
+    ),
+    "openmaas": Lane(None, ()),
+}
+
+
+def owner_of(model: str) -> Provider | None:
+    """The provider that owns ``model``, or ``None``: a ``publisher/model`` id is the lane's whose
+    ids name their publisher; a bare id is the lane's whose longest prefix it begins with
+    (case-insensitive)."""
+    if "/" in model:
+        if not _PUBLISHED.fullmatch(model):
+            return None
+        return next((p for p, lane in LANES.items() if lane.publisher is None), None)
+    lowered = model.lower()
+    best: tuple[int, Provider | None] = (0, None)
+    for provider, lane in LANES.items():
+        for prefix in lane.prefixes:
+            if lowered.startswith(prefix) and len(prefix) > best[0]:
+                best = (len(prefix), provider)
+    return best[1]
 
 
 def check_id(submission_id: object) -> str:
@@ -159,6 +212,19 @@ def is_job_name(name: object) -> bool:
     return isinstance(name, str) and _JOB_NAME.fullmatch(name) is not None
 
 
+def check_keys(keys: object) -> set[str]:
+    """The request keys a caller names (``resubmit``'s ``keys=``), or ``InvalidRequestError``:
+    an iterable of strings, never one string (its characters are no keys)."""
+    if isinstance(keys, str) or not isinstance(keys, Iterable):
+        raise InvalidRequestError(
+            "keys must be an iterable of request keys, not one string", field="keys"
+        )
+    listed = list(keys)
+    if not all(isinstance(key, str) for key in listed):
+        raise InvalidRequestError("keys must be strings (request keys)", field="keys")
+    return set(listed)
+
+
 def check_job(job: object) -> None:
     """Raise ``InvalidRequestError`` unless ``job`` is a ``Job`` that names a Vertex batch job."""
     if not isinstance(job, Job):
@@ -204,15 +270,15 @@ def check_key(key: Any, seen: set[str]) -> str:
     return key
 
 
-def check_model(model: object, provider: Provider, *, named_publisher: bool = False) -> str:
-    """Return the bare model id; raise if it has a path, a publisher prefix or the wrong family.
+def check_model(model: object, provider: Provider) -> str:
+    """Return the model id; raise if it has a path, a publisher prefix or the wrong family.
 
-    ``named_publisher``: the provider's models name their publisher (``PUBLISHER/MODEL``, the
-    provider table's ``publisher`` column is ``None``): exactly that form is taken, any family.
+    A lane whose models name their publisher (``LANES``' ``publisher`` is ``None``: the managed
+    open models) takes exactly ``PUBLISHER/MODEL``, any family; the others a bare id of theirs.
     """
     if not isinstance(model, str) or not model:
         raise InvalidRequestError(f"model must be a non-empty string, got {model!r}", field="model")
-    if named_publisher:
+    if LANES[provider].publisher is None:
         if not _PUBLISHED.fullmatch(model):
             raise InvalidRequestError(
                 f"model {model!r} must be PUBLISHER/MODEL, the managed open model's id with its "
@@ -234,31 +300,32 @@ def check_model(model: object, provider: Provider, *, named_publisher: bool = Fa
             field="model",
         )
     family = FAMILIES[provider]
-    lowered = model.lower()
-    other = next((p for p in FAMILIES if p != provider and lowered.startswith(FAMILIES[p])), None)
-    if other is not None:
+    owner = owner_of(model)
+    if owner is not None and owner != provider:
         raise InvalidRequestError(
-            f"model {model!r} is a {FAMILIES[other].title()} model: submit it with "
-            f"submit_{FAMILIES[other]}, not submit_{family}",
+            f"model {model!r} is a {FAMILIES[owner].title()} model: submit it with "
+            f"submit_{FAMILIES[owner]}, not submit_{family}",
             field="model",
         )
-    if not model.startswith(family):
-        # Batch lines are Messages requests (Claude) or GenerateContent requests (Gemini): any
-        # other model would make Vertex refuse the job, hours later for some failures.
+    if owner is None or not model.startswith(LANES[provider].prefixes):
+        # Batch lines are Messages requests (Claude), GenerateContent requests (Gemini) or
+        # embedding requests: any other model would make Vertex refuse the job, hours later
+        # for some failures.
+        begins = " or ".join(f"'{prefix}-'" for prefix in LANES[provider].prefixes)
         raise InvalidRequestError(
             f"model {model!r} is not a {family.title()} model id (they start with "
-            f"'{family}-'): submit_{family} takes {family.title()} models only",
+            f"{begins}): submit_{family} takes {family.title()} models only",
             field="model",
         )
     return model
 
 
-def publisher_path(model: str, publisher: str) -> str:
-    """The Vertex publisher path of a bare model id of ``publisher``, or of a ``PUBLISHER/MODEL``
-    id (a managed open model's), which names its own."""
-    named, slash, name = model.partition("/")
-    if slash:
-        return f"publishers/{named}/models/{name}"
+def publisher_path(model: str, provider: Provider) -> str:
+    """The Vertex publisher path of a model id of ``provider``: a bare id under its lane's
+    publisher, or a ``publisher/model`` id (a managed open model's), which names its own."""
+    publisher = LANES[provider].publisher
+    if publisher is None:
+        publisher, _, model = model.partition("/")
     return f"publishers/{publisher}/models/{model}"
 
 

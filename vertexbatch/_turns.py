@@ -137,10 +137,23 @@ class Turns:
     tool_results: Callable[[Sequence[Call]], dict[str, Any]]  # calls -> the user's message
 
 
+def _no_response(response: Mapping[str, Any]) -> bool:
+    """An embedding is no turn of a conversation: no response is the embeddings lane's."""
+    return False
+
+
+def _no_turn(value: Any) -> dict[str, Any]:
+    raise InvalidRequestError(
+        "an embedding is no turn of a conversation: the embeddings lane has no next turn",
+        field="result",
+    )
+
+
 TURNS: Final[Mapping[str, Turns]] = MappingProxyType(
     {
         "anthropic": Turns(claude_owns, claude_turn, claude_tool_results),
         "google": Turns(gemini_owns, gemini_turn, gemini_tool_results),
+        "embeddings": Turns(_no_response, _no_turn, _no_turn),
         "openmaas": Turns(chat_owns, chat_turn, chat_tool_results),
     }
 )

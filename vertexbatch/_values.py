@@ -37,6 +37,7 @@ M = TypeVar("M", bound="BaseModel")
 __all__ = [
     "ChatRequest",
     "ClaudeRequest",
+    "EmbeddingRequest",
     "GeminiRequest",
     "Job",
     "PROVIDER_NAMES",
@@ -49,7 +50,7 @@ __all__ = [
     "Usage",
 ]
 
-Provider = Literal["anthropic", "google", "openmaas"]
+Provider = Literal["anthropic", "google", "embeddings", "openmaas"]
 PROVIDER_NAMES: Final[tuple[Provider, ...]] = get_args(Provider)
 """The providers' names, as ``_providers.PROVIDERS`` orders its rows (tests/test_providers.py)."""
 Outcome = Literal["ok", "refused", "truncated", "retryable", "failed", "missing", "exhausted"]
@@ -88,6 +89,24 @@ class GeminiRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class EmbeddingRequest:
+    """One text to embed: the caller's key, the text, and what the embedding is for.
+
+    ``task_type`` (``RETRIEVAL_DOCUMENT``, ``RETRIEVAL_QUERY``, ``SEMANTIC_SIMILARITY``, ...),
+    ``title`` (a document's title, for ``RETRIEVAL_DOCUMENT``) and ``dimensions`` (the output
+    dimensionality) are written in the row's ``embed_content_config``; a model that ignores
+    them there (``gemini-embedding-2``) refuses them before staging (docs/embeddings.md). The
+    repr shows the key only.
+    """
+
+    key: str
+    text: str = field(repr=False)
+    task_type: str | None = field(default=None, kw_only=True)
+    title: str | None = field(default=None, kw_only=True, repr=False)
+    dimensions: int | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True, slots=True)
 class ChatRequest:
     """One request to an open model served on Vertex as a managed API (Llama, Qwen, DeepSeek,
     gpt-oss, ...): the caller's key and an OpenAI chat-completions body.
@@ -109,7 +128,8 @@ class Job:
     Attributes:
         id: the caller's submission id.
         name: the Vertex resource name, ``projects/P/locations/L/batchPredictionJobs/N``.
-        provider: ``"anthropic"``, ``"google"`` or ``"openmaas"`` (the provider table's keys).
+        provider: ``"anthropic"``, ``"google"``, ``"embeddings"`` or ``"openmaas"`` (the
+            provider table's keys).
         model: the bare Vertex model id (``claude-sonnet-4-5``, ``gemini-2.5-flash``).
         input_uri: ``gs://`` URI of the staged input JSONL (its first part, for an input
             staged in parts: the manifest beside it lists every part).
@@ -292,6 +312,9 @@ class Result:
             (``usageMetadata.trafficType``: ``"standard"``, ``"flex"``, ``"priority"``,
             ``"provisioned"``), else the run's ``fallback_tier`` (docs/cost.md, "Tiers of the
             online fallback").
+        embedding: an embedding answer's vector, as float32 (``array("f")``: 4 bytes a value,
+            a sequence of floats; ``list(result.embedding)`` for a list); ``None`` for every
+            other answer and for a failure.
     """
 
     key: str
@@ -306,6 +329,7 @@ class Result:
     tool_calls: tuple[ToolCall, ...] = ()
     parsed: Any = field(default=None, repr=False, compare=False)
     tier: str = "batch"
+    embedding: Sequence[float] | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         error = "None" if self.error is None else type(self.error).__name__

@@ -78,13 +78,15 @@ def test_without_the_bigquery_extra_one_sentence_says_what_to_install(
     bq: LocalStack, bq_client: vb.Client, dataset: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A submit with dest refuses before staging; results of a sink job already made fail with
-    a JobError; both name pip install 'vertexbatch[bigquery]'."""
+    a JobError; both name pip install '.[bigquery]', from a checkout."""
     job = bq_client.submit_claude("no-extra", CLAUDE, claude_requests(1), dest=dataset)
     wait_briefly(bq_client, job)
     monkeypatch.setitem(sys.modules, "google.cloud.bigquery_storage_v1", None)
-    with pytest.raises(vb.InvalidRequestError, match=r"pip install 'vertexbatch\[bigquery\]'"):
+    with pytest.raises(
+        vb.InvalidRequestError, match=r"checkout of vertexbatch: pip install '\.\[bigquery\]'"
+    ):
         bq_client.submit_claude("no-extra-2", CLAUDE, claude_requests(1), dest=dataset)
-    with pytest.raises(vb.JobError, match=r"writes to BigQuery: .*'vertexbatch\[bigquery\]'"):
+    with pytest.raises(vb.JobError, match=r"writes to BigQuery: .*pip install '\.\[bigquery\]'"):
         list(bq_client.results(job))
 
 

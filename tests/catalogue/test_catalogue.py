@@ -21,8 +21,8 @@ from vertexbatch._catalogue import (
 from vertexbatch._catalogue.entries import _model
 from vertexbatch._plans.estimate import cache_said
 from vertexbatch._plans.prices import price_of
-from vertexbatch._providers import PROVIDERS
-from vertexbatch._rules import FAMILIES, check_model
+from vertexbatch._providers import of_model
+from vertexbatch._rules import check_model
 
 # A region as Google names them (us-east5, europe-west1, northamerica-northeast1), the
 # multi-regions and the global endpoint.
@@ -48,13 +48,14 @@ def test_every_row_is_sourced_and_well_formed(model: Model) -> None:
         assert source.url.startswith("https://"), (model.id, source.url)
         assert DATE.fullmatch(source.read), (model.id, source.read)
         assert datetime.date.fromisoformat(source.read) <= datetime.date(2026, 12, 31)
-    assert model.publisher in PROVIDERS, model.publisher
-    if PROVIDERS[model.publisher].publisher is None:  # an open model: PUBLISHER/MODEL, no @
-        assert check_model(model.id, model.publisher, named_publisher=True) == model.id
-        assert "@" not in model.id and PROVIDERS[model.publisher].owns(model.id)
+    row = of_model(model.id)  # its lane: the publisher's family, embeddings, or open models
+    assert row is not None, model.id
+    assert check_model(model.id, row.provider) == model.id  # no @, no path
+    if row.publisher is None:  # an open model: PUBLISHER/MODEL, its publisher named in its id
+        assert model.id.partition("/")[0] == model.publisher, (model.id, model.publisher)
     else:
-        assert check_model(model.id, model.publisher) == model.id  # bare: no @, no path
-        assert model.id.startswith(FAMILIES[model.publisher] + "-")
+        assert row.publisher == model.publisher, (model.id, model.publisher)
+        assert model.id.startswith(tuple(f"{prefix}-" for prefix in row.prefixes))
     assert model.name
     if model.rates is not None:
         for name in ("input", "output", "cache_read", "cache_write"):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from vertexbatch._catalogue import catalogue
 from vertexbatch._command.cli import main
+from vertexbatch._providers import of_model
 
 
 def test_models_lists_every_catalogued_model_with_its_facts() -> None:
@@ -17,7 +19,7 @@ def test_models_lists_every_catalogued_model_with_its_facts() -> None:
     assert [line.split()[0] for line in lines] == [model.id for model in catalogue()]
     opus = next(line for line in lines if line.startswith("claude-opus-5-5 "))
     assert "anthropic" in opus and "batch=yes" in opus and "flex=no" in opus
-    assert "locations=eu,global,us" in opus
+    assert "locations=eu,global,us" in opus and "schema=tool" in opus
     assert "$4 in / $20 out / $0.2 cache read / $5 cache write" in opus
     fable = next(line for line in lines if line.startswith("claude-fable-5-2 "))
     assert fable.endswith("unknown")  # no page prices it
@@ -35,10 +37,30 @@ def test_models_json_gives_each_fact_with_its_sources() -> None:
     assert all(s["url"].startswith("https://") and s["read"] for s in flash["sources"])
     assert set(flash) == {
         "id", "name", "publisher", "batch", "locations", "rates", "flex", "concurrent_jobs",
-        "sources",
+        "job_rows", "job_bytes", "structured_output", "sources",
     }  # fmt: skip
+    # Gemini's batch page: 200,000 requests and 1 GB a job; no quota of jobs at once.
+    assert (flash["job_rows"], flash["job_bytes"]) == (200_000, 1_000_000_000)
+    assert flash["concurrent_jobs"] is None and flash["structured_output"] == "responseSchema"
 
 
 def test_models_refuses_an_unknown_publisher() -> None:
     shown = CliRunner().invoke(main, ["models", "--publisher", "meta"])
     assert shown.exit_code == 2 and "meta" in shown.output
+
+
+@pytest.mark.parametrize(
+    ("lane", "expected"),
+    [
+        ("embeddings", {"gemini-embedding-001", "gemini-embedding-2", "text-embedding-005"}),
+        ("openmaas", {"meta/llama-3.3-70b-instruct-maas", "meta/llama-3.1-8b-instruct-maas"}),
+    ],
+)
+def test_models_keeps_one_lane_s_models(lane: str, expected: set[str]) -> None:
+    """A lane's name keeps its models: Google's embedding models, the open models (whose
+    publisher, ``meta``, their ids name)."""
+    shown = CliRunner().invoke(main, ["models", "--json", "--publisher", lane])
+    assert shown.exit_code == 0, shown.output
+    ids = {json.loads(line)["id"] for line in shown.stdout.splitlines()}
+    assert expected <= ids
+    assert all(of_model(model).provider == lane for model in ids)  # type: ignore[union-attr]

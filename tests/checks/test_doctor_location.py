@@ -5,11 +5,12 @@ The catalogue is this file's own rows (``models.toml`` changes as Google's pages
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from click.testing import CliRunner
 
-from vertexbatch._catalogue import Model, Source
-from vertexbatch._catalogue import entries as catalogue_entries
+from vertexbatch._catalogue import Model, Source, catalogue_of
 from vertexbatch._checks.doctor_location import check_location
 from vertexbatch._command.cli import main
 from vertexbatch._config import Config
@@ -30,10 +31,9 @@ CLAUDE_ROW = Model(
 
 
 @pytest.fixture
-def own_catalogue(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        catalogue_entries, "catalogue", lambda: (GEMINI_EU, GEMINI_REGIONAL, CLAUDE_ROW)
-    )
+def own_catalogue() -> Iterator[None]:
+    with catalogue_of((GEMINI_EU, GEMINI_REGIONAL, CLAUDE_ROW)):
+        yield
 
 
 def _check(location: str, *models: str) -> tuple[str, str]:

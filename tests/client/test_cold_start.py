@@ -57,7 +57,7 @@ claude_line(ClaudeRequest("k", {"max_tokens": 5, "messages": [{"role": "user", "
 GEMINI_LINE = """
 from vertexbatch import GeminiRequest
 from vertexbatch._requests.lines import gemini_line
-gemini_line(GeminiRequest("k", "hi", {"temperature": 0.5}))
+gemini_line(GeminiRequest("k", "hi", {{{config}}}))
 """
 
 
@@ -67,10 +67,15 @@ gemini_line(GeminiRequest("k", "hi", {"temperature": 0.5}))
         ("import vertexbatch", set()),
         (HELP, set()),
         (CLAUDE_LINE, set()),
-        # A config is validated against google-genai's types (with pydantic).
-        (GEMINI_LINE, {GENAI_TYPES, PYDANTIC}),
+        # A config of the first generation fields is read without google-genai
+        # (_requests.plain_config); any other is validated against its types (with pydantic).
+        (GEMINI_LINE.format(config='"temperature": 0.5, "system_instruction": "Be brief."'), set()),
+        (
+            GEMINI_LINE.format(config='"thinking_config": {"thinking_budget": 0}'),
+            {GENAI_TYPES, PYDANTIC},
+        ),
     ],
-    ids=["import", "help", "claude line", "gemini line"],
+    ids=["import", "help", "claude line", "gemini line", "gemini line with thinking"],
 )
 @pytest.mark.processes
 def test_each_path_imports_only_what_it_needs(code: str, imported: set[str]) -> None:

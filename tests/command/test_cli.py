@@ -767,3 +767,5 @@ def test_demo_fast() -> None:
     assert "6 results: 0 from the cache, 2 shared with an equal request, 4 answered" in out
     assert "night 2: plan: 8 requests, 6 distinct, 6 cached, 2 to send in 1 job(s)" in out
     assert "8 results: 6 from the cache, 0 shared with an equal request, 2 answered" in out
+    assert "demo-docs-index      8 documents, gemini-embedding-001" in out
+    assert "7 vectors of 64 float32 values; not embedded: doc-07 (retryable)" in out

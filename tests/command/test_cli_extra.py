@@ -38,7 +38,7 @@ def no_click(tmp_path: Path) -> dict[str, str]:
 def test_without_click_the_command_says_how_to_install_the_extra(
     no_click: dict[str, str], command: list[str]
 ) -> None:
-    """Without click the command prints one line naming ``pip install 'vertexbatch[cli]'`` on
+    """Without click the command prints one line naming ``pip install '.[cli]'`` on
     stderr and exits 2, with no traceback (the console script needs ``pip install -e .`` once
     its entry point has moved)."""
     ran = subprocess.run(
@@ -47,8 +47,9 @@ def test_without_click_the_command_says_how_to_install_the_extra(
     assert ran.returncode == 2, ran.stderr
     assert ran.stdout == ""
     assert ran.stderr.splitlines() == [
-        "vertexbatch: the command needs the cli extra, which is not installed: "
-        "pip install 'vertexbatch[cli]'"
+        "vertexbatch: the command needs the cli extra, which is not installed; "
+        "install it from a checkout of vertexbatch: pip install '.[cli]' "
+        "(or 'WHEEL[cli]' for a wheel built from it)"
     ]
 
 

@@ -87,3 +87,42 @@ def test_a_bad_schema_file_is_a_usage_error(
     result = invoke([*args, "--schema", str(schema), str(path)], env)
     assert result.exit_code == 2 and "--schema" in result.output and words in result.output
     assert "Traceback" not in result.output
+
+
+def test_results_print_a_tool_calls_signature_only_when_it_has_one(
+    stack: LocalStack, env: dict[str, str | None], client: vb.Client
+) -> None:
+    """A Gemini 3 call's ``thoughtSignature`` is in the call's record (the next turn needs it
+    back); Claude's calls carry none, and their records have no ``signature``."""
+    tool = {
+        "function_declarations": [
+            {
+                "name": "weather",
+                "parameters": {"type": "OBJECT", "properties": {"city": {"type": "STRING"}}},
+            }
+        ]
+    }
+    gemini = vb.GeminiRequest("g", "Weather? [[vb:tool_call]]", {"tools": [tool]})
+    claude = vb.ClaudeRequest(
+        "c",
+        {
+            "max_tokens": 64,
+            "messages": [{"role": "user", "content": "Weather? [[vb:tool_call]]"}],
+            "tools": [
+                {
+                    "name": "weather",
+                    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+                }
+            ],
+        },
+    )
+    for job in (
+        client.submit_gemini("ct-g", GEMINI, [gemini]),
+        client.submit_claude("ct-c", CLAUDE, [claude]),
+    ):
+        stack.wait_job(job.name)
+    (signed,) = json.loads(invoke(["results", "ct-g"], env).stdout)["tool_calls"]
+    assert signed["name"] == "weather" and signed["signature"]
+    assert set(signed) == {"name", "arguments", "id", "signature"}
+    (plain,) = json.loads(invoke(["results", "ct-c"], env).stdout)["tool_calls"]
+    assert set(plain) == {"name", "arguments", "id"}

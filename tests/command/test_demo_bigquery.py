@@ -25,7 +25,7 @@ def test_demo_bigquery_section() -> None:
     result = CliRunner().invoke(main, ["demo", "--fast", "--bigquery"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     out = result.stdout
-    section = out[out.index("7. BigQuery") :]
+    section = out[out.index("8. BigQuery") :]
     assert "   table bq://local-project.vertexbatch_demo.review_requests: 6 rows" in section
     assert f"{BQ_ID:<20} 6 requests read from the table, answers to bq://local-project." in section
     created = re.search(rf"{' ' * 24}created (\S+/batchPredictionJobs/\d+)\n", section)
@@ -92,8 +92,8 @@ def test_demo_bigquery_without_the_extra_is_one_usage_line() -> None:
     assert ran.stdout == ""  # refused before the demo starts anything
     lines = ran.stderr.strip().splitlines()
     assert len(lines) == 1, ran.stderr
-    assert lines[0].startswith("vertexbatch: --bigquery needs the local stack's BigQuery: ")
-    assert "pip install 'vertexbatch[cli,bigquery-local]'" in lines[0]
+    assert lines[0].startswith("vertexbatch: --bigquery needs the local stack's BigQuery, ")
+    assert "from a checkout of vertexbatch: pip install '.[cli,bigquery-local]'" in lines[0]
     assert "(missing: bqemulator" in lines[0]
 
 

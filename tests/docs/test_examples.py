@@ -251,6 +251,31 @@ def test_agent_executor_main(capsys: pytest.CaptureFixture[str]) -> None:
     assert "classify-email-9001          retryable  after 2 attempt(s) (agent-run-1.r1)" in out
 
 
+# -- embeddings_index.py ------------------------------------------------------------------------
+
+
+def test_embeddings_index_reads_every_vector_back(stack: LocalStack, client: vb.Client) -> None:
+    """Each document's vector comes back by its key; a failed line is reported, not dropped;
+    the query ranks every indexed document."""
+    example = load("embeddings_index")
+    index = example.build_index(client, "idx-1", example.DOCUMENTS)
+    assert sorted(index.vectors) == ["doc-bread", "doc-rivers", "doc-stars"]
+    assert all(len(v) == example.DIMENSIONS for v in index.vectors.values())
+    assert index.failed == {"doc-busy": "retryable"}
+    ranked = example.search(client, "idx-q", index, "Where does water flow?")
+    assert sorted(key for key, _ in ranked) == sorted(index.vectors)
+    assert all(-1.0001 <= score <= 1.0001 for _, score in ranked)
+
+
+@pytest.mark.processes
+def test_embeddings_index_main(capsys: pytest.CaptureFixture[str]) -> None:
+    """`python examples/embeddings_index.py` runs on its own local stack."""
+    load("embeddings_index").main()
+    out = capsys.readouterr().out
+    assert "doc-rivers   256 floats" in out
+    assert "doc-busy     retryable" in out
+
+
 # -- structured_agent.py ------------------------------------------------------------------------
 
 

@@ -42,6 +42,7 @@ EXPECTED = {
     "async_agent_executor.py": "'.[local]'",
     "bigquery_table.py": "'.[bigquery]'",
     "cloud_run_job.py": ".",
+    "embeddings_index.py": "'.[local]'",
     "nightly_run.py": ".",
     "run_advancer.py": ". functions-framework",
     "scheduler_poller.py": ". functions-framework",

@@ -413,7 +413,11 @@ with LocalStack() as stack:
         timeout=120,
         check=True,
     )
-    hint = "the local stack's BigQuery needs pip install 'vertexbatch[bigquery-local]'"
+    hint = (
+        "the local stack's BigQuery needs the bigquery-local extra, from a checkout of "
+        "vertexbatch: pip install '.[bigquery-local]' (or 'WHEEL[bigquery-local]' for a wheel "
+        "built from it)"
+    )
     assert f"start: {hint} (missing: bqemulator)" in done.stdout, done.stdout + done.stderr
     assert done.stdout.rstrip().endswith(f": {hint}"), done.stdout + done.stderr
 

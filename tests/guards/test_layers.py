@@ -272,6 +272,22 @@ def test_every_node_has_one_layer() -> None:
     assert set(placed) - present == set(), "a node in LAYERS no longer exists"
 
 
+# Issue 39: the tree is the map, so few modules stand alone beside the packages (the public
+# face and what truly stands alone); the package's ``__init__`` and ``__main__`` are not counted.
+MOST_FLAT = 16
+
+
+def test_few_modules_stay_flat() -> None:
+    """At most ``MOST_FLAT`` modules sit flat at the package's top; a new concept is a package."""
+    flat = sorted(
+        path.stem for path in PACKAGE.glob("*.py") if path.stem not in {"__init__", "__main__"}
+    )
+    assert len(flat) <= MOST_FLAT, (
+        f"{len(flat)} flat modules at vertexbatch/'s top, at most {MOST_FLAT}: put a new module "
+        f"in the package of its concept (docs/architecture.md): {', '.join(flat)}"
+    )
+
+
 def test_every_import_points_down() -> None:
     """No import between client packages points up or closes a cycle, and none between the
     modules of one package closes a cycle (docs/architecture.md)."""

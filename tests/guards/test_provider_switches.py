@@ -37,6 +37,7 @@ EMULATOR = "emulator"
 # a column to that column.
 SUBTABLES: dict[tuple[str, str], str] = {
     ("_rules.py", "FAMILIES"): "vertexbatch._rules",
+    ("_rules.py", "LANES"): "vertexbatch._rules",
     ("_rows/classify.py", "READERS"): "vertexbatch._rows.classify",
     ("_rows/fast_path.py", "USUAL_READERS"): "vertexbatch._rows.fast_path",
     ("_bigquery/source.py", "ROW_REQUESTS"): "vertexbatch._bigquery.source",

@@ -48,20 +48,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "fast path off"
     ),
     ("tests/rows/test_row_fields.py", "vertexbatch._job.results:row_fields"): "fast path off",
-    # The catalogue's rows are data that change as Google's pages do (models.toml): a test of a
-    # rule that reads them holds its own rows, as the lead's brief for issue 40 asks.
-    ("tests/test_batch_location.py", "vertexbatch._catalogue.entries:catalogue"): (
-        "the test's own catalogue rows"
-    ),
-    ("tests/checks/test_doctor_location.py", "vertexbatch._catalogue.entries:catalogue"): (
-        "the test's own catalogue rows"
-    ),
-    ("tests/vertex/test_tiers.py", "vertexbatch._catalogue.entries:catalogue"): (
-        "the test's own catalogue rows (Flex set and unset)"
-    ),
-    ("tests/runs/test_fallback_tier.py", "vertexbatch._catalogue.entries:catalogue"): (
-        "the test's own catalogue rows (Flex set and unset)"
-    ),
 }
 
 # Sleeps that order nothing, each with why; any other ``time.sleep(`` / ``asyncio.sleep(`` with

@@ -94,9 +94,9 @@ def test_an_open_model_is_named_publisher_slash_model() -> None:
             checked_model(bad, "openmaas", "us-central1")
     with pytest.raises(vb.InvalidRequestError, match="global"):
         checked_model(model, "openmaas", "global")
-    assert publisher_path(model, "") == "publishers/meta/models/llama-3.3-70b-instruct-maas"
+    assert publisher_path(model, "openmaas") == "publishers/meta/models/llama-3.3-70b-instruct-maas"
     vertex = "projects/p/locations/l/publishers/meta/models/llama-3.3-70b-instruct-maas"
     assert model_of_job(vertex, model) == model
     assert model_of_job(vertex.replace("models/", "models/x"), model).startswith("xllama")
     entry = model_entry("publishers/meta/models/llama-3.3-70b-instruct-maas@001")
-    assert entry is not None and entry.id == model and entry.publisher == "openmaas"
+    assert entry is not None and entry.id == model and entry.publisher == "meta"

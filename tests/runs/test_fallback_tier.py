@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from tests.helpers import (
     past,
     shard_object,
 )
-from vertexbatch._catalogue import Model, Source, entries
+from vertexbatch._catalogue import Model, Source, catalogue_of
 from vertexbatch._command.cli import main
 from vertexbatch._command.cli_render import ExitCode
 from vertexbatch._runs.ledger import Ledger, Shard, encoded_size, ledger_size
@@ -33,7 +34,7 @@ _SOURCE = (Source("https://docs.cloud.google.com/vertex-ai/generative-ai/docs/fl
 
 
 @pytest.fixture(autouse=True)
-def catalogue(monkeypatch: pytest.MonkeyPatch) -> None:
+def catalogue() -> Iterator[None]:
     """Catalogue rows: one Gemini model served at Flex, one not (models.toml is data another
     change fills)."""
     rows = tuple(
@@ -48,7 +49,8 @@ def catalogue(monkeypatch: pytest.MonkeyPatch) -> None:
         )
         for model, flex in ((FLEX, True), (RIGID, False))
     )
-    monkeypatch.setattr(entries, "catalogue", lambda: rows)
+    with catalogue_of(rows):
+        yield
 
 
 def _client(stack: LocalStack, bucket: str, location: str) -> vb.Client:

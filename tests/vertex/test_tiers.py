@@ -3,12 +3,13 @@ header that asks, and the tier an answer was billed at."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from vertexbatch import InvalidRequestError
-from vertexbatch._catalogue import Model, Source, entries
+from vertexbatch._catalogue import Model, Source, catalogue_of
 from vertexbatch._providers import PROVIDERS
 from vertexbatch._vertex.tiers import HEADER, billed_tier, check_tier, check_where, tier_headers
 
@@ -30,7 +31,7 @@ def _row(model: str, publisher: str, *, flex: bool) -> Model:
 
 
 @pytest.fixture
-def catalogue(monkeypatch: pytest.MonkeyPatch) -> None:
+def catalogue() -> Iterator[None]:
     """Catalogue rows of a model served at Flex and one that is not (the file is data another
     change fills)."""
     rows = (
@@ -38,7 +39,8 @@ def catalogue(monkeypatch: pytest.MonkeyPatch) -> None:
         _row("gemini-rigid", "google", flex=False),
         _row("claude-sonnet-4-5", "anthropic", flex=False),
     )
-    monkeypatch.setattr(entries, "catalogue", lambda: rows)
+    with catalogue_of(rows):
+        yield
 
 
 @pytest.mark.parametrize(

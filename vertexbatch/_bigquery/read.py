@@ -47,7 +47,10 @@ __all__ = [
 
 logger = logging.getLogger("vertexbatch")
 
-MISSING_EXTRA = "reading a BigQuery sink needs pip install 'vertexbatch[bigquery]'"
+MISSING_EXTRA = (
+    "reading a BigQuery sink needs the bigquery extra, from a checkout of vertexbatch: "
+    "pip install '.[bigquery]' (or 'WHEEL[bigquery]' for a wheel built from it)"
+)
 _MODULES = ("google.cloud.bigquery_storage_v1", "pyarrow")
 # Rows turned into Python values at a time: a Storage Read message may hold tens of thousands.
 _SLICE = 512

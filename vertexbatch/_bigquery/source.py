@@ -49,12 +49,17 @@ __all__ = [
     "Share",
     "SourceRows",
     "check_source_extra",
+    "EMBEDDINGS_NO_BIGQUERY",
     "chat_of_row",
     "claude_of_row",
+    "embeddings_of_row",
     "gemini_of_row",
 ]
 
-MISSING_EXTRA = "reading a BigQuery source needs pip install 'vertexbatch[bigquery]'"
+MISSING_EXTRA = (
+    "reading a BigQuery source needs the bigquery extra, from a checkout of vertexbatch: "
+    "pip install '.[bigquery]' (or 'WHEEL[bigquery]' for a wheel built from it)"
+)
 
 _FIELD = "requests"
 _MAX_COLUMN = 300  # BigQuery's longest column name
@@ -114,11 +119,34 @@ def chat_of_row(
     return ChatRequest(key, body)
 
 
+# Google's batch embeddings page: "BigQuery tables are not supported for Gemini embedding models"
+# (https://docs.cloud.google.com/gemini-enterprise-agent-platform/models/embeddings/
+# batch-prediction-genai-embeddings, read 2026-12-07).
+EMBEDDINGS_NO_BIGQUERY: Final = (
+    "embedding batch jobs read and write JSONL in Cloud Storage only: Google's batch embeddings "
+    "page says BigQuery tables are not supported for Gemini embedding models "
+    "(https://docs.cloud.google.com/gemini-enterprise-agent-platform/models/embeddings/"
+    "batch-prediction-genai-embeddings); read the table yourself and pass EmbeddingRequest items"
+)
+
+
+def embeddings_of_row(
+    key: str, body: dict[str, Any], bad: Callable[[str], InvalidRequestError]
+) -> ClaudeRequest | GeminiRequest:
+    """Refused: an embedding job takes no BigQuery source (``EMBEDDINGS_NO_BIGQUERY``)."""
+    raise InvalidRequestError(EMBEDDINGS_NO_BIGQUERY, field="requests")
+
+
 # How each provider reads a row's request column: the ``of_row`` column of
 # ``_providers.PROVIDERS``, which sits above this module (tests/test_providers.py holds the two
 # equal).
 ROW_REQUESTS: Final[Mapping[Provider, RowRequest]] = MappingProxyType(
-    {"anthropic": claude_of_row, "google": gemini_of_row, "openmaas": chat_of_row}
+    {
+        "anthropic": claude_of_row,
+        "google": gemini_of_row,
+        "embeddings": embeddings_of_row,
+        "openmaas": chat_of_row,
+    }
 )
 
 

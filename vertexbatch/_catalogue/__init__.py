@@ -3,6 +3,8 @@ its source and the date it was read (pure; the file is parsed once, when first a
 
 ``model_entry(model)`` answers for a model id as callers write it (bare, ``@version`` or not);
 ``closest(model)`` names the nearest catalogued id for a warning or an error;
+``catalogue_from(path)`` reads a catalogue file of the same form; within ``catalogue_of(rows)``
+the catalogue is those rows (a test's own, or a file's): the seam every reader goes through.
 ``warn_uncatalogued(model)`` gives the ``UncataloguedModelWarning`` a submission gives for an id
 the catalogue does not hold.
 
@@ -18,6 +20,8 @@ from .entries import (
     Source,
     bare_id,
     catalogue,
+    catalogue_from,
+    catalogue_of,
     closest,
     model_entry,
 )
@@ -31,6 +35,8 @@ __all__ = [
     "UncataloguedModelWarning",
     "bare_id",
     "catalogue",
+    "catalogue_from",
+    "catalogue_of",
     "closest",
     "model_entry",
     "uncatalogued",

@@ -6,6 +6,9 @@ from __future__ import annotations
 import difflib
 import functools
 import tomllib
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,8 @@ __all__ = [
     "Source",
     "bare_id",
     "catalogue",
+    "catalogue_from",
+    "catalogue_of",
     "closest",
     "model_entry",
 ]
@@ -50,14 +55,19 @@ class Model:
     """One catalogued model.
 
     ``id``: the bare Vertex model id (no ``@version``, no publisher path; an open model's is
-    ``PUBLISHER/MODEL``); ``publisher``: the provider table's key, ``anthropic`` | ``google`` |
-    ``openmaas`` (open models); ``batch``: a page we read lists it for
-    batch prediction (``False``: none we read does; unknown, not refused); ``locations``: where
-    a page we read says it is served (regions, ``us``/``eu``, ``global``; empty: unknown, not
-    "nowhere"); ``rates``: its online list prices, ``None`` if no source gives them; ``flex``: a
-    page we read lists it for Flex PayGo; ``sources``: the pages its facts were read from;
-    ``name``: its name as its pages print it; ``concurrent_jobs``: the default quota of its
-    batch jobs running at once in a project (``None``: not documented)."""
+    ``PUBLISHER/MODEL``); ``publisher``: its Vertex publisher, ``anthropic`` | ``google`` (an
+    embedding model's too) | an open model's (``meta``, its id's first part); ``batch``: a page
+    we read lists it for batch prediction (``False``: none we read does; unknown, not refused);
+    ``locations``: where a page we read says it is served (regions, ``us``/``eu``, ``global``;
+    empty: unknown, not "nowhere"); ``rates``: its online list prices, ``None`` if no source
+    gives them; ``flex``: a page we read lists it for Flex PayGo; ``sources``: the pages its
+    facts were read from; ``name``: its name as its pages print it; ``concurrent_jobs``: the
+    default quota of its batch jobs running at once in a project; ``job_rows`` and
+    ``job_bytes``: the most requests and input bytes one batch job takes (``None``: not
+    documented; each ``None`` is unknown, and vertexbatch holds work to its own defaults,
+    ``_rules.Limits``); ``structured_output``: the form ``schema=`` is written in for it
+    (``"tool"``: Claude's forced tool; ``"responseSchema"``: Gemini's
+    ``generationConfig.responseSchema``; ``""``: unknown)."""
 
     id: str
     publisher: str
@@ -68,6 +78,9 @@ class Model:
     sources: tuple[Source, ...]
     name: str = ""
     concurrent_jobs: int | None = None
+    job_rows: int | None = None
+    job_bytes: int | None = None
+    structured_output: str = ""
 
     def matches(self, model: str) -> bool:
         """Whether ``model`` names this row: bare or a publisher path, with or without
@@ -95,15 +108,23 @@ def bare_id(model: str) -> str:
 
 
 _KEYS = frozenset(
-    {"id", "name", "publisher", "batch", "locations", "rates", "flex", "concurrent_jobs", "sources"}
-)
+    {
+        "id", "name", "publisher", "batch", "locations", "rates", "flex", "concurrent_jobs",
+        "job_rows", "job_bytes", "structured_output", "sources",
+    }
+)  # fmt: skip
+STRUCTURED_FORMS = frozenset({"", "tool", "responseSchema"})
 
 
-def _model(row: dict[str, Any]) -> Model:
+def _model(row: dict[str, Any], file: str = CATALOGUE_FILE.name) -> Model:
     unknown = set(row) - _KEYS
     if unknown:  # a misspelt key would otherwise drop a fact silently
+        raise ValueError(f"{file}: model {row.get('id')!r}: unknown keys {sorted(unknown)}")
+    form = row.get("structured_output", "")
+    if form not in STRUCTURED_FORMS:
         raise ValueError(
-            f"{CATALOGUE_FILE.name}: model {row.get('id')!r}: unknown keys {sorted(unknown)}"
+            f"{file}: model {row.get('id')!r}: structured_output {form!r} is not one of "
+            f"{sorted(STRUCTURED_FORMS)}"
         )
     rates = row.get("rates")
     return Model(
@@ -116,15 +137,50 @@ def _model(row: dict[str, Any]) -> Model:
         sources=tuple(Source(**source) for source in row.get("sources", ())),
         name=row.get("name", ""),
         concurrent_jobs=row.get("concurrent_jobs"),
+        job_rows=row.get("job_rows"),
+        job_bytes=row.get("job_bytes"),
+        structured_output=form,
     )
 
 
 @functools.cache
-def catalogue() -> tuple[Model, ...]:
-    """Every catalogued model, in the file's order (parsed on the first call)."""
-    with CATALOGUE_FILE.open("rb") as file:
+def catalogue_from(path: Path) -> tuple[Model, ...]:
+    """Every model of the catalogue file ``path`` (the form of ``models.toml``), in its order;
+    parsed once per path.
+
+    Raises:
+        ValueError: a row with a key the catalogue does not know, or a bad
+            ``structured_output``, naming the file and the model.
+    """
+    with path.open("rb") as file:
         data = tomllib.load(file)
-    return tuple(_model(row) for row in data.get("model", ()))
+    return tuple(_model(row, path.name) for row in data.get("model", ()))
+
+
+# The rows ``catalogue_of`` put in place for this thread or task; None: ``models.toml``'s.
+_ROWS: ContextVar[tuple[Model, ...] | None] = ContextVar("vertexbatch_catalogue", default=None)
+
+
+def catalogue() -> tuple[Model, ...]:
+    """Every catalogued model, in the file's order (``models.toml``, parsed on the first call),
+    or the rows a ``catalogue_of`` block holds."""
+    rows = _ROWS.get()
+    return catalogue_from(CATALOGUE_FILE) if rows is None else rows
+
+
+@contextmanager
+def catalogue_of(rows: Iterable[Model]) -> Iterator[tuple[Model, ...]]:
+    """Within the block, in this thread or task, the catalogue is ``rows`` (every reader of the
+    catalogue: ``model_entry``, ``closest``, the checks and prices that use them): a test's own
+    rows, or a catalogue read with ``catalogue_from``. The rows are a ``ContextVar``'s: an
+    asyncio task and ``client.aio``'s calls (run in the caller's context) see them; a thread
+    started bare inside the block sees ``models.toml``'s."""
+    held = tuple(rows)
+    token = _ROWS.set(held)
+    try:
+        yield held
+    finally:
+        _ROWS.reset(token)
 
 
 def model_entry(model: str) -> Model | None:

@@ -34,7 +34,7 @@ from .._config import Config, local_retry, read_config
 from .._errors import InvalidRequestError
 from .._hosts import vertex_base_url
 from .._json import load_json
-from .._providers import COMMANDS, PROVIDERS, by_command
+from .._providers import PROVIDERS, by_command
 from .._retry import RetryPolicy
 from .doctor import on_local_stack
 from .probe_shape import (
@@ -360,7 +360,7 @@ def _create_all(
 ) -> None:
     """Stage and create the two jobs, adding each to ``jobs`` as soon as it exists (each input
     in two parts: ``probe_stage``)."""
-    for name in (name for name in COMMANDS if name in models):
+    for name in models:  # the lanes the command names a model for
         parts = probe_parts(probe_rows(name, invalid))
         body: dict[str, Any] = {
             "displayName": f"vertexbatch-probe-{stamp}-{name}",

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .._config import Config, local_retry, read_config
 from .._errors import InvalidRequestError, shorten
 from .._hosts import MULTI_REGIONS, vertex_base_url
-from .._providers import COMMANDS, by_command
+from .._providers import by_command
 from .._retry import RetryPolicy
 from .doctor import on_local_stack
 from .probe import PROBE_MODELS, error_status, rest_call
@@ -113,7 +113,7 @@ def probe_regions(
         base = _base(config, location)
         parent = f"{base}/v1/projects/{config.project}/locations/{location}"
         results[location] = {}
-        for name in (name for name in COMMANDS if name in models):
+        for name in models:
             where = f"{folder}/{location}/{name}"
             uris = stage_parts(gcs, config.bucket, where, [probe_rows(name, False)], "input")
             body = {

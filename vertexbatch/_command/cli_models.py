@@ -12,9 +12,10 @@ from typing import Any
 import click
 
 from .._catalogue import Model, UncataloguedModelWarning, catalogue
-from .._providers import PROVIDERS
+from .._providers import PROVIDERS, of_model
+from .._submission.canary import CanaryWarning
 
-__all__ = ["catalogue_warnings", "model_record", "models", "price_cells"]
+__all__ = ["catalogue_warnings", "job_cells", "model_record", "models", "price_cells"]
 
 
 def model_record(model: Model) -> dict[str, Any]:
@@ -36,6 +37,9 @@ def model_record(model: Model) -> dict[str, Any]:
         },
         "flex": model.flex,
         "concurrent_jobs": model.concurrent_jobs,
+        "job_rows": model.job_rows,
+        "job_bytes": model.job_bytes,
+        "structured_output": model.structured_output or None,
         "sources": [{"url": s.url, "read": s.read} for s in model.sources],
     }
 
@@ -54,26 +58,47 @@ def price_cells(model: Model) -> str:
     return " / ".join(cells)
 
 
+def job_cells(model: Model) -> str:
+    """One batch job's limits in words: ``200,000 rows / 1 GB / 4 at once``, each part
+    ``unknown`` where no source gives it (``unknown`` alone when none does)."""
+    rows = f"{model.job_rows:,} rows" if model.job_rows is not None else "rows unknown"
+    size = f"{model.job_bytes / 1e9:g} GB" if model.job_bytes is not None else "bytes unknown"
+    jobs = model.concurrent_jobs
+    at_once = f"{jobs} at once" if jobs is not None else "at once unknown"
+    if (model.job_rows, model.job_bytes, jobs) == (None, None, None):
+        return "unknown"
+    return f"{rows} / {size} / {at_once}"
+
+
 def _line(model: Model) -> str:
     where = ",".join(sorted(model.locations)) or "unknown"
     return (
         f"{model.id:<24} {model.publisher:<9} batch={'yes' if model.batch else 'unlisted':<8} "
-        f"flex={'yes' if model.flex else 'no':<3} locations={where:<15} {price_cells(model)}"
+        f"flex={'yes' if model.flex else 'no':<3} locations={where:<15} "
+        f"schema={model.structured_output or 'unknown':<14} {price_cells(model)}"
     )
+
+
+def _names(model: Model) -> tuple[str, ...]:
+    """What ``--publisher`` finds ``model`` by: its Vertex publisher and its lane's name in the
+    provider table (``embeddings`` for Google's embedding models, ``openmaas`` for open ones)."""
+    row = of_model(model.id)
+    return (model.publisher,) if row is None else (model.publisher, row.provider)
 
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="One JSON object a model, with sources.")
 @click.option("--publisher", type=click.Choice(sorted(PROVIDERS)), default=None, help="Only these.")
 def models(as_json: bool, publisher: str | None) -> None:
-    """List the models vertexbatch knows: id, publisher, batch, Flex, locations, prices.
+    """List the models vertexbatch knows: id, publisher, batch, Flex, locations, the form
+    schema= takes for it, prices (--json adds one job's limits: rows, bytes, jobs at once).
 
     Prices are online list prices in US dollars per million tokens (batch bills half); each
     fact comes from the pages --json names, read on the dates it gives. batch=unlisted: no page
     read lists the model for batch (it is submitted all the same); locations=unknown: no page
     read gives them. Reads no cloud.
     """
-    rows = [m for m in catalogue() if publisher is None or m.publisher == publisher]
+    rows = [m for m in catalogue() if publisher is None or publisher in _names(m)]
     for model in rows:
         click.echo(json.dumps(model_record(model)) if as_json else _line(model))
     if not as_json:
@@ -86,14 +111,15 @@ def models(as_json: bool, publisher: str | None) -> None:
 
 @contextlib.contextmanager
 def catalogue_warnings() -> Iterator[None]:
-    """While a command runs: each ``UncataloguedModelWarning`` is one stderr line,
-    ``vertexbatch: warning: ...``, every time (other warnings go where they went)."""
+    """While a command runs: each ``UncataloguedModelWarning`` (and ``CanaryWarning``) is one
+    stderr line, ``vertexbatch: warning: ...``, every time (other warnings go where they went)."""
     with warnings.catch_warnings():  # restores the filters and showwarning afterwards
         warnings.simplefilter("always", UncataloguedModelWarning)
+        warnings.simplefilter("always", CanaryWarning)
         shown = warnings.showwarning
 
         def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
-            if issubclass(category, UncataloguedModelWarning):
+            if issubclass(category, UncataloguedModelWarning | CanaryWarning):
                 click.echo(f"vertexbatch: warning: {message}", err=True)
             else:
                 shown(message, category, *args, **kwargs)

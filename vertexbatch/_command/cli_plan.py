@@ -97,6 +97,13 @@ def plan_lines(plan: Plan, what: str) -> list[str]:
             else f"{_dollars(plan.cost_low)} to {_dollars(plan.cost_high)}",
         ),
     ]
+    if plan.canary:
+        cost = (
+            "cost unknown"
+            if plan.canary_cost_low is None
+            else f"{_dollars(plan.canary_cost_low)} to {_dollars(plan.canary_cost_high)}"
+        )
+        rows.append(("canary", f"{plan.canary:,} sent online first ({cost}, online prices)"))
     width = max(len(name) for name, _ in rows)
     lines = [f"dry run of {what}: {plan.provider} model {plan.model}; nothing staged or created"]
     if plan.submitted:
@@ -189,8 +196,8 @@ def _schema_file(path: str | None) -> Schema | None:
 
 
 def pay_options(command: Any, *, planning: bool = False) -> Any:
-    """The nine options, handed to ``command`` as one ``pay: PayOnce``; ``planning`` (the
-    ``plan`` command, ``plan_options``): eight, without ``--dry-run``, which it always is."""
+    """The ten options, handed to ``command`` as one ``pay: PayOnce``; ``planning`` (the
+    ``plan`` command, ``plan_options``): nine, without ``--dry-run``, which it always is."""
 
     @functools.wraps(command)
     def with_pay(
@@ -203,6 +210,7 @@ def pay_options(command: Any, *, planning: bool = False) -> Any:
         price: tuple[str, ...],
         no_check_fields: bool,
         budget: float | None,
+        canary: int,
         dry_run: bool = planning,
         **kwargs: Any,
     ) -> Any:
@@ -218,13 +226,24 @@ def pay_options(command: Any, *, planning: bool = False) -> Any:
         prices = tuple(parse_price(p) for p in price)
         options = SubmitOptions(
             dedupe, cache, ttl, _schema_file(schema), check_fields=not no_check_fields,
-            budget=budget, prices=prices,
+            budget=budget, prices=prices, canary=canary,
         )  # fmt: skip
         pay = PayOnce(options, dry_run, count_tokens, prices)
         return command(*args, pay=pay, **kwargs)
 
     planned = "" if planning else "With --dry-run: "
     for option in (
+        click.option(
+            "--canary",
+            type=click.IntRange(min=0),
+            default=0,
+            metavar="N",
+            help="Send the first N requests to the model online (Standard PayGo, online prices) "
+            "before staging anything: one the model refuses for good (400, 404) refuses the "
+            "submission, naming its key; a transient failure is a warning. An id that already "
+            "holds a submission or run sends none; N may not pass the requests given. "
+            "Default 0: none.",
+        ),
         click.option(
             "--budget",
             type=float,

@@ -213,8 +213,9 @@ def result_record(result: Result) -> dict[str, Any]:
         "error": None if error is None else _error_record(error),
         "shared": result.shared,
         "cached": result.cached,
-        "tool_calls": [
+        "tool_calls": [  # a signature (Gemini's thoughtSignature) only when the call has one
             {"name": call.name, "arguments": call.arguments, "id": call.id}
+            | ({} if call.signature is None else {"signature": call.signature})
             for call in result.tool_calls
         ],
         "parsed": result.parsed,

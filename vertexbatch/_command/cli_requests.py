@@ -24,7 +24,7 @@ import click
 from .._bigquery.source import BigQuerySource
 from .._errors import InvalidRequestError
 from .._providers import by_command, of_model, unknown_line_fields
-from .._values import ChatRequest, ClaudeRequest, GeminiRequest
+from .._values import ChatRequest, ClaudeRequest, EmbeddingRequest, GeminiRequest
 from .cli_render import ExitCode, Fail
 
 __all__ = [
@@ -53,7 +53,7 @@ class RequestLines:
         self.line = 0
         self.done = False
 
-    def __iter__(self) -> Iterator[ClaudeRequest | GeminiRequest | ChatRequest]:
+    def __iter__(self) -> Iterator[_Request]:
         for number, raw in enumerate(self.stream, start=1):
             self.line = number
             if not raw.strip():
@@ -64,7 +64,7 @@ class RequestLines:
     def _bad(self, problem: str, field: str = "requests") -> _BadLine:
         return _BadLine(f"{self.name} line {self.line}: {problem}", field=field)
 
-    def _parse(self, raw: bytes) -> ClaudeRequest | GeminiRequest | ChatRequest:
+    def _parse(self, raw: bytes) -> _Request:
         problem = ""
         try:
             data = json.loads(raw.decode("utf-8").rstrip("\r\n"), parse_constant=_not_json)
@@ -114,6 +114,25 @@ def _gemini_request(lines: RequestLines, key: str, data: dict[str, Any]) -> Gemi
     return GeminiRequest(key, data["contents"], data.get("config"))
 
 
+def _embedding_request(lines: RequestLines, key: str, data: dict[str, Any]) -> EmbeddingRequest:
+    text = data.get("text")
+    if not isinstance(text, str):
+        raise lines._bad("'text' must be a string", field="text")
+    dimensions = data.get("dimensions")
+    if dimensions is not None and (type(dimensions) is not int):
+        raise lines._bad("'dimensions' must be a whole number or null", field="dimensions")
+    for name in ("task_type", "title"):
+        if data.get(name) is not None and not isinstance(data[name], str):
+            raise lines._bad(f"{name!r} must be a string or null", field=name)
+    return EmbeddingRequest(
+        key,
+        text,
+        task_type=data.get("task_type"),
+        title=data.get("title"),
+        dimensions=dimensions,
+    )
+
+
 def _chat_request(lines: RequestLines, key: str, data: dict[str, Any]) -> ChatRequest:
     body = data.get("body")
     if not isinstance(body, dict):
@@ -128,9 +147,14 @@ def _chat_request(lines: RequestLines, key: str, data: dict[str, Any]) -> ChatRe
 
 # A checked line of each provider's request file (its fields are the table's ``fields``) as
 # its request; tests/test_providers.py holds the keys to the table's command names.
-_Request: TypeAlias = ClaudeRequest | GeminiRequest | ChatRequest
+_Request: TypeAlias = ClaudeRequest | GeminiRequest | EmbeddingRequest | ChatRequest
 _REQUESTS: dict[str, Callable[[RequestLines, str, dict[str, Any]], _Request]]
-_REQUESTS = {"claude": _claude_request, "gemini": _gemini_request, "chat": _chat_request}
+_REQUESTS = {
+    "claude": _claude_request,
+    "gemini": _gemini_request,
+    "embeddings": _embedding_request,
+    "chat": _chat_request,
+}
 
 
 class _NotJSON(Exception):
@@ -166,7 +190,9 @@ def open_requests(path: str) -> Iterator[IO[bytes]]:
 
 
 def check_provider(provider: str, model: str) -> None:
-    """Raise unless ``model`` is one of ``--provider``'s models (its id starts with its name).
+    """Raise unless ``model`` is one of ``--provider``'s models (its id starts with one of its
+    lane's prefixes, ``ProviderRow.prefixes``; a lane whose ids name their publisher,
+    ``PUBLISHER/MODEL``, is left to the library).
 
     Raises:
         InvalidRequestError: the model belongs to the other provider, or to neither; the message
@@ -180,10 +206,14 @@ def check_provider(provider: str, model: str) -> None:
             f"model {model!r} is a {owner.title} model: use --provider {owner.command}",
             field="model",
         )
-    if not model.startswith(provider):
+    row = by_command(provider)
+    if row.publisher is None:  # PUBLISHER/MODEL ids: the library says what it takes
+        return
+    if owner is None or not row.owns(model) or not model.startswith(row.prefixes):
+        begins = " or ".join(f"'{prefix}-'" for prefix in row.prefixes)
         raise InvalidRequestError(
-            f"model {model!r} is not a {provider.title()} model id (they start with "
-            f"'{provider}-'): --provider {provider} takes {provider.title()} models only",
+            f"model {model!r} is not a {row.title} model id (they start with "
+            f"{begins}): --provider {provider} takes {row.title} models only",
             field="model",
         )
 

@@ -44,6 +44,7 @@ from .demo_data import (
     gemini_requests,
     run_requests,
 )
+from .demo_embeddings import embeddings_section
 
 if TYPE_CHECKING:
     from ..emulator import LocalStack
@@ -142,9 +143,13 @@ def run_demo(
         say("   dedupe=True and cache=True; the next night resends yesterday's prompts")
         cache_section(client, say, interval=0.05 if fast else 0.5)
 
+        say()
+        say("7. Embeddings: a corpus embedded in one batch, each vector read back by its key")
+        embeddings_section(client, say, interval=0.05 if fast else 0.5)
+
         if bigquery:
             say()
-            say("7. BigQuery: a table of requests submitted under an id, the answers to a dataset")
+            say("8. BigQuery: a table of requests submitted under an id, the answers to a dataset")
             bigquery_section(stack, client, say, _describe, interval=0.05 if fast else 0.5)
 
     say()

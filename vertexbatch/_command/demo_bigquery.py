@@ -32,7 +32,8 @@ _DATASET = "vertexbatch_demo"
 _TABLE = "review_requests"
 # The one line `demo --bigquery` exits 2 with when the extra is not installed.
 EXTRA_LINE = (
-    "--bigquery needs the local stack's BigQuery: pip install 'vertexbatch[cli,bigquery-local]'"
+    "--bigquery needs the local stack's BigQuery, from a checkout of vertexbatch: "
+    "pip install '.[cli,bigquery-local]' (or 'WHEEL[cli,bigquery-local]' for a wheel built from it)"
 )
 # The table's rows: a key and the directive that scripts the local model's outcome (none: ok).
 _ROWS = (

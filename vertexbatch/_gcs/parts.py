@@ -9,7 +9,7 @@ Part 0 is created last: its bytes are held until ``finish``, after every line wa
 and checked by the caller) and every later part created. Rows refused as they stream, or a
 crash, leave only later parts (named by their bytes: harmless, and adopted by a retry of the
 same rows), never part 0, so no part is ever deleted: one another submitter of the same lines
-adopted stays whole (docs/concepts.md, "Staged parts").
+adopted stays whole (docs/guarantees.md, "Staged parts").
 
 A part is cut before the line that would take it past ``part_size`` (a longer line is a part of
 its own), so the same lines always make the same parts. Later parts go up from a small pool

@@ -47,7 +47,7 @@ def check_budget(budget: object) -> float | None:
 
 def hold_to_budget(plan: Plan, budget: float, what: str) -> None:
     """Refuse ``plan`` (of ``what``: ``submission 'ID'``, ``run 'ID'``) if its upper bound
-    passes ``budget``, or if its cost is unknown.
+    (with its canary's online calls) passes ``budget``, or if its cost is unknown.
 
     Raises:
         InvalidRequestError (``field="budget"``): naming the plan's figure and the budget."""
@@ -59,13 +59,15 @@ def hold_to_budget(plan: Plan, budget: float, what: str) -> None:
             "output=...)] (--price MODEL=INPUT,OUTPUT on the command): nothing was staged",
             field="budget",
         )
-    if plan.cost_high > budget:
+    canary = plan.canary_cost_high or 0.0  # the canary's online calls (``_plans.canary``)
+    if plan.cost_high + canary > budget:
         raise InvalidRequestError(
             f"{what}: its plan costs up to ${plan.cost_high:,.4f} at batch prices "
             f"({plan.to_send} line(s), {plan.input_tokens:,} input tokens "
             f"{'counted' if plan.tokens_exact else 'estimated'}, every line writing its whole "
-            f"output ceiling of {plan.max_output_tokens:,} tokens in all), over the budget of "
-            f"${budget:,.2f}: nothing was staged",
+            f"output ceiling of {plan.max_output_tokens:,} tokens in all)"
+            + (f" and its canary up to ${canary:,.4f} online" if plan.canary else "")
+            + f", over the budget of ${budget:,.2f}: nothing was staged",
             field="budget",
         )
 
@@ -81,9 +83,11 @@ def budgeted(
     dedupe: bool = False,
     shard_size: int | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    canary: int = 0,
 ) -> Iterator[StagedLine]:
-    """``lines``, held in memory and planned, once their plan is within ``budget``; their
-    submission goes on with them (a generator of requests is read whole first).
+    """``lines``, held in memory and planned (their first ``canary`` to be sent online
+    first), once their plan is within ``budget``; their submission goes on with them (a
+    generator of requests is read whole first).
 
     Raises:
         InvalidRequestError: what the plan refuses (as submit would), or over the budget."""
@@ -96,6 +100,7 @@ def budgeted(
         prices=prices,
         shard_size=shard_size,
         limits=limits,
+        canary=canary,
     )
     hold_to_budget(plan, budget, what)
     return iter(held)

@@ -14,12 +14,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .._providers import PROVIDERS
+from .._providers import PROVIDERS, job_limits
 from .._requests.dedupe import exact_digest
 from .._requests.lines import StagedLine, staged_body
 from .._rules import DEFAULT_LIMITS, Limits
 from .._staged.manifest import Tally
 from .._values import Provider
+from .canary import canary_cost, canary_said, too_few_requests
 from .prices import BATCH_DISCOUNT, PRICES, Price, price_of
 
 __all__ = ["Plan", "build_plan", "cache_said", "estimate_tokens", "output_ceiling"]
@@ -55,6 +56,10 @@ class Plan:
             submitting them again returns it (rejoins the run), so nothing more is sent or
             paid. ``""`` when submitting would stage or create.
         dest: the BigQuery sink the job would write (``dest=``); ``""`` for the id's GCS folder.
+        canary: requests sent online before anything is staged (``canary=``; 0: none).
+        canary_cost_low / canary_cost_high: their US dollars at the online list price, apart
+            from ``cost_low`` / ``cost_high`` (``_plans.canary``); ``None`` when no price is
+            known, 0 without a canary.
     """
 
     provider: Provider
@@ -74,6 +79,9 @@ class Plan:
     assumptions: tuple[str, ...] = field(default=())
     submitted: str = ""
     dest: str = ""
+    canary: int = 0
+    canary_cost_low: float | None = 0.0
+    canary_cost_high: float | None = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (what ``--dry-run --json`` prints)."""
@@ -127,6 +135,7 @@ def build_plan(
     shard_size: int | None = None,
     limits: Limits = DEFAULT_LIMITS,
     files: Mapping[str, int] | None = None,
+    canary: int = 0,
 ) -> Plan:
     """The plan of submitting ``lines`` (validated as submit validates them).
 
@@ -140,11 +149,15 @@ def build_plan(
         limits: the limits submit holds the lines to (its staging's).
         files: the generation of each ``gs://`` object the requests name, as the cache keys
             them (``_cache.files``).
+        canary: the first this many requests are sent online first (``_plans.canary``).
 
     Raises:
         InvalidRequestError: what submit would refuse (a bad request, a repeated key, more than
             one job's rows or bytes for a single submission).
     """
+    limits = job_limits(model, limits)  # one job's, as submit and a run's shards hold them
+    if shard_size is not None:
+        shard_size = min(shard_size, limits.rows)  # as a run cuts them (``_runs.shards``)
     rows: list[_Row] = []
     for line in lines:
         body = staged_body(json.loads(line.data))
@@ -207,6 +220,7 @@ def build_plan(
             f"{len(rows) - distinct} repeated request(s) are sent and paid again: dedupe=True "
             "sends each once"
         )
+    canary_low, canary_high = _canary(rows, canary, count, price, assumptions)
     return Plan(
         provider=provider,
         model=model,
@@ -223,7 +237,31 @@ def build_plan(
         cost_high=high,
         price=price,
         assumptions=tuple(assumptions),
+        canary=canary,
+        canary_cost_low=canary_low,
+        canary_cost_high=canary_high,
     )
+
+
+def _canary(
+    rows: list[_Row],
+    canary: int,
+    count: Callable[[list[Mapping[str, Any]]], list[int]] | None,
+    price: Price | None,
+    assumptions: list[str],
+) -> tuple[float | None, float | None]:
+    """The canary's online cost: its rows the first ``canary`` given (before the cache and
+    dedupe: each is sent), counted exactly when the plan counts."""
+    if not canary:
+        return 0.0, 0.0
+    if canary > len(rows):
+        raise too_few_requests(canary, len(rows))
+    head = rows[:canary]
+    tokens = sum(r.tokens for r in head)
+    if count is not None:
+        tokens = sum(count([json.loads(r.line.data)["request"] for r in head if r.line]))
+    assumptions.append(canary_said(canary))
+    return canary_cost(tokens, sum(r.ceiling for r in head), price)
 
 
 def submitted_plan(

@@ -108,6 +108,14 @@ CACHE_BILLING: Final[Mapping[Provider, CacheBilling]] = {
         "https://vuink.com/post/nfgeb-puvev-d-dargyvsl-d-dncc/optimizing-gemini-api-calls "
         "(2026-01-30, read 2026-12-07; issue 40 cites the Gemini batch page)",
     ),
+    "embeddings": CacheBilling(
+        input_holds_cached=True,
+        tier_applies_to_cache=False,
+        source="Gemini embedding batch is built on Gemini batch inference (https://docs.cloud."
+        "google.com/gemini-enterprise-agent-platform/models/embeddings/batch-prediction-genai-"
+        "embeddings, read 2026-12-07); the page says nothing of caching, so whether an "
+        "embedding reads a cache is unknown, and its usage reports input tokens only",
+    ),
     "openmaas": CacheBilling(
         input_holds_cached=True,
         tier_applies_to_cache=True,

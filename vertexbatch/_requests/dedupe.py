@@ -39,7 +39,9 @@ __all__ = [
 ]
 
 # A staged line is ``{"<id field>":"<key digest>","request":<request>}`` (``_requests.lines``).
-_HEADS = (b'{"custom_id":"', b'{"vb_key":"')
+# Claude's, Gemini's and an embedding's (``_requests.embedding_line``: Google's ``key``).
+_HEADS = (b'{"custom_id":"', b'{"vb_key":"', b'{"key":"')
+_LABELLED = _HEADS[1]  # the one whose request carries labels
 _MID = b'","request":'
 _DIGEST_LENGTH = 33
 # As ``_requests.lines`` writes a request: what it staged sorts and encodes to the same text again.
@@ -122,7 +124,7 @@ def _exact_digest(data: bytes) -> tuple[str, str]:
         digest = line[len(head) : start]
         if line[start : start + len(_MID)] != _MID or not line.endswith(b"}"):
             break
-        if head == _HEADS[0]:  # Claude: the request's bytes as staged, sorted already
+        if head != _LABELLED:  # the request's bytes as staged, sorted already
             return digest.decode("ascii", "replace"), _hex(line[start + len(_MID) : -1])
         try:  # Gemini: the labels, the key's digest among them, come out
             request = staged_body(json.loads(line))

@@ -14,7 +14,7 @@ no value is ever quoted.
   and a config by ``GenerateContentConfig``, in ``_requests.gemini_body``).
 
 ``submit_*``, ``plan_*`` and ``run_*`` check by default; ``check_fields=False`` stages what the
-installed SDK does not know (a parameter newer than it; docs/concepts.md, "Request fields").
+installed SDK does not know (a parameter newer than it; docs/guarantees.md, "Request fields").
 """
 
 from __future__ import annotations

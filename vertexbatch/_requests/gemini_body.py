@@ -2,8 +2,9 @@
 
 Pure, and checked before anything is staged: a ``GenerateContentConfig`` (or its dict form) is
 split into the request-level fields and ``generationConfig`` by their wire names, validated once
-per distinct dict config, and refused by documented field names and positions only (pydantic's
-errors quote values, so none is chained).
+per distinct dict config (a dict of the first generation fields only without google-genai:
+``_requests.plain_config``), and refused by documented field names and positions only
+(pydantic's errors quote values, so none is chained).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import orjson
 
 from .._errors import InvalidRequestError
 from .importer_rules import Problem, documented_names, keys_are_strings, problem, scan
+from .plain_config import plain_config
 from .plain_json import STRICT_SORTED, cannot, dump, loaded
 from .sdk_fields import GEMINI_REQUEST_LEVEL
 
@@ -108,6 +110,11 @@ def _config(key: str, config: Any) -> dict[str, Any]:
         # Failing: google-genai values in it (converted below), or not JSON data.
         with contextlib.suppress(TypeError, ValueError):
             text = STRICT_SORTED.encode(config)
+        # JSON data of the first generation fields only: what validation would give, without
+        # importing google-genai (``_requests.plain_config``).
+        plain = None if text is None else plain_config(config)
+        if plain is not None:
+            return plain
     if text is None:
         dumped = dump(config)
         found = problem(dumped, importer=False)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .._schemas.check import Schema
 
 __all__ = [
+    "EMBEDDING_KEY_FIELD",
     "KEY_FIELD",
     "KeyMap",
     "cache_digest",
@@ -38,6 +39,9 @@ __all__ = [
 
 # The label (Gemini ``request.labels``) and sibling field that carry a key's digest.
 KEY_FIELD = "vb_key"
+# The id field of an embedding row: Google's embedding batch rows name their id ``key``
+# (``_requests.embedding_line``); its value is the key's digest, as ``custom_id``'s is.
+EMBEDDING_KEY_FIELD = "key"
 _DIGEST = re.compile(rb"[kc][0-9a-f]{32}")
 
 
@@ -130,7 +134,11 @@ class KeyMap:
     # A digest as the value of an id field in the line's own JSON (``custom_id``, the ``vb_key``
     # sibling or label): a digest quoted inside a string has its quotes escaped and never matches.
     _ID_IN_LINE = re.compile(
-        rb'"(?:custom_id|' + KEY_FIELD.encode() + rb')"\s*:\s*"(k[0-9a-f]{32})"'
+        rb'"(?:custom_id|'
+        + KEY_FIELD.encode()
+        + b"|"
+        + EMBEDDING_KEY_FIELD.encode()
+        + rb')"\s*:\s*"(k[0-9a-f]{32})"'
     )
 
     def __init__(self) -> None:
@@ -299,7 +307,7 @@ class KeyMap:
 
     def match_id(self, row: Mapping[str, Any]) -> int | None:
         """The index of the key whose digest the row carries (``custom_id``, ``vb_key``, label)."""
-        for name in ("custom_id", KEY_FIELD):  # checked first: nearly every row has one
+        for name in ("custom_id", KEY_FIELD, EMBEDDING_KEY_FIELD):  # nearly every row has one
             value = row.get(name)
             if type(value) is str and len(value) == 33 and value[0] == "k":
                 # _digest_index, without its calls: once per output row.
@@ -328,7 +336,11 @@ class KeyMap:
         A row that carries one answers the key it names or none: when ``match_id`` finds no key,
         the row is another job's (or damaged), and must not take a key by its echoed request.
         """
-        if type(row.get("custom_id")) is str or type(row.get(KEY_FIELD)) is str:
+        if (
+            type(row.get("custom_id")) is str
+            or type(row.get(KEY_FIELD)) is str
+            or type(row.get(EMBEDDING_KEY_FIELD)) is str
+        ):
             return True
         request = row.get("request")
         labels = request.get("labels") if isinstance(request, Mapping) else None

@@ -43,6 +43,7 @@ __all__ = [
     "claude_line",
     "gemini_line",
     "staged_body",
+    "staged_line",
 ]
 
 # The most ``max_tokens`` a line may ask: the int32 bound of Gemini's ``maxOutputTokens``, far
@@ -152,6 +153,10 @@ def _line(
             raise _refused(key, id_field, clash, body_field)
     # Raised outside the except block: nothing that holds request content is chained to it.
     raise _refused(key, id_field, problem(dump(request)), body_field)
+
+
+staged_line = _line
+"""A request body's checked line (``_line``): for the lanes whose builders live beside this one."""
 
 
 def _unchecked_types(

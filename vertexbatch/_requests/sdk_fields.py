@@ -27,7 +27,9 @@ stack refuses such lines with those messages; the client refuses them before sta
 undocumented names by position only (a mapping's keys may be content).
 
 A Claude request of the Messages API's first fields only (``plain_claude``) is known without
-the SDK, so text requests never import anthropic.
+the SDK, so text requests never import anthropic; so is a Gemini request of text contents and
+the generation fields of ``PLAIN_GEMINI_CONFIG`` (``plain_gemini``), so such requests never
+import google-genai's types.
 
 The local stack imports ``claude_unknown`` and ``gemini_unknown`` from here
 (``vertexbatch/emulator/_model.py``; ``SHARED_WITH_STACK`` in tests/guards/test_layers.py), so
@@ -48,10 +50,12 @@ from .type_walk import FREE, LEAF, Compiler, ListOf, Record, Unknown, Walk
 
 __all__ = [
     "GEMINI_REQUEST_LEVEL",
+    "PLAIN_GEMINI_CONFIG",
     "VERTEX_CLAUDE_FIELDS",
     "claude_unknown",
     "gemini_unknown",
     "plain_claude",
+    "plain_gemini",
 ]
 
 VERTEX_CLAUDE_FIELDS: frozenset[str] = frozenset(
@@ -255,6 +259,9 @@ def gemini_unknown(
     The types default to google-genai's ``GenerateContentConfig``, ``GenerationConfig`` and
     ``Content``.
     """
+    defaults = config_type is None and generation_type is None and content_type is None
+    if defaults and plain_gemini(body):  # known without the SDK: no import of google-genai
+        return None
     if config_type is None or generation_type is None or content_type is None:
         from google.genai import types
 
@@ -263,3 +270,80 @@ def gemini_unknown(
         content_type = content_type or types.Content
     root, compiler = _gemini_root(config_type, generation_type, content_type)
     return Walk(compiler, tags=False).find(body, root)
+
+
+# A Gemini request of text contents and the first generation fields only, known without the SDK.
+# Importing google-genai's types (with pydantic) costs a cold process about a second of CPU
+# (``python -m benchmarks.run --only cold``); a request of these fields only cannot name an
+# unknown field in a google-genai that has them (tests/requests/test_plain_gemini.py holds each
+# name, alias and type against the installed SDK's types). Any other field, or another shape, is
+# the SDK walk's to judge.
+PLAIN_GEMINI_CONFIG: tuple[tuple[str, str, str], ...] = (
+    ("system_instruction", "systemInstruction", "text"),
+    ("temperature", "temperature", "float"),
+    ("top_p", "topP", "float"),
+    ("top_k", "topK", "float"),
+    ("candidate_count", "candidateCount", "int"),
+    ("max_output_tokens", "maxOutputTokens", "int"),
+    ("stop_sequences", "stopSequences", "texts"),
+    ("response_logprobs", "responseLogprobs", "bool"),
+    ("logprobs", "logprobs", "int"),
+    ("presence_penalty", "presencePenalty", "float"),
+    ("frequency_penalty", "frequencyPenalty", "float"),
+    ("seed", "seed", "int"),
+    ("response_mime_type", "responseMimeType", "text"),
+    ("labels", "labels", "labels"),
+    ("response_modalities", "responseModalities", "texts"),
+)
+"""Fields of google-genai's ``GenerateContentConfig`` a config may use and still be read without
+google-genai (``_requests.plain_config``): (field name, JSON alias, kind of value), in the
+model's field order. A kind is what the plain path takes (anything else goes to the SDK):
+``float`` (an int or a float), ``int``, ``bool``, ``text`` (a string: ``systemInstruction`` as
+one string only), ``texts`` (a list of strings), ``labels`` (string to string)."""
+
+_PLAIN_GENERATION: frozenset[str] = frozenset(
+    name
+    for entry in PLAIN_GEMINI_CONFIG
+    if entry[1] not in GEMINI_REQUEST_LEVEL
+    for name in entry[:2]
+)
+_PLAIN_REQUEST: frozenset[str] = frozenset(
+    {"contents", "systemInstruction", "generationConfig", "labels"}
+)
+_PLAIN_CONTENT: frozenset[str] = frozenset({"role", "parts"})
+_PLAIN_PART: frozenset[str] = frozenset({"text"})
+
+
+def plain_gemini(body: Any) -> bool:
+    """Whether a Gemini request (``GenerateContentRequest`` JSON) uses only text contents
+    (``role``, ``parts`` of ``text``), a ``systemInstruction`` of the same, a
+    ``generationConfig`` of ``PLAIN_GEMINI_CONFIG``'s generation fields (by alias or name) and
+    ``labels`` (``True``: none is unknown). ``False`` says only that the SDK's types must judge
+    it."""
+    if type(body) is not dict or not _PLAIN_REQUEST.issuperset(body):
+        return False
+    contents = body.get("contents")
+    if contents is not None:
+        if type(contents) is not list:
+            return False
+        if not all(_plain_content(content) for content in contents):
+            return False
+    system = body.get("systemInstruction")
+    if system is not None and not _plain_content(system):
+        return False
+    generation = body.get("generationConfig")
+    return generation is None or (
+        type(generation) is dict and _PLAIN_GENERATION.issuperset(generation)
+    )
+
+
+def _plain_content(content: Any) -> bool:
+    """Whether ``content`` is a ``Content`` of text parts only."""
+    if type(content) is not dict or not _PLAIN_CONTENT.issuperset(content):
+        return False
+    parts = content.get("parts")
+    if parts is None:
+        return True
+    if type(parts) is not list:
+        return False
+    return all(type(part) is dict and _PLAIN_PART.issuperset(part) for part in parts)

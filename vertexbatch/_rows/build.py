@@ -45,6 +45,7 @@ _set_input, _set_output, _set_cache_read, _set_cache_write = _setters(
     _set_tool_calls,
     _set_parsed,
     _set_tier,
+    _set_embedding,
 ) = _setters(
     Result,
     (
@@ -60,6 +61,7 @@ _set_input, _set_output, _set_cache_read, _set_cache_write = _setters(
         "tool_calls",
         "parsed",
         "tier",
+        "embedding",
     ),
 )
 
@@ -99,4 +101,5 @@ def result_of(
     _set_tool_calls(result, tool_calls)
     _set_parsed(result, None)
     _set_tier(result, "batch")
+    _set_embedding(result, None)
     return result

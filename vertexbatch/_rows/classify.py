@@ -45,6 +45,7 @@ from .._values import Provider, Refusal, Result, Usage
 from .build import result_of, usage_of
 from .chat import classify_chat_completion
 from .content import claude_content, gemini_content, gemini_other_parts
+from .embedding import read_embedding
 from .failures import is_error_body, line_error_for, parse_error_object, parse_status, safe_name
 
 __all__ = [
@@ -92,8 +93,8 @@ def classify_row(row: Mapping[str, Any], *, key: str, provider: Provider) -> Res
     Args:
         row: one JSON line, already parsed. Not modified.
         key: the caller's key the line was matched to.
-        provider: a key of ``READERS`` (``"anthropic"``, ``"google"``, ``"openmaas"``): how to
-            read a successful response.
+        provider: a key of ``READERS`` (``"anthropic"``, ``"google"``, ``"embeddings"``,
+            ``"openmaas"``): how to read a successful response.
 
     Returns:
         The outcome; ``Result.response`` is the decoded response object whenever the line had one.
@@ -252,6 +253,7 @@ READERS: Final[Mapping[Provider, Callable[..., Result]]] = MappingProxyType(
     {
         "anthropic": classify_claude_message,
         "google": classify_gemini_response,
+        "embeddings": read_embedding,
         "openmaas": classify_chat_completion,
     }
 )

@@ -33,6 +33,7 @@ from .._values import Provider, Result
 from .build import result_of
 from .chat import read_usual_chat
 from .classify import CLAUDE_ANSWERED, READERS, classify_row, claude_usage, gemini_usage
+from .embedding import EMBEDDING_ID, read_usual_embedding
 
 __all__ = [
     "ROW_FIELDS",
@@ -45,7 +46,7 @@ __all__ = [
     "shallow",
 ]
 
-ROW_FIELDS: Final = ("custom_id", KEY_FIELD, "status", "response", "processed_time")
+ROW_FIELDS: Final = ("custom_id", KEY_FIELD, EMBEDDING_ID, "status", "response", "processed_time")
 """What a results pass reads of a row its id matches (``KeyMap.match_id``, ``classify_row``)."""
 
 
@@ -55,6 +56,7 @@ class _Fields(TypedDict, total=False):
 
     custom_id: Any
     vb_key: Any
+    key: Any
     status: Any
     response: Any
     processed_time: Any
@@ -201,5 +203,10 @@ UsualReader = Callable[[dict[str, Any], str], "Result | None"]
 # The usual answer's reader of each provider: the ``usual`` column of ``_providers.PROVIDERS``,
 # which sits above this module (tests/test_providers.py holds the two equal).
 USUAL_READERS: Final[Mapping[Provider, UsualReader]] = MappingProxyType(
-    {"anthropic": read_usual_claude, "google": read_usual_gemini, "openmaas": read_usual_chat}
+    {
+        "anthropic": read_usual_claude,
+        "google": read_usual_gemini,
+        "embeddings": read_usual_embedding,
+        "openmaas": read_usual_chat,
+    }
 )

@@ -1,9 +1,10 @@
 """Runs: many keys split into shards, each shard an identity-keyed job, advanced by stateless
 steps (a Cloud Scheduler function) and read as one result set.
 
-``run`` holds the public ``Run`` and its values; ``start`` creates or opens one; ``step``
-advances it; ``jobs`` lists and cancels its attempts' jobs; ``read`` and ``records`` read its
-results and the records it writes; ``plan`` is the pure shard planner; ``ledger`` is the run's
+``run`` holds the public ``Run`` and its values; ``start`` creates or opens one, ``shards`` cuts
+its requests (at one job's limits for the model: the catalogue's); ``step`` advances it;
+``jobs`` lists and cancels its attempts' jobs; ``read`` and ``records`` read its results and
+the records it writes; ``plan`` is the pure shard planner; ``ledger`` is the run's
 record of shards and attempts, ``done`` a finished shard's record and ``usage`` the usage it
 keeps (a run's spend from it); ``sink`` its BigQuery sink; ``online`` is the online fallback for
 keys that batch could not answer, ``claim`` its claims and ``online_rows`` its joined answers. A

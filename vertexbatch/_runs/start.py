@@ -14,10 +14,8 @@ from datetime import timedelta
 from .._cache.submission import answer_from_cache, record_cached
 from .._cloud import Cloud
 from .._errors import InvalidRequestError
-from .._providers import PROVIDERS
-from .._requests.dedupe import dedupe as dedupe_lines
+from .._providers import PROVIDERS, job_limits
 from .._requests.lines import StagedLine
-from .._rules import Limits
 from .._schemas.check import Schema
 from .._staged.manifest import Manifest, measure, read_manifest, run_origin, with_schema
 from .._staged.write import stage
@@ -36,40 +34,10 @@ from .ledger import (
 )
 from .registry import any_task
 from .run import Run
+from .shards import Shards
 from .sink import other_sink
 
 __all__ = ["check_numbers", "create_run", "held_run", "open_run"]
-
-
-class _Shards:
-    """Cut one stream of lines into shards of at most ``size`` rows and 1 GB."""
-
-    def __init__(
-        self, lines: Iterable[StagedLine], size: int, limits: Limits, dedupe: bool = False
-    ) -> None:
-        self._lines = iter(lines)
-        self._input_bytes = limits.input_bytes
-        self._size = size
-        self._dedupe = dedupe
-        self._next: StagedLine | None = next(self._lines, None)
-
-    def more(self) -> bool:
-        return self._next is not None
-
-    def take(self) -> Iterator[StagedLine]:
-        """The next shard's lines (its keys, deduplicated within the shard with ``dedupe``)."""
-        return dedupe_lines(self._take()) if self._dedupe else self._take()
-
-    def _take(self) -> Iterator[StagedLine]:
-        rows = size = 0
-        while self._next is not None and rows < self._size:
-            if rows and size + len(self._next.data) > self._input_bytes:
-                return
-            line, self._next = self._next, None
-            rows += 1
-            size += len(line.data)
-            yield line
-            self._next = next(self._lines, None)
 
 
 def create_run(
@@ -120,7 +88,7 @@ def create_run(
             fallback_tier,
         )
     # The first request is checked before any cloud call.
-    cutter = _Shards(lines, shard_size, cloud.staging.limits, dedupe)
+    cutter = Shards(lines, shard_size, job_limits(model, cloud.staging.limits), dedupe)
     if not cutter.more():
         raise InvalidRequestError(f"no requests for run {run_id!r}", field="requests")
     cloud = replace(cloud, staging=cloud.staging.keyed(controls.kms_key))
@@ -272,7 +240,7 @@ def held_run(
             f"run {run_id!r} was staged by {ledger.tasks} tasks: plan one task's part with "
             "task= (a vertexbatch.Task), or use a new run id",
         )
-    cutter = _Shards(lines, shard_size, cloud.staging.limits, dedupe)
+    cutter = Shards(lines, shard_size, job_limits(model, cloud.staging.limits), dedupe)
     # A plan takes no max_attempts: the run's own is checked, not a default's.
     staged = _check_rejoin(
         cloud,
@@ -301,7 +269,7 @@ def _check_rejoin(
     model: str,
     max_attempts: int,
     shard_size: int,
-    cutter: _Shards,
+    cutter: Shards,
     cache: bool = False,
     cache_ttl: timedelta | None = None,
     schema: Schema | None = None,
@@ -365,7 +333,14 @@ def _check_rejoin(
             cloud, shard.id, provider, model, cutter.take(), cache, cache_ttl, schema
         )
         given = replace(
-            measure(shard.id, provider, model, lines, cloud.staging.limits, run_origin(run)),
+            measure(
+                shard.id,
+                provider,
+                model,
+                lines,
+                job_limits(model, cloud.staging.limits),
+                run_origin(run),
+            ),
             controls=controls,
             dest=dest,
         )

@@ -26,6 +26,7 @@ from .._cloud import Cloud
 from .._errors import InvalidRequestError
 from .._gcs.staging import Staging
 from .._gcs.upload import md5_of
+from .._providers import job_limits
 from .._requests.lines import StagedLine
 from .._rules import Limits
 from .._schemas.check import Schema
@@ -47,7 +48,8 @@ from .registry import (
     write_task,
 )
 from .run import Run
-from .start import _check_rejoin, _from_cache, _Shards, check_numbers
+from .shards import Shards
+from .start import _check_rejoin, _from_cache, check_numbers
 from .tasks import Task
 
 __all__ = ["existing_task", "start_task", "table_share"]
@@ -210,7 +212,7 @@ def start_task(
         )
     keys = _Keys()
     # The first request is checked before any cloud call.
-    cutter = _Shards(keys.through(lines), shard_size, staging.limits, dedupe)
+    cutter = Shards(keys.through(lines), shard_size, job_limits(model, staging.limits), dedupe)
     ledger = read_ledger(staging, run_id)
     _check_count(ledger, run_id, task)
     record = read_task(staging, run_id, task.index)
@@ -271,7 +273,7 @@ def existing_task(
     if record is None:  # what starting it would refuse before staging: another sink
         _check_sink(staging, ledger, run_id, task.index, dest, fallback_tier)
         return None
-    cutter = _Shards(lines, shard_size, staging.limits, dedupe)
+    cutter = Shards(lines, shard_size, job_limits(model, staging.limits), dedupe)
     wanted = TaskRecord(
         run_id, task.index, task.count, provider, model, record.max_attempts, shard_size, cache,
         controls, (), "", dest, listing, fallback_tier or record.fallback_tier,
@@ -329,7 +331,7 @@ def _check_sink(
 def _stage(
     cloud: Cloud,
     wanted: TaskRecord,
-    cutter: _Shards,
+    cutter: Shards,
     keys: _Keys,
     cache_ttl: timedelta | None,
     schema: Schema | None,
@@ -393,7 +395,7 @@ def _check_rejoin_task(
     cloud: Cloud,
     record: TaskRecord,
     wanted: TaskRecord,
-    cutter: _Shards,
+    cutter: Shards,
     cache: bool,
     cache_ttl: timedelta | None,
     schema: Schema | None,

@@ -79,7 +79,7 @@ def stage(
     # each is created last, once every row is read and checked: rows refused as they stream (a
     # bad line, a limit) or a crash leave only later parts, named by their bytes, which block
     # no one and which a retry of the same rows adopts; no part is ever deleted, so none that
-    # a concurrent submitter of the same lines adopted can go (docs/concepts.md, "Staged
+    # a concurrent submitter of the same lines adopted can go (docs/guarantees.md, "Staged
     # parts").
     try:
         for line in _chain(first, rows):

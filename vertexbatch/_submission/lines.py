@@ -24,7 +24,7 @@ from .._providers import PROVIDERS
 from .._requests.lines import StagedLine
 from .._rules import check_key
 from .._schemas.check import Schema
-from .._values import ChatRequest, ClaudeRequest, GeminiRequest, Provider
+from .._values import ChatRequest, ClaudeRequest, EmbeddingRequest, GeminiRequest, Provider
 from .options import SubmitOptions
 
 __all__ = ["request_lines", "source_requests", "staged_lines"]
@@ -32,7 +32,10 @@ __all__ = ["request_lines", "source_requests", "staged_lines"]
 
 def staged_lines(
     requests: Iterable[Any],
-    expected: type[ClaudeRequest] | type[GeminiRequest] | type[ChatRequest],
+    expected: type[ClaudeRequest]
+    | type[GeminiRequest]
+    | type[EmbeddingRequest]
+    | type[ChatRequest],
     build: Callable[..., StagedLine],
     schema: Schema | None = None,
 ) -> Iterator[StagedLine]:
@@ -51,7 +54,10 @@ def staged_lines(
 
 def _built_lines(
     requests: Iterable[Any],
-    expected: type[ClaudeRequest] | type[GeminiRequest] | type[ChatRequest],
+    expected: type[ClaudeRequest]
+    | type[GeminiRequest]
+    | type[EmbeddingRequest]
+    | type[ChatRequest],
     build: Callable[..., StagedLine],
     schema: Schema | None,
 ) -> Iterator[StagedLine]:

@@ -21,6 +21,7 @@ from .._plans.budget import check_budget
 from .._plans.prices import Price
 from .._schemas.check import Schema, schema_of
 from .._vertex.controls import Controls, check_controls
+from .canary import check_canary
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -59,13 +60,21 @@ class SubmitKeywords(TypedDict, total=False):
     ``check_fields`` (``True``): a request with a field the installed SDK's request types do
     not name (a misspelt parameter) is an ``InvalidRequestError`` before any cloud call, as the
     provider would refuse its line; ``False`` stages such fields, for a parameter the provider
-    takes that the installed SDK does not model yet (docs/concepts.md, "Request fields").
+    takes that the installed SDK does not model yet (docs/guarantees.md, "Request fields").
 
     ``budget`` (``None``): US dollars; a submission (a run: all its shards) whose plan's upper
     bound (``Plan.cost_high``, estimated locally) passes it is refused before anything is
     staged, and so is one whose model has no price (docs/cost.md, "Budget"). ``prices``
     (``()``): the caller's online list prices (``vertexbatch.Price``), before the shipped
     table, for a plan's and a budget's figures. Neither is part of the id's identity.
+
+    ``canary`` (``0``: none): the first N of the requests, in the order given, are sent to the
+    model online (Standard PayGo) before anything is staged; one the model refuses for good
+    (400, 404: a failure no retry mends) refuses the submission, naming its key, and a
+    transient failure is a ``vertexbatch.CanaryWarning``. An id that already holds a
+    submission or run sends none. More than the requests given is refused. A plan shows the
+    canary's requests and their online cost, and a ``budget`` holds it too. Not part of the
+    id's identity (docs/cost.md, "Canary").
     """
 
     dedupe: bool
@@ -80,6 +89,7 @@ class SubmitKeywords(TypedDict, total=False):
     check_fields: bool
     budget: float | None
     prices: Iterable[Price]
+    canary: int
 
 
 class PlanKeywords(SubmitKeywords, total=False):
@@ -148,6 +158,8 @@ class SubmitOptions:
     # US dollars a plan may cost (checked), and the caller's prices: no part of the identity.
     budget: float | None = field(default=None, compare=False)
     prices: tuple[Price, ...] = field(default=(), compare=False)
+    # The requests sent online first (``_submission.canary``): no part of the identity.
+    canary: int = field(default=0, compare=False)
 
     def controls(self, location: str) -> Controls:
         """The job controls, checked for a job in ``location``."""
@@ -175,6 +187,7 @@ class SubmitOptions:
             check_fields=_flag("check_fields", given.get("check_fields", True)),
             budget=check_budget(given.get("budget")),
             prices=_prices(given.get("prices", ())),
+            canary=check_canary(given.get("canary", 0)),
         )
 
 

@@ -33,7 +33,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--bigquery",
         action="store_true",
-        help="also run BigQuery (bqemulator; pip install 'vertexbatch[bigquery-local]')",
+        help="also run BigQuery (bqemulator; needs the bigquery-local extra: "
+        "pip install '.[bigquery-local]' in a checkout)",
     )
     parser.add_argument(
         "--location",

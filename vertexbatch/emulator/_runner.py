@@ -24,6 +24,12 @@ from typing import Any
 from google.api_core import exceptions as api_exceptions
 from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
 
+from vertexbatch.emulator._embeddings import (
+    answer_embedding,
+    is_embedding_model,
+    is_text_embedding_model,
+    text_embedding_row,
+)
 from vertexbatch.emulator._errors import LineFailure
 from vertexbatch.emulator._faults import JobFault
 from vertexbatch.emulator._importer import (
@@ -340,11 +346,25 @@ class JobRun:
             if job.state == PAUSED:
                 self.store.touch(job, state=RUNNING)
 
+    def _count_row(self, row: dict[str, Any] | None, failed: bool) -> None:
+        job = self.job
+        every = self.store.timing.incremental_every
+        self.processed += 1
+        if row is not None:
+            self.lines.append(json.dumps(row, ensure_ascii=False))
+        # Files first, then counts: a client that sees a count finds its rows written.
+        shard_due = every and self.processed % every == 0 and self.processed < self.total
+        if (shard_due or self._hold_here()) and job.fault is None:
+            self._write_shard()
+        if row is not None and failed:
+            self.store.touch(job, failed=job.failed + 1)
+        elif row is not None:
+            self.store.touch(job, successful=job.successful + 1)
+
     def _run_rows(self, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
         job = self.job
         timing = self.store.timing
         spec = job.spec
-        every = timing.incremental_every
         fault = job.fault  # one that fails the job after some rows, writing nothing
         for index in self._order(len(pairs)):
             if fault is not None and self.processed >= (fault.after_rows or 0):
@@ -362,7 +382,13 @@ class JobRun:
             now = datetime.now(UTC)
             request = original.get("request")
             check = job.options.check_fields
-            if spec.publisher == "anthropic":
+            if is_text_embedding_model(spec.model_id):
+                row = text_embedding_row(original, spec.model_id, now)
+                self._count_row(row, row is not None and bool(row["status"]))
+                continue
+            if is_embedding_model(spec.model_id):
+                answer, _ = answer_embedding(request, spec.model_id)
+            elif spec.publisher == "anthropic":
                 answer = answer_claude(request, spec.model_id, check_fields=check)
             elif spec.publisher == "openmaas":
                 answer = answer_chat(original.get("body"), spec.model_id)
@@ -378,17 +404,7 @@ class JobRun:
             row = format_row(
                 provider=spec.publisher, line=echoed, answer=answer, moment=now, options=job.options
             )
-            self.processed += 1
-            if row is not None:
-                self.lines.append(json.dumps(row, ensure_ascii=False))
-            # Files first, then counts: a client that sees a count finds its rows written.
-            shard_due = every and self.processed % every == 0 and self.processed < self.total
-            if (shard_due or self._hold_here()) and fault is None:
-                self._write_shard()
-            if row is not None and answer.error is not None:
-                self.store.touch(job, failed=job.failed + 1)
-            elif row is not None:
-                self.store.touch(job, successful=job.successful + 1)
+            self._count_row(row, answer.error is not None)
         if self._hold_here():
             self._hold()
         if self._stopped():
