@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from vertexbatch import ClaudeRequest, Client, GeminiRequest, InvalidRequestError
+from vertexbatch import ChatRequest, ClaudeRequest, Client, GeminiRequest, InvalidRequestError
 from vertexbatch._bigquery.source import ROW_REQUESTS
 from vertexbatch._checks.probe import PROBE_MODELS
 from vertexbatch._checks.probe_shape import PROBE_LANES
@@ -32,8 +32,8 @@ ROWS = list(PROVIDERS.values())
 
 
 def test_each_row_names_its_provider_and_command() -> None:
-    assert list(PROVIDERS) == ["anthropic", "google", "embeddings"]
-    assert COMMANDS == ("claude", "gemini", "embeddings")
+    assert list(PROVIDERS) == ["anthropic", "google", "embeddings", "openmaas"]
+    assert COMMANDS == ("claude", "gemini", "embeddings", "chat")
     for provider, row in PROVIDERS.items():
         assert row.provider == provider
         assert by_command(row.command) is row
@@ -51,7 +51,7 @@ def test_an_unknown_command_name_is_refused_by_name() -> None:
     with pytest.raises(InvalidRequestError) as caught:
         by_command("mistral")
     assert caught.value.field == "provider"
-    assert "claude, gemini, embeddings" in str(caught.value)
+    assert "claude, gemini, embeddings, chat" in str(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -65,6 +65,8 @@ def test_an_unknown_command_name_is_refused_by_name() -> None:
         ("text-multilingual-embedding-002", "embeddings"),
         ("gemini-2.5-flash", "gemini"),
         ("llama-4", None),
+        ("meta/llama-3.3-70b-instruct-maas", "chat"),
+        ("publishers/meta/models/llama-4", None),
         ("", None),
         (None, None),
     ],
@@ -92,6 +94,20 @@ def test_the_columns_of_each_row() -> None:
     assert KEY_FIELD.encode() in line and b"custom_id" not in line
 
 
+def test_the_open_model_row_names_its_publisher_in_the_model_id() -> None:
+    """The chat lane's models are PUBLISHER/MODEL: its row has no publisher of its own."""
+    chat = PROVIDERS["openmaas"]
+    assert (chat.command, chat.publisher, chat.id_field) == ("chat", None, "custom_id")
+    assert (PROVIDERS["anthropic"].publisher, PROVIDERS["google"].publisher) == (
+        "anthropic",
+        "google",
+    )
+    assert chat.publisher_path("meta/llama-x") == "publishers/meta/models/llama-x"
+    assert chat.request is ChatRequest and chat.global_batch is False
+    line = chat.line(ChatRequest("k", {"messages": [{"role": "user", "content": "hi"}]})).data
+    assert b'"method":"POST","url":"/v1/chat/completions","body":{' in line
+
+
 @pytest.mark.parametrize(
     ("provider", "body", "ceiling"),
     [
@@ -102,6 +118,9 @@ def test_the_columns_of_each_row() -> None:
         ("google", {"generationConfig": {}}, GEMINI_DEFAULT_OUTPUT),
         ("google", {"generationConfig": {"maxOutputTokens": -1}}, 0),
         ("google", {}, GEMINI_DEFAULT_OUTPUT),
+        ("openmaas", {"max_tokens": 9}, 9),
+        ("openmaas", {"max_completion_tokens": 11, "max_tokens": 9}, 11),
+        ("openmaas", {}, 0),
     ],
 )
 def test_the_output_ceiling_is_the_rows(
@@ -149,12 +168,22 @@ def test_the_columns_the_switches_became_are_held_below_and_beside_the_table() -
         "anthropic": 4,
         "google": 16,
         "embeddings": 16,
+        "openmaas": 4,
     }
     assert PROBE_MODELS == {
         "claude": "claude-sonnet-4-5",
         "gemini": "gemini-2.5-flash",
         "embeddings": "gemini-embedding-001",
     }
+
+
+def test_the_open_model_lane_is_not_probed_yet_but_has_its_probe_rows() -> None:
+    """PROBE_MODELS leaves the chat lane out (its ProbeLane has no model); its rows build."""
+    from vertexbatch._checks.probe_shape import probe_rows
+
+    assert PROBE_LANES["openmaas"].model == "" and "chat" not in PROBE_MODELS
+    rows = probe_rows("chat").splitlines()
+    assert len(rows) == 3 and all(b'"url":"/v1/chat/completions"' in row for row in rows)
 
 
 def test_the_embeddings_row_refuses_what_does_not_apply_to_it() -> None:

@@ -3,7 +3,15 @@
 import pytest
 
 from vertexbatch import InvalidRequestError
-from vertexbatch._rules import check_id, check_key, check_model, id_label
+from vertexbatch._rules import (
+    LANES,
+    check_id,
+    check_key,
+    check_model,
+    id_label,
+    owner_of,
+    publisher_path,
+)
 
 
 @pytest.mark.parametrize("good", ["a", "review-0a1b2c", "run.r1", "x_y", "9" * 63])
@@ -51,6 +59,13 @@ def test_keys_must_be_unique_non_empty_strings() -> None:
         ("llama-3", "anthropic", "not a Claude model"),
         ("", "google", "non-empty"),
         ("gemini 3", "google", "not a Vertex model id"),
+        ("gemini-embedding-001", "google", "submit_embeddings"),
+        ("gemini-2.5-flash", "embeddings", "submit_gemini"),
+        ("meta/llama-3.3-70b-instruct-maas", "google", "bare Vertex model id"),
+        ("meta/llama-3.3-70b-instruct-maas", "embeddings", "bare Vertex model id"),
+        ("llama-3.3-70b-instruct-maas", "openmaas", "must be PUBLISHER/MODEL"),
+        ("gemini-embedding-001", "openmaas", "must be PUBLISHER/MODEL"),
+        ("publishers/meta/models/llama-x", "openmaas", "must be PUBLISHER/MODEL"),
     ],
 )
 def test_bad_models(model: str, provider: str, message: str) -> None:
@@ -63,3 +78,35 @@ def test_good_models() -> None:
     """Bare ids of the right family pass unchanged."""
     assert check_model("claude-opus-5-5@default", "anthropic") == "claude-opus-5-5@default"
     assert check_model("gemini-3.8-flash", "google") == "gemini-3.8-flash"
+
+
+@pytest.mark.parametrize(
+    ("model", "owner"),
+    [
+        ("claude-sonnet-4-5", "anthropic"),
+        ("gemini-2.5-flash", "google"),
+        ("gemini-embedding-001", "embeddings"),
+        ("text-multilingual-embedding-002", "embeddings"),
+        ("meta/llama-3.3-70b-instruct-maas", "openmaas"),
+        ("qwen/qwen3-235b-a22b-instruct-2507-maas", "openmaas"),
+        ("publishers/meta/models/llama-x", None),
+        ("meta/", None),
+        ("llama-3.3-70b-instruct-maas", None),
+    ],
+)
+def test_one_rule_names_each_model_s_lane(model: str, owner: str | None) -> None:
+    """``owner_of`` over ``LANES``: the longest prefix for a bare id (embedding ids are not
+    Gemini chat's), the lane whose ids name their publisher for ``publisher/model``."""
+    assert owner_of(model) == owner
+
+
+def test_the_open_model_lane_has_no_publisher_of_its_own() -> None:
+    """Its model ids name the publisher: the Vertex path is read from the id."""
+    assert LANES["openmaas"].publisher is None
+    assert check_model("meta/llama-3.3-70b-instruct-maas", "openmaas") == (
+        "meta/llama-3.3-70b-instruct-maas"
+    )
+    assert publisher_path("meta/llama-x", "openmaas") == "publishers/meta/models/llama-x"
+    assert publisher_path("gemini-embedding-001", "embeddings") == (
+        "publishers/google/models/gemini-embedding-001"
+    )

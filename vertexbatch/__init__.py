@@ -38,6 +38,7 @@ from ._runs.tasks import Task
 from ._submission.canary import CanaryWarning
 from ._submission.request_files import RequestFile, RequestFiles
 from ._values import (
+    ChatRequest,
     ClaudeRequest,
     EmbeddingRequest,
     GeminiRequest,
@@ -58,6 +59,7 @@ __all__ = [
     "BigQuerySource",
     "BucketNotFoundError",
     "CanaryWarning",
+    "ChatRequest",
     "ClaudeRequest",
     "Client",
     "EmbeddingRequest",

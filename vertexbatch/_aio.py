@@ -26,7 +26,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, Unpack
 
 from ._aio_threads import Pool, ResultStream
-from ._bigquery.source import ClaudeRequests, GeminiRequests
+from ._bigquery.source import ChatRequests, ClaudeRequests, GeminiRequests
 from ._client import Client
 from ._functions import require_client
 from ._lanes.embeddings import EmbeddingRequests
@@ -254,6 +254,28 @@ class AsyncClient:
         plan = functools.partial(self._client.plan_embeddings, id, model, requests, **options)
         return await self._pool.call(f"plan of id {id!r}", plan)
 
+    async def submit_chat(
+        self,
+        id: str,
+        model: str,
+        requests: ChatRequests,
+        **options: Unpack[SubmitKeywords],
+    ) -> Job:
+        """``Client.submit_chat``, awaitable; ``requests`` is read in the call's thread."""
+        submit = functools.partial(self._client.submit_chat, id, model, requests, **options)
+        return await self._pool.call(f"submit of id {id!r}", submit)
+
+    async def plan_chat(
+        self,
+        id: str,
+        model: str,
+        requests: ChatRequests,
+        **options: Unpack[PlanKeywords],
+    ) -> Plan:
+        """``Client.plan_chat``, awaitable; nothing is staged."""
+        plan = functools.partial(self._client.plan_chat, id, model, requests, **options)
+        return await self._pool.call(f"plan of id {id!r}", plan)
+
     async def find(self, id: str) -> Job | None:
         """``Client.find``, awaitable."""
         return await self._pool.call(f"find of id {id!r}", functools.partial(self._client.find, id))
@@ -357,6 +379,17 @@ class AsyncClient:
     ) -> AsyncRun:
         """``Client.run_embeddings``, awaitable."""
         start = functools.partial(self._client.run_embeddings, id, model, requests, **options)
+        return AsyncRun(await self._pool.call(f"start of run {id!r}", start), self._pool)
+
+    async def run_chat(
+        self,
+        id: str,
+        model: str,
+        requests: ChatRequests,
+        **options: Unpack[RunKeywords],
+    ) -> AsyncRun:
+        """``Client.run_chat``, awaitable."""
+        start = functools.partial(self._client.run_chat, id, model, requests, **options)
         return AsyncRun(await self._pool.call(f"start of run {id!r}", start), self._pool)
 
     async def open_run(self, id: str) -> AsyncRun:

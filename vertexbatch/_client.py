@@ -15,6 +15,7 @@ from ._config import DEFAULT_PREFIX, client_keywords
 from ._errors import job_errors
 from ._job.find import find
 from ._job.results_pass import results_pass
+from ._lanes.chat import ChatLane
 from ._lanes.embeddings import EmbeddingsLane
 from ._lifecycle import ASYNC_WITH, Lifecycle, endpoint_clients
 from ._observe.progress import ProgressCallback
@@ -47,8 +48,8 @@ def _tracing_of(client: Client) -> Tracing:
     return client._cloud.tracing
 
 
-class Client(EmbeddingsLane):
-    """Vertex AI batch prediction for Claude and Gemini, keyed by caller-chosen ids.
+class Client(EmbeddingsLane, ChatLane):
+    """Vertex AI batch prediction for Claude, Gemini, embeddings and open models, by id.
 
     Args:
         project: the Google Cloud project that runs the jobs.
@@ -58,19 +59,18 @@ class Client(EmbeddingsLane):
         jobs: an ``aiplatform_v1.JobServiceClient``; by default a REST client on the location's
             Vertex host with application default credentials (online calls use its endpoint).
         storage: a ``google.cloud.storage.Client``; by default one for ``project``.
-        meter_provider: where metrics go; by default OpenTelemetry's global provider.
-        tracer_provider: where spans go; by default OpenTelemetry's global provider.
+        meter_provider, tracer_provider: where metrics and spans go (OpenTelemetry's global).
         retry: how Vertex and GCS calls are retried.
         anthropic_vertex: the ``anthropic.AnthropicVertex`` of Claude's online fallback and
             ``count_tokens``; by default one for ``project`` and ``location`` with application
-            default credentials, built when first needed. Its own ``max_retries`` add to
-            ``retry``'s (vertexbatch builds its own with ``max_retries=0``).
+            default credentials, built when first needed (its ``max_retries`` add to
+            ``retry``'s; vertexbatch builds its own with ``max_retries=0``).
         google_session: the google-auth ``AuthorizedSession`` of Gemini's online fallback and
             ``count_tokens``, which POST to the endpoint of ``jobs``; by default one with
             application default credentials, built when first needed. Mount an adapter with a
             ``pool_maxsize`` of at least ``online_concurrency`` on it to keep its connections.
-        bigquery_read: the ``BigQueryReadClient`` reading a sink's and a source's tables; by default
-            one with application default credentials, built when first needed.
+        bigquery_read: the ``BigQueryReadClient`` reading a sink's and a source's tables; by
+            default one with application default credentials, built when first needed.
 
     ``close()`` (or the end of ``with Client(...) as client:``) closes the clients it built,
     never one handed in here: the caller owns those. A closed client refuses every call.

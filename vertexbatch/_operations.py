@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from ._bigquery.share import run_snapshot
-from ._bigquery.source import BigQuerySource, ClaudeRequests, GeminiRequests, Share
+from ._bigquery.source import BigQuerySource, ChatRequests, ClaudeRequests, GeminiRequests, Share
 from ._cache.files import file_versions, stored_versions
 from ._cache.store import AnswerCache, check_ttl
 from ._cache.submission import answer_from_cache, claimed_digests, is_cached_job
@@ -63,7 +63,7 @@ def submit(
     id: str,
     model: str,
     provider: Provider,
-    requests: ClaudeRequests | GeminiRequests,
+    requests: ClaudeRequests | GeminiRequests | ChatRequests,
     options: SubmitOptions,
 ) -> Job:
     """Check, build the lines (deduplicated, minus what the answer cache holds), then the
@@ -109,7 +109,7 @@ def plan(
     id: str,
     model: str,
     provider: Provider,
-    requests: ClaudeRequests | GeminiRequests,
+    requests: ClaudeRequests | GeminiRequests | ChatRequests,
     options: SubmitOptions,
     *,
     count_tokens: bool,
@@ -136,7 +136,7 @@ def _plan(
     id: str,
     model: str,
     provider: Provider,
-    requests: ClaudeRequests | GeminiRequests,
+    requests: ClaudeRequests | GeminiRequests | ChatRequests,
     options: SubmitOptions,
     count_tokens: bool,
     prices: Iterable[Price],
@@ -333,7 +333,7 @@ def start_run(
     id: str,
     model: str,
     provider: Provider,
-    requests: ClaudeRequests | GeminiRequests,
+    requests: ClaudeRequests | GeminiRequests | ChatRequests,
     options: SubmitOptions,
     *,
     shard_size: int,
@@ -397,7 +397,7 @@ def plan_with(
     id: str,
     model: str,
     provider: Provider,
-    requests: ClaudeRequests | GeminiRequests,
+    requests: ClaudeRequests | GeminiRequests | ChatRequests,
     given: Mapping[str, Any],
 ) -> Plan:
     """``plan_claude`` / ``plan_gemini`` (named by ``method``) with their keywords ``given``."""
@@ -423,7 +423,7 @@ def run_with(
     id: str,
     model: str,
     provider: Provider,
-    requests: ClaudeRequests | GeminiRequests,
+    requests: ClaudeRequests | GeminiRequests | ChatRequests,
     given: Mapping[str, Any],
 ) -> Run:
     """``run_claude`` / ``run_gemini`` (named by ``method``) with their keywords ``given``."""

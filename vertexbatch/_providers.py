@@ -1,14 +1,16 @@
-"""The provider table: what differs between Claude and Gemini, one row each.
+"""The provider table: what differs between the lanes (Claude, Gemini, Gemini embeddings, open
+models), one row each.
 
-The library names a provider by its Vertex publisher (``Provider``: ``anthropic``, ``google``),
-the command and the ``Client``'s methods by its model family (``claude``, ``gemini``:
-``--provider claude``, ``submit_claude``). A row holds both names and every other thing that
-differs: the request type and the line builder, the id field of an output row and the reader of
-its response, the output ceiling a plan assumes, where batch may run, the online calls and the
-price tiers they may ask for, the count-tokens calls, and the shapes of a conversation's next
-turn. Code that differs by provider asks
-``PROVIDERS[provider]`` (or ``by_command(name)``); a new lane is one row here and its tests
-(tests/test_providers.py).
+The library names a provider by its key (``Provider``: ``anthropic``, ``google``, ``embeddings``,
+``openmaas``), the command and the ``Client``'s methods by its model family (``claude``, ``gemini``,
+``embeddings``, ``chat``: ``--provider claude``, ``submit_claude``); the ``publisher`` column is its
+models' Vertex publisher (``None``: each open model's id names its own, ``publisher/model``), and
+``_rules.LANES`` says which lane owns a model id. A row holds both names and every other thing that
+differs: the request type and the line builder, the id field of an output row and the reader of its
+response, the output ceiling a plan assumes, where batch may run, the online calls and the price
+tiers they may ask for, the count-tokens calls, and the shapes of a conversation's next turn. Code
+that differs by provider asks ``PROVIDERS[provider]`` (or ``by_command(name)``); a new lane is one
+row here and its tests (tests/test_providers.py).
 
 The table sits just above what it refers to (the line builders, the output readers, the online
 calls), so it imports them directly; the SDKs those calls use are imported when a call is first
@@ -31,23 +33,33 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Final
 
-from ._bigquery.source import RowRequest, claude_of_row, embeddings_of_row, gemini_of_row
+from ._bigquery.source import (
+    RowRequest,
+    chat_of_row,
+    claude_of_row,
+    embeddings_of_row,
+    gemini_of_row,
+)
 from ._catalogue import Model, model_entry, warn_uncatalogued
 from ._errors import InvalidRequestError
 from ._hosts import GLOBAL
+from ._requests.chat_body import check_chat_fields
 from ._requests.embedding_line import EMBEDDING_ID_FIELD, check_embedding_fields, embedding_line
 from ._requests.field_check import check_claude_fields, check_gemini_fields, checked_builder
 from ._requests.keymap import KEY_FIELD
-from ._requests.lines import StagedLine, claude_line, gemini_line
+from ._requests.lines import StagedLine, chat_line, claude_line, gemini_line
+from ._rows.chat import classify_chat_completion, read_usual_chat
 from ._rows.classify import classify_claude_message, classify_gemini_response
 from ._rows.embedding import read_embedding, read_usual_embedding
 from ._rows.fast_path import UsualReader, read_usual_claude, read_usual_gemini
-from ._rules import LANES, Limits, check_model, owner_of
+from ._rules import LANES, Limits, check_model, owner_of, publisher_path
 from ._turns import TURNS, Turns
-from ._values import ClaudeRequest, EmbeddingRequest, GeminiRequest, Provider, Result
+from ._values import ChatRequest, ClaudeRequest, EmbeddingRequest, GeminiRequest, Provider, Result
 from ._vertex.online import (
     Caller,
     OnlineClients,
+    chat_caller,
+    chat_counter,
     claude_caller,
     claude_counter,
     gemini_caller,
@@ -81,6 +93,10 @@ def _tokens(value: object) -> int:
 
 def _claude_ceiling(body: Mapping[str, Any]) -> int:
     return _tokens(body.get("max_tokens"))
+
+
+def _chat_ceiling(body: Mapping[str, Any]) -> int:
+    return _tokens(body.get("max_completion_tokens") or body.get("max_tokens"))
 
 
 def _gemini_ceiling(body: Mapping[str, Any]) -> int:
@@ -118,7 +134,7 @@ class ProviderRow:
     command: str  # the command's name (--provider), the Client methods' suffix, the model family
     # the Vertex publisher of the lane's models; None: the model id names it as `publisher/model`
     publisher: str | None
-    request: type[ClaudeRequest] | type[GeminiRequest] | type[EmbeddingRequest]
+    request: type[ClaudeRequest] | type[GeminiRequest] | type[EmbeddingRequest] | type[ChatRequest]
     fields: frozenset[str]  # the fields of one line of the command's request file
     line: Callable[..., StagedLine]  # (request, FieldTypes | None) -> the staged line
     check: Callable[[Any], None]  # (request) -> None, or InvalidRequestError: an unknown field
@@ -157,22 +173,21 @@ class ProviderRow:
         return checked_builder(self.line, self.check) if check_fields else self.line
 
     def publisher_path(self, model: str) -> str:
-        """The Vertex publisher path of a bare model id of this provider (``publisher``; a
-        model id that names its publisher, ``publisher/model``, when that is ``None``)."""
-        if self.publisher is None:
-            publisher, _, model = model.partition("/")
-            return f"publishers/{publisher}/models/{model}"
-        return f"publishers/{self.publisher}/models/{model}"
+        """The Vertex publisher path of a model id of this provider (bare, under ``publisher``;
+        ``publisher/model`` where the model id names its publisher, ``publisher`` ``None``)."""
+        return publisher_path(model, self.provider)
 
     @property
     def prefixes(self) -> tuple[str, ...]:
-        """How the lane's model ids begin (``_rules.LANES``)."""
+        """How the lane's bare model ids begin (``_rules.LANES``; none for a lane whose ids
+        name their publisher)."""
         return LANES[self.provider].prefixes
 
     def owns(self, model: str) -> bool:
-        """Whether ``model`` is of this family: the longest of the lanes' model-id prefixes it
-        begins with is this lane's (``_rules.LANES``: ``gemini-embedding-001`` is an
-        embedding model, not a Gemini chat model)."""
+        """Whether ``model`` is of this family (``_rules.owner_of``): the longest of the lanes'
+        model-id prefixes it begins with is this lane's (``gemini-embedding-001`` is an
+        embedding model, not a Gemini chat model), or, for the lane whose ids name their
+        publisher, it is ``publisher/model``."""
         return owner_of(model) == self.provider
 
 
@@ -255,6 +270,31 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             tiers=frozenset({"standard"}),  # the runs' default; the caller refuses when used
             counter=_no_counter,
             turns=TURNS["embeddings"],
+        ),
+        "openmaas": ProviderRow(
+            provider="openmaas",
+            command="chat",
+            publisher=None,
+            request=ChatRequest,
+            fields=frozenset({"key", "body"}),
+            line=chat_line,
+            check=check_chat_fields,
+            id_field="custom_id",
+            read=classify_chat_completion,
+            usual=read_usual_chat,
+            of_row=chat_of_row,
+            ceiling=_chat_ceiling,
+            ceiling_said="output ceiling: the sum of max_completion_tokens (else max_tokens), 0 "
+            "for a request with neither (the models' own default is not documented)",
+            cache_said="open models: no page we read documents caching or its rates for "
+            "Vertex's managed open models ({rates}); the estimate prices all input at the "
+            "batch input rate",
+            global_batch=False,
+            live_jobs=4,
+            online=chat_caller,
+            tiers=frozenset({"standard"}),
+            counter=chat_counter,
+            turns=TURNS["openmaas"],
         ),
     }
 )

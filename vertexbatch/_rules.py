@@ -22,6 +22,7 @@ __all__ = [
     "FAMILIES",
     "LANES",
     "Lane",
+    "model_of_job",
     "owner_of",
     "MAX_SECONDS",
     "MIN_SECONDS",
@@ -98,32 +99,47 @@ FAMILIES: dict[Provider, str] = {
     "anthropic": "claude",
     "google": "gemini",
     "embeddings": "embeddings",
+    "openmaas": "chat",
 }
+# A model id that names its publisher (``meta/llama-3.3-70b-instruct-maas``): the managed open
+# models' form (Google's open-model batch page writes the body's model so).
+_PUBLISHED = re.compile(r"[a-z0-9][a-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._@-]*")
 
 
 @dataclass(frozen=True, slots=True)
 class Lane:
     """Who publishes a provider's models on Vertex and how their ids begin."""
 
-    publisher: str  # the Vertex publisher (``publishers/P/models/M``)
-    prefixes: tuple[str, ...]  # how its model ids begin; the longest prefix a model has wins
+    # the Vertex publisher (``publishers/P/models/M``); None: each model id names its own, as
+    # ``publisher/model``, and the lane owns every id of that form
+    publisher: str | None
+    prefixes: tuple[str, ...]  # how its bare model ids begin; the longest prefix a model has wins
 
 
 # Each provider's publisher and model-id prefixes: the ``publisher`` and ``prefixes`` columns of
 # ``_providers.PROVIDERS`` (tests/test_providers.py holds the copies equal). Embedding models are
 # Google's, and ``gemini-embedding-001`` begins as a Gemini chat model does: the longer prefix
-# names its lane (Google's embedding model ids: docs/platform-facts.md, "Embeddings").
+# names its lane (Google's embedding model ids: docs/platform-facts.md, "Embeddings"). The
+# managed open models' ids name their publisher (``meta/llama-3.3-70b-instruct-maas``): no
+# prefix, the ``publisher/model`` form names the lane (docs/platform-facts.md, "Open models").
 LANES: dict[Provider, Lane] = {
     "anthropic": Lane("anthropic", ("claude",)),
     "google": Lane("google", ("gemini",)),
     "embeddings": Lane(
         "google", ("gemini-embedding", "text-embedding", "text-multilingual-embedding")
     ),
+    "openmaas": Lane(None, ()),
 }
 
 
 def owner_of(model: str) -> Provider | None:
-    """The provider whose longest prefix ``model`` begins with (case-insensitive), or ``None``."""
+    """The provider that owns ``model``, or ``None``: a ``publisher/model`` id is the lane's whose
+    ids name their publisher; a bare id is the lane's whose longest prefix it begins with
+    (case-insensitive)."""
+    if "/" in model:
+        if not _PUBLISHED.fullmatch(model):
+            return None
+        return next((p for p, lane in LANES.items() if lane.publisher is None), None)
     lowered = model.lower()
     best: tuple[int, Provider | None] = (0, None)
     for provider, lane in LANES.items():
@@ -255,9 +271,22 @@ def check_key(key: Any, seen: set[str]) -> str:
 
 
 def check_model(model: object, provider: Provider) -> str:
-    """Return the bare model id; raise if it has a path, a publisher prefix or the wrong family."""
+    """Return the model id; raise if it has a path, a publisher prefix or the wrong family.
+
+    A lane whose models name their publisher (``LANES``' ``publisher`` is ``None``: the managed
+    open models) takes exactly ``PUBLISHER/MODEL``, any family; the others a bare id of theirs.
+    """
     if not isinstance(model, str) or not model:
         raise InvalidRequestError(f"model must be a non-empty string, got {model!r}", field="model")
+    if LANES[provider].publisher is None:
+        if not _PUBLISHED.fullmatch(model):
+            raise InvalidRequestError(
+                f"model {model!r} must be PUBLISHER/MODEL, the managed open model's id with its "
+                "Vertex publisher, such as 'meta/llama-3.3-70b-instruct-maas' (no "
+                "'publishers/...' path)",
+                field="model",
+            )
+        return model
     if "/" in model:
         raise InvalidRequestError(
             f"model {model!r} must be a bare Vertex model id such as 'claude-sonnet-4-5' or "
@@ -292,8 +321,21 @@ def check_model(model: object, provider: Provider) -> str:
 
 
 def publisher_path(model: str, provider: Provider) -> str:
-    """The Vertex publisher path of a bare model id of ``provider`` (its lane's publisher)."""
-    return f"publishers/{LANES[provider].publisher}/models/{model}"
+    """The Vertex publisher path of a model id of ``provider``: a bare id under its lane's
+    publisher, or a ``publisher/model`` id (a managed open model's), which names its own."""
+    publisher = LANES[provider].publisher
+    if publisher is None:
+        publisher, _, model = model.partition("/")
+    return f"publishers/{publisher}/models/{model}"
+
+
+def model_of_job(vertex_model: str, given: str) -> str:
+    """A job's model as the caller gave it (``given``) when Vertex's model field names the same
+    model, a ``PUBLISHER/MODEL`` id kept whole; else the bare id Vertex names."""
+    bare = bare_model(vertex_model)
+    if not bare or given == bare or given.endswith("/" + bare):
+        return given
+    return bare
 
 
 def bare_model(vertex_model: str) -> str:

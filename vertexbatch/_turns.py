@@ -100,6 +100,34 @@ def gemini_tool_results(calls: Sequence[Call]) -> dict[str, Any]:
     return {"role": "user", "parts": parts}
 
 
+def chat_owns(response: Mapping[str, Any]) -> bool:
+    """Whether ``response`` is an OpenAI chat completion (an open model's: ``choices``)."""
+    return "choices" in response
+
+
+def chat_turn(response: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``assistant`` message of a completion's first choice: content and tool calls, copied."""
+    choices = response.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else {}
+    message = choice.get("message") if isinstance(choice, Mapping) else None
+    message = message if isinstance(message, Mapping) else {}
+    turn: dict[str, Any] = {"role": "assistant", "content": copy.deepcopy(message.get("content"))}
+    if message.get("tool_calls"):
+        turn["tool_calls"] = copy.deepcopy(message["tool_calls"])
+    return turn
+
+
+def chat_tool_results(calls: Sequence[Call]) -> dict[str, Any]:
+    """Refused: OpenAI answers each tool call with a message of its own (``role: "tool"``), more
+    than the one message this builds; write them in the next request's ``messages``."""
+    raise InvalidRequestError(
+        "tool_results is not available for open-model (chat) results: OpenAI's format answers "
+        'each call with its own {"role": "tool", "tool_call_id": ..., "content": ...} message; '
+        "add one per call to the next request's messages",
+        field="calls",
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Turns:
     """One provider's message shapes for the next turn of a conversation."""
@@ -126,6 +154,7 @@ TURNS: Final[Mapping[str, Turns]] = MappingProxyType(
         "anthropic": Turns(claude_owns, claude_turn, claude_tool_results),
         "google": Turns(gemini_owns, gemini_turn, gemini_tool_results),
         "embeddings": Turns(_no_response, _no_turn, _no_turn),
+        "openmaas": Turns(chat_owns, chat_turn, chat_tool_results),
     }
 )
 """Each provider's shapes, by its publisher name, in the provider table's order."""

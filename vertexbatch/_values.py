@@ -1,8 +1,9 @@
 """Value types: requests in, jobs and results out. All frozen; none does I/O.
 
-The requests (``ClaudeRequest``, ``GeminiRequest``, and ``Provider``, a provider's publisher
-name), ``Job``, ``Status``, ``Result``, ``Usage``, ``Refusal``, ``ToolCall``. A result's next
-turn in a conversation is built by ``_turns``; a row's ``Result`` fast by ``_rows.build``.
+The requests (``ClaudeRequest``, ``GeminiRequest``, ``ChatRequest``, and ``Provider``, a
+provider's name), ``Job``, ``Status``, ``Result``, ``Usage``, ``Refusal``, ``ToolCall``. A
+result's next turn in a conversation is built by ``_turns``; a row's ``Result`` fast by
+``_rows.build``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 M = TypeVar("M", bound="BaseModel")
 
 __all__ = [
+    "ChatRequest",
     "ClaudeRequest",
     "EmbeddingRequest",
     "GeminiRequest",
@@ -48,7 +50,7 @@ __all__ = [
     "Usage",
 ]
 
-Provider = Literal["anthropic", "google", "embeddings"]
+Provider = Literal["anthropic", "google", "embeddings", "openmaas"]
 PROVIDER_NAMES: Final[tuple[Provider, ...]] = get_args(Provider)
 """The providers' names, as ``_providers.PROVIDERS`` orders its rows (tests/test_providers.py)."""
 Outcome = Literal["ok", "refused", "truncated", "retryable", "failed", "missing", "exhausted"]
@@ -105,13 +107,29 @@ class EmbeddingRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One request to an open model served on Vertex as a managed API (Llama, Qwen, DeepSeek,
+    gpt-oss, ...): the caller's key and an OpenAI chat-completions body.
+
+    ``body`` is what ``openai.OpenAI().chat.completions.create`` takes (``messages``,
+    ``max_tokens``, ``temperature``, ``response_format``, ...), as JSON data. ``model`` may be
+    left out (the job carries it) or equal the job's model; ``stream`` is refused: batch
+    prediction does not stream. The repr shows the key only.
+    """
+
+    key: str
+    body: Mapping[str, Any] = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Job:
     """Everything ``status``, ``results`` and ``cancel`` need; safe to persist as JSON.
 
     Attributes:
         id: the caller's submission id.
         name: the Vertex resource name, ``projects/P/locations/L/batchPredictionJobs/N``.
-        provider: ``"anthropic"`` or ``"google"``.
+        provider: ``"anthropic"``, ``"google"``, ``"embeddings"`` or ``"openmaas"`` (the
+            provider table's keys).
         model: the bare Vertex model id (``claude-sonnet-4-5``, ``gemini-2.5-flash``).
         input_uri: ``gs://`` URI of the staged input JSONL (its first part, for an input
             staged in parts: the manifest beside it lists every part).

@@ -48,10 +48,14 @@ def test_every_row_is_sourced_and_well_formed(model: Model) -> None:
         assert source.url.startswith("https://"), (model.id, source.url)
         assert DATE.fullmatch(source.read), (model.id, source.read)
         assert datetime.date.fromisoformat(source.read) <= datetime.date(2026, 12, 31)
-    row = of_model(model.id)  # its lane: the publisher's family, or embeddings (Google's)
-    assert row is not None and row.publisher == model.publisher, (model.id, model.publisher)
-    assert check_model(model.id, row.provider) == model.id  # bare: no @, no path
-    assert model.id.startswith(tuple(f"{prefix}-" for prefix in row.prefixes))
+    row = of_model(model.id)  # its lane: the publisher's family, embeddings, or open models
+    assert row is not None, model.id
+    assert check_model(model.id, row.provider) == model.id  # no @, no path
+    if row.publisher is None:  # an open model: PUBLISHER/MODEL, its publisher named in its id
+        assert model.id.partition("/")[0] == model.publisher, (model.id, model.publisher)
+    else:
+        assert row.publisher == model.publisher, (model.id, model.publisher)
+        assert model.id.startswith(tuple(f"{prefix}-" for prefix in row.prefixes))
     assert model.name
     if model.rates is not None:
         for name in ("input", "output", "cache_read", "cache_write"):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from vertexbatch._catalogue import catalogue
 from vertexbatch._command.cli import main
+from vertexbatch._providers import of_model
 
 
 def test_models_lists_every_catalogued_model_with_its_facts() -> None:
@@ -45,3 +47,20 @@ def test_models_json_gives_each_fact_with_its_sources() -> None:
 def test_models_refuses_an_unknown_publisher() -> None:
     shown = CliRunner().invoke(main, ["models", "--publisher", "meta"])
     assert shown.exit_code == 2 and "meta" in shown.output
+
+
+@pytest.mark.parametrize(
+    ("lane", "expected"),
+    [
+        ("embeddings", {"gemini-embedding-001", "gemini-embedding-2", "text-embedding-005"}),
+        ("openmaas", {"meta/llama-3.3-70b-instruct-maas", "meta/llama-3.1-8b-instruct-maas"}),
+    ],
+)
+def test_models_keeps_one_lane_s_models(lane: str, expected: set[str]) -> None:
+    """A lane's name keeps its models: Google's embedding models, the open models (whose
+    publisher, ``meta``, their ids name)."""
+    shown = CliRunner().invoke(main, ["models", "--json", "--publisher", lane])
+    assert shown.exit_code == 0, shown.output
+    ids = {json.loads(line)["id"] for line in shown.stdout.splitlines()}
+    assert expected <= ids
+    assert all(of_model(model).provider == lane for model in ids)  # type: ignore[union-attr]

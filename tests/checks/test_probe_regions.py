@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 import vertexbatch as vb
+from vertexbatch._checks.probe import PROBE_MODELS
 from vertexbatch._checks.probe_regions import check_regions, probe_regions
 from vertexbatch._command.cli import main
 from vertexbatch._command.cli_render import ExitCode
@@ -28,7 +29,10 @@ def test_each_multi_region_create_is_reported_and_cancelled(
 ) -> None:
     stack.reset_calls()
     said: list[str] = []
-    report = probe_regions(stack.environment(stack_env), progress=said.append)
+    # The lanes ``vertexbatch probe --multi-region`` probes (PROBE_MODELS also names the
+    # embeddings lane's model, whose catalogued locations are regions only).
+    models = {name: PROBE_MODELS[name] for name in ("claude", "gemini")}
+    report = probe_regions(stack.environment(stack_env), models=models, progress=said.append)
     assert set(report["locations"]) == {"us", "eu"}
     for location, lanes in report["locations"].items():
         assert set(lanes) == {"claude", "gemini"}

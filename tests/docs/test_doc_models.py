@@ -58,9 +58,10 @@ UNPRICED_ON_PURPOSE: dict[tuple[str, str], str] = {
     **{
         ("docs/models.md", model.id): "the catalogue lists it; no page we read prices it"
         for model in catalogue()
-        # Embedding model ids (gemini-embedding-001, text-embedding-005) are not ids the scan's
-        # pattern reads (Claude families, numbered Gemini generations); no price is known for
-        # them, which docs/embeddings.md and docs/models.md say.
+        # Embedding model ids (gemini-embedding-001, text-embedding-005) and open models'
+        # PUBLISHER/MODEL ids are not ids the scan's pattern reads (Claude families, numbered
+        # Gemini generations); no price is known for them, which docs/embeddings.md,
+        # docs/open-models.md and docs/models.md say.
         if model.rates is None and MODEL_ID.fullmatch(model.id)
     },
 }

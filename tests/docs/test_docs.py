@@ -37,6 +37,7 @@ RUN_BY = {
     "docs/examples/canary.py": "tests/client/test_canary.py",
     "docs/examples/progress.py": "tests/observe/test_progress.py",
     "docs/examples/typed_results.py": "tests/schema/test_typed_results.py",
+    "docs/examples/open_models.py": "tests/job/test_chat_lane.py",
     "docs/examples/bigquery_sink.py": "tests/bigquery/test_command.py",
     "docs/examples/bigquery_source.py": "tests/bigquery/test_command.py",
     "docs/examples/bigquery_run.py": "tests/bigquery/test_runs.py",

@@ -6,6 +6,7 @@ and how to add it (``LocalStack.add_model``, ``vertexbatch emulator --model``)."
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,7 +20,16 @@ from vertexbatch.emulator._errors import ApiError
 
 
 def _rows() -> list[Any]:
-    return [row for row in catalogue() if row.publisher in PUBLISHERS]
+    """(publisher, bare id, locations) of the catalogue's rows the stack serves: an open model's
+    publisher read from its PUBLISHER/MODEL id."""
+    rows = []
+    for row in catalogue():
+        publisher, model = row.publisher, row.id
+        if "/" in model:
+            publisher, _, model = model.partition("/")
+        if publisher in PUBLISHERS:
+            rows.append(SimpleNamespace(publisher=publisher, id=model, locations=row.locations))
+    return rows
 
 
 def test_the_default_catalogue_holds_every_catalogued_model_and_the_test_ids() -> None:
@@ -27,10 +37,11 @@ def test_the_default_catalogue_holds_every_catalogued_model_and_the_test_ids() -
     id; a DEFAULT_MODELS id is served everywhere, another row where the catalogue lists it."""
     held = Catalogue()
     assert {(p, m) for p, m, _ in catalogued()} == {(r.publisher, r.id) for r in _rows()}
+    assert ("meta", "llama-3.3-70b-instruct-maas") in {(r.publisher, r.id) for r in _rows()}
     for row in _rows():
         assert held.holds(row.publisher, row.id)
         assert held.holds(row.publisher, f"{row.id}@default")
-        default = row.id in DEFAULT_MODELS[row.publisher]
+        default = row.id in DEFAULT_MODELS.get(row.publisher, ())
         where = held.locations(row.publisher, row.id)
         assert where == (None if default or not row.locations else frozenset(row.locations))
         for location in row.locations:
@@ -117,7 +128,7 @@ def test_model_option_parses_publisher_and_model() -> None:
     """`--model PUBLISHER/MODEL`; anything else is a ValueError starting "model "."""
     assert model_option("google/gemini-3.5-flash") == ("google", "gemini-3.5-flash")
     assert model_option("anthropic/claude-x@20251001") == ("anthropic", "claude-x@20251001")
-    for bad in ("gemini-3.5-flash", "meta/llama", "google/", "google/a/b", "/x"):
+    for bad in ("gemini-3.5-flash", "nobody/llama", "google/", "google/a/b", "/x"):
         with pytest.raises(ValueError, match=r"^model .* must be PUBLISHER/MODEL"):
             model_option(bad)
 

@@ -569,7 +569,8 @@ def test_a_model_the_catalogue_does_not_hold(
 
 def test_the_default_catalogue_and_its_code() -> None:
     """The default catalogue holds the models the project uses, in Vertex's version forms; another
-    code may be asked for, and only anthropic and google models are taken."""
+    code may be asked for, and only the publishers the stack serves are taken (anthropic, google,
+    the managed open models')."""
     from vertexbatch.emulator import DEFAULT_MODELS
     from vertexbatch.emulator._catalogue import Catalogue
     from vertexbatch.emulator._errors import ApiError
@@ -587,8 +588,10 @@ def test_the_default_catalogue_and_its_code() -> None:
     assert (info.value.code, info.value.status) == (400, "INVALID_ARGUMENT")
     exact = Catalogue({"google": ["gemini-9@001"]})
     assert exact.holds("google", "gemini-9@001") and not exact.holds("google", "gemini-9@002")
+    exact.add("meta", "llama-4")  # an open model's publisher (the openmaas lane)
+    assert exact.holds("meta", "llama-4")
     with pytest.raises(ValueError):
-        exact.add("meta", "llama-4")
+        exact.add("cohere", "command-r")  # a publisher the stack does not serve
     with pytest.raises(ValueError):
         Catalogue(missing_code=200)
 

@@ -345,7 +345,8 @@ def test_usual_rows_read_as_the_checked_path_reads_them(
 def test_a_row_reader_refuses_a_provider_it_does_not_know() -> None:
     """The provider is checked once, when the reader is made, as classify_row checks it."""
     with pytest.raises(
-        vb.InvalidRequestError, match="provider must be one of anthropic, google, embeddings"
+        vb.InvalidRequestError,
+        match="provider must be one of anthropic, google, embeddings, openmaas",
     ):
         row_reader("openai")  # type: ignore[arg-type]
 

@@ -33,7 +33,7 @@ from google.api_core import exceptions as api_exceptions
 from .._errors import InvalidRequestError
 from .._requests.sdk_fields import GEMINI_REQUEST_LEVEL
 from .._retry import RetryPolicy
-from .._values import ClaudeRequest, GeminiRequest, Provider
+from .._values import ChatRequest, ClaudeRequest, GeminiRequest, Provider
 from .dest import Dest, parse_dest
 from .read import _SLICE, missing_extra
 
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BigQuerySource",
+    "ChatRequests",
     "ClaudeRequests",
     "GeminiRequests",
     "ROW_REQUESTS",
@@ -49,6 +50,7 @@ __all__ = [
     "SourceRows",
     "check_source_extra",
     "EMBEDDINGS_NO_BIGQUERY",
+    "chat_of_row",
     "claude_of_row",
     "embeddings_of_row",
     "gemini_of_row",
@@ -76,8 +78,10 @@ def _place(position: int, name: object) -> str:
 
 
 # (key, the request column's object, bad) -> the request; ``bad(rule)`` is the error to raise.
+AnyRequest = ClaudeRequest | GeminiRequest | ChatRequest
 RowRequest = Callable[
-    [str, dict[str, Any], Callable[[str], InvalidRequestError]], ClaudeRequest | GeminiRequest
+    [str, dict[str, Any], Callable[[str], InvalidRequestError]],
+    ClaudeRequest | GeminiRequest | ChatRequest,
 ]
 
 
@@ -108,6 +112,13 @@ def gemini_of_row(
     return GeminiRequest(key, body.get("contents"), config or None)  # type: ignore[arg-type]
 
 
+def chat_of_row(
+    key: str, body: dict[str, Any], bad: Callable[[str], InvalidRequestError]
+) -> ChatRequest:
+    """A row's open-model request: the column's object is the chat-completions body as it is."""
+    return ChatRequest(key, body)
+
+
 # Google's batch embeddings page: "BigQuery tables are not supported for Gemini embedding models"
 # (https://docs.cloud.google.com/gemini-enterprise-agent-platform/models/embeddings/
 # batch-prediction-genai-embeddings, read 2026-12-07).
@@ -130,7 +141,12 @@ def embeddings_of_row(
 # ``_providers.PROVIDERS``, which sits above this module (tests/test_providers.py holds the two
 # equal).
 ROW_REQUESTS: Final[Mapping[Provider, RowRequest]] = MappingProxyType(
-    {"anthropic": claude_of_row, "google": gemini_of_row, "embeddings": embeddings_of_row}
+    {
+        "anthropic": claude_of_row,
+        "google": gemini_of_row,
+        "embeddings": embeddings_of_row,
+        "openmaas": chat_of_row,
+    }
 )
 
 
@@ -217,7 +233,7 @@ class SourceRows:
         where = f" {where}" if where else ""
         return InvalidRequestError(f"table {self.source.table}{where}: {rule}", field=_FIELD)
 
-    def requests(self) -> Iterator[ClaudeRequest | GeminiRequest]:
+    def requests(self) -> Iterator[AnyRequest]:
         """Every row's request, sorted by key, once every row has been read and checked."""
         with tempfile.TemporaryFile() as spill:
             index: list[tuple[str, int, int, int]] = []  # key, offset, length, row number
@@ -237,7 +253,9 @@ class SourceRows:
                 spill.seek(offset, os.SEEK_SET)
                 yield self._request(key, json.loads(spill.read(length)))
 
-    def _request(self, key: str, body: dict[str, Any]) -> ClaudeRequest | GeminiRequest:
+    def _request(
+        self, key: str, body: dict[str, Any]
+    ) -> ClaudeRequest | GeminiRequest | ChatRequest:
         return ROW_REQUESTS[self._provider](key, body, lambda rule: self._bad(f"key {key!r}", rule))
 
     def _session(self, columns: list[str] | None) -> Any:
@@ -368,3 +386,4 @@ def _schema(session: Any) -> Any:
 # generator too), or a caller's table of them (``BigQuerySource``).
 ClaudeRequests = Iterable[ClaudeRequest] | BigQuerySource
 GeminiRequests = Iterable[GeminiRequest] | BigQuerySource
+ChatRequests = Iterable[ChatRequest] | BigQuerySource

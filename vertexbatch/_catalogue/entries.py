@@ -54,19 +54,20 @@ class Rates:
 class Model:
     """One catalogued model.
 
-    ``id``: the bare Vertex model id (no ``@version``, no publisher path); ``publisher``:
-    ``anthropic`` | ``google`` (later lanes add theirs); ``batch``: a page we read lists it for
-    batch prediction (``False``: none we read does; unknown, not refused); ``locations``: where
-    a page we read says it is served (regions, ``us``/``eu``, ``global``; empty: unknown, not
-    "nowhere"); ``rates``: its online list prices, ``None`` if no source gives them; ``flex``: a
-    page we read lists it for Flex PayGo; ``sources``: the pages its facts were read from;
-    ``name``: its name as its pages print it; ``concurrent_jobs``: the default quota of its
-    batch jobs running at once in a project; ``job_rows`` and ``job_bytes``: the most requests
-    and input bytes one batch job takes (``None``: not documented; each ``None`` is unknown,
-    and vertexbatch holds work to its own defaults, ``_rules.Limits``);
-    ``structured_output``: the form ``schema=`` is written in for it (``"tool"``: Claude's
-    forced tool; ``"responseSchema"``: Gemini's ``generationConfig.responseSchema``; ``""``:
-    unknown)."""
+    ``id``: the bare Vertex model id (no ``@version``, no publisher path; an open model's is
+    ``PUBLISHER/MODEL``); ``publisher``: its Vertex publisher, ``anthropic`` | ``google`` (an
+    embedding model's too) | an open model's (``meta``, its id's first part); ``batch``: a page
+    we read lists it for batch prediction (``False``: none we read does; unknown, not refused);
+    ``locations``: where a page we read says it is served (regions, ``us``/``eu``, ``global``;
+    empty: unknown, not "nowhere"); ``rates``: its online list prices, ``None`` if no source
+    gives them; ``flex``: a page we read lists it for Flex PayGo; ``sources``: the pages its
+    facts were read from; ``name``: its name as its pages print it; ``concurrent_jobs``: the
+    default quota of its batch jobs running at once in a project; ``job_rows`` and
+    ``job_bytes``: the most requests and input bytes one batch job takes (``None``: not
+    documented; each ``None`` is unknown, and vertexbatch holds work to its own defaults,
+    ``_rules.Limits``); ``structured_output``: the form ``schema=`` is written in for it
+    (``"tool"``: Claude's forced tool; ``"responseSchema"``: Gemini's
+    ``generationConfig.responseSchema``; ``""``: unknown)."""
 
     id: str
     publisher: str
@@ -84,11 +85,21 @@ class Model:
     def matches(self, model: str) -> bool:
         """Whether ``model`` names this row: bare or a publisher path, with or without
         ``@version``, or with Gemini's stable version suffix (``gemini-2.5-flash-001``)."""
+        if "/" in self.id:  # an open model's PUBLISHER/MODEL id
+            return qualified_id(model) == self.id
         bare = bare_id(model)
         if bare == self.id:
             return True
         suffix = bare.removeprefix(self.id + "-")
         return suffix != bare and len(suffix) == 3 and suffix.isdigit()
+
+
+def qualified_id(model: str) -> str:
+    """``model`` as ``PUBLISHER/MODEL`` without ``@version``: a publisher path
+    (``publishers/meta/models/llama-x``) is written so, an id already so is kept."""
+    name = model.partition("@")[0]
+    head, sep, tail = name.rpartition("/models/")
+    return f"{head.rsplit('/', 1)[-1]}/{tail}" if sep else name
 
 
 def bare_id(model: str) -> str:

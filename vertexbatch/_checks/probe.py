@@ -56,7 +56,9 @@ if TYPE_CHECKING:
 __all__ = ["PROBE_MODELS", "REPORT_VERSION", "error_status", "rest_call", "run_probe"]
 
 PROBE_MODELS: Mapping[str, str] = {
-    row.command: PROBE_LANES[provider].model for provider, row in PROVIDERS.items()
+    row.command: PROBE_LANES[provider].model
+    for provider, row in PROVIDERS.items()
+    if PROBE_LANES[provider].model  # a lane with no probe model is not probed (yet)
 }
 """The models probed unless ``--claude-model`` / ``--gemini-model`` say otherwise."""
 REPORT_VERSION = 1

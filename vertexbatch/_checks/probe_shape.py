@@ -374,6 +374,18 @@ def _embedding_row_facts(row: Mapping[str, Any], request: Any, failed: bool) -> 
     return out
 
 
+def _chat_rows(invalid: bool) -> bytes:
+    from .._requests.lines import chat_line
+    from .._values import ChatRequest
+
+    def chat(key: str, text: str, max_tokens: int) -> bytes:
+        body = {"max_tokens": max_tokens, "messages": [{"role": "user", "content": text}]}
+        return chat_line(ChatRequest(key=key, body=body)).data
+
+    rows = chat("answer", _ANSWER, 64) + chat("truncated", _LONG, 1)
+    return rows + chat("invalid", _ANSWER, 64).replace(b'"user"', b'"critic"') if invalid else rows
+
+
 def _claude_row_facts(row: Mapping[str, Any], request: Any, failed: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"custom_id_echoed": "custom_id" in row}
     if not failed:
@@ -390,7 +402,7 @@ def _gemini_row_facts(row: Mapping[str, Any], request: Any, failed: bool) -> dic
 class ProbeLane:
     """What a probe stages and reads differently for one provider."""
 
-    model: str  # the model probed unless --<command>-model says otherwise
+    model: str  # the model probed unless --<command>-model says otherwise ("": not probed)
     rows: Callable[[bool], bytes]  # (invalid) -> the staged JSONL of its probe rows
     row_facts: Callable[[Mapping[str, Any], Any, bool], dict[str, Any]]  # (row, request, failed)
     facts: tuple[tuple[str, bool], ...]  # its own row facts, each: whether only answers count
@@ -418,6 +430,14 @@ PROBE_LANES: Final[Mapping[Provider, ProbeLane]] = MappingProxyType(
             rows=_embedding_rows,
             row_facts=_embedding_row_facts,
             facts=(("key_echoed", False), ("response", True)),
+        ),
+        # Not probed yet (no model: PROBE_MODELS leaves it out): the probe measures Claude's and
+        # Gemini's jobs; its rows are ready for when an open model's output row is probed.
+        "openmaas": ProbeLane(
+            model="",
+            rows=_chat_rows,
+            row_facts=_claude_row_facts,  # an id in custom_id too, and the response's shape
+            facts=(("custom_id_echoed", False), ("response", True)),
         ),
     }
 )

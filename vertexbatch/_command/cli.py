@@ -218,6 +218,7 @@ def submit(
 
     Claude lines: {"key": ..., "params": {Messages parameters}}.
     Gemini lines: {"key": ..., "contents": [...], "config": {...}}.
+    Chat lines (open models): {"key": ..., "body": {OpenAI chat-completions parameters}}.
     --source reads them from a BigQuery table instead: a key column and a request column
     (Claude's Messages parameters, or Gemini's GenerateContentRequest, as JSON).
     --dry-run prints the plan instead, as 'vertexbatch plan' does.

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from .._catalogue import Model, UncataloguedModelWarning, catalogue
-from .._providers import PROVIDERS
+from .._providers import PROVIDERS, of_model
 from .._submission.canary import CanaryWarning
 
 __all__ = ["catalogue_warnings", "job_cells", "model_record", "models", "price_cells"]
@@ -79,6 +79,13 @@ def _line(model: Model) -> str:
     )
 
 
+def _names(model: Model) -> tuple[str, ...]:
+    """What ``--publisher`` finds ``model`` by: its Vertex publisher and its lane's name in the
+    provider table (``embeddings`` for Google's embedding models, ``openmaas`` for open ones)."""
+    row = of_model(model.id)
+    return (model.publisher,) if row is None else (model.publisher, row.provider)
+
+
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="One JSON object a model, with sources.")
 @click.option("--publisher", type=click.Choice(sorted(PROVIDERS)), default=None, help="Only these.")
@@ -91,7 +98,7 @@ def models(as_json: bool, publisher: str | None) -> None:
     read lists the model for batch (it is submitted all the same); locations=unknown: no page
     read gives them. Reads no cloud.
     """
-    rows = [m for m in catalogue() if publisher is None or m.publisher == publisher]
+    rows = [m for m in catalogue() if publisher is None or publisher in _names(m)]
     for model in rows:
         click.echo(json.dumps(model_record(model)) if as_json else _line(model))
     if not as_json:

@@ -17,14 +17,14 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, TypeAlias
 
 import click
 
 from .._bigquery.source import BigQuerySource
 from .._errors import InvalidRequestError
 from .._providers import by_command, of_model, unknown_line_fields
-from .._values import ClaudeRequest, EmbeddingRequest, GeminiRequest
+from .._values import ChatRequest, ClaudeRequest, EmbeddingRequest, GeminiRequest
 from .cli_render import ExitCode, Fail
 
 __all__ = [
@@ -53,7 +53,7 @@ class RequestLines:
         self.line = 0
         self.done = False
 
-    def __iter__(self) -> Iterator[ClaudeRequest | GeminiRequest | EmbeddingRequest]:
+    def __iter__(self) -> Iterator[_Request]:
         for number, raw in enumerate(self.stream, start=1):
             self.line = number
             if not raw.strip():
@@ -64,7 +64,7 @@ class RequestLines:
     def _bad(self, problem: str, field: str = "requests") -> _BadLine:
         return _BadLine(f"{self.name} line {self.line}: {problem}", field=field)
 
-    def _parse(self, raw: bytes) -> ClaudeRequest | GeminiRequest | EmbeddingRequest:
+    def _parse(self, raw: bytes) -> _Request:
         problem = ""
         try:
             data = json.loads(raw.decode("utf-8").rstrip("\r\n"), parse_constant=_not_json)
@@ -133,16 +133,27 @@ def _embedding_request(lines: RequestLines, key: str, data: dict[str, Any]) -> E
     )
 
 
+def _chat_request(lines: RequestLines, key: str, data: dict[str, Any]) -> ChatRequest:
+    body = data.get("body")
+    if not isinstance(body, dict):
+        raise lines._bad("'body' must be an object of OpenAI chat-completions parameters", "body")
+    if "model" in body:
+        raise lines._bad(
+            "'body' sets 'model': --model gives the model of the whole job; drop it from the line",
+            "body",
+        )
+    return ChatRequest(key, body)
+
+
 # A checked line of each provider's request file (its fields are the table's ``fields``) as
 # its request; tests/test_providers.py holds the keys to the table's command names.
-_REQUESTS: dict[
-    str,
-    Callable[[RequestLines, str, dict[str, Any]], ClaudeRequest | GeminiRequest | EmbeddingRequest],
-]
+_Request: TypeAlias = ClaudeRequest | GeminiRequest | EmbeddingRequest | ChatRequest
+_REQUESTS: dict[str, Callable[[RequestLines, str, dict[str, Any]], _Request]]
 _REQUESTS = {
     "claude": _claude_request,
     "gemini": _gemini_request,
     "embeddings": _embedding_request,
+    "chat": _chat_request,
 }
 
 
@@ -180,7 +191,8 @@ def open_requests(path: str) -> Iterator[IO[bytes]]:
 
 def check_provider(provider: str, model: str) -> None:
     """Raise unless ``model`` is one of ``--provider``'s models (its id starts with one of its
-    lane's prefixes, ``ProviderRow.prefixes``).
+    lane's prefixes, ``ProviderRow.prefixes``; a lane whose ids name their publisher,
+    ``PUBLISHER/MODEL``, is left to the library).
 
     Raises:
         InvalidRequestError: the model belongs to the other provider, or to neither; the message
@@ -195,6 +207,8 @@ def check_provider(provider: str, model: str) -> None:
             field="model",
         )
     row = by_command(provider)
+    if row.publisher is None:  # PUBLISHER/MODEL ids: the library says what it takes
+        return
     if owner is None or not row.owns(model) or not model.startswith(row.prefixes):
         begins = " or ".join(f"'{prefix}-'" for prefix in row.prefixes)
         raise InvalidRequestError(

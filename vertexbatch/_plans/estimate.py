@@ -16,7 +16,7 @@ from typing import Any
 
 from .._providers import PROVIDERS, job_limits
 from .._requests.dedupe import exact_digest
-from .._requests.lines import StagedLine
+from .._requests.lines import StagedLine, staged_body
 from .._rules import DEFAULT_LIMITS, Limits
 from .._staged.manifest import Tally
 from .._values import Provider
@@ -160,7 +160,7 @@ def build_plan(
         shard_size = min(shard_size, limits.rows)  # as a run cuts them (``_runs.shards``)
     rows: list[_Row] = []
     for line in lines:
-        body = json.loads(line.data)["request"]
+        body = staged_body(json.loads(line.data))
         rows.append(
             _Row(
                 key=line.key,
@@ -203,7 +203,7 @@ def build_plan(
     input_tokens = sum(r.tokens for r in send)
     exact = count is not None
     if count is not None and send:
-        bodies = [json.loads(r.line.data)["request"] for r in send if r.line is not None]
+        bodies = [staged_body(json.loads(r.line.data)) for r in send if r.line is not None]
         input_tokens = sum(count(bodies))
     ceiling = sum(r.ceiling for r in send)
     price = price_of(model, prices)

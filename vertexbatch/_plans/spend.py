@@ -116,6 +116,15 @@ CACHE_BILLING: Final[Mapping[Provider, CacheBilling]] = {
         "embeddings, read 2026-12-07); the page says nothing of caching, so whether an "
         "embedding reads a cache is unknown, and its usage reports input tokens only",
     ),
+    "openmaas": CacheBilling(
+        input_holds_cached=True,
+        tier_applies_to_cache=True,
+        source="open models: OpenAI's usage counts cached tokens within prompt_tokens "
+        "(prompt_tokens_details.cached_tokens); Google's open-model batch page "
+        "(https://docs.cloud.google.com/vertex-ai/generative-ai/docs/maas/capabilities/"
+        "batch-prediction, read 2026-12-07) prices no cache rate nor batch share, so none is "
+        "assumed",
+    ),
 }
 
 

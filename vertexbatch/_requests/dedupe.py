@@ -26,7 +26,7 @@ from typing import Any
 
 from .._errors import ResultError
 from .._values import Result
-from .lines import StagedLine
+from .lines import StagedLine, staged_body
 
 __all__ = [
     "alias_of",
@@ -78,7 +78,7 @@ def named_files(data: bytes) -> list[tuple[str, str]]:
     if b"gs://" not in data:
         return []
     try:
-        request = json.loads(data)["request"]
+        request = staged_body(json.loads(data))
     except (ValueError, TypeError, KeyError, RecursionError):
         return []
     found: list[tuple[str, str]] = []
@@ -127,7 +127,7 @@ def _exact_digest(data: bytes) -> tuple[str, str]:
         if head != _LABELLED:  # the request's bytes as staged, sorted already
             return digest.decode("ascii", "replace"), _hex(line[start + len(_MID) : -1])
         try:  # Gemini: the labels, the key's digest among them, come out
-            request = json.loads(line)["request"]
+            request = staged_body(json.loads(line))
             request.pop("labels", None)
             body = _SORTED.encode(request).encode("utf-8")
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError):

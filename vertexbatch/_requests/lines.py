@@ -25,8 +25,9 @@ import orjson
 
 from .._errors import InvalidRequestError
 from .._schemas.check import Schema
-from .._schemas.forms import claude_form, gemini_form
-from .._values import ClaudeRequest, GeminiRequest
+from .._schemas.forms import claude_form, gemini_form, openai_form
+from .._values import ChatRequest, ClaudeRequest, GeminiRequest
+from .chat_body import CHAT_URL, chat_body
 from .claude_shape import one_shape
 from .gemini_body import gemini_body
 from .importer_rules import Problem, has_huge_int, problem, scan
@@ -38,8 +39,10 @@ __all__ = [
     "ANTHROPIC_VERSION",
     "MAX_TOKENS",
     "StagedLine",
+    "chat_line",
     "claude_line",
     "gemini_line",
+    "staged_body",
     "staged_line",
 ]
 
@@ -56,6 +59,12 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _SORTED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 # A string as a JSON string, as _COMPACT writes it (json's own C function).
 _quoted = json.encoder.encode_basestring
+
+
+def staged_body(line: Mapping[str, Any]) -> Any:
+    """The request of a staged line read back: its ``request`` (Claude, Gemini), or the OpenAI
+    batch format's ``body`` (open models)."""
+    return line["request"] if "request" in line else line["body"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +90,14 @@ def _line(
     request: dict[str, Any],
     types: FieldTypes | None = None,
     shared: tuple[str, ...] = (),
+    envelope: bytes = b"",
+    body_field: str = "request",
 ) -> StagedLine:
     """Check and serialise one request into its line, with the canonical digest on the way.
+
+    The line is ``{ID_FIELD: digest, ENVELOPE BODY_FIELD: request}``: ``envelope`` is the
+    fields between (the OpenAI batch format's ``"method":"POST","url":...,``), ``body_field``
+    the request's (``request``; ``body`` for the OpenAI format).
 
     The request is serialised once, keys sorted: when it is already canonical (the usual case)
     that text is also the one its canonical digest is taken of. Labels are left out of the
@@ -126,7 +141,8 @@ def _line(
                     if canonical
                     else canonical_digest(request)
                 ),
-                b'{"%b":"%b","request":%b}\n' % (id_field.encode(), digest.encode(), text),
+                b'{"%b":"%b",%b"%b":%b}\n'
+                % (id_field.encode(), digest.encode(), envelope, body_field.encode(), text),
             )
         except (TypeError, ValueError, RecursionError):  # NaN, not UTF-8, not JSON data
             if types is not None:
@@ -134,9 +150,9 @@ def _line(
         else:
             if clash is None:
                 return line
-            raise _refused(key, id_field, clash)
+            raise _refused(key, id_field, clash, body_field)
     # Raised outside the except block: nothing that holds request content is chained to it.
-    raise _refused(key, id_field, problem(dump(request)))
+    raise _refused(key, id_field, problem(dump(request)), body_field)
 
 
 staged_line = _line
@@ -182,10 +198,14 @@ def _compact_json(value: Any, fixed: bool) -> bytes:
     return STRICT_COMPACT.encode(value).encode()
 
 
-def _refused(key: str, id_field: str, found: Problem | None) -> InvalidRequestError:
+def _refused(
+    key: str, id_field: str, found: Problem | None, body_field: str = "request"
+) -> InvalidRequestError:
     """The error for a line that cannot be staged, in the terms of the caller's request."""
     top, place, rule = found or ("", "", "not JSON data")
-    if id_field == "custom_id":  # a Claude line: the request is the params
+    if body_field == "body":  # an OpenAI-format line: the request is the body
+        field, place = "body", f"body.{place}" if place else "body"
+    elif id_field == "custom_id":  # a Claude line: the request is the params
         field, place = "params", f"params.{place}" if place else "params"
     else:
         field, place = ("contents" if top == "contents" else "config"), place or "the request"
@@ -293,3 +313,25 @@ def gemini_line(
     labels[KEY_FIELD] = digest
     body["labels"] = labels
     return _line(request.key, digest, KEY_FIELD, body, types, shared)
+
+
+# The fields of an OpenAI batch line between its id and its body (Google's open-model batch page).
+_CHAT_ENVELOPE = b'"method":"POST","url":"%b",' % CHAT_URL.encode()
+
+
+def chat_line(
+    request: ChatRequest, types: FieldTypes | None = None, schema: Schema | None = None
+) -> StagedLine:
+    """The Vertex batch line of an open model's request, in the OpenAI batch format:
+    ``{"custom_id": digest, "method": "POST", "url": "/v1/chat/completions", "body": body}``.
+
+    ``types``: the field types of the earlier lines of the same input (``FieldTypes``);
+    ``schema``: the submission's answer schema, as ``response_format`` (``_schemas.forms``).
+    """
+    body = chat_body(request)
+    if schema is not None:
+        body = openai_form(body, schema, request.key)
+    digest = key_digest(request.key)
+    return _line(
+        request.key, digest, "custom_id", body, types, envelope=_CHAT_ENVELOPE, body_field="body"
+    )

@@ -43,6 +43,7 @@ from .._errors import InvalidRequestError, RefusedError, TruncatedError
 from .._json import MAX_UNWRAP, is_number, load_json
 from .._values import Provider, Refusal, Result, Usage
 from .build import result_of, usage_of
+from .chat import classify_chat_completion
 from .content import claude_content, gemini_content, gemini_other_parts
 from .embedding import read_embedding
 from .failures import is_error_body, line_error_for, parse_error_object, parse_status, safe_name
@@ -92,13 +93,14 @@ def classify_row(row: Mapping[str, Any], *, key: str, provider: Provider) -> Res
     Args:
         row: one JSON line, already parsed. Not modified.
         key: the caller's key the line was matched to.
-        provider: ``"anthropic"`` or ``"google"``: how to read a successful response.
+        provider: a key of ``READERS`` (``"anthropic"``, ``"google"``, ``"embeddings"``,
+            ``"openmaas"``): how to read a successful response.
 
     Returns:
         The outcome; ``Result.response`` is the decoded response object whenever the line had one.
 
     Raises:
-        InvalidRequestError: ``provider`` is neither ``"anthropic"`` nor ``"google"``.
+        InvalidRequestError: ``provider`` is no key of ``READERS``.
     """
     if not isinstance(provider, str) or provider not in READERS:
         raise InvalidRequestError(
@@ -252,6 +254,7 @@ READERS: Final[Mapping[Provider, Callable[..., Result]]] = MappingProxyType(
         "anthropic": classify_claude_message,
         "google": classify_gemini_response,
         "embeddings": read_embedding,
+        "openmaas": classify_chat_completion,
     }
 )
 

@@ -31,6 +31,7 @@ from .._json import MAX_DEPTH
 from .._requests.keymap import KEY_FIELD
 from .._values import Provider, Result
 from .build import result_of
+from .chat import read_usual_chat
 from .classify import CLAUDE_ANSWERED, READERS, classify_row, claude_usage, gemini_usage
 from .embedding import EMBEDDING_ID, read_usual_embedding
 
@@ -206,5 +207,6 @@ USUAL_READERS: Final[Mapping[Provider, UsualReader]] = MappingProxyType(
         "anthropic": read_usual_claude,
         "google": read_usual_gemini,
         "embeddings": read_usual_embedding,
+        "openmaas": read_usual_chat,
     }
 )

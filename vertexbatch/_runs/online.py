@@ -80,7 +80,7 @@ from .._errors import InvalidRequestError
 from .._gcs.staging import JSONL, Folder, Staging
 from .._observe.traces import note, stepped
 from .._providers import PROVIDERS
-from .._requests.lines import StagedLine
+from .._requests.lines import StagedLine, staged_body
 from .._staged.read import read_key_map, read_staged_lines
 from .._values import Job
 from .._vertex.online import from_service, status_code
@@ -285,7 +285,7 @@ def _answer(
     def answer(line: StagedLine) -> bytes | None:
         if not lease.held():
             return None
-        body = json.loads(line.data)["request"]
+        body = staged_body(json.loads(line.data))
         row: dict[str, Any] = {id_field: line.digest}
         try:
             row["response"] = cloud.retry.call(

@@ -7,6 +7,10 @@
 - Gemini: ``generationConfig.responseMimeType: "application/json"`` and ``responseSchema``, the
   OpenAPI subset, converted here from the JSON schema. Not ``responseJsonSchema``: answers to it
   were reported degenerate in batch where ``responseSchema`` worked (crmne/ruby_llm#894).
+- Open models (the ``openmaas`` lane): OpenAI's ``response_format: {"type": "json_schema",
+  "json_schema": {"name": ..., "schema": ...}}`` in the chat-completions body. Whether every
+  managed open model honours it in batch is not documented (docs/platform-facts.md, "Open
+  models"); an answer that does not follow it is caught when results are read with ``schema=``.
 
 A request that already sets another schema, tool choice or response type is refused before
 anything is staged, naming its key and the rule. Bodies given are never modified.
@@ -46,6 +50,7 @@ __all__ = [
     "claude_form",
     "gemini_form",
     "gemini_schema",
+    "openai_form",
 ]
 
 # The tool a Claude answer in a schema is given as: its input is the answer.
@@ -91,6 +96,28 @@ def _refused(key: str, field: str, what: str) -> InvalidRequestError:
         "the request or submit without schema=",
         field=field,
     )
+
+
+# The name OpenAI's ``json_schema.name`` takes (OpenAI's chat-completions reference).
+_OPENAI_NAME: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}").fullmatch
+
+
+def openai_form(body: Mapping[str, Any], schema: Schema, key: str) -> dict[str, Any]:
+    """An OpenAI chat-completions body with the schema as ``response_format`` (a new dict):
+    ``{"type": "json_schema", "json_schema": {"name": NAME, "schema": schema}}``, ``NAME`` the
+    model class's name when OpenAI takes it, else ``SCHEMA_TOOL``.
+
+    Raises:
+        InvalidRequestError: the body sets another ``response_format``.
+    """
+    name = schema.name if schema.name and _OPENAI_NAME(schema.name) else SCHEMA_TOOL
+    wanted = {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema.json)}}
+    given = body.get("response_format")
+    if given is not None and (not isinstance(given, Mapping) or dict(given) != wanted):
+        raise _refused(key, "body", "set 'response_format'")
+    out = dict(body)
+    out["response_format"] = wanted
+    return out
 
 
 def claude_form(body: Mapping[str, Any], schema: Schema, key: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from .._bigquery.source import (
     BigQuerySource,
+    ChatRequests,
     ClaudeRequests,
     GeminiRequests,
     Share,
@@ -23,7 +24,7 @@ from .._providers import PROVIDERS
 from .._requests.lines import StagedLine
 from .._rules import check_key
 from .._schemas.check import Schema
-from .._values import ClaudeRequest, EmbeddingRequest, GeminiRequest, Provider
+from .._values import ChatRequest, ClaudeRequest, EmbeddingRequest, GeminiRequest, Provider
 from .options import SubmitOptions
 
 __all__ = ["request_lines", "source_requests", "staged_lines"]
@@ -31,7 +32,10 @@ __all__ = ["request_lines", "source_requests", "staged_lines"]
 
 def staged_lines(
     requests: Iterable[Any],
-    expected: type[ClaudeRequest] | type[GeminiRequest] | type[EmbeddingRequest],
+    expected: type[ClaudeRequest]
+    | type[GeminiRequest]
+    | type[EmbeddingRequest]
+    | type[ChatRequest],
     build: Callable[..., StagedLine],
     schema: Schema | None = None,
 ) -> Iterator[StagedLine]:
@@ -50,7 +54,10 @@ def staged_lines(
 
 def _built_lines(
     requests: Iterable[Any],
-    expected: type[ClaudeRequest] | type[GeminiRequest] | type[EmbeddingRequest],
+    expected: type[ClaudeRequest]
+    | type[GeminiRequest]
+    | type[EmbeddingRequest]
+    | type[ChatRequest],
     build: Callable[..., StagedLine],
     schema: Schema | None,
 ) -> Iterator[StagedLine]:
@@ -71,7 +78,7 @@ def _built_lines(
 def request_lines(
     cloud: Cloud,
     provider: Provider,
-    requests: ClaudeRequests | GeminiRequests,
+    requests: ClaudeRequests | GeminiRequests | ChatRequests,
     options: SubmitOptions,
     meter: Meter | None,
     share: Share | None = None,
@@ -88,7 +95,7 @@ def request_lines(
 def source_requests(
     cloud: Cloud,
     provider: Provider,
-    requests: ClaudeRequests | GeminiRequests,
+    requests: ClaudeRequests | GeminiRequests | ChatRequests,
     share: Share | None = None,
 ) -> tuple[Iterable[Any], SourceRows | None]:
     """``requests`` as they are, or a ``BigQuerySource``'s rows as requests (``SourceRows``:

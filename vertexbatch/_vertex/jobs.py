@@ -20,7 +20,7 @@ from google.api_core import exceptions as api_exceptions
 from .._bigquery.dest import parse_dest
 from .._errors import InvalidRequestError
 from .._retry import RetryPolicy
-from .._rules import bare_model, id_label, publisher_path
+from .._rules import id_label, model_of_job, publisher_path
 from .._values import Job, Provider, Status
 from .controls import (
     ID_LABEL,
@@ -124,7 +124,7 @@ class JobSpec:
             id=self.id,
             name=job.name,
             provider=self.provider,
-            model=bare_model(job.model) or self.model,
+            model=model_of_job(job.model, self.model),
             input_uri=self.input_uri,
             output_prefix=self.output_prefix,
             keys=self.keys,

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from google.api_core import exceptions as api_exceptions
 
+from .._errors import InvalidRequestError
 from .._lifecycle import closed_error
 from .._observe.sdk_logs import quiet_requests
 from .._retry import is_transient_call_error
@@ -55,6 +56,8 @@ __all__ = [
     "Caller",
     "MalformedAnswer",
     "OnlineClients",
+    "chat_caller",
+    "chat_counter",
     "claude_caller",
     "claude_counter",
     "from_service",
@@ -329,3 +332,26 @@ def gemini_counter(online: OnlineClients, model: str) -> Callable[[Mapping[str, 
         return int(answer.get("totalTokens") or 0)
 
     return one
+
+
+def chat_caller(
+    online: OnlineClients, model: str, concurrency: int, tier: str = "standard"
+) -> Caller:
+    """The open models' online method: none yet. Vertex serves them online through an
+    OpenAI-compatible endpoint vertexbatch does not call, so a run's online fallback is refused
+    here, before any call, naming the lane."""
+    raise InvalidRequestError(
+        f"model {model!r}: the open-model (chat) lane has no online fallback in vertexbatch; "
+        "run it without a deadline fallback, or read the run's results as they stand",
+        field="fallback_tier",
+    )
+
+
+def chat_counter(online: OnlineClients, model: str) -> Callable[[Mapping[str, Any]], int]:
+    """The open models' count: none. No page we read documents a count-tokens call for
+    Vertex's managed open models, so ``count_tokens=True`` is refused for the lane."""
+    raise InvalidRequestError(
+        f"model {model!r}: count_tokens=True is not available for open models (no count-tokens "
+        "call is documented for them on Vertex); plan without it to estimate the input tokens",
+        field="count_tokens",
+    )

@@ -28,6 +28,7 @@ from vertexbatch.emulator._errors import ApiError
 
 __all__ = [
     "DEFAULT_MODELS",
+    "OPEN_PUBLISHERS",
     "PUBLISHERS",
     "VERSION_FORM",
     "Catalogue",
@@ -35,7 +36,12 @@ __all__ = [
     "missing_hint",
 ]
 
-PUBLISHERS: tuple[str, ...] = ("anthropic", "google")
+OPEN_PUBLISHERS: tuple[str, ...] = (
+    "meta", "mistralai", "qwen", "deepseek-ai", "openai", "ai21", "xai", "moonshotai",
+)  # fmt: skip
+"""The publishers of Vertex's managed open models ("Model-as-a-Service"): their lines are in the
+OpenAI batch format and answered in the OpenAI shape (`_openmaas.py`)."""
+PUBLISHERS: tuple[str, ...] = ("anthropic", "google", *OPEN_PUBLISHERS)
 
 DEFAULT_MODELS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
@@ -58,13 +64,17 @@ VERSION_FORM = re.compile(r"default|\d{8}|\d{3}")
 
 def catalogued() -> tuple[tuple[str, str, frozenset[str]], ...]:
     """(publisher, bare id, locations) of every model in the client's catalogue the stack can
-    serve (publishers `PUBLISHERS`; a row of another publisher is left out). Read from
+    serve (publishers `PUBLISHERS`, an open model's read from its `PUBLISHER/MODEL` id; a row
+    of another publisher is left out). Read from
     `vertexbatch._catalogue.catalogue()`, the one list of models vertexbatch knows."""
-    return tuple(
-        (row.publisher, row.id, frozenset(row.locations))
-        for row in catalogue()
-        if row.publisher in PUBLISHERS
-    )
+    served = []
+    for row in catalogue():
+        publisher, model = row.publisher, row.id
+        if "/" in model:  # an open model's PUBLISHER/MODEL id (the openmaas lane)
+            publisher, _, model = model.partition("/")
+        if publisher in PUBLISHERS:
+            served.append((publisher, model, frozenset(row.locations)))
+    return tuple(served)
 
 
 class Catalogue:
@@ -122,9 +132,14 @@ class Catalogue:
             self._where.pop((publisher, model), None)
 
     def models(self) -> dict[str, tuple[str, ...]]:
-        """The models held now, by publisher, sorted."""
+        """The models held now, by publisher, sorted (an open model's publisher when it holds
+        one)."""
         with self._lock:
-            return {publisher: tuple(sorted(ids)) for publisher, ids in self._models.items()}
+            return {
+                publisher: tuple(sorted(ids))
+                for publisher, ids in self._models.items()
+                if ids or publisher not in OPEN_PUBLISHERS  # an open publisher only when held
+            }
 
     def locations(self, publisher: str, model: str) -> frozenset[str] | None:
         """The only locations serving `model` (a catalogue row's), None for every location."""

@@ -148,10 +148,6 @@ def instance_config(body: Mapping[str, Any]) -> dict[str, Any] | None:
     return echoed
 
 
-# Publishers whose models Vertex serves in batch (Model-as-a-Service) and the stack does not.
-_MAAS_PUBLISHERS = frozenset(
-    {"meta", "mistralai", "qwen", "deepseek-ai", "openai", "ai21", "xai", "moonshotai"}
-)
 _EMBEDDING = re.compile(
     r"(?:text-embedding|text-multilingual-embedding|textembedding|gemini-embedding|"
     r"multimodalembedding)",
@@ -217,11 +213,6 @@ def not_emulated(
             "not Model resources (custom or tuned models) or endpoints."
         )
     publisher, model_id = match.group(1), match.group(2)
-    if publisher in _MAAS_PUBLISHERS:
-        return (
-            f"The local stack does not emulate batch prediction for {publisher} models: it "
-            "serves google (Gemini) and anthropic (Claude) models only."
-        )
     if _EMBEDDING.match(model_id) and not (holds is not None and holds(publisher, model_id)):
         return (
             f"The local stack does not emulate embedding models ({model_id[:100]}): its local "

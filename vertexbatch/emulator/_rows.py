@@ -19,7 +19,7 @@ from vertexbatch.emulator._options import GEMINI_ERROR_SHAPES, JobOptions
 
 __all__ = ["Provider", "format_row", "processed_time"]
 
-Provider = Literal["anthropic", "google"]
+Provider = Literal["anthropic", "google", "openmaas"]
 
 
 def processed_time(moment: datetime) -> str:
@@ -32,6 +32,28 @@ def processed_time(moment: datetime) -> str:
 def _status_string(error: LineFailure) -> str:
     body = {"error": {"code": error.code, "message": error.message, "status": error.status}}
     return f"{reason_phrase(error.code)}: {json.dumps(body)}"
+
+
+def _openai_row(line: dict[str, Any], answer: Answer, moment: datetime) -> dict[str, Any]:
+    """An open model's row: the input line's fields echoed (`custom_id`, `method`, `url`,
+    `body`), then `response`, the OpenAI chat completion; a failure's `status` as the other
+    lanes write it, or (`error_envelope`) an OpenAI error body in `response`."""
+    row: dict[str, Any] = {"status": "", "processed_time": processed_time(moment)}
+    row.update((k, v) for k, v in line.items() if k not in ("status", "response"))
+    error = answer.error
+    if error is None:
+        row["response"] = answer.response
+    elif error.shape == "error_envelope":
+        row["status"] = reason_phrase(error.code)
+        body = {"message": error.message, "type": error.anthropic_type, "code": error.code}
+        row["response"] = {"error": body}
+    elif error.shape == "status_object":
+        row["status"] = {"code": error.code, "message": error.message}
+    elif error.shape == "status_text":
+        row["status"] = error.sentence
+    else:
+        row["status"] = _status_string(error)
+    return row
 
 
 def format_row(
@@ -53,6 +75,8 @@ def format_row(
     """
     if answer.dropped:
         return None
+    if provider == "openmaas":
+        return _openai_row(line, answer, moment)
     request = line.get("request")
     if provider == "google" and not options.echo_labels and isinstance(request, dict):
         request = {k: v for k, v in request.items() if k != "labels"}

@@ -42,6 +42,7 @@ from vertexbatch.emulator._importer import (
 from vertexbatch.emulator._jobs import PAUSED, PENDING, QUEUED, RUNNING, JobRecord, JobStore
 from vertexbatch.emulator._media import cached_content, read_media
 from vertexbatch.emulator._model import Answer, answer_claude, answer_gemini
+from vertexbatch.emulator._openmaas import answer_chat
 from vertexbatch.emulator._rows import format_row
 
 __all__ = ["JobRun", "StoreMissing", "make_runner", "object_fingerprint", "split_gcs_uri"]
@@ -389,6 +390,8 @@ class JobRun:
                 answer, _ = answer_embedding(request, spec.model_id)
             elif spec.publisher == "anthropic":
                 answer = answer_claude(request, spec.model_id, check_fields=check)
+            elif spec.publisher == "openmaas":
+                answer = answer_chat(original.get("body"), spec.model_id)
             else:
                 media = cached_content(request, spec.model_id) or read_media(
                     request, self._fingerprint

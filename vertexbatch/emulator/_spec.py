@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vertexbatch.emulator._bq_spec import bigquery_destination, bigquery_source
-from vertexbatch.emulator._catalogue import Catalogue
+from vertexbatch.emulator._catalogue import OPEN_PUBLISHERS, Catalogue
 from vertexbatch.emulator._create import instance_config
 from vertexbatch.emulator._errors import bad_request
 from vertexbatch.emulator._rows import Provider
@@ -29,6 +29,13 @@ _KMS_KEY = re.compile(
     r"/cryptoKeys/[A-Za-z0-9_-]{1,63}"
 )
 _SERVICE_ACCOUNT = re.compile(r"[a-z0-9][a-z0-9._-]*@[a-z0-9][a-z0-9.:-]*gserviceaccount\.com")
+
+
+def _lane(publisher: str) -> Provider:
+    """The lane a publisher's lines are answered in: Claude, an open model's, else Gemini."""
+    if publisher == "anthropic":
+        return "anthropic"
+    return "openmaas" if publisher in OPEN_PUBLISHERS else "google"
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,10 +153,15 @@ def parse_create_body(
             "Batch prediction for Anthropic models is not supported in the global location; "
             "use a regional location."
         )
+    if publisher in OPEN_PUBLISHERS and location == "global":
+        raise bad_request(
+            "Batch prediction for OpenMaaS models is not supported in the global location; "
+            "use a regional location."
+        )
     return JobSpec(
         display_name=display_name,
         model=model,
-        publisher="anthropic" if publisher == "anthropic" else "google",
+        publisher=_lane(publisher),
         model_id=model_id,
         input_uris=tuple(uris),
         instances_format=instances_format,
