@@ -13,12 +13,13 @@ checked, and a ledger that does not hold is an ``InvalidRequestError`` naming it
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .._bigquery.dest import parse_dest
 from .._errors import InvalidRequestError, damaged_record
 from .._gcs.staging import Staging
 from .._rules import MAX_ROWS, RECORD_MAX, Limits, check_id
+from .._staged.usage import TierUsage, parse_usage, usage_json
 from .._values import PROVIDER_NAMES, Provider
 from .._vertex.controls import NO_CONTROLS, Controls
 from .._vertex.tiers import TIERS
@@ -87,6 +88,9 @@ class Ledger:
     writes a table in (``_runs.sink``; written only when set, "" for GCS).
     ``fallback_tier``: the price tier the online fallback asks for past a deadline
     (``_vertex.tiers``; written only when not ``"standard"``).
+    ``canary``: the usage of the run's canary's answers per tier (``_staged.usage``; the
+    requests sent online before the shards were staged, ``_submission.canary``), counted in
+    the run's spend; written only when set, and no part of what the run is (``==``).
     """
 
     id: str
@@ -101,6 +105,7 @@ class Ledger:
     # interleaved by task (``RUN.s{n*tasks+task}``), increasing, with gaps where tasks differ.
     tasks: int = 0
     fallback_tier: str = "standard"
+    canary: TierUsage = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def span(self) -> int:
@@ -124,6 +129,8 @@ class Ledger:
             data["tasks"] = self.tasks
         if self.fallback_tier != "standard":
             data["fallback_tier"] = self.fallback_tier
+        if self.canary:
+            data["canary"] = usage_json(self.canary)
         return data
 
     @classmethod
@@ -188,9 +195,13 @@ class Ledger:
         tier = data.get("fallback_tier", "standard")
         if tier not in TIERS or ("fallback_tier" in data and tier == "standard"):
             raise bad(f"'fallback_tier' is not one of {', '.join(TIERS[1:])}")
+        canary = parse_usage(data.get("canary", {}), sum(s.keys for s in shards))
+        if canary is None or ("canary" in data and not canary):
+            raise bad("'canary' is not a canary's usage vertexbatch wrote")
         return cls(
-            run_id, provider, model, attempts, tuple(shards), labelled, controls, dest, tasks, tier
-        )
+            run_id, provider, model, attempts, tuple(shards), labelled, controls, dest, tasks, tier,
+            canary,
+        )  # fmt: skip
 
 
 def is_dataset(dest: object) -> bool:
@@ -222,18 +233,20 @@ def ledger_size(
     controls: Controls = NO_CONTROLS,
     dest: str = "",
     tier: str = "standard",
+    canary: TierUsage | None = None,
 ) -> int:
     """The bytes of the ledger of ``shards`` shards of at most ``max_keys`` keys each (and
-    ``controls``, ``dest``, fallback ``tier``), as ``write_ledger`` writes it: exact when every
-    shard holds ``max_keys``, else an upper bound."""
+    ``controls``, ``dest``, fallback ``tier``, ``canary``), as ``write_ledger`` writes it: exact
+    when every shard holds ``max_keys``, else an upper bound."""
     if shards < 1 or max_keys < 1:
         raise ValueError(f"a ledger has shards of keys, not {shards} shards of {max_keys}")
 
     def of(n: int) -> int:
         listed = tuple(Shard(f"{run_id}.s{i}", max_keys) for i in range(n))
         ledger = Ledger(
-            run_id, provider, model, max_attempts, listed, True, controls, dest, 0, tier
-        )
+            run_id, provider, model, max_attempts, listed, True, controls, dest, 0, tier,
+            canary or {},
+        )  # fmt: skip
         return len(_encoded(ledger))
 
     one = of(1)
@@ -256,6 +269,7 @@ def max_shards(
     controls: Controls = NO_CONTROLS,
     dest: str = "",
     tier: str = "standard",
+    canary: TierUsage | None = None,
 ) -> int:
     """The most shards of at most ``max_keys`` keys a run's ledger can hold
     (``limits.record_bytes``)."""
@@ -264,7 +278,7 @@ def max_shards(
     while low < high:
         mid = (low + high + 1) // 2
         size = ledger_size(
-            run_id, provider, model, max_attempts, mid, max_keys, controls, dest, tier
+            run_id, provider, model, max_attempts, mid, max_keys, controls, dest, tier, canary
         )
         if size <= most:
             low = mid
@@ -287,20 +301,21 @@ def check_ledger_size(
     controls: Controls = NO_CONTROLS,
     dest: str = "",
     tier: str = "standard",
+    canary: TierUsage | None = None,
 ) -> None:
     """Raise unless the ledger of ``shards`` shards of ``shard_size`` keys (and ``controls``,
-    ``dest``, fallback ``tier``) can be read back.
+    ``dest``, fallback ``tier``, ``canary``) can be read back.
 
     ``why`` says how the number of shards is known, at the start of the message; ``then``
     ends it.
     """
     size = ledger_size(
-        run_id, provider, model, max_attempts, shards, shard_size, controls, dest, tier
+        run_id, provider, model, max_attempts, shards, shard_size, controls, dest, tier, canary
     )
     if size <= limits.record_bytes:
         return
     most = max_shards(
-        run_id, provider, model, max_attempts, shard_size, limits, controls, dest, tier
+        run_id, provider, model, max_attempts, shard_size, limits, controls, dest, tier, canary
     )
     raise InvalidRequestError(
         f"{why or f'{shards:,} shards'}: the ledger of run {run_id!r} would be {size:,} bytes, "
