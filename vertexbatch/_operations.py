@@ -370,7 +370,7 @@ def start_run(
             cache_ttl=ttl, schema=options.schema, controls=controls, dest=dest,
             count=len(requests) if isinstance(requests, Sized) else None,
             listing=requests.listing if isinstance(requests, Listed) else "",
-            fallback_tier=tier,
+            fallback_tier=tier, canary=canary,
         )  # fmt: skip
         finish(meter)
         return run

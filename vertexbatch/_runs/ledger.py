@@ -13,7 +13,7 @@ checked, and a ledger that does not hold is an ``InvalidRequestError`` naming it
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .._bigquery.dest import parse_dest
 from .._errors import InvalidRequestError, damaged_record
@@ -233,20 +233,19 @@ def ledger_size(
     controls: Controls = NO_CONTROLS,
     dest: str = "",
     tier: str = "standard",
-    canary: TierUsage | None = None,
 ) -> int:
     """The bytes of the ledger of ``shards`` shards of at most ``max_keys`` keys each (and
-    ``controls``, ``dest``, fallback ``tier``, ``canary``), as ``write_ledger`` writes it: exact
-    when every shard holds ``max_keys``, else an upper bound."""
+    ``controls``, ``dest``, fallback ``tier``), as ``write_ledger`` writes it (a canary aside:
+    it is left out of a ledger it would not fit): exact when every shard holds ``max_keys``,
+    else an upper bound."""
     if shards < 1 or max_keys < 1:
         raise ValueError(f"a ledger has shards of keys, not {shards} shards of {max_keys}")
 
     def of(n: int) -> int:
         listed = tuple(Shard(f"{run_id}.s{i}", max_keys) for i in range(n))
         ledger = Ledger(
-            run_id, provider, model, max_attempts, listed, True, controls, dest, 0, tier,
-            canary or {},
-        )  # fmt: skip
+            run_id, provider, model, max_attempts, listed, True, controls, dest, 0, tier
+        )
         return len(_encoded(ledger))
 
     one = of(1)
@@ -269,7 +268,6 @@ def max_shards(
     controls: Controls = NO_CONTROLS,
     dest: str = "",
     tier: str = "standard",
-    canary: TierUsage | None = None,
 ) -> int:
     """The most shards of at most ``max_keys`` keys a run's ledger can hold
     (``limits.record_bytes``)."""
@@ -278,7 +276,7 @@ def max_shards(
     while low < high:
         mid = (low + high + 1) // 2
         size = ledger_size(
-            run_id, provider, model, max_attempts, mid, max_keys, controls, dest, tier, canary
+            run_id, provider, model, max_attempts, mid, max_keys, controls, dest, tier
         )
         if size <= most:
             low = mid
@@ -301,21 +299,20 @@ def check_ledger_size(
     controls: Controls = NO_CONTROLS,
     dest: str = "",
     tier: str = "standard",
-    canary: TierUsage | None = None,
 ) -> None:
     """Raise unless the ledger of ``shards`` shards of ``shard_size`` keys (and ``controls``,
-    ``dest``, fallback ``tier``, ``canary``) can be read back.
+    ``dest``, fallback ``tier``) can be read back.
 
     ``why`` says how the number of shards is known, at the start of the message; ``then``
     ends it.
     """
     size = ledger_size(
-        run_id, provider, model, max_attempts, shards, shard_size, controls, dest, tier, canary
+        run_id, provider, model, max_attempts, shards, shard_size, controls, dest, tier
     )
     if size <= limits.record_bytes:
         return
     most = max_shards(
-        run_id, provider, model, max_attempts, shard_size, limits, controls, dest, tier, canary
+        run_id, provider, model, max_attempts, shard_size, limits, controls, dest, tier
     )
     raise InvalidRequestError(
         f"{why or f'{shards:,} shards'}: the ledger of run {run_id!r} would be {size:,} bytes, "
@@ -366,7 +363,8 @@ def read_ledger(staging: Staging, run_id: str) -> Ledger | None:
 
 
 def write_ledger(staging: Staging, ledger: Ledger) -> bool:
-    """Write the ledger create-only; ``False`` if the id already holds another run.
+    """Write the ledger create-only; ``False`` if the id already holds another run. A canary's
+    record that alone would take it past ``staging.limits.record_bytes`` is left out.
 
     Raises:
         InvalidRequestError: the ledger is over ``staging.limits.record_bytes``: it could never
@@ -374,6 +372,9 @@ def write_ledger(staging: Staging, ledger: Ledger) -> bool:
     """
     size = len(_encoded(ledger))
     most = staging.limits.record_bytes
+    if size > most and ledger.canary:  # the canary's record never costs a run its ledger
+        ledger = replace(ledger, canary={})
+        size = len(_encoded(ledger))
     if size > most:
         raise InvalidRequestError(
             f"{len(ledger.shards):,} shards: the ledger of run {ledger.id!r} would be {size:,} "

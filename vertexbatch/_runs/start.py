@@ -144,7 +144,6 @@ def create_run(
                 controls=controls,
                 dest=dest,
                 tier=fallback_tier,
-                canary=canary,
             )
             shard_id = f"{run_id}.s{len(shards)}"
             try:

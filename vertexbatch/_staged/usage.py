@@ -10,10 +10,19 @@ word (``OTHER`` for any other, which no tier table prices), five whole numbers e
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Final
 
-__all__ = ["MAX_TIERS", "OTHER", "TIER_NAME", "WIDTH", "TierUsage", "parse_usage", "usage_json"]
+__all__ = [
+    "MAX_TIERS",
+    "OTHER",
+    "TIER_NAME",
+    "WIDTH",
+    "TierUsage",
+    "parse_usage",
+    "summed",
+    "usage_json",
+]
 
 # tier -> (answers, input, output, cache_read, cache_write)
 TierUsage = Mapping[str, tuple[int, int, int, int, int]]
@@ -48,3 +57,17 @@ def parse_usage(value: object, keys: int) -> dict[str, tuple[int, int, int, int,
     if sum(sums[0] for sums in usage.values()) > keys:
         return None
     return dict(sorted(usage.items()))
+
+
+def summed(usages: Iterable[TierUsage]) -> dict[str, tuple[int, int, int, int, int]]:
+    """``usages`` added up per tier (a run's tasks' canaries); past ``MAX_TIERS - 1`` tiers the
+    others are summed as ``OTHER``, as a shard's tally names them."""
+    sums: dict[str, list[int]] = {}
+    for usage in usages:
+        for tier, counts in sorted(usage.items()):
+            if tier not in sums and len(sums) >= MAX_TIERS - 1:
+                tier = OTHER
+            into = sums.setdefault(tier, [0] * WIDTH)
+            for index, count in enumerate(counts):
+                into[index] += count
+    return {tier: (s[0], s[1], s[2], s[3], s[4]) for tier, s in sorted(sums.items())}
