@@ -17,6 +17,7 @@ from vertexbatch._plans.prices import price_of
 from vertexbatch._plans.spend import usage_cost
 from vertexbatch._runs.ledger import Ledger, Shard, read_ledger
 from vertexbatch._staged.manifest import Manifest, read_manifest
+from vertexbatch._staged.usage import MAX_TIERS, OTHER, summed
 from vertexbatch.emulator import LocalStack
 
 
@@ -130,6 +131,29 @@ def test_a_run_counts_its_canary_in_its_spend_once(
     assert f"; spend {spend} at batch, standard prices" in printed.stderr, printed.stderr
 
 
+def test_a_run_of_tasks_sums_its_tasks_canaries_in_its_ledger(
+    client: vb.Client, stack: LocalStack
+) -> None:
+    """Each task's canary goes in its record; the ledger, made once both registered, holds
+    their sum, and the run's spend counts it; a task retried before the ledger is made sends
+    its canary again and keeps the first one's record."""
+    rows = [task(i) for i in range(4)]
+    client.run_claude("cst", CLAUDE, rows[:2], task=vb.Task(0, 2), shard_size=2, canary=1)
+    client.run_claude("cst", CLAUDE, rows[:2], task=vb.Task(0, 2), shard_size=2, canary=1)
+    assert stack.calls()["rawPredict"] == 2  # the retry's canary: the ledger is not made yet
+    run = client.run_claude("cst", CLAUDE, rows[2:], task=vb.Task(1, 2), shard_size=2, canary=2)
+    assert stack.calls()["rawPredict"] == 4
+    ledger = read_ledger(client._cloud.staging, "cst")
+    assert ledger is not None and ledger.canary["standard"][0] == 3
+    for shard in ("cst.s0", "cst.s1"):
+        job = client.find(shard)
+        assert job is not None
+        stack.wait_job(job.name)
+    summary = run.advance()
+    assert summary.done and summary.spend is not None
+    assert summary.spend.tiers == {"batch": 4, "standard": 3}
+
+
 # ---- the records (no cloud call) ----
 
 _USAGE = {"standard": (2, 30, 40, 0, 0)}
@@ -155,3 +179,10 @@ def test_a_ledger_keeps_the_canary_apart_from_what_the_run_is() -> None:
     assert back.canary == _USAGE and back == Ledger("r", "anthropic", CLAUDE, 3, shards, True)
     with pytest.raises(vb.InvalidRequestError, match="'canary' is not"):
         Ledger.from_json({**data, "canary": {"standard": [5, 1, 1, 0, 0]}}, "r", "l")
+
+
+def test_summed_canaries_keep_at_most_max_tiers() -> None:
+    usages = [{f"t{i}": (1, 1, 1, 0, 0)} for i in range(MAX_TIERS + 2)]
+    total = summed([_USAGE, _USAGE, *usages])
+    assert len(total) == MAX_TIERS and total["standard"] == (4, 60, 80, 0, 0)
+    assert total[OTHER] == (4, 4, 4, 0, 0)  # t6 to t9: past the first seven tiers
