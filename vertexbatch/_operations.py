@@ -40,7 +40,8 @@ from ._runs.sink import check_run_dest
 from ._runs.start import check_numbers, create_run, held_run
 from ._runs.start_task import existing_task, start_task
 from ._runs.tasks import Task
-from ._staged.manifest import no_rows, resubmit_origin, with_schema, with_source
+from ._staged.amend import with_canary, with_schema, with_source
+from ._staged.manifest import no_rows, resubmit_origin
 from ._submission.canary import canaried
 from ._submission.lines import request_lines
 from ._submission.options import PlanKeywords, RunKeywords, SubmitOptions
@@ -81,7 +82,8 @@ def submit(
         lines = budgeted(provider, model, lines, options.budget, f"submission {id!r}",
                          prices=options.prices, dedupe=options.dedupe, canary=options.canary,
                          limits=cloud.staging.limits)  # fmt: skip
-    lines = canaried(cloud, id, provider, model, lines, options.canary, prices=options.prices)
+    lines, canary = canaried(cloud, id, provider, model, lines, options.canary,
+                             prices=options.prices)  # fmt: skip
     if options.dedupe:
         lines = dedupe_lines(lines)
     amend = None
@@ -96,7 +98,9 @@ def submit(
         provider,
         model,
         lines,
-        amend=with_source(with_schema(amend, options.schema), read.record if read else None),
+        amend=with_canary(
+            with_source(with_schema(amend, options.schema), read.record if read else None), canary
+        ),
         controls=controls,
         dest=options.dest,
     )
@@ -357,8 +361,8 @@ def start_run(
         lines = budgeted(provider, model, lines, options.budget, f"run {id!r}",
                          prices=options.prices, dedupe=options.dedupe, shard_size=shard_size,
                          limits=cloud.staging.limits, canary=options.canary)  # fmt: skip
-    lines = canaried(cloud, id, provider, model, lines, options.canary, run=True,
-                     prices=options.prices)  # fmt: skip
+    lines, canary = canaried(cloud, id, provider, model, lines, options.canary, run=True,
+                             prices=options.prices)  # fmt: skip
     if task is not None:  # one task's part of a run staged by many (docs/runs.md)
         run = start_task(
             cloud, id, provider, model, lines, task=task, shard_size=shard_size,
@@ -366,7 +370,7 @@ def start_run(
             cache_ttl=ttl, schema=options.schema, controls=controls, dest=dest,
             count=len(requests) if isinstance(requests, Sized) else None,
             listing=requests.listing if isinstance(requests, Listed) else "",
-            fallback_tier=tier,
+            fallback_tier=tier, canary=canary,
         )  # fmt: skip
         finish(meter)
         return run
@@ -386,6 +390,7 @@ def start_run(
         controls=controls,
         dest=dest,
         fallback_tier=tier,
+        canary=canary,
     )
     finish(meter)
     return run

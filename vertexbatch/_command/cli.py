@@ -60,7 +60,7 @@ from .cli_options import (
 )
 from .cli_plan import PayOnce, echo_plan, pay_options, plan_of, plan_options
 from .cli_probe import probe
-from .cli_progress import KeyCounts, key_counts, request_progress, results_progress
+from .cli_progress import KeyCounts, job_meter, key_counts, request_progress, results_progress
 from .cli_render import (
     OUTCOMES,
     ExitCode,
@@ -357,7 +357,8 @@ def results(submission_id: str, only: tuple[str, ...], as_json: bool) -> None:
     With --json the summary on stderr is one JSON object: id, keys, state, terminal, read,
     outcomes, spend {dollars (null: unknown), answers, input, output, cache_read, cache_write,
     tiers, notes}; without, a line of words. stdout is the same either way. The spend is what
-    the answers read cost at batch prices (cached and shared answers are not paid again).
+    the answers read cost at batch prices (cached and shared answers are not paid again),
+    and the canary's answers (--canary) at the tier they were billed at (Standard).
     """
     client = cloud_client()
     job = find_job(client, submission_id)
@@ -371,7 +372,7 @@ def results(submission_id: str, only: tuple[str, ...], as_json: bool) -> None:
             keys=job.keys,
             where=f"job {st.state}{note}",
             summary=summary if as_json else None,
-            meter=SpendMeter(job.provider, job.model),
+            meter=job_meter(client, job),
         )
 
 

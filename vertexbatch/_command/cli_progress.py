@@ -8,7 +8,8 @@ only when its stdout is not that terminal too: the result lines themselves are i
 there, and a bar redrawn between them would break them.
 
 ``key_counts`` makes the counts ``status``, ``watch`` and the demo show count the caller's keys
-(Vertex counts staged rows: fewer under dedupe and the answer cache).
+(Vertex counts staged rows: fewer under dedupe and the answer cache); ``job_meter`` starts the
+spend ``results`` sums with the job's canary, which its manifest records.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import click
 
 from .._errors import InvalidRequestError
 from .._observe.progress import Progress
+from .._plans.spend import SpendMeter, count_tiers
 from .._staged.manifest import read_manifest
 from .._values import Job, Status
 from .cli_render import keys_status
@@ -37,6 +39,7 @@ __all__ = [
     "ProgressLine",
     "file_size",
     "info",
+    "job_meter",
     "key_counts",
     "request_progress",
     "results_progress",
@@ -213,3 +216,14 @@ def key_counts(client: Client, job: Job) -> KeyCounts:
     if manifest is None or manifest.key_count != job.keys:
         return KeyCounts(job.keys, job.keys)
     return KeyCounts(manifest.rows, manifest.key_count, manifest.cached)
+
+
+def job_meter(client: Client, job: Job) -> SpendMeter:
+    """A ``SpendMeter`` for ``job``'s results that has counted its canary: the usage of the
+    answers sent online before the rows were staged, which the id's manifest records
+    (``Manifest.canary``), at the tier each was billed at. One small read."""
+    meter = SpendMeter(job.provider, job.model)
+    manifest = read_manifest(client._cloud.staging, job.id)
+    if manifest is not None:
+        count_tiers(meter, manifest.canary)
+    return meter

@@ -17,7 +17,7 @@ import click
 from .._client import Client
 from .._errors import InvalidRequestError
 from .._functions import list_request_files
-from .._plans.spend import SpendMeter
+from .._plans.spend import SpendMeter, count_tiers
 from .._providers import COMMANDS, by_command
 from .._runs.run import DEFAULT_SHARD_SIZE, Run
 from .._runs.step import RunSummary
@@ -287,13 +287,16 @@ def run_results(
     --task-index and --task-count (by default the Cloud Run task's), only this task's share of
     the keys: the shares of COUNT tasks hold every key exactly once. The summary ends with
     what the keys' latest answers cost: batch answers at batch prices, online answers at the
-    tier they were billed at (unknown for a model with no price).
+    tier they were billed at (unknown for a model with no price), and the run's canary
+    (--canary; in task 0's share) at its tier.
     """
     task = _task(task_index, task_count)
     client = cloud_client()
     run = _open_run(client, run_id)
     counts: Counter[str] = Counter()
     meter = SpendMeter(run.provider, run.model)
+    if task is None or task.index == 0:  # the run's canary, in one share of the keys
+        count_tiers(meter, run._ledger.canary)
     for item in run.key_results(task=task):
         counts[item.outcome] += 1
         meter.add(item.result, item.tier)

@@ -16,7 +16,8 @@ from .._requests.dedupe import dedupe as dedupe_lines
 from .._requests.lines import StagedLine
 from .._rules import is_job_name
 from .._schemas.check import Schema
-from .._staged.manifest import RECORD, Manifest, claim_conflict, measure, read_manifest, with_schema
+from .._staged.amend import with_schema
+from .._staged.manifest import RECORD, Manifest, claim_conflict, measure, read_manifest
 from .._staged.write import only_job_settings_differ
 from .._values import Job, Provider
 from .._vertex.controls import NO_CONTROLS, Controls

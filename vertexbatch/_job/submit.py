@@ -34,13 +34,8 @@ from .._gcs.staging import Staging
 from .._observe.traces import step, stepped
 from .._requests.lines import StagedLine
 from .._retry import RetryPolicy, is_transient_call_error
-from .._staged.manifest import (
-    MANIFEST,
-    PLAIN,
-    RECORD,
-    Manifest,
-    with_schema,
-)
+from .._staged.amend import with_schema
+from .._staged.manifest import MANIFEST, PLAIN, RECORD, Manifest
 from .._staged.read import job_manifest, read_key_map, read_staged_lines
 from .._staged.write import stage
 from .._values import Job, Provider

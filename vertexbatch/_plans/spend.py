@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .._errors import InvalidRequestError
+from .._staged.usage import TierUsage
 from .._values import Provider, Result, Usage
 from .prices import BATCH_DISCOUNT, Price, price_of
 
@@ -40,6 +41,7 @@ __all__ = [
     "CacheBilling",
     "Spend",
     "SpendMeter",
+    "count_tiers",
     "paid",
     "spend_of",
     "tier_share",
@@ -317,6 +319,14 @@ class SpendMeter:
             price=self._price,
             notes=tuple(notes),
         )
+
+
+def count_tiers(meter: SpendMeter, usage: TierUsage) -> None:
+    """Count a record's usage per tier (``_staged.usage``: a run shard's answers, a canary's)
+    into ``meter``, as adding each answer at its tier would."""
+    for tier, (answers, *tokens) in sorted(usage.items()):
+        if answers:
+            meter.add_usage(Usage(*tokens), tier, answers)
 
 
 def spend_of(

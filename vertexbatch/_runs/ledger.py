@@ -13,12 +13,13 @@ checked, and a ledger that does not hold is an ``InvalidRequestError`` naming it
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from .._bigquery.dest import parse_dest
 from .._errors import InvalidRequestError, damaged_record
 from .._gcs.staging import Staging
 from .._rules import MAX_ROWS, RECORD_MAX, Limits, check_id
+from .._staged.usage import TierUsage, parse_usage, usage_json
 from .._values import PROVIDER_NAMES, Provider
 from .._vertex.controls import NO_CONTROLS, Controls
 from .._vertex.tiers import TIERS
@@ -87,6 +88,9 @@ class Ledger:
     writes a table in (``_runs.sink``; written only when set, "" for GCS).
     ``fallback_tier``: the price tier the online fallback asks for past a deadline
     (``_vertex.tiers``; written only when not ``"standard"``).
+    ``canary``: the usage of the run's canary's answers per tier (``_staged.usage``; the
+    requests sent online before the shards were staged, ``_submission.canary``), counted in
+    the run's spend; written only when set, and no part of what the run is (``==``).
     """
 
     id: str
@@ -101,6 +105,7 @@ class Ledger:
     # interleaved by task (``RUN.s{n*tasks+task}``), increasing, with gaps where tasks differ.
     tasks: int = 0
     fallback_tier: str = "standard"
+    canary: TierUsage = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def span(self) -> int:
@@ -124,6 +129,8 @@ class Ledger:
             data["tasks"] = self.tasks
         if self.fallback_tier != "standard":
             data["fallback_tier"] = self.fallback_tier
+        if self.canary:
+            data["canary"] = usage_json(self.canary)
         return data
 
     @classmethod
@@ -188,9 +195,13 @@ class Ledger:
         tier = data.get("fallback_tier", "standard")
         if tier not in TIERS or ("fallback_tier" in data and tier == "standard"):
             raise bad(f"'fallback_tier' is not one of {', '.join(TIERS[1:])}")
+        canary = parse_usage(data.get("canary", {}), sum(s.keys for s in shards))
+        if canary is None or ("canary" in data and not canary):
+            raise bad("'canary' is not a canary's usage vertexbatch wrote")
         return cls(
-            run_id, provider, model, attempts, tuple(shards), labelled, controls, dest, tasks, tier
-        )
+            run_id, provider, model, attempts, tuple(shards), labelled, controls, dest, tasks, tier,
+            canary,
+        )  # fmt: skip
 
 
 def is_dataset(dest: object) -> bool:
@@ -224,8 +235,9 @@ def ledger_size(
     tier: str = "standard",
 ) -> int:
     """The bytes of the ledger of ``shards`` shards of at most ``max_keys`` keys each (and
-    ``controls``, ``dest``, fallback ``tier``), as ``write_ledger`` writes it: exact when every
-    shard holds ``max_keys``, else an upper bound."""
+    ``controls``, ``dest``, fallback ``tier``), as ``write_ledger`` writes it (a canary aside:
+    it is left out of a ledger it would not fit): exact when every shard holds ``max_keys``,
+    else an upper bound."""
     if shards < 1 or max_keys < 1:
         raise ValueError(f"a ledger has shards of keys, not {shards} shards of {max_keys}")
 
@@ -351,7 +363,8 @@ def read_ledger(staging: Staging, run_id: str) -> Ledger | None:
 
 
 def write_ledger(staging: Staging, ledger: Ledger) -> bool:
-    """Write the ledger create-only; ``False`` if the id already holds another run.
+    """Write the ledger create-only; ``False`` if the id already holds another run. A canary's
+    record that alone would take it past ``staging.limits.record_bytes`` is left out.
 
     Raises:
         InvalidRequestError: the ledger is over ``staging.limits.record_bytes``: it could never
@@ -359,6 +372,9 @@ def write_ledger(staging: Staging, ledger: Ledger) -> bool:
     """
     size = len(_encoded(ledger))
     most = staging.limits.record_bytes
+    if size > most and ledger.canary:  # the canary's record never costs a run its ledger
+        ledger = replace(ledger, canary={})
+        size = len(_encoded(ledger))
     if size > most:
         raise InvalidRequestError(
             f"{len(ledger.shards):,} shards: the ledger of run {ledger.id!r} would be {size:,} "

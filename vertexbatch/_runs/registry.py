@@ -30,11 +30,12 @@ import heapq
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from .._errors import InvalidRequestError, damaged_record
 from .._gcs.staging import Staging
 from .._rules import MAX_ROWS
+from .._staged.usage import TierUsage, parse_usage, summed, usage_json
 from .._values import PROVIDER_NAMES, Provider
 from .._vertex.controls import NO_CONTROLS, Controls
 from .._vertex.tiers import TIERS
@@ -101,6 +102,8 @@ class TaskRecord:
     dest: str = ""  # the run's BigQuery dataset ("": GCS), as the ledger records it
     listing: str = ""  # the digest of the listing of files its share was cut from ("": none)
     fallback_tier: str = "standard"  # the online fallback's price tier, as the ledger records it
+    # What its canary used (``_submission.canary``), summed into the ledger's; not compared.
+    canary: TierUsage = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def keys(self) -> int:
@@ -157,6 +160,8 @@ class TaskRecord:
             data["listing"] = self.listing
         if self.fallback_tier != "standard":
             data["fallback_tier"] = self.fallback_tier
+        if self.canary:
+            data["canary"] = usage_json(self.canary)
         return data
 
     @classmethod
@@ -210,10 +215,17 @@ class TaskRecord:
         tier = data.get("fallback_tier", "standard")
         if tier not in TIERS or ("fallback_tier" in data and tier == "standard"):
             raise bad(f"'fallback_tier' is not one of {', '.join(TIERS[1:])}")
+        canary = parse_usage(data.get("canary", {}), sum(s.keys for s in shards))
+        if canary is None or ("canary" in data and not canary):
+            raise bad("'canary' is not a canary's usage vertexbatch wrote")
         return cls(
             run_id, index, count, provider, model, attempts, size, data["cache"], controls,
-            tuple(shards), md5, dest, listing, tier,
+            tuple(shards), md5, dest, listing, tier, canary,
         )  # fmt: skip
+
+
+def _encoded(record: TaskRecord) -> bytes:
+    return json.dumps(record.to_json(), sort_keys=True, indent=1).encode()  # as create_json
 
 
 def read_task(staging: Staging, run_id: str, index: int) -> TaskRecord | None:
@@ -227,7 +239,10 @@ def read_task(staging: Staging, run_id: str, index: int) -> TaskRecord | None:
 
 def write_task(staging: Staging, record: TaskRecord) -> TaskRecord | None:
     """Register a task create-only; the record already there if another attempt of the task
-    registered first (``None`` when this call wrote it)."""
+    registered first (``None`` when this call wrote it). A canary's record that alone would
+    take it past ``staging.limits.record_bytes`` is left out."""
+    if record.canary and len(_encoded(record)) > staging.limits.record_bytes:
+        record = replace(record, canary={})
     if staging.create_json(record_name(staging, record.run, record.index), record.to_json()):
         return None
     return read_task(staging, record.run, record.index)
@@ -323,6 +338,7 @@ def assemble(
         dest=first.dest,
         tasks=first.count,
         fallback_tier=first.fallback_tier,
+        canary=summed(r.canary for r in ordered),
     )
     if write and not write_ledger(staging, ledger):
         raise InvalidRequestError(

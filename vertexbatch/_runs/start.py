@@ -17,7 +17,9 @@ from .._errors import InvalidRequestError
 from .._providers import PROVIDERS, job_limits
 from .._requests.lines import StagedLine
 from .._schemas.check import Schema
-from .._staged.manifest import Manifest, measure, read_manifest, run_origin, with_schema
+from .._staged.amend import with_schema
+from .._staged.manifest import Manifest, measure, read_manifest, run_origin
+from .._staged.usage import TierUsage
 from .._staged.write import stage
 from .._values import Provider
 from .._vertex.controls import NO_CONTROLS, Controls
@@ -57,6 +59,7 @@ def create_run(
     controls: Controls = NO_CONTROLS,
     dest: str = "",
     fallback_tier: str = "standard",
+    canary: TierUsage | None = None,
 ) -> Run:
     """Stage every shard, write the ledger, and take the first ``advance`` step.
 
@@ -70,7 +73,8 @@ def create_run(
     other controls is refused. ``dest``: the run's BigQuery dataset (``_runs.sink``, checked),
     in the ledger and every shard's manifest; a rejoin with another sink is refused.
     ``fallback_tier`` (checked by the caller: ``_vertex.tiers.check_tier``): the online
-    fallback's price tier, in the ledger; a rejoin with another is refused.
+    fallback's price tier, in the ledger; a rejoin with another is refused. ``canary``: what
+    the run's canary used (``_submission.canary``), in a new ledger only (a rejoin sent none).
     """
     check_run_id(run_id)
     check_numbers(shard_size, max_attempts)
@@ -168,7 +172,7 @@ def create_run(
             shards.append(Shard(shard_id, manifest.key_count))
         ledger = Ledger(
             run_id, provider, model, max_attempts, tuple(shards), True, controls, dest, 0,
-            fallback_tier,
+            fallback_tier, canary or {},
         )  # fmt: skip
         if not write_ledger(staging, ledger):
             raise _other_run(run_id)

@@ -31,6 +31,7 @@ from .._requests.lines import StagedLine
 from .._rules import Limits
 from .._schemas.check import Schema
 from .._staged.manifest import Manifest, read_manifest, run_origin
+from .._staged.usage import TierUsage
 from .._staged.write import stage
 from .._values import Provider
 from .._vertex.controls import NO_CONTROLS, Controls
@@ -177,6 +178,7 @@ def start_task(
     count: int | None = None,
     listing: str = "",
     fallback_tier: str = "standard",
+    canary: TierUsage | None = None,
 ) -> Run:
     """Stage task ``task``'s part of run ``run_id`` (its ``lines``, possibly none) and register
     it, or rejoin it; then take a step, which creates jobs only once every task registered.
@@ -186,7 +188,8 @@ def start_task(
     ``fallback_tier`` than a registered task's (by ``assemble``). ``count``: the
     number of this task's requests when known before they are read (a list), so that a part
     whose own shards would make the run's ledger too large to read back is refused before any
-    cloud call; a stream's is refused before the shard that would, is staged."""
+    cloud call; a stream's is refused before the shard that would, is staged. ``canary``: what
+    the task's canary used (``_submission.canary``), in its record, summed into the ledger."""
     check_run_id(run_id)
     if not isinstance(task, Task):
         raise InvalidRequestError(
@@ -218,7 +221,8 @@ def start_task(
     record = read_task(staging, run_id, task.index)
     if record is None:
         _check_sink(staging, ledger, run_id, task.index, dest, fallback_tier)
-        record = _stage(cloud, wanted, cutter, keys, cache_ttl, schema, floor)
+        staged = replace(wanted, canary=canary or {})  # what its canary used, if it sent one
+        record = _stage(cloud, staged, cutter, keys, cache_ttl, schema, floor)
     else:
         _check_rejoin_task(cloud, record, wanted, cutter, cache, cache_ttl, schema)
     logger.info(

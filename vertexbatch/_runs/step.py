@@ -140,7 +140,7 @@ class Step:
         reader = self._reader
         records = self._records
         totals: Counter[str] = Counter()
-        spent = RunSpend(ledger.provider, ledger.model)
+        spent = RunSpend(ledger.provider, ledger.model, canary=ledger.canary)
         unfinished: list[Open] = []
         finished: list[Shard] = []
         jobs = RunJobs(

@@ -27,14 +27,13 @@ the spend is unknown, as it would be by its own name).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import replace
-from typing import Final
 
 from .._plans.prices import Price
-from .._plans.spend import Spend, SpendMeter, paid
-from .._values import Provider, Result, Usage
+from .._plans.spend import Spend, SpendMeter, count_tiers, paid
+from .._staged.usage import MAX_TIERS, OTHER, TIER_NAME, WIDTH, TierUsage, parse_usage, usage_json
+from .._values import Provider, Result
 
 __all__ = [
     "MAX_TIERS",
@@ -48,12 +47,8 @@ __all__ = [
     "usage_json",
 ]
 
-# tier -> (answers, input, output, cache_read, cache_write)
-ShardUsage = Mapping[str, tuple[int, int, int, int, int]]
-MAX_TIERS: Final = 8
-OTHER: Final = "unknown"
-_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
-_WIDTH = 5
+# tier -> (answers, input, output, cache_read, cache_write): the record's form (``_staged.usage``)
+ShardUsage = TierUsage
 
 
 class Tally:
@@ -67,10 +62,10 @@ class Tally:
         if not paid(result):
             return
         tiers = self._tiers
-        if tier not in tiers and (_NAME.fullmatch(tier) is None or len(tiers) >= MAX_TIERS - 1):
+        if tier not in tiers and (TIER_NAME.fullmatch(tier) is None or len(tiers) >= MAX_TIERS - 1):
             tier = OTHER
         usage = result.usage
-        sums = tiers.setdefault(tier, [0] * _WIDTH)
+        sums = tiers.setdefault(tier, [0] * WIDTH)
         for index, count in enumerate(
             (1, usage.input, usage.output, usage.cache_read, usage.cache_write)
         ):
@@ -79,33 +74,6 @@ class Tally:
     def usage(self) -> dict[str, tuple[int, int, int, int, int]]:
         """The sums so far, per tier."""
         return {tier: (s[0], s[1], s[2], s[3], s[4]) for tier, s in sorted(self._tiers.items())}
-
-
-def usage_json(usage: ShardUsage) -> dict[str, list[int]]:
-    """A done record's ``usage`` field."""
-    return {tier: list(sums) for tier, sums in sorted(usage.items())}
-
-
-def parse_usage(value: object, keys: int) -> dict[str, tuple[int, int, int, int, int]] | None:
-    """A done record's ``usage`` field, every part checked; ``None`` if it does not hold (at
-    most ``MAX_TIERS`` tiers named as ``Tally`` names them, five whole numbers each, no more
-    answers than the shard's ``keys``)."""
-    if not isinstance(value, dict) or len(value) > MAX_TIERS:
-        return None
-    usage: dict[str, tuple[int, int, int, int, int]] = {}
-    for tier, sums in value.items():
-        if (
-            not isinstance(tier, str)
-            or _NAME.fullmatch(tier) is None
-            or not isinstance(sums, list)
-            or len(sums) != _WIDTH
-            or not all(type(n) is int and n >= 0 for n in sums)
-        ):
-            return None
-        usage[tier] = (sums[0], sums[1], sums[2], sums[3], sums[4])
-    if sum(sums[0] for sums in usage.values()) > keys:
-        return None
-    return dict(sorted(usage.items()))
 
 
 def encode_usage(usage: ShardUsage | None) -> str:
@@ -132,25 +100,35 @@ def decode_usage(token: str, keys: int) -> tuple[bool, ShardUsage | None]:
     for part in token[1:].split(";") if len(token) > 1 else ():
         tier, colon, numbers = part.partition(":")
         counts = numbers.split(",")
-        if not colon or tier in value or not 3 <= len(counts) <= _WIDTH:
+        if not colon or tier in value or not 3 <= len(counts) <= WIDTH:
             return False, None
         if not all(c.isascii() and c.isdigit() and len(c) <= 20 for c in counts):
             return False, None
-        value[tier] = [int(c) for c in counts] + [0] * (_WIDTH - len(counts))
+        value[tier] = [int(c) for c in counts] + [0] * (WIDTH - len(counts))
     parsed = parse_usage(value, keys)
     return parsed is not None, parsed
 
 
 class RunSpend:
-    """The spend of a run's finished shards, from the usage their done records keep.
+    """The spend of a run's finished shards, from the usage their done records keep, and of
+    its canary.
 
     Args:
         provider / model: the run's.
         prices: the caller's prices, before the shipped table.
+        canary: what the run's canary used (``Ledger.canary``), counted from the first
+            finished shard on.
     """
 
-    def __init__(self, provider: Provider, model: str, prices: Iterable[Price] = ()) -> None:
+    def __init__(
+        self,
+        provider: Provider,
+        model: str,
+        prices: Iterable[Price] = (),
+        canary: TierUsage | None = None,
+    ) -> None:
         self._meter = SpendMeter(provider, model, prices)
+        count_tiers(self._meter, canary or {})
         self._shards = 0
         self._unrecorded: list[str] = []
 
@@ -160,9 +138,7 @@ class RunSpend:
         if usage is None:
             self._unrecorded.append(shard_id)
             return
-        for tier, (answers, *tokens) in usage.items():
-            if answers:
-                self._meter.add_usage(Usage(*tokens), tier, answers)
+        count_tiers(self._meter, usage)
 
     def spend(self, shards: int) -> Spend | None:
         """The spend of the finished shards of a run of ``shards``; ``None`` while no shard is

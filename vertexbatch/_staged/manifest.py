@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .._bigquery.dest import parse_dest
@@ -24,6 +24,7 @@ from .._schemas.check import Schema, stored_schema
 from .._values import PROVIDER_NAMES, Provider
 from .._vertex.controls import NO_CONTROLS, Controls
 from .._vertex.jobs import JobSpec
+from .usage import TierUsage, parse_usage, usage_json
 
 __all__ = [
     "INPUT_STEM",
@@ -40,8 +41,6 @@ __all__ = [
     "read_manifest",
     "resubmit_origin",
     "run_origin",
-    "with_schema",
-    "with_source",
 ]
 
 INPUT_STEM = "input"  # parts: input.jsonl, input-00001-<md5>.jsonl, ... (``_gcs.parts``)
@@ -96,6 +95,9 @@ class Manifest:
     ``source``: the BigQuery table the rows were read from (``bq://P.D.T``; "": given in
     Python), part of the claim; ``snapshot``: the read session's snapshot time when BigQuery
     reported it, not part of it. Both written only when set.
+    ``canary``: the usage of the canary's answers per tier (``_staged.usage``; the requests sent
+    online before the rows were staged, ``_submission.canary``), not part of the claim; written
+    only when set.
     """
 
     provider: Provider
@@ -117,6 +119,7 @@ class Manifest:
     snapshot: str = ""
     input_parts: tuple[str, ...] = ()  # each part's MD5, when the input is more than one
     key_parts: tuple[str, ...] = ()  # the same for the key map
+    canary: TierUsage = field(default_factory=dict, hash=False)
 
     @property
     def key_count(self) -> int:
@@ -132,8 +135,9 @@ class Manifest:
             data["controls"] = self.controls.to_json()
         if not self.rejected:
             del data["rejected"]
+        data["canary"] = usage_json(self.canary)
         optional = ("keys", "cache", "cached", "cached_md5", "schema", "dest", "source", "snapshot")
-        for name in (*optional, "input_parts", "key_parts"):
+        for name in (*optional, "input_parts", "key_parts", "canary"):
             if not data[name]:
                 del data[name]
             elif isinstance(data[name], tuple):
@@ -203,6 +207,9 @@ class Manifest:
         parts = {name: parse_part_md5s(data.get(name)) for name in ("input_parts", "key_parts")}
         if any(v is None and name in data for name, v in parts.items()):
             raise bad("'input_parts' or 'key_parts' is not a list of two or more hex MD5s")
+        canary = parse_usage(data.get("canary", {}), (keys or data["rows"]) + cached)
+        if canary is None or ("canary" in data and not canary):
+            raise bad("'canary' is not a canary's usage vertexbatch wrote")
         return cls(
             input_parts=parts["input_parts"] or (),
             key_parts=parts["key_parts"] or (),
@@ -223,6 +230,7 @@ class Manifest:
             dest=dest,
             source=source,
             snapshot=data.get("snapshot", ""),
+            canary=canary,
         )
 
     def claims_same(self, given: Manifest) -> bool:
@@ -269,37 +277,8 @@ def _origin_of(source: str) -> str:
     return f"table {source}" if source else "requests given in Python"
 
 
-def with_source(
-    amend: Callable[[Manifest], Manifest] | None, source: Callable[[], tuple[str, str]] | None
-) -> Callable[[Manifest], Manifest] | None:
-    """``amend``, then the BigQuery table the rows were read from and its snapshot recorded
-    (``source()`` gives both once the rows are read)."""
-    if source is None:
-        return amend
-
-    def amended(manifest: Manifest) -> Manifest:
-        table, snapshot = source()
-        done = amend(manifest) if amend is not None else manifest
-        return replace(done, source=table, snapshot=snapshot)
-
-    return amended
-
-
 def _digest(schema: Schema | None) -> str:
     return "" if schema is None else schema.digest
-
-
-def with_schema(
-    amend: Callable[[Manifest], Manifest] | None, schema: Schema | None
-) -> Callable[[Manifest], Manifest] | None:
-    """``amend`` (a manifest's completion, or ``None``), then the answer schema recorded."""
-    if schema is None:
-        return amend
-
-    def amended(manifest: Manifest) -> Manifest:
-        return replace(amend(manifest) if amend is not None else manifest, schema=schema)
-
-    return amended
 
 
 def claim_conflict(

@@ -16,6 +16,12 @@ Standard PayGo) before the batch job is staged. Each answer is read as a batch r
 - an answer (any answer: a refusal of the content or a truncation says nothing of the other
   requests) passes, and is paid for at its tier.
 
+What the answers used, per tier they were billed at (``_staged.usage``), is logged priced and
+recorded with the id's manifest (``_staged.amend.with_canary``; a run's: its ledger), so a
+job's and a run's spend count it (docs/cost.md, "Canary"). It is recorded once the rows are
+staged, never before: a canary whose submission then failed leaves no record, and the retry
+sends its own.
+
 An id that already holds a submission (its manifest) or a run (its ledger) sends no canary:
 submitting again adopts (or is refused by) what it holds, and the canary, run before anything
 was staged, was paid by the submission that staged it.
@@ -38,12 +44,14 @@ from .._cloud import Cloud
 from .._errors import InvalidRequestError, LineError
 from .._plans.canary import too_few_requests
 from .._plans.prices import Price
-from .._plans.spend import Spend, SpendMeter
+from .._plans.spend import SpendMeter, count_tiers
 from .._providers import PROVIDERS
 from .._requests.lines import StagedLine
 from .._rows.classify import classify_row
 from .._runs.ledger import read_ledger
+from .._runs.usage import Tally
 from .._staged.manifest import read_manifest
+from .._staged.usage import TierUsage
 from .._values import Provider
 from .._vertex.online import from_service, status_code
 from .._vertex.tiers import billed_tier
@@ -80,20 +88,19 @@ def canaried(
     *,
     run: bool = False,
     prices: Iterable[Price] = (),
-) -> Iterator[StagedLine]:
-    """``lines`` unchanged, once their first ``count`` passed the canary (``send_canary``);
-    nothing is sent when ``count`` is 0 or the id (a run's id: ``run``) already holds
-    something."""
+) -> tuple[Iterator[StagedLine], TierUsage]:
+    """``lines`` unchanged, once their first ``count`` passed the canary (``send_canary``), and
+    what its answers used (empty: none sent); nothing is sent when ``count`` is 0 or the id (a
+    run's id: ``run``) already holds something."""
     lines = iter(lines)
     if not count:
-        return lines
+        return lines, {}
     head = list(itertools.islice(lines, count))
     if len(head) < count:
         raise too_few_requests(count, len(head))
     held = read_ledger(cloud.staging, id) if run else read_manifest(cloud.staging, id)
-    if held is None:
-        send_canary(cloud, id, provider, model, head, prices=prices)
-    return itertools.chain(head, lines)
+    usage = {} if held is not None else send_canary(cloud, id, provider, model, head, prices)
+    return itertools.chain(head, lines), usage
 
 
 def send_canary(
@@ -102,10 +109,10 @@ def send_canary(
     provider: Provider,
     model: str,
     lines: list[StagedLine],
-    *,
     prices: Iterable[Price] = (),
-) -> Spend:
-    """Send each line's request online, one at a time, and return what the answers cost.
+) -> TierUsage:
+    """Send each line's request online, one at a time, and return what the answers used, per
+    tier they were billed at; log what they cost.
 
     Raises:
         InvalidRequestError: a request failed for good (``field="canary"``; its cause: the
@@ -113,7 +120,7 @@ def send_canary(
     """
     lane = PROVIDERS[provider]
     caller = lane.online(cloud.online, model, 1, _TIER)
-    meter = SpendMeter(provider, model, prices)
+    tally = Tally()
     try:
         for line in lines:
             body: dict[str, Any] = json.loads(line.data)["request"]
@@ -131,12 +138,14 @@ def send_canary(
                 continue
             row = {lane.id_field: line.digest, "status": "", "response": response}
             result = classify_row(row, key=line.key, provider=provider)
-            meter.add(result, billed_tier(response, _TIER))
+            tally.add(result, billed_tier(response, _TIER))
     finally:
         caller.close()
-    spend = meter.spend
-    logger.info("canary of %s: %d request(s) answered online, %s", id, len(lines), spend)
-    return spend
+    usage = tally.usage()
+    meter = SpendMeter(provider, model, prices)
+    count_tiers(meter, usage)
+    logger.info("canary of %s: %d request(s) answered online, %s", id, len(lines), meter.spend)
+    return usage
 
 
 def _failed(id: str, provider: Provider, model: str, key: str, exc: BaseException) -> None:
