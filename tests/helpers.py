@@ -29,6 +29,25 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 QUICK = False
 
 
+def local_credentials(folder: Path) -> Path:
+    """A credentials file whose token never expires (no refresh is tried), for the Google
+    clients a test starts in another process or points at the stack by environment."""
+    path = folder / "credentials.json"
+    path.write_text(
+        json.dumps(
+            {
+                "type": "authorized_user",
+                "client_id": "local",
+                "client_secret": "local",
+                "refresh_token": "local",
+                "token": "local-token",
+                "expiry": "2099-01-01T00:00:00Z",
+            }
+        )
+    )
+    return path
+
+
 def examples(n: int) -> int:
     """How many examples a property test draws: ``n``, or in the fast tier a twentieth."""
     return max(20, n // 20) if QUICK else n

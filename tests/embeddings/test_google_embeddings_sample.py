@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import local_credentials
 from vertexbatch.emulator import LocalStack
 
 SAMPLE_BUCKET = "cloud-samples-data"
@@ -30,19 +31,7 @@ def test_google_s_embeddings_sample_runs_on_the_stack(
     storage.bucket(SAMPLE_BUCKET).blob(SAMPLE_OBJECT).upload_from_string(
         "".join(json.dumps(line) + "\n" for line in lines)
     )
-    credentials = tmp_path / "credentials.json"
-    credentials.write_text(
-        json.dumps(
-            {
-                "type": "authorized_user",
-                "client_id": "local",
-                "client_secret": "local",
-                "refresh_token": "local",
-                "token": "local-token",
-                "expiry": "2099-01-01T00:00:00Z",
-            }
-        )
-    )
+    credentials = local_credentials(tmp_path)
     for name, value in {
         "GOOGLE_GENAI_USE_VERTEXAI": "True",
         "GOOGLE_CLOUD_PROJECT": stack.project,

@@ -27,6 +27,7 @@ import pytest
 from google import genai
 from google.cloud import bigquery
 
+from tests.helpers import local_credentials
 from vertexbatch.emulator import LocalStack
 
 GENAI_TESTS = Path(genai.__file__).parent / "tests"
@@ -63,19 +64,7 @@ def run_genai_tests(
     report). The endpoint, project and location go in by environment (genai_harness.py hands
     them to genai's replay client), with a credentials file holding a token that never expires
     (no refresh is tried)."""
-    credentials = tmp_path / "credentials.json"
-    credentials.write_text(
-        json.dumps(
-            {
-                "type": "authorized_user",
-                "client_id": "local",
-                "client_secret": "local",
-                "refresh_token": "local",
-                "token": "local-token",
-                "expiry": "2099-01-01T00:00:00Z",
-            }
-        )
-    )
+    credentials = local_credentials(tmp_path)
     env: dict[str, Any] = {
         **os.environ,
         "GOOGLE_VERTEX_BASE_URL": stack.vertex_endpoint,
