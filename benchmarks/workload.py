@@ -4,7 +4,7 @@ Both sides of a pair consume the same data from a generator: the raw baseline as
 serialises itself, vertexbatch as ``ClaudeRequest`` / ``GeminiRequest`` / ``EmbeddingRequest``
 values. Text comes from a small pool built once, so making a request costs next to nothing and
 does not pad the baseline. An embedding request is one passage to index
-(``RETRIEVAL_DOCUMENT``, ``EMBEDDING_DIMENSIONS`` values), its output row about 8 KB.
+(``RETRIEVAL_DOCUMENT``, ``EMBEDDING_DIMENSIONS`` values), its output row about 9.5 KB.
 """
 
 from __future__ import annotations
