@@ -12,7 +12,8 @@ operation: not ``ru_maxrss``, which survives ``exec`` and can report the parent'
 
 Two baselines: *raw*, streamed (vertexbatch's chunk size, line by line), and *naive*, what users
 write without vertexbatch: ``json.dumps`` every line into one string and ``upload_from_string``;
-``download_as_bytes``, ``splitlines`` and ``json.loads``.
+``download_as_bytes``, ``splitlines`` and ``json.loads`` (for embeddings, each row's
+``response.embedding.values`` taken out as well; vertexbatch's side reads ``Result.embedding``).
 """
 
 from __future__ import annotations
@@ -207,29 +208,22 @@ def _stage_naive(spec: dict[str, Any], store: storage.Client, client: vb.Client)
 
 
 def _stage_vb(spec: dict[str, Any], store: storage.Client, client: vb.Client) -> Op:
-    from vertexbatch._requests.lines import claude_line, gemini_line
+    from vertexbatch._providers import by_command
 
     provider, n = spec["provider"], spec["n"]
+    row = by_command(provider)  # the provider table: its line builder and Client methods
+    submit = getattr(client, row.method("submit"))
 
     def warm() -> None:  # the same pure code paths, no I/O
-        if provider == "claude":
-            claude_line(next(workload.claude_requests(1)))
-        else:
-            gemini_line(next(workload.gemini_requests(1)))
+        row.line(next(workload.requests(provider, 1)))
 
     calls: list[vb.Progress] = []
     # benchmarks.progress: the same submit with a progress callback (it keeps what it is given).
     options: dict[str, Any] = {"progress": calls.append} if spec.get("progress") else {}
 
     def run() -> dict[str, Any]:
-        if provider == "claude":
-            job = client.submit_claude(
-                spec["id"], workload.CLAUDE_MODEL, workload.claude_requests(n), **options
-            )
-        else:
-            job = client.submit_gemini(
-                spec["id"], workload.GEMINI_MODEL, workload.gemini_requests(n), **options
-            )
+        requests = workload.requests(provider, n)
+        job = submit(spec["id"], workload.MODELS[provider], requests, **options)
         return {"job": job.to_dict(), "progress_calls": len(calls)}
 
     return warm, run
@@ -254,22 +248,28 @@ def _output_blobs(store: storage.Client, spec: dict[str, Any]) -> Iterator[stora
 
 def _results_whole(split: Callable[[bytes], list[bytes]]) -> Callable[..., Op]:
     """Each output file whole, split into lines by ``split``, ``json.loads`` each (rows not
-    kept): the raw baseline splits at newlines, the naive one with ``splitlines``."""
+    kept): the raw baseline splits at newlines, the naive one with ``splitlines``. For
+    embeddings each row's vector is taken out too (``response.embedding.values``, as a
+    hand-written reader does: docs/embeddings.md) and its values counted."""
 
     def op(spec: dict[str, Any], store: storage.Client, client: vb.Client) -> Op:
+        embeddings = spec["provider"] == "embeddings"
+
         def warm() -> None:
             json.loads(b'{"status": "", "request": {"a": [1, 2.5, null]}}')
 
         def run() -> dict[str, Any]:
-            lines = 0
+            lines = values = 0
             for blob in _output_blobs(store, spec):
                 data = blob.download_as_bytes()
                 for raw in split(data):
                     if raw:
-                        json.loads(raw)
+                        row = json.loads(raw)
                         lines += 1
+                        if embeddings:
+                            values += len(row["response"]["embedding"]["values"])
                 del data
-            return {"lines": lines}
+            return {"lines": lines, "values": values}
 
         return warm, run
 
@@ -285,9 +285,12 @@ def _results_vb(spec: dict[str, Any], store: storage.Client, client: vb.Client) 
 
     def run() -> dict[str, Any]:
         outcomes: Counter[str] = Counter()
+        values = 0
         for result in client.results(job):
             outcomes[str(result.outcome)] += 1
-        return {"lines": sum(outcomes.values()), "outcomes": dict(outcomes)}
+            if result.embedding is not None:  # the vector, as the baselines take it out
+                values += len(result.embedding)
+        return {"lines": sum(outcomes.values()), "outcomes": dict(outcomes), "values": values}
 
     return (lambda: None), run
 

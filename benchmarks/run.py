@@ -1,10 +1,13 @@
 """Benchmark vertexbatch against raw baselines on the local stack and print the tables.
 
-    python -m benchmarks.run --sizes 10000,100000,200000 --repeats 3 --providers claude,gemini
+    python -m benchmarks.run --sizes 10000,100000,200000 --repeats 3 \
+        --providers claude,gemini,embeddings
 
-For each provider and N, this process starts a LocalStack (fake-gcs-server and the local Vertex
-service; one at a time) and runs every measurement in a fresh child process
-(``benchmarks.measure``) that only talks to the stack's endpoints:
+For each provider (``embeddings``: Gemini embeddings, ``submit_embeddings`` and
+``Result.embedding``, the baselines taking each row's vector out of the JSON) and N, this process
+starts a LocalStack (fake-gcs-server and the local Vertex service; one at a time) and runs every
+measurement in a fresh child process (``benchmarks.measure``) that only talks to the stack's
+endpoints:
 
 1. Staging, ``repeats`` rounds: the raw baseline (the same requests serialised with ``json`` and
    streamed as one object with google-cloud-storage), the naive baseline (every line
@@ -54,9 +57,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import cold_start, loop_stall  # noqa: E402  (after the path is set, as a script)
+from benchmarks import cold_start, loop_stall, workload  # noqa: E402  (after the path is set)
 
-__all__ = ["main", "render"]
+__all__ = ["main", "parse_args", "render"]
 
 MB = 1024 * 1024
 TARGET_STAGING_RATIO = 1.3
@@ -68,6 +71,8 @@ CALL_SIZES = (1,)
 # Issue 30's targets (staging in parts): at most the naive time at at most 0.35x its peak RSS.
 TARGET_NAIVE = {"staging": (1.0, 0.35), "results": (1.0, 0.35)}
 BASELINES = ("raw", "naive")
+# The cold process (--only cold) measures the chat providers only.
+COLD_PROVIDERS = ("claude", "gemini")
 
 
 @dataclass
@@ -223,9 +228,20 @@ class Bench:
                 getattr(case, f"results_{base}").append(pair[f"results_{base}"])
             if lib["lines"] != self.n:
                 raise RuntimeError(f"results yielded {lib['lines']} results for {self.n} keys")
+            _same_values(self.provider, self.n, pair)
             _log(f"{self.provider} N={self.n} results #{rep + 1}: {_versus(pair)}", self.log)
         last = case.results_vb[-1]
         case.calls["results"] = {"vertex": last["vertex"], **_gcs(last)}
+
+
+def _same_values(provider: str, n: int, pair: dict[str, dict[str, Any]]) -> None:
+    """Embeddings: every side took out every vector, whole (the pair read the same output)."""
+    if provider != "embeddings":
+        return
+    want = n * workload.EMBEDDING_DIMENSIONS
+    got = {op: r.get("values", 0) for op, r in pair.items()}
+    if any(v != want for v in got.values()):
+        raise RuntimeError(f"vector values read {got}, expected {want:,} on every side")
 
 
 def _rotated(step: str, baselines: Sequence[str], rep: int) -> list[str]:
@@ -469,7 +485,8 @@ def render(cases: list[Case]) -> str:
     if any(c.stage_naive for c in timed):
         parts += [
             "Against the naive way: json.dumps every line into one string + upload_from_string; "
-            "download_as_bytes + splitlines + json.loads (peak RSS: each process's VmHWM; CPU: "
+            "download_as_bytes + splitlines + json.loads (embeddings: and each row's vector "
+            "values; vertexbatch reads Result.embedding) (peak RSS: each process's VmHWM; CPU: "
             "the measuring process's, and fake-gcs-server's meanwhile)",
             "",
             _table(NAIVE_HEADERS, _naive_rows(timed)),
@@ -506,8 +523,10 @@ def _call_sizes(text: str) -> list[int]:
 
 def _providers(text: str) -> list[str]:
     names = [p.strip() for p in text.split(",") if p.strip()]
-    if not names or any(p not in ("claude", "gemini") for p in names):
-        raise argparse.ArgumentTypeError("providers are claude and/or gemini")
+    if not names or any(p not in workload.PROVIDERS for p in names):
+        raise argparse.ArgumentTypeError(
+            f"providers are one or more of {', '.join(workload.PROVIDERS)}, comma-separated"
+        )
     return names
 
 
@@ -526,13 +545,17 @@ def stack_lifetime(repeats: int) -> tuple[float, float]:
     return _median(starts), _median(stops)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command's arguments, checked, ``providers`` resolved (``--only cold``: the chat ones)."""
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.run", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--sizes", type=_sizes, default=[10_000, 100_000, 200_000])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--providers", type=_providers, default=["claude", "gemini"])
+    parser.add_argument(
+        "--providers", type=_providers, default=None,
+        help=f"default {','.join(workload.PROVIDERS)} ({','.join(COLD_PROVIDERS)} for --only cold)",
+    )  # fmt: skip
     parser.add_argument(
         "--call-sizes", type=_call_sizes, default=list(CALL_SIZES),
         help='extra N counted for calls only (default 1; "" for none)',
@@ -565,6 +588,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.import_repeats < 1:
         parser.error("--repeats and --import-repeats must be >= 1")
+    if args.providers is None:
+        args.providers = list(COLD_PROVIDERS if args.only == "cold" else workload.PROVIDERS)
+    elif args.only == "cold" and not set(args.providers) <= set(COLD_PROVIDERS):
+        parser.error(
+            f"--only cold measures {' and '.join(COLD_PROVIDERS)} only, not "
+            f"{', '.join(p for p in args.providers if p not in COLD_PROVIDERS)}"
+        )
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
 
     if args.only == "stall":
         print(f"# python -m benchmarks.run --only stall --stall-size {args.stall_size}")

@@ -1,8 +1,10 @@
 """The benchmark's requests: deterministic, realistic (about 1-2 KB per JSONL line), cheap to make.
 
 Both sides of a pair consume the same data from a generator: the raw baseline as plain dicts it
-serialises itself, vertexbatch as ``ClaudeRequest`` / ``GeminiRequest`` values. Text comes from a
-small pool built once, so making a request costs next to nothing and does not pad the baseline.
+serialises itself, vertexbatch as ``ClaudeRequest`` / ``GeminiRequest`` / ``EmbeddingRequest``
+values. Text comes from a small pool built once, so making a request costs next to nothing and
+does not pad the baseline. An embedding request is one passage to index
+(``RETRIEVAL_DOCUMENT``, ``EMBEDDING_DIMENSIONS`` values), its output row about 9.5 KB.
 """
 
 from __future__ import annotations
@@ -14,16 +16,32 @@ from typing import Any
 
 __all__ = [
     "CLAUDE_MODEL",
+    "EMBEDDING_DIMENSIONS",
+    "EMBEDDING_MODEL",
     "GEMINI_MODEL",
+    "MODELS",
+    "PROVIDERS",
     "claude_requests",
+    "embedding_requests",
     "gemini_requests",
     "raw_lines",
     "request_parts",
+    "requests",
 ]
 
 CLAUDE_MODEL = "claude-opus-5-5@default"
 GEMINI_MODEL = "gemini-3.8-flash"
 ANTHROPIC_VERSION = "vertex-2023-10-16"
+# A regional embedding model (the LocalStack's default location, us-central1, serves it) at 768
+# dimensions: the smallest of the output sizes Google recommends for it (768, 1536, 3072; 128 to
+# 3072 supported: https://ai.google.dev/gemini-api/docs/models/gemini-embedding-001, read in its
+# ?hl=ja and ?hl=zh-cn versions, updated 2026-02-18, read 2026-12-07); the local model's
+# default too.
+EMBEDDING_MODEL = "gemini-embedding-001"
+EMBEDDING_DIMENSIONS = 768
+EMBEDDING_TASK = "RETRIEVAL_DOCUMENT"
+PROVIDERS = ("claude", "gemini", "embeddings")
+MODELS = {"claude": CLAUDE_MODEL, "gemini": GEMINI_MODEL, "embeddings": EMBEDDING_MODEL}
 
 _WORDS = [
     "contract",
@@ -104,10 +122,12 @@ def _pool(line_bytes: int | None = None) -> list[str]:
 def request_parts(
     provider: str, i: int, line_bytes: int | None = None
 ) -> tuple[str, dict[str, Any]]:
-    """Key and plain-dict parts of request ``i``: Claude params, or Gemini contents and config
-    (``line_bytes``: see ``_pool``)."""
+    """Key and plain-dict parts of request ``i``: Claude params, Gemini contents and config, or
+    the text to embed (``line_bytes``: see ``_pool``)."""
     key = f"doc-{i:07d}"
     passage = _pool(line_bytes)[i % _POOL_SIZE]
+    if provider == "embeddings":
+        return key, {"text": f"Passage {i}: {passage}"}
     text = f"Passage {i}: {passage}\n\nWhat obligations does it create, and for whom?"
     if provider == "claude":
         return key, {
@@ -144,12 +164,45 @@ def gemini_requests(n: int, line_bytes: int | None = None) -> Iterator[Any]:
         yield vb.GeminiRequest(key, parts["contents"], parts["config"])
 
 
+def embedding_requests(n: int, line_bytes: int | None = None) -> Iterator[Any]:
+    """``n`` ``vb.EmbeddingRequest`` values, made one at a time."""
+    import vertexbatch as vb
+
+    for i in range(n):
+        key, parts = request_parts("embeddings", i, line_bytes)
+        yield vb.EmbeddingRequest(
+            key, parts["text"], task_type=EMBEDDING_TASK, dimensions=EMBEDDING_DIMENSIONS
+        )
+
+
+def requests(provider: str, n: int, line_bytes: int | None = None) -> Iterator[Any]:
+    """``n`` requests of ``provider``'s kind (``PROVIDERS``)."""
+    if provider == "claude":
+        return claude_requests(n, line_bytes)
+    if provider == "gemini":
+        return gemini_requests(n, line_bytes)
+    if provider == "embeddings":
+        return embedding_requests(n, line_bytes)
+    raise ValueError(f"provider {provider!r} is not one of {', '.join(PROVIDERS)}")
+
+
 def raw_lines(provider: str, n: int, line_bytes: int | None = None) -> Iterator[dict[str, Any]]:
     """The same ``n`` requests as the JSONL line objects a hand-written client would upload."""
     for i in range(n):
         key, parts = request_parts(provider, i, line_bytes)
         if provider == "claude":
             yield {"custom_id": key, "request": {**parts, "anthropic_version": ANTHROPIC_VERSION}}
+        elif provider == "embeddings":  # Google's row (docs/embeddings.md)
+            yield {
+                "key": key,
+                "request": {
+                    "content": {"parts": [{"text": parts["text"]}]},
+                    "embed_content_config": {
+                        "task_type": EMBEDDING_TASK,
+                        "output_dimensionality": EMBEDDING_DIMENSIONS,
+                    },
+                },
+            }
         else:
             config = parts["config"]
             yield {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -9,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import cold_start, run
+from benchmarks import cold_start, run, workload
 
 ROOT = Path(__file__).resolve().parents[1]
+PROVIDERS = ("claude", "gemini", "embeddings")
 
 
 def _cells(line: str) -> list[str]:
@@ -35,12 +37,14 @@ def _table(output: str, headers: list[str]) -> list[list[str]]:
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_benchmark_command_prints_every_table_and_column() -> None:
-    """`python -m benchmarks.run` at N=200, one repeat, prints five tables, all cells filled."""
+    """`python -m benchmarks.run` at N=200, one repeat, prints five tables, all cells filled,
+    with a row for each provider: Claude, Gemini and embeddings (issue 41)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
         [
             sys.executable, "-m", "benchmarks.run",
-            "--sizes", "200", "--repeats", "1", "--providers", "claude,gemini", "--call-sizes", "",
+            "--sizes", "200", "--repeats", "1", "--providers", ",".join(PROVIDERS),
+            "--call-sizes", "",
             "--import-repeats", "1",
         ],
         cwd=ROOT,
@@ -57,22 +61,22 @@ def test_benchmark_command_prints_every_table_and_column() -> None:
     calls = _table(out, run.CALLS_HEADERS)
     naive = _table(out, run.NAIVE_HEADERS)
     assert [r[:3] for r in naive] == [
-        [p, "200", step] for p in ("claude", "gemini") for step in ("staging", "results")
+        [p, "200", step] for p in PROVIDERS for step in ("staging", "results")
     ]
     assert all(len(r) == len(run.NAIVE_HEADERS) and all(r) for r in naive)
     assert all(r[-1] in ("ok", "MISS") for r in naive)
     cpu = run.NAIVE_HEADERS.index("naive CPU s")
     if Path("/proc/self/stat").exists():  # the server's CPU is read from /proc
         assert all(0 <= float(cell) < 60 for r in naive for cell in r[cpu : cpu + 4]), naive
-    assert [r[:2] for r in staging] == [["claude", "200"], ["gemini", "200"]]
-    assert [r[:2] for r in results] == [["claude", "200"], ["gemini", "200"]]
+    assert [r[:2] for r in staging] == [[p, "200"] for p in PROVIDERS]
+    assert [r[:2] for r in results] == [[p, "200"] for p in PROVIDERS]
     for row, headers in [(r, run.STAGING_HEADERS) for r in staging] + [
         (r, run.RESULTS_HEADERS) for r in results
     ]:
         assert len(row) == len(headers) and all(row), row
         assert row[-1] in ("ok", "MISS")
     assert {(r[0], r[2]) for r in calls} == {
-        (p, op) for p in ("claude", "gemini") for op in ("submit", "status", "results")
+        (p, op) for p in PROVIDERS for op in ("submit", "status", "results")
     }
     status = [r for r in calls if r[2] == "status"]
     assert all(r[3].startswith("1 (get 1)") and r[4] == "0" for r in status)
@@ -82,6 +86,31 @@ def test_benchmark_command_prints_every_table_and_column() -> None:
     assert all(len(r) == len(cold_start.HEADERS) and all(r) for r in cold)
     for row, command in zip(cold, cold_start.COMMANDS, strict=True):
         assert row[-1] in (("-",) if command.target is None else ("MET", "MISS"))
+
+
+def test_the_default_providers_include_embeddings_and_cold_refuses_them() -> None:
+    """Without --providers the command measures embeddings too; --only cold has no embeddings
+    row and says so rather than failing mid-run; an unknown provider is named."""
+    assert run.parse_args([]).providers == list(PROVIDERS)
+    assert run.parse_args(["--providers", "embeddings"]).providers == ["embeddings"]
+    assert run.parse_args(["--only", "cold"]).providers == ["claude", "gemini"]
+    with pytest.raises(argparse.ArgumentTypeError, match="one or more of claude, gemini, emb"):
+        run._providers("claude,mistral")
+    with pytest.raises(SystemExit):
+        run.parse_args(["--only", "cold", "--providers", "gemini,embeddings"])
+
+
+def test_an_embeddings_pair_that_missed_vectors_is_an_error() -> None:
+    """The results pair of an embeddings case must take out every vector on every side."""
+    whole = 3 * workload.EMBEDDING_DIMENSIONS
+    run._same_values(
+        "embeddings", 3, {"results_vb": {"values": whole}, "results_naive": {"values": whole}}
+    )
+    with pytest.raises(RuntimeError, match="vector values"):
+        run._same_values(
+            "embeddings", 3, {"results_vb": {"values": whole}, "results_naive": {"values": 0}}
+        )
+    run._same_values("claude", 3, {"results_vb": {"values": 0}})  # chat rows carry none
 
 
 @pytest.mark.slow
