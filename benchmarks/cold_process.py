@@ -26,16 +26,15 @@ median over rounds.
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
+
+from benchmarks.children import run_child
 
 __all__ = ["CALLS_HEADERS", "HEADERS", "ColdCase", "measure", "render"]
 
@@ -76,24 +75,7 @@ def _log(message: str, out: TextIO) -> None:
 
 
 def _child(spec: dict[str, Any]) -> dict[str, Any]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.cold_child", json.dumps(spec)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    found = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    if proc.returncode != 0 or not found:
-        raise RuntimeError(
-            f"cold measurement {spec['op']} (N={spec['n']}) failed with exit code "
-            f"{proc.returncode}:\n{proc.stderr[-4000:]}"
-        )
-    result: dict[str, Any] = json.loads(found[-1][len("RESULT ") :])
-    return result
+    return run_child("benchmarks.cold_child", spec, "cold measurement")
 
 
 def _pair(step: str, rep: int) -> list[str]:

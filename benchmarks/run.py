@@ -44,7 +44,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -58,6 +57,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import cold_start, loop_stall, workload  # noqa: E402  (after the path is set)
+from benchmarks.children import run_child  # noqa: E402
 
 __all__ = ["main", "parse_args", "render"]
 
@@ -99,24 +99,7 @@ def _log(message: str, out: TextIO) -> None:
 
 
 def _child(spec: dict[str, Any]) -> dict[str, Any]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.measure", json.dumps(spec)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    result_lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    if proc.returncode != 0 or not result_lines:
-        raise RuntimeError(
-            f"measurement {spec['op']} (N={spec.get('n')}) failed with exit code "
-            f"{proc.returncode}:\n{proc.stderr[-4000:]}"
-        )
-    result: dict[str, Any] = json.loads(result_lines[-1][len("RESULT ") :])
-    return result
+    return run_child("benchmarks.measure", spec, "measurement")
 
 
 class Bench:
