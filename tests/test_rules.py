@@ -66,6 +66,11 @@ def test_keys_must_be_unique_non_empty_strings() -> None:
         ("llama-3.3-70b-instruct-maas", "openmaas", "must be PUBLISHER/MODEL"),
         ("gemini-embedding-001", "openmaas", "must be PUBLISHER/MODEL"),
         ("publishers/meta/models/llama-x", "openmaas", "must be PUBLISHER/MODEL"),
+        # A publisher with a lane of its own is refused by the open-model lane, naming that lane.
+        ("google/gemini-2.5-flash", "openmaas", r"submit_gemini\('gemini-2.5-flash'"),
+        ("anthropic/claude-sonnet-4-5", "openmaas", r"submit_claude\('claude-sonnet-4-5'"),
+        ("google/gemini-embedding-001", "openmaas", "submit_embeddings"),
+        ("google/imagen-4", "openmaas", "lanes of their own"),
     ],
 )
 def test_bad_models(model: str, provider: str, message: str) -> None:

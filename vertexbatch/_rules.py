@@ -286,6 +286,17 @@ def check_model(model: object, provider: Provider) -> str:
                 "'publishers/...' path)",
                 field="model",
             )
+        publisher, bare = model.split("/", 1)
+        if any(lane.publisher == publisher for lane in LANES.values()):
+            # Anthropic's and Google's models take their own lanes' request shapes: an OpenAI
+            # line for one would fail on every row, hours after the submit.
+            owner = owner_of(bare)
+            lane = f"submit_{FAMILIES[owner]}({bare!r}, ...)" if owner else "its own lane"
+            raise InvalidRequestError(
+                f"model {model!r} is one of {publisher}'s models, which have lanes of their own "
+                f"(this one, the managed open models, sends OpenAI lines): submit it with {lane}",
+                field="model",
+            )
         return model
     if "/" in model:
         raise InvalidRequestError(
