@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import socket
+import subprocess
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -27,6 +29,18 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 # a twentieth as deep (20 at least): the same properties, checked on every edit; the full suite
 # draws them all.
 QUICK = False
+
+
+def run_docs_example(stack: LocalStack, bucket: str, name: str) -> str:
+    """What ``docs/examples/NAME`` prints run as ``python FILE`` with the stack's environment
+    (asserting it exits 0, with its stderr's tail if not)."""
+    script = Path(__file__).resolve().parents[1] / "docs" / "examples" / name
+    env = {**os.environ, **stack.environment(bucket)}
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=110
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
 
 
 def local_credentials(folder: Path) -> Path:

@@ -5,10 +5,7 @@ make a call fail for a while)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -24,6 +21,7 @@ from tests.helpers import (
     claude_requests,
     jobs_in,
     request_line,
+    run_docs_example,
     staged_names,
     write_lines,
 )
@@ -238,13 +236,8 @@ def test_the_command_takes_canary(stack_env: str, stack: LocalStack, tmp_path: P
 @pytest.mark.timeout(120)
 def test_the_docs_example_runs_as_written(stack: LocalStack, bucket: str) -> None:
     """docs/examples/canary.py runs as `python FILE` with the stack's environment."""
-    script = Path(__file__).resolve().parents[2] / "docs" / "examples" / "canary.py"
-    env = {**os.environ, **stack.environment(bucket)}
-    proc = subprocess.run(
-        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=110
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    planned, refused, submitted = proc.stdout.splitlines()
+    stdout = run_docs_example(stack, bucket, "canary.py")
+    planned, refused, submitted = stdout.splitlines()
     assert re.fullmatch(r"canary: 2 requests online, up to \$0\.\d{4}", planned), planned
     assert refused == "refused: canary r0 400"
     assert submitted == "submitted 1000 keys; canary warnings: 0"

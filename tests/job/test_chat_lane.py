@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 import vertexbatch as vb
-from tests.helpers import invoke, results_by_key
+from tests.helpers import invoke, results_by_key, run_docs_example
 from vertexbatch.emulator import LocalStack
 
 MODEL = "meta/llama-3.3-70b-instruct-maas"
@@ -139,13 +136,8 @@ def test_the_command_submits_a_chat_request_file(stack_env: str, tmp_path: Path)
 @pytest.mark.timeout(120)
 def test_the_docs_example_runs_as_written(stack: LocalStack, bucket: str) -> None:
     """docs/examples/open_models.py runs as `python FILE` with the stack's environment."""
-    script = Path(__file__).resolve().parents[2] / "docs" / "examples" / "open_models.py"
-    env = {**os.environ, **stack.environment(bucket)}
-    proc = subprocess.run(
-        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=110
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    lines = proc.stdout.splitlines()
+    stdout = run_docs_example(stack, bucket, "open_models.py")
+    lines = stdout.splitlines()
     assert lines[0] == "3 lines to send"
     assert sorted(line.split(":")[0] for line in lines[1:]) == ["France", "Japan", "Kenya"]
     assert all(": Capital, " in line for line in lines[1:]), lines

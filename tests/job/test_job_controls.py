@@ -3,10 +3,6 @@ on the job, in the id's identity, kept by resubmits and runs, refused creates.""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +10,15 @@ from google.api_core import exceptions as api_exceptions
 from google.cloud import aiplatform_v1
 
 import vertexbatch as vb
-from tests.helpers import claude_request, claude_requests, jobs_in, jobs_named, raw_job, task
+from tests.helpers import (
+    claude_request,
+    claude_requests,
+    jobs_in,
+    jobs_named,
+    raw_job,
+    run_docs_example,
+    task,
+)
 from vertexbatch.emulator import LocalStack
 
 MODEL = "claude-opus-5-5@default"
@@ -247,13 +251,8 @@ async def test_client_aio_takes_the_controls(
 @pytest.mark.timeout(120)
 def test_the_docs_example_runs_as_written(stack: LocalStack, bucket: str) -> None:
     """docs/examples/job_controls.py runs as `python FILE` with the stack's environment."""
-    script = Path(__file__).resolve().parents[2] / "docs" / "examples" / "job_controls.py"
-    env = {**os.environ, **stack.environment(bucket)}
-    proc = subprocess.run(
-        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=110
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.splitlines() == [
+    stdout = run_docs_example(stack, bucket, "job_controls.py")
+    assert stdout.splitlines() == [
         "refused: id",
         "refused: labels",
         "controls-1 JOB_STATE_SUCCEEDED",

@@ -10,7 +10,7 @@ import json
 import pytest
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, claude_request, claude_requests, object_names
+from tests.helpers import CLAUDE, claude_request, claude_requests, object_names, run_docs_example
 from vertexbatch._observe.progress import INTERVAL, Meter
 from vertexbatch.emulator import LocalStack
 
@@ -237,19 +237,10 @@ def test_a_progress_holds_no_request_content(client: vb.Client) -> None:
 def test_the_docs_example_runs_as_written(stack: LocalStack, bucket: str) -> None:
     """docs/examples/progress.py runs as `python FILE` with the stack's environment and prints
     the two done lines."""
-    import os
     import re
-    import subprocess
-    import sys
-    from pathlib import Path
 
-    script = Path(__file__).resolve().parents[2] / "docs" / "examples" / "progress.py"
-    env = {**os.environ, **stack.environment(bucket)}
-    proc = subprocess.run(
-        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=110
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    lines = proc.stdout.splitlines()
+    stdout = run_docs_example(stack, bucket, "progress.py")
+    lines = stdout.splitlines()
     assert [re.sub(r"[0-9.]+s$", "Ns", line) for line in lines] == [
         "stage: 1000 of 1000 in Ns",
         "results: 1000 of 1000 in Ns",

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +11,14 @@ import pytest
 from click.testing import CliRunner
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, claude_request, jobs_in, request_line, write_lines
+from tests.helpers import (
+    CLAUDE,
+    claude_request,
+    jobs_in,
+    request_line,
+    run_docs_example,
+    write_lines,
+)
 from vertexbatch._command.cli import main
 from vertexbatch.emulator import LocalStack
 
@@ -138,13 +142,8 @@ def test_the_command_s_budget(stack: LocalStack, bucket: str, tmp_path: Path) ->
 @pytest.mark.timeout(120)
 def test_the_docs_example_runs_as_written(stack: LocalStack, bucket: str) -> None:
     """docs/examples/spend_and_budget.py runs as `python FILE` with the stack's environment."""
-    script = Path(__file__).resolve().parents[2] / "docs" / "examples" / "spend_and_budget.py"
-    env = {**os.environ, **stack.environment(bucket)}
-    proc = subprocess.run(
-        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=110
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    plan, refused, spent = proc.stdout.splitlines()
+    stdout = run_docs_example(stack, bucket, "spend_and_budget.py")
+    plan, refused, spent = stdout.splitlines()
     assert plan == "plan: up to $0.2504", plan
     assert refused == "refused: budget"
     assert re.fullmatch(r"20 answers paid, \$0\.\d{4} at batch prices", spent), spent
