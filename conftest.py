@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +28,14 @@ from vertexbatch.emulator import LocalStack
 # number follows thread timing. Tests that count a step's GCS requests count vertexbatch's, so the
 # suite (and the processes it starts) turns the lookups off; docs/platform-facts.md says how.
 os.environ.setdefault("DISABLE_GCS_PYTHON_CLIENT_OTEL_BUCKET_METADATA", "true")
+
+# The suite starts hundreds of interpreters (the stacks, the command, examples, benchmarks) and
+# four xdist workers that each collect every test module. Where the environment sets
+# PYTHONDONTWRITEBYTECODE (this team's machines do), each of them compiled vertexbatch from source
+# and each worker rewrote every test module's asserts again: about a tenth of the suite's CPU.
+# The suite caches bytecode (in the checkout's gitignored __pycache__ folders) whatever it says.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 if TYPE_CHECKING:
     from tools.check_diagrams import Built
