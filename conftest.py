@@ -54,6 +54,9 @@ _spec.loader.exec_module(_shown)
 # and is marked ``processes``, so the marker keeps telling the truth.
 SERVERS = {"local_stack", "bigquery_local"}
 
+# VERTEXBATCH_CPU_REPORT=FILE: each test's CPU, for finding where the suite's time goes.
+pytest_plugins = ("tests.cpu_report",)
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """In the fast tier, property tests draw fewer examples (``tests.helpers.examples``)."""

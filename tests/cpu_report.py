@@ -1,0 +1,67 @@
+"""Where the suite's CPU goes: a per-test CPU report, written when ``VERTEXBATCH_CPU_REPORT`` names
+a file (CONTRIBUTING.md, "The suite's time").
+
+The suite is CPU-bound on a two-core machine, so wall-clock durations (``--durations``) mislead:
+under four xdist workers a test that waits looks as slow as one that computes. Each test's cost
+here is the CPU its worker spent while it ran (set-up, call and tear-down: the emulator's threads
+run in the worker, so their work is counted) plus the CPU of the child processes that ended
+during it (the command, examples, benchmark children). Long-lived children (fake-gcs-server)
+are not counted. Each worker appends one JSON line per test to the file; `python -m
+tests.cpu_report FILE` prints the heaviest tests and the CPU per folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ENV = "VERTEXBATCH_CPU_REPORT"
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    target = os.environ.get(ENV)
+    if not target:
+        return (yield)
+    own, children = time.process_time(), _children_cpu()
+    try:
+        return (yield)
+    finally:
+        line = {
+            "test": item.nodeid,
+            "cpu": round(time.process_time() - own, 3),
+            "children": round(_children_cpu() - children, 3),
+        }
+        with open(target, "a", encoding="utf-8") as report:  # one short append per test
+            report.write(json.dumps(line) + "\n")
+
+
+def summary(path: Path, top: int = 40) -> str:
+    """The heaviest tests and the CPU seconds per folder, from a report file."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    total = {r["test"]: r["cpu"] + r["children"] for r in rows}
+    folders: Counter[str] = Counter()
+    for test, cpu in total.items():
+        folders[test.split("::")[0].rsplit("/", 1)[0]] += cpu
+    out = [f"{len(rows)} tests, {sum(total.values()):.0f} CPU-s (own + ended children)", ""]
+    out += [f"{cpu:8.1f}  {test}" for test, cpu in Counter(total).most_common(top)]
+    out += ["", "CPU-s per folder:"]
+    out += [f"{cpu:8.1f}  {folder}" for folder, cpu in folders.most_common()]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(summary(Path(sys.argv[1])))

@@ -1,0 +1,68 @@
+"""The suite's CPU report (tests/cpu_report.py) counts a test's own CPU and its ended children's."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import cpu_report
+
+ROOT = Path(__file__).resolve().parents[1]
+
+BUSY = """
+import subprocess, sys
+
+
+def test_spins():
+    sum(i * i for i in range(3_000_000))
+
+
+def test_starts_a_child():
+    subprocess.run([sys.executable, "-c", "sum(i * i for i in range(3_000_000))"], check=True)
+
+
+def test_idle():
+    pass
+"""
+
+
+@pytest.mark.processes
+def test_each_test_gets_its_own_and_its_childrens_cpu(tmp_path: Path) -> None:
+    (tmp_path / "test_busy.py").write_text(BUSY)
+    report = tmp_path / "cpu.jsonl"
+    env = {**os.environ, cpu_report.ENV: str(report), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "tests.cpu_report",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            str(tmp_path / "test_busy.py"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {r["test"].split("::")[1]: r for r in map(json.loads, report.read_text().splitlines())}
+    assert set(rows) == {"test_spins", "test_starts_a_child", "test_idle"}
+    assert rows["test_spins"]["cpu"] > 0.05 and rows["test_spins"]["children"] == 0
+    assert rows["test_starts_a_child"]["children"] > 0.05
+    assert rows["test_idle"]["cpu"] < rows["test_spins"]["cpu"]
+    text = cpu_report.summary(report)
+    assert text.startswith("3 tests, ")
+    assert "CPU-s per folder:" in text
+
