@@ -41,9 +41,10 @@ table says so rather than guess.
   read and write rates where a page prints them; Claude's cache write is the 5-minute write).
   Batch prediction bills input and output at half of them; `plan_*` and `--dry-run` use them
   (see [Cost](cost.md)). *unknown*: no page we read prices it, and a plan says so.
-- **flex**: listed for Flex PayGo (Gemini, `global` endpoint only). Flex PayGo's page lists its
-  models in a part of the page we could not read, so no model is marked yet;
-  `fallback_tier="flex"` is refused for a model not marked.
+- **flex**: listed for Flex PayGo (Gemini, `global` endpoint only), as its page's list read
+  through a copy of 2026-08-20 (see [Platform facts](platform-facts.md)); a model launched
+  since is not marked until a page lists it. `fallback_tier="flex"` is refused for a model
+  not marked.
 - **one job**: the most requests and input bytes one batch job takes, and the default quota of
   batch jobs running at once in a project, where a page we read gives them (*unknown* where
   none does). Runs cut their [shards](glossary.md#shard) at the rows and bytes given (else at
