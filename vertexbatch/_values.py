@@ -94,9 +94,11 @@ class EmbeddingRequest:
 
     ``task_type`` (``RETRIEVAL_DOCUMENT``, ``RETRIEVAL_QUERY``, ``SEMANTIC_SIMILARITY``, ...),
     ``title`` (a document's title, for ``RETRIEVAL_DOCUMENT``) and ``dimensions`` (the output
-    dimensionality) are written in the row's ``embed_content_config``; a model that ignores
-    them there (``gemini-embedding-2``) refuses them before staging (docs/embeddings.md). The
-    repr shows the key only.
+    dimensionality) are written in a Gemini embedding row's ``embed_content_config``; a model
+    that ignores them there (``gemini-embedding-2``) refuses them before staging. For a
+    text-embedding model (``text-embedding-005``, ...) ``task_type`` and ``title`` are fields of
+    its instance row and ``dimensions`` is refused (docs/embeddings.md). The repr shows the key
+    only.
     """
 
     key: str

@@ -38,6 +38,7 @@ RUN_BY = {
     "docs/examples/progress.py": "tests/observe/test_progress.py",
     "docs/examples/typed_results.py": "tests/schema/test_typed_results.py",
     "docs/examples/open_models.py": "tests/job/test_chat_lane.py",
+    "docs/examples/text_embeddings.py": "tests/embeddings/test_text_embedding_stack.py",
     "docs/examples/bigquery_sink.py": "tests/bigquery/test_command.py",
     "docs/examples/bigquery_source.py": "tests/bigquery/test_command.py",
     "docs/examples/bigquery_run.py": "tests/bigquery/test_runs.py",

@@ -88,12 +88,6 @@ def test_the_lane_checks_requests_as_they_are_taken() -> None:
         next(taken)
 
 
-def test_the_older_text_embedding_models_are_refused_saying_why() -> None:
-    with pytest.raises(InvalidRequestError, match="older embedding rows") as caught:
-        embedding_requests("text-embedding-005", [], {})
-    assert caught.value.field == "model"
-
-
 def test_bigquery_is_refused_for_embeddings_saying_why() -> None:
     with pytest.raises(InvalidRequestError, match="BigQuery tables are not supported") as caught:
         embedding_requests("gemini-embedding-001", [], {"dest": "bq://p.d"})

@@ -165,8 +165,13 @@ class CacheFill:
             # Keyed as the submission looked them up: with the generations it recorded.
             files = stored_versions(self._staging, self._job.id)
             inputs = staged_uris(self._job, INPUT_STEM, manifest.input_parts)
-            for raw in read_parts(self._staging, inputs):
+            # The input's lines are the key map's line digests in order: a line that names no
+            # key (a text-embedding model's instance, ``_requests.embedding_text``) is its place's.
+            order = list(first)
+            for number, raw in enumerate(read_parts(self._staging, inputs)):
                 digest, exact = exact_digest(raw, files)
+                if not digest and number < len(order):
+                    digest = order[number]
                 owner = first.get(digest)
                 if owner is not None:
                     self._exact[owner] = exact

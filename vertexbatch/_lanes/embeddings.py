@@ -5,7 +5,10 @@ Each is the Claude and Gemini method's twin over ``_operations`` with the table'
 ``embeddings`` row, after what only this lane refuses, before any cloud call: a BigQuery source
 or sink (Google's page: JSONL in Cloud Storage only), and ``task_type`` / ``title`` for a model
 that ignores them in a row's config (``gemini-embedding-2``: ``_requests.embedding_line``),
-checked request by request as the requests are read (a generator stays streamed).
+checked request by request as the requests are read (a generator stays streamed). The lane
+serves both embedding families: a request for a text-embedding model (``text-embedding-*``,
+``text-multilingual-embedding-*``) is marked as it is taken, and its line is that family's
+instance (``_requests.embedding_text``).
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from .._errors import InvalidRequestError
 from .._observe.traces import Tracing, traced
 from .._operations import plan_with, run_with, submit
 from .._plans.estimate import Plan
-from .._requests.embedding_line import check_for_model, check_lane_model
+from .._requests.embedding_line import check_for_model
+from .._requests.embedding_text import is_text_embedding, text_requests
 from .._runs.run import Run
 from .._submission.options import PlanKeywords, RunKeywords, SubmitKeywords, SubmitOptions
 from .._values import EmbeddingRequest, Job
@@ -42,15 +46,20 @@ def _checked(model: str, requests: Iterable[Any]) -> Iterator[Any]:
         yield request
 
 
+def _marked(model: str, requests: Iterable[Any]) -> Iterable[Any]:
+    """The requests as the model's family writes them (a text-embedding model's marked)."""
+    return text_requests(requests) if is_text_embedding(model) else requests
+
+
 def embedding_requests(model: str, requests: object, options: Mapping[str, object]) -> Any:
     """``requests`` as a submission of the embeddings lane reads them: refused when a BigQuery
-    source or sink is named, each request checked for ``model`` as it is taken.
+    source or sink is named, each request checked for ``model`` as it is taken (and, for a
+    text-embedding model, marked for its rows).
 
     Raises:
-        InvalidRequestError: a text-embedding model (its rows are not written yet), a
-            ``BigQuerySource`` or a ``dest=`` (BigQuery is refused for embeddings, saying why).
+        InvalidRequestError: a ``BigQuerySource`` or a ``dest=`` (BigQuery is refused for
+            embeddings, saying why).
     """
-    check_lane_model(model)
     if isinstance(requests, BigQuerySource):
         raise InvalidRequestError(EMBEDDINGS_NO_BIGQUERY, field="requests")
     if options.get("dest"):
@@ -59,7 +68,7 @@ def embedding_requests(model: str, requests: object, options: Mapping[str, objec
         return requests  # refused by the submission, naming what it is
     if not isinstance(model, str):
         return requests  # refused by the model check
-    return _checked(model, requests)
+    return _marked(model, _checked(model, requests))
 
 
 class EmbeddingsLane:

@@ -1,4 +1,5 @@
-"""An embedding request's staged line: Google's Gemini embedding batch row, checked first (pure).
+"""An embedding request's staged line, checked first (pure): Google's Gemini embedding batch row,
+or, for a text-embedding model, its instance (``_requests.embedding_text``).
 
 Google's page for batch embeddings ("Get batch embeddings inferences",
 https://docs.cloud.google.com/gemini-enterprise-agent-platform/models/embeddings/batch-prediction-genai-embeddings,
@@ -12,6 +13,10 @@ The line's ``key`` carries the digest of the caller's key (``_requests.keymap``)
 line's ``custom_id`` does: output rows name the key they answer by it. ``embed_content_config``
 is written only with what the request sets. What a model ignores in it (``gemini-embedding-2``:
 ``task_type`` and ``title``) is refused by ``check_for_model`` before anything is staged.
+
+The lane serves both families; the family is the model's, so the lane marks each request for a
+text-embedding model (``embedding_text.TextEmbedding``) and ``embedding_line`` writes it as that
+family's instance, after the checks both share (the text, ``task_type``, ``title``, no schema).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any, Final
 from .._errors import InvalidRequestError
 from .._schemas.check import Schema
 from .._values import EmbeddingRequest
+from .embedding_text import TextEmbedding, text_embedding_line
 from .importer_types import FieldTypes
 from .keymap import EMBEDDING_KEY_FIELD, key_digest
 from .lines import StagedLine, staged_line
@@ -31,7 +37,6 @@ __all__ = [
     "MAX_DIMENSIONS",
     "check_embedding_fields",
     "check_for_model",
-    "check_lane_model",
     "embedding_line",
 ]
 
@@ -66,31 +71,6 @@ def check_embedding_fields(request: Any) -> None:
     occur: ``EmbeddingRequest`` has its fields)."""
 
 
-# The older text-embedding models take rows of {"content": ...} and answer rows of
-# {"instance", "predictions", "status"} (the older batch embeddings page, OLD_PAGE), with no key:
-# the lane writes Google's Gemini rows only.
-_OLDER: Final = ("text-embedding", "text-multilingual-embedding")
-OLD_PAGE: Final = (
-    "https://cloud.google.com/vertex-ai/generative-ai/docs/embeddings/"
-    "batch-prediction-genai-embeddings"
-)
-
-
-def check_lane_model(model: str) -> None:
-    """Refuse a model whose rows the lane does not write (the text-embedding family).
-
-    Raises:
-        InvalidRequestError: naming the model, the rows it takes and the models the lane serves.
-    """
-    if isinstance(model, str) and model.lower().startswith(_OLDER):
-        raise InvalidRequestError(
-            f'model {model!r} takes the older embedding rows ({{"content": ...}}, answered '
-            f"without a key: {OLD_PAGE}), which submit_embeddings does not write yet; use a "
-            "Gemini embedding model (gemini-embedding-001, gemini-embedding-2)",
-            field="model",
-        )
-
-
 def check_for_model(model: str, request: EmbeddingRequest) -> None:
     """Refuse what ``model`` would ignore: ``task_type`` and ``title`` for ``gemini-embedding-2``.
 
@@ -110,11 +90,14 @@ def check_for_model(model: str, request: EmbeddingRequest) -> None:
 def embedding_line(
     request: EmbeddingRequest, types: FieldTypes | None = None, schema: Schema | None = None
 ) -> StagedLine:
-    """The Vertex batch line of an embedding request (``{"key": digest, "request": ...}``).
+    """The Vertex batch line of an embedding request (``{"key": digest, "request": ...}``; a
+    ``TextEmbedding``'s instance, ``{"content": ...}``).
 
     Raises:
-        InvalidRequestError: the text is empty or not a string, ``dimensions`` is not a whole
-            number from 1 to ``MAX_DIMENSIONS``, or ``schema=`` was given (an embedding has none).
+        InvalidRequestError: the text is empty or not a string, ``task_type`` or ``title`` is
+            not a non-empty string, ``dimensions`` is not a whole number from 1 to
+            ``MAX_DIMENSIONS`` (is set at all, for a text-embedding model), or ``schema=`` was
+            given (an embedding has none).
     """
     key = request.key
     if schema is not None:
@@ -128,8 +111,12 @@ def embedding_line(
         raise InvalidRequestError(
             f"text of request {key!r} must be non-blank text, got {what}", field="text"
         )
-    config: dict[str, Any] = {}
+    task_type = _text(request.task_type, "task_type", key)
+    title = _text(request.title, "title", key)
     dimensions = request.dimensions
+    if isinstance(request, TextEmbedding):
+        return text_embedding_line(key, text, task_type, title, dimensions)
+    config: dict[str, Any] = {}
     if dimensions is not None:
         if (
             isinstance(dimensions, bool)
@@ -142,10 +129,8 @@ def embedding_line(
                 field="dimensions",
             )
         config["output_dimensionality"] = dimensions
-    task_type = _text(request.task_type, "task_type", key)
     if task_type is not None:
         config["task_type"] = task_type
-    title = _text(request.title, "title", key)
     if title is not None:
         config["title"] = title
     body: dict[str, Any] = {"content": {"parts": [{"text": text}]}}

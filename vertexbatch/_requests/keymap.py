@@ -356,9 +356,13 @@ class KeyMap:
     def match_echo(self, row: Mapping[str, Any], taken: Container[int] = ()) -> int | None:
         """The first key not yet ``taken`` whose request the row echoes (by canonical digest).
 
-        The echo may be an object or a JSON string holding one (read within ``_json``'s bounds).
+        The echo may be an object or a JSON string holding one (read within ``_json``'s bounds),
+        under ``request``, or under ``instance`` (the older prediction rows of the text-embedding
+        models, ``_requests.embedding_text``, echo their whole line there).
         """
         request = row.get("request")
+        if request is None:
+            request = row.get("instance")
         if isinstance(request, str):
             try:
                 request = load_json(request)

@@ -62,9 +62,12 @@ _quoted = json.encoder.encode_basestring
 
 
 def staged_body(line: Mapping[str, Any]) -> Any:
-    """The request of a staged line read back: its ``request`` (Claude, Gemini), or the OpenAI
-    batch format's ``body`` (open models)."""
-    return line["request"] if "request" in line else line["body"]
+    """The request of a staged line read back: its ``request`` (Claude, Gemini), the OpenAI
+    batch format's ``body`` (open models), or the line itself, an instance with neither (a
+    text-embedding model's, ``_requests.embedding_text``)."""
+    if "request" in line:
+        return line["request"]
+    return line.get("body", line)
 
 
 @dataclass(frozen=True, slots=True)

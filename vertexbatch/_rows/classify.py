@@ -23,6 +23,10 @@ A line of Vertex's ``predictions.jsonl`` is a failure when its ``status`` is non
     processed, but no status and no response          LineError NO_RESPONSE, transient
     a response that is not a JSON object              LineError UNREADABLE_RESPONSE, permanent
 
+An older prediction row (``{"instance", "predictions", "status"}``: the text-embedding models'
+rows, ``_rows.embedding.prediction_response``) is read the same way, its first prediction as
+its response; one with no prediction and no status is ``NO_RESPONSE``.
+
 A failure's code and status name are read by ``_rows.failures``, which builds every ``LineError``
 and decides which are transient. JSON in a line is read with ``_json.load_json`` and every walk over
 row data here is bounded by ``_json.MAX_UNWRAP``, so one damaged line costs time in proportion to
@@ -45,7 +49,7 @@ from .._values import Provider, Refusal, Result, Usage
 from .build import result_of, usage_of
 from .chat import classify_chat_completion
 from .content import claude_content, gemini_content, gemini_other_parts
-from .embedding import read_embedding
+from .embedding import prediction_response, read_embedding
 from .failures import is_error_body, line_error_for, parse_error_object, parse_status, safe_name
 
 __all__ = [
@@ -108,6 +112,11 @@ def classify_row(row: Mapping[str, Any], *, key: str, provider: Provider) -> Res
         )
     status = row.get("status")
     response = row.get("response")
+    # An older prediction row (the text-embedding models': ``instance``, ``predictions``,
+    # ``status``): its first prediction is its response, and a row without one ran.
+    predicted = response is None and "predictions" in row
+    if predicted:
+        response = prediction_response(row["predictions"])
     # The usual row: no status, a response object with no wrapper: what the checks below come
     # to for it, without them.
     if (
@@ -119,7 +128,13 @@ def classify_row(row: Mapping[str, Any], *, key: str, provider: Provider) -> Res
         return READERS[provider](response, key=key)
     response, unreadable = _decode_response(response)
 
-    if response is None and not unreadable and _blank(status) and _blank(row.get("processed_time")):
+    if (
+        response is None
+        and not unreadable
+        and not predicted
+        and _blank(status)
+        and _blank(row.get("processed_time"))
+    ):
         return Result(
             key=key,
             error=line_error_for(

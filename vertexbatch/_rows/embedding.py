@@ -6,7 +6,9 @@ code that runs these jobs, e.g. github.com/kmeanskaran/lean-rag's batch script, 
 reads ``usageMetadata.promptTokenCount``; Google's batch embeddings page shows the input rows
 only: docs/platform-facts.md, "Embeddings"). google-genai's ``EmbedContentResponse`` shape
 (``embeddings[0].values``) is read too, and ``statistics`` (``token_count``, ``truncated``) as
-the text-embedding models write it.
+the text-embedding models write it: their rows, ``{"instance": ..., "predictions":
+[{"embeddings": {"statistics": ..., "values": [...]}}], "status": ""}``, are read with the first
+prediction as the response (``prediction_response``, called by ``_rows.classify.classify_row``).
 
 The ``Result`` keeps the vector as ``array("f")`` (``Result.embedding``: 4 bytes a value, where a
 list of Python floats takes 32) and its ``response`` holds the vector once more in compact form,
@@ -32,7 +34,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from .._errors import TruncatedError
-from .._json import is_number
+from .._json import is_number, load_json
 from .._requests.keymap import EMBEDDING_KEY_FIELD
 from .._values import Result, Usage
 from .build import usage_of
@@ -42,6 +44,7 @@ __all__ = [
     "COMPACT_FIELD",
     "EMBEDDING_ID",
     "compact_response",
+    "prediction_response",
     "read_embedding",
     "read_usual_embedding",
 ]
@@ -168,6 +171,22 @@ def read_embedding(response: Mapping[str, Any], *, key: str) -> Result:
         truncated = TruncatedError(_TRUNCATED, key=key)
         return Result(key=key, usage=usage, error=truncated, response=kept, embedding=vector)
     return Result(key=key, usage=usage, response=kept, embedding=vector)
+
+
+def prediction_response(predictions: object) -> object:
+    """The response of an older prediction row (``{"instance", "predictions", "status"}``, the
+    text-embedding models' rows on Google's older batch embeddings page): its first prediction,
+    ``{"embeddings": {"statistics": ..., "values": [...]}}``, which ``read_embedding`` reads;
+    ``None`` for no prediction. A JSON string of the list (the page's BigQuery output column) is
+    read first; what is not a list is handed on as it is, for the caller to find unreadable."""
+    if isinstance(predictions, str):
+        try:
+            predictions = load_json(predictions)
+        except ValueError:
+            return predictions  # read again by the caller, and found unreadable
+    if isinstance(predictions, list):
+        return predictions[0] if predictions else None
+    return predictions
 
 
 def read_usual_embedding(response: dict[str, Any], key: str) -> Result | None:

@@ -9,9 +9,12 @@ Two families, two formats, as Google's pages give them (docs/platform-facts.md, 
   only; this is what code that reads these jobs reads). `gemini-embedding-2` ignores `task_type`
   and `title` in `embed_content_config`, as the page says; here they change nothing either.
 - The text-embedding models (`text-embedding-*`, `text-multilingual-embedding-*`): an input line
-  is `{"content": "..."}` and its row is `{"instance": {...}, "predictions": [{"embeddings":
-  {"statistics": {"token_count": N, "truncated": false}, "values": [...]}}], "status": ""}`
-  (the older batch embeddings page's JSONL output example).
+  is an instance, `{"content": "...", "task_type"?: ..., "title"?: ...}` (the Text Embeddings
+  API's instance fields; a task_type not in `TASK_TYPES` fails the line with a 400), and its row
+  is `{"instance": {...}, "predictions": [{"embeddings": {"statistics": {"token_count": N,
+  "truncated": false}, "values": [...]}}], "status": ""}` (the older batch embeddings page's
+  JSONL output example); a failed row has no prediction and a `status` as the stack writes
+  every lane's (`"Bad Request: {json}"`: the real shape is not on the page).
 
 The vector is derived from a hash of the text without its directives, unit length, with
 `output_dimensionality` values (`outputDimensionality` too) or `DEFAULT_DIMENSIONS` (the local
@@ -23,12 +26,13 @@ any other outcome directive is a 400 line error saying it does not apply to an e
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from datetime import datetime
 from typing import Any
 
 from vertexbatch.emulator._directives import DirectiveError, plan_directives, without_directives
-from vertexbatch.emulator._errors import LineFailure
+from vertexbatch.emulator._errors import LineFailure, reason_phrase
 from vertexbatch.emulator._model import Answer
 
 __all__ = [
@@ -111,7 +115,10 @@ def answer_embedding(request: Any, model: str) -> tuple[Answer, bool]:
         return Answer(
             error=LineFailure(400, "Local model: the request has no text to embed.")
         ), False
-    config = _config(request)
+    # A text-embedding line is an instance: its task_type is a field of it (the Text Embeddings
+    # API's instance), and no instance field sets the dimensionality.
+    text_family = is_text_embedding_model(model)
+    config = {"task_type": request.get("task_type")} if text_family else _config(request)
     dimensions = config.get("output_dimensionality", config.get("outputDimensionality"))
     if dimensions is None:
         dimensions = DEFAULT_DIMENSIONS
@@ -150,8 +157,12 @@ def text_embedding_row(line: dict[str, Any], model: str, moment: datetime) -> di
         return None
     row: dict[str, Any] = {"instance": line}
     if answer.error is not None:
+        # The shape of a failed row's status is not on Google's page: written as the stack
+        # writes every other lane's (``"Bad Request: {json}"``), so its code is read again.
+        error = answer.error
+        body = {"error": {"code": error.code, "message": error.message, "status": error.status}}
         row["predictions"] = []
-        row["status"] = answer.error.message
+        row["status"] = f"{reason_phrase(error.code)}: {json.dumps(body)}"
         return row
     response = answer.response or {}
     values = response["embedding"]["values"]
