@@ -8,7 +8,7 @@ import pytest
 
 from vertexbatch import ChatRequest, ClaudeRequest, Client, GeminiRequest, InvalidRequestError
 from vertexbatch._bigquery.source import ROW_REQUESTS
-from vertexbatch._checks.probe import PROBE_MODELS
+from vertexbatch._checks.probe import LANE_MODELS, PROBE_MODELS
 from vertexbatch._checks.probe_shape import PROBE_LANES
 from vertexbatch._command.cli_requests import _REQUESTS
 from vertexbatch._plans.estimate import output_ceiling
@@ -170,18 +170,18 @@ def test_the_columns_the_switches_became_are_held_below_and_beside_the_table() -
         "embeddings": 16,
         "openmaas": 4,
     }
-    assert PROBE_MODELS == {
-        "claude": "claude-sonnet-4-5",
-        "gemini": "gemini-2.5-flash",
+    assert PROBE_MODELS == {"claude": "claude-sonnet-4-5", "gemini": "gemini-2.5-flash"}
+    assert LANE_MODELS == {
         "embeddings": "gemini-embedding-001",
+        "chat": "meta/llama-3.3-70b-instruct-maas",
     }
 
 
-def test_the_open_model_lane_is_not_probed_yet_but_has_its_probe_rows() -> None:
-    """PROBE_MODELS leaves the chat lane out (its ProbeLane has no model); its rows build."""
+def test_the_open_model_lane_is_probed_when_asked_and_has_its_probe_rows() -> None:
+    """PROBE_MODELS leaves the chat lane out (probed with ``--lane chat``); its rows build."""
     from vertexbatch._checks.probe_shape import probe_rows
 
-    assert PROBE_LANES["openmaas"].model == "" and "chat" not in PROBE_MODELS
+    assert PROBE_LANES["openmaas"].optional and "chat" not in PROBE_MODELS
     rows = probe_rows("chat").splitlines()
     assert len(rows) == 3 and all(b'"url":"/v1/chat/completions"' in row for row in rows)
 

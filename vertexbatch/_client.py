@@ -411,7 +411,7 @@ class Client(EmbeddingsLane, ChatLane):
     ) -> Run:
         """Start (or rejoin) a run: shard the requests, stage them, write the ledger, take a step.
 
-        Shards hold at most ``shard_size`` rows and 1 GB each (Vertex allows 200,000 rows);
+        Shards hold at most ``shard_size`` rows and one job's rows and bytes (docs/runs.md);
         ``run.advance()`` then creates jobs, resubmits retryable and missing keys up to
         ``max_attempts`` attempts per key, and finishes shards. The other keywords: as for
         ``submit_claude``, within each shard (a shard the cache answers whole gets no job;

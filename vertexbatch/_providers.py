@@ -52,7 +52,7 @@ from ._rows.chat import classify_chat_completion, read_usual_chat
 from ._rows.classify import classify_claude_message, classify_gemini_response
 from ._rows.embedding import read_embedding, read_usual_embedding
 from ._rows.fast_path import UsualReader, read_usual_claude, read_usual_gemini
-from ._rules import LANES, Limits, check_model, owner_of, publisher_path
+from ._rules import DEFAULT_LIMITS, LANES, Limits, check_model, owner_of, publisher_path
 from ._turns import TURNS, Turns
 from ._values import ChatRequest, ClaudeRequest, EmbeddingRequest, GeminiRequest, Provider, Result
 from ._vertex.online import (
@@ -69,6 +69,7 @@ from ._vertex.online import (
 __all__ = [
     "checked_model",
     "job_limits",
+    "job_rows",
     "COMMANDS",
     "GEMINI_DEFAULT_OUTPUT",
     "GLOBAL_BATCH_SOURCE",
@@ -413,21 +414,32 @@ def checked_model(model: str, provider: Provider, location: str) -> str:
 
 
 def job_limits(model: str, limits: Limits) -> Limits:
-    """``limits`` with one job's rows and input bytes held to what the catalogue documents for
-    ``model`` (``job_rows``, ``job_bytes``: Gemini's 200,000 requests and 1 GB), the smaller of
-    the two; unchanged for a model it does not hold or a limit it does not give, whose jobs keep
-    vertexbatch's defaults (``_rules.MAX_ROWS``, ``MAX_INPUT_BYTES``, the values it held every
-    model to before the catalogue). ``limits`` stay a ceiling: a test's smaller ones are kept,
-    and a catalogue limit above the defaults is not taken (a run's ledger is held to
-    ``MAX_ROWS`` keys a shard)."""
+    """``limits`` with one job's rows and input bytes those the catalogue documents for
+    ``model`` (``job_rows``, ``job_bytes``: Gemini's 200,000 requests and 1 GB, Gemini
+    embeddings' 1,000,000 rows and 1 GB); unchanged for a model it does not hold or a limit it
+    does not give, whose jobs keep vertexbatch's defaults (``_rules.MAX_ROWS``,
+    ``MAX_INPUT_BYTES``, the values it held every model to before the catalogue). A documented
+    limit replaces a default one, above it or below; a limit given smaller than the default (a
+    test's) stays a ceiling."""
     entry = model_entry(model)
     if entry is None:
         return limits
-    rows, size = limits.rows, limits.input_bytes
-    if entry.job_rows is not None:
-        rows = min(rows, entry.job_rows)
-    if entry.job_bytes is not None:
-        size = min(size, entry.job_bytes)
+    rows = _limit(limits.rows, DEFAULT_LIMITS.rows, entry.job_rows)
+    size = _limit(limits.input_bytes, DEFAULT_LIMITS.input_bytes, entry.job_bytes)
     if (rows, size) == (limits.rows, limits.input_bytes):
         return limits
     return replace(limits, rows=rows, input_bytes=size)
+
+
+def _limit(given: int, default: int, documented: int | None) -> int:
+    """The documented limit where there is one, but never above a limit given below the
+    default."""
+    if documented is None:
+        return given
+    return documented if given == default else min(given, documented)
+
+
+def job_rows(model: str) -> int:
+    """The most requests one job of ``model`` takes: the catalogue's, else ``_rules.MAX_ROWS``
+    (what a run's ledger holds a shard to)."""
+    return job_limits(model, DEFAULT_LIMITS).rows

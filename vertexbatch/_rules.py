@@ -62,7 +62,9 @@ def is_seconds(value: object, *, positive: bool = False) -> bool:
     return (MIN_SECONDS if positive else 0) <= value <= MAX_SECONDS
 
 
-# Vertex refuses more than 200,000 rows or 1 GB of input for one batch job.
+# Vertex refuses more than 200,000 rows or 1 GB of input for one Gemini batch job: the limits
+# vertexbatch holds a job of a model to where the catalogue gives none of its own (a Gemini
+# embedding job takes 1,000,000 rows: ``_providers.job_limits`` reads the catalogue's).
 MAX_ROWS = 200_000
 MAX_INPUT_BYTES = 1_000_000_000
 # Manifests, records and ledgers are read back whole, so each is held to this (KBs in practice;

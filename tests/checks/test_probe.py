@@ -37,7 +37,10 @@ DIFFERENT = JobOptions(
     claude_success_shape="body",
     partially_succeeded=True,
     output_time_offset=0.0,
+    embedding_response="embeddings",
+    chat_response="batch_body",
 )
+LANES = ("--lane", "embeddings", "--lane", "chat")  # the lanes probed only when asked
 
 
 def probe(out: Path, *args: str, env: Mapping[str, str | None] | None = None) -> Result:
@@ -85,13 +88,13 @@ def test_a_default_stack_shows_the_local_defaults(
 ) -> None:
     """Probing a default stack gives exactly LOCAL_DEFAULTS, the facts differences compare to."""
     out = tmp_path / "report.json"
-    result = probe(out, "--yes")
+    result = probe(out, "--yes", *LANES)
     assert result.exit_code == ExitCode.OK, result.output
     assert "every fact the probe saw" in result.stdout
     report = load(out)
     assert {k: report["facts"][k] for k in LOCAL_DEFAULTS} == dict(LOCAL_DEFAULTS)
     assert report["differences"] == []
-    assert stack.calls()["create"] == 2
+    assert stack.calls()["create"] == 4
     for name, stop_key, stops in (
         ("claude", "stop_reason", {"end_turn", "max_tokens"}),
         ("gemini", "finishReason", {"STOP", "MAX_TOKENS"}),
@@ -125,6 +128,8 @@ KEPT = frozenset(
         "assistant",
         "critic",
         "end_turn",
+        "length",  # an open model's finish_reason values
+        "stop",
         "max_tokens",
         "message",
         "model",
@@ -162,7 +167,7 @@ def test_the_report_keeps_no_request_or_response_text(
     """No string value of the staged input or the output rows reaches the report, bar KEPT."""
     stack.set_job_options(options)
     out = tmp_path / "report.json"
-    assert probe(out, "--yes").exit_code == ExitCode.OK
+    assert probe(out, "--yes", *LANES).exit_code == ExitCode.OK
     report = load(out)
     gcs = stack.storage_client()
     written: set[str] = set()
@@ -206,7 +211,7 @@ def test_a_stack_from_a_report_behaves_as_the_report_says(
     """LocalStack.from_probe_report: probing it gives the report's facts back, queue included."""
     stack.set_job_options(DIFFERENT)
     first = tmp_path / "service.json"
-    assert probe(first, "--yes").exit_code == ExitCode.OK
+    assert probe(first, "--yes", *LANES).exit_code == ExitCode.OK
     report = load(first)
     # As if the service had queued the jobs at create (the state a zero-time stack never shows).
     report["facts"].update(
@@ -220,7 +225,8 @@ def test_a_stack_from_a_report_behaves_as_the_report_says(
     with LocalStack.from_probe_report(first) as rebuilt:
         rebuilt.create_bucket("rebuilt")
         second = tmp_path / "rebuilt.json"
-        result = probe(second, "--yes", env=rebuilt.environment("rebuilt", prefix="jobs"))
+        env = rebuilt.environment("rebuilt", prefix="jobs")
+        result = probe(second, "--yes", *LANES, env=env)
         assert result.exit_code == ExitCode.OK, result.output
     again = load(second)["facts"]
     assert again["claude.create_state"] == again["gemini.create_state"] == "JOB_STATE_QUEUED"
@@ -662,7 +668,8 @@ def test_a_report_whose_providers_differ_keeps_each_providers_facts(
     with LocalStack.from_probe_report(first) as rebuilt:
         rebuilt.create_bucket("rebuilt")
         second = tmp_path / "rebuilt.json"
-        result = probe(second, "--yes", env=rebuilt.environment("rebuilt", prefix="jobs"))
+        env = rebuilt.environment("rebuilt", prefix="jobs")
+        result = probe(second, "--yes", *LANES, env=env)
         assert result.exit_code == ExitCode.OK, result.output
     again = load(second)["facts"]
     for key in (

@@ -1,13 +1,15 @@
-"""``vertexbatch probe``: two tiny real jobs that settle what the wire reference leaves open.
+"""``vertexbatch probe``: tiny real jobs that settle what the wire reference leaves open.
 
-It stages and creates one Claude and one Gemini job straight over REST (so the report holds the
-service's own create and get JSON, field for field), each with three rows it can provoke
-honestly:
+It stages and creates one Claude and one Gemini job (and, when asked, one embeddings job and one
+open-model job: ``LANE_MODELS``) straight over REST (so the report holds the service's own
+create and get JSON, field for field), each with three rows it can provoke honestly:
 
     answer     a normal answer (max_tokens 64)
     truncated  a max-tokens stop (max_tokens / maxOutputTokens 1)
     invalid    a per-line error (Claude max_tokens 0; Gemini role "critic", the official
                example of a line error: "Please use a valid role: user, model.")
+(embeddings: an answer, a vector of 8 dimensions, an unknown task type); the answered rows of
+the lanes whose output row no Google page shows are checked against the row the reader assumes.
 
 (``invalid_rows=False``, the command's ``--no-invalid-rows``, leaves the third out, for a
 service that fails a whole job over it), then polls both until they end (``interval``, bounded
@@ -34,14 +36,14 @@ from .._config import Config, local_retry, read_config
 from .._errors import InvalidRequestError
 from .._hosts import vertex_base_url
 from .._json import load_json
-from .._providers import PROVIDERS, by_command
+from .._providers import by_command
 from .._retry import RetryPolicy
 from .doctor import on_local_stack
 from .probe_shape import (
-    PROBE_LANES,
     differences,
     facts,
     field_names,
+    lane_models,
     output_dir_offset,
     probe_parts,
     probe_rows,
@@ -53,14 +55,20 @@ from .probe_stage import create_in_parts, stage_parts
 if TYPE_CHECKING:
     import requests
 
-__all__ = ["PROBE_MODELS", "REPORT_VERSION", "error_status", "rest_call", "run_probe"]
+__all__ = [
+    "LANE_MODELS",
+    "PROBE_MODELS",
+    "REPORT_VERSION",
+    "error_status",
+    "rest_call",
+    "run_probe",
+]
 
-PROBE_MODELS: Mapping[str, str] = {
-    row.command: PROBE_LANES[provider].model
-    for provider, row in PROVIDERS.items()
-    if PROBE_LANES[provider].model  # a lane with no probe model is not probed (yet)
-}
+PROBE_MODELS: Mapping[str, str] = lane_models(optional=False)
 """The models probed unless ``--claude-model`` / ``--gemini-model`` say otherwise."""
+LANE_MODELS: Mapping[str, str] = lane_models(optional=True)
+"""The lanes probed only when asked (``--lane embeddings``, ``--lane chat``), and their models
+unless ``--embeddings-model`` / ``--chat-model`` say otherwise."""
 REPORT_VERSION = 1
 INTERVAL = 30.0  # seconds between polls of a real job
 LOCAL_INTERVAL = 0.5
@@ -171,7 +179,8 @@ def run_probe(
     invalid_rows: bool = True,
     on_partial: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Submit the two probe jobs, wait for them, and return the report (a JSON-ready dict).
+    """Submit one probe job per lane of ``models``, wait for them, and return the report (a
+    JSON-ready dict).
 
     Gets, cancels and reads go under ``retry`` (default ``RetryPolicy()``; at the local stack a
     refused connection is final); creates are never retried, as in ``submit``: a lost create
@@ -358,8 +367,8 @@ def _create_all(
     progress: Callable[[str], None],
     invalid: bool,
 ) -> None:
-    """Stage and create the two jobs, adding each to ``jobs`` as soon as it exists (each input
-    in two parts: ``probe_stage``)."""
+    """Stage and create one job per lane of ``models``, adding each to ``jobs`` as soon as it
+    exists (each input in two parts: ``probe_stage``)."""
     for name in models:  # the lanes the command names a model for
         parts = probe_parts(probe_rows(name, invalid))
         body: dict[str, Any] = {

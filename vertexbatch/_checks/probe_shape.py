@@ -9,7 +9,9 @@ survives: a string under any other key becomes ``"string"``.
 ``LocalStack.from_probe_report`` reads and that docs/local-stack.md maps to the reference's
 UNCONFIRMED points; ``LOCAL_DEFAULTS`` is what a default local stack shows (a test pins it by
 probing one), and ``differences`` lists where a report departs from it. ``probe_rows`` are the
-rows a probe stages: an answer, a truncation and one Vertex refuses.
+rows a probe stages (``probe_input``): an answer, a truncation and one Vertex refuses. Each
+lane's row facts, and the check of the embeddings and open-model rows against the row the
+reader assumes, are ``probe_output``'s.
 """
 
 from __future__ import annotations
@@ -23,8 +25,16 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from .._json import load_json
-from .._providers import by_command
+from .._providers import PROVIDERS, by_command
 from .._values import Provider
+from .probe_input import chat_rows, claude_rows, embedding_rows, gemini_rows
+from .probe_output import (
+    chat_row_facts,
+    claude_row_facts,
+    embedding_row_facts,
+    gemini_row_facts,
+    output_facts,
+)
 
 __all__ = [
     "PROBE_LANES",
@@ -35,6 +45,7 @@ __all__ = [
     "differences",
     "facts",
     "field_names",
+    "lane_models",
     "output_dir_offset",
     "row_facts",
     "shape",
@@ -175,16 +186,6 @@ def output_dir_offset(directory: str, create_time: str) -> float | None:
     return round((named - created).total_seconds(), 3)
 
 
-def _response_shape(response: Any) -> str:
-    if isinstance(response, str):
-        return "string"
-    if isinstance(response, dict) and isinstance(response.get("body"), dict):
-        return "body"
-    if isinstance(response, dict) and response:
-        return "object"
-    return "absent"
-
-
 def _request_echo(row: Mapping[str, Any]) -> str:
     request = row.get("request")
     if isinstance(request, str):
@@ -253,8 +254,11 @@ def facts(
         out[f"{name}.request_echo"] = _one(r["request_echo"] for r in found)
         out[f"{name}.success_status"] = _one(r["status"] for r in good)
         out[f"{name}.error_status"] = _one(r["status"] for r in failed)
-        for fact, answered in PROBE_LANES[by_command(name).provider].facts:
+        lane = PROBE_LANES[by_command(name).provider]
+        for fact, answered in lane.facts:
             out[f"{name}.{fact}"] = _one(r[fact] for r in (good if answered else found))
+        if lane.assumed:
+            out.update(output_facts(name, good))
     return out
 
 
@@ -287,6 +291,32 @@ LOCAL_DEFAULTS: Mapping[str, Any] = {
     "gemini.error_status": "prefix_json",
     "gemini.labels_echoed": True,
     "gemini.sibling_echoed": True,
+    "embeddings.create_state": "JOB_STATE_PENDING",
+    "embeddings.end_state": "JOB_STATE_SUCCEEDED",
+    "embeddings.output_files": ["predictions.jsonl"],
+    "embeddings.input_uris_accepted": 2,
+    "embeddings.reads_every_input_uri": True,
+    "embeddings.request_echo": "object",
+    "embeddings.success_status": "empty",
+    "embeddings.error_status": "prefix_json",
+    "embeddings.response": "object",
+    "embeddings.output_row": "matches",
+    "embeddings.missing_fields": [],
+    "embeddings.reader_reads": True,
+    "embeddings.key_echoed": True,
+    "chat.create_state": "JOB_STATE_PENDING",
+    "chat.end_state": "JOB_STATE_SUCCEEDED",
+    "chat.output_files": ["predictions.jsonl"],
+    "chat.input_uris_accepted": 2,
+    "chat.reads_every_input_uri": True,
+    "chat.request_echo": "absent",  # its echo is the line's own body field
+    "chat.success_status": "empty",
+    "chat.error_status": None,  # the stack answers the role "critic" in an OpenAI line
+    "chat.response": "object",
+    "chat.output_row": "matches",
+    "chat.missing_fields": [],
+    "chat.reader_reads": True,
+    "chat.custom_id_echoed": True,
 }
 """The facts a probe of a local stack with default options shows (tests/checks/test_probe.py)."""
 
@@ -296,18 +326,21 @@ def differences(
 ) -> list[str]:
     """One line per fact where ``found`` differs from ``defaults``: ``key: service X, local Y``.
 
-    A fact the probe could not see (None) is no difference.
+    A fact the probe could not see (None) is no difference. Where a lane's output row differs
+    from the one its reader assumes, a last line names the fields its rows had outside the
+    echoed request (``X.output_fields ...: service [...]``): names, never values.
     """
     lines = []
     for key, local in defaults.items():
         seen = found.get(key)
         if seen is not None and seen != local:
             lines.append(f"{key}: service {json.dumps(seen)}, local stack {json.dumps(local)}")
+    for key, seen in found.items():
+        if key.endswith(".output_row") and seen == "differs":
+            fields = key.removesuffix("output_row") + "output_fields"
+            seen = [f for f in found.get(fields) or () if "." not in f or f.startswith("resp")]
+            lines.append(f"{fields} (the row's own and its response's): service {json.dumps(seen)}")
     return lines
-
-
-_ANSWER = "Name one primary colour."
-_LONG = "Count from one to twenty in words."
 
 
 def probe_parts(rows: bytes) -> list[bytes]:
@@ -322,82 +355,6 @@ def probe_rows(name: str, invalid: bool = True) -> bytes:
     return PROBE_LANES[by_command(name).provider].rows(invalid)
 
 
-def _claude_rows(invalid: bool) -> bytes:
-    from .._requests.lines import claude_line
-    from .._values import ClaudeRequest
-
-    def claude(key: str, text: str, max_tokens: int) -> bytes:
-        params = {"max_tokens": max_tokens, "messages": [{"role": "user", "content": text}]}
-        return claude_line(ClaudeRequest(key=key, params=params)).data
-
-    def refused_by_vertex(line: bytes) -> bytes:
-        # max_tokens 0, which submit refuses before staging: only Vertex's answer is wanted.
-        row = json.loads(line)
-        row["request"]["max_tokens"] = 0
-        return json.dumps(row, separators=(",", ":")).encode("utf-8") + b"\n"
-
-    rows = claude("answer", _ANSWER, 64) + claude("truncated", _LONG, 1)
-    return rows + refused_by_vertex(claude("invalid", _ANSWER, 1)) if invalid else rows
-
-
-def _gemini_rows(invalid: bool) -> bytes:
-    from google.genai import types as genai_types
-
-    from .._requests.lines import gemini_line
-    from .._values import GeminiRequest
-
-    def gemini(key: str, text: str, role: str, limit: int) -> bytes:
-        contents = [{"role": role, "parts": [{"text": text}]}]
-        config = genai_types.GenerateContentConfig(max_output_tokens=limit)
-        return gemini_line(GeminiRequest(key=key, contents=contents, config=config)).data
-
-    rows = gemini("answer", _ANSWER, "user", 64) + gemini("truncated", _LONG, "user", 1)
-    return rows + gemini("invalid", _ANSWER, "critic", 64) if invalid else rows
-
-
-def _embedding_rows(invalid: bool) -> bytes:
-    from .._requests.embedding_line import embedding_line
-    from .._values import EmbeddingRequest
-
-    rows = embedding_line(EmbeddingRequest("answer", _ANSWER)).data
-    rows += embedding_line(EmbeddingRequest("sized", _LONG, dimensions=8)).data
-    if not invalid:
-        return rows
-    # A task type no model knows, which submit stages all the same: only Vertex's answer counts.
-    return rows + embedding_line(EmbeddingRequest("invalid", _ANSWER, task_type="NOT_A_TASK")).data
-
-
-def _embedding_row_facts(row: Mapping[str, Any], request: Any, failed: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"key_echoed": "key" in row}
-    if not failed:
-        out["response"] = _response_shape(row.get("response"))
-    return out
-
-
-def _chat_rows(invalid: bool) -> bytes:
-    from .._requests.lines import chat_line
-    from .._values import ChatRequest
-
-    def chat(key: str, text: str, max_tokens: int) -> bytes:
-        body = {"max_tokens": max_tokens, "messages": [{"role": "user", "content": text}]}
-        return chat_line(ChatRequest(key=key, body=body)).data
-
-    rows = chat("answer", _ANSWER, 64) + chat("truncated", _LONG, 1)
-    return rows + chat("invalid", _ANSWER, 64).replace(b'"user"', b'"critic"') if invalid else rows
-
-
-def _claude_row_facts(row: Mapping[str, Any], request: Any, failed: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"custom_id_echoed": "custom_id" in row}
-    if not failed:
-        out["response"] = _response_shape(row.get("response"))
-    return out
-
-
-def _gemini_row_facts(row: Mapping[str, Any], request: Any, failed: bool) -> dict[str, Any]:
-    labels = isinstance(request, dict) and isinstance(request.get("labels"), dict)
-    return {"labels_echoed": labels, "sibling_echoed": "vb_key" in row}
-
-
 @dataclass(frozen=True, slots=True)
 class ProbeLane:
     """What a probe stages and reads differently for one provider."""
@@ -406,6 +363,10 @@ class ProbeLane:
     rows: Callable[[bool], bytes]  # (invalid) -> the staged JSONL of its probe rows
     row_facts: Callable[[Mapping[str, Any], Any, bool], dict[str, Any]]  # (row, request, failed)
     facts: tuple[tuple[str, bool], ...]  # its own row facts, each: whether only answers count
+    # Whether its answered rows are checked against the row the reader assumes (a lane whose
+    # output row no Google page shows: ``probe_output``).
+    assumed: bool = False
+    optional: bool = False  # probed only when asked (``vertexbatch probe --lane``)
 
 
 # Each provider's probe, by the provider table's names (tests/test_providers.py holds the two
@@ -414,30 +375,42 @@ PROBE_LANES: Final[Mapping[Provider, ProbeLane]] = MappingProxyType(
     {
         "anthropic": ProbeLane(
             model="claude-sonnet-4-5",
-            rows=_claude_rows,
-            row_facts=_claude_row_facts,
+            rows=claude_rows,
+            row_facts=claude_row_facts,
             facts=(("custom_id_echoed", False), ("response", True)),
         ),
         "google": ProbeLane(
             model="gemini-2.5-flash",
-            rows=_gemini_rows,
-            row_facts=_gemini_row_facts,
+            rows=gemini_rows,
+            row_facts=gemini_row_facts,
             facts=(("labels_echoed", False), ("sibling_echoed", False)),
         ),
-        # Probed only when asked (``vertexbatch probe`` names a model for Claude and Gemini).
         "embeddings": ProbeLane(
             model="gemini-embedding-001",
-            rows=_embedding_rows,
-            row_facts=_embedding_row_facts,
+            rows=embedding_rows,
+            row_facts=embedding_row_facts,
             facts=(("key_echoed", False), ("response", True)),
+            assumed=True,
+            optional=True,
         ),
-        # Not probed yet (no model: PROBE_MODELS leaves it out): the probe measures Claude's and
-        # Gemini's jobs; its rows are ready for when an open model's output row is probed.
+        # Llama 3.3 70B: on Google's list of open models in batch (docs/platform-facts.md).
         "openmaas": ProbeLane(
-            model="",
-            rows=_chat_rows,
-            row_facts=_claude_row_facts,  # an id in custom_id too, and the response's shape
+            model="meta/llama-3.3-70b-instruct-maas",
+            rows=chat_rows,
+            row_facts=chat_row_facts,
             facts=(("custom_id_echoed", False), ("response", True)),
+            assumed=True,
+            optional=True,
         ),
     }
 )
+
+
+def lane_models(*, optional: bool) -> dict[str, str]:
+    """The probe models of the lanes probed always (``optional=False``: Claude, Gemini) or only
+    when asked (``vertexbatch probe --lane``), by the command's name of each lane."""
+    return {
+        row.command: PROBE_LANES[provider].model
+        for provider, row in PROVIDERS.items()
+        if PROBE_LANES[provider].optional is optional
+    }

@@ -32,6 +32,17 @@ __all__ = ["probe"]
 @click.option("--claude-model", default="claude-sonnet-4-5", show_default=True)
 @click.option("--gemini-model", default="gemini-2.5-flash", show_default=True)
 @click.option(
+    "--lane",
+    "lanes",
+    type=click.Choice(["embeddings", "chat"]),
+    multiple=True,
+    help="Probe this lane too (repeatable): one more job of three requests (embeddings: three "
+    "short texts; chat: at most 64 output tokens each), checked against the output row "
+    "vertexbatch's reader assumes.",
+)
+@click.option("--embeddings-model", default="gemini-embedding-001", show_default=True)
+@click.option("--chat-model", default="meta/llama-3.3-70b-instruct-maas", show_default=True)
+@click.option(
     "--interval", type=Seconds(), default=None,
     help="Seconds between polls, at least 5 against Vertex [default: 30; 0.5 on the local "
     "stack].",
@@ -59,12 +70,16 @@ def probe(
     out: Path,
     claude_model: str,
     gemini_model: str,
+    lanes: tuple[str, ...],
+    embeddings_model: str,
+    chat_model: str,
     interval: float | None,
     timeout: float,
     no_invalid_rows: bool,
     multi_regions: tuple[str, ...],
 ) -> None:
-    """Run a tiny Claude and a tiny Gemini job and report how the service shapes them.
+    """Run a tiny Claude and a tiny Gemini job (--lane: an embeddings or open-model job too)
+    and report how the service shapes them.
 
     Writes --out: the job JSON's field names and state sequence with timings, the output
     files, each row's field names and JSON types (enums and status prefixes kept, no text),
@@ -75,15 +90,20 @@ def probe(
     cancelled as soon as it exists; --out says whether each create was accepted.
     """
     from .._checks.probe import run_probe
+    from .._providers import by_command
     from .._rules import check_model
 
+    models = {"claude": claude_model, "gemini": gemini_model}
+    chosen = {"embeddings": embeddings_model, "chat": chat_model}
+    models.update((lane, chosen[lane]) for lane in dict.fromkeys(lanes))
     if not yes:
         raise Fail(
             ExitCode.USAGE,
-            "probe submits two small batch jobs that cost a few requests: run it again with --yes",
+            f"probe submits {len(models)} small batch jobs that cost a few requests: run it "
+            "again with --yes",
         )
-    check_model(claude_model, "anthropic")
-    check_model(gemini_model, "google")
+    for name, model in models.items():
+        check_model(model, by_command(name).provider)
     if out.parent and not out.parent.is_dir():
         raise Fail(ExitCode.USAGE, f"--out: directory {out.parent} does not exist")
 
@@ -94,7 +114,6 @@ def probe(
         out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
         progress(f"stopped early: partial report (no rows, no facts) written to {out}")
 
-    models = {"claude": claude_model, "gemini": gemini_model}
     if multi_regions:
         _multi_regions(out, multi_regions, models, progress)
         return

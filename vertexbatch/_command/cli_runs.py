@@ -122,7 +122,8 @@ def run_group() -> None:
     type=click.IntRange(min=1),
     default=DEFAULT_SHARD_SIZE,
     show_default=True,
-    help="Most rows per shard (one job each; Vertex allows 200,000).",
+    help="Most rows per shard (one job each; at most the model's limit: 200,000 for Gemini, "
+    "1,000,000 for Gemini embeddings).",
 )
 @click.option(
     "--attempts",

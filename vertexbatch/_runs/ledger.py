@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from .._bigquery.dest import parse_dest
 from .._errors import InvalidRequestError, damaged_record
 from .._gcs.staging import Staging
-from .._rules import MAX_ROWS, RECORD_MAX, Limits, check_id
+from .._providers import job_rows
+from .._rules import RECORD_MAX, Limits, check_id
 from .._staged.usage import TierUsage, parse_usage, usage_json
 from .._values import PROVIDER_NAMES, Provider
 from .._vertex.controls import NO_CONTROLS, Controls
@@ -160,6 +161,7 @@ class Ledger:
         if type(tasks) is not int or tasks < 0 or ("tasks" in data and not tasks):
             raise bad("'tasks' is not a count of tasks")
         shards: list[Shard] = []
+        most = job_rows(model)  # one job's rows: the model's (``_providers.job_limits``)
         for index, entry in enumerate(listed):
             number = index
             if tasks:  # a tasked run's numbers increase, with gaps (``_runs.registry``)
@@ -173,13 +175,12 @@ class Ledger:
                 not isinstance(entry, dict)
                 or entry.get("id") != f"{run_id}.s{number}"
                 or type(entry.get("keys")) is not int
-                or not 1 <= entry["keys"] <= MAX_ROWS
+                or not 1 <= entry["keys"] <= most
             ):
                 shown = "N" if tasks else str(index)
                 rule = ", N above the previous shard's" if tasks else ""
                 raise bad(
-                    f"shard {index} is not {{'id': '{run_id}.s{shown}', 'keys': 1-{MAX_ROWS}}}"
-                    + rule
+                    f"shard {index} is not {{'id': '{run_id}.s{shown}', 'keys': 1-{most}}}" + rule
                 )
             shards.append(Shard(entry["id"], entry["keys"]))
         labelled = data.get("format") == LABELLED_FORMAT

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 
 from .._errors import InvalidRequestError, damaged_record
 from .._gcs.staging import Staging
-from .._rules import MAX_ROWS
+from .._providers import job_rows
 from .._staged.usage import TierUsage, parse_usage, summed, usage_json
 from .._values import PROVIDER_NAMES, Provider
 from .._vertex.controls import NO_CONTROLS, Controls
@@ -192,15 +192,16 @@ class TaskRecord:
         if not isinstance(listed, list) or not isinstance(md5, str):
             raise bad("'shards' or 'keys_md5' is missing")
         shards = []
+        most = job_rows(model)  # one job's rows: the model's (``_providers.job_limits``)
         for number, entry in enumerate(listed):
             expected = shard_id(run_id, index, count, number)
             if (
                 not isinstance(entry, dict)
                 or entry.get("id") != expected
                 or type(entry.get("keys")) is not int
-                or not 1 <= entry["keys"] <= MAX_ROWS
+                or not 1 <= entry["keys"] <= most
             ):
-                raise bad(f"shard {number} is not {{'id': '{expected}', 'keys': 1-{MAX_ROWS}}}")
+                raise bad(f"shard {number} is not {{'id': '{expected}', 'keys': 1-{most}}}")
             shards.append(Shard(entry["id"], entry["keys"]))
         try:
             controls = Controls.from_json(data["controls"]) if "controls" in data else NO_CONTROLS

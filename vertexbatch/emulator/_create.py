@@ -31,6 +31,7 @@ __all__ = [
     "apply_mask",
     "check_fields",
     "check_query",
+    "express_parent",
     "instance_config",
     "not_emulated",
     "read_mask",
@@ -65,6 +66,29 @@ _QUERY: Mapping[str, frozenset[str]] = {
 _JOB_OPS = frozenset(
     {"create", "list", "get", "delete", "cancel", "getOperation", "listOperations", "waitOperation"}
 )
+
+
+def express_parent(parent: str, project: str, location: str) -> dict[str, str]:
+    """The project and location of a call of the express form (no project or location in its
+    path): its ``parent`` query parameter, else the stack's own ``project`` and ``location``.
+
+    Vertex AI's v1 API has a top-level ``batchPredictionJobs`` collection: create (an optional
+    ``parent``, ``projects/{project}/locations/{location}``), get and list; no cancel or delete
+    (its discovery document, as google-api-python-client prints it:
+    https://github.com/googleapis/google-api-python-client/blob/main/docs/dyn/aiplatform_v1.batchPredictionJobs.html,
+    read 2026-12-07). google-genai 2.34.0 calls it in Vertex's express mode (an API key and no
+    project or location: docs/local-stack.md, "Point code at it").
+
+    Raises:
+        ApiError: 400 INVALID_ARGUMENT, a ``parent`` of another form.
+    """
+    if not parent:
+        return {"project": project, "location": location}
+    found = re.fullmatch(r"projects/([^/]+)/locations/([^/]+)", parent)
+    if found is None:
+        shown = parent[:100]
+        raise bad_request(f"Invalid parent {shown!r}: not projects/PROJECT/locations/LOCATION.")
+    return {"project": found.group(1), "location": found.group(2)}
 
 
 def check_query(op: str, query: Mapping[str, list[str]]) -> None:

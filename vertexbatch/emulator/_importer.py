@@ -20,7 +20,9 @@ __all__ = [
     "IMPORT_ERROR_MESSAGE",
     "MAX_BYTES",
     "MAX_DEPTH",
+    "EMBEDDING_MAX_ROWS",
     "MAX_ROWS",
+    "max_rows",
     "ImportFailure",
     "Schema",
     "check_size",
@@ -29,6 +31,11 @@ __all__ = [
 ]
 
 MAX_ROWS = 200_000
+# A Gemini embedding job's rows ("Each batch job supports up to 1,000,000 rows and an input file
+# size of up to 1 GB": Google's batch embeddings page,
+# https://docs.cloud.google.com/gemini-enterprise-agent-platform/models/embeddings/batch-prediction-genai-embeddings,
+# read 2026-12-07).
+EMBEDDING_MAX_ROWS = 1_000_000
 MAX_BYTES = 1 << 30
 # Levels of nested lists and objects below the line itself (the reference: "nesting deeper than
 # 15 levels" fails; vertexbatch's own preflight counts the same way).
@@ -73,6 +80,12 @@ class ImportFailure(Exception):
     def message(self) -> str:
         """The job's error message."""
         return f"{IMPORT_ERROR_MESSAGE} {self.detail}"
+
+
+def max_rows(model: str) -> int:
+    """The most rows one job of ``model`` takes: a Gemini embedding model's 1,000,000, every
+    other model's 200,000 (Gemini's batch limit, which the stack holds Claude's jobs to too)."""
+    return EMBEDDING_MAX_ROWS if model.lower().startswith("gemini-embedding") else MAX_ROWS
 
 
 def check_size(total_bytes: int) -> None:
@@ -156,11 +169,12 @@ def _scan(value: Any, path: Path, depth: int, schema: Schema, line: int) -> None
 
 
 def parse_lines(
-    data: bytes, schema: Schema | None = None, rows_before: int = 0
+    data: bytes, schema: Schema | None = None, rows_before: int = 0, most: int = MAX_ROWS
 ) -> tuple[list[dict[str, Any]], Schema]:
     """Parse and validate one JSONL input; blank lines are ignored.
 
-    For a job with several inputs, pass the schema and row count of the earlier ones.
+    For a job with several inputs, pass the schema and row count of the earlier ones; ``most``
+    is the job's row limit (``max_rows`` of its model).
 
     Returns:
         The rows and the schema (keys per path) that `normalise` needs.
@@ -168,15 +182,15 @@ def parse_lines(
     Raises:
         ImportFailure: a non-JSON line, a line that is not an object, an empty object, nesting
             deeper than MAX_DEPTH, a key that is not a valid column name, a null inside a list,
-            a field whose type differs from an earlier line's, more than MAX_ROWS rows.
+            a field whose type differs from an earlier line's, more than ``most`` rows.
     """
     schema = Schema() if schema is None else schema
     lines = data.splitlines()
     # Counting first refuses an oversized input without parsing it.
-    if rows_before + len(lines) > MAX_ROWS and (
-        rows_before + sum(1 for raw in lines if raw.strip()) > MAX_ROWS
+    if rows_before + len(lines) > most and (
+        rows_before + sum(1 for raw in lines if raw.strip()) > most
     ):
-        raise ImportFailure(f"The input has more than {MAX_ROWS} rows.")
+        raise ImportFailure(f"The input has more than {most} rows.")
     rows: list[dict[str, Any]] = []
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():

@@ -28,6 +28,8 @@ CLAUDE_ERROR_SHAPES: tuple[str, ...] = (
 )
 GEMINI_ERROR_SHAPES: tuple[str, ...] = ("status_string", "status_object", "status_text")
 RequestEcho = Literal["object", "string"]
+EmbeddingResponse = Literal["embedding", "embeddings"]
+ChatResponse = Literal["object", "batch_body"]
 QueuedAt = Literal["create", "after_pending"]
 QUEUED_AT: tuple[str, ...] = ("create", "after_pending")
 REQUEST_ECHOES: tuple[str, ...] = ("object", "string")
@@ -116,6 +118,13 @@ class JobOptions:
             Extra inputs are not permitted"; Gemini: 400 `Invalid JSON payload received.
             Unknown name ...`). False: take any field (a parameter the provider takes that the
             installed SDK does not model yet; what `check_fields=False` stages).
+        embedding_response: how a Gemini embedding row holds its vector (UNCONFIRMED: Google
+            shows input rows only): "embedding" (`{"embedding": {"values"}, "usageMetadata"}`,
+            what vertexbatch's reader assumes) or "embeddings" (google-genai's
+            EmbedContentResponse form, `{"embeddings": [{"values", "statistics"}]}`).
+        chat_response: how an open model's row holds its answer (UNCONFIRMED): "object" (the
+            OpenAI chat completion in `response`, what the reader assumes) or "batch_body"
+            (OpenAI's Batch API output form, `{"status_code": 200, "body": {completion}}`).
         max_input_uris: refuse (400 at create) a job whose `gcsSource.uris` lists more than
             this many input files, as a provider that reads only one would have to; 0: any
             number (Vertex's `GcsSource.uris` is a list). A probe report that shows a provider
@@ -137,8 +146,14 @@ class JobOptions:
     claude_bigquery_columns: Literal["ignore", "pass"] = "ignore"
     check_fields: bool = True
     max_input_uris: int = 0
+    embedding_response: EmbeddingResponse = "embedding"
+    chat_response: ChatResponse = "object"
 
     def __post_init__(self) -> None:
+        if self.embedding_response not in ("embedding", "embeddings"):
+            raise ValueError('embedding_response must be "embedding" or "embeddings"')
+        if self.chat_response not in ("object", "batch_body"):
+            raise ValueError('chat_response must be "object" or "batch_body"')
         if type(self.max_input_uris) is not int or self.max_input_uris < 0:
             raise ValueError("max_input_uris must be a whole number, 0 for any number")
         if self.claude_success_shape not in CLAUDE_SUCCESS_SHAPES:

@@ -120,6 +120,16 @@ def options_from_report(report: Mapping[str, Any]) -> tuple[JobOptions, Timing]:
         changes["output_time_offset"] = float(offset)
     if 1 in (facts.get("claude.input_uris_accepted"), facts.get("gemini.input_uris_accepted")):
         changes["max_input_uris"] = 1  # a job of two input files was refused
+    # The two lanes whose answered rows the probe checks against the row the reader assumes:
+    # a form the stack can write is reproduced from the field names the rows had.
+    if facts.get("embeddings.output_row") == "differs" and "response.embeddings[].values" in (
+        facts.get("embeddings.output_fields") or ()
+    ):
+        changes["embedding_response"] = "embeddings"
+    if facts.get("chat.output_row") == "differs" and "response.body.choices" in (
+        facts.get("chat.output_fields") or ()
+    ):
+        changes["chat_response"] = "batch_body"
     timing = Timing()
     if facts.get("claude.queued_seen") or facts.get("gemini.queued_seen"):
         created_queued = "JOB_STATE_QUEUED" in (

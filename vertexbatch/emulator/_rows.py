@@ -34,14 +34,19 @@ def _status_string(error: LineFailure) -> str:
     return f"{reason_phrase(error.code)}: {json.dumps(body)}"
 
 
-def _openai_row(line: dict[str, Any], answer: Answer, moment: datetime) -> dict[str, Any]:
+def _openai_row(
+    line: dict[str, Any], answer: Answer, moment: datetime, options: JobOptions
+) -> dict[str, Any]:
     """An open model's row: the input line's fields echoed (`custom_id`, `method`, `url`,
-    `body`), then `response`, the OpenAI chat completion; a failure's `status` as the other
-    lanes write it, or (`error_envelope`) an OpenAI error body in `response`."""
+    `body`), then `response`, the OpenAI chat completion (`chat_response="batch_body"`: inside
+    `{"status_code": 200, "body": ...}`); a failure's `status` as the other lanes write it, or
+    (`error_envelope`) an OpenAI error body in `response`."""
     row: dict[str, Any] = {"status": "", "processed_time": processed_time(moment)}
     row.update((k, v) for k, v in line.items() if k not in ("status", "response"))
     error = answer.error
-    if error is None:
+    if error is None and options.chat_response == "batch_body":
+        row["response"] = {"status_code": 200, "body": answer.response}
+    elif error is None:
         row["response"] = answer.response
     elif error.shape == "error_envelope":
         row["status"] = reason_phrase(error.code)
@@ -76,7 +81,7 @@ def format_row(
     if answer.dropped:
         return None
     if provider == "openmaas":
-        return _openai_row(line, answer, moment)
+        return _openai_row(line, answer, moment, options)
     request = line.get("request")
     if provider == "google" and not options.echo_labels and isinstance(request, dict):
         request = {k: v for k, v in request.items() if k != "labels"}
@@ -110,6 +115,8 @@ def format_row(
             row["status"] = _status_string(error)
         return row
     response = answer.response
+    if options.embedding_response == "embeddings" and isinstance(response, dict):
+        response = _embeddings_form(response)
     if provider == "anthropic" and options.claude_success_shape == "string":
         row["response"] = json.dumps(response)
     elif provider == "anthropic" and options.claude_success_shape == "body":
@@ -117,3 +124,14 @@ def format_row(
     else:
         row["response"] = response
     return row
+
+
+def _embeddings_form(response: dict[str, Any]) -> dict[str, Any]:
+    """A Gemini embedding answer in google-genai's EmbedContentResponse form (`embeddings`, a
+    list; the tokens in each one's `statistics`); any other answer unchanged."""
+    embedding = response.get("embedding")
+    if not isinstance(embedding, dict):
+        return response
+    tokens = (response.get("usageMetadata") or {}).get("promptTokenCount", 0)
+    statistics = {"token_count": tokens, "truncated": False, **embedding.get("statistics", {})}
+    return {"embeddings": [{"values": embedding.get("values", []), "statistics": statistics}]}

@@ -36,6 +36,7 @@ from vertexbatch.emulator._importer import (
     ImportFailure,
     Schema,
     check_size,
+    max_rows,
     normalise,
     parse_lines,
 )
@@ -219,7 +220,7 @@ class JobRun:
                 data = blob.download_as_bytes()
             except api_exceptions.GoogleAPIError:
                 raise ImportFailure("An input object cannot be read.") from None
-            more, schema = parse_lines(data, schema, len(rows))
+            more, schema = parse_lines(data, schema, len(rows), max_rows(self.job.spec.model_id))
             rows.extend(more)
         return list(zip(rows, normalise(rows, schema), strict=True))
 

@@ -14,6 +14,9 @@ Routes (under `/v1/` and `/v1beta1/`, `$alt` ignored, enums always strings):
     POST   projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent  (online Gemini;
            its price tier asked by the X-Vertex-AI-LLM-Shared-Request-Type header: `_tiers`)
     POST   projects/{p}/locations/{l}/publishers/anthropic/models/{m}:rawPredict    (online Claude)
+    POST   batchPredictionJobs  (?parent=projects/{p}/locations/{l})   create (express form)
+    GET    batchPredictionJobs  (?parent=...)                          list (express form)
+    GET    batchPredictionJobs/{id}                                    get (express form)
     GET    publishers/{pub}/models/{m}                                 getPublisherModel
     GET    /v3/projects/{p}  (Resource Manager, no version prefix)     getProject
     POST   /v3/projects/{p}:testIamPermissions                         testIamPermissions
@@ -42,7 +45,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from vertexbatch.emulator._count_tokens import COUNT_OPS, COUNT_ROUTES, count_tokens
-from vertexbatch.emulator._create import check_fields, check_query, not_emulated, read_mask
+from vertexbatch.emulator._create import (
+    check_fields,
+    check_query,
+    express_parent,
+    not_emulated,
+    read_mask,
+)
 from vertexbatch.emulator._errors import ApiError, LineFailure, bad_request, envelope
 from vertexbatch.emulator._jobs import JobStore
 from vertexbatch.emulator._media import read_media
@@ -63,6 +72,9 @@ logger = logging.getLogger("vertexbatch.emulator")
 
 _PREFIX = r"^/(?P<version>v1|v1beta1)/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/"
 _MODEL = r"publishers/(?P<pub>[^/]+)/models/(?P<model>[^/:]+)"
+# The top-level `batchPredictionJobs` collection of Vertex's v1 API: no project or location in
+# the path, which google-genai calls in express mode (`_create.express_parent`).
+_EXPRESS = r"^/(?P<version>v1|v1beta1)/"
 # Operations also under /ui/: aiplatform_v1's REST transport asks there for every
 # google.longrunning call (get_operation, list_operations, wait_operation, an LRO's result()).
 _OPERATIONS = _PREFIX.replace("v1|v1beta1", "v1|v1beta1|ui")
@@ -73,6 +85,10 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(_PREFIX + r"batchPredictionJobs/(?P<id>[^/:]+)$"), "get"),
     ("DELETE", re.compile(_PREFIX + r"batchPredictionJobs/(?P<id>[^/:]+)$"), "delete"),
     ("POST", re.compile(_PREFIX + r"batchPredictionJobs/(?P<id>[^/:]+):cancel$"), "cancel"),
+    # The collection without a project or location (Vertex's express-mode form, `_EXPRESS`).
+    ("POST", re.compile(_EXPRESS + r"batchPredictionJobs$"), "create"),
+    ("GET", re.compile(_EXPRESS + r"batchPredictionJobs$"), "list"),
+    ("GET", re.compile(_EXPRESS + r"batchPredictionJobs/(?P<id>[^/:]+)$"), "get"),
     ("GET", re.compile(_OPERATIONS + r"operations/(?P<id>[^/:]+)$"), "getOperation"),
     ("GET", re.compile(_OPERATIONS + r"operations$"), "listOperations"),
     ("POST", re.compile(_OPERATIONS + r"operations/(?P<id>[^/:]+):wait$"), "waitOperation"),
@@ -137,9 +153,13 @@ class Service:
     """Routes one REST call to the job store, applying faults and counting calls."""
 
     def __init__(
-        self, store: JobStore, storage: Callable[[], storage.Client] | None = None
+        self,
+        store: JobStore,
+        storage: Callable[[], storage.Client] | None = None,
+        location: str = "us-central1",
     ) -> None:
         self.store = store
+        self.location = location  # where a call of the express form without `parent` goes
         self._storage = storage  # reads an online Gemini call's fileData objects
         self._lock = threading.Lock()
         self._calls: Counter[str] = Counter()
@@ -238,6 +258,9 @@ class Service:
             return held_permissions(
                 store.project, store.project_number, params["project"], request, denied
             )
+        if "project" not in params:  # the express form: the parent is a query parameter
+            parent = query.pop("parent", [""])[0]
+            params.update(express_parent(parent, store.project, self.location))
         project, location = params["project"], params["location"]
         if project != store.project and not project.isdigit():
             raise ApiError(

@@ -221,7 +221,7 @@ class LocalStack(StackSdk, StackBigQuery):
                 state_path=state / JOBS_FILE if state is not None else None,
             )
             self._store.set_job_options(self.job_options)
-            self._service = Service(self._store, self.storage_client)
+            self._service = Service(self._store, self.storage_client, self.location)
             self._rest = RestServer(self._service, self._port)
             self._rest.start()
             # A stack someone forgot to stop still takes fake-gcs-server down at exit.
