@@ -136,12 +136,16 @@ def _run_once(args: Sequence[str], env: dict[str, str]) -> tuple[float, float, i
     return wall, usage.ru_utime + usage.ru_stime, int(usage.ru_maxrss) * 1024
 
 
-def measure(repeats: int, commands: Sequence[Command] = COMMANDS) -> list[Figures]:
-    """``repeats`` rounds of every command (after one thrown away), from the repository root."""
+def measure(
+    repeats: int, commands: Sequence[Command] = COMMANDS, *, warm_up: bool = True
+) -> list[Figures]:
+    """``repeats`` rounds of every command (after one thrown away, unless not ``warm_up``: a
+    smoke run's), from the repository root."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     figures = [Figures(c) for c in commands]
-    for round_ in range(repeats + 1):
+    first = 0 if warm_up else 1
+    for round_ in range(first, repeats + 1):
         shift = round_ % len(figures)
         for fig in figures[shift:] + figures[:shift]:
             wall, cpu, rss = _run_once(fig.command.args, env)
@@ -152,12 +156,18 @@ def measure(repeats: int, commands: Sequence[Command] = COMMANDS) -> list[Figure
     return figures
 
 
-def measure_apart(repeats: int) -> list[Figures]:
+def measure_apart(repeats: int, *, warm_up: bool = True) -> list[Figures]:
     """``measure`` in a fresh process of its own (see the module docstring for why)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.cold_start", str(repeats)],
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.cold_start",
+            str(repeats),
+            *(() if warm_up else ("--no-warm-up",)),
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -222,8 +232,9 @@ def render(figures: Sequence[Figures], table: Callable[[list[str], list[list[str
 
 
 def main(argv: Sequence[str]) -> int:
-    """Measure ``argv[0]`` rounds and print ``RESULT <json>`` (every round's figures)."""
-    figures = measure(int(argv[0]))
+    """Measure ``argv[0]`` rounds (``--no-warm-up`` after it: none thrown away first) and print
+    ``RESULT <json>`` (every round's figures)."""
+    figures = measure(int(argv[0]), warm_up="--no-warm-up" not in argv[1:])
     print("RESULT " + json.dumps([asdict(f) for f in figures]))
     return 0
 

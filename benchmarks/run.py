@@ -34,6 +34,12 @@ about ``--line-bytes`` (default 1,200) bytes a line.
 
 ``--baselines raw`` or ``--baselines naive`` measures one baseline only.
 
+``--smoke`` is the tests' run (``integration_tests/test_benchmarks.py``): every table, row and cell
+printed by the same code, its figures meaningless: each measurement runs in this process (the
+stack's threads and this process's memory count against it) instead of a fresh child, the cold
+start has no thrown-away round, and the stack's start and stop are timed once. The header line
+says ``--smoke``. Measure without it.
+
 Figures are medians; ratios are taken pair by pair, then the median. Every object is deleted after
 use and each (provider, N) gets a fresh stack and bucket, so fake-gcs-server's memory stays bounded.
 """
@@ -98,8 +104,16 @@ def _log(message: str, out: TextIO) -> None:
     out.flush()
 
 
-def _child(spec: dict[str, Any]) -> dict[str, Any]:
-    return run_child("benchmarks.measure", spec, "measurement")
+def _child(spec: dict[str, Any], in_process: bool = False) -> dict[str, Any]:
+    """The figures of one measurement: in a fresh child (a measurement), or in this process
+    (``--smoke``: the same op and figures, through the same JSON as a child's, none of them
+    meaningful)."""
+    if not in_process:
+        return run_child("benchmarks.measure", spec, "measurement")
+    from benchmarks import measure
+
+    result: dict[str, Any] = json.loads(json.dumps(measure.measure(spec)))
+    return result
 
 
 class Bench:
@@ -113,8 +127,10 @@ class Bench:
         repeats: int,
         log: TextIO,
         baselines: Sequence[str] = BASELINES,
+        in_process: bool = False,
     ) -> None:
         self.stack = stack
+        self.in_process = in_process  # --smoke: each measurement in this process
         self.baselines = tuple(baselines)
         self.provider = provider
         self.n = n
@@ -143,7 +159,7 @@ class Bench:
     def counted(self, op: str, **extra: Any) -> dict[str, Any]:
         """Run one child, with the Vertex calls it made."""
         self.stack.reset_calls()
-        result = _child(self.spec(op, **extra))
+        result = _child(self.spec(op, **extra), self.in_process)
         result["vertex"] = dict(self.stack.calls())
         return result
 
@@ -201,7 +217,7 @@ class Bench:
     def _results(self, case: Case, job: dict[str, Any]) -> None:
         status = self.counted("status", job=job)
         case.calls["status"] = {"vertex": status["vertex"], **_gcs(status)}
-        case.key_map = _child(self.spec("key_map", job=job))
+        case.key_map = _child(self.spec("key_map", job=job), self.in_process)
         for rep in range(self.repeats):
             ops = _rotated("results", self.baselines, rep)
             pair = {op: self.counted(op, job=job) for op in ops}
@@ -568,6 +584,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--import-repeats", type=int, default=7,
         help="rounds of the cold start (default 7, after one thrown away)",
     )  # fmt: skip
+    parser.add_argument(
+        "--smoke", action="store_true",
+        help="the tests' run: every table and cell, no figure meaningful (measurements in this "
+        "process, no thrown-away cold-start round, the stack's lifetime timed once)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.import_repeats < 1:
         parser.error("--repeats and --import-repeats must be >= 1")
@@ -604,7 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     cases = [] if args.only == "import" else _batch(args)
     load_after = os.getloadavg()
-    cold = None if args.only == "batch" else _cold_start(args.import_repeats)
+    cold = None if args.only == "batch" else _cold_start(args.import_repeats, args.smoke)
     elapsed = time.perf_counter() - started
     words = [] if args.only == "import" else [
         f"--sizes {','.join(str(n) for n in args.sizes)}",
@@ -617,6 +638,8 @@ def main(argv: list[str] | None = None) -> int:
         words.append(f"--only {args.only}")
     if cold is not None:
         words.append(f"--import-repeats {args.import_repeats}")
+    if args.smoke:
+        words.append("--smoke")
     command = " ".join(["python -m benchmarks.run", *words])
     print(f"# {command}  ({elapsed:.0f}s, {os.cpu_count()} CPUs, Python {sys.version.split()[0]})")
     # A shared machine's other work moves every wall-time ratio: say how loaded it was.
@@ -629,11 +652,12 @@ def main(argv: list[str] | None = None) -> int:
     if cases:
         print()
         print(render(cases))
-        start, stop = stack_lifetime(max(args.repeats, 3))
+        lifetimes = 1 if args.smoke else max(args.repeats, 3)
+        start, stop = stack_lifetime(lifetimes)
         print()
         print(
             f"Local stack: start {start:.2f} s, stop {stop:.2f} s "
-            f"(median of {max(args.repeats, 3)}; target well under 1 s)"
+            f"(median of {lifetimes}; target well under 1 s)"
         )
     if cold is not None:
         print()
@@ -722,9 +746,9 @@ def _cold(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cold_start(repeats: int) -> list[cold_start.Figures]:
+def _cold_start(repeats: int, smoke: bool = False) -> list[cold_start.Figures]:
     _log(f"cold start: {repeats} rounds of {len(cold_start.COMMANDS)} commands", sys.stderr)
-    figures = cold_start.measure_apart(repeats)
+    figures = cold_start.measure_apart(repeats, warm_up=not smoke)
     for name, (ratio, met) in cold_start.verdicts(figures).items():
         _log(f"cold start: {name} {ratio:.2f}x the floor ({'MET' if met else 'MISS'})", sys.stderr)
     return figures
@@ -744,7 +768,7 @@ def _batch(args: argparse.Namespace) -> list[Case]:
             with LocalStack(claude_concurrency=1000) as stack:
                 case = Case(provider, n, timed=timed)
                 repeats = args.repeats if timed else 1
-                Bench(stack, provider, n, repeats, sys.stderr, args.baselines).run(case)
+                Bench(stack, provider, n, repeats, sys.stderr, args.baselines, args.smoke).run(case)
             cases.append(case)
             _log(
                 f"{provider} N={n} done; fake-gcs-server RSS at the end "

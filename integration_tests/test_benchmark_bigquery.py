@@ -15,18 +15,18 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_bigquery_benchmark_prints_a_row_per_reader() -> None:
-    """`python -m benchmarks.run --only bigquery` at N=200: every reader saw all 200 rows (the
+    """`python -m benchmarks.run --only bigquery` at N=10: every reader saw all 10 rows (the
     benchmark refuses to print otherwise) and has its row of figures."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run", "--only", "bigquery", "--sizes", "200",
+        [sys.executable, "-m", "benchmarks.run", "--only", "bigquery", "--sizes", "10",
          "--repeats", "1"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
-    assert out.startswith("# python -m benchmarks.run --only bigquery --sizes 200 --repeats 1")
-    assert "Results of a 200-row BigQuery output table" in out
+    assert out.startswith("# python -m benchmarks.run --only bigquery --sizes 10 --repeats 1")
+    assert "Results of a 10-row BigQuery output table" in out
     rows = [line for line in out.splitlines() if line.startswith("| ") and " s |" in line]
     assert len(rows) == 3, out
     assert rows[0].startswith("| vertexbatch `client.results(job)`")

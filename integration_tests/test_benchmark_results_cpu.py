@@ -15,16 +15,16 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_results_cpu_prints_a_row_per_provider() -> None:
-    """`python -m benchmarks.results_cpu` at N=200 prints each layer's CPU for both providers,
+    """`python -m benchmarks.results_cpu` at N=20 prints each layer's CPU for both providers,
     each layer having read every row (it raises when one did not)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.results_cpu", "--n", "200", "--repeats", "1"],
+        [sys.executable, "-m", "benchmarks.results_cpu", "--n", "20", "--repeats", "1"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
-    assert "CPU seconds of one results pass of 200 rows (the least of the rounds)" in out
+    assert "CPU seconds of one results pass of 20 rows (the least of the rounds)" in out
     rows = [line for line in out.splitlines() if line.startswith(("| claude", "| gemini"))]
     assert len(rows) == 2, out
     for row in rows:
@@ -44,12 +44,12 @@ def test_results_cpu_refuses_a_bad_provider() -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_results_ab_prints_a_row_per_provider() -> None:
-    """`python -m benchmarks.results_ab --base .` (this tree against itself) at N=200 prints
-    a row per provider, each side having read every result."""
+    """`python -m benchmarks.results_ab --base .` (this tree against itself) prints
+    a row per provider, each side having read every result (N=20, one round: base, then this)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.results_ab", "--base", str(ROOT), "--n", "200",
-         "--rounds", "2"],
+        [sys.executable, "-m", "benchmarks.results_ab", "--base", str(ROOT), "--n", "20",
+         "--rounds", "1"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]

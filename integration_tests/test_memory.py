@@ -10,7 +10,6 @@ import pytest
 
 import vertexbatch as vb
 from tests.helpers import CLAUDE, claude_request
-from vertexbatch._requests.lines import claude_line
 from vertexbatch._staged.read import read_key_map
 from vertexbatch.emulator import LocalStack
 
@@ -59,14 +58,21 @@ def test_staging_from_a_generator_is_streamed(stack: LocalStack, bucket: str) ->
     900
 )  # 100,000 lines staged and read: past 300 s with four workers on a loaded machine
 def test_results_100k_lines_stream_beyond_key_map(stack: LocalStack, bucket: str) -> None:
-    """Iterating a 100,000-line output peaks at the key map plus a bounded read buffer."""
+    """Iterating a 100,000-line output peaks at the key map plus a bounded read buffer.
+
+    The size is the point: 100,000 keys (the key map held) and an output past 100 MB (many
+    times the read buffer), so a pass that held its output would show it.
+    """
     n = 100_000
     # The job starts RUNNING (so it names its output directory), then fails writing nothing.
     stack.faults.fail_job("mem-results", code=13, message="Failed to export data.", after_rows=0)
     client = stack.client(bucket=bucket, prefix="mem", retry=vb.RetryPolicy.no_wait())
     job = client.submit_claude("mem-results", CLAUDE, _requests(n))
     directory = str(stack.wait_job(job.name, timeout=120)["outputInfo"]["gcsOutputDirectory"])
-    # Write a Vertex-format output for every line, as a finished job would have.
+    # A Vertex-format output row for every staged line, in the order the local Vertex writes
+    # one (status, processed_time, the line's custom_id and request echoed, the response),
+    # spliced from the staged input's bytes: the requests are built and serialised once (by
+    # the submit), and no row is parsed or dumped again.
     message = {
         "type": "message",
         "role": "assistant",
@@ -74,26 +80,19 @@ def test_results_100k_lines_stream_beyond_key_map(stack: LocalStack, bucket: str
         "content": [{"type": "text", "text": "An answer of a realistic length. " * 8}],
         "usage": {"input_tokens": 300, "output_tokens": 80},
     }
-    rows = (
-        json.dumps(
-            {
-                "custom_id": json.loads(line.data)["custom_id"],
-                "status": "",
-                "processed_time": "2026-11-29T10:00:00.1+00:00",
-                "request": json.loads(line.data)["request"],
-                "response": message,
-            }
-        )
-        for line in map(claude_line, _requests(n))
+    head = b'{"status":"","processed_time":"2026-11-29T10:00:00.1+00:00",'
+    tail = b',"response":' + json.dumps(message).encode() + b"}\n"
+    store = stack.storage_client()
+    out = store.bucket(bucket).blob(
+        f"{directory.removeprefix(f'gs://{bucket}/')}/predictions.jsonl"
     )
-    out = (
-        stack.storage_client()
-        .bucket(bucket)
-        .blob(f"{directory.removeprefix(f'gs://{bucket}/')}/predictions.jsonl")
-    )
-    with out.open("w", content_type="application/jsonl") as f:
-        for row in rows:
-            f.write(row + "\n")
+    rows = 0
+    with out.open("wb", content_type="application/jsonl") as f:
+        for part in store.list_blobs(bucket, prefix="mem/mem-results/input"):
+            lines = part.download_as_bytes().splitlines()  # {"custom_id":...,"request":{...}}
+            f.write(b"".join(head + line[1:-1] + tail for line in lines))
+            rows += len(lines)
+    assert rows == n
     out.reload()
     assert out.size is not None and out.size > 100_000_000
 
