@@ -196,7 +196,7 @@ def not_emulated(
     """The one sentence saying what in a create body the local stack does not emulate, or None.
 
     `holds(publisher, model_id)` is the catalogue's: an embedding model the caller added to it
-    (`LocalStack.add_model`) is let through, its rows answered by the generation model.
+    (`LocalStack.add_model`) is let through, its rows answered as its family's (`_embeddings`).
     """
 
     def given(*names: str) -> Any:
@@ -239,8 +239,9 @@ def not_emulated(
     publisher, model_id = match.group(1), match.group(2)
     if _EMBEDDING.match(model_id) and not (holds is not None and holds(publisher, model_id)):
         return (
-            f"The local stack does not emulate embedding models ({model_id[:100]}): its local "
-            "model answers Gemini and Claude generation requests only."
+            f"The local stack does not emulate embedding models outside its catalogue "
+            f"({model_id[:100]}): it answers the catalogue's embedding models (`vertexbatch "
+            "models --publisher embeddings`) and any added with LocalStack.add_model."
         )
     return None
 
