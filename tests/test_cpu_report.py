@@ -65,4 +65,3 @@ def test_each_test_gets_its_own_and_its_childrens_cpu(tmp_path: Path) -> None:
     text = cpu_report.summary(report)
     assert text.startswith("3 tests, ")
     assert "CPU-s per folder:" in text
-
