@@ -50,7 +50,7 @@ def venv_env() -> dict[str, str]:
     """``clean_env`` for a process of a shared environment, writing bytecode where this
     process's environment says not to (``PYTHONDONTWRITEBYTECODE``): the venv is installed
     ``--no-compile``, so the first process to import a module compiles it once for the others
-    (the SDKs' thousands of modules: about 10 s a process on a two-core machine otherwise)."""
+    instead of each process compiling from source what it imports."""
     return {k: v for k, v in clean_env().items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
