@@ -105,6 +105,7 @@ def _fast_tests_start_no_process(
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
 
 
+pytest_plugins = ("tests.install_fixtures",)  # the install tests' shared builds, once a run
 local_stack = _shown.local_stack
 stack = _shown.stack
 bucket = _shown.bucket

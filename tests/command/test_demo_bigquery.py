@@ -57,10 +57,11 @@ def test_demo_bigquery_section() -> None:
 # Runs `python -m vertexbatch ARGS` with the modules in VB_BLOCKED unimportable.
 _ON_INSTALL = """
 import importlib.abc, json, os, runpy, sys
-BLOCKED = json.loads(os.environ["VB_BLOCKED"])
+BLOCKED = frozenset(json.loads(os.environ["VB_BLOCKED"]))
 class Blocked(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if any(name == b or name.startswith(b + ".") for b in BLOCKED):
+    def find_spec(self, name, path=None, target=None):  # the name or a package it lies in
+        parts = name.split(".")
+        if any(".".join(parts[:i]) in BLOCKED for i in range(1, len(parts) + 1)):
             raise ModuleNotFoundError(f"No module named {name!r} (not in this install)")
         return None
 sys.meta_path.insert(0, Blocked())
@@ -83,6 +84,7 @@ def _demo_on_readme_install(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.usefixtures("compile_once")  # the checkout compiled once a run
 @pytest.mark.processes
 def test_demo_bigquery_without_the_extra_is_one_usage_line() -> None:
     """On the README's install, `demo --bigquery` names the extra to install, starting nothing."""
@@ -97,6 +99,7 @@ def test_demo_bigquery_without_the_extra_is_one_usage_line() -> None:
     assert "(missing: bqemulator" in lines[0]
 
 
+@pytest.mark.usefixtures("compile_once")  # the checkout compiled once a run
 @pytest.mark.processes
 @pytest.mark.timeout(240)
 def test_the_plain_demo_still_runs_on_the_readme_install() -> None:

