@@ -54,8 +54,9 @@ _spec.loader.exec_module(_shown)
 # and is marked ``processes``, so the marker keeps telling the truth.
 SERVERS = {"local_stack", "bigquery_local"}
 
-# VERTEXBATCH_CPU_REPORT=FILE: each test's CPU, for finding where the suite's time goes.
-pytest_plugins = ("tests.cpu_report",)
+# tests.cpu_report: VERTEXBATCH_CPU_REPORT=FILE records each test's CPU (where the time goes);
+# tests.install_fixtures: the install tests' wheel and venv, built once a run for all workers.
+pytest_plugins = ("tests.cpu_report", "tests.install_fixtures")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -105,7 +106,6 @@ def _fast_tests_start_no_process(
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
 
 
-pytest_plugins = ("tests.install_fixtures",)  # the install tests' shared builds, once a run
 local_stack = _shown.local_stack
 stack = _shown.stack
 bucket = _shown.bucket

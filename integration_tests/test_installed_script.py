@@ -28,9 +28,6 @@ from tests.helpers import (
 from vertexbatch._config import SETTINGS
 from vertexbatch.emulator import LocalStack
 
-# Each process compiles the checkout's modules once a run (tests/install_fixtures.py).
-pytestmark = pytest.mark.usefixtures("compile_once")
-
 
 def _script() -> str:
     found = Path(sys.executable).with_name("vertexbatch")

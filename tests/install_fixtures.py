@@ -124,13 +124,3 @@ def dockerfile_venv(wheel_dist: Path, tmp_path_factory: pytest.TempPathFactory) 
             shutil.copy(ROOT / source, target)
 
     return built_once(tmp_path_factory, "dockerfile-venv", build)
-
-
-@pytest.fixture
-def compile_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Python processes this test starts (from ``os.environ``) write the bytecode of what
-    they import where Python keeps it (``__pycache__``, ignored by git and by the Docker
-    context), even where this process's environment says not to (``PYTHONDONTWRITEBYTECODE``):
-    the checkout's modules are then compiled once, not once a process (about 0.9 s of CPU each
-    on a two-core machine). Python checks a module's bytecode against its source before use."""
-    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)

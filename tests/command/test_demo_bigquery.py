@@ -84,7 +84,6 @@ def _demo_on_readme_install(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.usefixtures("compile_once")  # the checkout compiled once a run
 @pytest.mark.processes
 def test_demo_bigquery_without_the_extra_is_one_usage_line() -> None:
     """On the README's install, `demo --bigquery` names the extra to install, starting nothing."""
@@ -99,7 +98,6 @@ def test_demo_bigquery_without_the_extra_is_one_usage_line() -> None:
     assert "(missing: bqemulator" in lines[0]
 
 
-@pytest.mark.usefixtures("compile_once")  # the checkout compiled once a run
 @pytest.mark.processes
 @pytest.mark.timeout(240)
 def test_the_plain_demo_still_runs_on_the_readme_install() -> None:

@@ -33,8 +33,6 @@ from vertexbatch.emulator import LocalStack
 if TYPE_CHECKING:
     from google.cloud import bigquery
 
-# Each example's process compiles the checkout's modules once a run (tests/install_fixtures.py).
-pytestmark = pytest.mark.usefixtures("compile_once")
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 _INSTALL = re.compile(r"^Install: ``pip install (.+?)``", re.MULTILINE)
