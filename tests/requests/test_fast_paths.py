@@ -138,6 +138,8 @@ _PARTS = st.sampled_from(
 
 
 @settings(max_examples=examples(1500), deadline=None)
+@example(parts=[], key=b"a\x1fb", canonical=b"")  # the last control character, in a plain key
+@example(parts=[], key=b"a\x7fb\xc3\xa9", canonical=b"0" * 32)  # DEL and non-ASCII: plain
 @given(
     parts=st.lists(_PARTS, max_size=9),
     key=st.binary(max_size=12),
