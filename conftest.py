@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
 
 import vertexbatch as vb
 from vertexbatch.emulator import LocalStack
@@ -59,12 +60,33 @@ SERVERS = {"local_stack", "bigquery_local"}
 pytest_plugins = ("tests.cpu_report", "tests.install_fixtures")
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """In the fast tier, property tests draw fewer examples (``tests.helpers.examples``)."""
-    if config.getoption("markexpr", "") == "fast":
-        from tests import helpers
+# Property tests (hypothesis): how many examples each draws is ``tests.helpers.examples``, set
+# here from the run. The test command draws a tenth of each test's full count, the fast tier a
+# fiftieth, both derandomized (the same examples every run: a red run is a change, never a
+# draw); `--deep` (a scheduled run) draws the full counts, random, and keeps what fails in
+# .hypothesis/ to replay first next time. No deadline: the machine is shared, and a deadline
+# would fail a test on its load.
+settings.register_profile("vertexbatch", deadline=None, derandomize=True, print_blob=True)
+settings.register_profile("vertexbatch-deep", deadline=None, print_blob=True)
 
-        helpers.QUICK = True
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--deep",
+        action="store_true",
+        help="property tests draw their full counts, random (tests.helpers.examples)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The property tests' profile: deep, the fast tier's or the test command's."""
+    from tests import helpers
+
+    if config.getoption("deep"):
+        helpers.PROFILE = "deep"
+    elif config.getoption("markexpr", "") == "fast":
+        helpers.PROFILE = "fast"
+    settings.load_profile("vertexbatch-deep" if helpers.PROFILE == "deep" else "vertexbatch")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -25,10 +25,12 @@ CLAUDE = "claude-opus-5-5@default"
 GEMINI = "gemini-3.8-flash"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
-# The fast tier (`pytest -m fast`, conftest.py sets this) draws each property test's examples
-# a twentieth as deep (20 at least): the same properties, checked on every edit; the full suite
-# draws them all.
-QUICK = False
+# How deep property tests draw (conftest.py sets it from the run, the one knob): "deep"
+# (`pytest --deep`, a scheduled run) draws each test's full count, "default" (the test command)
+# a tenth of it, "fast" (`pytest -m fast`, every edit) a fiftieth: the same properties, checked
+# on fewer examples. A test's own count is what it draws when deep.
+PROFILE = "default"
+_DRAWS = {"deep": (1, 0), "default": (10, 10), "fast": (50, 5)}  # (a share of n, the least)
 
 
 def run_docs_example(stack: LocalStack, bucket: str, name: str) -> str:
@@ -63,8 +65,10 @@ def local_credentials(folder: Path) -> Path:
 
 
 def examples(n: int) -> int:
-    """How many examples a property test draws: ``n``, or in the fast tier a twentieth."""
-    return max(20, n // 20) if QUICK else n
+    """How many examples a property test whose full count is ``n`` draws in this run's profile
+    (``PROFILE``): ``n`` when deep, else a share of it (a floor, never more than ``n``)."""
+    share, least = _DRAWS[PROFILE]
+    return min(n, max(least, n // share))
 
 
 def claude_request(key: str, text: str, *, max_tokens: int = 64) -> vb.ClaudeRequest:

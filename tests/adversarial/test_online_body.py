@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import vertexbatch as vb
 from tests.gcs_gate import Spoil, body_gate
-from tests.helpers import CLAUDE, GEMINI, claude_requests, past, shard_object
+from tests.helpers import CLAUDE, GEMINI, claude_requests, examples, past, shard_object
 from vertexbatch.emulator import LocalStack
 
 _RUNS = itertools.count()
@@ -309,7 +309,9 @@ _GEMINI_CONFIG = st.fixed_dictionaries(
 )
 
 _PROPERTY = settings(
-    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(20),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
 

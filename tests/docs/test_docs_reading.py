@@ -14,6 +14,7 @@ one the site gives the heading (Python-Markdown's toc extension, as mkdocs build
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -89,8 +90,10 @@ def heading_anchors(text: str) -> dict[str, str]:
     return found
 
 
-def all_anchors(page: str) -> set[str]:
-    """Every anchor of a page: its headings' (any level) and its `<a id="...">`s."""
+@functools.cache
+def all_anchors(page: str) -> frozenset[str]:
+    """Every anchor of a page: its headings' (any level) and its `<a id="...">`s (each page
+    rendered once a session: the glossary's entries link to the same few pages)."""
     import markdown
 
     text = (DOCS / page).read_text()
@@ -104,7 +107,7 @@ def all_anchors(page: str) -> set[str]:
             walk(token["children"])
 
     walk(md.toc_tokens)  # type: ignore[attr-defined]
-    return found
+    return frozenset(found)
 
 
 def h2_titles(text: str) -> list[str]:

@@ -128,19 +128,26 @@ class Edge:
 
 def _kinds(tree: ast.Module) -> dict[int, str]:
     """The kind of each node not at module level, by id: ``"type-only"`` under ``if
-    TYPE_CHECKING:`` (annotations only, never run), ``"lazy"`` inside a function."""
+    TYPE_CHECKING:`` (annotations only, never run), ``"lazy"`` inside a function's body. One
+    walk down the tree, each node's kind handed to its children."""
     kinds: dict[int, str] = {}
-    for node in ast.walk(tree):
+
+    def visit(node: ast.AST, kind: str) -> None:
+        if kind:
+            kinds[id(node)] = kind
+        body: set[int] = set()  # the ids of the statements whose kind is ``inner``
+        inner = kind
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            for statement in node.body:
-                kinds.update((id(inner), "lazy") for inner in ast.walk(statement))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and ast.unparse(node.test) in (
+            body, inner = {id(s) for s in node.body}, kind if kind == "type-only" else "lazy"
+        elif isinstance(node, ast.If) and ast.unparse(node.test) in (
             "TYPE_CHECKING",
             "typing.TYPE_CHECKING",
         ):
-            for statement in node.body:
-                kinds.update((id(inner), "type-only") for inner in ast.walk(statement))
+            body, inner = {id(s) for s in node.body}, "type-only"
+        for child in ast.iter_child_nodes(node):
+            visit(child, inner if id(child) in body else kind)
+
+    visit(tree, "")
     return kinds
 
 

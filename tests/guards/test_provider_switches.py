@@ -20,6 +20,7 @@ holds it to the table's rows).
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,15 +149,17 @@ def switches_in(source: str, file: str) -> list[Switch]:
     return sorted(found, key=lambda s: s.line)
 
 
-def switches() -> list[Switch]:
-    """Every switch on provider strings in the client, in file and line order."""
+@functools.cache
+def switches() -> tuple[Switch, ...]:
+    """Every switch on provider strings in the client, in file and line order (read once a
+    session: two checks share it)."""
     found: list[Switch] = []
     for path in sorted(PACKAGE.rglob("*.py")):
         file = path.relative_to(PACKAGE).as_posix()
         if file == TABLE or file.split("/")[0] == EMULATOR:
             continue
         found += switches_in(path.read_text(encoding="utf-8"), file)
-    return sorted(found, key=lambda s: (s.file, s.line))
+    return tuple(sorted(found, key=lambda s: (s.file, s.line)))
 
 
 def test_switches_on_provider_strings_are_at_most_the_allowed_ones() -> None:

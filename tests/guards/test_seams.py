@@ -11,6 +11,7 @@ imported from it) fails, naming its file:line, unless the allow-list below names
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,37 +137,45 @@ def _module_of(dotted: str) -> str:
     return ".".join(parts)
 
 
-def _patches() -> Iterator[Patch]:
+@functools.cache
+def _scan() -> tuple[list[Patch], list[tuple[str, int]]]:
+    """Every patch and every sleep in the trees, each file read and walked once (the three
+    checks below share it)."""
+    patches: list[Patch] = []
+    sleeps: list[tuple[str, int]] = []
     for tree in TREES:
         for path in sorted((ROOT / tree).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
             module = ast.parse(path.read_text(), rel)
             names = _imports(module)
             for node in ast.walk(module):
-                if isinstance(node, ast.Call):
-                    target = _target(node, names)
-                    if target is not None:
-                        yield Patch(rel, node.lineno, target)
+                if not isinstance(node, ast.Call):
+                    continue
+                target = _target(node, names)
+                if target is not None:
+                    patches.append(Patch(rel, node.lineno, target))
+                if _sleep(node):
+                    sleeps.append((rel, node.lineno))
+    return patches, sleeps
+
+
+def _sleep(call: ast.Call) -> bool:
+    """``time.sleep(...)`` / ``asyncio.sleep(...)`` with an argument other than 0."""
+    return (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr == "sleep"
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id in ("time", "asyncio")
+        and not (call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value == 0)
+    )
+
+
+def _patches() -> Iterator[Patch]:
+    yield from _scan()[0]
 
 
 def _sleeps() -> Iterator[tuple[str, int]]:
-    for tree in TREES:
-        for path in sorted((ROOT / tree).rglob("*.py")):
-            rel = path.relative_to(ROOT).as_posix()
-            for node in ast.walk(ast.parse(path.read_text(), rel)):
-                if (
-                    isinstance(node, ast.Call)
-                    and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "sleep"
-                    and isinstance(node.func.value, ast.Name)
-                    and node.func.value.id in ("time", "asyncio")
-                    and not (
-                        node.args
-                        and isinstance(node.args[0], ast.Constant)
-                        and node.args[0].value == 0
-                    )
-                ):
-                    yield rel, node.lineno
+    yield from _scan()[1]
 
 
 def test_no_test_patches_a_private_module() -> None:

@@ -138,6 +138,8 @@ _PARTS = st.sampled_from(
 
 
 @settings(max_examples=examples(1500), deadline=None)
+@example(parts=[], key=b"a\x1fb", canonical=b"")  # the last control character, in a plain key
+@example(parts=[], key=b"a\x7fb\xc3\xa9", canonical=b"0" * 32)  # DEL and non-ASCII: plain
 @given(
     parts=st.lists(_PARTS, max_size=9),
     key=st.binary(max_size=12),
@@ -186,16 +188,27 @@ def test_key_records_are_what_json_writes(key: str, canonical: str) -> None:
 _STDLIB_SORTED = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False
 )
-_FLOATS = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
-    [0.0, -0.0, 1e-4, 9.999999999999999e-05, 1e-05, 1e16, 9999999999999998.0, 1e300, 5e-324,
-     0.1, 0.2, 1.0, 2.5, 1 / 3, 123456789012345.67, -1e-7, float("nan"), float("inf")]
-)  # fmt: skip
-_INTS = st.integers() | st.sampled_from(
-    [2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1, 10**30, -(10**30)]
-)
-_TEXT = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(
-    ['"', "\\", "\n\r\t\b\f", "\x00\x1f\x7f", "é", "\u2028\u2029", "\ufeff", "🙂", "\U0010ffff"]
-)
+# The edges where orjson and json part, or might: drawn among the values below, and each
+# written alone in every profile (test_each_edge_alone_is_written_as_json_writes_it).
+_EDGE_FLOATS = [
+    0.0, -0.0, 1e-4, 9.999999999999999e-05, 1e-05, 1e16, 9999999999999998.0, 1e300, 5e-324, 0.1,
+    0.2, 1.0, 2.5, 1 / 3, 123456789012345.67, -1e-7, float("nan"), float("inf"),
+]  # fmt: skip
+_EDGE_INTS = [2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1, 10**30, -(10**30)]
+_EDGE_TEXTS = [
+    '"',
+    "\\",
+    "\n\r\t\b\f",
+    "\x00\x1f\x7f",
+    "é",
+    "\u2028\u2029",
+    "\ufeff",
+    "🙂",
+    "\U0010ffff",
+]
+_FLOATS = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(_EDGE_FLOATS)
+_INTS = st.integers() | st.sampled_from(_EDGE_INTS)
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(_EDGE_TEXTS)
 _JSON = st.recursive(
     st.none() | st.booleans() | _INTS | _FLOATS | _TEXT,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
@@ -225,6 +238,24 @@ def _ours(value: object) -> bytes | str:
         return type(exc).__name__
 
 
+def _stdlib_compact(value: object) -> bytes | str:
+    try:
+        return _STDLIB_COMPACT.encode(value).encode()
+    except (TypeError, ValueError) as exc:
+        return type(exc).__name__
+
+
+def _ours_compact(value: object) -> bytes | str:
+    from vertexbatch._requests.importer_rules import scan
+    from vertexbatch._requests.lines import _compact_json
+
+    bad, _, _, fixed = scan(value)
+    try:
+        return _compact_json(value, fixed and not bad)
+    except (TypeError, ValueError) as exc:
+        return type(exc).__name__
+
+
 @settings(max_examples=examples(3000), deadline=None)
 @given(value=st.dictionaries(_TEXT, _JSON, max_size=6))
 def test_sorted_json_is_byte_for_byte_what_json_writes(value: dict[str, object]) -> None:
@@ -238,21 +269,16 @@ def test_sorted_json_is_byte_for_byte_what_json_writes(value: dict[str, object])
 def test_compact_json_is_byte_for_byte_what_json_writes(value: dict[str, object]) -> None:
     """Labels as staged (keys in their own order): the same bytes as json, or the same
     refusal."""
-    from vertexbatch._requests.importer_rules import scan
-    from vertexbatch._requests.lines import _compact_json
+    assert _ours_compact(value) == _stdlib_compact(value)
 
-    def stdlib() -> bytes | str:
-        try:
-            return _STDLIB_COMPACT.encode(value).encode()
-        except (TypeError, ValueError) as exc:
-            return type(exc).__name__
 
-    bad, _, _, fixed = scan(value)
-    try:
-        ours: bytes | str = _compact_json(value, fixed and not bad)
-    except (TypeError, ValueError) as exc:
-        ours = type(exc).__name__
-    assert ours == stdlib()
+@pytest.mark.parametrize("edge", [*_EDGE_FLOATS, -float("inf"), *_EDGE_INTS, *_EDGE_TEXTS])
+def test_each_edge_alone_is_written_as_json_writes_it(edge: object) -> None:
+    """Each edge alone, at the top, in a list and nested: beside another value it could be
+    hidden (one float out of orjson's range sends the whole line to json)."""
+    for value in ({"v": edge}, {"v": [edge]}, {"v": {"w": [1, edge]}}, {str(edge): edge}):
+        assert _ours(value) == _stdlib(value)
+        assert _ours_compact(value) == _stdlib_compact(value)
 
 
 @pytest.mark.parametrize(

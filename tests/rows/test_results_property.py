@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import vertexbatch as vb
-from tests.helpers import claude_requests
+from tests.helpers import claude_requests, examples
 from vertexbatch._requests.lines import claude_line
 from vertexbatch.emulator import LocalStack
 
@@ -72,7 +72,9 @@ def finished_job(local_stack: LocalStack) -> Iterator[tuple[vb.Client, vb.Job, s
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     kinds=st.lists(st.sampled_from(ROW_KINDS), min_size=KEYS, max_size=KEYS),
