@@ -558,3 +558,21 @@ def endpoints(stack: LocalStack, bucket: str) -> dict[str, str]:
         "location": stack.location,
         "bucket": bucket,
     }
+
+
+def read_embedding_row(row: dict[str, object]) -> Any:
+    """An embeddings output row read by the checked path (``classify_row``) and the fast one
+    (``row_reader``), which must agree on everything; the checked path's result."""
+    from vertexbatch._rows.classify import classify_row
+    from vertexbatch._rows.fast_path import row_reader
+
+    plain = classify_row(row, key="doc", provider="embeddings")
+    fast = row_reader("embeddings")(row, "doc")
+    assert (plain.outcome, plain.usage, plain.embedding, plain.response) == (
+        fast.outcome,
+        fast.usage,
+        fast.embedding,
+        fast.response,
+    )
+    assert (type(plain.error), str(plain.error)) == (type(fast.error), str(fast.error))
+    return plain

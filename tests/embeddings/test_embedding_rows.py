@@ -8,12 +8,12 @@ from array import array
 
 import pytest
 
+from tests.helpers import read_embedding_row
 from vertexbatch import EmbeddingRequest, InvalidRequestError, TruncatedError
 from vertexbatch._lanes.embeddings import embedding_requests
 from vertexbatch._requests.embedding_line import check_for_model, embedding_line
 from vertexbatch._requests.keymap import KeyMap
-from vertexbatch._rows.classify import classify_row
-from vertexbatch._rows.fast_path import row_fields, row_reader
+from vertexbatch._rows.fast_path import row_fields
 from vertexbatch._rules import check_model
 
 
@@ -120,17 +120,7 @@ def _row(response: object, status: object = "") -> dict[str, object]:
     return {"key": "k0", "request": {}, "response": response, "status": status}
 
 
-def _read(row: dict[str, object]):  # type: ignore[no-untyped-def]
-    plain = classify_row(row, key="doc", provider="embeddings")
-    fast = row_reader("embeddings")(row, "doc")
-    assert (plain.outcome, plain.usage, plain.embedding, plain.response) == (
-        fast.outcome,
-        fast.usage,
-        fast.embedding,
-        fast.response,
-    )
-    assert (type(plain.error), str(plain.error)) == (type(fast.error), str(fast.error))
-    return plain
+_read = read_embedding_row
 
 
 def test_a_vector_is_an_answer_kept_as_float32() -> None:

@@ -9,6 +9,7 @@ import logging
 
 import pytest
 
+from tests.helpers import read_embedding_row
 from vertexbatch import EmbeddingRequest, InvalidRequestError, Job, TruncatedError
 from vertexbatch._job.results import read_rows
 from vertexbatch._lanes.embeddings import embedding_requests
@@ -17,8 +18,6 @@ from vertexbatch._requests.embedding_line import embedding_line
 from vertexbatch._requests.embedding_text import TextEmbedding, is_text_embedding
 from vertexbatch._requests.keymap import KeyMap, canonical_digest
 from vertexbatch._requests.lines import StagedLine, staged_body
-from vertexbatch._rows.classify import classify_row
-from vertexbatch._rows.fast_path import row_reader
 
 MODEL = "text-embedding-005"
 
@@ -172,17 +171,7 @@ def test_a_pass_over_the_rows_answers_each_key_once(caplog: pytest.LogCaptureFix
     assert "not ours" not in caplog.text
 
 
-def _read(row: dict[str, object]):  # type: ignore[no-untyped-def]
-    plain = classify_row(row, key="doc", provider="embeddings")
-    fast = row_reader("embeddings")(row, "doc")
-    assert (plain.outcome, plain.usage, plain.embedding, plain.response) == (
-        fast.outcome,
-        fast.usage,
-        fast.embedding,
-        fast.response,
-    )
-    assert (type(plain.error), str(plain.error)) == (type(fast.error), str(fast.error))
-    return plain
+_read = read_embedding_row
 
 
 def test_a_prediction_is_an_answer_and_its_statistics_are_read() -> None:

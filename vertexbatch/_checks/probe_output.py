@@ -25,10 +25,12 @@ from .._values import Provider
 __all__ = [
     "CHAT_ROW",
     "EMBEDDING_ROW",
+    "MAPS",
     "chat_row_facts",
     "claude_row_facts",
     "embedding_row_facts",
     "gemini_row_facts",
+    "json_type",
     "output_facts",
     "response_shape",
     "typed_paths",
@@ -59,10 +61,11 @@ CHAT_ROW: Final[Mapping[str, str]] = MappingProxyType(
         "response.usage.completion_tokens": "number",
     }
 )
-_MAPS: Final = frozenset({"labels"})  # map fields: their keys are ours, named as the map alone
+MAPS: Final = frozenset({"labels"})  # map fields: their keys are ours, named as the map alone
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """The JSON type name of a decoded value (``null``, ``boolean``, ``number``, ...)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -80,9 +83,9 @@ def typed_paths(value: Any, prefix: str = "") -> dict[str, set[str]]:
     paths: dict[str, set[str]] = {}
 
     def walk(item: Any, path: str) -> None:
-        paths.setdefault(path, set()).add(_json_type(item))
+        paths.setdefault(path, set()).add(json_type(item))
         key = path.rsplit(".", 1)[-1]
-        if isinstance(item, dict) and key not in _MAPS:
+        if isinstance(item, dict) and key not in MAPS:
             for name, inner in item.items():
                 walk(inner, f"{path}.{name}")
         elif isinstance(item, list):

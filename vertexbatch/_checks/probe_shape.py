@@ -29,10 +29,12 @@ from .._providers import PROVIDERS, by_command
 from .._values import Provider
 from .probe_input import chat_rows, claude_rows, embedding_rows, gemini_rows
 from .probe_output import (
+    MAPS,
     chat_row_facts,
     claude_row_facts,
     embedding_row_facts,
     gemini_row_facts,
+    json_type,
     output_facts,
 )
 
@@ -70,20 +72,7 @@ ENUM_KEYS = frozenset(
 )
 _ENUM = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 _PREFIXED = re.compile(r"^([A-Za-z][A-Za-z ]{0,40}): (\{.*\})\s*$", re.DOTALL)
-_MAPS = frozenset({"labels"})  # map fields: their keys are ours, listed as the map alone
 _OUTPUT_DIR = re.compile(r"prediction-model-(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)$")
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 def shape(value: Any, key: str = "", *, row: bool = True) -> Any:
@@ -94,7 +83,7 @@ def shape(value: Any, key: str = "", *, row: bool = True) -> Any:
     an output row, whose top-level string ``status`` is shaped by ``status_shape``.
     """
     if isinstance(value, dict):
-        if key in _MAPS:
+        if key in MAPS:
             return "object(map)"
         return {k: _shape_in(v, k, top=row and not key) for k, v in value.items()}
     if isinstance(value, list):
@@ -120,7 +109,7 @@ def _scalar(value: Any, key: str) -> Any:
         return value
     if key == "code" and isinstance(value, int) and not isinstance(value, bool):
         return value
-    return _json_type(value)
+    return json_type(value)
 
 
 def status_shape(status: str) -> Any:
@@ -165,7 +154,7 @@ def field_names(value: Any, prefix: str = "") -> list[str]:
     for key, item in value.items():
         path = f"{prefix}{key}"
         names.append(path)
-        if isinstance(item, dict) and key not in _MAPS:
+        if isinstance(item, dict) and key not in MAPS:
             names += field_names(item, path + ".")
         elif isinstance(item, list):
             for element in item:
