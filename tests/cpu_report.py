@@ -5,9 +5,10 @@ The suite is CPU-bound on a two-core machine, so wall-clock durations (``--durat
 under four xdist workers a test that waits looks as slow as one that computes. Each test's cost
 here is the CPU its worker spent while it ran (set-up, call and tear-down: the emulator's threads
 run in the worker, so their work is counted) plus the CPU of the child processes that ended
-during it (the command, examples, benchmark children). Long-lived children (fake-gcs-server)
-are not counted. Each worker appends one JSON line per test to the file; `python -m
-tests.cpu_report FILE` prints the heaviest tests and the CPU per folder.
+during it (the command, examples, benchmark children). A long-lived child (fake-gcs-server, the
+BigQuery emulator) is counted in the test whose tear-down stops it: the last of its session.
+Each test's wall time is kept too. Each worker appends one JSON line per test to the file;
+`python -m tests.cpu_report FILE` prints the heaviest tests, the longest, the CPU per folder.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     target = os.environ.get(ENV)
     if not target:
         return (yield)
-    own, children = time.process_time(), _children_cpu()
+    own, children, started = time.process_time(), _children_cpu(), time.monotonic()
     try:
         return (yield)
     finally:
@@ -44,6 +45,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             "test": item.nodeid,
             "cpu": round(time.process_time() - own, 3),
             "children": round(_children_cpu() - children, 3),
+            "wall": round(time.monotonic() - started, 3),
         }
         with open(target, "a", encoding="utf-8") as report:  # one short append per test
             report.write(json.dumps(line) + "\n")
@@ -58,6 +60,9 @@ def summary(path: Path, top: int = 40) -> str:
         folders[test.split("::")[0].rsplit("/", 1)[0]] += cpu
     out = [f"{len(rows)} tests, {sum(total.values()):.0f} CPU-s (own + ended children)", ""]
     out += [f"{cpu:8.1f}  {test}" for test, cpu in Counter(total).most_common(top)]
+    walls = Counter({r["test"]: r.get("wall", 0.0) for r in rows})
+    out += ["", "Longest in wall time (a test that waits holds its worker):"]
+    out += [f"{wall:8.1f}  {test}" for test, wall in walls.most_common(top // 2)]
     out += ["", "CPU-s per folder:"]
     out += [f"{cpu:8.1f}  {folder}" for folder, cpu in folders.most_common()]
     return "\n".join(out)

@@ -62,6 +62,7 @@ def test_each_test_gets_its_own_and_its_childrens_cpu(tmp_path: Path) -> None:
     assert rows["test_spins"]["cpu"] > 0.05 and rows["test_spins"]["children"] == 0
     assert rows["test_starts_a_child"]["children"] > 0.05
     assert rows["test_idle"]["cpu"] < rows["test_spins"]["cpu"]
+    assert all(r["wall"] >= r["cpu"] * 0.5 for r in rows.values())  # wall time kept too
     text = cpu_report.summary(report)
     assert text.startswith("3 tests, ")
-    assert "CPU-s per folder:" in text
+    assert "CPU-s per folder:" in text and "Longest in wall time" in text
