@@ -17,6 +17,7 @@ import json
 import logging
 import random
 import time
+import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -84,6 +85,15 @@ def split_gcs_uri(uri: str) -> tuple[str, str]:
     return bucket, name
 
 
+def _where(exc: BaseException, frames: int = 4) -> str:
+    """The innermost ``frames`` frames of ``exc``'s traceback as ``file:line``, the raising one
+    first, each called from the next; never its message."""
+    found = traceback.extract_tb(exc.__traceback__)[-frames:]
+    return " < ".join(
+        f"{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}" for frame in found[::-1]
+    )
+
+
 def make_runner(
     storage_factory: Callable[[], storage.Client],
     lifecycle_factory: Callable[[JobStore, JobRecord], JobRun] | None = None,
@@ -103,7 +113,10 @@ def make_runner(
         except Exception as exc:
             if store.closing:
                 return
-            logger.error("job %s: internal error (%s)", job.job_id, type(exc).__name__)
+            # Where it was raised (files and lines, never the message: it may hold content).
+            logger.error(
+                "job %s: internal error (%s at %s)", job.job_id, type(exc).__name__, _where(exc)
+            )
             store.touch(job, state="JOB_STATE_FAILED", error=(13, "Internal error encountered."))
         finally:
             lifecycle.close()
