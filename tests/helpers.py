@@ -576,3 +576,16 @@ def read_embedding_row(row: dict[str, object]) -> Any:
     )
     assert (type(plain.error), str(plain.error)) == (type(fast.error), str(fast.error))
     return plain
+
+
+def global_client(stack: LocalStack, bucket: str) -> vb.Client:
+    """A client of the stack in the ``global`` location, on ``bucket``, retrying without waiting."""
+    return vb.Client.for_endpoints(
+        vertex_endpoint=stack.vertex_endpoint,
+        storage_endpoint=stack.storage_endpoint,
+        project=stack.project,
+        location="global",
+        bucket=bucket,
+        prefix="jobs",
+        retry=vb.RetryPolicy.no_wait(),
+    )

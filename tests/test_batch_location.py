@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 import vertexbatch as vb
-from tests.helpers import claude_request, gemini_requests
+from tests.helpers import claude_request, gemini_requests, global_client
 from vertexbatch._catalogue import Model, Source, catalogue_of
 from vertexbatch._providers import (
     GLOBAL_BATCH_SOURCE,
@@ -87,24 +87,12 @@ def test_the_check_reads_the_catalogue(own_catalogue: None) -> None:
     assert caught.value.field == "location"
 
 
-def _global_client(stack: LocalStack, bucket: str) -> vb.Client:
-    return vb.Client.for_endpoints(
-        vertex_endpoint=stack.vertex_endpoint,
-        storage_endpoint=stack.storage_endpoint,
-        project=stack.project,
-        location="global",
-        bucket=bucket,
-        prefix="jobs",
-        retry=vb.RetryPolicy.no_wait(),
-    )
-
-
 def test_a_client_in_global_refuses_before_any_cloud_call(
     own_catalogue: None, stack: LocalStack, bucket: str
 ) -> None:
     """submit, plan and run refuse a model not served in ``global`` with nothing staged and no
     Vertex call; a model served there, or not catalogued, is planned."""
-    client = _global_client(stack, bucket)
+    client = global_client(stack, bucket)
     stack.reset_calls()
     refused = [
         lambda: client.submit_gemini("g1", "gemini-test-regional", gemini_requests(2)),

@@ -9,8 +9,7 @@ import json
 
 import pytest
 
-import vertexbatch as vb
-from tests.helpers import gemini_requests, past, shard_object
+from tests.helpers import gemini_requests, global_client, past, shard_object
 from vertexbatch import InvalidRequestError
 from vertexbatch._catalogue import catalogue, model_entry
 from vertexbatch._providers import PROVIDERS
@@ -69,15 +68,7 @@ def test_a_run_of_a_listed_model_answers_at_flex_past_its_deadline(
     each answer says it was billed at Flex (``ON_DEMAND_FLEX``)."""
     model = "gemini-3.6-flash"
     stack.create_bucket(bucket)
-    client = vb.Client.for_endpoints(
-        vertex_endpoint=stack.vertex_endpoint,
-        storage_endpoint=stack.storage_endpoint,
-        project=stack.project,
-        location="global",
-        bucket=bucket,
-        prefix="jobs",
-        retry=vb.RetryPolicy.no_wait(),
-    )
+    client = global_client(stack, bucket)
     stack.faults.hold(display_name="flex-listed.s0", state="PENDING")
     run = client.run_gemini("flex-listed", model, gemini_requests(3), fallback_tier="flex")
     assert run.fallback_tier == "flex"
