@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, claude_request, claude_requests, task
+from tests.helpers import CLAUDE, advance_until_done, claude_request, claude_requests, task
 from vertexbatch._command.cli import main
 from vertexbatch._plans.prices import price_of
 from vertexbatch._plans.spend import usage_cost
@@ -112,11 +112,7 @@ def test_a_run_counts_its_canary_in_its_spend_once(
     assert stack.calls()["rawPredict"] == 2
     ledger = read_ledger(client._cloud.staging, "csr")
     assert ledger is not None and ledger.canary["standard"][0] == 2
-    for shard in ("csr.s0", "csr.s1"):
-        job = client.find(shard)
-        assert job is not None
-        stack.wait_job(job.name)
-    summary = run.advance()
+    summary = advance_until_done(stack, run)
     assert summary.done and summary.spend is not None
     assert summary.spend.tiers == {"batch": 4, "standard": 2}
     rejoined = client.run_claude("csr", CLAUDE, requests, shard_size=2, canary=2)
@@ -145,11 +141,7 @@ def test_a_run_of_tasks_sums_its_tasks_canaries_in_its_ledger(
     assert stack.calls()["rawPredict"] == 4
     ledger = read_ledger(client._cloud.staging, "cst")
     assert ledger is not None and ledger.canary["standard"][0] == 3
-    for shard in ("cst.s0", "cst.s1"):
-        job = client.find(shard)
-        assert job is not None
-        stack.wait_job(job.name)
-    summary = run.advance()
+    summary = advance_until_done(stack, run)
     assert summary.done and summary.spend is not None
     assert summary.spend.tiers == {"batch": 4, "standard": 3}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 import vertexbatch as vb
+from tests.helpers import advance_until_done
 from vertexbatch.emulator import LocalStack
 
 MODEL = "gemini-embedding-001"
@@ -19,11 +20,7 @@ def test_three_tasks_stage_one_embeddings_run_and_three_read_it(
     for task in tasks:
         run = client.run_embeddings("corpus", MODEL, task.slice(texts), shard_size=2, task=task)
     assert run.keys == 11
-    for _ in range(12):
-        stack.settle()
-        summary = client.open_run("corpus").advance()
-        if summary.done:
-            break
+    summary = advance_until_done(stack, client.open_run("corpus"), steps=12)
     assert summary.done and summary.outcomes == {"ok": 11}
     shares = [
         {r.key: r for r in client.open_run("corpus").results(task=vb.Task(i, 3))} for i in range(3)
