@@ -46,6 +46,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             "cpu": round(time.process_time() - own, 3),
             "children": round(_children_cpu() - children, 3),
             "wall": round(time.monotonic() - started, 3),
+            # when it ended and on which worker: the timeline shows a worker idle at the end
+            "end": round(time.time(), 3),
+            "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
         }
         with open(target, "a", encoding="utf-8") as report:  # one short append per test
             report.write(json.dumps(line) + "\n")
@@ -63,9 +66,32 @@ def summary(path: Path, top: int = 40) -> str:
     walls = Counter({r["test"]: r.get("wall", 0.0) for r in rows})
     out += ["", "Longest in wall time (a test that waits holds its worker):"]
     out += [f"{wall:8.1f}  {test}" for test, wall in walls.most_common(top // 2)]
+    out += ["", *_timeline(rows)]
     out += ["", "CPU-s per folder:"]
     out += [f"{cpu:8.1f}  {folder}" for folder, cpu in folders.most_common()]
     return "\n".join(out)
+
+
+def _timeline(rows: list[dict]) -> list[str]:
+    """Each worker's busy time and when its last test ended: a long gap to the last worker's end
+    is a worker idle while another finishes a long test (reorder the heavy tests first)."""
+    timed = [r for r in rows if "end" in r]
+    if not timed:
+        return []
+    first = min(r["end"] - r["wall"] for r in timed)
+    last = max(r["end"] for r in timed)
+    out = [f"Workers ({last - first:.0f} s from the first test's start to the last test's end):"]
+    for worker in sorted({r["worker"] for r in timed}):
+        mine = [r for r in timed if r["worker"] == worker]
+        ended = max(r["end"] for r in mine)
+        busy = sum(r["wall"] for r in mine)
+        tail = sorted(mine, key=lambda r: r["end"])[-3:]
+        out.append(
+            f"  {worker}: {len(mine)} tests, busy {busy:.0f} s, "
+            f"idle at the end {last - ended:.0f} s; "
+            f"last: {', '.join(r['test'].split('::')[-1][:40] for r in tail)}"
+        )
+    return out
 
 
 if __name__ == "__main__":

@@ -66,3 +66,18 @@ def test_each_test_gets_its_own_and_its_childrens_cpu(tmp_path: Path) -> None:
     text = cpu_report.summary(report)
     assert text.startswith("3 tests, ")
     assert "CPU-s per folder:" in text and "Longest in wall time" in text
+    assert "main: 3 tests, busy" in text  # the timeline: one worker when run without xdist
+
+
+def test_the_timeline_shows_a_worker_idle_while_another_finishes(tmp_path: Path) -> None:
+    rows = [
+        {"test": "t.py::a", "cpu": 1, "children": 0, "wall": 10, "end": 110, "worker": "gw0"},
+        {"test": "t.py::b", "cpu": 1, "children": 0, "wall": 100, "end": 200, "worker": "gw1"},
+        {"test": "t.py::c", "cpu": 1, "children": 0, "wall": 90, "end": 100, "worker": "gw0"},
+    ]
+    report = tmp_path / "cpu.jsonl"
+    report.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    text = cpu_report.summary(report)
+    assert "Workers (190 s from the first test's start" in text
+    assert "gw0: 2 tests, busy 100 s, idle at the end 90 s" in text
+    assert "gw1: 1 tests, busy 100 s, idle at the end 0 s" in text
