@@ -55,9 +55,10 @@ _spec.loader.exec_module(_shown)
 # and is marked ``processes``, so the marker keeps telling the truth.
 SERVERS = {"local_stack", "bigquery_local"}
 
+# tests.schedule: the order tests run in and how xdist shares them (heaviest first, one at a time);
 # tests.cpu_report: VERTEXBATCH_CPU_REPORT=FILE records each test's CPU (where the time goes);
 # tests.install_fixtures: the install tests' wheel and venv, built once a run for all workers.
-pytest_plugins = ("tests.cpu_report", "tests.install_fixtures")
+pytest_plugins = ("tests.cpu_report", "tests.install_fixtures", "tests.schedule")
 
 
 # Property tests (hypothesis): how many examples each draws is ``tests.helpers.examples``, set
@@ -96,19 +97,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         if not any(item.iter_markers("processes")):
             item.add_marker(pytest.mark.fast)
-    # Heaviest first: under xdist (README's `-n 4`) the minutes-long slow tests then start at
-    # once on every worker and the short ones fill in behind them, instead of one slow test
-    # starting last and holding the whole run for its length. A stable sort: the order within
-    # each group stays the files' own.
-    items.sort(key=weight)
-
-
-def weight(item: pytest.Item) -> int:
-    """The order a test runs in: slow ones, then ones that start a server or a process, then
-    the fast tier."""
-    if item.get_closest_marker("slow") is not None:
-        return 0
-    return 2 if item.get_closest_marker("fast") is not None else 1
 
 
 @pytest.fixture(autouse=True)
