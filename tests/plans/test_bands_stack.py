@@ -4,10 +4,15 @@ by the prompt its usage reports, cached tokens counted (Claude Haiku 5.5, the ca
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+from click.testing import CliRunner
 
 import vertexbatch as vb
 from tests.helpers import advance_until_done, claude_request
+from vertexbatch._command.cli import main
 from vertexbatch._plans.spend import SpendMeter, prompt_tokens, usage_cost
 from vertexbatch.emulator import LocalStack
 
@@ -106,3 +111,35 @@ def test_a_job_s_and_a_run_s_spend_price_each_answer_in_its_band(
         each.add(item.result, item.tier)
     assert summary.spend.dollars == pytest.approx(each.spend.dollars)
     assert summary.spend.dollars == pytest.approx(expected)
+
+
+def test_a_request_in_a_band_no_page_prices_is_priced_unknown(
+    client: vb.Client, stack: LocalStack, bucket: str, tmp_path: Path
+) -> None:
+    """Gemini 2.5 Pro over 200,000 prompt tokens: the plan's cost is unknown (never the lower
+    band's), a budget refuses it naming the band, and `--dry-run` says why; a request at the
+    threshold is priced."""
+    at = "x" * (4 * (200_000 - 3))
+    plan = client.plan_gemini("pro-at", "gemini-2.5-pro", [vb.GeminiRequest("a", at)])
+    at = at[: -4 * (plan.input_tokens - 200_000)]  # less the staged body's other text
+    plan = client.plan_gemini("pro-at", "gemini-2.5-pro", [vb.GeminiRequest("a", at)])
+    assert plan.input_tokens == 200_000 and plan.cost_low is not None
+    over = [vb.GeminiRequest("a", at + "y" * 4)]  # one token more
+    plan = client.plan_gemini("pro-over", "gemini-2.5-pro", over)
+    assert plan.input_tokens == 200_001 and plan.price is not None
+    assert plan.cost_low is None and plan.cost_high is None
+    assert any("rates no page we read gives" in a for a in plan.assumptions)
+    with pytest.raises(vb.InvalidRequestError, match="over 200,000 tokens") as err:
+        client.submit_gemini("pro-over", "gemini-2.5-pro", over, budget=100.0)
+    assert err.value.field == "budget"
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps({"key": "a", "contents": at + "y" * 4}) + "\n")
+    printed = CliRunner().invoke(
+        main,
+        ["submit", "--provider", "gemini", "--model", "gemini-2.5-pro", "--id", "pro-over",
+         "--dry-run", str(path)],
+        env=stack.environment(bucket, prefix="jobs"),
+    )  # fmt: skip
+    assert printed.exit_code == 0, printed.output
+    assert "unknown (requests over 200,000 prompt tokens: rates not known)" in printed.stdout
+    assert not list(stack.storage_client().list_blobs(bucket))
