@@ -40,7 +40,11 @@ table says so rather than guess.
 - **prices**: online list prices in US dollars per million tokens (input, output, and the cache
   read and write rates where a page prints them; Claude's cache write is the 5-minute write).
   Batch prediction bills input and output at half of them; `plan_*` and `--dry-run` use them
-  (see [Cost](cost.md)). *unknown*: no page we read prices it, and a plan says so.
+  (see [Cost](cost.md)). *unknown*: no page we read prices it, and a plan says so. A model
+  priced in two bands by prompt size shows both: *prompts up to N tokens* and *over* (a
+  request is billed wholly in the band of its own prompt; *over: unknown*: a page says prompts
+  over N cost more, and no page we read gives how much, so such a request is priced unknown;
+  see [Cost](cost.md#prices-in-bands-by-prompt-size)).
 - **flex**: listed for Flex PayGo (Gemini, `global` endpoint only), as its page's list read
   through a copy of 2026-08-20 (see [Platform facts](platform-facts.md)); a model launched
   since is not marked until a page lists it. `fallback_tier="flex"` is refused for a model

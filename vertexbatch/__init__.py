@@ -27,7 +27,7 @@ from ._errors import (
 from ._functions import list_request_files, wait
 from ._observe.progress import Progress
 from ._plans.estimate import Plan
-from ._plans.prices import PRICES, Price
+from ._plans.prices import PRICES, Price, PriceBand
 from ._plans.spend import Spend, SpendMeter
 from ._retry import RetryPolicy, is_retryable
 from ._runs.ledger import Shard
@@ -75,6 +75,7 @@ __all__ = [
     "PRICES",
     "Plan",
     "Price",
+    "PriceBand",
     "Progress",
     "Provider",
     "Refusal",

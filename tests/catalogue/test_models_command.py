@@ -33,7 +33,15 @@ def test_models_json_gives_each_fact_with_its_sources() -> None:
     assert records and {r["publisher"] for r in records} == {"google"}
     flash = next(r for r in records if r["id"] == "gemini-2.5-flash")
     assert flash["batch"] is True and flash["flex"] is False
-    assert flash["rates"] == {"input": 0.3, "output": 2.5, "cache_read": 0.03, "cache_write": None}
+    assert flash["rates"] == {
+        "input": 0.3, "output": 2.5, "cache_read": 0.03, "cache_write": None, "above": None,
+    }  # fmt: skip
+    # A model priced in bands by prompt size gives its band over the threshold.
+    pro = next(r for r in records if r["id"] == "gemini-2.5-pro")
+    assert pro["rates"]["above"] == {
+        "prompt_tokens": 200_000, "input": None, "output": None, "cache_read": None,
+        "cache_write": None,
+    }  # fmt: skip
     assert all(s["url"].startswith("https://") and s["read"] for s in flash["sources"])
     assert set(flash) == {
         "id", "name", "publisher", "batch", "locations", "rates", "flex", "concurrent_jobs",

@@ -54,6 +54,8 @@ UNPRICED_ON_PURPOSE: dict[tuple[str, str], str] = {
     ("docs/local-stack.md", "gemini-0.1-nowhere"): "the 404 of a model outside the catalogue",
     ("docs/testing.md", "claude-3-5-haiku"): "how to serve a model the catalogue lacks",
     ("docs/models.md", "gemini-3-8-flash"): "a source's URL (Google's 3.8 Flash guide), no id",
+    ("docs/models.md", "gemini-3-1-pro-preview.md"): "a source's URL (a reseller's page), no id",
+    ("docs/platform-facts.md", "gemini-3-1-pro-preview.md"): "the same URL, no id",
     # The models-and-prices page lists every catalogued model, priced or not (it says which).
     **{
         ("docs/models.md", model.id): "the catalogue lists it; no page we read prices it"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 
 import pytest
 from click.testing import CliRunner
@@ -29,17 +28,6 @@ _PRICE = vb.Price("claude-opus-5-5", 5.0, 25.0)
 _GEMINI = vb.Price("gemini-3.8-flash", 0.5, 3.0)
 
 
-@dataclass(frozen=True)
-class _CachePrice:
-    """A price with cache rates, as the catalogue's ``Price`` gains them (helper A)."""
-
-    match: str
-    input: float
-    output: float
-    cache_read: float | None = None
-    cache_write: float | None = None
-
-
 def _ok(key: str, **usage: int) -> vb.Result:
     return vb.Result(key=key, text="x", usage=vb.Usage(**usage))
 
@@ -51,8 +39,8 @@ def test_claude_usage_at_batch_prices() -> None:
     assert usage_cost("anthropic", usage, _PRICE, "standard") == pytest.approx(7.5)
     assert usage_cost("anthropic", usage, _PRICE, "flex") == pytest.approx(3.75)
     cached = vb.Usage(input=0, output=0, cache_read=1_000_000, cache_write=1_000_000)
-    rates = _CachePrice("claude-opus-5-5", 5.0, 25.0, cache_read=0.5, cache_write=6.25)
-    assert usage_cost("anthropic", cached, rates) == pytest.approx((0.5 + 6.25) * 0.5)  # type: ignore[arg-type]
+    rates = vb.Price("claude-opus-5-5", 5.0, 25.0, cache_read=0.5, cache_write=6.25)
+    assert usage_cost("anthropic", cached, rates) == pytest.approx((0.5 + 6.25) * 0.5)
     # No cache rate known: the input rate (the spend's notes say so).
     assert usage_cost("anthropic", cached, _PRICE) == pytest.approx(10.0 * 0.5)
 
@@ -61,11 +49,11 @@ def test_gemini_cached_tokens_are_inside_input_at_the_cache_rate_not_halved() ->
     """Gemini's input holds its cached tokens; in batch they cost the cache rate, which takes
     precedence over the batch discount (the two do not stack)."""
     usage = vb.Usage(input=1_000_000, output=0, cache_read=400_000)
-    rates = _CachePrice("gemini-3.8-flash", 0.5, 3.0, cache_read=0.05)
+    rates = vb.Price("gemini-3.8-flash", 0.5, 3.0, cache_read=0.05)
     plain = 600_000 * 0.5 * 0.5 / 1e6
-    assert usage_cost("google", usage, rates) == pytest.approx(plain + 400_000 * 0.05 / 1e6)  # type: ignore[arg-type]
+    assert usage_cost("google", usage, rates) == pytest.approx(plain + 400_000 * 0.05 / 1e6)
     online = 600_000 * 0.5 / 1e6 + 400_000 * 0.05 / 1e6
-    assert usage_cost("google", usage, rates, "standard") == pytest.approx(online)  # type: ignore[arg-type]
+    assert usage_cost("google", usage, rates, "standard") == pytest.approx(online)
 
 
 def test_the_meter_skips_cached_and_shared_answers_and_sums_the_rest() -> None:
@@ -114,7 +102,7 @@ def test_online_tiers_and_an_unknown_tier() -> None:
     meter.add(_ok("e", input=1), "gold")
     assert meter.spend.dollars is None and "gold" in str(meter.spend)
     with pytest.raises(vb.InvalidRequestError) as err:
-        tier_share(None)  # type: ignore[arg-type]
+        tier_share(None)
     assert err.value.field == "tier"
 
 

@@ -14,7 +14,9 @@ Imports: ``_errors``.
 from __future__ import annotations
 
 from .entries import (
+    BAND_FIELDS,
     CATALOGUE_FILE,
+    Band,
     Model,
     Rates,
     Source,
@@ -28,7 +30,9 @@ from .entries import (
 from .warning import UncataloguedModelWarning, uncatalogued, warn_uncatalogued
 
 __all__ = [
+    "BAND_FIELDS",
     "CATALOGUE_FILE",
+    "Band",
     "Model",
     "Rates",
     "Source",

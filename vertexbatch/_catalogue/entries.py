@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "BAND_FIELDS",
     "CATALOGUE_FILE",
+    "Band",
     "Model",
     "Rates",
     "Source",
@@ -38,16 +40,35 @@ class Source:
 
 
 @dataclass(frozen=True, slots=True)
+class Band:
+    """The rates of a request whose prompt is over ``prompt_tokens`` tokens (every input token
+    of the request, cached ones included), where the provider's page prices a model in two
+    bands by prompt size: the whole request (input, output, cache reads and writes) is billed
+    at them. ``None``: the page gives no such rate; ``input`` and ``output`` both ``None``: a
+    page says such requests are billed otherwise but no page we read gives the rates (a
+    request over the threshold is then priced unknown, never at the lower band)."""
+
+    prompt_tokens: int
+    input: float | None = None
+    output: float | None = None
+    cache_read: float | None = None
+    cache_write: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Rates:
     """Online list prices in US dollars per million tokens, as the provider's page prints them
     (batch bills a share of them: ``_plans.prices``). ``None``: the page gives no such rate.
     ``cache_read``: a cache hit (Gemini: the implicit-cache rate); ``cache_write``: a cache
-    write (Claude: the 5-minute write, ``cache_control``'s default ttl)."""
+    write (Claude: the 5-minute write, ``cache_control``'s default ttl). ``above``: the band
+    of prompts over a size, where the page prices the model in two (``None``: one flat rate
+    for every prompt); the rates here are then those of prompts up to its threshold."""
 
     input: float
     output: float
     cache_read: float | None = None
     cache_write: float | None = None
+    above: Band | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +130,46 @@ def bare_id(model: str) -> str:
 
 _KEYS = frozenset(
     {
-        "id", "name", "publisher", "batch", "locations", "rates", "flex", "concurrent_jobs",
-        "job_rows", "job_bytes", "structured_output", "sources",
+        "id", "name", "publisher", "batch", "locations", "rates", "rates_above", "flex",
+        "concurrent_jobs", "job_rows", "job_bytes", "structured_output", "sources",
     }
 )  # fmt: skip
 STRUCTURED_FORMS = frozenset({"", "tool", "responseSchema"})
+# A band's fields: its threshold and the rates a page may give for it.
+BAND_FIELDS = ("prompt_tokens", "input", "output", "cache_read", "cache_write")
+
+
+def _rate(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
+def _band(row: dict[str, Any], file: str) -> Band | None:
+    """The row's ``rates_above``, every field checked (``None`` without one)."""
+    given = row.get("rates_above")
+    if given is None:
+        return None
+    name = f"{file}: model {row.get('id')!r}: rates_above"
+    if not row.get("rates"):
+        raise ValueError(f"{name} without rates: the band below the threshold is its rates")
+    if not isinstance(given, dict):
+        raise ValueError(f"{name} must be a table {{prompt_tokens = N, input = .., ...}}")
+    unknown = set(given) - set(BAND_FIELDS)
+    if unknown:
+        raise ValueError(f"{name}: unknown fields {sorted(unknown)}, known: {list(BAND_FIELDS)}")
+    threshold = given.get("prompt_tokens")
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold <= 0:
+        raise ValueError(
+            f"{name}: prompt_tokens must be a positive whole number, got {threshold!r}"
+        )
+    rates = {key: value for key, value in given.items() if key != "prompt_tokens"}
+    bad = sorted(key for key, value in rates.items() if not _rate(value))
+    if bad:
+        raise ValueError(f"{name}: {bad} must be prices in dollars per million tokens, from 0")
+    if ("input" in rates) != ("output" in rates):
+        raise ValueError(f"{name}: give input and output both, or neither (rates unknown)")
+    if "input" not in rates and rates:
+        raise ValueError(f"{name}: cache rates without input and output")
+    return Band(**given)
 
 
 def _model(row: dict[str, Any], file: str = CATALOGUE_FILE.name) -> Model:
@@ -127,12 +183,13 @@ def _model(row: dict[str, Any], file: str = CATALOGUE_FILE.name) -> Model:
             f"{sorted(STRUCTURED_FORMS)}"
         )
     rates = row.get("rates")
+    above = _band(row, file)
     return Model(
         id=row["id"],
         publisher=row["publisher"],
         batch=bool(row.get("batch", False)),
         locations=frozenset(row.get("locations", ())),
-        rates=Rates(**rates) if rates else None,
+        rates=Rates(**rates, above=above) if rates else None,
         flex=bool(row.get("flex", False)),
         sources=tuple(Source(**source) for source in row.get("sources", ())),
         name=row.get("name", ""),
@@ -149,8 +206,8 @@ def catalogue_from(path: Path) -> tuple[Model, ...]:
     parsed once per path.
 
     Raises:
-        ValueError: a row with a key the catalogue does not know, or a bad
-            ``structured_output``, naming the file and the model.
+        ValueError: a row with a key the catalogue does not know, a bad
+            ``structured_output`` or a bad ``rates_above``, naming the file and the model.
     """
     with path.open("rb") as file:
         data = tomllib.load(file)

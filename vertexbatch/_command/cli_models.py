@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from .._catalogue import Model, UncataloguedModelWarning, catalogue
+from .._catalogue import BAND_FIELDS, Band, Model, Rates, UncataloguedModelWarning, catalogue
 from .._providers import PROVIDERS, of_model
 from .._submission.canary import CanaryWarning
 
@@ -34,6 +34,9 @@ def model_record(model: Model) -> dict[str, Any]:
             "output": rates.output,
             "cache_read": rates.cache_read,
             "cache_write": rates.cache_write,
+            "above": None
+            if rates.above is None
+            else {name: getattr(rates.above, name) for name in BAND_FIELDS},
         },
         "flex": model.flex,
         "concurrent_jobs": model.concurrent_jobs,
@@ -46,10 +49,20 @@ def model_record(model: Model) -> dict[str, Any]:
 
 def price_cells(model: Model) -> str:
     """Its online list prices per million tokens in words: ``$4 in / $20 out / $0.2 cache read /
-    $5 cache write``; ``unknown`` when no source prices it."""
+    $5 cache write``; a banded model's both bands (``prompts up to 100,000 tokens: ...; over:
+    ...``); ``unknown`` when no source prices it."""
     rates = model.rates
     if rates is None:
         return "unknown"
+    cells = _cells(rates)
+    band = rates.above
+    if band is None:
+        return cells
+    over = "unknown" if band.input is None else _cells(band)
+    return f"prompts up to {band.prompt_tokens:,} tokens: {cells}; over: {over}"
+
+
+def _cells(rates: Rates | Band) -> str:
     cells = [f"${rates.input:g} in", f"${rates.output:g} out"]
     if rates.cache_read is not None:
         cells.append(f"${rates.cache_read:g} cache read")

@@ -31,6 +31,14 @@ from .cli_options import Seconds
 __all__ = ["PayOnce", "echo_plan", "pay_options", "plan_lines", "plan_of", "plan_options"]
 
 
+def _unknown_cost(plan: Plan) -> str:
+    """Why a plan's cost is unknown: no price, or requests in a band whose rates are unknown."""
+    band = None if plan.price is None else plan.price.above
+    if band is None:
+        return "unknown (no price known)"
+    return f"unknown (requests over {band.prompt_tokens:,} prompt tokens: rates not known)"
+
+
 def _dollars(value: float | None) -> str:
     return "unknown" if value is None else f"${value:,.4f}"
 
@@ -92,7 +100,7 @@ def plan_lines(plan: Plan, what: str) -> list[str]:
         ("output ceiling", f"{plan.max_output_tokens:,} tokens"),
         (
             "cost (batch)",
-            "unknown (no price known)"
+            _unknown_cost(plan)
             if plan.cost_low is None
             else f"{_dollars(plan.cost_low)} to {_dollars(plan.cost_high)}",
         ),

@@ -51,6 +51,16 @@ def hold_to_budget(plan: Plan, budget: float, what: str) -> None:
 
     Raises:
         InvalidRequestError (``field="budget"``): naming the plan's figure and the budget."""
+    band = None if plan.price is None else plan.price.above
+    if plan.cost_high is None and band is not None:
+        raise InvalidRequestError(
+            f"{what}: budget=${budget:,.2f} given but some of its requests have prompts over "
+            f"{band.prompt_tokens:,} tokens, where model {plan.model!r} is billed at rates no "
+            "page we read gives, so its cost is unknown; pass its prices, "
+            "prices=[vertexbatch.Price(..., above=vertexbatch.PriceBand("
+            f"{band.prompt_tokens}, input=..., output=...))]: nothing was staged",
+            field="budget",
+        )
     if plan.cost_high is None:
         raise InvalidRequestError(
             f"{what}: budget=${budget:,.2f} given but no price is known for model "

@@ -10,7 +10,10 @@ a budget (``_plans.budget``) holds the batch's upper bound plus the canary's.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from .._errors import InvalidRequestError
+from .bands import band_cost
 from .prices import Price
 
 __all__ = ["canary_cost", "canary_said", "too_few_requests"]
@@ -26,14 +29,15 @@ def too_few_requests(canary: int, given: int) -> InvalidRequestError:
 
 
 def canary_cost(
-    input_tokens: int, output_ceiling: int, price: Price | None
+    requests: Iterable[tuple[int, int]], price: Price | None
 ) -> tuple[float | None, float | None]:
-    """US dollars at the online list price: input only, and input plus the whole output
-    ceiling; ``(None, None)`` without a price."""
+    """US dollars of ``requests``, each ``(prompt tokens, output ceiling)`` in its own price
+    band (``bands``), at the online list price: input only, and input plus the whole output
+    ceiling; ``(None, None)`` without a price or in a band whose rates are not known."""
     if price is None:
         return None, None
-    low = input_tokens * price.input / 1e6
-    return low, low + output_ceiling * price.output / 1e6
+    low, high, _ = band_cost(price, requests, 1.0)
+    return low, high
 
 
 def canary_said(canary: int) -> str:

@@ -20,6 +20,7 @@ from .._requests.lines import StagedLine, staged_body
 from .._rules import DEFAULT_LIMITS, Limits
 from .._staged.manifest import Tally
 from .._values import Provider
+from .bands import band_cost, band_said
 from .canary import canary_cost, canary_said, too_few_requests
 from .prices import BATCH_DISCOUNT, PRICES, Price, price_of
 
@@ -200,20 +201,24 @@ def build_plan(
         jobs = sum(1 for n in shard_sends if n)
         if sum(r.size for r in send) > limits.input_bytes * jobs:
             assumptions.append("some shards pass 1 GB and would be cut further: more jobs")
-    input_tokens = sum(r.tokens for r in send)
+    tokens = [r.tokens for r in send]  # each request's prompt: estimated, or counted
     exact = count is not None
     if count is not None and send:
         bodies = [staged_body(json.loads(r.line.data)) for r in send if r.line is not None]
-        input_tokens = sum(count(bodies))
+        tokens = list(count(bodies))
+    input_tokens = sum(tokens)
     ceiling = sum(r.ceiling for r in send)
     price = price_of(model, prices)
     low = high = None
-    if price is not None:
-        low = input_tokens * price.input * BATCH_DISCOUNT / 1e6
-        high = low + ceiling * price.output * BATCH_DISCOUNT / 1e6
+    over = 0
+    if price is not None:  # each request in the band of its own prompt (``bands``)
+        ceilings = [r.ceiling for r in send]
+        low, high, over = band_cost(price, zip(tokens, ceilings, strict=True), BATCH_DISCOUNT)
     assumptions.extend(
         _assumptions(provider, model, price, exact=exact, dedupe=dedupe, cache=lookup is not None)
     )
+    if price is not None and price.above is not None:
+        assumptions.append(band_said(price, over))
     distinct = len({r.exact for r in rows})
     if not dedupe and distinct < len(rows):
         assumptions.append(
@@ -257,11 +262,11 @@ def _canary(
     if canary > len(rows):
         raise too_few_requests(canary, len(rows))
     head = rows[:canary]
-    tokens = sum(r.tokens for r in head)
+    tokens = [r.tokens for r in head]
     if count is not None:
-        tokens = sum(count([json.loads(r.line.data)["request"] for r in head if r.line]))
+        tokens = list(count([json.loads(r.line.data)["request"] for r in head if r.line]))
     assumptions.append(canary_said(canary))
-    return canary_cost(tokens, sum(r.ceiling for r in head), price)
+    return canary_cost(zip(tokens, [r.ceiling for r in head], strict=True), price)
 
 
 def submitted_plan(
@@ -319,8 +324,8 @@ def _assumptions(
         said.append(
             f"batch price = {BATCH_DISCOUNT:.0%} of ${price.input:g} input / ${price.output:g} "
             f"output per million tokens (list prices matching {price.match!r}; shipped table "
-            f"of {PRICES.date}, see vertexbatch.PRICES.source); regional and long-context "
-            "rates are not modelled"
+            f"of {PRICES.date}, see vertexbatch.PRICES.source); regional rates are not "
+            "modelled"
         )
         said.append(cache_said(provider, price))
     if cache:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Self
+from typing import Any, Self
 
-from .._catalogue import catalogue, model_entry
+from .._catalogue import BAND_FIELDS, Band, catalogue, model_entry
 from .._errors import InvalidRequestError
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "MAX_PRICE",
     "PRICES",
     "Price",
+    "PriceBand",
     "PriceTable",
     "price_of",
 ]
@@ -32,6 +33,70 @@ BATCH_DISCOUNT = 0.5
 # The most a price may be, in dollars per million tokens: far past any model's (the dearest
 # lists tens of dollars), and small enough that a plan's costs stay finite numbers.
 MAX_PRICE = 1_000_000
+
+
+def _check(what: str, name: str, value: object) -> None:
+    # NaN fails both comparisons; an int of any size compares without becoming a float.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_PRICE:
+        raise InvalidRequestError(
+            f"{what}: {name} must be the online list price in US dollars per million "
+            f"{name.replace('_', ' ')} tokens, a number from 0 to "
+            f"{MAX_PRICE:,.0f}, got {value!r:.40}",
+            field="prices",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PriceBand:
+    """The online list prices of a request whose prompt is over ``prompt_tokens`` tokens, for
+    a model its provider prices in two bands by prompt size (Claude Haiku 5.5: over 100,000):
+    such a request is billed wholly at them, input, output and cache tokens alike. Its prompt
+    is every input token of the request, cached ones included; a prompt of exactly
+    ``prompt_tokens`` is in the lower band (the ``Price`` itself).
+
+    ``input`` and ``output`` both ``None``: the band's rates are not known, and a request over
+    the threshold is priced unknown (never at the lower band). A cache rate ``None``: cached
+    tokens in this band at its input rate (never the lower band's cache rate).
+
+    Raises:
+        InvalidRequestError (``field="prices"``): a threshold that is not a positive whole
+            number, only one of ``input`` and ``output``, or a rate that is not a price.
+    """
+
+    prompt_tokens: int
+    input: float | None = None
+    output: float | None = None
+    cache_read: float | None = None
+    cache_write: float | None = None
+
+    def __post_init__(self) -> None:
+        threshold = self.prompt_tokens
+        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold <= 0:
+            raise InvalidRequestError(
+                f"a PriceBand's prompt_tokens is the prompt size it starts above, a whole "
+                f"number from 1, got {threshold!r:.40}",
+                field="prices",
+            )
+        if (self.input is None) != (self.output is None):
+            raise InvalidRequestError(
+                f"PriceBand over {threshold:,} prompt tokens: give input and output both, or "
+                "neither (its rates unknown)",
+                field="prices",
+            )
+        if self.input is None and (self.cache_read is not None or self.cache_write is not None):
+            raise InvalidRequestError(
+                f"PriceBand over {threshold:,} prompt tokens: cache rates without input and output",
+                field="prices",
+            )
+        for name in ("input", "output", "cache_read", "cache_write"):
+            value = getattr(self, name)
+            if value is not None:
+                _check(f"PriceBand over {threshold:,} prompt tokens", name, value)
+
+    @property
+    def known(self) -> bool:
+        """Whether a page gives the band's rates (else a request in it is priced unknown)."""
+        return self.input is not None and self.output is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,9 +115,14 @@ class Price:
     ``cache_read`` / ``cache_write``: the online list prices of a cache hit and a cache write
     (Claude's 5-minute write), per million tokens, where known (``None``: not known).
 
+    ``above``: for a model priced in two bands by prompt size, the band of requests whose
+    prompt is over its threshold (``PriceBand``); the rates here are then those of prompts up
+    to it. ``None``: one rate for every prompt.
+
     Raises:
-        InvalidRequestError (``field="prices"``): no ``match``, or a price that is not a number
-            of dollars from 0 to ``MAX_PRICE`` (NaN, infinite, negative, absurd).
+        InvalidRequestError (``field="prices"``): no ``match``, a price that is not a number
+            of dollars from 0 to ``MAX_PRICE`` (NaN, infinite, negative, absurd), or an
+            ``above`` that is not a ``PriceBand``.
     """
 
     match: str
@@ -60,6 +130,7 @@ class Price:
     output: float
     cache_read: float | None = None
     cache_write: float | None = None
+    above: PriceBand | None = None
 
     def __post_init__(self) -> None:
         if not self.match or not isinstance(self.match, str):
@@ -68,19 +139,13 @@ class Price:
             value = getattr(self, name)
             if value is None and name.startswith("cache_"):
                 continue
-            # NaN fails both comparisons; an int of any size compares without becoming a float.
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not (0 <= value <= MAX_PRICE)
-            ):
-                raise InvalidRequestError(
-                    f"Price {self.match!r}: {name} must be the online list price in US dollars "
-                    f"per million {name.replace('_', ' ')} tokens, a number from 0 to "
-                    f"{MAX_PRICE:,.0f}, got "
-                    f"{value!r:.40}",
-                    field="prices",
-                )
+            _check(f"Price {self.match!r}", name, value)
+        if self.above is not None and not isinstance(self.above, PriceBand):
+            raise InvalidRequestError(
+                f"Price {self.match!r}: above must be a vertexbatch.PriceBand, got "
+                f"{type(self.above).__name__}",
+                field="prices",
+            )
 
 
 class PriceTable(tuple[Price, ...]):
@@ -101,7 +166,14 @@ def _shipped() -> PriceTable:
     """The catalogue's priced rows as ``Price`` values, dated by their newest source."""
     rows = [(model, model.rates) for model in catalogue() if model.rates is not None]
     prices = [
-        Price(model.id, rates.input, rates.output, rates.cache_read, rates.cache_write)
+        Price(
+            model.id,
+            rates.input,
+            rates.output,
+            rates.cache_read,
+            rates.cache_write,
+            None if rates.above is None else PriceBand(**_fields(rates.above)),
+        )
         for model, rates in rows
     ]
     newest = max(source.read for model, _ in rows for source in model.sources)
@@ -118,6 +190,10 @@ def _shipped() -> PriceTable:
             "provider's page before relying on it, and pass your own Price when they differ"
         ),
     )
+
+
+def _fields(band: Band) -> dict[str, Any]:
+    return {name: getattr(band, name) for name in BAND_FIELDS}
 
 
 # Only the models a source prices: another (a model newer than the catalogue, or a catalogued

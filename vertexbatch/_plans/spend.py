@@ -19,8 +19,13 @@ Anthropic's batch discount applies to all of them. Gemini's ``promptTokenCount``
 over the batch discount (the two do not stack). A price without a cache rate prices cached
 tokens at the input rate, and the spend says so.
 
-A model with no price, or a tier whose share is not known, makes the spend unknown
-(``Spend.dollars is None``), never 0.
+A model priced in bands by prompt size (``Price.above``) bills each answer wholly in the band
+of its own prompt (``prompt_tokens``: every input token, cached ones included; ``_plans.bands``),
+batch share and cache rules as above. A record's sums of many answers are priced by band only
+where their names say which (``bands.summed_rates``).
+
+A model with no price, a tier whose share is not known, or an answer in a band whose rates are
+not known makes the spend unknown (``Spend.dollars is None``), never 0.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import Any, Final
 from .._errors import InvalidRequestError
 from .._staged.usage import TierUsage
 from .._values import Provider, Result, Usage
+from .bands import base_tier, summed_rates
 from .prices import BATCH_DISCOUNT, Price, price_of
 
 __all__ = [
@@ -43,6 +49,7 @@ __all__ = [
     "SpendMeter",
     "count_tiers",
     "paid",
+    "prompt_tokens",
     "spend_of",
     "tier_share",
     "usage_cost",
@@ -157,10 +164,27 @@ def _cache_rate(price: Price, name: str) -> float | None:
     return rate if isinstance(rate, int | float) and not isinstance(rate, bool) else None
 
 
+def prompt_tokens(provider: Provider, usage: Usage) -> int:
+    """The prompt size a banded price bills an answer by: every input token of its request,
+    cached ones included (Claude's ``input_tokens`` plus its cache reads and writes; Gemini's
+    ``promptTokenCount``, which holds its cached tokens)."""
+    if CACHE_BILLING[provider].input_holds_cached:
+        return usage.input
+    return usage.input + usage.cache_read + usage.cache_write
+
+
 def usage_cost(provider: Provider, usage: Usage, price: Price, tier: str = "batch") -> float | None:
-    """US dollars one answer's ``usage`` cost at ``price`` (online list prices) and ``tier``;
-    ``None`` when the tier's share is unknown. Cached tokens at their cache rate (the input
+    """US dollars one answer's ``usage`` cost at ``price`` (online list prices) and ``tier``,
+    in the band of its prompt (``prompt_tokens``) where the price has bands; ``None`` when the
+    tier's share or the band's rates are unknown. Cached tokens at their cache rate (the input
     rate when the price has none)."""
+    rates, _ = summed_rates(price, tier, prompt_tokens(provider, usage), 1)
+    return None if rates is None else _cost(provider, usage, rates, tier)
+
+
+def _cost(provider: Provider, usage: Usage, price: Price, tier: str) -> float | None:
+    """``usage_cost`` at flat rates ``price`` (one band's)."""
+    tier = base_tier(tier)
     share = tier_share(tier)
     if share is None:
         return None
@@ -246,6 +270,7 @@ class SpendMeter:
         self._price = price_of(model, prices)
         self._dollars = 0.0
         self._unknown_tiers: set[str] = set()
+        self._unknown_bands: list[str] = []  # why some answers' band could not be priced
         self._tokens = [0, 0, 0, 0]
         self._tiers: dict[str, int] = {}
 
@@ -258,18 +283,25 @@ class SpendMeter:
     def add_usage(self, usage: Usage, tier: str = "batch", answers: int = 1) -> None:
         """Count ``answers`` answers billed at ``tier`` whose usages add up to ``usage`` (a run's
         shard records keep such sums, ``_runs.usage``): the same figure as adding each, as an
-        answer's cost is linear in its tokens."""
-        share = tier_share(tier)
-        self._tiers[tier] = self._tiers.get(tier, 0) + answers
+        answer's cost is linear in its tokens within one band. ``tier`` may name the band the
+        sum is of (``batch_over_100000``: ``bands.banded_tier``); a sum of a banded model whose
+        answers' band cannot be told makes the spend unknown (``bands.summed_rates``)."""
+        base = base_tier(tier)
+        share = tier_share(base)
+        self._tiers[base] = self._tiers.get(base, 0) + answers
         for index, count in enumerate(
             (usage.input, usage.output, usage.cache_read, usage.cache_write)
         ):
             self._tokens[index] += count
         if share is None:
-            self._unknown_tiers.add(tier)
+            self._unknown_tiers.add(base)
         elif self._price is not None:
-            cost = usage_cost(self._provider, usage, self._price, tier)
-            self._dollars += cost or 0.0
+            prompt = prompt_tokens(self._provider, usage)
+            rates, why = summed_rates(self._price, tier, prompt, answers)
+            if rates is None:
+                self._unknown_bands.append(why)
+            else:
+                self._dollars += _cost(self._provider, usage, rates, base) or 0.0
 
     def counted(self, results: Iterable[Result], tier: str = "batch") -> Iterator[Result]:
         """Yield ``results`` unchanged, counting each as it passes."""
@@ -291,6 +323,9 @@ class SpendMeter:
         if self._unknown_tiers:
             dollars = None
             notes.append(f"no share known for tier(s) {sorted(self._unknown_tiers)}")
+        if self._unknown_bands:
+            dollars = None
+            notes.append(f"unknown for {self._unknown_bands[0]}")
         if self._price is not None:
             share = ", ".join(
                 f"{t} {s:.0%}" for t in sorted(self._tiers) if (s := TIERS.get(t)) is not None
@@ -298,7 +333,7 @@ class SpendMeter:
             notes.append(
                 f"at {share or 'batch 50%'} of ${self._price.input:g} input / "
                 f"${self._price.output:g} output per million tokens (list prices matching "
-                f"{self._price.match!r})"
+                f"{self._price.match!r})" + _band_note(self._price)
             )
             if self._tokens[2] or self._tokens[3]:
                 missing = [
@@ -319,6 +354,18 @@ class SpendMeter:
             price=self._price,
             notes=tuple(notes),
         )
+
+
+def _band_note(price: Price) -> str:
+    band = price.above
+    if band is None:
+        return ""
+    if band.input is None or band.output is None:
+        return f"; prompts over {band.prompt_tokens:,} tokens at rates not known"
+    return (
+        f"; prompts over {band.prompt_tokens:,} tokens at ${band.input:g} input / "
+        f"${band.output:g} output"
+    )
 
 
 def count_tiers(meter: SpendMeter, usage: TierUsage) -> None:

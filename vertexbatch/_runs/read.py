@@ -83,7 +83,7 @@ class ShardReader:
         the usage of its answers per tier they were billed at (``_runs.usage``): what a results
         pass's ``SpendMeter`` counts of the shard."""
         counts: Counter[str] = Counter()
-        tally = Tally()
+        tally = Tally(self._provider, self._model)
         for result, _, tier in self.tries(shard, attempts, final=True, online=online):
             counts[result.outcome] += 1
             tally.add(result, tier)

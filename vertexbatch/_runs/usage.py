@@ -11,7 +11,11 @@ shard's done record (``_runs.done``)::
 An answer counts as ``SpendMeter`` counts it (``_plans.spend.paid``: usage reported, not a
 cached or shared result), each key's final result only, at the tier ``ShardReader.tries``
 gives it: exactly what a results pass's meter adds (``vertexbatch run results``). The sums
-price as the answers do, an answer's cost being linear in its tokens.
+price as the answers do, an answer's cost being linear in its tokens within one price band.
+For a model priced in bands by prompt size (``Price.above``: Claude Haiku 5.5), each answer is
+summed under its tier and band, ``batch_upto_100000`` / ``batch_over_100000``
+(``_plans.bands.banded_tier``), so the sums price by band; a reader that does not know such a
+name (an earlier vertexbatch) finds no share for it and says the spend is unknown.
 
 The progress record caches each finished shard's sums beside its counts (``_runs.records``)
 as one compact token: ``-`` for a record without usage (written by an earlier version), else
@@ -30,8 +34,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from .._plans.prices import Price
-from .._plans.spend import Spend, SpendMeter, count_tiers, paid
+from .._plans.bands import banded_tier
+from .._plans.prices import Price, price_of
+from .._plans.spend import Spend, SpendMeter, count_tiers, paid, prompt_tokens
 from .._staged.usage import MAX_TIERS, OTHER, TIER_NAME, WIDTH, TierUsage, parse_usage, usage_json
 from .._values import Provider, Result
 
@@ -52,15 +57,23 @@ ShardUsage = TierUsage
 
 
 class Tally:
-    """Adds up the usage of one shard's final results, per tier, as they stream."""
+    """Adds up the usage of one shard's final results, per tier, as they stream; for a model
+    the shipped catalogue prices in bands by prompt size (``provider`` and ``model`` given),
+    per tier and band."""
 
-    def __init__(self) -> None:
+    def __init__(self, provider: Provider | None = None, model: str = "") -> None:
         self._tiers: dict[str, list[int]] = {}
+        price = price_of(model) if provider is not None and model else None
+        band = None if price is None else price.above
+        self._band = None if band is None or provider is None else (provider, band.prompt_tokens)
 
     def add(self, result: Result, tier: str) -> None:
         """Count ``result``, billed at ``tier``, if the shard paid for it."""
         if not paid(result):
             return
+        if self._band is not None and TIER_NAME.fullmatch(tier) is not None:
+            provider, threshold = self._band
+            tier = banded_tier(tier, threshold, prompt_tokens(provider, result.usage))
         tiers = self._tiers
         if tier not in tiers and (TIER_NAME.fullmatch(tier) is None or len(tiers) >= MAX_TIERS - 1):
             tier = OTHER

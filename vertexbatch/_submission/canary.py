@@ -120,7 +120,7 @@ def send_canary(
     """
     lane = PROVIDERS[provider]
     caller = lane.online(cloud.online, model, 1, _TIER)
-    tally = Tally()
+    tally = Tally(provider, model)
     try:
         for line in lines:
             body: dict[str, Any] = json.loads(line.data)["request"]
