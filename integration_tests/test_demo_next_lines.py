@@ -4,13 +4,14 @@ The README installs into `.venv` and runs `.venv/bin/vertexbatch demo` without a
 venv, so `vertexbatch` alone is not on the user's PATH. Here a directory stands for the clone,
 its `.venv` is this test's environment, and every shell has a clean environment but a PATH
 without the venv: the demo runs, the stack its first line names runs in the background (the
-"second terminal"), and the other lines run one after another in one shell, each checked.
+"second terminal"), and the other lines run one after another in one shell, each checked. The
+demo is the run the tests that read its output share (``readme_demo``,
+tests/install_fixtures.py): typed so in such a folder and shell, on the README's install.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -19,22 +20,17 @@ from pathlib import Path
 
 import pytest
 
-
-def _fresh_shell() -> dict[str, str]:
-    """A new login's environment, as far as a test can: PATH without any vertexbatch on it."""
-    path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p]
-    path = [p for p in path if not (Path(p) / "vertexbatch").exists()]
-    return {"PATH": os.pathsep.join(path) or os.defpath, "HOME": os.environ.get("HOME", "/")}
+from tests.install_fixtures import Ran, fresh_shell
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_the_demos_next_lines_run_as_printed(tmp_path: Path) -> None:
+def test_the_demos_next_lines_run_as_printed(tmp_path: Path, readme_demo: Ran) -> None:
     """Each command the demo prints after "Next" works, typed as printed, from the clone."""
     clone = tmp_path / "clone"
     clone.mkdir()
     (clone / ".venv").symlink_to(Path(sys.prefix))  # the README's install
-    env = _fresh_shell()
+    env = fresh_shell()
 
     def shell(script: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -47,7 +43,7 @@ def test_the_demos_next_lines_run_as_printed(tmp_path: Path) -> None:
         )
 
     assert shell("command -v vertexbatch").returncode == 1  # as in the user's own shell
-    demo = shell(".venv/bin/vertexbatch demo --fast", timeout=180)
+    demo = readme_demo  # `.venv/bin/vertexbatch demo --fast`, in a clone and shell like these
     assert demo.returncode == 0, demo.stderr
     after = demo.stdout.split("\nNext, ", 1)[1]
     commands = [line[4:] for line in after.splitlines() if line.startswith("    ")]

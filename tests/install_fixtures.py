@@ -7,22 +7,36 @@ Dockerfile's builder stage builds the wheel). ``dockerfile_venv``: a fresh virtu
 Dockerfile installs, plus the job's entrypoint copied where the image puts it. A user's install,
 step by step: nothing comes from the dev environment but the Python that runs ``venv``.
 
+The wheel goes in with the newest pip, run from its own wheel (``python pip.whl/pip install``, as
+``ensurepip`` runs its bundled pip), into a venv made ``--without-pip``: the pip a venv bundles
+(23.2 with Python 3.11) spent about 30 CPU-s resolving the dependencies against the package index
+(matching each of tens of thousands of files' tags), the newest about 11, and seeding the venv
+with pip and setuptools about 6 more. pip resolves and installs the same distributions either
+way; the venv holds no pip or setuptools of its own, which the job does not use.
+
 Under xdist every worker is a session of its own, so a session fixture alone would build once a
 worker. Each build runs under a file lock in a folder every worker of one run shares (the base
 temp's parent under xdist, the base temp itself without it): the first worker to ask builds and
 marks it done, the others wait on the lock and reuse it. A build that fails leaves no mark; the
 next worker to ask builds again and fails with its own output.
+
+``readme_demo``: `.venv/bin/vertexbatch demo --fast` run once, as the README's user runs it, for
+the tests that read what it prints (integration_tests/test_demo_next_lines.py,
+tests/command/test_demo_bigquery.py, tests/command/test_cli.py): a demo is about 9 CPU-s, and
+each of them ran one of its own.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -102,20 +116,30 @@ def wheel_dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built_once(tmp_path_factory, "wheel-dist", _build_dist) / "dist"
 
 
+def _newest_pip(work: Path, env: dict[str, str]) -> Path:
+    """The newest pip's wheel from the package index, downloaded into ``work/pip``."""
+    where = work / "pip"
+    fetch = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]
+    run([*fetch, "--dest", str(where), "pip"], env, work)
+    [wheel] = where.glob("pip-*-py3-none-any.whl")
+    return wheel
+
+
 @pytest.fixture(scope="session")
 def dockerfile_venv(wheel_dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder with ``venv/`` (a fresh virtual environment: the wheel with the Dockerfile's
-    extras, installed by the venv's own pip) and ``app/`` (the job's entrypoint where the image
+    extras, installed by the newest pip) and ``app/`` (the job's entrypoint where the image
     puts it: WORKDIR /app, examples/...)."""
     from tests.docs.test_dockerfile import installed_extras, stages
 
     def build(work: Path) -> None:
         env = clean_env()
-        run([sys.executable, "-m", "venv", str(work / "venv")], env, work)
+        run([sys.executable, "-m", "venv", "--without-pip", str(work / "venv")], env, work)
         [wheel] = wheel_dist.glob("vertexbatch-*-py3-none-any.whl")
         extras = ",".join(sorted(installed_extras()))
         python = str(work / "venv" / "bin" / "python")
-        install = [python, "-m", "pip", "install", "-q", "--no-compile", f"{wheel}[{extras}]"]
+        pip = f"{_newest_pip(work, env)}/pip"  # a wheel runs as a zip: pip's own __main__
+        install = [python, pip, "install", "-q", "--no-compile", f"{wheel}[{extras}]"]
         run(install, env, work)
         job = stages()[-1]
         for image_path, source in job.files.items():
@@ -124,3 +148,69 @@ def dockerfile_venv(wheel_dist: Path, tmp_path_factory: pytest.TempPathFactory) 
             shutil.copy(ROOT / source, target)
 
     return built_once(tmp_path_factory, "dockerfile-venv", build)
+
+
+# Makes the modules named in VB_BLOCKED (a JSON list) unimportable, each name and what lies in it:
+# a process that runs it first stands on an install without them.
+BLOCKER = """
+import importlib.abc, json, os, sys
+BLOCKED = frozenset(json.loads(os.environ["VB_BLOCKED"]))
+class Blocked(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):  # the name or a package it lies in
+        parts = name.split(".")
+        if any(".".join(parts[:i]) in BLOCKED for i in range(1, len(parts) + 1)):
+            raise ModuleNotFoundError(f"No module named {name!r} (not in this install)")
+        return None
+sys.meta_path.insert(0, Blocked())
+"""
+# The README's install: the demo's, without the BigQuery extras.
+README_INSTALL = "'vertexbatch[cli,local]'"
+
+
+def fresh_shell() -> dict[str, str]:
+    """A new login's environment, as far as a test can: PATH without any vertexbatch on it."""
+    path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+    path = [p for p in path if not (Path(p) / "vertexbatch").exists()]
+    return {"PATH": os.pathsep.join(path) or os.defpath, "HOME": os.environ.get("HOME", "/")}
+
+
+@dataclass(frozen=True)
+class Ran:
+    """A finished process: its exit status and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture(scope="session")
+def readme_demo(tmp_path_factory: pytest.TempPathFactory) -> Ran:
+    """`.venv/bin/vertexbatch demo --fast`, typed in a fresh shell (``fresh_shell``) in a folder
+    standing for the clone, whose ``.venv`` is this environment, on the README's install: what
+    `pip install '.[cli,local]'` would not have is unimportable (``BLOCKER``, run as the
+    process's ``sitecustomize``). The checkout comes first on the path, so the demo is this
+    checkout's. Whatever its exit status, each test that reads it checks it."""
+    from tests.docs.test_examples_install import blocked_modules
+
+    def build(work: Path) -> None:
+        clone, site = work / "clone", work / "site"
+        clone.mkdir()
+        (clone / ".venv").symlink_to(Path(sys.prefix))  # the README's install
+        site.mkdir()
+        (site / "sitecustomize.py").write_text(BLOCKER)
+        env = {**fresh_shell(), "PYTHONPATH": f"{site}{os.pathsep}{ROOT}"}
+        env["VB_BLOCKED"] = json.dumps(blocked_modules(README_INSTALL))
+        ran = subprocess.run(
+            ["bash", "-c", ".venv/bin/vertexbatch demo --fast"],
+            cwd=clone,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        (work / "ran.json").write_text(json.dumps([ran.returncode, ran.stdout, ran.stderr]))
+
+    returncode, stdout, stderr = json.loads(
+        (built_once(tmp_path_factory, "readme-demo", build) / "ran.json").read_text()
+    )
+    return Ran(returncode, stdout, stderr)

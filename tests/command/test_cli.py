@@ -24,6 +24,7 @@ from tests.helpers import (
     request_line,
     write_lines,
 )
+from tests.install_fixtures import Ran
 from vertexbatch._command import cli as _cli
 from vertexbatch._command.cli import main
 from vertexbatch._command.cli_render import ExitCode, Progress, describe_error, result_record
@@ -734,11 +735,11 @@ def test_emulator_on_a_port_in_use_is_one_usage_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.processes
-def test_demo_fast() -> None:
-    """The demo runs both batches, shows outcomes and resubmits, then adoption on the rerun."""
-    result = CliRunner().invoke(main, ["demo", "--fast"], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    out = result.stdout
+def test_demo_fast(readme_demo: Ran) -> None:
+    """The demo runs both batches, shows outcomes and resubmits, then adoption on the rerun.
+    (`vertexbatch demo --fast`, run once for the tests that read it: tests/install_fixtures.py)"""
+    assert readme_demo.returncode == 0, readme_demo.stdout + readme_demo.stderr
+    out = readme_demo.stdout
     assert (
         "demo-code-review     JOB_STATE_SUCCEEDED         24"
         "         2         2         2         1" in out

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.docs.test_examples_install import blocked_modules
+from tests.install_fixtures import BLOCKER, README_INSTALL, Ran
 from vertexbatch._command.cli import main
 from vertexbatch._command.cli_render import ExitCode
 from vertexbatch._command.demo_bigquery import BQ_ID, BQ_KEYS
@@ -55,21 +56,11 @@ def test_demo_bigquery_section() -> None:
 
 
 # Runs `python -m vertexbatch ARGS` with the modules in VB_BLOCKED unimportable.
-_ON_INSTALL = """
-import importlib.abc, json, os, runpy, sys
-BLOCKED = frozenset(json.loads(os.environ["VB_BLOCKED"]))
-class Blocked(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):  # the name or a package it lies in
-        parts = name.split(".")
-        if any(".".join(parts[:i]) in BLOCKED for i in range(1, len(parts) + 1)):
-            raise ModuleNotFoundError(f"No module named {name!r} (not in this install)")
-        return None
-sys.meta_path.insert(0, Blocked())
+_ON_INSTALL = f"""{BLOCKER}
+import runpy
 sys.argv = ["vertexbatch", *sys.argv[1:]]
 runpy.run_module("vertexbatch", run_name="__main__")
 """
-# The README's install: the demo's, without the BigQuery extras.
-README_INSTALL = "'vertexbatch[cli,local]'"
 
 
 def _demo_on_readme_install(*args: str) -> subprocess.CompletedProcess[str]:
@@ -100,9 +91,9 @@ def test_demo_bigquery_without_the_extra_is_one_usage_line() -> None:
 
 @pytest.mark.processes
 @pytest.mark.timeout(240)
-def test_the_plain_demo_still_runs_on_the_readme_install() -> None:
+def test_the_plain_demo_still_runs_on_the_readme_install(readme_demo: Ran) -> None:
     """`vertexbatch demo` needs nothing of the BigQuery extras, and has no BigQuery section."""
-    ran = _demo_on_readme_install()
+    ran = readme_demo  # `demo --fast` on the README's install (tests/install_fixtures.py)
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
     assert "6. Pay once per distinct request" in ran.stdout
     assert "BigQuery" not in ran.stdout

@@ -9,10 +9,10 @@ the variables Cloud Run sets (``CLOUD_RUN_JOB``, ``CLOUD_RUN_EXECUTION``,
 ``CLOUD_RUN_TASK_INDEX``, ``CLOUD_RUN_TASK_COUNT``, ``CLOUD_RUN_TASK_ATTEMPT``). The image
 itself is not built (tests/docs/test_dockerfile.py checks the Dockerfile statically).
 
-``build`` and the project's dependencies come from the package index this machine's pip is
-configured with; about 90 s on a two-core machine, most of it installing the dependencies. The
-sdist, the wheel and the environment are built once a run, whichever xdist worker asks first
-(``wheel_dist`` and ``dockerfile_venv`` in tests/install_fixtures.py).
+``build``, the newest pip (which installs the wheel) and the project's dependencies come from the
+package index this machine's pip is configured with; about 25 CPU-s, half of it installing the
+dependencies. The sdist, the wheel and the environment are built once a run, whichever xdist
+worker asks first (``wheel_dist`` and ``dockerfile_venv`` in tests/install_fixtures.py).
 """
 
 from __future__ import annotations
