@@ -1,4 +1,10 @@
-"""Smoke run of the cold-process benchmark, so it keeps working (no figure asserted)."""
+"""Smoke run of the cold-process benchmark, so it keeps working (no figure asserted).
+
+The run takes ``--smoke`` (benchmarks/cold_process.py): every step and call of each provider,
+the same work on each side, from the same code, but in one long-lived child a side and provider
+(its imports measured first, while they are cold) instead of a fresh interpreter a measurement:
+four interpreters where the full run starts eighteen.
+"""
 
 from __future__ import annotations
 
@@ -34,20 +40,20 @@ def _table(output: str, headers: list[str]) -> list[list[str]]:
 @pytest.mark.processes
 @pytest.mark.timeout(900)
 def test_only_cold_prints_every_step_and_call_of_each_provider() -> None:
-    """`--only cold` at N=20, one round: a row per step (imports, staging, results) and per
-    call (listing, manifest, key map), both providers, every cell filled."""
+    """`--only cold --smoke` at N=20, one round: a row per step (imports, staging, results) and
+    per call (listing, manifest, key map), both providers, every cell filled."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks.run", "--only", "cold", "--sizes", "20",
-         "--repeats", "1", "--providers", "claude,gemini", "--line-bytes", "600"],
+         "--repeats", "1", "--providers", "claude,gemini", "--line-bytes", "600", "--smoke"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert out.startswith(
         "# python -m benchmarks.run --only cold --sizes 20 --repeats 1 --providers claude,gemini "
-        "--line-bytes 600"
-    )
+        "--line-bytes 600 --smoke  ("
+    )  # and says --smoke: not to be taken as figures
     steps = _table(out, cold_process.HEADERS)
     assert [r[:3] for r in steps] == [
         [p, "20", step]

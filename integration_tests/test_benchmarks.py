@@ -2,7 +2,9 @@
 
 The runs take ``--smoke`` (benchmarks/run.py): the same tables from the same code, each
 measurement in the command's own process instead of a fresh child, the cold start without its
-thrown-away round. The figures mean nothing; the tables must be whole.
+thrown-away round and each of its commands run in a fork of one process that imported their
+libraries once (benchmarks/cold_start.py) instead of a fresh interpreter. The figures mean
+nothing; the tables must be whole.
 """
 
 from __future__ import annotations
