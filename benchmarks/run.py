@@ -37,8 +37,12 @@ about ``--line-bytes`` (default 1,200) bytes a line.
 ``--smoke`` is the tests' run (``integration_tests/test_benchmarks.py``): every table, row and cell
 printed by the same code, its figures meaningless: each measurement runs in this process (the
 stack's threads and this process's memory count against it) instead of a fresh child, the cold
-start has no thrown-away round, and the stack's start and stop are timed once. The header line
-says ``--smoke``. Measure without it.
+start has no thrown-away round and runs each command in a fork of one process that imported
+their libraries once (``cold_start.PRELOAD``), and the stack's start and stop are timed once.
+With ``--only cold``: one long-lived child a side and provider, its imports measured first
+(``cold_process.measure``); ``--only bigquery``: each reader in this process; ``--only tasks``:
+the task processes forked from a preloaded forkserver. The header line says ``--smoke``.
+Measure without it.
 
 Figures are medians; ratios are taken pair by pair, then the median. Every object is deleted after
 use and each (provider, N) gets a fresh stack and bucket, so fake-gcs-server's memory stays bounded.
@@ -587,7 +591,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--smoke", action="store_true",
         help="the tests' run: every table and cell, no figure meaningful (measurements in this "
-        "process, no thrown-away cold-start round, the stack's lifetime timed once)",
+        "process, no thrown-away cold-start round and its commands forked from one preloaded "
+        "process, the stack's lifetime timed once; --only cold: one child a side and provider; "
+        "--only bigquery: readers in this process; --only tasks: tasks from a forkserver)",
     )  # fmt: skip
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.import_repeats < 1:
