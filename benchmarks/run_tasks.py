@@ -24,6 +24,7 @@ import contextlib
 import multiprocessing
 import multiprocessing.forkserver
 import os
+import queue
 import statistics
 import sys
 import time
@@ -69,6 +70,29 @@ def _task(endpoints: dict[str, str], run_id: str, n: int, index: int, count: int
     out.put((began, time.time()))
 
 
+def _spans(out: Any, procs: list[Any], timeout: float = 1800) -> list[tuple[float, float]]:
+    """Each task's (start, end) from ``out``; a task process that died first ends the wait at
+    once (the others, left at the barrier or waiting for it, are killed)."""
+    spans: list[tuple[float, float]] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(spans) < len(procs):
+            try:
+                spans.append(out.get(timeout=0.5))
+            except queue.Empty:
+                failed = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+                if failed:
+                    raise SystemExit(f"a task process failed (exit {failed[0]})") from None
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"the task processes took over {timeout:.0f} s") from None
+    except BaseException:
+        for p in procs:
+            p.kill()
+            p.join(timeout=60)
+        raise
+    return spans
+
+
 def measure(n: int, counts: list[int], repeats: int, smoke: bool = False) -> list[dict[str, Any]]:
     """Wall seconds (median of ``repeats``) of staging N requests from each task count (``smoke``:
     task processes forked from a forkserver, the module docstring says why)."""
@@ -102,7 +126,7 @@ def measure(n: int, counts: list[int], repeats: int, smoke: bool = False) -> lis
                 ]
                 for p in procs:
                     p.start()
-                spans = [out.get(timeout=1800) for _ in procs]
+                spans = _spans(out, procs)
                 for p in procs:
                     p.join(timeout=60)
                     if p.exitcode != 0:
