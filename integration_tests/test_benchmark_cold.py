@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import cold_process
+from benchmarks.children import Served
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,3 +78,16 @@ def test_only_cold_prints_every_step_and_call_of_each_provider() -> None:
     ]
     assert all(len(r) == len(cold_process.CALLS_HEADERS) and all(r) for r in calls)
     assert all(float(r[4]) > 0 and float(r[5]) >= 0 for r in calls), calls
+
+
+@pytest.mark.processes
+def test_a_served_child_that_fails_is_an_error_with_its_stderr() -> None:
+    """A smoke run's long-lived child that dies on a measurement is an error naming the
+    measurement, its exit code and the tail of its stderr, not a wait or a silent row."""
+    served = Served("benchmarks.cold_child", "cold measurement")
+    try:
+        with pytest.raises(RuntimeError, match=r"(?s)cold measurement nope \(N=3\) failed with "
+                           r"exit code 1:\n.*KeyError: 'nope'"):  # fmt: skip
+            served({"op": "nope", "n": 3, "line_bytes": 600})
+    finally:
+        served.close()
