@@ -22,6 +22,10 @@ On one ``LocalStack(bigquery=True)``, for N Claude requests of the benchmark wor
 Figures are medians of the repeats: wall seconds, and the child's peak RSS and its growth while
 reading; ratios are vertexbatch's against each hand-written reader, pair by pair, then the
 median. The table goes to stdout, progress to stderr.
+
+``smoke`` (``python -m benchmarks.run --only bigquery --smoke``, the tests' run): every reader
+reads every row through the same code, but in this process (the stack's environment set while
+it reads) instead of a fresh child: the same table, no figure meaningful.
 """
 
 from __future__ import annotations
@@ -167,7 +171,8 @@ def _read(reader: str, table: str) -> int:
         bq.close()
 
 
-def _child(reader: str, table: str) -> None:
+def _figures(reader: str, table: str) -> dict[str, Any]:
+    """One reader's rows and figures, in this process (a child's, or a smoke run's)."""
     from benchmarks.measure import _peak, _reset_peak, _rss
 
     # Each reader's imports before the peak is reset (vertexbatch's of the bigquery extra are
@@ -185,11 +190,24 @@ def _child(reader: str, table: str) -> None:
     rows = _read(reader, table)
     seconds = time.perf_counter() - started
     peak = _peak()
-    figures = {"seconds": seconds, "peak": peak, "growth": peak - before, "reset": reset}
-    print(json.dumps({"rows": rows, **figures}))
+    return {"rows": rows, "seconds": seconds, "peak": peak, "growth": peak - before, "reset": reset}
 
 
-def _measured(reader: str, table: str, env: dict[str, str]) -> dict[str, Any]:
+def _in_this_process(reader: str, table: str, env: dict[str, str]) -> dict[str, Any]:
+    """A smoke run's reader: ``_figures`` here, with the stack's environment set meanwhile."""
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        figures: dict[str, Any] = json.loads(json.dumps(_figures(reader, table)))
+        return figures
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _measured(reader: str, table: str, env: dict[str, str], smoke: bool) -> dict[str, Any]:
+    if smoke:
+        return _in_this_process(reader, table, env)
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks.bigquery_results", "--child", reader, "--table", table],
         cwd=ROOT,
@@ -204,8 +222,9 @@ def _measured(reader: str, table: str, env: dict[str, str]) -> dict[str, Any]:
     return figures
 
 
-def measure(n: int, repeats: int) -> dict[str, Any]:
-    """Every figure for N rows: the load's seconds and each reader's rounds."""
+def measure(n: int, repeats: int, *, smoke: bool = False) -> dict[str, Any]:
+    """Every figure for N rows: the load's seconds and each reader's rounds (``smoke``: each
+    reader in this process, the module docstring says why)."""
     from vertexbatch.emulator import LocalStack
 
     bucket = f"bench-bq-{uuid.uuid4().hex[:8]}"
@@ -216,7 +235,7 @@ def measure(n: int, repeats: int) -> dict[str, Any]:
         for repeat in range(repeats):
             order = READERS[repeat % len(READERS) :] + READERS[: repeat % len(READERS)]
             for reader in order:
-                figures = _measured(reader, table, env)
+                figures = _measured(reader, table, env, smoke)
                 if figures["rows"] != n:
                     raise RuntimeError(f"reader {reader} saw {figures['rows']} rows, not {n}")
                 rounds[reader].append(figures)
@@ -271,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        _child(args.child, args.table)
+        print(json.dumps(_figures(args.child, args.table)))
         return 0
     if args.n < 1 or args.repeats < 1:
         parser.error("--n and --repeats must be >= 1")

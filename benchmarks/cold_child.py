@@ -1,7 +1,8 @@
 """One cold-process measurement: a fresh interpreter, timed from before its first import of the
 code measured to the end of the call (``benchmarks.cold_process`` is the parent).
 
-``python -m benchmarks.cold_child '<json spec>'`` prints ``RESULT <json>`` as its last line. This
+``python -m benchmarks.cold_child '<json spec>'`` prints ``RESULT <json>`` as its last line
+(``--serve``: a smoke run's child, one spec a line on stdin, a ``RESULT`` line for each). This
 module imports only the standard library and ``benchmarks.workload`` (which imports nothing of
 vertexbatch or Google's libraries until a request is made), and the workload's passages are built
 before the clock starts: the clock then covers what a Cloud Run task or a scheduled function pays,
@@ -224,10 +225,15 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``'<json spec>'``: one measurement; ``--serve``: a spec a line on stdin, a ``RESULT`` line
+    for each, until stdin ends (a smoke run's child, ``benchmarks.children.Served``)."""
     args = sys.argv[1:] if argv is None else argv
-    result = measure(json.loads(args[0]))
-    sys.stdout.write("RESULT " + json.dumps(result) + "\n")
-    sys.stdout.flush()
+    specs = (
+        (json.loads(line) for line in sys.stdin) if args[0] == "--serve" else [json.loads(args[0])]
+    )
+    for spec in specs:
+        sys.stdout.write("RESULT " + json.dumps(measure(spec)) + "\n")
+        sys.stdout.flush()
     return 0
 
 

@@ -11,10 +11,16 @@ seconds, CPU seconds and peak RSS come from the kernel's accounting of that one 
 runs it so, in a small process of its own: a child's peak RSS counts the memory of the process
 that spawned it (it shares that memory until it executes the interpreter), and the benchmark's
 parent holds the local stack's memory.
+
+``--smoke`` after it (``run.py --smoke``, the tests' run) throws no round away and runs each
+command in a fork of this process, which imported the commands' libraries once (``PRELOAD``),
+instead of a fresh interpreter: every row and cell from the same code, every command's code run,
+the libraries imported once instead of once a command, so no figure means anything.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shlex
@@ -23,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -99,6 +106,15 @@ COMMANDS = (
         None,
     ),
 )
+# --smoke: what the commands import, imported once by the process that forks each of them.
+PRELOAD = (
+    "google.cloud.aiplatform_v1.services.job_service",
+    "google.cloud.storage",
+    "vertexbatch",
+    "vertexbatch._command.cli",
+    "vertexbatch._requests.field_check",
+    "anthropic.types",
+)
 HEADERS = [
     "command", "wall s", "CPU s", "peak RSS MB", "wall / floor", "CPU / floor", "RSS / floor",
     "target", "verdict",
@@ -115,8 +131,43 @@ class Figures:
     rss: list[int] = field(default_factory=list)
 
 
-def _run_once(args: Sequence[str], env: dict[str, str]) -> tuple[float, float, int]:
-    """Wall seconds, CPU seconds (user + system) and peak RSS bytes of one child process."""
+def _fork_command(args: Sequence[str], err: int) -> int:
+    """``--smoke``: run ``python -c CODE ARGS...`` in a fork of this process, as the interpreter
+    would run it (stdin and stdout on the null device, stderr to ``err``, the exit status of its
+    ``SystemExit``); the fork's process id."""
+    if args[0] != "-c":
+        raise ValueError(f"a smoke run forks `python -c` commands only, not {shlex.join(args)}")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return pid
+    status = 1  # the fork: it never returns
+    try:
+        for fd, mode in ((0, os.O_RDONLY), (1, os.O_WRONLY)):
+            os.dup2(os.open(os.devnull, mode), fd)
+        os.dup2(err, 2)
+        sys.argv = ["-c", *args[2:]]
+        try:
+            exec(compile(args[1], "<string>", "exec"), {"__name__": "__main__"})
+            status = 0
+        except SystemExit as exit_:
+            code = exit_.code
+            status = code if isinstance(code, int) else 0 if code is None else 1
+            if not isinstance(code, int | None):
+                print(code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stderr.flush()
+        os._exit(status)
+
+
+def _run_once(
+    args: Sequence[str], env: dict[str, str], *, forked: bool = False
+) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds (user + system) and peak RSS bytes of one child process: a
+    fresh interpreter, or (``forked``, ``--smoke``) a fork of this process."""
     with tempfile.TemporaryFile() as err:
         actions = [
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
@@ -124,7 +175,10 @@ def _run_once(args: Sequence[str], env: dict[str, str]) -> tuple[float, float, i
             (os.POSIX_SPAWN_DUP2, err.fileno(), 2),
         ]
         began = time.perf_counter()
-        pid = os.posix_spawn(sys.executable, [sys.executable, *args], env, file_actions=actions)
+        if forked:
+            pid = _fork_command(args, err.fileno())
+        else:
+            pid = os.posix_spawn(sys.executable, [sys.executable, *args], env, file_actions=actions)
         _, status, usage = os.wait4(pid, 0)
         wall = time.perf_counter() - began
         if os.waitstatus_to_exitcode(status) != 0:
@@ -137,18 +191,22 @@ def _run_once(args: Sequence[str], env: dict[str, str]) -> tuple[float, float, i
 
 
 def measure(
-    repeats: int, commands: Sequence[Command] = COMMANDS, *, warm_up: bool = True
+    repeats: int, commands: Sequence[Command] = COMMANDS, *, smoke: bool = False
 ) -> list[Figures]:
-    """``repeats`` rounds of every command (after one thrown away, unless not ``warm_up``: a
-    smoke run's), from the repository root."""
+    """``repeats`` rounds of every command, from the repository root: after one thrown away,
+    each in a fresh interpreter; or (``smoke``) none thrown away, each in a fork of this
+    process, which imports ``PRELOAD`` first."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    if smoke:
+        for module in PRELOAD:
+            importlib.import_module(module)
     figures = [Figures(c) for c in commands]
-    first = 0 if warm_up else 1
+    first = 1 if smoke else 0
     for round_ in range(first, repeats + 1):
         shift = round_ % len(figures)
         for fig in figures[shift:] + figures[:shift]:
-            wall, cpu, rss = _run_once(fig.command.args, env)
+            wall, cpu, rss = _run_once(fig.command.args, env, forked=smoke)
             if round_ > 0:
                 fig.wall.append(wall)
                 fig.cpu.append(cpu)
@@ -156,7 +214,7 @@ def measure(
     return figures
 
 
-def measure_apart(repeats: int, *, warm_up: bool = True) -> list[Figures]:
+def measure_apart(repeats: int, *, smoke: bool = False) -> list[Figures]:
     """``measure`` in a fresh process of its own (see the module docstring for why)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
@@ -166,7 +224,7 @@ def measure_apart(repeats: int, *, warm_up: bool = True) -> list[Figures]:
             "-m",
             "benchmarks.cold_start",
             str(repeats),
-            *(() if warm_up else ("--no-warm-up",)),
+            *(("--smoke",) if smoke else ()),
         ],
         cwd=ROOT,
         env=env,
@@ -232,9 +290,9 @@ def render(figures: Sequence[Figures], table: Callable[[list[str], list[list[str
 
 
 def main(argv: Sequence[str]) -> int:
-    """Measure ``argv[0]`` rounds (``--no-warm-up`` after it: none thrown away first) and print
-    ``RESULT <json>`` (every round's figures)."""
-    figures = measure(int(argv[0]), warm_up="--no-warm-up" not in argv[1:])
+    """Measure ``argv[0]`` rounds (``--smoke`` after it: none thrown away first, each command
+    in a fork, ``measure``) and print ``RESULT <json>`` (every round's figures)."""
+    figures = measure(int(argv[0]), smoke="--smoke" in argv[1:])
     print("RESULT " + json.dumps([asdict(f) for f in figures]))
     return 0
 

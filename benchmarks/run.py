@@ -37,8 +37,12 @@ about ``--line-bytes`` (default 1,200) bytes a line.
 ``--smoke`` is the tests' run (``integration_tests/test_benchmarks.py``): every table, row and cell
 printed by the same code, its figures meaningless: each measurement runs in this process (the
 stack's threads and this process's memory count against it) instead of a fresh child, the cold
-start has no thrown-away round, and the stack's start and stop are timed once. The header line
-says ``--smoke``. Measure without it.
+start has no thrown-away round and runs each command in a fork of one process that imported
+their libraries once (``cold_start.PRELOAD``), and the stack's start and stop are timed once.
+With ``--only cold``: one long-lived child a side and provider, its imports measured first
+(``cold_process.measure``); ``--only bigquery``: each reader in this process; ``--only tasks``:
+the task processes forked from a preloaded forkserver. The header line says ``--smoke``.
+Measure without it.
 
 Figures are medians; ratios are taken pair by pair, then the median. Every object is deleted after
 use and each (provider, N) gets a fresh stack and bucket, so fake-gcs-server's memory stays bounded.
@@ -62,7 +66,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import cold_start, loop_stall, workload  # noqa: E402  (after the path is set)
+from benchmarks import cold_start, workload  # noqa: E402  (after the path is set)
 from benchmarks.children import run_child  # noqa: E402
 
 __all__ = ["main", "parse_args", "render"]
@@ -587,7 +591,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--smoke", action="store_true",
         help="the tests' run: every table and cell, no figure meaningful (measurements in this "
-        "process, no thrown-away cold-start round, the stack's lifetime timed once)",
+        "process, no thrown-away cold-start round and its commands forked from one preloaded "
+        "process, the stack's lifetime timed once; --only cold: one child a side and provider; "
+        "--only bigquery: readers in this process; --only tasks: tasks from a forkserver)",
     )  # fmt: skip
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.import_repeats < 1:
@@ -606,20 +612,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
 
     if args.only == "stall":
+        from benchmarks import loop_stall  # imports vertexbatch: only the runs that use it
+
         print(f"# python -m benchmarks.run --only stall --stall-size {args.stall_size}")
         print(loop_stall.run(args.stall_size))
         return 0
     if args.only == "cache":
         return _cache(args.sizes, args.repeats)
     if args.only == "bigquery":
-        return _bigquery(args.sizes, args.repeats)
+        return _bigquery(args.sizes, args.repeats, args.smoke)
     if args.only == "cold":
         return _cold(args)
     if args.only == "tasks":
         from benchmarks import run_tasks
 
         for n in args.sizes:
-            run_tasks.main(["--n", str(n), "--tasks", "1,2", "--repeats", str(args.repeats)])
+            run_tasks.main(
+                ["--n", str(n), "--tasks", "1,2", "--repeats", str(args.repeats)]
+                + (["--smoke"] if args.smoke else [])
+            )
         return 0
     started = time.perf_counter()
     load_before = os.getloadavg()
@@ -687,15 +698,17 @@ def _cache(sizes: list[int], repeats: int) -> int:
     return 0
 
 
-def _bigquery(sizes: list[int], repeats: int) -> int:
-    """The BigQuery results figures (``benchmarks.bigquery_results``), one stack per size."""
+def _bigquery(sizes: list[int], repeats: int, smoke: bool = False) -> int:
+    """The BigQuery results figures (``benchmarks.bigquery_results``), one stack per size
+    (``smoke``: each reader in this process)."""
     from benchmarks import bigquery_results
 
     for n in sizes:
         started = time.perf_counter()
-        figures = bigquery_results.measure(n, repeats)
+        figures = bigquery_results.measure(n, repeats, smoke=smoke)
         print(
-            f"# python -m benchmarks.run --only bigquery --sizes {n} --repeats {repeats}  "
+            f"# python -m benchmarks.run --only bigquery --sizes {n} --repeats {repeats}"
+            f"{' --smoke' if smoke else ''}  "
             f"({time.perf_counter() - started:.0f}s, {os.cpu_count()} CPUs)"
         )
         print()
@@ -719,7 +732,13 @@ def _cold(args: argparse.Namespace) -> int:
             with LocalStack(claude_concurrency=1000) as stack:
                 cases.append(
                     cold_process.measure(
-                        stack, provider, n, args.repeats, args.line_bytes, sys.stderr
+                        stack,
+                        provider,
+                        n,
+                        args.repeats,
+                        args.line_bytes,
+                        sys.stderr,
+                        smoke=args.smoke,
                     )
                 )
     words = [
@@ -727,6 +746,7 @@ def _cold(args: argparse.Namespace) -> int:
         f"--repeats {args.repeats}",
         f"--providers {','.join(args.providers)}",
         f"--line-bytes {args.line_bytes}",
+        *(["--smoke"] if args.smoke else []),
     ]
     print(
         f"# python -m benchmarks.run --only cold {' '.join(words)}  "
@@ -748,7 +768,7 @@ def _cold(args: argparse.Namespace) -> int:
 
 def _cold_start(repeats: int, smoke: bool = False) -> list[cold_start.Figures]:
     _log(f"cold start: {repeats} rounds of {len(cold_start.COMMANDS)} commands", sys.stderr)
-    figures = cold_start.measure_apart(repeats, warm_up=not smoke)
+    figures = cold_start.measure_apart(repeats, smoke=smoke)
     for name, (ratio, met) in cold_start.verdicts(figures).items():
         _log(f"cold start: {name} {ratio:.2f}x the floor ({'MET' if met else 'MISS'})", sys.stderr)
     return figures

@@ -10,13 +10,21 @@ default shard size: stage their shards, write their keys file and record, and ta
 step (the last to register makes the ledger after the keys check, and creates the first jobs,
 held PENDING). The wall time runs from the barrier to the last process's return. The machine's
 cores bound the ratio: on 2 cores, 2 tasks share them with the local stack.
+
+``--smoke`` (``python -m benchmarks.run --only tasks --smoke``, the tests' run): the task
+processes are forked from one forkserver that imported the client's libraries once
+(``PRELOAD``), instead of spawned interpreters that each import them; the same staging from the
+barrier on, no figure meaningful.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
+import multiprocessing.forkserver
 import os
+import queue
 import statistics
 import sys
 import time
@@ -33,6 +41,10 @@ from benchmarks import workload  # noqa: E402  (after the path is set, run as a 
 __all__ = ["HEADERS", "main", "measure", "render"]
 
 HEADERS = ["tasks", "requests", "wall s", "requests/s", "slowest task s", "vs 1 task"]
+# --smoke: what a task process imports, imported once by the forkserver its tasks fork from.
+PRELOAD = [
+    "benchmarks.run_tasks", "vertexbatch", "google.cloud.storage", "google.cloud.aiplatform_v1",
+]  # fmt: skip
 
 
 def _task(endpoints: dict[str, str], run_id: str, n: int, index: int, count: int, barrier: Any,
@@ -58,13 +70,41 @@ def _task(endpoints: dict[str, str], run_id: str, n: int, index: int, count: int
     out.put((began, time.time()))
 
 
-def measure(n: int, counts: list[int], repeats: int) -> list[dict[str, Any]]:
-    """Wall seconds (median of ``repeats``) of staging N requests from each task count."""
+def _spans(out: Any, procs: list[Any], timeout: float = 1800) -> list[tuple[float, float]]:
+    """Each task's (start, end) from ``out``; a task process that died first ends the wait at
+    once (the others, left at the barrier or waiting for it, are killed)."""
+    spans: list[tuple[float, float]] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(spans) < len(procs):
+            try:
+                spans.append(out.get(timeout=0.5))
+            except queue.Empty:
+                failed = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+                if failed:
+                    raise SystemExit(f"a task process failed (exit {failed[0]})") from None
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"the task processes took over {timeout:.0f} s") from None
+    except BaseException:
+        for p in procs:
+            p.kill()
+            p.join(timeout=60)
+        raise
+    return spans
+
+
+def measure(n: int, counts: list[int], repeats: int, smoke: bool = False) -> list[dict[str, Any]]:
+    """Wall seconds (median of ``repeats``) of staging N requests from each task count (``smoke``:
+    task processes forked from a forkserver, the module docstring says why)."""
     from vertexbatch.emulator import LocalStack
 
     rows: list[dict[str, Any]] = []
-    spawn = multiprocessing.get_context("spawn")
-    with LocalStack(claude_concurrency=1000) as stack:
+    spawn = multiprocessing.get_context("forkserver" if smoke else "spawn")
+    if smoke:
+        spawn.set_forkserver_preload(PRELOAD)
+    with contextlib.ExitStack() as cleanup, LocalStack(claude_concurrency=1000) as stack:
+        if smoke:  # the forkserver waited for at the end: its CPU and its tasks' count as ours
+            cleanup.callback(multiprocessing.forkserver._forkserver._stop)  # type: ignore[attr-defined]
         bucket = f"bench-{uuid.uuid4().hex[:8]}"
         stack.create_bucket(bucket)
         stack.faults.hold(state="PENDING")  # timed up to job creation only
@@ -86,7 +126,7 @@ def measure(n: int, counts: list[int], repeats: int) -> list[dict[str, Any]]:
                 ]
                 for p in procs:
                     p.start()
-                spans = [out.get(timeout=1800) for _ in procs]
+                spans = _spans(out, procs)
                 for p in procs:
                     p.join(timeout=60)
                     if p.exitcode != 0:
@@ -136,12 +176,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=200_000)
     parser.add_argument("--tasks", type=_counts, default=[1, 2])
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument(
+        "--smoke", action="store_true",
+        help="the tests' run: task processes forked from a forkserver, no figure meaningful",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    rows = measure(args.n, args.tasks, args.repeats)
+    rows = measure(args.n, args.tasks, args.repeats, args.smoke)
     print(
         f"# python -m benchmarks.run_tasks --n {args.n} --tasks "
-        f"{','.join(map(str, args.tasks))} --repeats {args.repeats}  "
+        f"{','.join(map(str, args.tasks))} --repeats {args.repeats}"
+        f"{' --smoke' if args.smoke else ''}  "
         f"({time.perf_counter() - started:.0f}s, {os.cpu_count()} CPUs)"
     )
     print()

@@ -2,7 +2,9 @@
 
 The runs take ``--smoke`` (benchmarks/run.py): the same tables from the same code, each
 measurement in the command's own process instead of a fresh child, the cold start without its
-thrown-away round. The figures mean nothing; the tables must be whole.
+thrown-away round and each of its commands run in a fork of one process that imported their
+libraries once (benchmarks/cold_start.py) instead of a fresh interpreter. The figures mean
+nothing; the tables must be whole.
 """
 
 from __future__ import annotations
@@ -166,3 +168,37 @@ def test_only_import_prints_the_cold_start_alone() -> None:
     )
     assert len(_table(proc.stdout, COLD)) == len(cold_start.COMMANDS)
     assert "Staging" not in proc.stdout and "Local stack" not in proc.stdout
+
+
+_FORKED = """
+import sys
+from benchmarks.cold_start import _run_once
+checked = ("-c", "import sys; assert sys.argv == ['-c', 'a']", "a")
+wall, cpu, rss = _run_once(checked, {}, forked=True)
+assert wall > 0 and rss > 0, (wall, rss)
+for code in ("1 / 0", "import sys; sys.exit(3)"):
+    try:
+        _run_once(("-c", code), {}, forked=True)
+    except RuntimeError as error:
+        print(str(error).splitlines()[-1])
+    else:
+        raise AssertionError(code)
+"""
+
+
+@pytest.mark.processes
+@pytest.mark.timeout(60)
+def test_a_smoke_cold_start_runs_each_command_in_a_fork_as_python_c_would() -> None:
+    """`--smoke` runs each cold-start command's code in a fork of the measuring process with
+    the command's arguments; one that raises or exits non-zero is an error, as it is in a fresh
+    interpreter (the measuring process is a process of its own here, as in the benchmark)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", _FORKED], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines() == [
+        "ZeroDivisionError: division by zero",  # its traceback's last line
+        "python -c 'import sys; sys.exit(3)' failed:",  # its exit status, no traceback
+    ], proc.stdout
