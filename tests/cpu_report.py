@@ -6,7 +6,8 @@ under four xdist workers a test that waits looks as slow as one that computes. E
 here is the CPU its worker spent while it ran (set-up, call and tear-down: the emulator's threads
 run in the worker, so their work is counted) plus the CPU of the child processes that ended
 during it (the command, examples, benchmark children). A long-lived child (fake-gcs-server, the
-BigQuery emulator) is counted in the test whose tear-down stops it: the last of its session.
+BigQuery emulator) ends in the tear-down of its worker's last test, after the session's work: what
+children end there is kept apart (``servers``) and printed apart, never charged to that test.
 Each test's wall time is kept too. Each worker appends one JSON line per test to the file;
 `python -m tests.cpu_report FILE` prints the heaviest tests, the longest, the CPU per folder.
 """
@@ -25,11 +26,24 @@ from pathlib import Path
 import pytest
 
 ENV = "VERTEXBATCH_CPU_REPORT"
+# The children's CPU that ended in the tear-down of a worker's last test (the session's servers).
+_SERVERS: dict[str, float] = {}
 
 
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    if nextitem is not None or not os.environ.get(ENV):
+        return (yield)
+    before = _children_cpu()
+    try:
+        return (yield)
+    finally:  # the session-scoped fixtures stopped: fake-gcs-server, bqemulator, ...
+        _SERVERS[item.nodeid] = _children_cpu() - before
 
 
 @pytest.hookimpl(wrapper=True)
@@ -41,15 +55,18 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     try:
         return (yield)
     finally:
+        servers = _SERVERS.pop(item.nodeid, 0.0)
         line = {
             "test": item.nodeid,
             "cpu": round(time.process_time() - own, 3),
-            "children": round(_children_cpu() - children, 3),
+            "children": round(_children_cpu() - children - servers, 3),
             "wall": round(time.monotonic() - started, 3),
             # when it ended and on which worker: the timeline shows a worker idle at the end
             "end": round(time.time(), 3),
             "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
         }
+        if servers:
+            line["servers"] = round(servers, 3)
         with open(target, "a", encoding="utf-8") as report:  # one short append per test
             report.write(json.dumps(line) + "\n")
 
@@ -61,8 +78,19 @@ def summary(path: Path, top: int = 40) -> str:
     folders: Counter[str] = Counter()
     for test, cpu in total.items():
         folders[test.split("::")[0].rsplit("/", 1)[0]] += cpu
-    out = [f"{len(rows)} tests, {sum(total.values()):.0f} CPU-s (own + ended children)", ""]
+    spent = sum(total.values()) + sum(r.get("servers", 0.0) for r in rows)
+    out = [f"{len(rows)} tests, {spent:.0f} CPU-s (own + ended children + servers)", ""]
     out += [f"{cpu:8.1f}  {test}" for test, cpu in Counter(total).most_common(top)]
+    servers = [r for r in rows if r.get("servers")]
+    if servers:
+        out += [
+            "",
+            "The session's servers (fake-gcs-server, bqemulator), stopped after each worker's",
+        ]
+        out += ["last test (charged to no test):"]
+        out += [
+            f"{r['servers']:8.1f}  {r.get('worker', 'main')}, after {r['test']}" for r in servers
+        ]
     walls = Counter({r["test"]: r.get("wall", 0.0) for r in rows})
     out += ["", "Longest in wall time (a test that waits holds its worker):"]
     out += [f"{wall:8.1f}  {test}" for test, wall in walls.most_common(top // 2)]

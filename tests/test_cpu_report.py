@@ -17,6 +17,19 @@ ROOT = Path(__file__).resolve().parents[1]
 BUSY = """
 import subprocess, sys
 
+import pytest
+
+
+@pytest.fixture(scope="session")
+def server():
+    child = subprocess.Popen([sys.executable, "-c", "sum(i * i for i in range(3_000_000))"])
+    yield child
+    child.wait()  # a session's server, stopped after the last test
+
+
+def test_uses_a_server(server):
+    pass
+
 
 def test_spins():
     sum(i * i for i in range(3_000_000))
@@ -58,15 +71,19 @@ def test_each_test_gets_its_own_and_its_childrens_cpu(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     rows = {r["test"].split("::")[1]: r for r in map(json.loads, report.read_text().splitlines())}
-    assert set(rows) == {"test_spins", "test_starts_a_child", "test_idle"}
+    assert set(rows) == {"test_uses_a_server", "test_spins", "test_starts_a_child", "test_idle"}
     assert rows["test_spins"]["cpu"] > 0.05 and rows["test_spins"]["children"] == 0
     assert rows["test_starts_a_child"]["children"] > 0.05
     assert rows["test_idle"]["cpu"] < rows["test_spins"]["cpu"]
     assert all(r["wall"] >= r["cpu"] * 0.5 for r in rows.values())  # wall time kept too
+    # The session's server ended in the last test's tear-down: kept apart, not that test's.
+    assert rows["test_idle"]["servers"] > 0.05 and rows["test_idle"]["children"] < 0.05
+    assert [name for name, r in rows.items() if "servers" in r] == ["test_idle"]
     text = cpu_report.summary(report)
-    assert text.startswith("3 tests, ")
+    assert text.startswith("4 tests, ")
+    assert "The session's servers" in text and "main, after " in text
     assert "CPU-s per folder:" in text and "Longest in wall time" in text
-    assert "main: 3 tests, busy" in text  # the timeline: one worker when run without xdist
+    assert "main: 4 tests, busy" in text  # the timeline: one worker when run without xdist
 
 
 def test_the_timeline_shows_a_worker_idle_while_another_finishes(tmp_path: Path) -> None:

@@ -169,14 +169,14 @@ class BigQueryRun(JobRun):
 
     # Input.
 
-    def _read_input(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    def _read_input(self) -> tuple[list[dict[str, Any]], Callable[[dict[str, Any]], Any]]:
         spec = self.job.spec
         if not spec.bigquery_source:
-            pairs = super()._read_input()
+            rows, echoed_of = super()._read_input()
             # GCS input to a BigQuery table: the sibling keys become JSON columns.
-            keys = {k: None for line, _ in pairs for k in line if k not in ("request", *RESERVED)}
+            keys = {k: None for line in rows for k in line if k not in ("request", *RESERVED)}
             self._copied = [(k, "JSON", "NULLABLE") for k in keys]
-            return pairs
+            return rows, echoed_of
         ref = parse_uri(spec.bigquery_source)
         assert ref is not None
         if not self._dataset_exists(ref):
@@ -205,7 +205,7 @@ class BigQueryRun(JobRun):
         self._copied = [(n, fields[n].field_type, "NULLABLE") for n in keep]
         if (table.num_rows or 0) > MAX_ROWS:
             raise ImportFailure(f"The input has more than {MAX_ROWS} rows.")
-        pairs = []
+        lines = []
         for number, row in enumerate(self.bq.list_rows(table, page_size=10_000), 1):
             request = row["request"]
             if isinstance(request, str):
@@ -217,8 +217,8 @@ class BigQueryRun(JobRun):
                 raise ImportFailure(f"Row {number}: request is not a JSON object.")
             line = {name: _json_safe(row[name]) for name in keep}
             line["request"] = request
-            pairs.append((line, line))
-        return pairs
+            lines.append(line)
+        return lines, _as_read  # a table's row is echoed as it was read
 
     # Output.
 
@@ -294,3 +294,8 @@ class BigQueryRun(JobRun):
         )
         # No `size`: a resumable upload (bqemulator refuses the client's multipart uploads).
         self.bq.load_table_from_file(data, table, job_config=config).result()
+
+
+def _as_read(line: dict[str, Any]) -> dict[str, Any]:
+    """A table row's echo: the row itself."""
+    return line

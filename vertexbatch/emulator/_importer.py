@@ -13,6 +13,7 @@ order changes (here: keys sorted). Key spelling stays as written.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ __all__ = [
     "ImportFailure",
     "Schema",
     "check_size",
+    "echo",
     "normalise",
     "parse_lines",
 ]
@@ -48,14 +50,52 @@ IMPORT_ERROR_MESSAGE = (
 Path = tuple[str, ...]
 
 
+class _Field:
+    """One path of the schema: its JSON type and the line that set it, its keys (an object's),
+    its fields below (by key, "[]" for list items). The scan reaches a field from its parent by
+    one dict lookup instead of building and hashing the path's tuple at every value."""
+
+    __slots__ = ("below", "keys", "kind", "line", "order", "path")
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.kind: str | None = None
+        self.line = 0
+        self.keys: dict[str, None] | None = None
+        self.below: dict[str, _Field] = {}
+        self.order: list[tuple[str, _Field]] = []
+
+    def at(self, step: str) -> _Field:
+        found = self.below.get(step)
+        if found is None:
+            found = self.below[step] = _Field((*self.path, step))
+        return found
+
+
 @dataclass(slots=True)
 class Schema:
     """What the importer learnt from the lines so far (list items add "[]" to a path)."""
 
-    # For each path of an object, the keys seen there on any line.
-    keys: dict[Path, dict[str, None]] = field(default_factory=dict)
-    # For each path of a non-null value, its JSON type and the line that set it.
-    types: dict[Path, tuple[str, int]] = field(default_factory=dict)
+    root: _Field = field(default_factory=lambda: _Field(()))
+
+    @property
+    def keys(self) -> dict[Path, dict[str, None]]:
+        """For each path of an object, the keys seen there on any line."""
+        return {node.path: node.keys for node in _walk(self.root) if node.keys is not None}
+
+    @property
+    def types(self) -> dict[Path, tuple[str, int]]:
+        """For each path of a non-null value, its JSON type and the line that set it."""
+        return {node.path: (node.kind, node.line) for node in _walk(self.root) if node.kind}
+
+
+def _walk(node: _Field) -> list[_Field]:
+    out, todo = [], [node]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        todo.extend(node.below.values())
+    return out
 
 
 # The JSON type the importer fixes for a field (an integer and a float are both numbers).
@@ -118,54 +158,58 @@ def _mismatch(was: str, now: str, path: Path) -> str:
     return f"Could not convert value to {target}. Field: {name}."
 
 
-def _type(value: Any, path: Path, schema: Schema, line: int) -> None:
+def _type(value: Any, node: _Field, line: int) -> None:
     """Fix the field's type from its first non-null value; a different one fails the import."""
     kind = _TYPES.get(type(value))
-    if kind is None:
+    if kind is None or kind == node.kind:
         return
-    seen = schema.types.get(path)
-    if seen is None:
-        schema.types[path] = (kind, line)
-    elif seen[0] != kind:
-        raise ImportFailure(
-            f"Line {line}: {_mismatch(seen[0], kind, path)} (its type was set by line {seen[1]})"
-        )
+    if node.kind is None:
+        node.kind, node.line = kind, line
+        return
+    raise ImportFailure(
+        f"Line {line}: {_mismatch(node.kind, kind, node.path)} (its type was set by line "
+        f"{node.line})"
+    )
 
 
-def _scan(value: Any, path: Path, depth: int, schema: Schema, line: int) -> None:
+def _scan(value: Any, node: _Field, depth: int, line: int) -> None:
     if isinstance(value, dict):
         if not value:
             raise ImportFailure(
-                f"Line {line}: cannot store struct '{_field(path)}' with no fields."
+                f"Line {line}: cannot store struct '{_field(node.path)}' with no fields."
             )
         if depth > MAX_DEPTH:
             raise ImportFailure(f"Line {line}: nesting is deeper than {MAX_DEPTH} levels.")
-        _type(value, path, schema, line)
-        keys = schema.keys.get(path)
+        _type(value, node, line)
+        keys = node.keys
         if keys is None:
-            keys = schema.keys[path] = {}
+            keys = node.keys = {}
+        below = node.below
         for key, item in value.items():
-            if _bad_key(key):
-                raise ImportFailure(f"Line {line}: a field name is not a valid column name.")
-            keys[key] = None
+            if key not in keys:
+                if _bad_key(key):
+                    raise ImportFailure(f"Line {line}: a field name is not a valid column name.")
+                keys[key] = None
+            child = below.get(key) or node.at(key)
             if isinstance(item, (dict, list)):
-                _scan(item, (*path, key), depth + 1, schema, line)
-            else:
-                _type(item, (*path, key), schema, line)
+                _scan(item, child, depth + 1, line)
+            elif child.kind is None or _TYPES.get(type(item), child.kind) != child.kind:
+                _type(item, child, line)
     elif isinstance(value, list):
         if depth > MAX_DEPTH:
             raise ImportFailure(f"Line {line}: nesting is deeper than {MAX_DEPTH} levels.")
-        _type(value, path, schema, line)
-        item_path = (*path, "[]")
+        _type(value, node, line)
+        items = node.below.get("[]") or node.at("[]")
         for item in value:
             if item is None:
                 raise ImportFailure(
-                    f"Line {line}: Only optional fields can be set to NULL. Field: {_field(path)}."
+                    f"Line {line}: Only optional fields can be set to NULL. Field: "
+                    f"{_field(node.path)}."
                 )
             if isinstance(item, (dict, list)):
-                _scan(item, item_path, depth + 1, schema, line)
+                _scan(item, items, depth + 1, line)
             else:
-                _type(item, item_path, schema, line)
+                _type(item, items, line)
 
 
 def parse_lines(
@@ -201,34 +245,47 @@ def parse_lines(
             raise ImportFailure(f"Line {number} is not valid JSON.") from None
         if not isinstance(row, dict):
             raise ImportFailure(f"Line {number} is not a JSON object.")
-        _scan(row, (), 0, schema, number)
+        _scan(row, schema.root, 0, number)
         rows.append(row)
     return rows, schema
 
 
-def _sorted_schema(schema: Schema) -> dict[Path, list[str]]:
-    return {path: sorted(keys) for path, keys in schema.keys.items()}
+def _orders(node: _Field) -> None:
+    """Each object field's keys, sorted, with their fields: the order an echo's keys take."""
+    for child in node.below.values():
+        _orders(child)
+    if node.keys is not None:
+        node.order = [(key, node.at(key)) for key in sorted(node.keys)]
 
 
-def _normalise(value: Any, path: Path, order: dict[Path, list[str]]) -> Any:
+def _normalise(value: Any, node: _Field) -> Any:
     if isinstance(value, dict):
         out: dict[str, Any] = {}
-        for key in order.get(path, ()):
-            item = value.get(key)
-            out[key] = (
-                _normalise(item, (*path, key), order) if isinstance(item, (dict, list)) else item
-            )
+        get = value.get
+        for key, child in node.order:
+            item = get(key)
+            out[key] = _normalise(item, child) if isinstance(item, (dict, list)) else item
         return out
     if isinstance(value, list):
-        item_path = (*path, "[]")
+        items = node.below.get("[]")
         return [
-            _normalise(item, item_path, order) if isinstance(item, (dict, list)) else item
+            _normalise(item, items)
+            if items is not None and isinstance(item, (dict, list))
+            else item
             for item in value
         ]
     return value
 
 
+def echo(schema: Schema) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A row as Vertex echoes it (missing keys null, keys sorted; a new value), for a schema
+    that has seen every row: a job builds each row's echo as it runs the row."""
+    root = schema.root
+    _orders(root)
+    return lambda row: _normalise(row, root)
+
+
 def normalise(rows: list[dict[str, Any]], schema: Schema) -> list[dict[str, Any]]:
     """The rows as Vertex echoes them: missing keys null, keys sorted; returns new values."""
-    order = _sorted_schema(schema)
-    return [_normalise(row, (), order) for row in rows]
+    echoed = echo(schema)
+    return [echoed(row) for row in rows]

@@ -37,8 +37,8 @@ from vertexbatch.emulator._importer import (
     ImportFailure,
     Schema,
     check_size,
+    echo,
     max_rows,
-    normalise,
     parse_lines,
 )
 from vertexbatch.emulator._jobs import PAUSED, PENDING, QUEUED, RUNNING, JobRecord, JobStore
@@ -210,7 +210,9 @@ class JobRun:
 
     # GCS.
 
-    def _read_input(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    def _read_input(self) -> tuple[list[dict[str, Any]], Callable[[dict[str, Any]], Any]]:
+        """The input's rows and the echo of a row (built as its row runs: a job that fails or
+        is cancelled before running builds none)."""
         for uri in self.job.spec.input_uris:
             bucket, _ = split_gcs_uri(uri)
             if not self._bucket_exists(bucket):
@@ -235,7 +237,7 @@ class JobRun:
                 raise ImportFailure("An input object cannot be read.") from None
             more, schema = parse_lines(data, schema, len(rows), max_rows(self.job.spec.model_id))
             rows.extend(more)
-        return list(zip(rows, normalise(rows, schema), strict=True))
+        return rows, echo(schema)
 
     def _check_output(self) -> None:
         """Raise StoreMissing unless the output bucket exists."""
@@ -295,7 +297,7 @@ class JobRun:
         if self._stopped():
             return
         try:
-            pairs = self._read_input()
+            rows, echoed_of = self._read_input()
             self._check_output()
         except (ImportFailure, StoreMissing) as failure:
             if self._stopped():
@@ -307,7 +309,7 @@ class JobRun:
             return
         if self._stopped():
             return
-        self.total = len(pairs)
+        self.total = len(rows)
         with self.store.cond:
             if not job.cancel_requested or job.late_cancel is not None:
                 self.running = True
@@ -319,7 +321,7 @@ class JobRun:
         if job.fault is not None and job.fault.after_rows is None:
             self._fail(job.fault)
             return
-        self._run_rows(pairs)
+        self._run_rows(rows, echoed_of)
 
     def _leave_queue(self) -> None:
         """QUEUED → PENDING (a job cancelled meanwhile shows CANCELLING and stays so)."""
@@ -375,12 +377,14 @@ class JobRun:
         elif row is not None:
             self.store.touch(job, successful=job.successful + 1)
 
-    def _run_rows(self, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+    def _run_rows(
+        self, rows: list[dict[str, Any]], echoed_of: Callable[[dict[str, Any]], Any]
+    ) -> None:
         job = self.job
         timing = self.store.timing
         spec = job.spec
         fault = job.fault  # one that fails the job after some rows, writing nothing
-        for index in self._order(len(pairs)):
+        for index in self._order(len(rows)):
             if fault is not None and self.processed >= (fault.after_rows or 0):
                 self._fail(fault)
                 return
@@ -392,7 +396,8 @@ class JobRun:
                 self._wait(timing.row_seconds)
                 if self._stopped():
                     return
-            original, echoed = pairs[index]
+            original = rows[index]
+            echoed = echoed_of(original)
             now = datetime.now(UTC)
             request = original.get("request")
             check = job.options.check_fields
