@@ -3,18 +3,18 @@
 A results pass holds its job's key map from its first row to its last: 100,000 keys as a list of
 strings and a dict of 128-bit digests took 19.6 MB (24.7 MB while it was built), most of it one
 Python object per key, per digest and per index. Here the keys are one UTF-8 buffer and an array
-of where each ends, and the digests two arrays of 64-bit halves, indexed by buckets of their first
-bits: 5.4 MB (docs/performance.md, "Issue 44 at 100,000"). A lookup compares all 128 bits: two
-digests that share their first half (or any other part) still lead to their own keys.
+of where each ends, and the digests two arrays of 64-bit halves, found through a table of entry
+numbers placed by their first bits: 4.7 MB (docs/performance.md, "Issue 44 at 100,000"). A
+lookup compares all 128 bits: two digests that share their first half (or any other part) still
+lead to their own keys.
 """
 
 from __future__ import annotations
 
 import operator
 from array import array
-from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import accumulate, count, islice, repeat
+from itertools import accumulate, islice, repeat
 from typing import overload
 
 __all__ = ["DigestIndex", "KeyList"]
@@ -90,20 +90,15 @@ class KeyList(Sequence[str]):
         return f"KeyList(<{len(self)} keys>)"  # keys may be content: never shown
 
 
-def _adjacent_equal(values: Sequence[int]) -> bool:
-    """Whether two neighbours of ``values`` are equal (in C, no loop in Python)."""
-    return any(map(operator.eq, values, islice(values, 1, None)))
-
-
 class DigestIndex:
     """128-bit digests to the index of the first key that carries each: what a
     ``dict[int, int]`` answers, in arrays.
 
-    Entries are kept in the order added (``add``, ``extend``), and indexed by the first bits of
-    their first half: the entries sorted by it (``_order``), and where each bucket of those bits
-    starts (``_starts``, about one entry a bucket: SHA-256 digests spread evenly). The index is
-    rebuilt when a lookup finds entries added since (``extend``: a whole key map at a time) or
-    when those added one by one (``add``, held in a small dict meanwhile) outgrow it.
+    Entries are kept in the order added (``add``, ``extend``) and found through an open-addressing
+    table of entry numbers, at most half full, placed by the first bits of a digest (SHA-256
+    digests spread evenly) and probed linearly. The table is rebuilt when a lookup finds entries
+    added since (``extend``: a whole key map at a time) or when those added one by one (``add``,
+    held in a small dict meanwhile) outgrow it.
     """
 
     __slots__ = (
@@ -111,22 +106,20 @@ class DigestIndex:
         "_indexed",
         "_loose",
         "_low",
-        "_order",
+        "_mask",
         "_owner",
         "_recent",
-        "_shared_high",
         "_shift",
-        "_starts",
+        "_table",
     )
 
     def __init__(self) -> None:
         self._high = array("Q")  # each entry's first 64 bits
         self._low = array("Q")  # and its last 64
         self._owner = array("I")  # the key index it leads to
-        self._order = array("I")  # entries [0, _indexed) by their first half
-        self._starts = array("I", [0, 0])  # where each bucket starts in ``_order``, and its end
-        self._shift = _HALF  # a first half's bucket: its first bits (none while empty)
-        self._shared_high = False  # whether two indexed entries have one first half
+        self._table = array("I", [0])  # entry + 1 of entries [0, _indexed), 0 where empty
+        self._mask = 0
+        self._shift = _HALF  # a digest's first slot: the first bits of its first half
         self._indexed = 0
         self._loose = False  # entries past ``_indexed`` that ``extend`` added
         # Entries past ``_indexed`` added by ``add``: number -> owner (``extend``'s are not).
@@ -144,16 +137,11 @@ class DigestIndex:
         self._loose = True
 
     def unique(self) -> bool:
-        """Whether no digest was added twice (the index brought up to date)."""
-        self._index()
-        if not self._shared_high:
-            return True
-        order, high, low = self._order, self._high, self._low
-        ordered = array("Q", map(high.__getitem__, order))
-        for at in range(1, len(ordered)):
-            if ordered[at] == ordered[at - 1] and low[order[at]] == low[order[at - 1]]:
-                return False
-        return True
+        """Whether no digest was added twice."""
+        high = self._high
+        return len(set(high)) == len(high) or len(set(zip(high, self._low, strict=True))) == len(
+            high
+        )
 
     def get(self, number: int) -> int | None:
         """The key index of a 128-bit digest, or ``None``; every bit compared."""
@@ -163,21 +151,22 @@ class DigestIndex:
                 return found
             if self._loose:
                 self._index()
+        if number < 0:
+            return None  # ``int`` reads a sign too
         high = number >> _HALF
-        # A number past 128 bits or below 0 (``int`` reads a sign) lands in some bucket, or
-        # past the last, and matches no entry there: every entry is two halves of 64 bits.
-        bucket = high >> self._shift
-        starts = self._starts
+        slot = high >> self._shift
+        table = self._table
         try:
-            at, end = starts[bucket], starts[bucket + 1]
-        except IndexError:
+            entry = table[slot]
+        except IndexError:  # past 128 bits
             return None
-        order, highs = self._order, self._high
-        while at < end:
-            entry = order[at]
+        highs = self._high
+        while entry:
+            entry -= 1
             if highs[entry] == high and self._low[entry] == number & _LOW:
                 return self._owner[entry]
-            at += 1
+            slot = (slot + 1) & self._mask
+            entry = table[slot]
         return None
 
     def add(self, number: int, owner: int) -> int:
@@ -190,7 +179,7 @@ class DigestIndex:
         self._owner.append(owner)
         self._recent[number] = owner
         if len(self._recent) > max(1024, self._indexed // 2):
-            self._index()  # geometric: each entry is sorted O(log n) times, the dict stays small
+            self._index()  # geometric: each entry is placed O(log n) times, the dict stays small
         return owner
 
     def items(self) -> list[tuple[int, int]]:
@@ -201,26 +190,18 @@ class DigestIndex:
         ]
 
     def _index(self) -> None:
-        if self._indexed == len(self._owner):
-            self._loose = False
-            return
-        if len(self._owner) >> _ENTRY_BITS:
+        entries = len(self._owner)
+        if entries >> _ENTRY_BITS:
             raise ValueError(f"more than {1 << _ENTRY_BITS:,} digests")  # pragma: no cover
-        # One packed int an entry (first half, entry number): sorted by C, no tuples.
-        # (first half, entry) packed in one int, sorted: maps and sorts in C, no tuples.
-        packed = sorted(
-            map(operator.or_, map(operator.lshift, self._high, repeat(_ENTRY_BITS)), count())
-        )
-        self._order = array("I", map(operator.and_, packed, repeat((1 << _ENTRY_BITS) - 1)))
-        highs = list(map(operator.rshift, packed, repeat(_ENTRY_BITS)))
-        self._shared_high = _adjacent_equal(highs)
-        del highs
-        # 2**bits buckets of the first ``bits`` bits, one or two entries each: where each
-        # starts is where the least packed value of its bits would go.
-        bits = max(len(packed).bit_length() - 1, 1)
+        bits = max((2 * entries).bit_length(), 1)  # at most half full
+        table = array("I", bytes(4 << bits))
+        mask = self._mask = (1 << bits) - 1
         shift = self._shift = _HALF - bits
-        lowest = map(operator.lshift, range((1 << bits) + 1), repeat(_ENTRY_BITS + shift))
-        self._starts = array("I", map(bisect_left, repeat(packed), lowest))
-        self._indexed = len(self._owner)
+        for entry, slot in enumerate(map(operator.rshift, self._high, repeat(shift)), start=1):
+            while table[slot]:
+                slot = (slot + 1) & mask
+            table[slot] = entry
+        self._table = table
+        self._indexed = entries
         self._loose = False
         self._recent.clear()
