@@ -425,7 +425,7 @@ def test_metrics_read_as_before(results: list[tuple[str, int, int, Any, bool, bo
 def _state(km: KeyMap) -> tuple[object, ...]:
     return (
         km.keys,
-        km._by_digest,
+        km._digests.items(),
         list(km._canonical),
         km._shared,
         km._primary,

@@ -22,6 +22,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from .._json import load_json
+from .key_index import DigestIndex, KeyList
 
 if TYPE_CHECKING:
     from .._schemas.check import Schema
@@ -114,15 +115,16 @@ _RECORDS_BATCH = 1024
 class KeyMap:
     """The keys of one job in submission order, and the digests that lead back to them.
 
-    Held compactly (digests as 128-bit integers, not strings; the canonical index built only when
-    a row has no id), because a Cloud Function reading 200,000 results has little memory to spare.
+    Held compactly (keys in one buffer, digests in arrays: ``_requests.key_index``; the canonical
+    index built only when a row has no id), because a Cloud Function reading 200,000 results has
+    little memory to spare.
     """
 
     __slots__ = (
         "_by_cache",
         "_by_canonical",
-        "_by_digest",
         "_canonical",
+        "_digests",
         "_primary",
         "_shared",
         "cached",
@@ -134,16 +136,13 @@ class KeyMap:
     # A digest as the value of an id field in the line's own JSON (``custom_id``, the ``vb_key``
     # sibling or label): a digest quoted inside a string has its quotes escaped and never matches.
     _ID_IN_LINE = re.compile(
-        rb'"(?:custom_id|'
-        + KEY_FIELD.encode()
-        + b"|"
-        + EMBEDDING_KEY_FIELD.encode()
-        + rb')"\s*:\s*"(k[0-9a-f]{32})"'
+        rb'"(?:custom_id|%b|%b)"\s*:\s*"(k[0-9a-f]{32})"'
+        % (KEY_FIELD.encode(), EMBEDDING_KEY_FIELD.encode())
     )
 
     def __init__(self) -> None:
-        self.keys: list[str] = []
-        self._by_digest: dict[int, int] = {}
+        self.keys = KeyList()  # in submission order
+        self._digests = DigestIndex()  # each line's digest (128 bits) -> its first key's index
         self._canonical = array("Q")
         self._by_canonical: dict[int, list[int]] | None = None
         # Deduplicated keys only (usually none): a line's first key -> the others it answers,
@@ -167,7 +166,7 @@ class KeyMap:
             self._canonical.append(0)  # never matched by an echoed request
             self._by_canonical = None
             return
-        first = self._by_digest.setdefault(_number(digest), index)
+        first = self._digests.add(_number(digest), index)
         if first != index:
             self._shared.setdefault(first, []).append(index)
             self._primary[index] = first
@@ -185,46 +184,65 @@ class KeyMap:
                 the line by number, never its content).
         """
         km = cls()
-        seen: set[str] = set()
         number = 0
         # Up to 200,000 records are read before the first result: a batch of plain records
-        # (every one, usually) is read by one regex over the batch's decoded text, and only a
-        # batch with another record in it goes line by line.
+        # (every one, usually) is read by one regex, only a batch with another record in it
+        # line by line. Repeats across plain batches are looked for once, at their end: if
+        # there is one, their records are added again one by one, as ``add`` has them.
+        hashes = array("q")  # each plain key's hash, for that check
+        seen: set[str] | None = None  # the keys, once a batch is not plain
         records = iter(lines)
         while block := tuple(islice(records, batch)):
-            if not km._add_plain(block, seen):
-                km._add_checked(block, seen, number)
+            if seen is None and km._add_plain(block, hashes):
+                number += len(block)
+                continue
+            if seen is None:
+                km, seen = (km, set(km.keys)) if km._plain_unique(hashes) else km._replayed()
+                hashes = array("q")
+            km._add_checked(block, seen, number)
             number += len(block)
+        if seen is None and not km._plain_unique(hashes):
+            km = km._replayed()[0]
         return km
 
-    def _add_plain(self, batch: tuple[bytes, ...], seen: set[str]) -> bool:
-        """Add a batch of plain records, each a key with a line of its own, as ``add`` would;
-        ``False``, with nothing added, when any line of it is not one (a damaged record, an
-        escape, a cached key, a line's other key, a key seen before) or the batch does not
-        decode as ``json.loads`` decodes."""
+    def _add_plain(self, batch: tuple[bytes, ...], hashes: array[int]) -> bool:
+        """Add a batch of plain records, each a key with a line of its own, as ``add`` would
+        (keys and digests new, which ``_plain_unique`` checks later); ``False``, with nothing
+        added, when any line of it is not one (a damaged record, an escape, a cached key) or
+        the batch does not decode as ``json.loads`` decodes."""
+        joined = b"\n".join(batch)
         try:
-            text = b"\n".join(batch).decode("utf-8", "surrogatepass")
+            joined.decode("utf-8", "surrogatepass")
         except UnicodeDecodeError:
             return False
-        records = _PLAIN_RECORDS.findall(text)
+        records = _PLAIN_RECORDS.findall(joined)
         # One match a line, each line whole (a line with a newline in it is not a record).
-        if len(records) != len(batch) or text.count("\n") != len(batch) - 1:
+        if len(records) != len(batch) or joined.count(b"\n") != len(batch) - 1:
             return False
         keys = [key for key, _, _ in records]
-        fresh = set(keys)
-        if len(fresh) != len(keys) or not seen.isdisjoint(fresh):
-            return False
-        digests = [int(digest, 16) for _, digest, _ in records]
-        by_digest = self._by_digest
-        if len(set(digests)) != len(digests) or not by_digest.keys().isdisjoint(digests):
-            return False
         start = len(self.keys)
-        by_digest.update(zip(digests, range(start, start + len(keys)), strict=True))
-        seen |= fresh
-        self.keys.extend(keys)
+        self.keys.extend_encoded(keys)  # the UTF-8 bytes, as decoded above: the same keys
+        hashes.extend(map(hash, keys))
+        self._digests.extend([digest for _, digest, _ in records], range(start, start + len(keys)))
         self._canonical.extend([int(c[:16], 16) if c else 0 for _, _, c in records])
         self._by_canonical = None
         return True
+
+    def _plain_unique(self, hashes: array[int]) -> bool:
+        """Whether plain batches' keys (``hashes``: a collision says no too) and digests differ."""
+        return len(set(hashes)) == len(hashes) and self._digests.unique()
+
+    def _replayed(self) -> tuple[KeyMap, set[str]]:
+        """Plain batches' records added one by one (a key twice is named by its line, a digest
+        twice shares its line), and the keys."""
+        km, seen = KeyMap(), set()
+        entries = zip(self.keys, self._digests.items(), self._canonical, strict=True)
+        for number, (key, (digest, _), canonical) in enumerate(entries, start=1):
+            if key in seen:
+                raise ValueError(f"line {number}: a key appears twice")
+            seen.add(key)
+            km.add(key, f"k{digest:032x}", f"{canonical:016x}" if canonical else "")
+        return km, seen
 
     def _add_checked(self, batch: Iterable[bytes], seen: set[str], number: int) -> None:
         """Add records one by one, each parsed and checked (``parse_key_record``)."""
@@ -276,7 +294,7 @@ class KeyMap:
         if len(digest) != 33 or digest[0] != "k":
             return None
         try:
-            return self._by_digest.get(_number(digest))
+            return self._digests.get(_number(digest))
         except ValueError:
             return None
 
@@ -312,7 +330,7 @@ class KeyMap:
             if type(value) is str and len(value) == 33 and value[0] == "k":
                 # _digest_index, without its calls: once per output row.
                 try:
-                    index = self._by_digest.get(int(value[1:], 16))
+                    index = self._digests.get(int(value[1:], 16))
                 except ValueError:
                     continue
                 if index is not None:
@@ -415,9 +433,9 @@ _HEX32 = re.compile(r"[0-9a-f]{32}")
 # A key record as written (compact, a key with no escape, quote or control character): every
 # one of a job's up to 200,000 records is read before its first result.
 _PLAIN_RECORD = re.compile(rb'\["([^"\\\x00-\x1f]+)","(k[0-9a-f]{32})","((?:[0-9a-f]{32})?)"\]')
-# The same records, a line each, in a batch's decoded text (the digest without its ``k``).
+# The same records, a line each, in a batch's bytes (the digest without its ``k``).
 _PLAIN_RECORDS = re.compile(
-    r'^\["([^"\\\x00-\x1f]+)","k([0-9a-f]{32})","((?:[0-9a-f]{32})?)"\]$', re.MULTILINE
+    rb'^\["([^"\\\x00-\x1f]+)","k([0-9a-f]{32})","((?:[0-9a-f]{32})?)"\]$', re.MULTILINE
 )
 
 
