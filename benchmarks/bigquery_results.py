@@ -6,32 +6,34 @@
 On one ``LocalStack(bigquery=True)``, for N Claude requests of the benchmark workload:
 
 1. The job: ``submit_claude(..., dest="bq://P.D.out")`` stages the N requests (input, key map,
-   manifest in GCS) and creates the job, held RUNNING by the stack and then cancelled, so it is
-   terminal and reports its output table having written none of it.
-2. The table: N rows shaped as the local Vertex writes Claude output rows (``custom_id`` JSON,
-   ``request`` JSON, ``response`` JSON, ``status`` "", ``processed_time``), one for each staged
-   line (its own ``custom_id`` and request), written by one BigQuery load job of
-   newline-delimited JSON into the job's table (the emulator's columns), in seconds.
-3. ``repeats`` rounds, the order rotating, each reader in a fresh child process (its peak RSS,
+   manifest in GCS) and creates the job, which the stack runs as Vertex does: its local model
+   answers every line and its runner writes the N output rows (``custom_id``, ``request``,
+   ``response``, ``status``, ``processed_time``) into the named table with one load job at the
+   end (``emulator/_bq_run.py``). The job must end SUCCEEDED and report its table in
+   ``outputInfo.bigqueryOutputDataset`` and ``outputInfo.bigqueryOutputTable``, the table the
+   hand-written readers read, and the table must hold N rows.
+2. ``repeats`` rounds, the order rotating, each reader in a fresh child process (its peak RSS,
    ``VmHWM``, reset just before it reads, is its own): **vertexbatch**, ``client.results(job)``
    (the Storage Read API, each row correlated and classified); **list_rows**,
    ``bigquery.Client.list_rows(table)`` then ``json.loads`` of each row's text cells (what the
-   client leaves as text); **query**, ``SELECT custom_id, response, status`` then the same. Each
-   counts its rows, so every reader is checked to see all N.
+   client leaves as text); **query**, ``SELECT custom_id, response, status`` then the same.
+   Each counts its answers (vertexbatch: results with outcome ``ok`` and a text; by hand: rows
+   with ``status`` "" and a text block in ``response``) and their text's characters, and the
+   benchmark stops unless every reader has N answers and the same characters: the readers do
+   the same work.
 
-Figures are medians of the repeats: wall seconds, and the child's peak RSS and its growth while
-reading; ratios are vertexbatch's against each hand-written reader, pair by pair, then the
-median. The table goes to stdout, progress to stderr.
+Figures are medians of the repeats: wall and CPU seconds, and the child's peak RSS and its
+growth while reading; ratios are vertexbatch's against each hand-written reader, pair by pair,
+then the median. The table goes to stdout, progress to stderr.
 
 ``smoke`` (``python -m benchmarks.run --only bigquery --smoke``, the tests' run): every reader
-reads every row through the same code, but in this process (the stack's environment set while
-it reads) instead of a fresh child: the same table, no figure meaningful.
+reads every row through the same code, with the same checks, but in this process (the stack's
+environment set while it reads) instead of a fresh child: the same table, no figure meaningful.
 """
 
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import statistics
@@ -39,7 +41,6 @@ import subprocess
 import sys
 import time
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,13 +55,6 @@ __all__ = ["READERS", "main", "measure", "render"]
 READERS = ("vertexbatch", "list_rows", "query")
 MB = 1024 * 1024
 JOB_ID = "bq-bench"
-COLUMNS = (
-    ("custom_id", "JSON"),
-    ("request", "JSON"),
-    ("response", "JSON"),
-    ("status", "STRING"),
-    ("processed_time", "TIMESTAMP"),
-)
 
 
 def _log(message: str) -> None:
@@ -68,69 +62,47 @@ def _log(message: str) -> None:
     sys.stderr.flush()
 
 
-def _answer(i: int) -> dict[str, Any]:
-    """A Claude answer as the local model writes one (the response cell)."""
-    return {
-        "id": f"msg_vrtx_{i:07d}",
-        "type": "message",
-        "role": "assistant",
-        "model": workload.CLAUDE_MODEL,
-        "content": [{"type": "text", "text": f"Answer {i}: the supplier owes the customer."}],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": {"input_tokens": 400, "output_tokens": 12},
-    }
-
-
-def _job_and_table(stack: Any, bucket: str, n: int) -> tuple[str, float]:
-    """Stage N requests to a named table, end the job, and load N output rows into the table.
-    Returns the table's ``P.D.T`` and the load's seconds."""
+def _job(stack: Any, bucket: str, n: int) -> tuple[str, float]:
+    """Stage N requests to a named table and let the stack run the job to its end, as Vertex
+    does. Returns the output table's ``P.D.T``, as the job reports it, and the job's seconds
+    (staging, running and writing the rows)."""
     from google.cloud import bigquery
 
     bq = stack.bigquery_client()
     dataset = bigquery.Dataset(f"{stack.project}.bench_{uuid.uuid4().hex[:8]}")
     dataset.location = stack.location
     bq.create_dataset(dataset)
-    table = f"{dataset.project}.{dataset.dataset_id}.out"
     stack.create_bucket(bucket)
-    stack.faults.hold(display_name=JOB_ID, state="RUNNING")
+    started = time.perf_counter()
     with stack.client(bucket=bucket, prefix="bench") as client:
         _log(f"staging {n:,} requests")
+        named = f"{dataset.project}.{dataset.dataset_id}.out"
         job = client.submit_claude(
-            JOB_ID, workload.CLAUDE_MODEL, workload.claude_requests(n), dest=f"bq://{table}"
+            JOB_ID, workload.CLAUDE_MODEL, workload.claude_requests(n), dest=f"bq://{named}"
         )
-        client.cancel(job)
-        stack.wait_job(job.name, timeout=1800)  # CANCELLED, having written no row
-    staged = stack.storage_client().bucket(bucket).blob(f"bench/{JOB_ID}/input.jsonl")
-    moment = datetime.now(UTC).isoformat()
-    data = io.BytesIO()
-    with staged.open("rb") as lines:
-        for i, line in enumerate(lines):
-            given = json.loads(line)
-            row = {
-                "custom_id": json.dumps(given["custom_id"]),
-                "request": json.dumps(given["request"]),
-                "response": json.dumps(_answer(i)),
-                "status": "",
-                "processed_time": moment,
-            }
-            data.write(json.dumps(row).encode() + b"\n")
-    data.seek(0)
-    # The columns the local Vertex writes for a Claude JSONL input (``emulator/_bq_run.py``).
-    schema = [bigquery.SchemaField(name, kind) for name, kind in COLUMNS]
-    target = bq.create_table(bigquery.Table(table, schema), exists_ok=True)
-    config = bigquery.LoadJobConfig(
-        schema=target.schema,
-        source_format=bigquery.SourceFormat.NEWLINE_DELIMITED_JSON,
-        write_disposition=bigquery.WriteDisposition.WRITE_APPEND,
-    )
-    started = time.perf_counter()
-    bq.load_table_from_file(data, target, job_config=config).result()  # resumable: no size
-    loaded = time.perf_counter() - started
+        _log("the stack runs the job")
+        done = stack.wait_job(job.name, timeout=3600)
+    seconds = time.perf_counter() - started
+    table = _reported_table(done)
     rows = bq.get_table(table).num_rows
-    assert rows == n, f"the load wrote {rows} rows, not {n}"
     bq.close()
-    return table, loaded
+    if table != named or rows != n:
+        raise RuntimeError(f"the job wrote {rows} rows to {table}, not {n} to {named}")
+    return table, seconds
+
+
+def _reported_table(job: dict[str, Any]) -> str:
+    """The output table a finished job reports (``outputInfo``), as ``P.D.T``; an error naming
+    the state unless the job SUCCEEDED and reports one."""
+    info = job.get("outputInfo", {})
+    dataset = info.get("bigqueryOutputDataset", "")
+    name = info.get("bigqueryOutputTable", "")
+    if job.get("state") != "JOB_STATE_SUCCEEDED" or not dataset.startswith("bq://") or not name:
+        raise RuntimeError(
+            f"the benchmark's job ended {job.get('state')} with outputInfo {sorted(info)}: "
+            "it must end JOB_STATE_SUCCEEDED and report its BigQuery output table"
+        )
+    return f"{dataset.removeprefix('bq://')}.{name}"
 
 
 # -- a reader, in its own process ---------------------------------------------------------------
@@ -141,15 +113,31 @@ def _text(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) and value[:1] in ('"', "{", "[") else value
 
 
-def _read(reader: str, table: str) -> int:
-    """Read every row of the job's results as ``reader`` does; the rows seen."""
+def _answer_text(cells: dict[str, Any]) -> str:
+    """A hand-written reader's answer: the text blocks of a row's ``response`` when its
+    ``status`` is "" (an answered row), else ""."""
+    response = cells.get("response")
+    if cells.get("status") != "" or not isinstance(response, dict):
+        return ""
+    blocks = response.get("content") or []
+    return "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+
+
+def _read(reader: str, table: str) -> tuple[int, int]:
+    """Read every row of the job's results as ``reader`` does: the answers with a text, and
+    the characters of their texts."""
+    answers = chars = 0
     if reader == "vertexbatch":
         import vertexbatch as vb
 
         with vb.Client.from_env() as client:
             job = client.find(JOB_ID)
             assert job is not None
-            return sum(1 for result in client.results(job) if result.key)
+            for result in client.results(job):
+                if result.outcome == "ok" and result.text:
+                    answers += 1
+                    chars += len(result.text)
+        return answers, chars
     from google.auth.credentials import AnonymousCredentials
     from google.cloud import bigquery
 
@@ -162,11 +150,12 @@ def _read(reader: str, table: str) -> int:
             rows = bq.list_rows(table)
         else:
             rows = bq.query(f"SELECT custom_id, response, status FROM `{table}`").result()
-        seen = 0
         for row in rows:
-            cells = {name: _text(value) for name, value in row.items()}
-            seen += bool(cells)
-        return seen
+            text = _answer_text({name: _text(value) for name, value in row.items()})
+            if text:
+                answers += 1
+                chars += len(text)
+        return answers, chars
     finally:
         bq.close()
 
@@ -186,11 +175,19 @@ def _figures(reader: str, table: str) -> dict[str, Any]:
         from google.cloud import bigquery  # noqa: F401
     before = _rss()
     reset = _reset_peak()
-    started = time.perf_counter()
-    rows = _read(reader, table)
-    seconds = time.perf_counter() - started
+    started, cpu = time.perf_counter(), time.process_time()
+    answers, chars = _read(reader, table)
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     peak = _peak()
-    return {"rows": rows, "seconds": seconds, "peak": peak, "growth": peak - before, "reset": reset}
+    return {
+        "answers": answers,
+        "chars": chars,
+        "seconds": seconds,
+        "cpu": cpu,
+        "peak": peak,
+        "growth": peak - before,
+        "reset": reset,
+    }
 
 
 def _in_this_process(reader: str, table: str, env: dict[str, str]) -> dict[str, Any]:
@@ -230,17 +227,36 @@ def measure(n: int, repeats: int, *, smoke: bool = False) -> dict[str, Any]:
     bucket = f"bench-bq-{uuid.uuid4().hex[:8]}"
     rounds: dict[str, list[dict[str, Any]]] = {reader: [] for reader in READERS}
     with LocalStack(bigquery=True) as stack:
-        table, loaded = _job_and_table(stack, bucket, n)
+        table, job_seconds = _job(stack, bucket, n)
         env = stack.environment(bucket, prefix="bench")
+        chars: int | None = None
         for repeat in range(repeats):
             order = READERS[repeat % len(READERS) :] + READERS[: repeat % len(READERS)]
             for reader in order:
                 figures = _measured(reader, table, env, smoke)
-                if figures["rows"] != n:
-                    raise RuntimeError(f"reader {reader} saw {figures['rows']} rows, not {n}")
+                chars = _check(reader, figures, n, chars)
                 rounds[reader].append(figures)
                 _log(f"N={n:,} round {repeat + 1}: {reader} {figures['seconds']:.2f} s")
-    return {"n": n, "repeats": repeats, "load_seconds": loaded, "rounds": rounds}
+    return {
+        "n": n,
+        "repeats": repeats,
+        "job_seconds": job_seconds,
+        "chars": chars,
+        "rounds": rounds,
+    }
+
+
+def _check(reader: str, figures: dict[str, Any], n: int, chars: int | None) -> int:
+    """Every reader does the same work: N answers, and the same characters of answer text as
+    the readers before it. Returns the characters."""
+    if figures["answers"] != n:
+        raise RuntimeError(f"reader {reader} yielded {figures['answers']} answers, not {n}")
+    if chars is not None and figures["chars"] != chars:
+        raise RuntimeError(
+            f"reader {reader} read {figures['chars']} characters of answer text, not {chars}"
+        )
+    seen: int = figures["chars"]
+    return seen
 
 
 def render(figures: dict[str, Any]) -> str:
@@ -259,13 +275,14 @@ def render(figures: dict[str, Any]) -> str:
 
     n = figures["n"]
     lines = [
-        f"Results of a {n:,}-row BigQuery output table (load job: "
-        f"{figures['load_seconds']:.1f} s), medians of {figures['repeats']}, each reader in its "
-        "own process:",
+        f"Results of a {n:,}-row BigQuery output table (the stack's job, staged, run and "
+        f"written: {figures['job_seconds']:.1f} s), medians of {figures['repeats']}, each "
+        f"reader in its own process; every reader yielded {n:,} answers, "
+        f"{figures['chars']:,} characters of text:",
         "",
-        "| reader | seconds | rows/s | peak RSS | RSS growth | vertexbatch time / this | "
-        "vertexbatch peak / this |",
-        "|---|---|---|---|---|---|---|",
+        "| reader | seconds | CPU seconds | rows/s | peak RSS | RSS growth | "
+        "vertexbatch time / this | vertexbatch CPU / this | vertexbatch peak / this |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     names = {
         "vertexbatch": "vertexbatch `client.results(job)` (Storage Read API, correlated)",
@@ -275,9 +292,10 @@ def render(figures: dict[str, Any]) -> str:
     for reader in READERS:
         seconds = median(reader, "seconds")
         lines.append(
-            f"| {names[reader]} | {seconds:.2f} s | {n / seconds:,.0f} | "
-            f"{median(reader, 'peak') / MB:.0f} MB | {median(reader, 'growth') / MB:.0f} MB | "
-            f"{ratio(reader, 'seconds')} | {ratio(reader, 'peak')} |"
+            f"| {names[reader]} | {seconds:.2f} s | {median(reader, 'cpu'):.2f} s | "
+            f"{n / seconds:,.0f} | {median(reader, 'peak') / MB:.0f} MB | "
+            f"{median(reader, 'growth') / MB:.0f} MB | {ratio(reader, 'seconds')} | "
+            f"{ratio(reader, 'cpu')} | {ratio(reader, 'peak')} |"
         )
     return "\n".join(lines)
 
