@@ -8,14 +8,13 @@ would, and nothing in the library is patched.
 
 from __future__ import annotations
 
-import multiprocessing
 import signal
 from collections.abc import Callable
 from typing import Any
 
 import vertexbatch as vb
 from tests.gcs_gate import hold_write
-from tests.helpers import CLAUDE, endpoints_client
+from tests.helpers import CLAUDE, endpoints_client, processes
 from vertexbatch.emulator import LocalStack
 
 
@@ -45,9 +44,7 @@ def kill_at_write(
             "location": stack.location,
             "bucket": bucket,
         }
-        process = multiprocessing.get_context("spawn").Process(
-            target=target, args=(endpoints, *args)
-        )
+        process = processes().Process(target=target, args=(endpoints, *args))
         process.start()
         try:
             assert gate.held.wait(120), f"the process never wrote {name}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import multiprocessing
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -14,7 +13,7 @@ from typing import Any
 
 import vertexbatch as vb
 from tests.gcs_gate import Spoil, body_gate
-from tests.helpers import CLAUDE, endpoints_client, jobs_in, past, task
+from tests.helpers import CLAUDE, endpoints_client, jobs_in, past, processes, task
 from tests.helpers import endpoints as endpoints_of
 from vertexbatch.emulator import LocalStack
 
@@ -51,7 +50,7 @@ def _tasks() -> list[vb.ClaudeRequest]:
 def _in_process(stack: LocalStack, target: Any, *args: Any) -> Iterator[tuple[Any, Any]]:
     """Run target(*args, queue) in a process; however the test ends, its held calls go on and
     it is gone afterwards."""
-    ctx = multiprocessing.get_context("spawn")
+    ctx = processes()
     out = ctx.Queue()
     process = ctx.Process(target=target, args=(*args, out))
     process.start()

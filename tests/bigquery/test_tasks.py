@@ -16,7 +16,6 @@ gRPC interceptor in front of the real Storage Read client.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import signal
 import subprocess
@@ -40,7 +39,7 @@ import vertexbatch as vb
 from tests.bigquery.test_runs import output_tables, tables
 from tests.bigquery.test_source import body, make_table
 from tests.gcs_gate import Spoil, body_gate
-from tests.helpers import CLAUDE, advance_until_done, jobs_in, task
+from tests.helpers import CLAUDE, advance_until_done, jobs_in, processes, task
 from vertexbatch._command.cli import main
 from vertexbatch._command.cli_render import ExitCode
 from vertexbatch._lifecycle import endpoint_clients
@@ -265,7 +264,7 @@ def test_a_task_killed_before_it_registers_is_retried_and_adopts(
         "bucket": bq_bucket, "grpc": bq.bigquery_grpc_target,
     }  # fmt: skip
     with hold_write(bq.storage_endpoint, "killed/tasks/t1.json") as gate:
-        process = multiprocessing.get_context("spawn").Process(
+        process = processes().Process(
             target=stage_share, args=({**endpoints, "storage": gate.url}, "killed", table, 1)
         )
         process.start()
