@@ -1,4 +1,5 @@
-"""Code run in child processes by the integration tests (spawned, so it must be importable).
+"""Code run in child processes by the integration tests (started by
+``tests.helpers.processes``, so it must be importable).
 
 Workers use the public API only. A test that needs one to die at a given point kills it with
 SIGKILL while the local stack holds its call there (`kill_while_held`), as a crashed Cloud Run

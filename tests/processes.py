@@ -1,5 +1,6 @@
-"""Code run in child processes by tests that need a process to die at a point (spawned, so it
-must be importable), as integration_tests/_workers.py does for the longer runs.
+"""Code run in child processes by tests that need a process to die at a point (started by
+``tests.helpers.processes``, so it must be importable), as integration_tests/_workers.py does
+for the longer runs.
 
 A test kills the process with SIGKILL while a gate in front of GCS holds its write
 (``tests.gcs_gate.hold_write``): the process dies between two writes, as a crashed task

@@ -20,7 +20,7 @@ from vertexbatch.emulator import LocalStack
 KEYS = 6
 
 
-# Run in child processes (spawned: importable from here).
+# Run in child processes (tests.helpers.processes: importable from here).
 
 
 def start_run(endpoints: dict[str, str], run_id: str, out: Any) -> None:

@@ -240,7 +240,8 @@ def test_a_task_losing_the_race_to_record_the_snapshot_reads_the_winners(
 
 
 def stage_share(endpoints: dict[str, str], run_id: str, table: str, index: int) -> None:
-    """A task process (spawned): task ``index`` of ``COUNT`` stages its share of ``table``."""
+    """A task process (``tests.helpers.processes``): task ``index`` of ``COUNT`` stages its
+    share of ``table``."""
     client = vb.Client.for_endpoints(
         vertex_endpoint=endpoints["vertex"], storage_endpoint=endpoints["storage"],
         project=endpoints["project"], location=endpoints["location"], bucket=endpoints["bucket"],
