@@ -1,5 +1,5 @@
-"""Code run in child processes by the answer-cache tests (``tests.helpers.processes``: importable,
-public API only)."""
+"""Code run in child processes by the answer-cache tests (``tests.helpers.child_processes``:
+importable, public API only)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Code run in child processes by test_fallback_claim.py (started by
-``tests.helpers.processes``, so it must be importable)."""
+``tests.helpers.child_processes``, so it must be importable)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from email.message import Message
 from typing import Any
 
 from tests.gcs_gate import Spoil, body_gate
-from tests.helpers import CLAUDE, claude_request, processes
+from tests.helpers import CLAUDE, child_processes, claude_request
 from vertexbatch.emulator import LocalStack
 
 from . import _fallback_workers, _workers
@@ -41,7 +41,7 @@ def _advance_together(
     then have found every shard claimed by another process and called nothing.
     """
     stack.faults.block("rawPredict", times=len(KEYS))
-    ctx = processes()
+    ctx = child_processes()
     barrier = ctx.Barrier(PROCESSES)
     out = ctx.Queue()
     procs = [
@@ -120,7 +120,7 @@ def test_a_step_killed_mid_way_leaves_its_written_answers_to_the_next(
 
     with body_gate(stack.storage_endpoint, script) as url:
         gated = {**endpoints, "storage": url}
-        ctx = processes()
+        ctx = child_processes()
         worker = ctx.Process(target=_fallback_workers.advance_online_once, args=(gated, run_id, 2))
         worker.start()
         try:

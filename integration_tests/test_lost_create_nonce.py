@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.helpers import jobs_in, processes
+from tests.helpers import child_processes, jobs_in
 from vertexbatch.emulator import LocalStack
 
 from . import _workers
@@ -22,7 +22,7 @@ def test_a_lost_create_lagging_in_list_is_cancelled_by_its_own_submitter(
     stack.faults.lose_response("create")
     stack.faults.block("create", when="after")
     endpoints = _workers.endpoints(stack, bucket)
-    ctx = processes()
+    ctx = child_processes()
     out: Any = ctx.Queue()
 
     def start() -> Any:

@@ -593,7 +593,7 @@ def global_client(stack: LocalStack, bucket: str) -> vb.Client:
     )
 
 
-# What a test's child processes import before they run (``processes``): vertexbatch, its local
+# What a test's child processes import before they run (``child_processes``): vertexbatch, its local
 # stack and the tests' helpers (through the workers' module), the two Google clients every worker
 # calls (vertexbatch imports them lazily), pytest (a target in a test module). Not
 # google.cloud.bigquery or its storage API: importing them starts pyarrow's threads, and a process
@@ -603,7 +603,7 @@ PRELOAD_OWN = ("vertexbatch", "integration_tests._workers")
 _server_environment: dict[str, str] = {}
 
 
-def processes() -> ForkServerContext:
+def child_processes() -> ForkServerContext:
     """The one way a test starts child processes that run vertexbatch code: a multiprocessing
     context (``Process``, ``Queue``, ``Barrier``, ``Event``) whose children fork from a server
     process that has already imported ``PRELOAD_*``, instead of each starting an interpreter and
@@ -612,12 +612,12 @@ def processes() -> ForkServerContext:
     does (importable), sees the test's environment and working folder, and dies as a spawned one
     does (``kill()``: exit code ``-SIGKILL``).
 
-    The server starts at the worker's first child and serves the session (``stop_processes`` at
-    its end); it is started again if a test's environment (but ``PYTEST_CURRENT_TEST``) differs
-    from the one it was started with. Its CPU and its children's go to the test that spent them
-    (``processes_cpu``, read by tests/cpu_report.py). The repository's own modules are preloaded
-    only where the server's working folder resolves them to the files this process runs (pytest
-    run from the checkout's root, as the README says)."""
+    The server starts at the worker's first child and serves the session
+    (``stop_child_processes`` at its end); it is started again if a test's environment (but
+    ``PYTEST_CURRENT_TEST``) differs from the one it was started with. Its CPU and its children's
+    go to the test that spent them (``child_processes_cpu``, read by tests/cpu_report.py). The
+    repository's own modules are preloaded only where the server's working folder resolves them
+    to the files this process runs (pytest run from the checkout's root, as the README says)."""
     from multiprocessing import forkserver
 
     server: Any = forkserver._forkserver  # private: no public call reads or stops it
@@ -625,7 +625,7 @@ def processes() -> ForkServerContext:
     started = server._forkserver_pid is not None
     # A test that changed the environment after starting children keeps their server.
     if started and environment != _server_environment and not _forked_children():
-        stop_processes()
+        stop_child_processes()
     if server._forkserver_pid is None:
         _server_environment.clear()
         _server_environment.update(environment)
@@ -635,10 +635,10 @@ def processes() -> ForkServerContext:
     return context
 
 
-def processes_cpu() -> float:
-    """The CPU seconds spent so far by the server ``processes`` started (0 if none runs) and by
-    the children it has reaped (each child ``join``ed or killed): its children are not this
-    process's, so ``RUSAGE_CHILDREN`` counts them only once the server itself is reaped."""
+def child_processes_cpu() -> float:
+    """The CPU seconds spent so far by the server ``child_processes`` started (0 if none runs)
+    and by the children it has reaped (each child ``join``ed or killed): its children are not
+    this process's, so ``RUSAGE_CHILDREN`` counts them only once the server itself is reaped."""
     from multiprocessing import forkserver
 
     server: Any = forkserver._forkserver
@@ -654,11 +654,11 @@ def processes_cpu() -> float:
     return (utime + stime + cutime + cstime) / os.sysconf("SC_CLK_TCK")
 
 
-def stop_processes() -> None:
-    """Stop the server ``processes`` started, if any (a child still running is killed first),
-    and reap it: its CPU and its children's are this process's ``RUSAGE_CHILDREN`` from then on.
-    No public call stops it: ``_stop`` is the one the standard library's own tests use (3.11 to
-    3.14)."""
+def stop_child_processes() -> None:
+    """Stop the server ``child_processes`` started, if any (a child still running is killed
+    first), and reap it: its CPU and its children's are this process's ``RUSAGE_CHILDREN`` from
+    then on. No public call stops it: ``_stop`` is the one the standard library's own tests use
+    (3.11 to 3.14)."""
     from multiprocessing import forkserver
 
     server: Any = forkserver._forkserver  # private: no public call reads or stops it
@@ -671,7 +671,7 @@ def stop_processes() -> None:
 
 
 def _forked_children() -> list[multiprocessing.process.BaseProcess]:
-    """This process's children still running that ``processes`` started."""
+    """This process's children still running that ``child_processes`` started."""
     from multiprocessing import popen_forkserver
 
     return [

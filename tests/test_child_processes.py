@@ -1,7 +1,7 @@
-"""The tests' one way to start child processes (``tests.helpers.processes``): children fork from a
-server that imported vertexbatch and the Google clients once, started with no thread; each is a
-process of its own that sees the test's environment, dies of SIGKILL as a spawned one does, and
-whose CPU is the test's (tests/cpu_report.py) as soon as it ends."""
+"""The tests' one way to start child processes (``tests.helpers.child_processes``): children fork
+from a server that imported vertexbatch and the Google clients once, started with no thread; each
+is a process of its own that sees the test's environment, dies of SIGKILL as a spawned one does,
+and whose CPU is the test's (tests/cpu_report.py) as soon as it ends."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import vertexbatch as vb
-from tests.helpers import PRELOAD_OWN, PRELOAD_THIRD_PARTY, processes, processes_cpu
+from tests.helpers import PRELOAD_OWN, PRELOAD_THIRD_PARTY, child_processes, child_processes_cpu
 
 pytestmark = pytest.mark.processes
 
@@ -45,7 +45,7 @@ def wait_to_be_killed(started: Any, never: Any) -> None:
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
 def test_children_fork_from_a_preloaded_server_with_no_thread() -> None:
-    ctx = processes()
+    ctx = child_processes()
     out = ctx.Queue()
     children = [ctx.Process(target=report, args=(out,)) for _ in range(2)]
     for child in children:
@@ -72,8 +72,8 @@ def test_children_fork_from_a_preloaded_server_with_no_thread() -> None:
     killed.join(timeout=60)
     assert killed.exitcode == -signal.SIGKILL
 
-    before = processes_cpu()
+    before = child_processes_cpu()
     burner = ctx.Process(target=burn, args=(0.5,))
     burner.start()
     burner.join(timeout=120)
-    assert processes_cpu() - before >= 0.45  # the server has reaped it: its CPU is counted
+    assert child_processes_cpu() - before >= 0.45  # the server has reaped it: its CPU is counted

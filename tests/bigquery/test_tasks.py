@@ -39,7 +39,7 @@ import vertexbatch as vb
 from tests.bigquery.test_runs import output_tables, tables
 from tests.bigquery.test_source import body, make_table
 from tests.gcs_gate import Spoil, body_gate
-from tests.helpers import CLAUDE, advance_until_done, jobs_in, processes, task
+from tests.helpers import CLAUDE, advance_until_done, child_processes, jobs_in, task
 from vertexbatch._command.cli import main
 from vertexbatch._command.cli_render import ExitCode
 from vertexbatch._lifecycle import endpoint_clients
@@ -240,7 +240,7 @@ def test_a_task_losing_the_race_to_record_the_snapshot_reads_the_winners(
 
 
 def stage_share(endpoints: dict[str, str], run_id: str, table: str, index: int) -> None:
-    """A task process (``tests.helpers.processes``): task ``index`` of ``COUNT`` stages its
+    """A task process (``tests.helpers.child_processes``): task ``index`` of ``COUNT`` stages its
     share of ``table``."""
     client = vb.Client.for_endpoints(
         vertex_endpoint=endpoints["vertex"], storage_endpoint=endpoints["storage"],
@@ -265,7 +265,7 @@ def test_a_task_killed_before_it_registers_is_retried_and_adopts(
         "bucket": bq_bucket, "grpc": bq.bigquery_grpc_target,
     }  # fmt: skip
     with hold_write(bq.storage_endpoint, "killed/tasks/t1.json") as gate:
-        process = processes().Process(
+        process = child_processes().Process(
             target=stage_share, args=({**endpoints, "storage": gate.url}, "killed", table, 1)
         )
         process.start()
