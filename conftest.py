@@ -52,7 +52,7 @@ _spec.loader.exec_module(_shown)
 # The fast tier: a test that reaches neither stack (directly or through another fixture), is
 # not marked slow and starts no process of its own is marked ``fast``; `pytest -m fast` runs
 # them alone (README.md, "Develop"). A test that starts a process anyway fails in the fast tier
-# and is marked ``child_processes``, so the marker keeps telling the truth.
+# and is marked ``processes``, so the marker keeps telling the truth.
 SERVERS = {"local_stack", "bigquery_local"}
 
 # tests.schedule: the order tests run in and how xdist shares them (heaviest first, one at a time);
