@@ -90,6 +90,15 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.load_profile("vertexbatch-deep" if helpers.PROFILE == "deep" else "vertexbatch")
 
 
+def pytest_sessionfinish() -> None:
+    """The server the tests' child processes fork from (``tests.helpers.child_processes``) is
+    stopped and reaped before the worker ends: its CPU is counted in the run's (``time``, a
+    CI's)."""
+    from tests.helpers import stop_child_processes
+
+    stop_child_processes()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))

@@ -1,4 +1,5 @@
-"""Code run in child processes by the answer-cache tests (spawned: importable, public API only)."""
+"""Code run in child processes by the answer-cache tests (``tests.helpers.child_processes``:
+importable, public API only)."""
 
 from __future__ import annotations
 

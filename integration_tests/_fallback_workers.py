@@ -1,4 +1,5 @@
-"""Code run in child processes by test_fallback_claim.py (spawned, so it must be importable)."""
+"""Code run in child processes by test_fallback_claim.py (started by
+``tests.helpers.child_processes``, so it must be importable)."""
 
 from __future__ import annotations
 

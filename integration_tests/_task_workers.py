@@ -1,5 +1,6 @@
-"""Run tasks as processes (spawned, so this must be importable): each stages its part of one run
-through the public API, as a Cloud Run job's task would; nothing in the library is patched."""
+"""Run tasks as processes (started by ``tests.helpers.child_processes``, so this must be
+importable): each stages its part of one run through the public API, as a Cloud Run job's task
+would; nothing in the library is patched."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Code run in child processes by the integration tests (spawned, so it must be importable).
+"""Code run in child processes by the integration tests (started by
+``tests.helpers.child_processes``, so it must be importable).
 
 Workers use the public API only. A test that needs one to die at a given point kills it with
 SIGKILL while the local stack holds its call there (`kill_while_held`), as a crashed Cloud Run
@@ -7,13 +8,12 @@ task would die; nothing in the library is patched.
 
 from __future__ import annotations
 
-import multiprocessing
 import signal
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 import vertexbatch as vb
-from tests.helpers import CLAUDE, claude_requests, endpoints_client
+from tests.helpers import CLAUDE, child_processes, claude_requests, endpoints_client
 from tests.helpers import endpoints as endpoints  # the tests' _workers.endpoints: one definition
 from vertexbatch.emulator import LocalStack
 
@@ -32,7 +32,7 @@ def kill_while_held(
     The held call stays held: the test decides with `stack.faults.unblock` whether it goes on.
     """
     stack.faults.block(op, when=when)
-    process = multiprocessing.get_context("spawn").Process(target=target, args=args)
+    process = child_processes().Process(target=target, args=args)
     process.start()
     try:
         stack.faults.wait_blocked(op, timeout=120)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import multiprocessing
-
 import pytest
 
-from tests.helpers import CLAUDE, jobs_in
+from tests.helpers import CLAUDE, child_processes, jobs_in
 from tests.helpers import endpoints as endpoints_of
 from vertexbatch._cache.entry import parse_entry
 from vertexbatch._requests.dedupe import exact_digest
@@ -27,7 +25,7 @@ def test_two_processes_fill_and_read_one_cache(stack: LocalStack, bucket: str) -
         "fill-shared", CLAUDE, _cache_workers.requests([8, 9]), cache=True
     )
     stack.wait_job(shared.name)
-    ctx = multiprocessing.get_context("spawn")
+    ctx = child_processes()
     barrier = ctx.Barrier(2)
     out = ctx.Queue()
     every = list(range(10))

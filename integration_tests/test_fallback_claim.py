@@ -4,7 +4,6 @@ and a step killed mid-way leaves its written answers to the next (issue 11)."""
 from __future__ import annotations
 
 import json
-import multiprocessing
 import signal
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -12,7 +11,7 @@ from email.message import Message
 from typing import Any
 
 from tests.gcs_gate import Spoil, body_gate
-from tests.helpers import CLAUDE, claude_request
+from tests.helpers import CLAUDE, child_processes, claude_request
 from vertexbatch.emulator import LocalStack
 
 from . import _fallback_workers, _workers
@@ -42,7 +41,7 @@ def _advance_together(
     then have found every shard claimed by another process and called nothing.
     """
     stack.faults.block("rawPredict", times=len(KEYS))
-    ctx = multiprocessing.get_context("spawn")
+    ctx = child_processes()
     barrier = ctx.Barrier(PROCESSES)
     out = ctx.Queue()
     procs = [
@@ -121,7 +120,7 @@ def test_a_step_killed_mid_way_leaves_its_written_answers_to_the_next(
 
     with body_gate(stack.storage_endpoint, script) as url:
         gated = {**endpoints, "storage": url}
-        ctx = multiprocessing.get_context("spawn")
+        ctx = child_processes()
         worker = ctx.Process(target=_fallback_workers.advance_online_once, args=(gated, run_id, 2))
         worker.start()
         try:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import multiprocessing
-
-from tests.helpers import CLAUDE, claude_requests, jobs_named
+from tests.helpers import CLAUDE, child_processes, claude_requests, jobs_named
 from vertexbatch.emulator import LocalStack
 
 from . import _workers
@@ -14,7 +12,7 @@ from ._workers import CANCELLED
 def test_eight_processes_submit_at_once(stack: LocalStack, bucket: str) -> None:
     """8 processes submit the same id and rows at once: one job name, at most one job left live."""
     stack.faults.hold(display_name="race", state="PENDING")  # twins stay live, as real ones would
-    ctx = multiprocessing.get_context("spawn")
+    ctx = child_processes()
     barrier = ctx.Barrier(8)
     out = ctx.Queue()
     procs = [
@@ -41,7 +39,7 @@ def test_racing_submitters_of_a_50_mb_input_give_one_job(stack: LocalStack, buck
     """4 processes stage the same 50 MB input (seven parts) under one id at once: every part
     is created once (the rest adopt it), one manifest, one job name, at most one job live."""
     stack.faults.hold(display_name="race-large", state="PENDING")
-    ctx = multiprocessing.get_context("spawn")
+    ctx = child_processes()
     barrier = ctx.Barrier(4)
     out = ctx.Queue()
     args = (_workers.endpoints(stack, bucket), "race-large", 50, barrier, out)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 import uuid
 
 from google.cloud import bigquery
 
-from tests.helpers import claude_requests, jobs_in
+from tests.helpers import child_processes, claude_requests, jobs_in
 from tests.helpers import endpoints as endpoints_of
 from vertexbatch.emulator import LocalStack
 
@@ -28,7 +27,7 @@ def test_four_processes_submit_one_id_to_one_sink(bigquery_local: LocalStack) ->
     dest = f"bq://{stack.project}.{made.dataset_id}"
     stack.faults.hold(display_name="bq-race", state="PENDING")  # twins stay live, as real ones
     try:
-        ctx = multiprocessing.get_context("spawn")
+        ctx = child_processes()
         barrier = ctx.Barrier(4)
         out = ctx.Queue()
         procs = [
@@ -74,7 +73,7 @@ def test_four_processes_submit_one_id_from_one_table(bigquery_local: LocalStack)
     table = table_of(stack, dataset, claude_requests(20))
     stack.faults.hold(display_name="bq-src-race", state="PENDING")
     try:
-        ctx = multiprocessing.get_context("spawn")
+        ctx = child_processes()
         barrier = ctx.Barrier(4)
         out = ctx.Queue()
         where = {

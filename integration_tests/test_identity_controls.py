@@ -3,10 +3,9 @@ controls, a submitter killed between create and record."""
 
 from __future__ import annotations
 
-import multiprocessing
 import queue
 
-from tests.helpers import jobs_in
+from tests.helpers import child_processes, jobs_in
 from vertexbatch.emulator import LocalStack
 
 from . import _workers
@@ -25,7 +24,7 @@ def test_submitters_with_other_controls_race_one_set_wins(stack: LocalStack, buc
     """Six processes, three with each team's controls, submit the same id and rows at once: one
     team's submitters all get the one job; the other team's are refused (``field="id"``)."""
     stack.faults.hold(display_name="ctl-race", state="PENDING")
-    ctx = multiprocessing.get_context("spawn")
+    ctx = child_processes()
     barrier = ctx.Barrier(6)
     out = ctx.Queue()
     endpoints = _workers.endpoints(stack, bucket)
@@ -64,7 +63,7 @@ def test_a_killed_submitters_job_is_recorded_only_with_its_own_controls(
     _workers.kill_while_held(
         stack,
         _workers.submit_controlled,
-        (endpoints, "ctl-killed", "red", None, multiprocessing.get_context("spawn").Queue()),
+        (endpoints, "ctl-killed", "red", None, child_processes().Queue()),
         "create",
         "after",
     )

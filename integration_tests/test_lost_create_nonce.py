@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import multiprocessing
 from typing import Any
 
-from tests.helpers import jobs_in
+from tests.helpers import child_processes, jobs_in
 from vertexbatch.emulator import LocalStack
 
 from . import _workers
@@ -23,7 +22,7 @@ def test_a_lost_create_lagging_in_list_is_cancelled_by_its_own_submitter(
     stack.faults.lose_response("create")
     stack.faults.block("create", when="after")
     endpoints = _workers.endpoints(stack, bucket)
-    ctx = multiprocessing.get_context("spawn")
+    ctx = child_processes()
     out: Any = ctx.Queue()
 
     def start() -> Any:

@@ -4,7 +4,6 @@ bytes: one SIGKILLed mid-staging and retried lists again, gets the same share an
 from __future__ import annotations
 
 import json
-import multiprocessing
 import signal
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 
 import vertexbatch as vb
 from tests.gcs_gate import hold_write
+from tests.helpers import child_processes
 from vertexbatch.emulator import LocalStack
 
 from . import _task_workers as workers
@@ -19,8 +19,6 @@ from ._workers import endpoints as endpoints_of
 from .test_run_tasks import _finish, _results
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
-
-_SPAWN = multiprocessing.get_context("spawn")
 
 
 def _put_files(stack: LocalStack, bucket: str, files: int, lines: int) -> None:
@@ -43,9 +41,9 @@ def test_three_tasks_stage_a_prefix_one_killed_and_retried(
     _put_files(stack, bucket, 6, 400)
     prefix, count, size, total = f"gs://{bucket}/in/", 3, 200, 2_400
     endpoints = endpoints_of(stack, bucket)
-    out: Any = _SPAWN.Queue()
+    out: Any = child_processes().Queue()
     others = [
-        _SPAWN.Process(
+        child_processes().Process(
             target=workers.stage_files_task,
             args=(endpoints, "files", prefix, (i, count, 0), size, out),
         )
@@ -56,7 +54,7 @@ def test_three_tasks_stage_a_prefix_one_killed_and_retried(
     # Task 1's shard 1 is files.s4 (1*3 + 1): killed while its input's write is held.
     with hold_write(stack.storage_endpoint, "files.s4/input.jsonl") as gate:
         held = {**endpoints, "storage": gate.url}
-        killed = _SPAWN.Process(
+        killed = child_processes().Process(
             target=workers.stage_files_task, args=(held, "files", prefix, (1, count, 0), size)
         )
         killed.start()
@@ -70,7 +68,7 @@ def test_three_tasks_stage_a_prefix_one_killed_and_retried(
     for process in others:
         process.join(timeout=300)
     assert all(1 in r[3] for r in reports)  # each still waits for the killed task
-    retry = _SPAWN.Process(
+    retry = child_processes().Process(
         target=workers.stage_files_task,
         args=(endpoints, "files", prefix, (1, count, 1), size, out),
     )

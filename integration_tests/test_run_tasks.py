@@ -4,7 +4,6 @@ advancer runs. Each ends as one run: one ledger, every key one outcome, no twin 
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import queue
 import signal
@@ -15,16 +14,14 @@ import pytest
 
 import vertexbatch as vb
 from tests.gcs_gate import hold_write
+from tests.helpers import child_processes, jobs_in, object_names
 from tests.helpers import endpoints as endpoints_of
-from tests.helpers import jobs_in, object_names
 from vertexbatch.emulator import LocalStack
 
 from . import _task_workers as workers
 from ._workers import CANCELLED
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
-
-_SPAWN = multiprocessing.get_context("spawn")
 
 
 def _results(out: Any, n: int) -> list[tuple[Any, ...]]:
@@ -39,7 +36,7 @@ def _kill_at_write(stack: LocalStack, bucket: str, name: str, args: tuple[Any, .
     object whose name ends with ``name`` is held: it dies with everything before written."""
     with hold_write(stack.storage_endpoint, name) as gate:
         endpoints = {**endpoints_of(stack, bucket), "storage": gate.url}
-        process = _SPAWN.Process(target=workers.stage_task, args=(endpoints, *args))
+        process = child_processes().Process(target=workers.stage_task, args=(endpoints, *args))
         process.start()
         try:
             assert gate.held.wait(300), f"the task never wrote {name}"
@@ -87,9 +84,9 @@ def _four_tasks_one_killed(
     shard; the run is one run of ``total``."""
     count = 4
     endpoints = endpoints_of(stack, bucket)
-    out = _SPAWN.Queue()
+    out = child_processes().Queue()
     others = [
-        _SPAWN.Process(
+        child_processes().Process(
             target=workers.stage_task,
             args=(endpoints, run_id, total, (i, count, 0), size, None, out),
         )
@@ -109,7 +106,7 @@ def _four_tasks_one_killed(
     assert waiting.waiting == (2,) and waiting.keys == total * 3 // 4
     staged = {name.rpartition("/")[0] for name in object_names(stack, bucket, f"jobs/{run_id}.s")}
     assert f"jobs/{run_id}.s2" in staged  # its first attempt's first shard
-    retry = _SPAWN.Process(
+    retry = child_processes().Process(
         target=workers.stage_task,
         args=(endpoints, run_id, total, (2, count, 1), size, None, out),
     )
@@ -154,9 +151,9 @@ def test_a_task_killed_at_any_step_is_finished_by_its_next_attempt(
     endpoints = endpoints_of(stack, bucket)
     held = f"{run_id}.{step}" if step.startswith("s") else f"{run_id}/{step}"
     _kill_at_write(stack, bucket, held, (run_id, total, (1, 2, 0), size))
-    out = _SPAWN.Queue()
+    out = child_processes().Queue()
     for attempt, index in ((1, 1), (0, 0)):
-        process = _SPAWN.Process(
+        process = child_processes().Process(
             target=workers.stage_task,
             args=(endpoints, run_id, total, (index, 2, attempt), size, None, out),
         )
@@ -175,10 +172,10 @@ def test_two_attempts_of_one_task_at_once(
     # Jobs stay PENDING while the steps race, so that a twin is cancelled before it could run.
     stack.faults.hold(state="PENDING")
     endpoints = endpoints_of(stack, bucket)
-    out = _SPAWN.Queue()
-    barrier = _SPAWN.Barrier(2)
+    out = child_processes().Queue()
+    barrier = child_processes().Barrier(2)
     both = [
-        _SPAWN.Process(
+        child_processes().Process(
             target=workers.stage_task,
             args=(endpoints, "twice", total, (1, 2, attempt), size, barrier, out),
         )
@@ -205,17 +202,17 @@ def test_a_task_registers_while_an_advancer_runs(
     # Jobs stay PENDING while the steps race, so that a twin is cancelled before it could run.
     stack.faults.hold(state="PENDING")
     endpoints = endpoints_of(stack, bucket)
-    out = _SPAWN.Queue()
+    out = child_processes().Queue()
     workers.stage_task(endpoints, "meanwhile", total, (0, 2, 0), size, None, out)
     assert out.get(timeout=60)[0] == "ok"
-    stop = _SPAWN.Event()
-    advancer = _SPAWN.Process(
+    stop = child_processes().Event()
+    advancer = child_processes().Process(
         target=workers.advance_until_made, args=(endpoints, "meanwhile", out, stop)
     )
     advancer.start()
     first = out.get(timeout=120)
     assert first == ("step", [1], 0)  # the advancer is stepping a run still waiting
-    stager = _SPAWN.Process(
+    stager = child_processes().Process(
         target=workers.stage_task,
         args=(endpoints, "meanwhile", total, (1, 2, 0), size, None, out),
     )

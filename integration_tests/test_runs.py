@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import multiprocessing
 from collections import Counter
 
 import pytest
 
-from tests.helpers import CLAUDE, claude_request, jobs_in, task
+from tests.helpers import CLAUDE, child_processes, claude_request, jobs_in, task
 from tests.helpers import endpoints as endpoints_of
 from vertexbatch.emulator import LocalStack
 
@@ -23,7 +22,7 @@ def test_two_processes_advance_the_same_run(stack: LocalStack, bucket: str) -> N
     endpoints = endpoints_of(stack, bucket)
     requests = [task(i, "[[vb:error 503]]" if i % 4 == 0 else "") for i in range(30)]
     _workers.client(endpoints).run_claude("twins", CLAUDE, requests, shard_size=10)
-    ctx = multiprocessing.get_context("spawn")
+    ctx = child_processes()
     barrier = ctx.Barrier(2)
     inboxes = [ctx.Queue(), ctx.Queue()]
     out = ctx.Queue()

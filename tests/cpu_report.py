@@ -5,8 +5,9 @@ The suite is CPU-bound on a two-core machine, so wall-clock durations (``--durat
 under four xdist workers a test that waits looks as slow as one that computes. Each test's cost
 here is the CPU its worker spent while it ran (set-up, call and tear-down: the emulator's threads
 run in the worker, so their work is counted) plus the CPU of the child processes that ended
-during it (the command, examples, benchmark children). A long-lived child (fake-gcs-server, the
-BigQuery emulator) ends in the tear-down of its worker's last test, after the session's work: what
+during it (the command, examples, benchmark children; a child forked by
+tests.helpers.child_processes, as it ends). A long-lived child (fake-gcs-server, the BigQuery
+emulator) ends in the tear-down of its worker's last test, after the session's work: what
 children end there is kept apart (``servers``) and printed apart, never charged to that test.
 Each test's wall time is kept too. Each worker appends one JSON line per test to the file;
 `python -m tests.cpu_report FILE` prints the heaviest tests, the longest, the CPU per folder.
@@ -31,8 +32,14 @@ _SERVERS: dict[str, float] = {}
 
 
 def _children_cpu() -> float:
+    """Ended children's CPU, and the CPU so far of the server the tests' processes fork from and
+    of the children it reaped (``tests.helpers.child_processes_cpu``): a test's forked children
+    are the server's, counted here as they end, not when the server ends with the session."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    # Never imported from here (its import would count as a test's CPU): without it, no server.
+    helpers = sys.modules.get("tests.helpers")
+    forked = helpers.child_processes_cpu() if helpers is not None else 0.0
+    return usage.ru_utime + usage.ru_stime + forked
 
 
 @pytest.hookimpl(wrapper=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import multiprocessing
 import os
 import socket
 import subprocess
@@ -11,6 +12,7 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from multiprocessing.context import ForkServerContext
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -589,3 +591,91 @@ def global_client(stack: LocalStack, bucket: str) -> vb.Client:
         prefix="jobs",
         retry=vb.RetryPolicy.no_wait(),
     )
+
+
+# What a test's child processes import before they run (``child_processes``): vertexbatch, its local
+# stack and the tests' helpers (through the workers' module), the two Google clients every worker
+# calls (vertexbatch imports them lazily), pytest (a target in a test module). Not
+# google.cloud.bigquery or its storage API: importing them starts pyarrow's threads, and a process
+# with threads must not fork. None starts a thread (tests/test_child_processes.py checks).
+PRELOAD_THIRD_PARTY = ("google.cloud.storage", "google.cloud.aiplatform_v1", "pytest")
+PRELOAD_OWN = ("vertexbatch", "integration_tests._workers")
+_server_environment: dict[str, str] = {}
+
+
+def child_processes() -> ForkServerContext:
+    """The one way a test starts child processes that run vertexbatch code: a multiprocessing
+    context (``Process``, ``Queue``, ``Barrier``, ``Event``) whose children fork from a server
+    process that has already imported ``PRELOAD_*``, instead of each starting an interpreter and
+    importing them again (2-4 CPU-s a child: most of a racing test's CPU). Each child is still a
+    process of its own that builds its own clients, reads its target's module as a spawned one
+    does (importable), sees the test's environment and working folder, and dies as a spawned one
+    does (``kill()``: exit code ``-SIGKILL``).
+
+    The server starts at the worker's first child and serves the session
+    (``stop_child_processes`` at its end); it is started again if a test's environment (but
+    ``PYTEST_CURRENT_TEST``) differs from the one it was started with. Its CPU and its children's
+    go to the test that spent them (``child_processes_cpu``, read by tests/cpu_report.py). The
+    repository's own modules are preloaded only where the server's working folder resolves them
+    to the files this process runs (pytest run from the checkout's root, as the README says)."""
+    from multiprocessing import forkserver
+
+    server: Any = forkserver._forkserver  # private: no public call reads or stops it
+    environment = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    started = server._forkserver_pid is not None
+    # A test that changed the environment after starting children keeps their server.
+    if started and environment != _server_environment and not _forked_children():
+        stop_child_processes()
+    if server._forkserver_pid is None:
+        _server_environment.clear()
+        _server_environment.update(environment)
+    context = multiprocessing.get_context("forkserver")
+    own = PRELOAD_OWN if Path(vb.__file__).resolve().parents[1] == Path.cwd().resolve() else ()
+    context.set_forkserver_preload([*PRELOAD_THIRD_PARTY, *own])
+    return context
+
+
+def child_processes_cpu() -> float:
+    """The CPU seconds spent so far by the server ``child_processes`` started (0 if none runs)
+    and by the children it has reaped (each child ``join``ed or killed): its children are not
+    this process's, so ``RUSAGE_CHILDREN`` counts them only once the server itself is reaped."""
+    from multiprocessing import forkserver
+
+    server: Any = forkserver._forkserver
+    pid = server._forkserver_pid
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text() if pid is not None else ""
+    except OSError:  # no /proc, or the server has just ended
+        return 0.0
+    if not stat:
+        return 0.0
+    fields = stat.rpartition(")")[2].split()  # from the third field, the state
+    utime, stime, cutime, cstime = (int(f) for f in fields[11:15])
+    return (utime + stime + cutime + cstime) / os.sysconf("SC_CLK_TCK")
+
+
+def stop_child_processes() -> None:
+    """Stop the server ``child_processes`` started, if any (a child still running is killed
+    first), and reap it: its CPU and its children's are this process's ``RUSAGE_CHILDREN`` from
+    then on. No public call stops it: ``_stop`` is the one the standard library's own tests use
+    (3.11 to 3.14)."""
+    from multiprocessing import forkserver
+
+    server: Any = forkserver._forkserver  # private: no public call reads or stops it
+    if server._forkserver_pid is None:
+        return
+    for child in _forked_children():
+        child.kill()
+        child.join(timeout=60)
+    server._stop()
+
+
+def _forked_children() -> list[multiprocessing.process.BaseProcess]:
+    """This process's children still running that ``child_processes`` started."""
+    from multiprocessing import popen_forkserver
+
+    return [
+        child
+        for child in multiprocessing.active_children()
+        if isinstance(child._popen, popen_forkserver.Popen)  # type: ignore[attr-defined]
+    ]

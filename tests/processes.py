@@ -1,5 +1,6 @@
-"""Code run in child processes by tests that need a process to die at a point (spawned, so it
-must be importable), as integration_tests/_workers.py does for the longer runs.
+"""Code run in child processes by tests that need a process to die at a point (started by
+``tests.helpers.child_processes``, so it must be importable), as integration_tests/_workers.py does
+for the longer runs.
 
 A test kills the process with SIGKILL while a gate in front of GCS holds its write
 (``tests.gcs_gate.hold_write``): the process dies between two writes, as a crashed task
@@ -8,14 +9,13 @@ would, and nothing in the library is patched.
 
 from __future__ import annotations
 
-import multiprocessing
 import signal
 from collections.abc import Callable
 from typing import Any
 
 import vertexbatch as vb
 from tests.gcs_gate import hold_write
-from tests.helpers import CLAUDE, endpoints_client
+from tests.helpers import CLAUDE, child_processes, endpoints_client
 from vertexbatch.emulator import LocalStack
 
 
@@ -45,9 +45,7 @@ def kill_at_write(
             "location": stack.location,
             "bucket": bucket,
         }
-        process = multiprocessing.get_context("spawn").Process(
-            target=target, args=(endpoints, *args)
-        )
+        process = child_processes().Process(target=target, args=(endpoints, *args))
         process.start()
         try:
             assert gate.held.wait(120), f"the process never wrote {name}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import multiprocessing
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -14,14 +13,14 @@ from typing import Any
 
 import vertexbatch as vb
 from tests.gcs_gate import Spoil, body_gate
-from tests.helpers import CLAUDE, endpoints_client, jobs_in, past, task
+from tests.helpers import CLAUDE, child_processes, endpoints_client, jobs_in, past, task
 from tests.helpers import endpoints as endpoints_of
 from vertexbatch.emulator import LocalStack
 
 KEYS = 6
 
 
-# Run in child processes (spawned: importable from here).
+# Run in child processes (tests.helpers.child_processes: importable from here).
 
 
 def start_run(endpoints: dict[str, str], run_id: str, out: Any) -> None:
@@ -51,7 +50,7 @@ def _tasks() -> list[vb.ClaudeRequest]:
 def _in_process(stack: LocalStack, target: Any, *args: Any) -> Iterator[tuple[Any, Any]]:
     """Run target(*args, queue) in a process; however the test ends, its held calls go on and
     it is gone afterwards."""
-    ctx = multiprocessing.get_context("spawn")
+    ctx = child_processes()
     out = ctx.Queue()
     process = ctx.Process(target=target, args=(*args, out))
     process.start()

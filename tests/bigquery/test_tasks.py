@@ -16,7 +16,6 @@ gRPC interceptor in front of the real Storage Read client.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import signal
 import subprocess
@@ -40,7 +39,7 @@ import vertexbatch as vb
 from tests.bigquery.test_runs import output_tables, tables
 from tests.bigquery.test_source import body, make_table
 from tests.gcs_gate import Spoil, body_gate
-from tests.helpers import CLAUDE, advance_until_done, jobs_in, task
+from tests.helpers import CLAUDE, advance_until_done, child_processes, jobs_in, task
 from vertexbatch._command.cli import main
 from vertexbatch._command.cli_render import ExitCode
 from vertexbatch._lifecycle import endpoint_clients
@@ -241,7 +240,8 @@ def test_a_task_losing_the_race_to_record_the_snapshot_reads_the_winners(
 
 
 def stage_share(endpoints: dict[str, str], run_id: str, table: str, index: int) -> None:
-    """A task process (spawned): task ``index`` of ``COUNT`` stages its share of ``table``."""
+    """A task process (``tests.helpers.child_processes``): task ``index`` of ``COUNT`` stages its
+    share of ``table``."""
     client = vb.Client.for_endpoints(
         vertex_endpoint=endpoints["vertex"], storage_endpoint=endpoints["storage"],
         project=endpoints["project"], location=endpoints["location"], bucket=endpoints["bucket"],
@@ -265,7 +265,7 @@ def test_a_task_killed_before_it_registers_is_retried_and_adopts(
         "bucket": bq_bucket, "grpc": bq.bigquery_grpc_target,
     }  # fmt: skip
     with hold_write(bq.storage_endpoint, "killed/tasks/t1.json") as gate:
-        process = multiprocessing.get_context("spawn").Process(
+        process = child_processes().Process(
             target=stage_share, args=({**endpoints, "storage": gate.url}, "killed", table, 1)
         )
         process.start()
