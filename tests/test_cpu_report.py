@@ -48,7 +48,9 @@ def test_idle():
 def test_each_test_gets_its_own_and_its_childrens_cpu(tmp_path: Path) -> None:
     (tmp_path / "test_busy.py").write_text(BUSY)
     report = tmp_path / "cpu.jsonl"
-    env = {**os.environ, cpu_report.ENV: str(report), "PYTHONPATH": str(ROOT)}
+    # Not an xdist worker's variables: the child pytest runs as "main", whoever starts it.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    env |= {cpu_report.ENV: str(report), "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [
             sys.executable,

@@ -38,7 +38,9 @@ def test_the_slow_tests_start_first_on_every_worker(tmp_path: Path) -> None:
     (tmp_path / "test_mixed.py").write_text(SUITE)
     ran = tmp_path / "ran"
     ran.mkdir()
-    env = {**os.environ, "RAN_DIR": str(ran), "PYTHONPATH": str(ROOT)}
+    # Not an xdist worker's variables: the child pytest is a controller of its own.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    env |= {"RAN_DIR": str(ran), "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [
             *(sys.executable, "-m", "pytest", "-q", "-p", "tests.schedule", "-n", "2"),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -186,5 +187,7 @@ def test_genai_batch_tests_pass(bq_stack: LocalStack, tmp_path: Path) -> None:
     bq_stack.faults.release()
     assert code == 0, report
     passed = [line for line in report.splitlines() if line.startswith("PASSED")]
-    failed = [line for line in report.splitlines() if line.startswith(("FAILED", "ERROR"))]
+    # The summary's "FAILED path::test" / "ERROR path::test" lines, not a captured log's
+    # "ERROR    asyncio:..." (genai's async client closing after its loop: logged, not failed)
+    failed = [line for line in report.splitlines() if re.match(r"(FAILED|ERROR) \S+::", line)]
     assert not failed and len(passed) >= 30, report  # 33 with google-genai 2.x today

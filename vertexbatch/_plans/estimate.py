@@ -324,8 +324,13 @@ def _assumptions(
         said.append(
             f"batch price = {BATCH_DISCOUNT:.0%} of ${price.input:g} input / ${price.output:g} "
             f"output per million tokens (list prices matching {price.match!r}; shipped table "
-            f"of {PRICES.date}, see vertexbatch.PRICES.source); regional rates are not "
-            "modelled"
+            f"of {PRICES.date}, see vertexbatch.PRICES.source); "
+            # a price with no band says nothing of a long prompt's rate: not modelled
+            + (
+                "regional rates are not modelled"
+                if price.above is not None
+                else "regional and long-context rates are not modelled"
+            )
         )
         said.append(cache_said(provider, price))
     if cache:
