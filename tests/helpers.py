@@ -580,17 +580,22 @@ def read_embedding_row(row: dict[str, object]) -> Any:
     return plain
 
 
-def global_client(stack: LocalStack, bucket: str) -> vb.Client:
-    """A client of the stack in the ``global`` location, on ``bucket``, retrying without waiting."""
+def client_in(stack: LocalStack, bucket: str, location: str) -> vb.Client:
+    """A client of the stack in ``location``, on ``bucket``, retrying without waiting."""
     return vb.Client.for_endpoints(
         vertex_endpoint=stack.vertex_endpoint,
         storage_endpoint=stack.storage_endpoint,
         project=stack.project,
-        location="global",
+        location=location,
         bucket=bucket,
         prefix="jobs",
         retry=vb.RetryPolicy.no_wait(),
     )
+
+
+def global_client(stack: LocalStack, bucket: str) -> vb.Client:
+    """A client of the stack in the ``global`` location (client_in)."""
+    return client_in(stack, bucket, "global")
 
 
 # What a test's child processes import before they run (``child_processes``): vertexbatch, its local
@@ -679,3 +684,18 @@ def _forked_children() -> list[multiprocessing.process.BaseProcess]:
         for child in multiprocessing.active_children()
         if isinstance(child._popen, popen_forkserver.Popen)  # type: ignore[attr-defined]
     ]
+
+
+def child_pytest(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest -q -p no:cacheprovider ARGS FOLDER`` run in ``folder`` with the
+    checkout importable and ``env`` added: a pytest of its own (never an xdist worker's
+    variables, whoever starts it), for tests of the suite's own plugins."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args, str(folder)],
+        cwd=folder,
+        env={**clean, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests import cpu_report
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import child_pytest
 
 BUSY = """
 import subprocess, sys
@@ -48,28 +44,8 @@ def test_idle():
 def test_each_test_gets_its_own_and_its_childrens_cpu(tmp_path: Path) -> None:
     (tmp_path / "test_busy.py").write_text(BUSY)
     report = tmp_path / "cpu.jsonl"
-    # Not an xdist worker's variables: the child pytest runs as "main", whoever starts it.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
-    env |= {cpu_report.ENV: str(report), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "tests.cpu_report",
-            "-p",
-            "no:randomly",
-            "-p",
-            "no:cacheprovider",
-            str(tmp_path / "test_busy.py"),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = child_pytest(
+        tmp_path, "-p", "tests.cpu_report", "-p", "no:randomly", **{cpu_report.ENV: str(report)}
     )
     assert done.returncode == 0, done.stdout + done.stderr
     rows = {r["test"].split("::")[1]: r for r in map(json.loads, report.read_text().splitlines())}

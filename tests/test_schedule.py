@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import child_pytest
 
 # Four slow tests listed last in the file (the plugin runs them first) and 36 short ones; each
 # worker records the tests it ran, in order.
@@ -38,20 +35,10 @@ def test_the_slow_tests_start_first_on_every_worker(tmp_path: Path) -> None:
     (tmp_path / "test_mixed.py").write_text(SUITE)
     ran = tmp_path / "ran"
     ran.mkdir()
-    # Not an xdist worker's variables: the child pytest is a controller of its own.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
-    env |= {"RAN_DIR": str(ran), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "pytest", "-q", "-p", "tests.schedule", "-n", "2"),
-            *("-p", "no:cacheprovider", "-W", "ignore::pytest.PytestUnknownMarkWarning"),
-            str(tmp_path),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = child_pytest(
+        tmp_path,
+        *("-p", "tests.schedule", "-n", "2", "-W", "ignore::pytest.PytestUnknownMarkWarning"),
+        RAN_DIR=str(ran),
     )
     assert done.returncode == 0, done.stdout + done.stderr
     ran_by = {p.name: p.read_text().split() for p in ran.iterdir()}

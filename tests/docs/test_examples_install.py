@@ -28,6 +28,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from tests.install_fixtures import BLOCKER
 from vertexbatch.emulator import LocalStack
 
 if TYPE_CHECKING:
@@ -131,17 +132,12 @@ def _installed(dist: str) -> bool:
     return True
 
 
-# Runs FILE as a script (or calls its handler) with the modules in VB_BLOCKED unimportable.
-_RUNNER = """
-import importlib.abc, json, os, runpy, sys
-BLOCKED = frozenset(json.loads(os.environ["VB_BLOCKED"]))
-class Blocked(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):  # the name or a package it lies in
-        parts = name.split(".")
-        if any(".".join(parts[:i]) in BLOCKED for i in range(1, len(parts) + 1)):
-            raise ModuleNotFoundError(f"No module named {name!r} (not in this install)")
-        return None
-sys.meta_path.insert(0, Blocked())
+# Runs FILE as a script (or calls its handler) with the modules in VB_BLOCKED unimportable
+# (install_fixtures.BLOCKER first).
+_RUNNER = (
+    BLOCKER
+    + """
+import json, os, runpy, sys
 script, handler, body = sys.argv[1], os.environ.get("VB_HANDLER"), os.environ.get("VB_BODY")
 if handler:
     import flask
@@ -153,6 +149,7 @@ else:
     sys.argv = [script, *sys.argv[2:]]
     runpy.run_path(script, run_name="__main__")
 """
+)
 
 
 def _run(

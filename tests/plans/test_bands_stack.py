@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 import vertexbatch as vb
-from tests.helpers import advance_until_done, claude_request
+from tests.helpers import advance_until_done, claude_request, client_in
 from vertexbatch._command.cli import main
 from vertexbatch._plans.spend import SpendMeter, prompt_tokens, usage_cost
 from vertexbatch.emulator import LocalStack
@@ -26,15 +26,7 @@ OVER = AT + "y"
 @pytest.fixture
 def us(stack: LocalStack, bucket: str) -> vb.Client:
     """A client of the stack in the ``us`` multi-region, where the catalogue serves Haiku 5.5."""
-    return vb.Client.for_endpoints(
-        vertex_endpoint=stack.vertex_endpoint,
-        storage_endpoint=stack.storage_endpoint,
-        project=stack.project,
-        location="us",
-        bucket=bucket,
-        prefix="jobs",
-        retry=vb.RetryPolicy.no_wait(),
-    )
+    return client_in(stack, bucket, "us")
 
 
 def _batch(tokens: int, ceiling: int, over: bool) -> float:
