@@ -40,6 +40,7 @@ def _emulator(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        start_new_session=True,  # its own process group, fake-gcs-server in it: killed together
     )
 
 
@@ -100,12 +101,16 @@ def test_the_file_of_a_killed_emulator_is_replaced(tmp_path: Path) -> None:
     port, gcs_port, other, other_gcs = free_ports(4)
     dead = _emulator(env_file, port, gcs_port)
     _wait_for(env_file, dead)
-    dead.kill()
+    # SIGKILL to its group, as a container's end kills it: its fake-gcs-server too (killed
+    # alone, the emulator left that child running past the suite), then nothing answers.
+    os.killpg(dead.pid, signal.SIGKILL)
     dead.communicate(timeout=30)
-    # Its servers were its children: wait until nothing answers on its ports any more.
     pause, deadline = threading.Event(), time.monotonic() + 30
-    while not refuses(f"http://127.0.0.1:{port}") and time.monotonic() < deadline:
+    while time.monotonic() < deadline and not (
+        refuses(f"http://127.0.0.1:{port}") and refuses(f"http://127.0.0.1:{gcs_port}")
+    ):
         pause.wait(0.05)
+    assert refuses(f"http://127.0.0.1:{gcs_port}"), "its fake-gcs-server outlived it"
     assert f"pid {dead.pid}:" in env_file.read_text()  # left behind
     second = _emulator(env_file, other, other_gcs)
     try:
