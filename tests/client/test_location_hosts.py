@@ -24,8 +24,7 @@ import pytest
 import requests
 from google.auth import credentials as google_credentials
 
-import vertexbatch as vb
-from tests.helpers import CLAUDE, GEMINI, claude_request, gemini_requests
+from tests.helpers import CLAUDE, GEMINI, claude_request, client_in, gemini_requests
 from vertexbatch._lifecycle import Lifecycle
 from vertexbatch._retry import RetryPolicy
 from vertexbatch._vertex.jobs import Vertex
@@ -151,15 +150,7 @@ def test_a_client_in_a_multi_region_runs_a_job_and_counts_tokens_on_the_stack(
 ) -> None:
     """On the stack (which serves ``us`` and ``eu``) a client in a multi-region submits, waits,
     reads, and counts tokens: every call names that location."""
-    client = vb.Client.for_endpoints(
-        vertex_endpoint=stack.vertex_endpoint,
-        storage_endpoint=stack.storage_endpoint,
-        project=stack.project,
-        location=location,
-        bucket=bucket,
-        prefix="jobs",
-        retry=vb.RetryPolicy.no_wait(),
-    )
+    client = client_in(stack, bucket, location)
     with client:
         job = client.submit_gemini("multi", GEMINI, gemini_requests(2))
         assert f"/locations/{location}/batchPredictionJobs/" in job.name

@@ -18,6 +18,7 @@ from tests.helpers import (
     CLAUDE,
     advance_until_done,
     claude_requests,
+    client_in,
     gemini_requests,
     past,
     shard_object,
@@ -55,15 +56,7 @@ def catalogue() -> Iterator[None]:
 
 def _client(stack: LocalStack, bucket: str, location: str) -> vb.Client:
     stack.create_bucket(bucket)
-    return vb.Client.for_endpoints(
-        vertex_endpoint=stack.vertex_endpoint,
-        storage_endpoint=stack.storage_endpoint,
-        project=stack.project,
-        location=location,
-        bucket=bucket,
-        prefix="jobs",
-        retry=vb.RetryPolicy.no_wait(),
-    )
+    return client_in(stack, bucket, location)
 
 
 @pytest.fixture
