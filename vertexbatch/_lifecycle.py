@@ -107,9 +107,9 @@ class Lifecycle:
         the client."""
         if given is not None:
             return given
-        from google.cloud import aiplatform_v1
+        from ._deferred.aiplatform import job_service
 
-        built = aiplatform_v1.JobServiceClient(
+        built = job_service().JobServiceClient(
             transport="rest", client_options={"api_endpoint": vertex_host(location)}
         )
         self.own(built.transport.close)
@@ -135,11 +135,12 @@ def endpoint_clients(
     endpoints with anonymous credentials (the local stack's way in); the caller makes them its
     own (``Lifecycle.own``)."""
     from google.auth.credentials import AnonymousCredentials
-    from google.cloud import aiplatform_v1
     from google.cloud import storage as gcs
 
+    from ._deferred.aiplatform import job_service
+
     anonymous = AnonymousCredentials()  # type: ignore[no-untyped-call]
-    jobs = aiplatform_v1.JobServiceClient(
+    jobs = job_service().JobServiceClient(
         transport="rest",
         credentials=anonymous,
         client_options={"api_endpoint": vertex_endpoint},

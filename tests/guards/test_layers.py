@@ -47,6 +47,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     (
         "the cloud's boundaries and cross-cutting",
         {
+            "_deferred",
             "_observe",
             "_gcs",
             "_bigquery",

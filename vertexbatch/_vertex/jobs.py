@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from google.api_core import exceptions as api_exceptions
 
 from .._bigquery.dest import parse_dest
+from .._deferred.aiplatform import job_service
 from .._errors import InvalidRequestError
 from .._retry import RetryPolicy
 from .._rules import id_label, model_of_job, publisher_path
@@ -33,8 +34,8 @@ from .controls import (
 )
 
 if TYPE_CHECKING:
-    # aiplatform_v1 takes most of a second to import: it is imported where a job is built or
-    # read, and by whoever builds the JobServiceClient (``Client``), never by importing this.
+    # aiplatform_v1 takes most of a second to import: its job service alone (``job_service``)
+    # is imported where a job is built or read, never by importing this.
     from google.cloud import aiplatform_v1
     from google.cloud.aiplatform_v1 import BatchPredictionJob as BatchJob
 
@@ -176,9 +177,7 @@ def reads_input(job: BatchJob, spec: JobSpec) -> bool:
 
 
 def state_name(job: BatchJob) -> str:
-    from google.cloud import aiplatform_v1
-
-    return str(aiplatform_v1.JobState(job.state).name)
+    return str(job_service().JobState(job.state).name)
 
 
 def is_live(job: BatchJob) -> bool:
@@ -216,17 +215,16 @@ def _plain(moment: datetime) -> datetime:
 
 def _output_config(spec: JobSpec) -> aiplatform_v1.BatchPredictionJob.OutputConfig:
     """The job's ``outputConfig``: its BigQuery sink, else the id's GCS output prefix."""
-    from google.cloud import aiplatform_v1
-
-    config = aiplatform_v1.BatchPredictionJob.OutputConfig
+    service = job_service()
+    config = service.BatchPredictionJob.OutputConfig
     if spec.dest:
         return config(
             predictions_format="bigquery",
-            bigquery_destination=aiplatform_v1.BigQueryDestination(output_uri=spec.dest),
+            bigquery_destination=service.BigQueryDestination(output_uri=spec.dest),
         )
     return config(
         predictions_format="jsonl",
-        gcs_destination=aiplatform_v1.GcsDestination(output_uri_prefix=spec.output_prefix),
+        gcs_destination=service.GcsDestination(output_uri_prefix=spec.output_prefix),
     )
 
 
@@ -254,14 +252,13 @@ class Vertex:
 
         ``nonce`` (a label value, fresh for each attempt) goes on the job as ``NONCE_LABEL``.
         """
-        from google.cloud import aiplatform_v1
-
-        job = aiplatform_v1.BatchPredictionJob(
+        service = job_service()
+        job = service.BatchPredictionJob(
             display_name=spec.id,
             model=publisher_path(spec.model, spec.provider),
-            input_config=aiplatform_v1.BatchPredictionJob.InputConfig(
+            input_config=service.BatchPredictionJob.InputConfig(
                 instances_format="jsonl",
-                gcs_source=aiplatform_v1.GcsSource(uris=spec.uris),
+                gcs_source=service.GcsSource(uris=spec.uris),
             ),
             output_config=_output_config(spec),
             labels={
@@ -273,7 +270,7 @@ class Vertex:
             },
         )
         if spec.controls.kms_key:
-            job.encryption_spec = aiplatform_v1.EncryptionSpec(kms_key_name=spec.controls.kms_key)
+            job.encryption_spec = service.EncryptionSpec(kms_key_name=spec.controls.kms_key)
         if spec.controls.service_account:
             job.service_account = spec.controls.service_account
         created: BatchJob = self._client.create_batch_prediction_job(
