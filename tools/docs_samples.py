@@ -37,6 +37,7 @@ FOLDER = "/home/me/clone"
 FIRST_JOB = 2751784852711494009
 
 CLAUDE = "claude-sonnet-4-5"
+HAIKU_PRICE = "claude-haiku-5-5=0.1,0.5,cache_write=0.125,above=100000:0.5,2.5,cache_write=0.625"
 QUICKSTART_REQUESTS = (
     '{"key": "a", "params": {"max_tokens": 64, "messages": [{"role": "user", "content": '
     '"Review this diff."}]}}\n'
@@ -269,6 +270,19 @@ def generate(session: Session) -> dict[str, str]:
         "nightly-2",
         "--dedupe",
         "--dry-run",
+        "requests.jsonl",
+    )
+    # The catalogue's Claude Haiku 5.5 row as one --price word: two bands by prompt size.
+    samples["cost-price-band.txt"] = session.shown(
+        "plan",
+        "--provider",
+        "claude",
+        "--model",
+        "claude-haiku-5-5",
+        "--id",
+        "nightly-3",
+        "--price",
+        HAIKU_PRICE,
         "requests.jsonl",
     )
     samples["cli-doctor-local.txt"] = session.shown("doctor")

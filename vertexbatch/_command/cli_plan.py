@@ -22,11 +22,12 @@ from .._errors import InvalidRequestError
 from .._json import load_json
 from .._plans.budget import check_budget
 from .._plans.estimate import Plan
-from .._plans.prices import MAX_PRICE, Price
+from .._plans.prices import Price
 from .._providers import by_command
 from .._schemas.check import MAX_SCHEMA_BYTES, Schema, schema_of
 from .._submission.options import SubmitOptions
 from .cli_options import Seconds
+from .cli_price import parse_price
 
 __all__ = ["PayOnce", "echo_plan", "pay_options", "plan_lines", "plan_of", "plan_options"]
 
@@ -65,25 +66,6 @@ def in_flags(plan: Plan) -> Plan:
             assumption = assumption.replace(python, flag)
         said.append(assumption)
     return dataclasses.replace(plan, assumptions=tuple(said))
-
-
-def parse_price(text: str) -> Price:
-    """``--price MODEL=INPUT,OUTPUT``: online list dollars per million tokens, as ``Price`` takes
-    them (a plan bills batch at half)."""
-    model, _, rates = text.partition("=")
-    parts = rates.split(",")
-    try:
-        if not model or len(parts) != 2:
-            raise ValueError
-        list_input, list_output = (float(part) for part in parts)
-        return Price(model, list_input, list_output)
-    except (ValueError, InvalidRequestError):
-        raise click.BadParameter(
-            f"{text!r} is not MODEL=INPUT,OUTPUT: the online list price in US dollars per "
-            f"million input and output tokens, each a number from 0 to {MAX_PRICE:,} (e.g. "
-            "claude-opus-4-1=15,75; batch bills half)",
-            param_hint="--price",
-        ) from None
 
 
 def plan_lines(plan: Plan, what: str) -> list[str]:
@@ -270,10 +252,14 @@ def pay_options(command: Any, *, planning: bool = False) -> Any:
         click.option(
             "--price",
             multiple=True,
-            metavar="MODEL=INPUT,OUTPUT",
+            metavar="MODEL=INPUT,OUTPUT[,...]",
             help=f"{planned}MODEL's online list price in US dollars per million input and "
             "output tokens, as the pricing page prints it (a model family, e.g. "
-            "claude-opus-4-1=15,75); batch bills half. Over the shipped table; repeatable.",
+            "claude-opus-4-1=15,75); batch bills half. Then, optional, as Price names them: "
+            "cache_read=R, cache_write=W, and last above=N:INPUT,OUTPUT, the rates of prompts "
+            "over N tokens, with the band's own cache_read= and cache_write= after them (e.g. "
+            "claude-haiku-5-5=0.1,0.5,above=100000:0.5,2.5). Over the shipped table; "
+            "repeatable.",
         ),
         click.option(
             "--schema",

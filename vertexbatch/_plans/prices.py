@@ -104,7 +104,8 @@ class Price:
     """The online list prices of one model (or family), as the provider's pricing page prints
     them: ``input`` and ``output`` are US dollars per million input and output tokens, the
     online (not batch) rate. A plan's costs are at batch prices, these times ``BATCH_DISCOUNT``
-    (half). The command's ``--price MODEL=INPUT,OUTPUT`` takes the same two numbers.
+    (half). The command's ``--price MODEL=INPUT,OUTPUT`` takes the same two numbers, then
+    ``cache_read=``, ``cache_write=`` and ``above=N:INPUT,OUTPUT`` (``_command.cli_price``).
 
     ``match`` is a model family: a bare model id (no ``@version``, no publisher path), which
     matches itself and the ids that continue it after a ``-`` (``"claude-sonnet-4"`` matches
