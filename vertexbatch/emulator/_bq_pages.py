@@ -3,13 +3,14 @@
 bqemulator 1.4.0 sends a read stream's rows as Arrow record batches of up to 65,536 rows each
 (`bqemulator/grpc_api/read_servicer.py`, `_handle_read_rows`: `to_batches(max_chunksize=65536)`
 over the stream's slice, whose chunks are whatever DuckDB returned): a 10,000-row output table
-reached a reader as one message, a 100,000-row one as a few of 100 MB and more, each held
-whole by the reader. BigQuery bounds its pages: each `ReadRowsResponse` holds "one or more
-table rows, up to a maximum of 10 MiB per response" (google-cloud-bigquery-storage 2.43.0,
-`bigquery_storage_v1/client.py`, `BigQueryReadClient.read_rows`; the generated
-`services/big_query_read/client.py` says 128 MB), and the messages seen from it are a few MB:
-1,024 rows of 1.24 MiB (GoogleCloudDataproc/hadoop-connectors issue 245), 6.3 MB
-(googleapis/python-bigquery-storage issue 78).
+reached a reader as one message, and each 25,000-row stream of a 100,000-row one (1-2 KB rows)
+as one or two, each held whole by the reader. BigQuery bounds its pages: each
+`ReadRowsResponse` holds "one or more table rows, up to a maximum of 10 MiB per response"
+(google-cloud-bigquery-storage 2.43.0, `bigquery_storage_v1/client.py`,
+`BigQueryReadClient.read_rows`; the generated `services/big_query_read/client.py` says 128 MB),
+and the messages seen from it are a few MB: 1,024 rows of 1.24 MiB
+(GoogleCloudDataproc/hadoop-connectors issue 245), 6.3 MB (googleapis/python-bigquery-storage
+issue 78).
 
 So the stack sends at most ``PAGE_ROWS`` rows a page, fewer when the stream's rows average
 more than ``PAGE_BYTES / PAGE_ROWS`` bytes (never under one row): each stream's slice is cut
