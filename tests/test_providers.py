@@ -81,6 +81,14 @@ def test_the_columns_of_each_row() -> None:
     assert (claude.request, gemini.request) == (ClaudeRequest, GeminiRequest)
     assert (claude.id_field, gemini.id_field) == ("custom_id", KEY_FIELD)
     assert (claude.global_batch, gemini.global_batch) == (False, True)
+    # A sink's table is read by its id column where the id is one (tests/bigquery/test_table_reads)
+    sink_ids = {name: row.sink_id_column for name, row in PROVIDERS.items()}
+    assert sink_ids == {
+        "anthropic": "custom_id",
+        "google": None,
+        "embeddings": None,
+        "openmaas": "custom_id",
+    }
     assert (claude.tiers, gemini.tiers) == ({"standard"}, {"standard", "flex", "priority"})
     assert claude.method("submit") == "submit_claude"
     assert gemini.method("run") == "run_gemini"

@@ -140,6 +140,7 @@ class ProviderRow:
     line: Callable[..., StagedLine]  # (request, FieldTypes | None) -> the staged line
     check: Callable[[Any], None]  # (request) -> None, or InvalidRequestError: an unknown field
     id_field: str  # the field of an output row (and of an online answer's row) holding its id
+    sink_id_column: str | None  # the id column a sink table is read by (_bigquery.read); None: all
     read: Callable[..., Result]  # (response, *, key) -> the Result of a response object
     usual: UsualReader  # (response, key) -> the Result of the usual answer, else None (fast path)
     of_row: RowRequest  # (key, object, bad) -> the request of a BigQuery source's row
@@ -203,6 +204,7 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             line=claude_line,
             check=check_claude_fields,
             id_field="custom_id",
+            sink_id_column="custom_id",
             read=classify_claude_message,
             usual=read_usual_claude,
             of_row=claude_of_row,
@@ -227,6 +229,7 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             line=gemini_line,
             check=check_gemini_fields,
             id_field=KEY_FIELD,
+            sink_id_column=None,
             read=classify_gemini_response,
             usual=read_usual_gemini,
             of_row=gemini_of_row,
@@ -256,6 +259,7 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             line=embedding_line,
             check=check_embedding_fields,
             id_field=EMBEDDING_ID_FIELD,
+            sink_id_column=None,
             read=read_embedding,
             usual=read_usual_embedding,
             of_row=embeddings_of_row,
@@ -281,6 +285,7 @@ PROVIDERS: Final[Mapping[Provider, ProviderRow]] = MappingProxyType(
             line=chat_line,
             check=check_chat_fields,
             id_field="custom_id",
+            sink_id_column="custom_id",
             read=classify_chat_completion,
             usual=read_usual_chat,
             of_row=chat_of_row,

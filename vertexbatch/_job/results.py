@@ -21,6 +21,7 @@ from .._gcs.staging import Staging
 from .._json import load_json
 from .._observe.metrics import Telemetry
 from .._observe.progress import Meter, ProgressCallback, meter_of
+from .._providers import PROVIDERS
 from .._requests.dedupe import shared_result
 from .._requests.keymap import KeyMap, canonical_digest
 from .._rows.fast_path import row_fields, row_reader, shallow
@@ -166,8 +167,9 @@ def read_results(
             assert bigquery is not None
             dest = parse_dest(table)
             with job_errors(job.name, reading=table):
-                table_rows = bigquery.rows(dest, staging.limits.output_line)  # none matched yet
-                rows = _bytes_of(((row, raw, None) for row, raw in table_rows), meter)
+                sink_id = PROVIDERS[job.provider].sink_id_column  # None: rows read whole
+                read = bigquery.rows(dest, staging.limits.output_line, sink_id, keys.match_id)
+                rows = _bytes_of(read, meter)
                 results = read_rows(
                     rows, keys, taken, job, table, echoed=echoed, damaged=damaged, twins=twins
                 )

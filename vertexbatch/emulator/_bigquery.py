@@ -10,8 +10,12 @@ the evaluation and its gaps). Three settings make it start and serve here:
   HOME, where DuckDB looks (`$HOME/.duckdb/extensions/VERSION/PLATFORM/`), so nothing is fetched.
 - BQEMU_ENABLE_FORMAT_EXTENSIONS=false: no attempt to download the avro extension (used only by
   AVRO load and extract jobs).
-- BQEMU_WRITE_API_MAX_REQUEST_BYTES raised: it also sets the gRPC send cap, and a Storage read
-  sends up to 65,536 rows per message, past the 11 MiB default for rows of ~200 bytes.
+- BQEMU_WRITE_API_MAX_REQUEST_BYTES raised: it also sets the gRPC send cap, which a Storage read
+  page holding one row of more than 11 MiB (the default) would pass.
+
+It runs through `_bq_pages` (`python -c LAUNCH`), which bounds a Storage Read stream's pages as
+BigQuery does (at most 1,024 rows and about 10 MiB a message; bqemulator alone sends up to
+65,536 rows a message).
 
 The clients: `bigquery.Client` with the REST endpoint and anonymous credentials; the Storage
 clients on an insecure gRPC channel with no message-size caps (an `api_endpoint` alone would
@@ -33,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from vertexbatch.emulator._bq_pages import LAUNCH
 from vertexbatch.emulator._gcs import free_port
 
 if TYPE_CHECKING:
@@ -64,7 +69,7 @@ _MODULES = (
 )
 _START_ATTEMPTS = 3
 _READY_TIMEOUT = 60.0
-# 256 MiB: a Storage read message of 65,536 rows of up to ~4 KB each.
+# 256 MiB: a Storage write request, or a read page of one very long row.
 _MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 _GRPC_OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
 
@@ -227,7 +232,8 @@ def start_bigquery(
         grpc_ = grpc_port or free_port()
         log = open(log_path, "ab")  # noqa: SIM115 - closed by BigQueryServer.stop
         command = [
-            sys.executable, "-m", "bqemulator", "start",
+            sys.executable, "-c", LAUNCH, str(Path(__file__).with_name("_bq_pages.py")),
+            "start",
             "--rest-host", "127.0.0.1", "--rest-port", str(rest),
             "--grpc-host", "127.0.0.1", "--grpc-port", str(grpc_),
             "--project", project, "--log-level", "warning",
