@@ -174,18 +174,27 @@ def test_the_job_service_alone_then_the_whole_package_as_a_fresh_import_gives_it
 
 
 @pytest.mark.processes
-def test_imported_whole_first_its_own_classes() -> None:
+@pytest.mark.parametrize("first", ["whole", "job service"])
+def test_once_imported_whole_its_names_as_they_are_now(first: str) -> None:
+    """Imported whole (first, or after the job service), the package's own names, a test's
+    patch of one among them: as ``aiplatform_v1.JobServiceClient`` was read before."""
     found = _fresh(
-        """
+        f"""
         import json
-        from google.cloud import aiplatform_v1
         from vertexbatch._deferred.aiplatform import job_service
-        service = job_service()
-        print(json.dumps([service.JobServiceClient is aiplatform_v1.JobServiceClient,
+        if {first == "job service"}:
+            job_service()
+        from google.cloud import aiplatform_v1
+        original = aiplatform_v1.JobServiceClient
+        same = job_service().JobServiceClient is original
+        class Patched(original):
+            pass
+        aiplatform_v1.JobServiceClient = Patched
+        print(json.dumps([same, job_service().JobServiceClient is Patched,
                           "__getattr__" in vars(aiplatform_v1)]))
         """
     )
-    assert found == [True, False]
+    assert found == [True, True, False]
 
 
 @pytest.mark.processes

@@ -67,24 +67,24 @@ _SOURCES = {
 }
 
 
-@functools.cache
 def job_service() -> JobService:
-    """The job service's client and types, imported without the rest of ``aiplatform_v1``
-    unless it is imported already (then its own)."""
-    if PACKAGE not in sys.modules:
-        try:
-            return _from_modules()
-        except (ImportError, AttributeError):  # imported meanwhile, or laid out otherwise
-            pass
-    return _whole()
+    """The job service's client and types: ``aiplatform_v1``'s own names as they are now if the
+    package is imported whole (a test's patch of one among them), else imported from their
+    modules alone."""
+    package = sys.modules.get(PACKAGE)
+    if package is not None and not _is_deferred(package):
+        return _of(package)
+    try:
+        return _from_modules()
+    except (ImportError, AttributeError):  # imported meanwhile, or laid out otherwise
+        return _of(importlib.import_module(PACKAGE))
 
 
-def _whole() -> JobService:
-    from google.cloud import aiplatform_v1
-
-    return JobService(**{name: getattr(aiplatform_v1, name) for name in _SOURCES})
+def _of(package: ModuleType) -> JobService:
+    return JobService(**{name: getattr(package, name) for name in _SOURCES})
 
 
+@functools.cache
 def _from_modules() -> JobService:
     # Under the package's own import lock, which a thread importing it whole takes first: that
     # thread then waits, and finds the deferred package (or this one waits, and finds its
@@ -121,7 +121,7 @@ def _deferred(name: str) -> ModuleType:
     with _LOCK:
         existing = sys.modules.get(name)
         if existing is not None:
-            if isinstance(existing.__dict__.get("__getattr__"), _Getattr):
+            if _is_deferred(existing):
                 return existing
             raise ImportError(f"{name} is imported already")
         spec = importlib.util.find_spec(name)  # imports the parents (google.cloud)
@@ -191,6 +191,11 @@ class _Init:
                 self._runner = None
             self._ran = True
             del module.__dict__["__getattr__"], module.__dict__["__dir__"]
+
+
+def _is_deferred(module: ModuleType) -> bool:
+    """Whether ``module`` is a deferred package whose ``__init__`` has not run."""
+    return isinstance(module.__dict__.get("__getattr__"), _Getattr)
 
 
 def _is_submodule(package: ModuleType, attr: str) -> bool:
