@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from google.cloud import bigquery
 
 import vertexbatch as vb
 from tests.helpers import bigquery_reset
+from vertexbatch._lifecycle import endpoint_clients
 from vertexbatch.emulator import LocalStack
 
 
@@ -42,3 +45,25 @@ def bq_client(bq: LocalStack, bq_bucket: str) -> Iterator[vb.Client]:
     """A client on the BigQuery stack (its Storage Read API wired by ``LocalStack.client``)."""
     with bq.client(bucket=bq_bucket, prefix="jobs", retry=vb.RetryPolicy.no_wait()) as client:
         yield client
+
+
+@contextmanager
+def client_reading_with(
+    bq: LocalStack, bucket: str, read: Any, storage: str = ""
+) -> Iterator[vb.Client]:
+    """A client on the BigQuery stack that reads tables with ``read`` (a test's own Storage Read
+    client) and sends its GCS requests to ``storage`` (a gate in front of the stack's) if given."""
+    bq.create_bucket(bucket)
+    jobs, store, _ = endpoint_clients(
+        bq.vertex_endpoint, storage or bq.storage_endpoint, bq.project
+    )
+    client = vb.Client(
+        bq.project, bq.location, bucket, prefix="jobs", jobs=jobs, storage=store,
+        retry=vb.RetryPolicy.no_wait(), bigquery_read=read,
+    )  # fmt: skip
+    try:
+        with client:
+            yield client
+    finally:
+        jobs.transport.close()
+        store.close()  # type: ignore[no-untyped-call]

@@ -24,10 +24,10 @@ from google.cloud.bigquery_storage_v1.services.big_query_read.transports import 
 )
 
 import vertexbatch as vb
+from tests.bigquery.conftest import client_reading_with
 from tests.helpers import CLAUDE, GEMINI, claude_request
 from vertexbatch._bigquery.dest import parse_dest
 from vertexbatch._bigquery.read import READ_COLUMNS, BigQueryReader
-from vertexbatch._lifecycle import endpoint_clients
 from vertexbatch.emulator import JobOptions, LocalStack
 from vertexbatch.emulator._bq_pages import PAGE_ROWS
 
@@ -102,17 +102,9 @@ def recorded_client(stack: LocalStack) -> tuple[bigquery_storage_v1.BigQueryRead
 def recorded(bq: LocalStack, bq_bucket: str) -> Iterator[tuple[vb.Client, Recorder]]:
     """A client on the BigQuery stack whose Storage Read calls are recorded."""
     read, recorder = recorded_client(bq)
-    bq.create_bucket(bq_bucket)
-    jobs, store, _ = endpoint_clients(bq.vertex_endpoint, bq.storage_endpoint, bq.project)
-    client = vb.Client(
-        bq.project, bq.location, bq_bucket, prefix="jobs", jobs=jobs, storage=store,
-        retry=vb.RetryPolicy.no_wait(), bigquery_read=read,
-    )  # fmt: skip
-    with client:
+    with client_reading_with(bq, bq_bucket, read) as client:
         yield client, recorder
     read.transport.close()
-    jobs.transport.close()
-    store.close()  # type: ignore[no-untyped-call]
 
 
 def submitted(client: vb.Client, provider: str, id: str, texts: list[str], dest: str) -> vb.Job:

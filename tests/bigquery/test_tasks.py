@@ -36,13 +36,13 @@ from google.cloud.bigquery_storage_v1.services.big_query_read.transports import 
 )
 
 import vertexbatch as vb
+from tests.bigquery.conftest import client_reading_with
 from tests.bigquery.test_runs import output_tables, tables
 from tests.bigquery.test_source import body, make_table
 from tests.gcs_gate import Spoil, body_gate
 from tests.helpers import CLAUDE, advance_until_done, child_processes, jobs_in, task
 from vertexbatch._command.cli import main
 from vertexbatch._command.cli_render import ExitCode
-from vertexbatch._lifecycle import endpoint_clients
 from vertexbatch.emulator import LocalStack
 
 REQUESTS = [task(i) for i in range(40)]
@@ -72,19 +72,9 @@ def recorded(
     read = bigquery_storage_v1.BigQueryReadClient(  # type: ignore[no-untyped-call]
         transport=BigQueryReadGrpcTransport(channel=channel)
     )
-    bq.create_bucket(bucket)
-    jobs, store, _ = endpoint_clients(
-        bq.vertex_endpoint, storage or bq.storage_endpoint, bq.project
-    )
-    client = vb.Client(
-        bq.project, bq.location, bucket, prefix="jobs", jobs=jobs, storage=store,
-        retry=vb.RetryPolicy.no_wait(), bigquery_read=read,
-    )  # fmt: skip
-    with client:
+    with client_reading_with(bq, bucket, read, storage) as client:
         yield client, recorder
     channel.close()
-    jobs.transport.close()
-    store.close()  # type: ignore[no-untyped-call]
 
 
 @pytest.fixture
