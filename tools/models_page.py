@@ -44,7 +44,9 @@ table says so rather than guess.
   priced in two bands by prompt size shows both: *prompts up to N tokens* and *over* (a
   request is billed wholly in the band of its own prompt; *over: unknown*: a page says prompts
   over N cost more, and no page we read gives how much, so such a request is priced unknown;
-  see [Cost](cost.md#prices-in-bands-by-prompt-size)).
+  see [Cost](cost.md#prices-in-bands-by-prompt-size)). *until DATE*: a page says the rates hold
+  until that day (launch rates); a plan made after it prices the model unknown, never at
+  them (see [Cost](cost.md#prices-with-a-last-day)).
 - **flex**: listed for Flex PayGo (Gemini, `global` endpoint only), as its page's list read
   through a copy of 2026-08-20 (see [Platform facts](platform-facts.md)); a model launched
   since is not marked until a page lists it. `fallback_tier="flex"` is refused for a model

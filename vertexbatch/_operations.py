@@ -29,7 +29,7 @@ from ._observe.progress import Meter, finish, meter_of
 from ._plans.budget import budgeted
 from ._plans.count_tokens import token_counter
 from ._plans.estimate import Plan, build_plan, submitted_plan
-from ._plans.prices import Price
+from ._plans.prices import Price, today_utc
 from ._providers import PROVIDERS, checked_model, job_limits
 from ._requests.dedupe import dedupe as dedupe_lines
 from ._rules import check_id, check_job, check_keys, check_own_id, next_attempt_id
@@ -81,7 +81,7 @@ def submit(
     if options.budget is not None:  # held to its plan before any cloud call (the lines: local)
         lines = budgeted(provider, model, lines, options.budget, f"submission {id!r}",
                          prices=options.prices, dedupe=options.dedupe, canary=options.canary,
-                         limits=cloud.staging.limits)  # fmt: skip
+                         limits=cloud.staging.limits, today=today_utc())  # fmt: skip
     lines, canary = canaried(cloud, id, provider, model, lines, options.canary,
                              prices=options.prices)  # fmt: skip
     if options.dedupe:
@@ -157,6 +157,7 @@ def _plan(
     controls = options.controls(cloud.location)  # checked as submit and run check them
     cloud = replace(cloud, staging=cloud.staging.keyed(controls.kms_key))  # the key's cache
     dedupe, cache = options.dedupe, options.cache
+    today = today_utc()  # the day of the plan: a price's last day is held to it
     if shard_size is not None and (type(shard_size) is not int or shard_size < 1):
         raise InvalidRequestError(
             f"shard_size must be at least 1, got {shard_size!r}", field="shard_size"
@@ -172,7 +173,7 @@ def _plan(
     if options.budget is not None:  # as submit and run hold it: estimated, the cache not asked
         budgeted(provider, model, held, options.budget, f"{'run' if shard_size else 'submission'} "
                  f"{id!r}", prices=prices, dedupe=dedupe, shard_size=shard_size,
-                 limits=cloud.staging.limits, canary=options.canary)  # fmt: skip
+                 limits=cloud.staging.limits, canary=options.canary, today=today)  # fmt: skip
     if shard_size is not None:  # what run_claude / run_gemini refuse before any cloud call
         check_run_dest(options.dest)  # a dataset, never a table
         check_run_id(id)
@@ -196,7 +197,7 @@ def _plan(
         )
         if found is not None:
             job, cached = found
-            return submitted_plan(provider, model, held, job.name, cached, prices)
+            return submitted_plan(provider, model, held, job.name, cached, prices, today=today)
     else:  # what the run id already holds: starting these would rejoin it, or be refused
         holding = (
             functools.partial(held_run, dest=options.dest, fallback_tier=tier)
@@ -222,9 +223,8 @@ def _plan(
             controls=controls,
         )
         if run is not None:
-            return submitted_plan(
-                provider, model, held, f"run:{id}", run[1], prices, said=_rejoined(run)
-            )
+            return submitted_plan(provider, model, held, f"run:{id}", run[1], prices,
+                                  said=_rejoined(run), today=today)  # fmt: skip
     count = token_counter(cloud, provider, model) if count_tokens else None
     lookup = None
     claimed = None
@@ -260,6 +260,7 @@ def _plan(
         limits=cloud.staging.limits,
         files=files,
         canary=options.canary,
+        today=today,
     )
 
 
@@ -358,7 +359,7 @@ def start_run(
     meter = meter_of(options.progress, "stage", requests)
     lines, _ = request_lines(cloud, provider, requests, options, meter, share)  # the ledger's rows
     if options.budget is not None:  # the whole run's plan (a task's: its part), before staging
-        lines = budgeted(provider, model, lines, options.budget, f"run {id!r}",
+        lines = budgeted(provider, model, lines, options.budget, f"run {id!r}", today=today_utc(),
                          prices=options.prices, dedupe=options.dedupe, shard_size=shard_size,
                          limits=cloud.staging.limits, canary=options.canary)  # fmt: skip
     lines, canary = canaried(cloud, id, provider, model, lines, options.canary, run=True,

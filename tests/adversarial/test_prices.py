@@ -62,6 +62,7 @@ def test_the_same_numbers_give_the_same_cost_in_the_command_and_in_python(
         "cache_read": None,
         "cache_write": None,
         "above": None,  # no band over a prompt size (--price gives one rate)
+        "until": None,  # no last day (--price gives none)
     }
     assert command["cost_low"] == pytest.approx(python.cost_low)
     assert command["cost_high"] == pytest.approx(python.cost_high)

@@ -21,6 +21,9 @@ def test_models_lists_every_catalogued_model_with_its_facts() -> None:
     assert "anthropic" in opus and "batch=yes" in opus and "flex=no" in opus
     assert "locations=eu,global,us" in opus and "schema=tool" in opus
     assert "$4 in / $20 out / $0.2 cache read / $5 cache write" in opus
+    # Launch rates carry the last day they hold.
+    flash = next(line for line in lines if line.startswith("gemini-3.8-flash "))
+    assert flash.endswith("$0.75 in / $3.75 out / $0.075 cache read, until 2026-12-31")
     fable = next(line for line in lines if line.startswith("claude-fable-5-2 "))
     assert fable.endswith("unknown")  # no page prices it
     assert f"{len(lines)} models" in shown.stderr
@@ -35,6 +38,7 @@ def test_models_json_gives_each_fact_with_its_sources() -> None:
     assert flash["batch"] is True and flash["flex"] is False
     assert flash["rates"] == {
         "input": 0.3, "output": 2.5, "cache_read": 0.03, "cache_write": None, "above": None,
+        "until": None,
     }  # fmt: skip
     # A model priced in bands by prompt size gives its band over the threshold.
     pro = next(r for r in records if r["id"] == "gemini-2.5-pro")
@@ -42,6 +46,8 @@ def test_models_json_gives_each_fact_with_its_sources() -> None:
         "prompt_tokens": 200_000, "input": None, "output": None, "cache_read": None,
         "cache_write": None,
     }  # fmt: skip
+    launch = next(r for r in records if r["id"] == "gemini-3.8-flash")
+    assert launch["rates"]["until"] == "2026-12-31"  # an ISO day, JSON-ready
     assert all(s["url"].startswith("https://") and s["read"] for s in flash["sources"])
     assert set(flash) == {
         "id", "name", "publisher", "batch", "locations", "rates", "flex", "concurrent_jobs",

@@ -58,6 +58,7 @@ def test_price_gives_the_cost_at_half_those_list_prices(dry_run: Callable[..., R
         "cache_read": None,
         "cache_write": None,
         "above": None,  # no band over a prompt size (--price gives one rate)
+        "until": None,  # no last day (--price gives none)
     }
     assert plan["cost_low"] == pytest.approx(plan["input_tokens"] * 2.5 / 1e6)
     assert plan["cost_high"] == pytest.approx(

@@ -144,6 +144,7 @@ def test_a_plan_prices_its_request_in_its_band_as_python_does(
             "prompt_tokens": threshold, "input": 10.0, "output": 20.0, "cache_read": None,
             "cache_write": 25.0,
         },
+        "until": None,
     }  # fmt: skip
     over = offset < 0
     rates = (10, 20) if over else (1, 2)

@@ -204,6 +204,14 @@ def cost(client: vb.Client, requests: list[vb.ClaudeRequest]) -> float | None:
     )
     run = client.run_gemini("g", "gemini-3.8-flash", [vb.GeminiRequest("k", "...")], dedupe=True)
     assert shared is not None and run.keys and gemini.jobs >= 0
+    # Launch rates with a last day; a spend priced on the day the job was created.
+    launch = vb.Price("gemini-3.8-flash", 0.75, 3.75, until=datetime(2026, 12, 31).date())
+    dated: vb.Plan = client.plan_gemini("g", "gemini-3.8-flash", [], prices=[launch])
+    until: str = dated.price_until
+    created = client.status(job).created
+    day = None if created is None else created.astimezone(UTC).date()
+    meter = vb.SpendMeter(job.provider, job.model, priced_on=day)
+    assert until is not None and meter.spend.dollars is not None
     return plan.cost_high
 
 

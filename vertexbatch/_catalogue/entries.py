@@ -3,6 +3,7 @@ with the package)."""
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import functools
 import tomllib
@@ -62,13 +63,17 @@ class Rates:
     ``cache_read``: a cache hit (Gemini: the implicit-cache rate); ``cache_write``: a cache
     write (Claude: the 5-minute write, ``cache_control``'s default ttl). ``above``: the band
     of prompts over a size, where the page prices the model in two (``None``: one flat rate
-    for every prompt); the rates here are then those of prompts up to its threshold."""
+    for every prompt); the rates here are then those of prompts up to its threshold.
+    ``until``: the last day a source says these rates hold (launch rates with an end date);
+    after it they are not known, and a plan prices the model unknown (``None``: no end
+    given)."""
 
     input: float
     output: float
     cache_read: float | None = None
     cache_write: float | None = None
     above: Band | None = None
+    until: datetime.date | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +135,8 @@ def bare_id(model: str) -> str:
 
 _KEYS = frozenset(
     {
-        "id", "name", "publisher", "batch", "locations", "rates", "rates_above", "flex",
-        "concurrent_jobs", "job_rows", "job_bytes", "structured_output", "sources",
+        "id", "name", "publisher", "batch", "locations", "rates", "rates_above", "rates_until",
+        "flex", "concurrent_jobs", "job_rows", "job_bytes", "structured_output", "sources",
     }
 )  # fmt: skip
 STRUCTURED_FORMS = frozenset({"", "tool", "responseSchema"})
@@ -172,6 +177,23 @@ def _band(row: dict[str, Any], file: str) -> Band | None:
     return Band(**given)
 
 
+def _until(row: dict[str, Any], file: str) -> datetime.date | None:
+    """The row's ``rates_until``: a TOML date (``None`` without one)."""
+    given = row.get("rates_until")
+    if given is None:
+        return None
+    name = f"{file}: model {row.get('id')!r}: rates_until"
+    if not row.get("rates"):
+        raise ValueError(f"{name} without rates: it is the last day the rates hold")
+    # A TOML date-time parses as a datetime, a date's subclass: a day is asked for, not a time.
+    if not isinstance(given, datetime.date) or isinstance(given, datetime.datetime):
+        raise ValueError(
+            f"{name} must be a TOML date, the last day the rates hold (rates_until = "
+            f"2026-12-31, unquoted, no time), got {given!r:.40}"
+        )
+    return given
+
+
 def _model(row: dict[str, Any], file: str = CATALOGUE_FILE.name) -> Model:
     unknown = set(row) - _KEYS
     if unknown:  # a misspelt key would otherwise drop a fact silently
@@ -184,12 +206,13 @@ def _model(row: dict[str, Any], file: str = CATALOGUE_FILE.name) -> Model:
         )
     rates = row.get("rates")
     above = _band(row, file)
+    until = _until(row, file)
     return Model(
         id=row["id"],
         publisher=row["publisher"],
         batch=bool(row.get("batch", False)),
         locations=frozenset(row.get("locations", ())),
-        rates=Rates(**rates, above=above) if rates else None,
+        rates=Rates(**rates, above=above, until=until) if rates else None,
         flex=bool(row.get("flex", False)),
         sources=tuple(Source(**source) for source in row.get("sources", ())),
         name=row.get("name", ""),
@@ -207,7 +230,8 @@ def catalogue_from(path: Path) -> tuple[Model, ...]:
 
     Raises:
         ValueError: a row with a key the catalogue does not know, a bad
-            ``structured_output`` or a bad ``rates_above``, naming the file and the model.
+            ``structured_output``, a bad ``rates_above`` or a ``rates_until`` that is not a
+            date, naming the file and the model.
     """
     with path.open("rb") as file:
         data = tomllib.load(file)

@@ -372,7 +372,7 @@ def results(submission_id: str, only: tuple[str, ...], as_json: bool) -> None:
             keys=job.keys,
             where=f"job {st.state}{note}",
             summary=summary if as_json else None,
-            meter=job_meter(client, job),
+            meter=job_meter(client, job, st.created),
         )
 
 

@@ -37,6 +37,7 @@ def model_record(model: Model) -> dict[str, Any]:
             "above": None
             if rates.above is None
             else {name: getattr(rates.above, name) for name in BAND_FIELDS},
+            "until": None if rates.until is None else rates.until.isoformat(),
         },
         "flex": model.flex,
         "concurrent_jobs": model.concurrent_jobs,
@@ -50,16 +51,17 @@ def model_record(model: Model) -> dict[str, Any]:
 def price_cells(model: Model) -> str:
     """Its online list prices per million tokens in words: ``$4 in / $20 out / $0.2 cache read /
     $5 cache write``; a banded model's both bands (``prompts up to 100,000 tokens: ...; over:
-    ...``); ``unknown`` when no source prices it."""
+    ...``); ``unknown`` when no source prices it. Rates a source says hold until a day end
+    with it: ``..., until 2026-12-31`` (after it a plan prices the model unknown)."""
     rates = model.rates
     if rates is None:
         return "unknown"
     cells = _cells(rates)
     band = rates.above
-    if band is None:
-        return cells
-    over = "unknown" if band.input is None else _cells(band)
-    return f"prompts up to {band.prompt_tokens:,} tokens: {cells}; over: {over}"
+    if band is not None:
+        over = "unknown" if band.input is None else _cells(band)
+        cells = f"prompts up to {band.prompt_tokens:,} tokens: {cells}; over: {over}"
+    return cells if rates.until is None else f"{cells}, until {rates.until.isoformat()}"
 
 
 def _cells(rates: Rates | Band) -> str:

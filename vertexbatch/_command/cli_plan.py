@@ -33,7 +33,10 @@ __all__ = ["PayOnce", "echo_plan", "pay_options", "plan_lines", "plan_of", "plan
 
 
 def _unknown_cost(plan: Plan) -> str:
-    """Why a plan's cost is unknown: no price, or requests in a band whose rates are unknown."""
+    """Why a plan's cost is unknown: no price, one that holds no longer, or requests in a band
+    whose rates are unknown."""
+    if plan.price_until:
+        return f"unknown (the price read holds until {plan.price_until})"
     band = None if plan.price is None else plan.price.above
     if band is None:
         return "unknown (no price known)"

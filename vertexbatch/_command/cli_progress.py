@@ -20,6 +20,7 @@ import stat
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
 import click
@@ -218,11 +219,13 @@ def key_counts(client: Client, job: Job) -> KeyCounts:
     return KeyCounts(manifest.rows, manifest.key_count, manifest.cached)
 
 
-def job_meter(client: Client, job: Job) -> SpendMeter:
+def job_meter(client: Client, job: Job, created: datetime | None = None) -> SpendMeter:
     """A ``SpendMeter`` for ``job``'s results that has counted its canary: the usage of the
     answers sent online before the rows were staged, which the id's manifest records
-    (``Manifest.canary``), at the tier each was billed at. One small read."""
-    meter = SpendMeter(job.provider, job.model)
+    (``Manifest.canary``), at the tier each was billed at. One small read. Priced on the day
+    the job was created (``Status.created``, UTC) where Vertex said, else today."""
+    day = None if created is None else created.astimezone(UTC).date()
+    meter = SpendMeter(job.provider, job.model, priced_on=day)
     manifest = read_manifest(client._cloud.staging, job.id)
     if manifest is not None:
         count_tiers(meter, manifest.canary)

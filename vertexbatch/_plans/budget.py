@@ -5,11 +5,13 @@ The figure held to the budget is the plan's upper bound, ``Plan.cost_high``: the
 (estimated at about 4 characters a token) plus every line writing its whole output ceiling
 (``max_tokens``), at batch prices. The answer cache is not asked (that is a cloud call, and a
 cache=True submission writes while it looks): cached keys count as sent. A model with no price
-is refused with a budget, since its plan's cost is unknown.
+is refused with a budget, since its plan's cost is unknown; so is a model whose price read holds
+only until a day before the plan's (``Plan.price_until``).
 """
 
 from __future__ import annotations
 
+import datetime
 import math
 from collections.abc import Iterable, Iterator
 
@@ -52,6 +54,15 @@ def hold_to_budget(plan: Plan, budget: float, what: str) -> None:
     Raises:
         InvalidRequestError (``field="budget"``): naming the plan's figure and the budget."""
     band = None if plan.price is None else plan.price.above
+    if plan.cost_high is None and plan.price_until:
+        raise InvalidRequestError(
+            f"{what}: budget=${budget:,.2f} given but the price read for model {plan.model!r} "
+            f"holds until {plan.price_until}, before the day of this plan (UTC), so its cost "
+            "is unknown; pass its current online list prices, prices=[vertexbatch.Price("
+            f"{plan.model.partition('@')[0]!r}, input=..., output=...)] (--price "
+            "MODEL=INPUT,OUTPUT on the command): nothing was staged",
+            field="budget",
+        )
     if plan.cost_high is None and band is not None:
         raise InvalidRequestError(
             f"{what}: budget=${budget:,.2f} given but some of its requests have prompts over "
@@ -94,10 +105,12 @@ def budgeted(
     shard_size: int | None = None,
     limits: Limits = DEFAULT_LIMITS,
     canary: int = 0,
+    today: datetime.date,
 ) -> Iterator[StagedLine]:
     """``lines``, held in memory and planned (their first ``canary`` to be sent online
     first), once their plan is within ``budget``; their submission goes on with them (a
-    generator of requests is read whole first).
+    generator of requests is read whole first). ``today``: the day of the plan (UTC), as
+    ``build_plan`` takes it.
 
     Raises:
         InvalidRequestError: what the plan refuses (as submit would), or over the budget."""
@@ -111,6 +124,7 @@ def budgeted(
         shard_size=shard_size,
         limits=limits,
         canary=canary,
+        today=today,
     )
     hold_to_budget(plan, budget, what)
     return iter(held)

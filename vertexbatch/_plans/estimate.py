@@ -9,6 +9,7 @@ request's ``max_tokens`` (Gemini ``maxOutputTokens``) as the output ceiling.
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -22,7 +23,7 @@ from .._staged.manifest import Tally
 from .._values import Provider
 from .bands import band_cost, band_said
 from .canary import canary_cost, canary_said, too_few_requests
-from .prices import BATCH_DISCOUNT, PRICES, Price, price_of
+from .prices import BATCH_DISCOUNT, PRICES, Price, lapsed, price_of
 
 __all__ = ["Plan", "build_plan", "cache_said", "estimate_tokens", "output_ceiling"]
 
@@ -50,7 +51,10 @@ class Plan:
         max_output_tokens: the sum of the lines' output ceilings (``max_tokens``).
         cost_low / cost_high: US dollars at batch prices: input only, and input plus every
             line writing its whole output ceiling. ``None`` when no price is known.
-        price: the online list price used (``None``: unknown model, pass ``prices=``).
+        price: the online list price used (``None``: unknown model, pass ``prices=``; or its
+            price no longer holds, ``price_until``).
+        price_until: the last day the price found for the model holds (ISO), when the plan is
+            made after it (UTC): ``price`` is then ``None`` and the costs unknown; ``""`` else.
         assumptions: what the figures rest on, in words.
         submitted: the job the id already holds for these requests (``cached:ID`` for one
             answered from the cache; ``run:ID`` for a run plan of a run the id already holds):
@@ -83,11 +87,14 @@ class Plan:
     canary: int = 0
     canary_cost_low: float | None = 0.0
     canary_cost_high: float | None = 0.0
+    price_until: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (what ``--dry-run --json`` prints)."""
         data = asdict(self)
         data["assumptions"] = list(self.assumptions)
+        if self.price is not None and self.price.until is not None:
+            data["price"]["until"] = self.price.until.isoformat()
         return data
 
 
@@ -137,6 +144,7 @@ def build_plan(
     limits: Limits = DEFAULT_LIMITS,
     files: Mapping[str, int] | None = None,
     canary: int = 0,
+    today: datetime.date,
 ) -> Plan:
     """The plan of submitting ``lines`` (validated as submit validates them).
 
@@ -151,6 +159,8 @@ def build_plan(
         files: the generation of each ``gs://`` object the requests name, as the cache keys
             them (``_cache.files``).
         canary: the first this many requests are sent online first (``_plans.canary``).
+        today: the day the plan is made (UTC; the caller's clock): a price that holds only
+            until an earlier day is not used (``prices.lapsed``).
 
     Raises:
         InvalidRequestError: what submit would refuse (a bad request, a repeated key, more than
@@ -208,15 +218,18 @@ def build_plan(
         tokens = list(count(bodies))
     input_tokens = sum(tokens)
     ceiling = sum(r.ceiling for r in send)
-    price = price_of(model, prices)
+    price, until = _price_on(model, prices, today)
     low = high = None
     over = 0
     if price is not None:  # each request in the band of its own prompt (``bands``)
         ceilings = [r.ceiling for r in send]
         low, high, over = band_cost(price, zip(tokens, ceilings, strict=True), BATCH_DISCOUNT)
     assumptions.extend(
-        _assumptions(provider, model, price, exact=exact, dedupe=dedupe, cache=lookup is not None)
-    )
+        _assumptions(
+            provider, model, price, exact=exact, dedupe=dedupe, cache=lookup is not None,
+            until=until, today=today,
+        )
+    )  # fmt: skip
     if price is not None and price.above is not None:
         assumptions.append(band_said(price, over))
     distinct = len({r.exact for r in rows})
@@ -245,7 +258,19 @@ def build_plan(
         canary=canary,
         canary_cost_low=canary_low,
         canary_cost_high=canary_high,
+        price_until=until,
     )
+
+
+def _price_on(
+    model: str, prices: Iterable[Price], today: datetime.date
+) -> tuple[Price | None, str]:
+    """The price of ``model`` on ``today``, and the last day (ISO) of the one found when it
+    no longer holds (the price is then ``None``: the old figure is never used)."""
+    price = price_of(model, prices)
+    if price is not None and price.until is not None and lapsed(price, today):
+        return None, price.until.isoformat()
+    return price, ""
 
 
 def _canary(
@@ -277,9 +302,12 @@ def submitted_plan(
     cached: int,
     prices: Iterable[Price] = (),
     said: str = "",
+    *,
+    today: datetime.date,
 ) -> Plan:
     """The plan of requests the id already holds as ``job``: nothing to send or pay.
-    ``said`` says so in other words (a run's)."""
+    ``said`` says so in other words (a run's). ``today``: as ``build_plan`` takes it."""
+    price, until = _price_on(model, prices, today)
     return Plan(
         provider=provider,
         model=model,
@@ -294,7 +322,8 @@ def submitted_plan(
         tokens_exact=True,
         cost_low=0.0,
         cost_high=0.0,
-        price=price_of(model, prices),
+        price=price,
+        price_until=until,
         assumptions=(
             said
             or f"already submitted as job {job}: submitting these requests under this id again "
@@ -305,7 +334,15 @@ def submitted_plan(
 
 
 def _assumptions(
-    provider: Provider, model: str, price: Price | None, *, exact: bool, dedupe: bool, cache: bool
+    provider: Provider,
+    model: str,
+    price: Price | None,
+    *,
+    exact: bool,
+    dedupe: bool,
+    cache: bool,
+    until: str,
+    today: datetime.date,
 ) -> list[str]:
     said = [
         "input tokens counted by the provider's count-tokens API on Vertex"
@@ -315,7 +352,12 @@ def _assumptions(
         PROVIDERS[provider].ceiling_said,
         "cost range: low = input only; high = every line writing its whole output ceiling",
     ]
-    if price is None:
+    if until:  # a price was found, and holds no longer: its figure is not used
+        said.append(
+            f"no price known for model {model!r} on {today.isoformat()} (UTC, the day of this "
+            f"plan): the price read holds until {until}; pass prices= for a cost"
+        )
+    elif price is None:
         said.append(
             f"no price known for model {model!r}: the shipped table (of {PRICES.date}) prices "
             "only the model families it lists (vertexbatch.PRICES); pass prices= for a cost"
@@ -332,6 +374,11 @@ def _assumptions(
                 else "regional and long-context rates are not modelled"
             )
         )
+        if price.until is not None:
+            said.append(
+                f"the price read holds until {price.until.isoformat()}: a plan made after it "
+                "prices the model unknown"
+            )
         said.append(cache_said(provider, price))
     if cache:
         said.append("cached keys are answered from the answer cache: nothing sent, nothing paid")

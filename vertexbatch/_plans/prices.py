@@ -6,10 +6,13 @@ batch prediction bills them at half (``BATCH_DISCOUNT``). They are for an estima
 paying, not a bill: regional prices, long-context tiers (over 200,000 input tokens) and contract
 discounts are not modelled; the cache rates are carried where a page prints them. Callers with
 their own rates pass ``Price`` values (``prices=`` on ``plan_*``; the command uses the table).
+Rates a source says hold until a day carry it (``Price.until``): past it, ``lapsed`` says so and
+the cost is unknown, never the old figure.
 """
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Self
@@ -24,7 +27,9 @@ __all__ = [
     "Price",
     "PriceBand",
     "PriceTable",
+    "lapsed",
     "price_of",
+    "today_utc",
 ]
 
 # Vertex AI bills batch prediction at 50% of the online rate, for Claude and Gemini alike.
@@ -120,10 +125,15 @@ class Price:
     prompt is over its threshold (``PriceBand``); the rates here are then those of prompts up
     to it. ``None``: one rate for every prompt.
 
+    ``until``: the last day these rates are known to hold (a ``datetime.date``: launch rates
+    a page gives an end for). A plan made after it, or a spend priced after it (the day the
+    job was created), takes the model's price as unknown rather than this figure. ``None``: no
+    end known.
+
     Raises:
         InvalidRequestError (``field="prices"``): no ``match``, a price that is not a number
-            of dollars from 0 to ``MAX_PRICE`` (NaN, infinite, negative, absurd), or an
-            ``above`` that is not a ``PriceBand``.
+            of dollars from 0 to ``MAX_PRICE`` (NaN, infinite, negative, absurd), an
+            ``above`` that is not a ``PriceBand``, or an ``until`` that is not a date.
     """
 
     match: str
@@ -132,6 +142,7 @@ class Price:
     cache_read: float | None = None
     cache_write: float | None = None
     above: PriceBand | None = None
+    until: datetime.date | None = None
 
     def __post_init__(self) -> None:
         if not self.match or not isinstance(self.match, str):
@@ -145,6 +156,15 @@ class Price:
             raise InvalidRequestError(
                 f"Price {self.match!r}: above must be a vertexbatch.PriceBand, got "
                 f"{type(self.above).__name__}",
+                field="prices",
+            )
+        until = self.until  # a datetime is a date's subclass: a day is asked for, not a time
+        if until is not None and (
+            not isinstance(until, datetime.date) or isinstance(until, datetime.datetime)
+        ):
+            raise InvalidRequestError(
+                f"Price {self.match!r}: until must be a datetime.date, the last day the rates "
+                f"hold, got {until!r:.40}",
                 field="prices",
             )
 
@@ -174,6 +194,7 @@ def _shipped() -> PriceTable:
             rates.cache_read,
             rates.cache_write,
             None if rates.above is None else PriceBand(**_fields(rates.above)),
+            rates.until,
         )
         for model, rates in rows
     ]
@@ -204,7 +225,8 @@ PRICES = _shipped()
 
 def price_of(model: str, prices: Iterable[Price] = ()) -> Price | None:
     """The price of ``model``: the caller's table first (by family, the longest match), then
-    ``PRICES`` (the row of ``model``'s own catalogue entry only); ``None`` if unknown."""
+    ``PRICES`` (the row of ``model``'s own catalogue entry only); ``None`` if unknown. Whether
+    it still holds on a given day is ``lapsed``'s to say (a plan and a spend ask)."""
     given = tuple(prices)
     if not all(isinstance(p, Price) for p in given):
         raise InvalidRequestError("prices must be vertexbatch.Price values", field="prices")
@@ -214,3 +236,15 @@ def price_of(model: str, prices: Iterable[Price] = ()) -> Price | None:
         return max(found, key=lambda p: len(p.match))
     entry = model_entry(model)
     return next((p for p in PRICES if entry is not None and p.match == entry.id), None)
+
+
+def lapsed(price: Price | None, on: datetime.date) -> bool:
+    """Whether ``price`` no longer holds on the day ``on`` (past its ``until``): its figure is
+    then not used, and the cost is unknown. The callers pass the day (the plan's, UTC)."""
+    return price is not None and price.until is not None and on > price.until
+
+
+def today_utc() -> datetime.date:
+    """Today in UTC: the day a plan is made, for the boundaries that make one (the functions
+    here and in ``estimate`` take the day as a value and never read the clock)."""
+    return datetime.datetime.now(datetime.UTC).date()

@@ -25,11 +25,14 @@ batch share and cache rules as above. A record's sums of many answers are priced
 where their names say which (``bands.summed_rates``).
 
 A model with no price, a tier whose share is not known, or an answer in a band whose rates are
-not known makes the spend unknown (``Spend.dollars is None``), never 0.
+not known makes the spend unknown (``Spend.dollars is None``), never 0; so does a price that
+holds only until a day before the one the usage is priced on (``SpendMeter``'s ``priced_on``:
+the day the job was created where known, else today, UTC).
 """
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -38,7 +41,7 @@ from .._errors import InvalidRequestError
 from .._staged.usage import TierUsage
 from .._values import Provider, Result, Usage
 from .bands import base_tier, summed_rates
-from .prices import BATCH_DISCOUNT, Price, price_of
+from .prices import BATCH_DISCOUNT, Price, lapsed, price_of, today_utc
 
 __all__ = [
     "CACHE_BILLING",
@@ -260,14 +263,29 @@ class SpendMeter:
     Args:
         provider / model: the job's (``Job.provider``, ``Job.model``).
         prices: the caller's prices, before the shipped table (as ``plan_*`` takes them).
+        priced_on: the day the usage is priced on: the day the job was created (UTC) where
+            known; ``None``: today (UTC). A price that holds only until an earlier day
+            (``Price.until``) is not used: the spend is unknown, and its notes say why.
     """
 
-    def __init__(self, provider: Provider, model: str, prices: Iterable[Price] = ()) -> None:
+    def __init__(
+        self,
+        provider: Provider,
+        model: str,
+        prices: Iterable[Price] = (),
+        *,
+        priced_on: datetime.date | None = None,
+    ) -> None:
         if provider not in CACHE_BILLING:
             raise InvalidRequestError(f"unknown provider {provider!r:.40}", field="provider")
         self._provider: Provider = provider
         self._model = model
-        self._price = price_of(model, prices)
+        found = price_of(model, prices)
+        on = today_utc() if priced_on is None else priced_on
+        # The price found, unless it holds no longer on that day: then its last day, for notes.
+        self._lapsed = found.until if found is not None and lapsed(found, on) else None
+        self._on = on
+        self._price = None if self._lapsed is not None else found
         self._dollars = 0.0
         self._unknown_tiers: set[str] = set()
         self._unknown_bands: list[str] = []  # why some answers' band could not be priced
@@ -315,7 +333,14 @@ class SpendMeter:
         """The spend of the results counted so far."""
         notes: list[str] = []
         dollars: float | None = self._dollars
-        if self._price is None:
+        if self._lapsed is not None:
+            dollars = None
+            notes.append(
+                f"the price read for model {self._model!r} holds until "
+                f"{self._lapsed.isoformat()}, before {self._on.isoformat()} (the day its usage "
+                "is priced, UTC): pass prices=[vertexbatch.Price(...)]"
+            )
+        elif self._price is None:
             dollars = None
             notes.append(
                 f"no price known for model {self._model!r}: pass prices=[vertexbatch.Price(...)]"
@@ -383,9 +408,11 @@ def spend_of(
     *,
     tier: str = "batch",
     prices: Iterable[Price] = (),
+    priced_on: datetime.date | None = None,
 ) -> Spend:
-    """The spend of ``results`` (a finished job's, say) billed at ``tier``."""
-    meter = SpendMeter(provider, model, prices)
+    """The spend of ``results`` (a finished job's, say) billed at ``tier``, priced on the day
+    ``priced_on`` (``SpendMeter``'s)."""
+    meter = SpendMeter(provider, model, prices, priced_on=priced_on)
     for result in results:
         meter.add(result, tier)
     return meter.spend
