@@ -12,7 +12,7 @@ import pytest
 
 import vertexbatch as vb
 from vertexbatch._requests.importer_types import FieldTypes
-from vertexbatch._requests.key_index import DigestIndex, KeyList
+from vertexbatch._requests.key_index import DigestIndex, KeyList, hex_words
 from vertexbatch._requests.keymap import KeyMap, digest_text, key_digest
 from vertexbatch._requests.lines import claude_line, gemini_line
 
@@ -167,3 +167,13 @@ def test_staged_bytes_and_digests_of_fixed_requests_are_unchanged() -> None:
     assert gemini.key_record() == (
         b'["doc-2","k664b4034b8fc71c0322dbf8d32631aed","3d31a43fd502b2adf62174866f82327f"]\n'
     )
+
+
+def test_hex_words_are_what_int_reads_of_each_word() -> None:
+    words = [b"0000000000000000", b"ffffffffffffffff", b"8000000000000001", b"0123456789abcdef"]
+    assert list(hex_words(b"".join(words))) == [int(w, 16) for w in words]
+    assert list(hex_words(b"")) == []
+    with pytest.raises(ValueError, match="16 digits"):
+        hex_words(b"0123")
+    with pytest.raises(ValueError):
+        hex_words(b"zz" * 8)

@@ -12,16 +12,32 @@ lead to their own keys.
 from __future__ import annotations
 
 import operator
+import sys
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate, islice, repeat
 from typing import overload
 
-__all__ = ["DigestIndex", "KeyList"]
+__all__ = ["DigestIndex", "KeyList", "hex_words"]
 
 _HALF = 64
 _LOW = (1 << _HALF) - 1
 _ENTRY_BITS = 32  # an entry's number in the sorted index's packed sort key
+
+
+def hex_words(text: bytes) -> array[int]:
+    """Numbers of 16 hex digits each, joined (``b"00ff..."``), as 64-bit words, in order: what
+    ``int(word, 16)`` gives each, read in C.
+
+    Raises:
+        ValueError: ``text`` is not hex digits, or not a whole number of 16-digit words.
+    """
+    if len(text) % 16:
+        raise ValueError("hex words are 16 digits each")
+    words = array("Q", bytes.fromhex(text.decode("ascii")))
+    if sys.byteorder == "little":
+        words.byteswap()  # fromhex reads the digits big-endian
+    return words
 
 
 def _encoded(key: str) -> bytes:
@@ -131,8 +147,15 @@ class DigestIndex:
     def extend(self, digests: Sequence[bytes], owners: Iterable[int]) -> None:
         """Add digests (32 hex digits each) not known to be new: the caller checks ``unique``
         before trusting a lookup."""
-        self._high.extend([int(d[:16], 16) for d in digests])
-        self._low.extend([int(d[16:], 16) for d in digests])
+        self.extend_halves(
+            b"".join([d[:16] for d in digests]), b"".join([d[16:] for d in digests]), owners
+        )
+
+    def extend_halves(self, high: bytes, low: bytes, owners: Iterable[int]) -> None:
+        """``extend`` with the digests' first and last 16 hex digits each joined into one text
+        (``hex_words``: read in C, not one ``int`` a digest)."""
+        self._high.extend(hex_words(high))
+        self._low.extend(hex_words(low))
         self._owner.extend(owners)
         self._loose = True
 

@@ -22,7 +22,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from .._json import load_json
-from .key_index import DigestIndex, KeyList
+from .key_index import DigestIndex, KeyList, hex_words
 
 if TYPE_CHECKING:
     from .._schemas.check import Schema
@@ -219,12 +219,20 @@ class KeyMap:
         # One match a line, each line whole (a line with a newline in it is not a record).
         if len(records) != len(batch) or joined.count(b"\n") != len(batch) - 1:
             return False
-        keys = [key for key, _, _ in records]
+        keys = [key for key, _, _, _ in records]
         start = len(self.keys)
         self.keys.extend_encoded(keys)  # the UTF-8 bytes, as decoded above: the same keys
         hashes.extend(map(hash, keys))
-        self._digests.extend([digest for _, digest, _ in records], range(start, start + len(keys)))
-        self._canonical.extend([int(c[:16], 16) if c else 0 for _, _, c in records])
+        self._digests.extend_halves(
+            b"".join([high for _, high, _, _ in records]),
+            b"".join([low for _, _, low, _ in records]),
+            range(start, start + len(keys)),
+        )
+        canonical = [c for _, _, _, c in records]  # its first 16 hex digits, or b""
+        if all(canonical):
+            self._canonical.extend(hex_words(b"".join(canonical)))
+        else:
+            self._canonical.extend([int(c, 16) if c else 0 for c in canonical])
         self._by_canonical = None
         return True
 
@@ -435,7 +443,9 @@ _HEX32 = re.compile(r"[0-9a-f]{32}")
 _PLAIN_RECORD = re.compile(rb'\["([^"\\\x00-\x1f]+)","(k[0-9a-f]{32})","((?:[0-9a-f]{32})?)"\]')
 # The same records, a line each, in a batch's bytes (the digest without its ``k``).
 _PLAIN_RECORDS = re.compile(
-    rb'^\["([^"\\\x00-\x1f]+)","k([0-9a-f]{32})","((?:[0-9a-f]{32})?)"\]$', re.MULTILINE
+    # key, the digest's first and last 16 hex digits, the canonical digest's first 16 (or none)
+    rb'^\["([^"\\\x00-\x1f]+)","k([0-9a-f]{16})([0-9a-f]{16})","(?:([0-9a-f]{16})[0-9a-f]{16})?"\]$',
+    re.MULTILINE,
 )
 
 
