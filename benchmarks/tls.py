@@ -13,7 +13,7 @@ on this benchmark's session only) and measures, in rounds whose order alternates
   ``upload_from_string``);
 - read: a file of N lines (the first request line, N times, stands in for answers),
   ``download_as_bytes`` + ``splitlines`` + ``json.loads``
-  (the naive way) against vertexbatch's range reads (``Staging.read_lines``: 4 MiB ranges, the
+  (the naive way) against vertexbatch's range reads (``Staging.read_lines``: 8 MiB ranges, the
   next read by a thread while this one is parsed) + ``json.loads``.
 
 Prints the median seconds of each, and each round.

@@ -21,7 +21,7 @@ from vertexbatch._gcs.ranged_read import RangeRead
 from vertexbatch._gcs.staging import Staging
 from vertexbatch.emulator import LocalStack
 
-CHUNK = 1024  # ranges this small stand for 4 MiB ones
+CHUNK = 1024  # ranges this small stand for the real 8 MiB ones
 NAME = "p/ré sult #1?.jsonl"  # quoted in the URL: a space, non-ASCII, '#' and '?'
 LINES = "".join(f"ligne {i} — {'é' * (i * 7 % 50)}\n" for i in range(400)).encode("utf-8")
 
@@ -104,7 +104,7 @@ def test_ranges_are_download_as_bytes_bytes_one_get_each(
 def test_real_range_size_reads_the_object_exactly(
     stack: LocalStack, bucket: str, size: int
 ) -> None:
-    """At the real 4 MiB range size, just short of and just past one range."""
+    """At the real range size (8 MiB), just short of and just past one range."""
     data = (LINES * (size // len(LINES) + 1))[:size]
     _put(stack, bucket, NAME, data)
     assert _read(stack.storage_endpoint, stack, bucket).rstrip(b"\n") == data.rstrip(b"\n")

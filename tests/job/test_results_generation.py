@@ -12,9 +12,10 @@ import pytest
 import vertexbatch as vb
 from tests.gcs_gate import Spoil, gate
 from tests.helpers import FINAL_OUTPUT, finished_output, local_client
+from vertexbatch._gcs.staging import _READ_CHUNK
 from vertexbatch.emulator import LocalStack
 
-BIG = "a" * (5 * 1024 * 1024)  # one row past the first 4 MiB range read
+BIG = "a" * (_READ_CHUNK + 1024 * 1024)  # one row past the first range read
 
 
 def _finished(client: vb.Client, stack: LocalStack, bucket: str) -> tuple[vb.Job, Any, list[bytes]]:

@@ -29,7 +29,7 @@ from vertexbatch._requests.keymap import key_digest, parse_key_record
 from vertexbatch._requests.lines import StagedLine
 from vertexbatch.emulator import LocalStack
 
-CHUNK = 1024  # ranges this small stand for 4 MiB ones: many reads, lines across their ends
+CHUNK = 1024  # ranges this small stand for the real 8 MiB ones: many reads, lines across their ends
 
 
 def _staging_of(stack: LocalStack, bucket: str) -> Staging:

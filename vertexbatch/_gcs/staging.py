@@ -44,10 +44,12 @@ __all__ = ["Folder", "Staging", "parse_gs_uri"]
 
 JSONL = "application/jsonl"
 JSON = "application/json"
-# Range reads, one read ahead. 8 MiB ranges were no faster in the benchmark (100,000 and 200,000
-# results, both providers: 1.69x to 1.86x the naive time, against 1.62x to 1.85x in 4 MiB) and
-# peaked 20 MB higher; two ranges and a range's lines are held.
-_READ_CHUNK = 4 * 1024 * 1024
+# Range reads, one read ahead; two ranges and a range's lines are held. 8 MiB: half the requests
+# of 4 MiB, each with its own fixed cost (headers, auth, the response's handling). A warm results
+# pass of 100,000 Gemini rows, 11 rounds alternating on a quiet machine: CPU median 1.25 s against
+# 1.47 s in 4 MiB (16 MiB: 1.26 s), for about 12 MB more at the peak, which issue 44's cold
+# figures have room for (docs/performance.md, "The job service alone").
+_READ_CHUNK = 8 * 1024 * 1024
 T = TypeVar("T")
 
 
