@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 from google.api_core import exceptions as api_exceptions
 
 from .._bigquery.dest import parse_dest
-from .._deferred.aiplatform import job_service
 from .._errors import InvalidRequestError
 from .._retry import RetryPolicy
 from .._rules import id_label, model_of_job, publisher_path
@@ -177,6 +176,8 @@ def reads_input(job: BatchJob, spec: JobSpec) -> bool:
 
 
 def state_name(job: BatchJob) -> str:
+    from .._deferred.aiplatform import job_service
+
     return str(job_service().JobState(job.state).name)
 
 
@@ -215,6 +216,8 @@ def _plain(moment: datetime) -> datetime:
 
 def _output_config(spec: JobSpec) -> aiplatform_v1.BatchPredictionJob.OutputConfig:
     """The job's ``outputConfig``: its BigQuery sink, else the id's GCS output prefix."""
+    from .._deferred.aiplatform import job_service
+
     service = job_service()
     config = service.BatchPredictionJob.OutputConfig
     if spec.dest:
@@ -252,6 +255,8 @@ class Vertex:
 
         ``nonce`` (a label value, fresh for each attempt) goes on the job as ``NONCE_LABEL``.
         """
+        from .._deferred.aiplatform import job_service
+
         service = job_service()
         job = service.BatchPredictionJob(
             display_name=spec.id,
