@@ -12,7 +12,7 @@ import pytest
 
 import vertexbatch as vb
 from vertexbatch._requests.importer_types import FieldTypes
-from vertexbatch._requests.key_index import DigestIndex, KeyList, hex_words
+from vertexbatch._requests.key_index import DigestIndex, KeyList, hex_numbers, hex_words
 from vertexbatch._requests.keymap import KeyMap, digest_text, key_digest
 from vertexbatch._requests.lines import claude_line, gemini_line
 
@@ -177,3 +177,10 @@ def test_hex_words_are_what_int_reads_of_each_word() -> None:
         hex_words(b"0123")
     with pytest.raises(ValueError):
         hex_words(b"zz" * 8)
+
+
+def test_hex_numbers_read_empty_and_short_texts_as_int_does() -> None:
+    texts = [b"ffffffffffffffff", b"", b"1", b"0000000000000001"]
+    assert list(hex_numbers(texts)) == [int(t, 16) if t else 0 for t in texts]
+    full = [b"8000000000000000", b"0123456789abcdef"]
+    assert list(hex_numbers(full)) == [int(t, 16) for t in full]

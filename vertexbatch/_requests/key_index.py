@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate, islice, repeat
 from typing import overload
 
-__all__ = ["DigestIndex", "KeyList", "hex_words"]
+__all__ = ["DigestIndex", "KeyList", "hex_numbers", "hex_words"]
 
 _HALF = 64
 _LOW = (1 << _HALF) - 1
@@ -38,6 +38,14 @@ def hex_words(text: bytes) -> array[int]:
     if sys.byteorder == "little":
         words.byteswap()  # fromhex reads the digits big-endian
     return words
+
+
+def hex_numbers(texts: list[bytes]) -> array[int]:
+    """``int(text, 16)`` of each text of at most 16 hex digits, ``b""`` as 0: ``hex_words`` of
+    them joined when every one is 16 digits long."""
+    if all(len(text) == 16 for text in texts):
+        return hex_words(b"".join(texts))
+    return array("Q", [int(text, 16) if text else 0 for text in texts])
 
 
 def _encoded(key: str) -> bytes:

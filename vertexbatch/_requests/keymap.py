@@ -22,7 +22,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from .._json import load_json
-from .key_index import DigestIndex, KeyList, hex_words
+from .key_index import DigestIndex, KeyList, hex_numbers
 
 if TYPE_CHECKING:
     from .._schemas.check import Schema
@@ -206,10 +206,9 @@ class KeyMap:
         return km
 
     def _add_plain(self, batch: tuple[bytes, ...], hashes: array[int]) -> bool:
-        """Add a batch of plain records, each a key with a line of its own, as ``add`` would
-        (keys and digests new, which ``_plain_unique`` checks later); ``False``, with nothing
-        added, when any line of it is not one (a damaged record, an escape, a cached key) or
-        the batch does not decode as ``json.loads`` decodes."""
+        """Add a batch of plain records (a key with a line of its own) as ``add`` would, keys and
+        digests new (``_plain_unique`` checks later); ``False``, nothing added, if a line is not
+        one (damaged, an escape, a cached key) or the batch is not what ``json.loads`` reads."""
         joined = b"\n".join(batch)
         try:
             joined.decode("utf-8", "surrogatepass")
@@ -223,16 +222,9 @@ class KeyMap:
         start = len(self.keys)
         self.keys.extend_encoded(keys)  # the UTF-8 bytes, as decoded above: the same keys
         hashes.extend(map(hash, keys))
-        self._digests.extend_halves(
-            b"".join([high for _, high, _, _ in records]),
-            b"".join([low for _, _, low, _ in records]),
-            range(start, start + len(keys)),
-        )
-        canonical = [c for _, _, _, c in records]  # its first 16 hex digits, or b""
-        if all(canonical):
-            self._canonical.extend(hex_words(b"".join(canonical)))
-        else:
-            self._canonical.extend([int(c, 16) if c else 0 for c in canonical])
+        halves = b"".join([h for _, h, _, _ in records]), b"".join([lo for _, _, lo, _ in records])
+        self._digests.extend_halves(*halves, range(start, start + len(keys)))
+        self._canonical.extend(hex_numbers([c for _, _, _, c in records]))  # first 16 digits
         self._by_canonical = None
         return True
 
@@ -441,11 +433,10 @@ _HEX32 = re.compile(r"[0-9a-f]{32}")
 # A key record as written (compact, a key with no escape, quote or control character): every
 # one of a job's up to 200,000 records is read before its first result.
 _PLAIN_RECORD = re.compile(rb'\["([^"\\\x00-\x1f]+)","(k[0-9a-f]{32})","((?:[0-9a-f]{32})?)"\]')
-# The same records, a line each, in a batch's bytes (the digest without its ``k``).
+# The same, a line each in a batch: key, digest halves (no ``k``), canonical's first 16 digits.
 _PLAIN_RECORDS = re.compile(
-    # key, the digest's first and last 16 hex digits, the canonical digest's first 16 (or none)
     rb'^\["([^"\\\x00-\x1f]+)","k([0-9a-f]{16})([0-9a-f]{16})","(?:([0-9a-f]{16})[0-9a-f]{16})?"\]$',
-    re.MULTILINE,
+    re.M,
 )
 
 
