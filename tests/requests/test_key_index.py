@@ -12,7 +12,7 @@ import pytest
 
 import vertexbatch as vb
 from vertexbatch._requests.importer_types import FieldTypes
-from vertexbatch._requests.key_index import DigestIndex, KeyList, hex_numbers, hex_words
+from vertexbatch._requests.key_index import DigestIndex, KeyList, first_words, hex_words
 from vertexbatch._requests.keymap import KeyMap, digest_text, key_digest
 from vertexbatch._requests.lines import claude_line, gemini_line
 
@@ -179,8 +179,8 @@ def test_hex_words_are_what_int_reads_of_each_word() -> None:
         hex_words(b"zz" * 8)
 
 
-def test_hex_numbers_read_empty_and_short_texts_as_int_does() -> None:
-    texts = [b"ffffffffffffffff", b"", b"1", b"0000000000000001"]
-    assert list(hex_numbers(texts)) == [int(t, 16) if t else 0 for t in texts]
-    full = [b"8000000000000000", b"0123456789abcdef"]
-    assert list(hex_numbers(full)) == [int(t, 16) for t in full]
+def test_first_words_are_the_first_16_digits_of_each_as_int_reads_them() -> None:
+    texts = [b"ffffffffffffffff" + b"0" * 16, b"", b"0000000000000001" + b"f" * 16]
+    assert list(first_words(texts)) == [int(t[:16], 16) if t else 0 for t in texts]
+    full = [b"8000000000000000" + b"1" * 16, b"0123456789abcdef" + b"2" * 16]
+    assert list(first_words(full)) == [int(t[:16], 16) for t in full]

@@ -466,7 +466,18 @@ _RECORDS = st.lists(
     max_size=12,
 )
 _DAMAGE = st.sampled_from(
-    [None, b"\xff", b"\xed\xa0\x80", b"[]", b'["x","k1"]', b'["a\nb","k1",""]']
+    [
+        None,
+        b"\xff",
+        b"\xed\xa0\x80",
+        b"[]",
+        b'["x","k1"]',
+        b'["a\nb","k1",""]',
+        # 32 bytes where a digest goes, not lowercase hex (the plain batch's regex takes any)
+        b'["u","k' + b"A" * 32 + b'",""]',
+        b'["q","k' + b"0" * 15 + b'"' + b"0" * 16 + b'",""]',
+        b'["c","k' + b"0" * 32 + b'","' + b"g" * 32 + b'"]',
+    ]
 )
 
 

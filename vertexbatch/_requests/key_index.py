@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate, islice, repeat
 from typing import overload
 
-__all__ = ["DigestIndex", "KeyList", "hex_numbers", "hex_words"]
+__all__ = ["DigestIndex", "KeyList", "first_words", "hex_words"]
 
 _HALF = 64
 _LOW = (1 << _HALF) - 1
@@ -40,12 +40,12 @@ def hex_words(text: bytes) -> array[int]:
     return words
 
 
-def hex_numbers(texts: list[bytes]) -> array[int]:
-    """``int(text, 16)`` of each text of at most 16 hex digits, ``b""`` as 0: ``hex_words`` of
-    them joined when every one is 16 digits long."""
-    if all(len(text) == 16 for text in texts):
-        return hex_words(b"".join(texts))
-    return array("Q", [int(text, 16) if text else 0 for text in texts])
+def first_words(texts: list[bytes]) -> array[int]:
+    """The first 16 hex digits of each text (32 hex digits, or ``b""`` for 0) as 64-bit words:
+    ``hex_words`` of them joined when none is empty."""
+    if all(texts):
+        return hex_words(b"".join(texts))[::2]
+    return array("Q", [int(text[:16], 16) if text else 0 for text in texts])
 
 
 def _encoded(key: str) -> bytes:
@@ -155,15 +155,13 @@ class DigestIndex:
     def extend(self, digests: Sequence[bytes], owners: Iterable[int]) -> None:
         """Add digests (32 hex digits each) not known to be new: the caller checks ``unique``
         before trusting a lookup."""
-        self.extend_halves(
-            b"".join([d[:16] for d in digests]), b"".join([d[16:] for d in digests]), owners
-        )
+        self.extend_words(hex_words(b"".join(digests)), owners)
 
-    def extend_halves(self, high: bytes, low: bytes, owners: Iterable[int]) -> None:
-        """``extend`` with the digests' first and last 16 hex digits each joined into one text
-        (``hex_words``: read in C, not one ``int`` a digest)."""
-        self._high.extend(hex_words(high))
-        self._low.extend(hex_words(low))
+    def extend_words(self, words: array[int], owners: Iterable[int]) -> None:
+        """``extend`` with the digests as 64-bit words, each digest's first then its last
+        (``hex_words`` of the digests joined: read in C, not one ``int`` a digest)."""
+        self._high.extend(words[::2])
+        self._low.extend(words[1::2])
         self._owner.extend(owners)
         self._loose = True
 

@@ -22,7 +22,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from .._json import load_json
-from .key_index import DigestIndex, KeyList, hex_numbers
+from .key_index import DigestIndex, KeyList, first_words, hex_words
 
 if TYPE_CHECKING:
     from .._schemas.check import Schema
@@ -218,13 +218,15 @@ class KeyMap:
         # One match a line, each line whole (a line with a newline in it is not a record).
         if len(records) != len(batch) or joined.count(b"\n") != len(batch) - 1:
             return False
-        keys = [key for key, _, _, _ in records]
+        digests, canonical = b"".join([d for _, d, _ in records]), [c for _, _, c in records]
+        if digests.translate(None, _HEX) or b"".join(canonical).translate(None, _HEX):
+            return False  # the regex takes any 32 bytes there: only lowercase hex is plain
+        keys = [key for key, _, _ in records]
         start = len(self.keys)
         self.keys.extend_encoded(keys)  # the UTF-8 bytes, as decoded above: the same keys
         hashes.extend(map(hash, keys))
-        halves = b"".join([h for _, h, _, _ in records]), b"".join([lo for _, _, lo, _ in records])
-        self._digests.extend_halves(*halves, range(start, start + len(keys)))
-        self._canonical.extend(hex_numbers([c for _, _, _, c in records]))  # first 16 digits
+        self._digests.extend_words(hex_words(digests), range(start, start + len(keys)))
+        self._canonical.extend(first_words(canonical))
         self._by_canonical = None
         return True
 
@@ -433,11 +435,9 @@ _HEX32 = re.compile(r"[0-9a-f]{32}")
 # A key record as written (compact, a key with no escape, quote or control character): every
 # one of a job's up to 200,000 records is read before its first result.
 _PLAIN_RECORD = re.compile(rb'\["([^"\\\x00-\x1f]+)","(k[0-9a-f]{32})","((?:[0-9a-f]{32})?)"\]')
-# The same, a line each in a batch: key, digest halves (no ``k``), canonical's first 16 digits.
-_PLAIN_RECORDS = re.compile(
-    rb'^\["([^"\\\x00-\x1f]+)","k([0-9a-f]{16})([0-9a-f]{16})","(?:([0-9a-f]{16})[0-9a-f]{16})?"\]$',
-    re.M,
-)
+# The same, a line each in a batch; digests matched as any 32 bytes (quicker), then held to hex.
+_PLAIN_RECORDS = re.compile(rb'^\["([^"\\\x00-\x1f]+)","k(.{32})","((?:.{32})?)"\]$', re.M)
+_HEX = b"0123456789abcdef"
 
 
 def _number(digest: str) -> int:
