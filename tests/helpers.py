@@ -699,3 +699,23 @@ def child_pytest(folder: Path, *args: str, **env: str) -> subprocess.CompletedPr
         text=True,
         timeout=120,
     )
+
+
+def one_stream_session(stack: LocalStack, table: str, **session: Any) -> tuple[Any, Any]:
+    """A Storage Read client of ``stack`` and a one-stream Arrow read session of ``table``
+    (``P.D.T``) made with it; ``session``: more ``ReadSession`` fields (read options, table
+    modifiers). Close the client's transport after."""
+    from google.cloud.bigquery_storage_v1 import types
+
+    project, dataset, name = table.split(".")
+    read = stack.bigquery_read_client()
+    made = read.create_read_session(
+        parent=f"projects/{project}",
+        read_session=types.ReadSession(
+            table=f"projects/{project}/datasets/{dataset}/tables/{name}",
+            data_format=types.DataFormat.ARROW,
+            **session,
+        ),
+        max_stream_count=1,
+    )
+    return read, made

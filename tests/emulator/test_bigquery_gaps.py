@@ -16,6 +16,7 @@ import pytest
 from google.api_core import exceptions as api_exceptions
 from google.cloud import bigquery
 
+from tests.helpers import one_stream_session
 from vertexbatch.emulator import LocalStack
 
 SCHEMA = [bigquery.SchemaField("key", "STRING", mode="REQUIRED"), bigquery.SchemaField("j", "JSON")]
@@ -156,17 +157,8 @@ def test_a_read_session_reads_the_table_at_its_snapshot_time(
     config = bigquery.LoadJobConfig(schema=SCHEMA, source_format="NEWLINE_DELIMITED_JSON")
     client = bq_stack.bigquery_client()
     client.load_table_from_file(io.BytesIO(row), table, job_config=config).result()
-    project, dataset, name = table.split(".")
-    read = bq_stack.bigquery_read_client()
-    session = read.create_read_session(
-        parent=f"projects/{project}",
-        read_session=types.ReadSession(
-            table=f"projects/{project}/datasets/{dataset}/tables/{name}",
-            data_format=types.DataFormat.ARROW,
-            table_modifiers=types.ReadSession.TableModifiers(snapshot_time=at),
-        ),
-        max_stream_count=1,
-    )
+    modifiers = types.ReadSession.TableModifiers(snapshot_time=at)
+    read, session = one_stream_session(bq_stack, table, table_modifiers=modifiers)
     rows = sum(
         page.num_items
         for s in session.streams

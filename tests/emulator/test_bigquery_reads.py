@@ -14,6 +14,7 @@ import pytest
 from google.cloud import bigquery
 from google.cloud.bigquery_storage_v1 import types
 
+from tests.helpers import one_stream_session
 from vertexbatch.emulator import LocalStack
 from vertexbatch.emulator._bq_pages import PAGE_BYTES, PAGE_ROWS, page_rows
 
@@ -40,17 +41,8 @@ def table(bq_stack: LocalStack) -> Iterator[str]:
 def pages_of(stack: LocalStack, table: str, fields: list[str]) -> list[list[str]]:
     """Each page (ReadRowsResponse) of a one-stream session of ``table``'s ``fields`` ([]:
     every column), as its rows' keys; the session's and every page's columns checked."""
-    project, dataset, name = table.split(".")
-    read = stack.bigquery_read_client()
-    session = read.create_read_session(
-        parent=f"projects/{project}",
-        read_session=types.ReadSession(
-            table=f"projects/{project}/datasets/{dataset}/tables/{name}",
-            data_format=types.DataFormat.ARROW,
-            read_options=types.ReadSession.TableReadOptions(selected_fields=fields),
-        ),
-        max_stream_count=1,
-    )
+    options = types.ReadSession.TableReadOptions(selected_fields=fields)
+    read, session = one_stream_session(stack, table, read_options=options)
     columns = fields or ["key", "text"]
     schema = pa.ipc.read_schema(pa.py_buffer(session.arrow_schema.serialized_schema))
     assert schema.names == columns

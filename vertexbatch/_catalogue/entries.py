@@ -148,14 +148,23 @@ def _rate(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 
 
+def _beside_rates(row: dict[str, Any], key: str, file: str, why: str) -> tuple[Any, str]:
+    """The row's ``key`` (``None`` without one) and its name in errors; refused, saying
+    ``why``, on a row without ``rates``."""
+    given = row.get(key)
+    name = f"{file}: model {row.get('id')!r}: {key}"
+    if given is not None and not row.get("rates"):
+        raise ValueError(f"{name} without rates: {why}")
+    return given, name
+
+
 def _band(row: dict[str, Any], file: str) -> Band | None:
     """The row's ``rates_above``, every field checked (``None`` without one)."""
-    given = row.get("rates_above")
+    given, name = _beside_rates(
+        row, "rates_above", file, "the band below the threshold is its rates"
+    )
     if given is None:
         return None
-    name = f"{file}: model {row.get('id')!r}: rates_above"
-    if not row.get("rates"):
-        raise ValueError(f"{name} without rates: the band below the threshold is its rates")
     if not isinstance(given, dict):
         raise ValueError(f"{name} must be a table {{prompt_tokens = N, input = .., ...}}")
     unknown = set(given) - set(BAND_FIELDS)
@@ -179,12 +188,9 @@ def _band(row: dict[str, Any], file: str) -> Band | None:
 
 def _until(row: dict[str, Any], file: str) -> datetime.date | None:
     """The row's ``rates_until``: a TOML date (``None`` without one)."""
-    given = row.get("rates_until")
+    given, name = _beside_rates(row, "rates_until", file, "it is the last day the rates hold")
     if given is None:
         return None
-    name = f"{file}: model {row.get('id')!r}: rates_until"
-    if not row.get("rates"):
-        raise ValueError(f"{name} without rates: it is the last day the rates hold")
     # A TOML date-time parses as a datetime, a date's subclass: a day is asked for, not a time.
     if not isinstance(given, datetime.date) or isinstance(given, datetime.datetime):
         raise ValueError(
