@@ -50,11 +50,12 @@ def test_digests_added_one_by_one_and_in_batches_find_the_same_keys() -> None:
     assert index.get(-numbers[0]) is None
     assert index.get(1 << 128) is None
     batch = DigestIndex()
-    batch.extend([f"{n:032x}".encode() for n in numbers], range(5000))
+    batch.extend_words(hex_words(b"".join(f"{n:032x}".encode() for n in numbers)), range(5000))
     assert batch.unique()
     assert [batch.get(n) for n in numbers] == list(range(5000))
     twice = DigestIndex()
-    twice.extend([f"{n:032x}".encode() for n in numbers + numbers[:1]], range(5001))
+    again = numbers + numbers[:1]
+    twice.extend_words(hex_words(b"".join(f"{n:032x}".encode() for n in again)), range(5001))
     assert not twice.unique()
 
 

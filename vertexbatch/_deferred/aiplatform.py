@@ -129,23 +129,13 @@ def _deferred(name: str) -> ModuleType:
             raise ImportError(f"{name} is not a package on the path")
         module = importlib.util.module_from_spec(spec)
         init = _Init(module, spec.loader.get_code(name))  # type: ignore[attr-defined]
-        module.__dict__["__getattr__"] = _Getattr(init)
+        module.__dict__["__getattr__"] = init.getattr
         module.__dict__["__dir__"] = init.dir
         sys.modules[name] = module
         parent, _, leaf = name.rpartition(".")
         if parent:  # as the import system binds a submodule
             setattr(sys.modules[parent], leaf, module)
         return module
-
-
-class _Getattr:
-    """A deferred package's module ``__getattr__`` (``_Init.getattr``), known by its type."""
-
-    def __init__(self, init: _Init) -> None:
-        self._init = init
-
-    def __call__(self, attr: str) -> Any:
-        return self._init.getattr(attr)
 
 
 class _Init:
@@ -195,7 +185,7 @@ class _Init:
 
 def _is_deferred(module: ModuleType) -> bool:
     """Whether ``module`` is a deferred package whose ``__init__`` has not run."""
-    return isinstance(module.__dict__.get("__getattr__"), _Getattr)
+    return isinstance(getattr(module.__dict__.get("__getattr__"), "__self__", None), _Init)
 
 
 def _is_submodule(package: ModuleType, attr: str) -> bool:

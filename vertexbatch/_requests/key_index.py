@@ -152,14 +152,10 @@ class DigestIndex:
     def __len__(self) -> int:
         return len(self._owner)
 
-    def extend(self, digests: Sequence[bytes], owners: Iterable[int]) -> None:
-        """Add digests (32 hex digits each) not known to be new: the caller checks ``unique``
-        before trusting a lookup."""
-        self.extend_words(hex_words(b"".join(digests)), owners)
-
     def extend_words(self, words: array[int], owners: Iterable[int]) -> None:
-        """``extend`` with the digests as 64-bit words, each digest's first then its last
-        (``hex_words`` of the digests joined: read in C, not one ``int`` a digest)."""
+        """Add digests not known to be new (the caller checks ``unique`` before trusting a
+        lookup) as 64-bit words, each digest's first then its last: ``hex_words`` of their
+        hex joined, read in C, not one ``int`` a digest."""
         self._high.extend(words[::2])
         self._low.extend(words[1::2])
         self._owner.extend(owners)
