@@ -321,7 +321,7 @@ class OutputFiles:
     """A finished job whose output files a test rewrites with the real storage client."""
 
     def __init__(self, stack: LocalStack, bucket: str, job: vb.Job, directory: str) -> None:
-        from vertexbatch._requests.keymap import key_digest
+        from vertexbatch._requests.digests import key_digest
 
         self.job = job
         self.bucket = stack.storage_client().bucket(bucket)

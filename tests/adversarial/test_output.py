@@ -21,7 +21,7 @@ from tests.helpers import (
     line_status,
     with_staging_sizes,
 )
-from vertexbatch._requests.keymap import key_digest
+from vertexbatch._requests.digests import key_digest
 from vertexbatch._rules import Limits
 from vertexbatch.emulator import LocalStack
 

@@ -14,9 +14,10 @@ from vertexbatch import EmbeddingRequest, InvalidRequestError, Job, TruncatedErr
 from vertexbatch._job.results import read_rows
 from vertexbatch._lanes.embeddings import embedding_requests
 from vertexbatch._requests.dedupe import dedupe, exact_digest
+from vertexbatch._requests.digests import canonical_digest
 from vertexbatch._requests.embedding_line import embedding_line
 from vertexbatch._requests.embedding_text import TextEmbedding, is_text_embedding
-from vertexbatch._requests.keymap import KeyMap, canonical_digest
+from vertexbatch._requests.keymap import KeyMap
 from vertexbatch._requests.lines import StagedLine, staged_body
 
 MODEL = "text-embedding-005"

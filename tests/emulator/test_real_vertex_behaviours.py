@@ -155,7 +155,8 @@ def test_echo_as_json_string_is_matched_within_bounds() -> None:
     or nests deeper than any request, matches nothing."""
     import json
 
-    from vertexbatch._requests.keymap import KeyMap, canonical_digest, key_digest
+    from vertexbatch._requests.digests import canonical_digest, key_digest
+    from vertexbatch._requests.keymap import KeyMap
 
     request = {"max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "text"}]}]}
     keys = KeyMap()

@@ -11,7 +11,7 @@ import pytest
 
 import vertexbatch as vb
 from vertexbatch._requests.chat_body import check_chat_fields
-from vertexbatch._requests.keymap import key_digest
+from vertexbatch._requests.digests import key_digest
 from vertexbatch._requests.lines import chat_line
 from vertexbatch._schemas.check import schema_of
 

@@ -25,7 +25,8 @@ from vertexbatch._gcs.staging import Staging
 from vertexbatch._requests import importer_rules as _importer
 from vertexbatch._requests import importer_types as _field_types
 from vertexbatch._requests import keymap as _keymap
-from vertexbatch._requests.keymap import key_digest, parse_key_record
+from vertexbatch._requests.digests import key_digest
+from vertexbatch._requests.keymap import parse_key_record
 from vertexbatch._requests.lines import StagedLine
 from vertexbatch.emulator import LocalStack
 

@@ -11,9 +11,10 @@ import tracemalloc
 import pytest
 
 import vertexbatch as vb
+from vertexbatch._requests.digests import digest_text, key_digest
 from vertexbatch._requests.importer_types import FieldTypes
 from vertexbatch._requests.key_index import DigestIndex, KeyList, first_words, hex_words
-from vertexbatch._requests.keymap import KeyMap, digest_text, key_digest
+from vertexbatch._requests.keymap import KeyMap
 from vertexbatch._requests.lines import claude_line, gemini_line
 
 

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from tests.helpers import examples
 from vertexbatch import ClaudeRequest, GeminiRequest, InvalidRequestError
 from vertexbatch._requests.claude_shape import one_shape
-from vertexbatch._requests.keymap import KeyMap, canonical_digest, key_digest
+from vertexbatch._requests.digests import canonical_digest, key_digest
+from vertexbatch._requests.keymap import KeyMap
 from vertexbatch._requests.lines import ANTHROPIC_VERSION, claude_line, gemini_line
 
 

@@ -21,7 +21,8 @@ import vertexbatch as vb
 from tests.helpers import examples
 from tests.rows.test_outcomes import ALL_ROWS
 from vertexbatch._observe.metrics import OPERATION, PROVIDER, Telemetry
-from vertexbatch._requests.keymap import KeyMap, key_digest, parse_key_record
+from vertexbatch._requests.digests import key_digest
+from vertexbatch._requests.keymap import KeyMap, parse_key_record
 from vertexbatch._rows.build import result_of, usage_of
 from vertexbatch._rows.classify import classify_row
 from vertexbatch._rows.content import GEMINI_OTHER_PARTS

@@ -20,7 +20,8 @@ from tests.rows.test_outcomes import ALL_ROWS
 from vertexbatch._gcs.line_blocks import LineBlock, line_blocks
 from vertexbatch._job import results as _results
 from vertexbatch._json import MAX_DEPTH, load_json
-from vertexbatch._requests.keymap import KeyMap, key_digest
+from vertexbatch._requests.digests import key_digest
+from vertexbatch._requests.keymap import KeyMap
 from vertexbatch._rows.fast_path import ROW_FIELDS, row_fields, shallow
 from vertexbatch._values import Job, Result
 

@@ -33,7 +33,8 @@ from .._errors import InvalidRequestError, JobError, job_errors
 from .._gcs.staging import JSONL, Staging
 from .._json import load_json
 from .._requests.dedupe import exact_digests
-from .._requests.keymap import KeyMap, cache_digest
+from .._requests.digests import cache_digest
+from .._requests.keymap import KeyMap
 from .._requests.lines import StagedLine
 from .._rows.classify import classify_row
 from .._schemas.parsed import parsed_result, typed_result

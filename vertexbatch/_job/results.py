@@ -23,7 +23,8 @@ from .._observe.metrics import Telemetry
 from .._observe.progress import Meter, ProgressCallback, meter_of
 from .._providers import PROVIDERS
 from .._requests.dedupe import shared_result
-from .._requests.keymap import KeyMap, canonical_digest
+from .._requests.digests import canonical_digest
+from .._requests.keymap import KeyMap
 from .._rows.fast_path import row_fields, row_reader, shallow
 from .._schemas.check import Schema
 from .._schemas.parsed import parsed_result, typed_result

@@ -26,9 +26,10 @@ from typing import Any, Final
 from .._errors import InvalidRequestError
 from .._schemas.check import Schema
 from .._values import EmbeddingRequest
+from .digests import key_digest
 from .embedding_text import TextEmbedding, text_embedding_line
 from .importer_types import FieldTypes
-from .keymap import EMBEDDING_KEY_FIELD, key_digest
+from .keymap import EMBEDDING_KEY_FIELD
 from .lines import StagedLine, staged_line
 
 __all__ = [

@@ -31,7 +31,7 @@ from typing import Any, Final
 
 from .._errors import InvalidRequestError
 from .._values import EmbeddingRequest
-from .keymap import key_digest
+from .digests import key_digest
 from .lines import StagedLine
 from .plain_json import STRICT_SORTED
 

@@ -29,10 +29,11 @@ from .._schemas.forms import claude_form, gemini_form, openai_form
 from .._values import ChatRequest, ClaudeRequest, GeminiRequest
 from .chat_body import CHAT_URL, chat_body
 from .claude_shape import one_shape
+from .digests import canonical_digest, key_digest
 from .gemini_body import gemini_body
 from .importer_rules import Problem, has_huge_int, problem, scan
 from .importer_types import FieldTypes
-from .keymap import KEY_FIELD, canonical_digest, key_digest
+from .keymap import KEY_FIELD
 from .plain_json import STRICT_COMPACT, STRICT_SORTED, cannot, dump
 
 __all__ = [
