@@ -8,6 +8,7 @@ import dataclasses
 import json
 import pickle
 from collections.abc import Mapping
+from itertools import pairwise
 from types import MappingProxyType
 from typing import Any
 
@@ -526,6 +527,34 @@ def test_key_maps_read_in_batches_are_what_add_makes(
     whichever batches are plain."""
     lines = _record_lines(records, damage, where)
     assert _from_records(lines, batch=size) == _added(lines)
+
+
+@settings(max_examples=examples(1000), deadline=None)
+@given(
+    records=_RECORDS,
+    damage=_DAMAGE,
+    where=st.integers(0, 12),
+    size=st.integers(1, 4),
+    cuts=st.lists(st.integers(0, 13), max_size=4),
+)
+def test_key_maps_read_in_blocks_are_what_add_makes(
+    records: list[tuple[str, int, str, bool]],
+    damage: bytes | None,
+    where: int,
+    size: int,
+    cuts: list[int],
+) -> None:
+    """The same, given in blocks of any size (a range's lines, as ``read_key_map`` gives them,
+    empty blocks too), each read a few records a batch: a batch never spans two blocks, and the
+    error names the line by its number in the whole map."""
+    lines = _record_lines(records, damage, where)
+    edges = [0, *sorted(cuts), len(lines)]
+    blocks = [lines[start:end] for start, end in pairwise(edges)]
+    try:
+        read: tuple[object, ...] | str = _state(KeyMap.from_blocks(blocks, batch=size))
+    except ValueError as exc:
+        read = str(exc)
+    assert read == _added(lines)
 
 
 def _match_id_checked(km: KeyMap, row: dict[str, Any]) -> int | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from array import array
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -116,6 +116,15 @@ class KeyMap:
             ValueError: a line is not a key record, or a key appears twice (the message names
                 the line by number, never its content).
         """
+        records = iter(lines)
+        return cls.from_blocks(iter(lambda: list(islice(records, batch)), []), batch=batch)
+
+    @classmethod
+    def from_blocks(
+        cls, blocks: Iterable[Sequence[bytes]], *, batch: int = _RECORDS_BATCH
+    ) -> KeyMap:
+        """``from_records`` of lines given in blocks of any size (a range's, as read: no line
+        passes through a generator of its own), still read ``batch`` lines at a time."""
         km = cls()
         number = 0
         # Up to 200,000 records are read before the first result: a batch of plain records
@@ -124,21 +133,22 @@ class KeyMap:
         # there is one, their records are added again one by one, as ``add`` has them.
         hashes = array("q")  # each plain key's hash, for that check
         seen: set[str] | None = None  # the keys, once a batch is not plain
-        records = iter(lines)
-        while block := tuple(islice(records, batch)):
-            if seen is None and km._add_plain(block, hashes):
+        for lines in blocks:
+            for start in range(0, len(lines), batch):
+                block = lines[start : start + batch]
+                if seen is None and km._add_plain(block, hashes):
+                    number += len(block)
+                    continue
+                if seen is None:
+                    km, seen = (km, set(km.keys)) if km._plain_unique(hashes) else km._replayed()
+                    hashes = array("q")
+                km._add_checked(block, seen, number)
                 number += len(block)
-                continue
-            if seen is None:
-                km, seen = (km, set(km.keys)) if km._plain_unique(hashes) else km._replayed()
-                hashes = array("q")
-            km._add_checked(block, seen, number)
-            number += len(block)
         if seen is None and not km._plain_unique(hashes):
             km = km._replayed()[0]
         return km
 
-    def _add_plain(self, batch: tuple[bytes, ...], hashes: array[int]) -> bool:
+    def _add_plain(self, batch: Sequence[bytes], hashes: array[int]) -> bool:
         """Add a batch of plain records (a key with a line of its own) as ``add`` would, keys and
         digests new (``_plain_unique`` checks later); ``False``, nothing added, if a line is not
         one (damaged, an escape, a cached key) or the batch is not what ``json.loads`` reads."""

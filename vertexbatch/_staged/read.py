@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator
-from itertools import islice
+from functools import partial
 from typing import TypeVar
 
 from .._errors import JobError, job_errors
@@ -45,9 +45,6 @@ def job_manifest(staging: Staging, job: Job) -> Manifest:
 
 T = TypeVar("T")
 
-# Lines read ahead of the caller (a few hundred KB of key records, a MB or so of input lines).
-_BATCH = 512
-
 
 def _reading(job: Job, uri: str, read: Callable[[], T]) -> T:
     with job_errors(job.name, reading=uri):
@@ -78,19 +75,26 @@ class _Verified:
         self._md5 = md5
 
     def __iter__(self) -> Iterator[bytes]:
+        for lines in self.blocks():
+            yield from lines
+
+    def blocks(self) -> Iterator[list[bytes]]:
+        """The lines in blocks, a block for each range read (``Staging.read_line_blocks``):
+        a key map of 200,000 lines is read in a few dozen steps, not one a line."""
         digest = hashlib.md5(usedforsecurity=False)
         count = 0
-        lines = _reading(self._job, self.uri, lambda: read_parts(self._staging, self._uris))
-        while True:
-            # A batch of lines per boundary crossing: a key map has up to 200,000 of them.
-            batch = _reading(self._job, self.uri, lambda: list(islice(lines, _BATCH)))
-            if not batch:
-                break
-            # The batch's lines and their newlines, as staged: one update instead of two a line.
-            digest.update(b"\n".join(batch))
-            digest.update(b"\n")
-            count += len(batch)
-            yield from batch
+        for uri in self._uris:
+            ranges = self._staging.read_line_blocks(uri)
+            try:
+                while block := _reading(self._job, self.uri, partial(next, ranges, None)):
+                    lines = block.lines
+                    # The block's lines and their newlines, as staged: one update, not two a line.
+                    digest.update(b"\n".join(lines))
+                    digest.update(b"\n")
+                    count += len(lines)
+                    yield lines
+            finally:
+                ranges.close()  # a reader that stops early leaves no read ahead running
         if count != self._rows or (self._md5 and digest.hexdigest() != self._md5):
             raise self.damaged(f"{count} lines, {self._rows} staged")
 
@@ -115,7 +119,7 @@ def read_key_map(staging: Staging, job: Job, schema: Schema | None = None) -> Ke
     answers = schema_for(manifest.schema, schema, job.name)
     records = _keys(staging, job, manifest)
     try:
-        keys = KeyMap.from_records(records)
+        keys = KeyMap.from_blocks(records.blocks())
     except ValueError as exc:
         raise records.damaged(str(exc)) from None
     keys.fills_cache = manifest.cache
