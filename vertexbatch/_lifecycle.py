@@ -69,7 +69,8 @@ class Lifecycle:
         this closes ``items`` (ending its span)."""
         try:
             while True:
-                self.check()
+                if self._closed:  # ``check``, inline: once per item of a results pass
+                    raise closed_error()
                 try:
                     item = next(items)
                 except StopIteration:

@@ -25,7 +25,7 @@ from vertexbatch._observe.metrics import OPERATION, PROVIDER, Telemetry
 from vertexbatch._requests.digests import key_digest
 from vertexbatch._requests.keymap import KeyMap, parse_key_record
 from vertexbatch._rows.build import result_of, usage_of
-from vertexbatch._rows.classify import classify_row
+from vertexbatch._rows.classify import classify_row, claude_usage
 from vertexbatch._rows.content import GEMINI_OTHER_PARTS
 from vertexbatch._rows.fast_path import row_reader
 from vertexbatch._values import Job, Refusal, Result, Usage
@@ -597,3 +597,40 @@ def test_ids_match_as_digest_index_matches_them(
     if label is not None:
         row["request"] = {"labels": {"vb_key": label}}
     assert km.match_id(row) == _match_id_checked(km, row)
+
+
+# Each token count a row may carry, and the count a Usage records of it: only an integer
+# (or what reads as one) in 1..2**63-1 counts; anything else is 0.
+_COUNTED = [
+    (None, 0),
+    (0, 0),
+    (3, 3),
+    (2**63 - 1, 2**63 - 1),
+    (-1, 0),
+    (2**63, 0),
+    (2.0, 2),
+    (2.5, 0),
+    ("12", 12),
+    (True, 0),
+    ("x", 0),
+    ([], 0),
+]
+
+
+@pytest.mark.parametrize(("value", "counted"), _COUNTED, ids=[repr(v) for v, _ in _COUNTED])
+@pytest.mark.parametrize("field", ["input", "output", "cache_read", "cache_write"])
+def test_claude_usage_counts_each_field_as_a_token_count(
+    field: str, value: object, counted: int
+) -> None:
+    """Claude's usage fields, each read as a token count, the usual ones too: a negative or
+    past-64-bit integer is no count (the fast path and ``classify_row`` share this reader, so
+    only a test of it alone sees it)."""
+    names = {
+        "input": "input_tokens",
+        "output": "output_tokens",
+        "cache_read": "cache_read_input_tokens",
+        "cache_write": "cache_creation_input_tokens",
+    }
+    usage = {"input_tokens": 7, "output_tokens": 5, names[field]: value}
+    expected = {"input": 7, "output": 5, "cache_read": 0, "cache_write": 0, field: counted}
+    assert claude_usage(usage) == Usage(**expected)

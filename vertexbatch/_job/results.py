@@ -368,6 +368,7 @@ def read_rows(
     here: Counter[str] = Counter()
     sharing = keys.sharing  # whether any line answers several keys (dedupe; none, usually)
     schema = keys.schema  # the answer schema (``schema=``): each usable answer checked
+    typed = schema is not None and schema.model is not None  # answers built as a reader's class
     classify = row_reader(job.provider)
     for row, raw, matched in rows:
         if row is None:
@@ -432,7 +433,8 @@ def read_rows(
                     "output row has an unexpected shape", key=key, status="MALFORMED_ROW"
                 ),
             )
-        result = typed_result(result, schema)  # outside the try: the reader's class's exception
+        if typed:  # outside the try: the reader's class's exception
+            result = typed_result(result, schema)
         yield result
         if sharing:
             yield from _shared(keys, index, result, taken)

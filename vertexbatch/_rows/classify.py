@@ -351,11 +351,14 @@ def _unusable(
 def claude_usage(usage: object) -> Usage:
     if type(usage) is not dict and not isinstance(usage, Mapping):
         return Usage()
+    # _count's usual cases inline (a count in range; a cache count left out): once per row.
+    read, written = usage.get("cache_read_input_tokens"), usage.get("cache_creation_input_tokens")
+    input, output = usage.get("input_tokens"), usage.get("output_tokens")
     return usage_of(
-        _count(usage.get("input_tokens")),
-        _count(usage.get("output_tokens")),
-        _count(usage.get("cache_read_input_tokens")),
-        _count(usage.get("cache_creation_input_tokens")),
+        input if type(input) is int and 0 < input <= _MAX_COUNT else _count(input),
+        output if type(output) is int and 0 < output <= _MAX_COUNT else _count(output),
+        0 if read is None else _count(read),
+        0 if written is None else _count(written),
     )
 
 
