@@ -5,6 +5,8 @@ are well formed (pure)."""
 from __future__ import annotations
 
 import asyncio
+import datetime
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ import pytest
 from vertexbatch._catalogue import (
     CATALOGUE_FILE,
     Model,
+    Rates,
     Source,
     catalogue,
     catalogue_from,
@@ -20,6 +23,7 @@ from vertexbatch._catalogue import (
     model_entry,
 )
 from vertexbatch._catalogue.entries import _model
+from vertexbatch._plans.prices import PRICES, Price, price_of
 from vertexbatch._schemas.check import schema_of
 from vertexbatch._schemas.forms import claude_form, gemini_form
 
@@ -88,3 +92,18 @@ def test_the_schema_forms_are_what_the_client_writes() -> None:
     assert claude["tool_choice"]["type"] == FORMS["anthropic"]
     gemini = gemini_form({"contents": []}, schema, "k")
     assert FORMS["google"] in gemini["generationConfig"]
+
+
+def test_catalogue_of_rows_are_what_prices_read() -> None:
+    """A row's rates price its model within the block (a plan, a spend, a run's status read
+    ``price_of``); outside it, models.toml's rows do, as ``PRICES`` holds them."""
+    until = datetime.date(2026, 12, 31)
+    priced = replace(ROW, rates=Rates(1.5, 7.5, cache_read=0.15, until=until))
+    assert price_of("gemini-test-seam") is None
+    with catalogue_of([priced]):
+        assert price_of("gemini-test-seam@001") == Price(
+            "gemini-test-seam", 1.5, 7.5, cache_read=0.15, until=until
+        )
+        assert price_of("claude-opus-5-5@default") is None  # not among the rows in place
+    shipped = {price.match: price for price in PRICES}
+    assert all(price_of(model.id) == shipped.get(model.id) for model in catalogue())

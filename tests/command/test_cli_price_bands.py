@@ -1,10 +1,11 @@
-"""`--price` takes what `vb.Price` takes: the cache rates and a band over a prompt size
-(`MODEL=IN,OUT[,cache_read=R][,cache_write=W][,above=N:IN,OUT[,cache_read=R][,cache_write=W]]`);
+"""`--price` takes what `vb.Price` takes: the cache rates, a last day and a band over a prompt
+size (`MODEL=IN,OUT[,cache_read=R][,cache_write=W][,until=YYYY-MM-DD][,above=N:IN,OUT[,...]]`);
 a plan through the command prices each request in its band, and a malformed word is exit 2
 naming its bad part and the rule, before any cloud call."""
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -55,6 +56,15 @@ HAIKU = "claude-haiku-5-5=0.1,0.5,cache_write=0.125,above=100000:0.5,2.5,cache_w
                 above=vb.PriceBand(1, 3, 4, cache_read=0.3, cache_write=5),
             ),
         ),
+        ("m=3,15,until=2026-12-31", vb.Price("m", 3, 15, until=datetime.date(2026, 12, 31))),
+        ("m=3,15,until=2028-02-29", vb.Price("m", 3, 15, until=datetime.date(2028, 2, 29))),
+        (
+            "m=1,2,until=2027-01-01,cache_read=0.1,above=9:3,4",
+            vb.Price(
+                "m", 1, 2, cache_read=0.1, above=vb.PriceBand(9, 3, 4),
+                until=datetime.date(2027, 1, 1),
+            ),
+        ),
     ],
 )  # fmt: skip
 def test_each_form_is_the_price_the_python_call_makes(word: str, price: vb.Price) -> None:
@@ -89,6 +99,18 @@ MALFORMED = [
     ("m=1,2,above=9:3,4,cache_hit=1", "'cache_hit' of the band over 9 prompt tokens is no rate"),
     ("m=1,2,above=9:3,4,cache_write=x", "'x' (cache_write of the band over 9 prompt tokens)"),
     ("m=1,2,above=9:3,4,above=10:5,6", "one band only: a second above="),
+    ("m=1,2,until=2026-12-32", "until='2026-12-32' is no day: the price's last day (UTC) as"),
+    ("m=1,2,until=2027-02-29", "until='2027-02-29' is no day"),
+    ("m=1,2,until=20261231", "until='20261231' is no day"),
+    ("m=1,2,until=2026-W53-4", "until='2026-W53-4' is no day"),
+    ("m=1,2,until=2026-12-31T00:00", "until='2026-12-31T00:00' is no day"),
+    ("m=1,2,until=", "until='' is no day"),
+    ("m=1,2,until=2026-12-31,until=2027-01-01", "until is given twice"),
+    (
+        "m=1,2,above=9:3,4,until=2026-12-31",
+        "until='2026-12-31' of the band over 9 prompt tokens: until= is the whole price's last "
+        "day, a band has none of its own: give it before above=",
+    ),
 ]
 
 
@@ -110,7 +132,8 @@ def test_a_malformed_price_is_a_usage_error_naming_its_part_and_the_rule(
     assert result.exit_code == ExitCode.USAGE, result.output
     shown = " ".join(result.output.split())
     assert "Invalid value for --price" in shown and said in shown, shown
-    assert "--price is MODEL=INPUT,OUTPUT[,cache_read=R][,cache_write=W][,above=N:" in shown
+    form = "MODEL=INPUT,OUTPUT[,cache_read=R][,cache_write=W][,until=YYYY-MM-DD][,above=N:"
+    assert f"--price is {form}" in shown
     assert "online list prices in US dollars per million tokens" in shown
 
 
@@ -182,3 +205,18 @@ def test_the_printed_plan_and_the_budget_see_the_band(
     refused = plan(prompt - 1, "--budget", budget)
     assert refused.exit_code == ExitCode.INVALID_REQUEST, refused.output
     assert "budget" in refused.output
+
+
+def test_a_dry_run_shows_the_price_s_last_day_and_holds_the_price_to_it(
+    dry_run: Callable[..., dict[str, Any]],
+) -> None:
+    """`until=` is the plan's `price.until`; a day past it is today (UTC), and the plan's cost
+    is unknown, naming the day, as for a catalogue price (never the old figure)."""
+    today = datetime.datetime.now(datetime.UTC).date()
+    holds = dry_run("--price", f"{FAMILY}=1,2,until={today.isoformat()}")
+    assert holds["price"]["until"] == today.isoformat() and holds["cost_low"] > 0
+    yesterday = (today - datetime.timedelta(days=1)).isoformat()
+    lapsed = dry_run("--price", f"{FAMILY}=1,2,until={yesterday},above=5:3,4")
+    assert lapsed["price"] is None and lapsed["cost_low"] is None
+    assert lapsed["price_until"] == yesterday
+    assert f"the price read holds until {yesterday}" in " ".join(lapsed["assumptions"])

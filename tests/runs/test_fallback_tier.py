@@ -24,6 +24,7 @@ from tests.helpers import (
     shard_object,
 )
 from vertexbatch._catalogue import Model, Source, catalogue_of
+from vertexbatch._catalogue import catalogue as shipped_rows
 from vertexbatch._command.cli import main
 from vertexbatch._command.cli_render import ExitCode
 from vertexbatch._runs.ledger import Ledger, Shard, encoded_size, ledger_size
@@ -37,14 +38,15 @@ _SOURCE = (Source("https://docs.cloud.google.com/vertex-ai/generative-ai/docs/fl
 @pytest.fixture(autouse=True)
 def catalogue() -> Iterator[None]:
     """Catalogue rows: one Gemini model served at Flex, one not (models.toml is data another
-    change fills)."""
+    change fills), each at models.toml's rates (prices read the rows in place)."""
+    shipped = {model.id: model.rates for model in shipped_rows()}
     rows = tuple(
         Model(
             id=model,
             publisher="google",
             batch=True,
             locations=frozenset({"global", "us-central1"}),
-            rates=None,
+            rates=shipped.get(model),
             flex=flex,
             sources=_SOURCE,
         )

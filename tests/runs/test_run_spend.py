@@ -129,7 +129,7 @@ def test_a_shard_finished_by_an_earlier_version_makes_the_spend_unknown(
     _same_spend(run.status().spend, counted)  # the done records read again
     done = store.blob("jobs/spent-old.s1/done.json")
     record = json.loads(done.download_as_bytes())
-    del record["usage"]
+    del record["usage"], record["priced_on"]  # an earlier version wrote neither
     done.upload_from_string(json.dumps(record))
     for summary in (run.status(), run.advance(), run.status()):
         spend = summary.spend

@@ -3,6 +3,7 @@ and in the progress record's entry, and priced into a run's spend as the answers
 
 from __future__ import annotations
 
+import datetime
 import json
 
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 import vertexbatch as vb
 from tests.helpers import examples
 from vertexbatch._plans.spend import SpendMeter
-from vertexbatch._runs.done import Done, parse_done
+from vertexbatch._runs.done import Done, _record, parse_done
 from vertexbatch._runs.ledger import Shard
 from vertexbatch._runs.records import _cached_done
 from vertexbatch._runs.usage import (
@@ -20,6 +21,7 @@ from vertexbatch._runs.usage import (
     OTHER,
     RunSpend,
     Tally,
+    decode_day,
     decode_usage,
     encode_usage,
     parse_usage,
@@ -28,6 +30,7 @@ from vertexbatch._runs.usage import (
 
 MODEL = "claude-opus-5-5@default"  # priced in the catalogue
 _SHARD = Shard("run.s0", 4)
+_DAY = datetime.date(2026, 12, 1)  # a day its jobs were created
 
 
 def _answer(key: str, **usage: int) -> vb.Result:
@@ -68,9 +71,9 @@ def test_summed_usage_prices_as_each_answer() -> None:
     tally = Tally()
     for result, tier in answers:
         meter.add(result, tier)
-        tally.add(result, tier)
+        tally.add(result, tier, _DAY)
     spent = RunSpend("anthropic", MODEL)
-    spent.add("run.s0", tally.usage())
+    spent.add("run.s0", tally.usage(), tally.day)
     spend = spent.spend(1)
     assert spend is not None and meter.spend.dollars is not None
     assert spend.dollars == pytest.approx(meter.spend.dollars) and spend.dollars > 0
@@ -169,14 +172,40 @@ def test_a_done_record_with_and_without_usage() -> None:
     assert parse_done(record, _SHARD, "x") == Done({"ok": 4}, None)  # an earlier version's
     record["usage"] = {"batch": [4, 100, 20, 0, 0]}
     assert parse_done(record, _SHARD, "x") == Done({"ok": 4}, {"batch": (4, 100, 20, 0, 0)})
+    record["priced_on"] = "2026-12-01"
+    done = Done({"ok": 4}, {"batch": (4, 100, 20, 0, 0)}, _DAY)
+    assert parse_done(record, _SHARD, "x") == done
+    assert parse_done(json.loads(json.dumps(_record(_SHARD, done, False))), _SHARD, "x") == done
 
 
 def test_a_progress_entry_of_an_earlier_version_is_not_used() -> None:
-    """An entry without a usage token may stand for a record with usage: it is read again."""
+    """An entry without a usage token, or without the day token, may stand for a record with
+    them: it is read again."""
     assert _cached_done("17 0 0 4 0 0", 17, 4) is None
-    assert _cached_done("17 0 0 4 0 0 -", 17, 4) == Done({"ok": 4}, None)
-    assert _cached_done("17 0 0 4 0 0 ubatch:4,100,20", 17, 4) == Done(
+    assert _cached_done("17 0 0 4 0 0 -", 17, 4) is None
+    assert _cached_done("17 0 0 4 0 0 ubatch:4,100,20", 17, 4) is None
+    assert _cached_done("17 0 0 4 0 0 - -", 17, 4) == Done({"ok": 4}, None)
+    assert _cached_done("17 0 0 4 0 0 ubatch:4,100,20 -", 17, 4) == Done(
         {"ok": 4}, {"batch": (4, 100, 20, 0, 0)}
     )
-    assert _cached_done("18 0 0 4 0 0 u", 17, 4) is None  # another generation
-    assert _cached_done("17 0 0 3 0 0 u", 17, 4) is None  # counts not of the shard's keys
+    assert _cached_done("17 0 0 4 0 0 ubatch:4,100,20 2026-12-01", 17, 4) == Done(
+        {"ok": 4}, {"batch": (4, 100, 20, 0, 0)}, _DAY
+    )
+    assert _cached_done("18 0 0 4 0 0 u -", 17, 4) is None  # another generation
+    assert _cached_done("17 0 0 3 0 0 u -", 17, 4) is None  # counts not of the shard's keys
+
+
+@pytest.mark.parametrize("token", ["", "x", "20261201", "2026-W49-2", "2026-13-01", "2026-12-1"])
+def test_a_day_token_or_field_that_does_not_hold(token: str) -> None:
+    """A progress entry's day that is not YYYY-MM-DD is read again; a record's is refused, as
+    is a day in a record without usage (an edit: records with a day always have usage)."""
+    assert decode_day(token) == (False, None)
+    assert _cached_done(f"17 0 0 4 0 0 ubatch:4,100,20 {token}", 17, 4) is None
+    record = {"shard": "run.s0", "outcomes": {"ok": 4}, "online": False, "priced_on": token}
+    record["usage"] = {"batch": [4, 100, 20, 0, 0]}
+    with pytest.raises(vb.InvalidRequestError, match="the day it is priced on"):
+        parse_done(record, _SHARD, "gs://b/run.s0/done.json")
+    del record["usage"]
+    record["priced_on"] = "2026-12-01"
+    with pytest.raises(vb.InvalidRequestError, match="not a vertexbatch shard record"):
+        parse_done(record, _SHARD, "gs://b/run.s0/done.json")

@@ -259,10 +259,11 @@ def pay_options(command: Any, *, planning: bool = False) -> Any:
             help=f"{planned}MODEL's online list price in US dollars per million input and "
             "output tokens, as the pricing page prints it (a model family, e.g. "
             "claude-opus-4-1=15,75); batch bills half. Then, optional, as Price names them: "
-            "cache_read=R, cache_write=W, and last above=N:INPUT,OUTPUT, the rates of prompts "
-            "over N tokens, with the band's own cache_read= and cache_write= after them (e.g. "
-            "claude-haiku-5-5=0.1,0.5,above=100000:0.5,2.5). Over the shipped table; "
-            "repeatable.",
+            "cache_read=R, cache_write=W, until=YYYY-MM-DD (the last day the price holds, "
+            "UTC: a plan after it prices the model unknown), and last above=N:INPUT,OUTPUT, "
+            "the rates of prompts over N tokens, with the band's own cache_read= and "
+            "cache_write= after them (e.g. claude-haiku-5-5=0.1,0.5,above=100000:0.5,2.5). "
+            "Over the shipped table; repeatable.",
         ),
         click.option(
             "--schema",

@@ -22,6 +22,7 @@ from .._providers import COMMANDS, by_command
 from .._runs.run import DEFAULT_SHARD_SIZE, Run
 from .._runs.step import RunSummary
 from .._runs.tasks import COUNT_VARIABLE, INDEX_VARIABLE, Task
+from .._runs.usage import Tally
 from .._vertex.tiers import TIERS
 from .cli_controls import control_options
 from .cli_options import cloud_client, cloud_command
@@ -289,19 +290,24 @@ def run_results(
     the keys: the shares of COUNT tasks hold every key exactly once. The summary ends with
     what the keys' latest answers cost: batch answers at batch prices, online answers at the
     tier they were billed at (unknown for a model with no price), and the run's canary
-    (--canary; in task 0's share) at its tier.
+    (--canary; in task 0's share) at its tier, priced on the day the jobs were created (a
+    price past its last day then is unknown).
     """
     task = _task(task_index, task_count)
     client = cloud_client()
     run = _open_run(client, run_id)
     counts: Counter[str] = Counter()
-    meter = SpendMeter(run.provider, run.model)
-    if task is None or task.index == 0:  # the run's canary, in one share of the keys
-        count_tiers(meter, run._ledger.canary)
+    # Summed as they stream, priced at the end on the latest day an answer is priced on (its
+    # job's creation day; today's where not known): as status prices it (_runs.usage).
+    tally = Tally(run.provider, run.model)
     for item in run.key_results(task=task):
         counts[item.outcome] += 1
-        meter.add(item.result, item.tier)
+        tally.add(item.result, item.tier, item.priced_on)
         if not only or item.result.outcome in only or item.outcome in only:
             click.echo(json_line(run_result_record(item)))
+    meter = SpendMeter(run.provider, run.model, priced_on=tally.day)
+    if task is None or task.index == 0:  # the run's canary, in one share of the keys
+        count_tiers(meter, run._ledger.canary)
+    count_tiers(meter, tally.usage())
     keys = run.keys if task is None else sum(counts.values())
     click.echo(run_results_summary(counts, keys=keys, spend=meter.spend), err=True)

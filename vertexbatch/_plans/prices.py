@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Self
 
-from .._catalogue import BAND_FIELDS, Band, catalogue, model_entry
+from .._catalogue import BAND_FIELDS, Band, Model, catalogue, model_entry
 from .._errors import InvalidRequestError
 
 __all__ = [
@@ -183,22 +183,27 @@ class PriceTable(tuple[Price, ...]):
         return table
 
 
+def _row_price(model: Model) -> Price | None:
+    """A catalogue row's rates as a ``Price`` matching its id (``None``: no page prices it)."""
+    rates = model.rates
+    if rates is None:
+        return None
+    return Price(
+        model.id,
+        rates.input,
+        rates.output,
+        rates.cache_read,
+        rates.cache_write,
+        None if rates.above is None else PriceBand(**_fields(rates.above)),
+        rates.until,
+    )
+
+
 def _shipped() -> PriceTable:
     """The catalogue's priced rows as ``Price`` values, dated by their newest source."""
-    rows = [(model, model.rates) for model in catalogue() if model.rates is not None]
-    prices = [
-        Price(
-            model.id,
-            rates.input,
-            rates.output,
-            rates.cache_read,
-            rates.cache_write,
-            None if rates.above is None else PriceBand(**_fields(rates.above)),
-            rates.until,
-        )
-        for model, rates in rows
-    ]
-    newest = max(source.read for model, _ in rows for source in model.sources)
+    rows = [model for model in catalogue() if model.rates is not None]
+    prices = [price for model in rows if (price := _row_price(model)) is not None]
+    newest = max(source.read for model in rows for source in model.sources)
     return PriceTable(
         prices,
         date=newest,
@@ -225,8 +230,9 @@ PRICES = _shipped()
 
 def price_of(model: str, prices: Iterable[Price] = ()) -> Price | None:
     """The price of ``model``: the caller's table first (by family, the longest match), then
-    ``PRICES`` (the row of ``model``'s own catalogue entry only); ``None`` if unknown. Whether
-    it still holds on a given day is ``lapsed``'s to say (a plan and a spend ask)."""
+    the rates of ``model``'s own catalogue entry only (``PRICES``' row; within
+    ``catalogue_of``, the rows in place); ``None`` if unknown. Whether it still holds on a
+    given day is ``lapsed``'s to say (a plan and a spend ask)."""
     given = tuple(prices)
     if not all(isinstance(p, Price) for p in given):
         raise InvalidRequestError("prices must be vertexbatch.Price values", field="prices")
@@ -235,7 +241,7 @@ def price_of(model: str, prices: Iterable[Price] = ()) -> Price | None:
     if found:
         return max(found, key=lambda p: len(p.match))
     entry = model_entry(model)
-    return next((p for p in PRICES if entry is not None and p.match == entry.id), None)
+    return None if entry is None else _row_price(entry)
 
 
 def lapsed(price: Price | None, on: datetime.date) -> bool:

@@ -5,12 +5,16 @@
     PREFIX/RUN.s0/done.json   {"shard": "RUN.s0", "outcomes": {"ok": 98, "exhausted": 2},
                                "online": false,
                                "usage": {"batch": [answers, input, output, cache_read,
-                                                   cache_write], ...}}
+                                                   cache_write], ...},
+                               "priced_on": "2026-12-08"}
 
 ``online``: whether the counts include the shard's online answers (``counts_online``).
 ``usage``: the usage of the answers the shard paid for, per tier they were billed at
 (``_runs.usage``), so that a run's ``status`` shows its spend without reading answers; a
 record written before it has none (its spend is unknown to ``status``, never 0).
+``priced_on``: ``"YYYY-MM-DD"``, the latest day (UTC) its paid answers are priced on (a batch
+answer's job's creation day, an online answer's day of this record: ``_runs.usage``); written
+only when every paid answer has a day. A record without it is priced on today's date.
 
 Written create-only (replaced only by the online fallback's finisher) and may have been edited
 by hand since: every field read back is checked, and a record that does not hold is an
@@ -19,13 +23,14 @@ by hand since: every field read back is checked, and a record that does not hold
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .._errors import InvalidRequestError
 from .._gcs.staging import Staging
 from .ledger import Shard
-from .usage import ShardUsage, parse_usage, usage_json
+from .usage import ShardUsage, parse_day, parse_usage, usage_json
 
 __all__ = [
     "DONE",
@@ -47,11 +52,13 @@ FINAL_OUTCOMES = frozenset(OUTCOME_ORDER)
 
 @dataclass(frozen=True, slots=True)
 class Done:
-    """A finished shard: its keys per final outcome, and its answers' usage per tier (``None``:
-    its record was written before records kept usage)."""
+    """A finished shard: its keys per final outcome, its answers' usage per tier (``None``:
+    its record was written before records kept usage), and the latest day they are priced on
+    (``None``: not recorded, priced on today's)."""
 
     outcomes: Mapping[str, int]
     usage: ShardUsage | None = None
+    day: datetime.date | None = None
 
 
 def read_done(staging: Staging, shard: Shard) -> Done | None:
@@ -64,9 +71,11 @@ def read_done(staging: Staging, shard: Shard) -> Done | None:
 def parse_done(done: object, shard: Shard, where: str) -> Done:
     """A shard's done record read from ``where``, every field checked."""
     outcomes = done.get("outcomes") if isinstance(done, dict) else None
-    usage = None
+    usage = day = None
     if isinstance(done, dict) and "usage" in done:
         usage = parse_usage(done["usage"], shard.keys)
+    if isinstance(done, dict) and "priced_on" in done:
+        day = parse_day(done["priced_on"])
     if (
         not isinstance(done, dict)
         or done.get("shard") != shard.id
@@ -75,13 +84,15 @@ def parse_done(done: object, shard: Shard, where: str) -> Done:
         or not all(type(n) is int and n >= 0 for n in outcomes.values())
         or sum(outcomes.values()) != shard.keys
         or ("usage" in done and usage is None)
+        or ("priced_on" in done and (day is None or usage is None))
     ):
         raise InvalidRequestError(
             f"{where} is not a vertexbatch shard record (outcome counts of its "
-            f"{shard.keys} keys, and their usage): it was damaged or edited",
+            f"{shard.keys} keys, their usage and the day it is priced on): it was damaged or "
+            "edited",
             field="staging",
         )
-    return Done(outcomes, usage)
+    return Done(outcomes, usage, day)
 
 
 def _record(shard: Shard, done: Done, online: bool) -> dict[str, object]:
@@ -92,6 +103,8 @@ def _record(shard: Shard, done: Done, online: bool) -> dict[str, object]:
     }
     if done.usage is not None:
         record["usage"] = usage_json(done.usage)
+        if done.day is not None:
+            record["priced_on"] = done.day.isoformat()
     return record
 
 

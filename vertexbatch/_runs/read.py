@@ -7,6 +7,7 @@ telemetry: superseded attempts are read too, and steps read results only to coun
 
 from __future__ import annotations
 
+import datetime
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
@@ -24,7 +25,7 @@ from .jobs import Attempt
 from .ledger import Shard
 from .online_rows import read_uris
 from .sink import read_attempt
-from .usage import Tally
+from .usage import Tally, day_of
 
 __all__ = ["BATCH_TIER", "ONLINE", "UNSETTLED", "ShardReader"]
 
@@ -78,16 +79,25 @@ class ShardReader:
         """The keys of an ended attempt that are retryable or missing."""
         return [r.key for r in self.read(attempt) if r.outcome in UNSETTLED]
 
-    def final(self, shard: Shard, attempts: list[Attempt], *, online: bool | None = None) -> Done:
-        """A finished shard's keys per final outcome (retryable and missing: ``exhausted``) and
-        the usage of its answers per tier they were billed at (``_runs.usage``): what a results
-        pass's ``SpendMeter`` counts of the shard."""
+    def final(
+        self,
+        shard: Shard,
+        attempts: list[Attempt],
+        *,
+        online: bool | None = None,
+        today: datetime.date | None = None,
+    ) -> Done:
+        """A finished shard's keys per final outcome (retryable and missing: ``exhausted``), the
+        usage of its answers per tier they were billed at and the latest day they are priced on
+        (``_runs.usage``): what a results pass's ``SpendMeter`` counts of the shard. ``today``:
+        the day the record is made (UTC), its online answers' day."""
         counts: Counter[str] = Counter()
         tally = Tally(self._provider, self._model)
-        for result, _, tier in self.tries(shard, attempts, final=True, online=online):
+        tried = self.tries(shard, attempts, final=True, online=online, online_day=today)
+        for result, _, tier, day in tried:
             counts[result.outcome] += 1
-            tally.add(result, tier)
-        return Done(dict(counts), tally.usage())
+            tally.add(result, tier, day)
+        return Done(dict(counts), tally.usage(), tally.day)
 
     def results(
         self,
@@ -99,7 +109,7 @@ class ShardReader:
     ) -> Iterator[Result]:
         """One result per key of the shard: the online answer, else the latest attempt's."""
         tries = self.tries(shard, attempts, final=final, online=online)
-        return (result for result, _, _ in tries)
+        return (result for result, _, _, _ in tries)
 
     def tries(
         self,
@@ -110,10 +120,13 @@ class ShardReader:
         final: bool = False,
         online: bool | None = None,
         schema: Schema | None = None,
-    ) -> Iterator[tuple[Result, int, str]]:
-        """``results`` with the number of attempts that held each key and the tier its result
+        online_day: datetime.date | None = None,
+    ) -> Iterator[tuple[Result, int, str, datetime.date | None]]:
+        """``results`` with the number of attempts that held each key, the tier its result
         was billed at (``BATCH_TIER``; an online answer's, its ``Result.tier``: the tier its
-        ``usageMetadata.trafficType`` names, else the run's ``fallback_tier``).
+        ``usageMetadata.trafficType`` names, else the run's ``fallback_tier``) and the day it is
+        priced on (UTC): a batch answer's, the day its attempt's job was created; an online
+        answer's, ``online_day`` (the shard's record's); ``None`` where not known.
 
         ``fill``: a caller's results pass: each terminal attempt of a ``cache=True`` run fills
         the answer cache with its own ok answers (steps and ``status`` never write to it).
@@ -141,13 +154,14 @@ class ShardReader:
                     result = replace(result, tier=billed_tier(result.response, self._tier))
                     if final and result.outcome in UNSETTLED:  # the online call's own error
                         result = exhausted(result, len(made) + 1)
-                    yield result, len(made) + 1, result.tier
+                    yield result, len(made) + 1, result.tier, online_day
         seen = {keys.keys[i] for i in taken}
         latest = len(made) - 1
         for index in range(latest, -1, -1):
             attempt = made[index]
             assert attempt.job is not None
             filler = CacheFill(staging, attempt.job) if fill else None
+            day = None if attempt.status is None else day_of(attempt.status.created)
             for result in self.read(attempt, filler, schema):
                 if result.key not in seen:
                     seen.add(result.key)
@@ -156,14 +170,15 @@ class ShardReader:
                     # is in the latest one, still running.
                     if result.outcome in UNSETTLED:
                         tries = latest + 1
-                        yield (exhausted(result, tries) if final else result), tries, BATCH_TIER
+                        result = exhausted(result, tries) if final else result
+                        yield result, tries, BATCH_TIER, day
                     else:
-                        yield result, index + 1, BATCH_TIER
+                        yield result, index + 1, BATCH_TIER, day
         if final and len(seen) < len(keys):
             for key in keys.keys:
                 if key not in seen:
                     missing = Result(key=key, error=MissingError(_NEVER_RUN, key=key))
-                    yield exhausted(missing, len(attempts)), len(attempts), BATCH_TIER
+                    yield exhausted(missing, len(attempts)), len(attempts), BATCH_TIER, None
 
 
 def exhausted(result: Result, attempts: int) -> Result:

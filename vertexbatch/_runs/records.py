@@ -11,12 +11,13 @@ shards). A step of ``ListedRecords`` instead makes:
 - **one read** of the run's progress record, a cache of what earlier steps read::
 
       PREFIX/RUN/progress.json   {"format": "vertexbatch-progress/1", "run": RUN,
-                                  "done": {"<shard index>": "<generation> <counts> <usage>"},
+                                  "done": {"<shard index>": "<generation> <counts> <usage> <day>"},
                                   "records": {"s0.r1/job.json": [<generation>, <record>]}}
 
-  ``done`` holds each finished shard's outcome counts (in ``OUTCOME_ORDER``) and its answers'
-  usage per tier (``_runs.usage.encode_usage``) as of its ``done.json``'s generation (an entry
-  without usage, written by an earlier version, is not used: the record is read again);
+  ``done`` holds each finished shard's outcome counts (in ``OUTCOME_ORDER``), its answers'
+  usage per tier (``_runs.usage.encode_usage``) and the day they are priced on
+  (``encode_day``) as of its ``done.json``'s generation (an entry without usage or without the
+  day, written by an earlier version, is not used: the record is read again);
   ``records`` the records of unfinished shards' attempts that a step read (those of finished
   shards are dropped: a step never reads them);
 - **a read of each record the listing shows at a generation the cache does not hold**: the
@@ -49,7 +50,7 @@ from .._gcs.staging import Staging
 from .._staged.manifest import MANIFEST, RECORD
 from .done import DONE, OUTCOME_ORDER, Done, read_done
 from .ledger import Shard
-from .usage import decode_usage, encode_usage
+from .usage import decode_day, decode_usage, encode_day, encode_usage
 
 __all__ = ["PROGRESS", "ListedRecords", "Records"]
 
@@ -181,7 +182,8 @@ class ListedRecords(Records):
             if done is None:  # deleted since the listing
                 return None
         counts = " ".join(str(done.outcomes.get(name, 0)) for name in OUTCOME_ORDER)
-        self._kept_done[index] = f"{generation} {counts} {encode_usage(done.usage)}"
+        usage = f"{encode_usage(done.usage)} {encode_day(done.day)}"
+        self._kept_done[index] = f"{generation} {counts} {usage}"
         return done
 
     def save(self) -> None:
@@ -252,10 +254,11 @@ def _generation(entry: str) -> int:
 
 def _cached_done(entry: str, generation: int, keys: int) -> Done | None:
     """The record a cached done entry holds, if it is of ``generation`` and whole (an entry
-    of an earlier version, without usage, is not: the record may hold usage it left out)."""
+    of an earlier version, without usage or the day, is not: the record may hold what it left
+    out)."""
     parts = entry.split(" ")
     width = 1 + len(OUTCOME_ORDER)
-    if len(parts) != width + 1 or not all(p.isascii() and p.isdigit() for p in parts[:width]):
+    if len(parts) != width + 2 or not all(p.isascii() and p.isdigit() for p in parts[:width]):
         return None
     if int(parts[0]) != generation:
         return None
@@ -263,7 +266,10 @@ def _cached_done(entry: str, generation: int, keys: int) -> Done | None:
     if sum(counts.values()) != keys:
         return None
     whole, usage = decode_usage(parts[width], keys)
-    return Done({name: n for name, n in counts.items() if n}, usage) if whole else None
+    dated, day = decode_day(parts[width + 1])
+    if not whole or not dated or (usage is None and day is not None):
+        return None
+    return Done({name: n for name, n in counts.items() if n}, usage, day)
 
 
 def _read_or_none(staging: Staging, name: str) -> Any | None:

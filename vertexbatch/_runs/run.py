@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._cloud import Cloud
@@ -85,12 +85,18 @@ class KeyResult:
             answer of the online fallback the tier Vertex says served it (``standard``,
             ``flex``, ``priority``, ``provisioned``), else the run's ``fallback_tier``; for
             ``SpendMeter.add(result, tier)``.
+        priced_on: the day (UTC) its answer is priced on: a batch answer's, the day Vertex
+            created its attempt's job; an online answer's, the day its shard was recorded as
+            answered online; ``None`` where not known (price it on today's). A run's spend is
+            priced on the latest of its answers' days (``SpendMeter(..., priced_on=)``,
+            ``_runs.usage``).
     """
 
     result: Result
     attempts: int
     outcome: str
     tier: str = "batch"
+    priced_on: date | None = None
 
 
 def _tracing_of(run: Run) -> Tracing:
@@ -302,12 +308,12 @@ class Run:
         return self._key_results(shards, given)
 
     def _key_results(self, shards: list[Shard], schema: Schema | None) -> Iterator[KeyResult]:
-        for result, tries, final, tier in self._tries(shards, schema):
-            yield KeyResult(result, tries, result.outcome if final else "pending", tier)
+        for result, tries, final, tier, day in self._tries(shards, schema):
+            yield KeyResult(result, tries, result.outcome if final else "pending", tier, day)
 
     def _tries(
         self, shards: list[Shard], schema: Schema | None
-    ) -> Iterator[tuple[Result, int, bool, str]]:
+    ) -> Iterator[tuple[Result, int, bool, str, date | None]]:
         """Each key's result (recorded in the metrics), its attempts, and whether its shard is
         finished: recorded so, or one the next step would finish (as ``status`` counts it), so
         that ``results``, ``key_results`` and ``status`` agree: a finished shard's keys still
@@ -317,7 +323,8 @@ class Run:
         jobs = self._jobs()
         for shard in shards:
             job = reader.job(shard)
-            done = records.done(shard) is not None
+            record = records.done(shard)
+            done = record is not None
             attempts = jobs.attempts(shard, self.max_attempts)
             final = done or any(
                 action.kind == "finish"
@@ -325,10 +332,13 @@ class Run:
                     [open_shard(reader, shard, attempts).view()], self._looking()
                 ).actions
             )
-            tried = reader.tries(shard, attempts, fill=True, final=final, schema=schema)
-            for result, tries, tier in tried:
+            day = None if record is None else record.day  # its online answers' day
+            tried = reader.tries(
+                shard, attempts, fill=True, final=final, schema=schema, online_day=day
+            )
+            for result, tries, tier, priced_on in tried:
                 self._cloud.telemetry.record(result, job)
-                yield result, tries, final, tier
+                yield result, tries, final, tier, priced_on
 
     def results(
         self,
@@ -366,7 +376,7 @@ class Run:
         return self._cloud.tracing.passing(results, attributes, "run.results")
 
     def _results(self, shards: list[Shard], schema: Schema | None) -> Iterator[Result]:
-        return (result for result, _, _, _ in self._tries(shards, schema))
+        return (result for result, _, _, _, _ in self._tries(shards, schema))
 
 
 def summary_line(summary: RunSummary) -> str:

@@ -28,11 +28,13 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import date
 
 from .._cloud import Cloud
 from .._errors import InvalidRequestError, job_errors
 from .._job.submit import resubmit, submit
 from .._observe.traces import note
+from .._plans.prices import today_utc
 from .._plans.spend import Spend
 from .._staged.manifest import MANIFEST, Manifest, run_origin
 from .._values import Job
@@ -78,8 +80,9 @@ class RunSummary:
             empty, every task has registered and the next ``advance`` checks the keys are
             unique across tasks and makes it.
         spend: what the answers of the finished shards cost (each key's final answer, online
-            ones at the tier they were billed at, priced from the shipped catalogue), from
-            their done records: ``None`` while no shard is finished. Its ``notes`` say when
+            ones at the tier they were billed at, priced from the shipped catalogue on the day
+            each shard's jobs were created: ``_runs.usage``), from their done records:
+            ``None`` while no shard is finished. Its ``notes`` say when
             it covers only some shards; its ``dollars`` are ``None`` (unknown, never 0) for
             a model with no price or a shard finished by an earlier version, whose record
             holds no usage (docs/cost.md, "Spend").
@@ -140,7 +143,8 @@ class Step:
         reader = self._reader
         records = self._records
         totals: Counter[str] = Counter()
-        spent = RunSpend(ledger.provider, ledger.model, canary=ledger.canary)
+        today = today_utc()  # the day a record made now prices online answers on
+        spent = RunSpend(ledger.provider, ledger.model, canary=ledger.canary, today=today)
         unfinished: list[Open] = []
         finished: list[Shard] = []
         jobs = RunJobs(
@@ -157,7 +161,7 @@ class Step:
             done = records.done(shard)
             if done is not None:
                 totals.update(done.outcomes)
-                spent.add(shard.id, done.usage)
+                spent.add(shard.id, done.usage, done.day)
                 finished.append(shard)
                 continue
             attempts = jobs.attempts(shard, ledger.max_attempts)
@@ -191,20 +195,20 @@ class Step:
                 if made is None:
                     created, live = created - 1, live - 1
             elif action.kind == "online":
-                answered, running = self._answer_online(shard, state.attempts, concurrency)
+                answered, running = self._answer_online(shard, state.attempts, concurrency, today)
                 if answered is None:
                     totals["pending"] += shard.keys
                 else:
                     totals.update(answered.outcomes)
-                    spent.add(shard.id, answered.usage)
+                    spent.add(shard.id, answered.usage, answered.day)
                 live += running - counted[action.shard]
             else:
-                finish = reader.final(shard, state.attempts)
+                finish = reader.final(shard, state.attempts, today=today)
                 if rules.act:
                     write_done(cloud.staging, shard, finish)
                     logger.info("shard %s finished: %s", shard.id, dict(finish.outcomes))
                 totals.update(finish.outcomes)
-                spent.add(shard.id, finish.usage)
+                spent.add(shard.id, finish.usage, finish.day)
         if rules.act:
             records.save()
         return RunSummary(
@@ -335,7 +339,7 @@ class Step:
             pause = min(2 * pause, 0.5)
 
     def _answer_online(
-        self, shard: Shard, attempts: list[Attempt], concurrency: int
+        self, shard: Shard, attempts: list[Attempt], concurrency: int, today: date
     ) -> tuple[Done | None, int]:
         """Past the deadline, the shard's jobs cancelled (``_cancel_late``): once all have
         ended, answer online the keys none of them settled. Returns the shard's record
@@ -378,7 +382,7 @@ class Step:
             # Another process holds the shard's claim, or a job of it is live: a later step
             # finishes it.
             return None, running
-        finish = reader.final(shard, fresh or attempts, online=True)
+        finish = reader.final(shard, fresh or attempts, online=True, today=today)
         write_done_online(cloud.staging, shard, finish)
         logger.info("shard %s finished: %s", shard.id, dict(finish.outcomes))
         return finish, 0
