@@ -192,10 +192,11 @@ def read_results(
     for result in damaged_results(keys, damaged, taken):
         telemetry.record(result, job)
         yield result
-    if status.terminal:
+    if status.terminal and len(taken) < len(keys):  # a key has no row (none, usually)
         missing = _missing_message(status)
-        for index, key in enumerate(keys.keys):
+        for index in range(len(keys)):
             if index not in taken:
+                key = keys.keys[index]  # only a missing key's is read out of the key map
                 error = MissingError(
                     missing,
                     key=key,
