@@ -129,9 +129,13 @@ class Tracing:
             PREFIX + name, kind=SpanKind.CLIENT, attributes={**self._base, **attributes}
         )
         counts: Counter[str] = Counter()
+        answered = 0  # ok results, counted apart: nearly every result, and no outcome to work out
         try:
             for result in results:
-                counts[result.outcome] += 1
+                if result.error is None:
+                    answered += 1
+                else:
+                    counts[result.outcome] += 1
                 yield result
         except GeneratorExit:
             span.set_attribute("vertexbatch.results.complete", False)
@@ -142,6 +146,8 @@ class Tracing:
         else:
             span.set_attribute("vertexbatch.results.complete", True)
         finally:
+            if answered:
+                counts["ok"] += answered
             span.set_attribute("vertexbatch.results", sum(counts.values()))
             for outcome, count in sorted(counts.items()):
                 span.set_attribute(f"vertexbatch.results.{outcome}", count)
