@@ -14,10 +14,10 @@ are printed with their ratio to the naive reader's. Each layer adds one piece of
 - ``naive``: and ``json.loads`` each line (what ``benchmarks.run`` calls the naive baseline);
 - ``lines``: ``Staging.read_lines`` over each file (ranged reads and the split into lines);
 - ``parsed``: and ``_json.load_json`` of each line (the bounded parse of a whole line);
-- ``fields``: ``Staging.read_line_blocks`` and the pass's own line reader (``_job.results._parsed``:
-  ``_rows.fast_path.row_fields`` of a row its id matches, its nesting counted once a range,
-  ``load_json`` of any other), the key map read before the clock starts: what a pass now does for
-  *parsed*;
+- ``fields``: ``Staging.read_line_blocks`` and the pass's own line reader
+  (``_job.correlate.parsed_lines``: ``_rows.fast_path.row_fields`` of a row its id matches, its
+  nesting counted once a range, ``load_json`` of any other), the key map read before the clock
+  starts: what a pass now does for *parsed*;
 - ``key map``: ``_staged.read_key_map`` alone (the staged key map, read once per pass);
 - ``results``: ``client.results(job)`` whole: the key map, correlation, classification and
   telemetry.
@@ -43,7 +43,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import workload  # noqa: E402
-from vertexbatch._job.results import _parsed  # noqa: E402
+from vertexbatch._job.correlate import parsed_lines  # noqa: E402
 from vertexbatch._json import load_json  # noqa: E402
 from vertexbatch._staged.read import read_key_map  # noqa: E402
 
@@ -93,7 +93,7 @@ def _readers(client: Any, job: Any) -> dict[str, Callable[[], int]]:
         return sum(
             1
             for uri in files()
-            for _ in _parsed(staging.read_line_blocks(uri, max_line=limit), keys)
+            for _ in parsed_lines(staging.read_line_blocks(uri, max_line=limit), keys)
         )
 
     def key_map() -> int:

@@ -11,7 +11,7 @@ import pytest
 
 from tests.helpers import read_embedding_row
 from vertexbatch import EmbeddingRequest, InvalidRequestError, Job, TruncatedError
-from vertexbatch._job.results import read_rows
+from vertexbatch._job.correlate import read_rows
 from vertexbatch._lanes.embeddings import embedding_requests
 from vertexbatch._requests.dedupe import dedupe, exact_digest
 from vertexbatch._requests.digests import canonical_digest

@@ -48,7 +48,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/requests/test_fast_paths.py", "vertexbatch._requests.claude_shape:_system_blocks"): (
         "fast path off"
     ),
-    ("tests/rows/test_row_fields.py", "vertexbatch._job.results:row_fields"): "fast path off",
+    ("tests/rows/test_row_fields.py", "vertexbatch._job.correlate:row_fields"): "fast path off",
 }
 
 # Sleeps that order nothing, each with why; any other ``time.sleep(`` / ``asyncio.sleep(`` with

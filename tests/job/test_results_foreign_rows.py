@@ -28,7 +28,7 @@ from tests.helpers import (
 )
 from vertexbatch._gcs.line_blocks import LineBlock, line_blocks
 from vertexbatch._gcs.staging import Staging
-from vertexbatch._job.results import read_output_file
+from vertexbatch._job.correlate import read_output_file
 from vertexbatch._requests.digests import cache_digest, key_digest
 from vertexbatch._requests.keymap import KeyMap
 from vertexbatch._rules import DEFAULT_LIMITS

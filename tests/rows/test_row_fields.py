@@ -18,7 +18,7 @@ from tests.helpers import examples
 from tests.requests.test_fast_paths import _JSON, _TEXT
 from tests.rows.test_outcomes import ALL_ROWS
 from vertexbatch._gcs.line_blocks import LineBlock, line_blocks
-from vertexbatch._job import results as _results
+from vertexbatch._job import correlate as _results
 from vertexbatch._json import MAX_DEPTH, load_json
 from vertexbatch._requests.digests import key_digest
 from vertexbatch._requests.keymap import KeyMap
@@ -224,7 +224,7 @@ def test_rows_as_vertex_writes_them_are_read_for_their_fields() -> None:
     """The fast path is taken: a row whose id names a key, answered or failed, is read for its
     fields alone, matched already; its echoed request is passed over, never built."""
     for raw in _vertex_rows():
-        read = list(_results._parsed(_blocks([raw]), _keys()))
+        read = list(_results.parsed_lines(_blocks([raw]), _keys()))
         assert [(row, index) for row, _, index in read] == [(_assert_same_fields(raw), 0)]
         assert "request" not in read[0][0] and "request" in json.loads(raw)
 
@@ -238,7 +238,7 @@ def test_rows_matched_otherwise_are_read_whole() -> None:
         "response": {},
     }
     lines = [json.dumps(row).encode() for row in (label_only, {"request": {}, "response": {}})]
-    read = list(_results._parsed(_blocks(lines), _keys()))
+    read = list(_results.parsed_lines(_blocks(lines), _keys()))
     assert [(row, index) for row, _, index in read] == [(json.loads(raw), None) for raw in lines]
     taken: set[int] = set()
     job = Job("i", "n", "anthropic", "m", "gs://b/i", "gs://b/o", 1)
@@ -261,7 +261,7 @@ def _results_of(blocks: list[list[bytes]], provider: str) -> list[list[tuple[str
         for number, raw in enumerate(lines):
             keys = _keys()
             one = [LineBlock(data, [raw], 1 if number < joined else 0)]
-            results += _results.read_rows(_results._parsed(one, keys), keys, set(), job, "f")
+            results += _results.read_rows(_results.parsed_lines(one, keys), keys, set(), job, "f")
     return [[(f.name, repr(getattr(r, f.name))) for f in dataclasses.fields(r)] for r in results]
 
 
@@ -298,7 +298,7 @@ def test_a_line_across_ranges_has_its_brackets_counted_whole() -> None:
     assert all(shallow(data) for data in ranges) and not shallow(deep)
     blocks = list(line_blocks(ranges))
     assert [(b.lines, b.joined) for b in blocks] == [([usual], 0), ([deep, usual], 1)]
-    read = list(_results._parsed(blocks, _keys()))
+    read = list(_results.parsed_lines(blocks, _keys()))
     assert [(row is None, index) for row, _, index in read] == [
         (False, 0),
         (True, None),

@@ -15,7 +15,7 @@ from dataclasses import replace
 from .._cache.fill import CacheFill
 from .._cloud import Cloud
 from .._errors import ExhaustedError, MissingError
-from .._job.results import read_output_file
+from .._job.correlate import read_output_file
 from .._schemas.check import Schema
 from .._staged.read import read_key_map
 from .._values import Job, Provider, Result
