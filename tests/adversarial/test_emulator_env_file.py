@@ -1,9 +1,11 @@
 """``vertexbatch emulator --env-file F`` never takes F from another emulator still serving: it
 refuses to start, naming F and that emulator, and the live one's file stays as it wrote it. A
-file left by an emulator that is gone (killed) is replaced, as before. Real processes."""
+file left by an emulator that is gone (killed) is replaced, as before. A stack killed with
+SIGKILL leaves none of its servers running (``emulator._processes.Watchdog``). Real processes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -101,8 +103,8 @@ def test_the_file_of_a_killed_emulator_is_replaced(tmp_path: Path) -> None:
     port, gcs_port, other, other_gcs = free_ports(4)
     dead = _emulator(env_file, port, gcs_port)
     _wait_for(env_file, dead)
-    # SIGKILL to its group, as a container's end kills it: its fake-gcs-server too (killed
-    # alone, the emulator left that child running past the suite), then nothing answers.
+    # SIGKILL to its group, as a container's end kills it: its fake-gcs-server too, then
+    # nothing answers (killed alone, its watchdog stops the server: the test after this one).
     os.killpg(dead.pid, signal.SIGKILL)
     dead.communicate(timeout=30)
     pause, deadline = threading.Event(), time.monotonic() + 30
@@ -120,6 +122,65 @@ def test_the_file_of_a_killed_emulator_is_replaced(tmp_path: Path) -> None:
         _stop(second)
     assert second.returncode == 0
     assert not env_file.exists()
+
+
+def _all_refuse(endpoints: list[str]) -> bool:
+    """Whether nothing listens at any of ``endpoints`` within 30 seconds (a killed server's port
+    is freed once the kernel has ended it)."""
+    pause, deadline = threading.Event(), time.monotonic() + 30
+    while time.monotonic() < deadline and not all(refuses(e) for e in endpoints):
+        pause.wait(0.05)
+    return all(refuses(e) for e in endpoints)
+
+
+@pytest.mark.processes
+def test_an_emulator_killed_alone_takes_its_fake_gcs_server_with_it(tmp_path: Path) -> None:
+    """SIGKILL to the emulator alone (not its group: a supervisor that kills one pid) leaves
+    no fake-gcs-server behind: its watchdog sees the emulator's end of a pipe close and stops
+    the server it was started beside."""
+    env_file = tmp_path / "stack.env"
+    port, gcs_port = free_ports(2)
+    dead = _emulator(env_file, port, gcs_port)
+    try:
+        _wait_for(env_file, dead)
+        assert not refuses(f"http://127.0.0.1:{gcs_port}")
+        os.kill(dead.pid, signal.SIGKILL)
+        dead.communicate(timeout=30)
+        assert _all_refuse([f"http://127.0.0.1:{gcs_port}"]), "its fake-gcs-server outlived it"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(dead.pid, signal.SIGKILL)  # whatever is left of its group, if it failed
+
+
+_KILLED_STACK = """\
+import os, signal, sys
+from vertexbatch.emulator import LocalStack
+stack = LocalStack(bigquery=True).start()
+print(stack.storage_endpoint, stack.bigquery_endpoint, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.processes
+def test_a_killed_process_leaves_none_of_its_stacks_servers_running() -> None:
+    """A process holding a ``LocalStack(bigquery=True)`` killed with SIGKILL (a test runner's
+    timeout): its fake-gcs-server and its bqemulator both stop."""
+    pytest.importorskip("bqemulator")
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_STACK],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its group, for the cleanup below only
+    )
+    try:
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == -signal.SIGKILL, err.decode()[-2000:]
+        endpoints = out.decode().split()
+        assert len(endpoints) == 2, err.decode()[-2000:]
+        assert _all_refuse(endpoints), f"a server outlived its stack: {endpoints}"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
 
 
 @pytest.mark.processes

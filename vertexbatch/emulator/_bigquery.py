@@ -43,7 +43,7 @@ from vertexbatch.emulator._gcs import free_port
 if TYPE_CHECKING:
     from google.cloud import bigquery, bigquery_storage_v1
 
-from ._processes import terminate
+from ._processes import Watchdog, terminate
 
 __all__ = [
     "MISSING_EXTRA",
@@ -110,7 +110,12 @@ class BigQueryServer:
         self.grpc_port = grpc_port
         self.project = project
         self._log = log
+        self._watchdog: Watchdog | None = None
         self._lock = threading.Lock()
+
+    def watch(self) -> None:
+        """Have the server stopped if this process dies without stopping it (``Watchdog``)."""
+        self._watchdog = Watchdog(self.process)
 
     @property
     def rest_url(self) -> str:
@@ -163,7 +168,7 @@ class BigQueryServer:
     def stop(self) -> None:
         """Terminate the process and wait for it; safe to call twice."""
         with self._lock:
-            terminate(self.process, self._log, timeout=10)
+            terminate(self.process, self._log, timeout=10, watchdog=self._watchdog)
 
 
 def _duckdb_home(home: Path) -> Path:
@@ -252,6 +257,7 @@ def start_bigquery(
             raise
         server = BigQueryServer(process, rest, grpc_, project, log)
         try:
+            server.watch()
             if _ready(server, time.monotonic() + _READY_TIMEOUT):
                 return server
         except BaseException:

@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
-from ._processes import terminate
+from ._processes import Watchdog, terminate
 
 __all__ = ["GcsServer", "binary_path", "free_port", "start_gcs"]
 
@@ -52,7 +52,12 @@ class GcsServer:
         self.process = process
         self.port = port
         self._log = log
+        self._watchdog: Watchdog | None = None
         self._lock = threading.Lock()
+
+    def watch(self) -> None:
+        """Have the server stopped if this process dies without stopping it (``Watchdog``)."""
+        self._watchdog = Watchdog(self.process)
 
     @property
     def url(self) -> str:
@@ -62,7 +67,7 @@ class GcsServer:
     def stop(self) -> None:
         """Terminate the process and wait for it; safe to call twice."""
         with self._lock:
-            terminate(self.process, self._log, timeout=5)
+            terminate(self.process, self._log, timeout=5, watchdog=self._watchdog)
 
 
 def _ready(url: str, process: subprocess.Popen[bytes]) -> bool:
@@ -119,6 +124,7 @@ def start_gcs(log_path: Path, port: int = 0, root: Path | None = None) -> GcsSer
             raise
         server = GcsServer(process, port, log)
         try:
+            server.watch()
             # poll() again: a server of someone else's on the same port may have answered.
             if _ready(server.url, process) and process.poll() is None:
                 return server
