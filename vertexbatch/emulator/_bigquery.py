@@ -43,7 +43,7 @@ from vertexbatch.emulator._gcs import free_port
 if TYPE_CHECKING:
     from google.cloud import bigquery, bigquery_storage_v1
 
-from ._processes import Watchdog, terminate
+from ._processes import ServerProcess
 
 __all__ = [
     "MISSING_EXTRA",
@@ -94,8 +94,10 @@ def require_bigquery(find: Callable[[str], Any] = importlib.util.find_spec) -> N
         raise RuntimeError(f"{MISSING_EXTRA} (missing: {', '.join(missing)})")
 
 
-class BigQueryServer:
+class BigQueryServer(ServerProcess):
     """A running bqemulator; `stop` sends SIGTERM (then SIGKILL) and reaps it."""
+
+    STOP_TIMEOUT = 10.0
 
     def __init__(
         self,
@@ -105,17 +107,10 @@ class BigQueryServer:
         project: str,
         log: IO[bytes],
     ) -> None:
-        self.process = process
+        super().__init__(process, log)
         self.rest_port = rest_port
         self.grpc_port = grpc_port
         self.project = project
-        self._log = log
-        self._watchdog: Watchdog | None = None
-        self._lock = threading.Lock()
-
-    def watch(self) -> None:
-        """Have the server stopped if this process dies without stopping it (``Watchdog``)."""
-        self._watchdog = Watchdog(self.process)
 
     @property
     def rest_url(self) -> str:
@@ -164,11 +159,6 @@ class BigQueryServer:
         return bigquery_storage_v1.BigQueryWriteClient(  # type: ignore[no-untyped-call]
             transport=BigQueryWriteGrpcTransport(channel=channel)
         )
-
-    def stop(self) -> None:
-        """Terminate the process and wait for it; safe to call twice."""
-        with self._lock:
-            terminate(self.process, self._log, timeout=10, watchdog=self._watchdog)
 
 
 def _duckdb_home(home: Path) -> Path:

@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
-from ._processes import Watchdog, terminate
+from ._processes import ServerProcess
 
 __all__ = ["GcsServer", "binary_path", "free_port", "start_gcs"]
 
@@ -45,29 +45,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-class GcsServer:
+class GcsServer(ServerProcess):
     """A running fake-gcs-server; `stop` sends SIGTERM (then SIGKILL) and reaps it."""
 
     def __init__(self, process: subprocess.Popen[bytes], port: int, log: IO[bytes]) -> None:
-        self.process = process
+        super().__init__(process, log)
         self.port = port
-        self._log = log
-        self._watchdog: Watchdog | None = None
-        self._lock = threading.Lock()
-
-    def watch(self) -> None:
-        """Have the server stopped if this process dies without stopping it (``Watchdog``)."""
-        self._watchdog = Watchdog(self.process)
 
     @property
     def url(self) -> str:
         """`http://127.0.0.1:PORT`."""
         return f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        """Terminate the process and wait for it; safe to call twice."""
-        with self._lock:
-            terminate(self.process, self._log, timeout=5, watchdog=self._watchdog)
 
 
 def _ready(url: str, process: subprocess.Popen[bytes]) -> bool:

@@ -21,9 +21,10 @@ import os
 import signal
 import subprocess
 import sys
-from typing import IO
+import threading
+from typing import IO, ClassVar
 
-__all__ = ["Watchdog", "terminate"]
+__all__ = ["ServerProcess", "Watchdog", "terminate"]
 
 # Run with ``-I -S``: no site, no environment, nothing imported but these modules.
 _WATCH = """\
@@ -110,3 +111,25 @@ def terminate(
     log.close()
     if watchdog is not None:
         watchdog.reap()
+
+
+class ServerProcess:
+    """A server process the stack started, with its log: ``watch`` it, then ``stop`` it
+    (SIGTERM, SIGKILL past ``STOP_TIMEOUT`` seconds, its log closed; safe to call twice)."""
+
+    STOP_TIMEOUT: ClassVar[float] = 5.0
+
+    def __init__(self, process: subprocess.Popen[bytes], log: IO[bytes]) -> None:
+        self.process = process
+        self._log = log
+        self._watchdog: Watchdog | None = None
+        self._lock = threading.Lock()
+
+    def watch(self) -> None:
+        """Have the server stopped if this process dies without stopping it (``Watchdog``)."""
+        self._watchdog = Watchdog(self.process)
+
+    def stop(self) -> None:
+        """Terminate the process and wait for it; safe to call twice."""
+        with self._lock:
+            terminate(self.process, self._log, timeout=self.STOP_TIMEOUT, watchdog=self._watchdog)
