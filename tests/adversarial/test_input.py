@@ -200,6 +200,8 @@ def test_command_refuses_nan_tokens_in_the_request_file(
     [
         ('{"key": "b", "params": {"max_tokens": 1' + "0" * 5000 + "}}", "an integer too long"),
         ('{"key": "b", "params": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+        # Deeper than MAX_DEPTH, shallow enough for json: measured, refused before parsing.
+        ('{"key": "b", "params": ' + "[" * 200 + "]" * 200 + "}", "nested too deeply"),
         (
             json.dumps({"key": "b", "params": claude_params(system="\ud800")}),
             "params.system is not JSON: not UTF-8 text",
@@ -209,7 +211,7 @@ def test_command_refuses_nan_tokens_in_the_request_file(
             "params.metadata.<field 1> is a key that is not UTF-8 text",
         ),
     ],
-    ids=["huge-integer", "deep-nesting", "lone-surrogate", "lone-surrogate-key"],
+    ids=["huge-integer", "deep-nesting", "past-max-depth", "lone-surrogate", "lone-surrogate-key"],
 )
 def test_command_refuses_lines_json_cannot_carry(
     stack_env: str, stack: LocalStack, tmp_path: Path, line: str, expected: str

@@ -211,6 +211,10 @@ def test_table_and_column_kinds_are_refused_naming_them(
     deep = make_table(bq, dataset, [{"custom_id": "a", "request": "[" * 200_000}], schema)
     with pytest.raises(vb.InvalidRequestError, match=r"\('request'\) is nested too deeply"):
         bq_client.submit_claude("kinds", CLAUDE, vb.BigQuerySource(deep))
+    # Past MAX_DEPTH but shallow enough for json: measured and refused before it is parsed.
+    past = make_table(bq, dataset, [{"custom_id": "a", "request": "[" * 200 + "]" * 200}], schema)
+    with pytest.raises(vb.InvalidRequestError, match=r"\('request'\) is nested too deeply"):
+        bq_client.submit_claude("kinds", CLAUDE, vb.BigQuerySource(past))
     assert bucket_names(bq, bq_client.bucket) == []
 
 

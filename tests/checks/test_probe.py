@@ -267,6 +267,8 @@ def test_from_probe_report_refuses_other_files(tmp_path: Path) -> None:
     ("content", "said"),
     [
         (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        # Deeper than any report, shallow enough for json: measured, refused before parsing.
+        (b'{"facts": {}, "x": ' + b"[" * 40 + b"]" * 40 + b"}", "nested too deeply"),
         (b"\xa7\xff{}", "UnicodeDecodeError"),
         (b'{"facts": {', "JSONDecodeError"),
         (
@@ -284,6 +286,14 @@ def test_a_damaged_deep_or_huge_report_is_refused_clearly(
     with pytest.raises(ValueError, match=said) as caught:
         LocalStack.from_probe_report(path)
     assert str(path) in str(caught.value) and len(str(caught.value)) < 300
+
+
+def test_brackets_in_a_reports_strings_are_not_nesting(tmp_path: Path) -> None:
+    """Brackets and escaped quotes inside strings are text, not depth: such a report loads."""
+    path = tmp_path / "report.json"
+    text = "[{" * 500 + '\\"[' * 100
+    path.write_text(json.dumps({"vertexbatch_probe": 1, "facts": {"note": text}}))
+    assert isinstance(LocalStack.from_probe_report(path), LocalStack)  # built, not started
 
 
 @pytest.mark.parametrize(

@@ -144,6 +144,9 @@ def test_an_empty_prefix_is_refused_before_any_job(client: vb.Client, bucket: st
         (b'{"key": "k", "params": "secret"}', "line 2: 'params' must be an object"),
         (b'{"key": "k", "params": {"x": NaN}}', "line 2: not valid JSON"),
         (b"\xff\xfe secret", "line 2: not UTF-8 text"),
+        # Past MAX_DEPTH, shallow enough for json: measured and refused before it is parsed.
+        (b'{"key": "k", "params": {"secret": ' + b"[" * 200 + b"]" * 200 + b"}}", "nested too"),
+        (b'{"key": "k", "params": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too"),
     ],
 )
 def test_a_malformed_line_is_named_by_its_file_and_number_never_its_content(

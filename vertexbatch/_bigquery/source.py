@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 from google.api_core import exceptions as api_exceptions
 
 from .._errors import InvalidRequestError
+from .._json import MAX_DEPTH, too_deep
 from .._requests.sdk_fields import GEMINI_REQUEST_LEVEL
 from .._retry import RetryPolicy
 from .._values import ChatRequest, ClaudeRequest, GeminiRequest, Provider
@@ -352,16 +353,19 @@ class SourceRows:
         column = self.source.request_column
         if text is None:
             raise self._bad(f"key {key!r}", f"its request ({column!r}) is NULL")
-        try:
-            body = json.loads(text)
-        except ValueError:
-            body = None
+        if not isinstance(text, str):
             problem = "is not JSON text"
-        except RecursionError:  # a hostile depth: the decoder gives up, so do we, cleanly
-            body = None
-            problem = "is nested too deeply to read"
+        elif too_deep(text):
+            # Measured before parsing, never met by the parser at its limit (where whatever the
+            # garbage collector finalizes there would fail too).
+            problem = f"is nested too deeply to read (past {MAX_DEPTH} levels)"
         else:
-            problem = "" if isinstance(body, dict) else f"is a JSON {type(body).__name__}"
+            try:
+                body = json.loads(text)
+            except ValueError:
+                problem = "is not JSON text"
+            else:
+                problem = "" if isinstance(body, dict) else f"is a JSON {type(body).__name__}"
         if problem:  # raised outside the except block: the decoder's error quotes the text
             raise self._bad(
                 f"key {key!r}", f"its request ({column!r}) {problem}, not a JSON object"

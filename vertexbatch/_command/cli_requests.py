@@ -23,6 +23,7 @@ import click
 
 from .._bigquery.source import BigQuerySource
 from .._errors import InvalidRequestError
+from .._json import MAX_DEPTH, too_deep
 from .._providers import by_command, of_model, unknown_line_fields
 from .._values import ChatRequest, ClaudeRequest, EmbeddingRequest, GeminiRequest
 from .cli_render import ExitCode, Fail
@@ -67,7 +68,12 @@ class RequestLines:
     def _parse(self, raw: bytes) -> _Request:
         problem = ""
         try:
-            data = json.loads(raw.decode("utf-8").rstrip("\r\n"), parse_constant=_not_json)
+            text = raw.decode("utf-8").rstrip("\r\n")
+            # Measured before parsing: a parser that recursed to its limit would run whatever
+            # the garbage collector finalizes there at that depth too (and fail it).
+            if too_deep(text):
+                raise _TooDeep
+            data = json.loads(text, parse_constant=_not_json)
         except UnicodeDecodeError:
             problem = "not UTF-8 text"
         except json.JSONDecodeError as exc:
@@ -77,8 +83,8 @@ class RequestLines:
             problem = "not JSON: NaN/Infinity are not JSON numbers"
         except ValueError:  # an integer of more digits than Python converts
             problem = "not valid JSON (an integer too long to read)"
-        except RecursionError:
-            problem = "not valid JSON (nested too deeply to read)"
+        except _TooDeep:
+            problem = f"not valid JSON (nested too deeply to read: past {MAX_DEPTH} levels)"
         if problem:
             # Raised outside the except block: the decoder's error holds the line's text.
             raise self._bad(problem)
@@ -159,6 +165,10 @@ _REQUESTS = {
 
 class _NotJSON(Exception):
     """A NaN or Infinity token: Python's json reads it, JSON does not have it."""
+
+
+class _TooDeep(Exception):
+    """A line nested deeper than ``_json.MAX_DEPTH``: refused before it is parsed."""
 
 
 def _not_json(token: str) -> Any:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from google.api_core import exceptions as api_exceptions
 
 from .._errors import InvalidRequestError, ObjectReplaced, bucket_errors
+from .._json import load_json
 from .._retry import RetryPolicy
 from .._rules import DEFAULT_LIMITS, Limits
 from .line_blocks import LineBlock, line_blocks
@@ -238,8 +239,8 @@ class Staging:
                 field="staging",
             )
         try:
-            value = json.loads(data)
-        except (ValueError, RecursionError):
+            value = load_json(data)  # depth measured before parsing, never met at the limit
+        except ValueError:
             value = None
         if value is None:
             raise InvalidRequestError(

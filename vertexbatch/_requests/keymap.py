@@ -12,7 +12,6 @@ With ``cache=True`` a key answered from the answer cache has no line at all: its
 
 from __future__ import annotations
 
-import json
 import re
 from array import array
 from collections.abc import Container, Iterable, Mapping, Sequence
@@ -359,8 +358,8 @@ def parse_key_record(raw: bytes) -> tuple[str, str, str]:
         else:
             return key, plain.group(2).decode("ascii"), plain.group(3).decode("ascii")
     try:
-        record = json.loads(raw)
-    except (ValueError, RecursionError):
+        record = load_json(raw)  # depth measured before parsing, never met at the limit
+    except ValueError:
         raise ValueError("not a key record (not JSON)") from None
     if (
         type(record) is not list

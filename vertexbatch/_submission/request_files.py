@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from .._errors import InvalidRequestError, ObjectReplaced
 from .._gcs.staging import Staging, parse_gs_uri
+from .._json import MAX_DEPTH, too_deep
 from .._providers import ProviderRow, by_command, unknown_line_fields
 from .._runs.shares import Listed, share_of
 from .._runs.tasks import Task
@@ -155,14 +156,19 @@ class _Line:
 
     def parse(self, raw: bytes, row: ProviderRow) -> dict[str, Any]:
         problem = ""
+        data: Any = None
         try:
-            data = json.loads(raw.decode("utf-8").rstrip("\r"), parse_constant=_not_json)
+            text = raw.decode("utf-8").rstrip("\r")
+            if too_deep(text):  # measured before parsing, never met at the parser's limit
+                problem = f"not valid JSON (nested too deeply: past {MAX_DEPTH} levels)"
+            else:
+                data = json.loads(text, parse_constant=_not_json)
         except UnicodeDecodeError:
             problem = "not UTF-8 text"
         except json.JSONDecodeError as exc:  # its msg and column, never the line
             problem = f"not valid JSON ({exc.msg} at column {exc.colno})"
-        except (ValueError, RecursionError):
-            problem = "not valid JSON (NaN, Infinity, too long an integer or too deep)"
+        except ValueError:
+            problem = "not valid JSON (NaN, Infinity or too long an integer)"
         if problem:  # raised outside the except block: the decoder's error holds the text
             raise self.bad(problem)
         if not isinstance(data, dict):

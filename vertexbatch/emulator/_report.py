@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import replace
+from itertools import accumulate
 from typing import Any
 
 from vertexbatch.emulator._options import JobOptions, Timing
@@ -45,10 +47,12 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
         data = handle.read(MAX_REPORT + 1)
     if len(data) > MAX_REPORT:
         raise ValueError(f"{path} is larger than a probe report can be ({MAX_REPORT} bytes)")
+    # Measured before parsing: a parser that recursed to its limit would run whatever the
+    # garbage collector finalizes there at that depth too (and fail it).
+    if _nesting(data) > MAX_NESTING:
+        raise ValueError(f"{path} is not a vertexbatch probe report (nested too deeply)")
     try:
         report = json.loads(data.decode("utf-8"))
-    except RecursionError:
-        raise ValueError(f"{path} is not a vertexbatch probe report (nested too deeply)") from None
     except ValueError as exc:  # not UTF-8, or not JSON
         raise ValueError(
             f"{path} is not a vertexbatch probe report ({type(exc).__name__})"
@@ -65,6 +69,24 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
             f"{path}: unsupported probe report version {report.get('vertexbatch_probe')!r}"
         )
     return report
+
+
+MAX_NESTING = 32
+"""The deepest a report may nest: far deeper than one does (a few levels of facts), far
+shallower than the parser's recursion limit."""
+
+_STRING = re.compile(rb'"[^"]*"?')  # once escaped backslashes and quotes are gone
+_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def _nesting(data: bytes) -> int:
+    """How deep the arrays and objects of JSON text nest (brackets inside strings not counted;
+    an upper bound for text that is not JSON)."""
+    if data.count(b"[") + data.count(b"{") <= MAX_NESTING:
+        return 0
+    plain = _STRING.sub(b"", data.replace(b"\\\\", b"").replace(b'\\"', b""))
+    steps = plain.translate(None, _BRACKETS)
+    return max(accumulate(1 if step in b"[{" else -1 for step in steps), default=0)
 
 
 def _first(facts: Mapping[str, Any], *keys: str) -> Any:
